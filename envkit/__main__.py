@@ -1,0 +1,7 @@
+"""``python -m envkit``."""
+
+import sys
+
+from envkit.cli import main
+
+sys.exit(main())

@@ -1,0 +1,101 @@
+"""``envkit validate``, ``envkit schema`` and ``envkit rule``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from envkit.cli._common import parse_codes, target_from, target_options
+from envkit.render import render_github, render_human, render_json
+from envkit.schemas import SCHEMAS, schema_text
+from envkit.validate import ValidateRequest, validate
+from envkit.validators import RULES, CheckOptions
+from envkit.validators._base import DEFAULT_GYM_VERSION
+
+__all__ = ["rule_command", "schema_command", "validate_command"]
+
+_EXISTING = click.Path(exists=True, path_type=Path)
+
+
+@click.command("validate")
+@click.argument("package", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--dataset", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Prompt dataset directory (training.jsonl, validation.jsonl).")
+@click.option("--job", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="GRPO job JSON to check (EK6xx).")
+@target_options
+@click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
+              help="nemo-gym version of the training image.")
+@click.option("--offline", is_flag=True, help="The cluster has no egress: wheels/ must cover everything.")
+@click.option("--strict", is_flag=True, help="Warnings fail too.")
+@click.option("--select", multiple=True, metavar="CODES", help="Only these codes or prefixes (EK1,EK204).")
+@click.option("--ignore", multiple=True, metavar="CODES", help="Skip these codes or prefixes.")
+@click.option("--format", "output_format", type=click.Choice(["human", "json", "github"]),
+              default="human", show_default=True)
+def validate_command(  # noqa: PLR0913 - one flag per documented option
+    package: Path | None,
+    dataset: Path | None,
+    job: Path | None,
+    arch: str,
+    python_version: str,
+    glibc: str | None,
+    gym_version: str,
+    offline: bool,
+    strict: bool,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    output_format: str,
+) -> int:
+    """Check a package (and optionally its dataset and GRPO job) before upload.
+
+    Reports every violation in one run. Exit 0 when valid, 1 when not, 2 on usage errors.
+    """
+    if package is None and dataset is None and job is None:
+        raise click.UsageError("give a PACKAGE directory, --dataset DIR or --job FILE")
+    request = ValidateRequest(
+        package=package,
+        dataset=dataset,
+        job=job,
+        options=CheckOptions(target_from(arch, python_version, glibc), gym_version, offline),
+        select=parse_codes(select),
+        ignore=parse_codes(ignore),
+        strict=strict,
+    )
+    report = validate(request)
+    if output_format == "json":
+        click.echo(render_json(report))
+    elif output_format == "github":
+        text = render_github(report, package)
+        if text:
+            click.echo(text)
+    else:
+        render_human(report, Console(file=sys.stdout), package)
+    return 0 if report.valid else 1
+
+
+@click.command("schema")
+@click.argument("name", type=click.Choice(SCHEMAS))
+def schema_command(name: str) -> int:
+    """Print a JSON Schema shipped with envkit (manifest, diagnostics report, GRPO job)."""
+    click.echo(schema_text(name), nl=False)
+    return 0
+
+
+@click.command("rule")
+@click.argument("code", required=False)
+@click.option("--all", "show_all", is_flag=True, help="List every rule.")
+def rule_command(code: str | None, show_all: bool) -> int:
+    """Explain a rule code, as `ruff rule` does."""
+    if show_all or code is None:
+        for rule in RULES.values():
+            click.echo(f"{rule.code}  {rule.severity.value:<7}  {rule.title}")
+        return 0
+    rule = RULES.get(code.upper())
+    if rule is None:
+        raise click.BadParameter(f"unknown rule {code!r}; `envkit rule --all` lists them")
+    click.echo(f"# {rule.title} ({rule.code})\n\nSeverity: {rule.severity.value}\n")
+    click.echo(f"## Why is this bad?\n{rule.why}\n\n## How to fix\n{rule.fix}")
+    return 0

@@ -1,0 +1,41 @@
+"""Facts about the nemo-gym release the training image runs, generated from its wheel.
+
+``envkit/data/gym.json`` is written by ``scripts/gen_gym_data.py``; never edit it by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+__all__ = ["GymData", "gym_data"]
+
+
+@dataclass(frozen=True)
+class GymData:
+    version: str
+    requires_python: str
+    requires_dist: tuple[str, ...]
+    domains: frozenset[str]
+    dataset_types: frozenset[str]
+    dataset_licenses: tuple[str, ...]
+    builtins: dict[str, frozenset[str]]
+
+    def is_builtin(self, server_type: str, name: str) -> bool:
+        return name in self.builtins.get(server_type, frozenset())
+
+
+@cache
+def gym_data() -> GymData:
+    raw = json.loads(resources.files("envkit").joinpath("data/gym.json").read_text("utf-8"))
+    return GymData(
+        version=raw["nemo_gym_version"],
+        requires_python=raw["requires_python"],
+        requires_dist=tuple(raw["requires_dist"]),
+        domains=frozenset(raw["domains"]),
+        dataset_types=frozenset(raw["dataset_types"]),
+        dataset_licenses=tuple(raw["dataset_licenses"]),
+        builtins={k: frozenset(v) for k, v in raw["builtins"].items()},
+    )

@@ -1,0 +1,273 @@
+"""The package model: read a package directory once, so no validator touches the disk.
+
+``load_package`` is lenient (like ``packaging.metadata.parse_email``): it records what it
+could not read instead of raising, and the validators turn those records into diagnostics.
+Nothing in the package is imported or executed, and symlinks are never followed while
+walking, so loops and links out of the tree cannot hang or escape the reader.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, Literal
+
+from envkit.wheelfile import WheelFile, read_wheel
+from envkit.yamlio import YamlDoc, parse_yaml
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+__all__ = [
+    "MANIFEST",
+    "MAX_ENTRIES",
+    "SERVER_TYPES",
+    "FileEntry",
+    "Package",
+    "ServerDir",
+    "load_package",
+]
+
+MANIFEST = "nemo-environment.yaml"
+SERVER_TYPES = (
+    "resources_servers",
+    "responses_api_agents",
+    "responses_api_models",
+    "environment_servers",
+)
+MAX_ENTRIES = 200_000
+"""A package with more entries than this is not walked further (reported, not crashed)."""
+
+_MAX_TEXT_BYTES = 1024 * 1024
+
+Kind = Literal["file", "dir", "symlink", "other"]
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One path in the package, as seen without following symlinks."""
+
+    path: str
+    kind: Kind
+    size: int = 0
+    link_target: str | None = None
+    """Raw ``readlink`` value for symlinks."""
+    link_inside: bool | None = None
+    """For symlinks: whether the fully resolved target stays inside the package root."""
+
+
+@dataclass(frozen=True)
+class ServerDir:
+    """``<server_type>/<impl>/`` as the package ships it."""
+
+    server_type: str
+    name: str
+    files: frozenset[str]
+    """Names of the regular files directly inside the directory."""
+    texts: Mapping[str, str] = field(default_factory=dict)
+    """Contents of ``requirements.txt`` / ``pyproject.toml`` when present and readable."""
+
+    @property
+    def path(self) -> str:
+        return f"{self.server_type}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Package:
+    """Everything the validators may look at, read once."""
+
+    root: Path
+    entries: Mapping[str, FileEntry]
+    manifest: YamlDoc | None
+    """None when ``nemo-environment.yaml`` is absent."""
+    configs: Mapping[str, YamlDoc]
+    """Parsed files named by ``config_paths`` that are safe to read (inside, regular)."""
+    servers: tuple[ServerDir, ...]
+    wheels: tuple[WheelFile, ...]
+    read_errors: tuple[tuple[str, str], ...] = ()
+    """``(path, reason)`` for entries that could not be read."""
+    nested_manifest: str | None = None
+    """Path of a manifest one directory down when the root has none (wrong upload root)."""
+    truncated: bool = False
+
+    @property
+    def manifest_data(self) -> Mapping[str, Any]:
+        """The manifest mapping, or an empty one when it is missing or malformed."""
+        data = self.manifest.data if self.manifest else None
+        return data if isinstance(data, Mapping) else {}
+
+    @property
+    def format(self) -> str | None:
+        value = self.manifest_data.get("format")
+        return value if isinstance(value, str) else None
+
+    @property
+    def name(self) -> str | None:
+        meta = self.manifest_data.get("metadata")
+        value = meta.get("name") if isinstance(meta, Mapping) else None
+        return value if isinstance(value, str) else None
+
+    def config_paths(self) -> list[str]:
+        """The manifest's ``config_paths`` strings, in order (non-strings dropped)."""
+        paths = self.manifest_data.get("config_paths")
+        if not isinstance(paths, list):
+            return []
+        return [p for p in paths if isinstance(p, str)]
+
+    def files_under(self, prefix: str) -> Iterator[FileEntry]:
+        base = prefix.rstrip("/") + "/"
+        return (e for p, e in self.entries.items() if p.startswith(base))
+
+
+def load_package(root: str | os.PathLike[str]) -> Package:
+    """Read the package at ``root``. Raises only ``NotADirectoryError``/``FileNotFoundError``
+    for a root that is not a directory: that is a usage error, not a package defect."""
+    root_path = Path(root)
+    if not root_path.exists():
+        msg = f"{str(root_path)!r} does not exist"
+        raise FileNotFoundError(msg)
+    if not root_path.is_dir():
+        msg = f"{str(root_path)!r} is not a directory"
+        raise NotADirectoryError(msg)
+    entries, errors, truncated = _walk(root_path)
+    manifest = _read_manifest(root_path, entries, errors)
+    pkg = Package(
+        root=root_path,
+        entries=entries,
+        manifest=manifest,
+        configs={},
+        servers=_read_servers(root_path, entries, errors),
+        wheels=tuple(
+            read_wheel(root_path / e.path)
+            for p, e in sorted(entries.items())
+            if e.kind == "file" and p.startswith("wheels/") and p.endswith(".whl")
+            and p.count("/") == 1
+        ),
+        read_errors=tuple(errors),
+        nested_manifest=None if manifest else _find_nested_manifest(entries),
+        truncated=truncated,
+    )
+    configs = _read_configs(root_path, pkg, errors)
+    return Package(**{**pkg.__dict__, "configs": configs, "read_errors": tuple(errors)})
+
+
+def _walk(root: Path) -> tuple[dict[str, FileEntry], list[tuple[str, str]], bool]:
+    entries: dict[str, FileEntry] = {}
+    errors: list[tuple[str, str]] = []
+    real_root = os.path.realpath(root)
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        try:
+            with os.scandir(root / rel if rel else root) as it:
+                children = list(it)
+        except OSError as exc:
+            errors.append((rel, exc.strerror or str(exc)))
+            continue
+        for child in children:
+            path = f"{rel}/{child.name}" if rel else child.name
+            if len(entries) >= MAX_ENTRIES:
+                return entries, errors, True
+            entry = _entry(child, path, real_root, errors)
+            entries[path] = entry
+            if entry.kind == "dir":
+                stack.append(path)
+    return entries, errors, False
+
+
+def _entry(child: os.DirEntry[str], path: str, real_root: str, errors: list) -> FileEntry:
+    try:
+        st = child.stat(follow_symlinks=False)
+    except OSError as exc:
+        errors.append((path, exc.strerror or str(exc)))
+        return FileEntry(path, "other")
+    if stat.S_ISLNK(st.st_mode):
+        target = os.readlink(child.path)
+        resolved = os.path.realpath(child.path)  # non-strict: loops resolve without raising
+        inside = resolved == real_root or resolved.startswith(real_root + os.sep)
+        return FileEntry(path, "symlink", link_target=target, link_inside=inside)
+    if stat.S_ISDIR(st.st_mode):
+        return FileEntry(path, "dir")
+    if stat.S_ISREG(st.st_mode):
+        return FileEntry(path, "file", size=st.st_size)
+    return FileEntry(path, "other")
+
+
+def _read_bytes(root: Path, rel: str, errors: list[tuple[str, str]]) -> bytes | None:
+    try:
+        return (root / rel).read_bytes()
+    except OSError as exc:
+        errors.append((rel, exc.strerror or str(exc)))
+        return None
+
+
+def _read_manifest(root: Path, entries: Mapping[str, FileEntry], errors: list) -> YamlDoc | None:
+    entry = entries.get(MANIFEST)
+    if entry is None:
+        return None
+    if entry.kind != "file":
+        return YamlDoc(MANIFEST, error=f"{MANIFEST} is a {entry.kind}, not a regular file")
+    raw = _read_bytes(root, MANIFEST, errors)
+    if raw is None:
+        return YamlDoc(MANIFEST, error="cannot be read")
+    return parse_yaml(MANIFEST, raw)
+
+
+def _find_nested_manifest(entries: Mapping[str, FileEntry]) -> str | None:
+    nested = sorted(p for p in entries if p.count("/") == 1 and p.endswith("/" + MANIFEST))
+    return nested[0] if nested else None
+
+
+def safe_relpath(value: str) -> str | None:
+    """Normalised POSIX form of a manifest path, or None when it is absolute or uses ``..``."""
+    if not value or value.startswith(("/", "\\")) or PurePosixPath(value).is_absolute():
+        return None
+    if len(value) > 1 and value[1] == ":":  # C:\... style
+        return None
+    parts = [p for p in value.replace("\\", "/").split("/") if p not in ("", ".")]
+    if not parts or ".." in parts:
+        return None
+    return "/".join(parts)
+
+
+def _read_configs(root: Path, pkg: Package, errors: list) -> dict[str, YamlDoc]:
+    configs: dict[str, YamlDoc] = {}
+    for value in pkg.config_paths():
+        rel = safe_relpath(value)
+        if rel is None or rel in configs:
+            continue
+        entry = pkg.entries.get(rel)
+        if entry is None or entry.kind != "file":
+            continue  # missing / symlink / dir: EK106/EK107 report it, nothing to parse
+        raw = _read_bytes(root, rel, errors)
+        configs[rel] = parse_yaml(rel, raw) if raw is not None else YamlDoc(rel, error="cannot be read")
+    return configs
+
+
+def _read_servers(root: Path, entries: Mapping[str, FileEntry], errors: list) -> tuple[ServerDir, ...]:
+    servers: list[ServerDir] = []
+    for server_type in SERVER_TYPES:
+        impls = sorted(
+            p.split("/", 1)[1]
+            for p, e in entries.items()
+            if e.kind == "dir" and p.startswith(server_type + "/") and p.count("/") == 1
+        )
+        for impl in impls:
+            prefix = f"{server_type}/{impl}/"
+            files = frozenset(
+                p[len(prefix):]
+                for p, e in entries.items()
+                if e.kind == "file" and p.startswith(prefix) and "/" not in p[len(prefix):]
+            )
+            texts = {}
+            for name in ("requirements.txt", "pyproject.toml"):
+                entry = entries.get(prefix + name)
+                if name in files and entry is not None and entry.size <= _MAX_TEXT_BYTES:
+                    raw = _read_bytes(root, prefix + name, errors)
+                    if raw is not None:
+                        texts[name] = raw.decode("utf-8", errors="replace")
+            servers.append(ServerDir(server_type, impl, files, texts))
+    return tuple(servers)

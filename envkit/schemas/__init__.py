@@ -1,0 +1,21 @@
+"""JSON Schemas shipped with envkit: the manifest, the validate report, the GRPO job."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+__all__ = ["SCHEMAS", "load_schema", "schema_text"]
+
+SCHEMAS = ("manifest", "diagnostics", "job")
+
+
+def schema_text(name: str) -> str:
+    return resources.files(__name__).joinpath(f"{name}.schema.json").read_text("utf-8")
+
+
+@cache
+def load_schema(name: str) -> dict[str, Any]:
+    return json.loads(schema_text(name))

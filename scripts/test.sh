@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Install envkit with its test extras into .venv and run the whole suite: fast tests, then the
+# slow group (real Gym servers, uv resolution, Ray, training) as its own pytest run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e '.[test]'
+.venv/bin/python -m pytest -m "not slow" -q
+.venv/bin/python -m pytest -m slow -q -p no:randomly

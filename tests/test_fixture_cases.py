@@ -1,0 +1,58 @@
+"""Golden fixture cases: each ``fixtures/packages/<case>/case.json`` names its inputs and the
+exact set of codes validation must report. Every registered rule must have a case named for it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from envkit.target import Target
+from envkit.validate import ValidateRequest, validate
+from envkit.validators import RULES, CheckOptions
+
+CASES_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "packages"
+CASES = sorted(p.parent for p in CASES_DIR.glob("*/case.json"))
+
+
+def _request(case: Path) -> ValidateRequest:
+    spec = json.loads((case / "case.json").read_text())
+    opts = spec.get("options", {})
+    target = Target(arch=opts.get("arch", "x86_64"))
+    return ValidateRequest(
+        package=case / spec["package"] if spec.get("package") else None,
+        dataset=case / spec["dataset"] if spec.get("dataset") else None,
+        job=case / spec["job"] if spec.get("job") else None,
+        options=CheckOptions(
+            target=target,
+            gym_version=opts.get("gym_version", "0.7.0"),
+            offline=opts.get("offline", False),
+        ),
+    )
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_case_reports_exactly_expected_codes(case: Path) -> None:
+    expected = set(json.loads((case / "case.json").read_text())["expect"])
+    report = validate(_request(case))
+    found = {d.code for d in report.diagnostics}
+    assert found == expected, "\n".join(f"{d.path}:{d.line}: {d.code} {d.message}" for d in report.diagnostics)
+    if case.name.startswith("valid-"):
+        assert report.valid
+
+
+@pytest.mark.parametrize("code", sorted(RULES))
+def test_every_rule_has_a_failing_fixture(code: str) -> None:
+    named = [c for c in CASES if c.name.startswith(code + "-")]
+    assert named, f"no fixtures/packages/{code}-*/ case for {code}"
+    for case in named:
+        assert code in json.loads((case / "case.json").read_text())["expect"]
+
+
+@pytest.mark.parametrize("code", sorted(RULES))
+def test_every_rule_is_documented(code: str) -> None:
+    rule = RULES[code]
+    assert rule.code == code
+    assert rule.title and rule.why and rule.fix

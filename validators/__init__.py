@@ -1,0 +1,23 @@
+"""Every envkit check, as pure functions over models read once. No network, no code execution.
+
+``CHECKS`` is the one visible list of what runs; ``RULES`` maps each EK code to its record.
+This package never imports ``envkit.trainer``.
+"""
+
+from __future__ import annotations
+
+from envkit.validators import dataset_rows, gym_configs, job, layout, manifest, wheels
+from envkit.validators._base import Check, CheckOptions, Inputs, Rule
+
+__all__ = ["CHECKS", "RULES", "Check", "CheckOptions", "Inputs", "Rule", "run_checks"]
+
+_MODULES = (manifest, layout, gym_configs, wheels, dataset_rows, job)
+
+CHECKS: tuple[Check, ...] = tuple(check for module in _MODULES for check in module.CHECKS)
+RULES: dict[str, Rule] = {rule.code: rule for module in _MODULES for rule in module.RULES}
+
+
+def run_checks(inputs: Inputs) -> list:
+    """Run every check and return all diagnostics, sorted by place."""
+    found = [diag for check in CHECKS for diag in check(inputs)]
+    return sorted(set(found), key=lambda d: d.sort_key())

@@ -1,0 +1,68 @@
+"""What every check shares: the rule record, the inputs, and the check signature.
+
+A check is a plain function ``check_x(inputs) -> Iterator[Diagnostic]``. It reads only the
+models in ``Inputs`` (read once by ``envkit.package`` / ``envkit.dataset`` / ``envkit.job``),
+never the disk, never the network, and never raises over a defect: it yields diagnostics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from envkit.diagnostics import Diagnostic, Severity
+from envkit.target import Target
+
+if TYPE_CHECKING:
+    from envkit.dataset import Dataset
+    from envkit.job import JobDoc
+    from envkit.package import Package
+
+__all__ = ["DEFAULT_GYM_VERSION", "Check", "CheckOptions", "Inputs", "Rule"]
+
+DEFAULT_GYM_VERSION = "0.7.0"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A stable rule code with the texts ``envkit rule CODE`` prints (laid out as ruff's)."""
+
+    code: str
+    severity: Severity
+    title: str
+    why: str
+    fix: str
+
+    def at(
+        self,
+        path: str,
+        message: str,
+        *,
+        line: int | None = None,
+        hint: str | None = None,
+        severity: Severity | None = None,
+    ) -> Diagnostic:
+        return Diagnostic(
+            self.code, severity or self.severity, path, line, message, hint or self.fix
+        )
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    target: Target = field(default_factory=Target)
+    gym_version: str = DEFAULT_GYM_VERSION
+    offline: bool = False
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What one validate run looks at; any of the three may be absent."""
+
+    package: Package | None = None
+    dataset: Dataset | None = None
+    job: JobDoc | None = None
+    options: CheckOptions = field(default_factory=CheckOptions)
+
+
+Check = Callable[[Inputs], Iterable[Diagnostic]]
