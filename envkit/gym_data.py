@@ -22,6 +22,12 @@ class GymData:
     dataset_types: frozenset[str]
     dataset_licenses: tuple[str, ...]
     builtins: dict[str, frozenset[str]]
+    benchmark_dataset_types: frozenset[str] = frozenset()
+    """``datasets[].type`` values of Gym's ``BenchmarkDatasetConfig`` (need ``prepare_script``)."""
+    runtime_keys: frozenset[str] = frozenset()
+    """Top-level keys Gym's parser fills in itself (``head_server``, ``port_range_low`` ...)."""
+    runtime_keys_for_fields: frozenset[str] = frozenset()
+    """The subset already set when Gym resolves a server's direct fields during parse."""
 
     def is_builtin(self, server_type: str, name: str) -> bool:
         return name in self.builtins.get(server_type, frozenset())
@@ -38,4 +44,7 @@ def gym_data() -> GymData:
         dataset_types=frozenset(raw["dataset_types"]),
         dataset_licenses=tuple(raw["dataset_licenses"]),
         builtins={k: frozenset(v) for k, v in raw["builtins"].items()},
+        benchmark_dataset_types=frozenset(raw.get("benchmark_dataset_types", ())),
+        runtime_keys=frozenset(raw.get("runtime_keys", ())),
+        runtime_keys_for_fields=frozenset(raw.get("runtime_keys_for_fields", ())),
     )

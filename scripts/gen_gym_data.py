@@ -12,8 +12,12 @@ and the closed sets (domains, dataset types, licenses) are read off Gym's pydant
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import sys
+import tempfile
 import typing
 from importlib import metadata
 from pathlib import Path
@@ -29,6 +33,49 @@ def _literals(annotation: object) -> list[str]:
     return [value for arg in args for value in _literals(arg)]
 
 
+_POLICY = {"policy_base_url": "http://x/v1", "policy_api_key": "k", "policy_model_name": "m"}
+
+
+def _parse(config: dict) -> object:
+    """Gym's own static parse (no ports, no exporters), stderr silenced."""
+    from nemo_gym.global_config import (  # noqa: PLC0415
+        GlobalConfigDictParser,
+        GlobalConfigDictParserConfig,
+    )
+    from omegaconf import DictConfig  # noqa: PLC0415
+
+    cfg = GlobalConfigDictParserConfig(
+        initial_global_config_dict=DictConfig({**_POLICY, **config}),
+        skip_load_from_cli=True, skip_load_from_dotenv=True, offline=True,
+    )
+    with contextlib.redirect_stderr(io.StringIO()):
+        return GlobalConfigDictParser().parse(cfg)
+
+
+def _runtime_keys() -> tuple[list[str], list[str]]:
+    """Top-level keys Gym's parse adds itself, and those a server's own field may interpolate.
+
+    A server's direct fields are resolved during parse, before Gym has filled in most of its
+    keys (``head_server`` ...); nested values are resolved only in the running server, where the
+    whole global config exists. Both lists come from running the parser, not from reading it.
+    """
+    server = {"responses_api_models": {"vllm_model": {"entrypoint": "app.py"}}}
+    with tempfile.TemporaryDirectory() as tmp:
+        old = os.getcwd()
+        os.chdir(tmp)
+        try:
+            added = sorted(set(_parse({"policy_model": server})) - set(_POLICY) - {"policy_model"})
+            early = []
+            for key in added:
+                inner = {**server["responses_api_models"]["vllm_model"], "probe": "${" + key + "}"}
+                with contextlib.suppress(Exception):
+                    _parse({"policy_model": {"responses_api_models": {"vllm_model": inner}}})
+                    early.append(key)
+        finally:
+            os.chdir(old)
+    return added, early
+
+
 def main() -> None:
     from nemo_gym import config_types  # noqa: PLC0415 - only importable in the Gym venv
 
@@ -42,6 +89,7 @@ def main() -> None:
         for server_type in SERVER_TYPES
     }
     fields = config_types.DatasetConfig.model_fields
+    runtime_keys, field_keys = _runtime_keys()
     data = {
         "nemo_gym_version": dist.version,
         "requires_python": dist.metadata["Requires-Python"],
@@ -49,6 +97,11 @@ def main() -> None:
         "domains": [d.value for d in config_types.Domain],
         "dataset_types": _literals(fields["type"].annotation),
         "dataset_licenses": _literals(fields["license"].annotation),
+        "benchmark_dataset_types": _literals(
+            config_types.BenchmarkDatasetConfig.model_fields["type"].annotation
+        ),
+        "runtime_keys": runtime_keys,
+        "runtime_keys_for_fields": field_keys,
         "builtins": builtins,
     }
     json.dump(data, sys.stdout, indent=1, sort_keys=False)
