@@ -24,6 +24,8 @@ class GymData:
     builtins: dict[str, frozenset[str]]
     benchmark_dataset_types: frozenset[str] = frozenset()
     """``datasets[].type`` values of Gym's ``BenchmarkDatasetConfig`` (need ``prepare_script``)."""
+    reserved_top_level_keys: frozenset[str] = frozenset()
+    """Top-level config keys Gym never treats as server instances (``config_paths`` ...)."""
     runtime_keys: frozenset[str] = frozenset()
     """Top-level keys Gym's parser fills in itself (``head_server``, ``port_range_low`` ...)."""
     runtime_keys_for_fields: frozenset[str] = frozenset()
@@ -45,6 +47,7 @@ def gym_data() -> GymData:
         dataset_licenses=tuple(raw["dataset_licenses"]),
         builtins={k: frozenset(v) for k, v in raw["builtins"].items()},
         benchmark_dataset_types=frozenset(raw.get("benchmark_dataset_types", ())),
+        reserved_top_level_keys=frozenset(raw.get("reserved_top_level_keys", ())),
         runtime_keys=frozenset(raw.get("runtime_keys", ())),
         runtime_keys_for_fields=frozenset(raw.get("runtime_keys_for_fields", ())),
     )

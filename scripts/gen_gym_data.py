@@ -78,6 +78,7 @@ def _runtime_keys() -> tuple[list[str], list[str]]:
 
 def main() -> None:
     from nemo_gym import config_types  # noqa: PLC0415 - only importable in the Gym venv
+    from nemo_gym.global_config import NEMO_GYM_RESERVED_TOP_LEVEL_KEYS  # noqa: PLC0415
 
     dist = metadata.distribution("nemo-gym")
     site = Path(dist.locate_file(""))
@@ -100,6 +101,7 @@ def main() -> None:
         "benchmark_dataset_types": _literals(
             config_types.BenchmarkDatasetConfig.model_fields["type"].annotation
         ),
+        "reserved_top_level_keys": list(NEMO_GYM_RESERVED_TOP_LEVEL_KEYS),
         "runtime_keys": runtime_keys,
         "runtime_keys_for_fields": field_keys,
         "builtins": builtins,
