@@ -233,9 +233,19 @@ def safe_relpath(value: str) -> str | None:
     return "/".join(parts)
 
 
+def _nested_config_paths(doc: YamlDoc) -> list[str]:
+    """``config_paths`` inside a Gym config: Gym loads those too (relative to the same cwd)."""
+    data = doc.data if doc.ok else None
+    paths = data.get("config_paths") if isinstance(data, Mapping) else None
+    return [p for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
+
+
 def _read_configs(root: Path, pkg: Package, errors: list) -> dict[str, YamlDoc]:
+    """Manifest ``config_paths`` first, then the in-package files they pull in, transitively."""
     configs: dict[str, YamlDoc] = {}
-    for value in pkg.config_paths():
+    pending = pkg.config_paths()
+    while pending:
+        value = pending.pop(0)
         rel = safe_relpath(value)
         if rel is None or rel in configs:
             continue
@@ -244,6 +254,7 @@ def _read_configs(root: Path, pkg: Package, errors: list) -> dict[str, YamlDoc]:
             continue  # missing / symlink / dir: EK106/EK107 report it, nothing to parse
         raw = _read_bytes(root, rel, errors)
         configs[rel] = parse_yaml(rel, raw) if raw is not None else YamlDoc(rel, error="cannot be read")
+        pending.extend(_nested_config_paths(configs[rel]))
     return configs
 
 

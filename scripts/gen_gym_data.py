@@ -38,11 +38,11 @@ _POLICY = {"policy_base_url": "http://x/v1", "policy_api_key": "k", "policy_mode
 
 def _parse(config: dict) -> object:
     """Gym's own static parse (no ports, no exporters), stderr silenced."""
-    from nemo_gym.global_config import (  # noqa: PLC0415
+    from nemo_gym.global_config import (
         GlobalConfigDictParser,
         GlobalConfigDictParserConfig,
     )
-    from omegaconf import DictConfig  # noqa: PLC0415
+    from omegaconf import DictConfig
 
     cfg = GlobalConfigDictParserConfig(
         initial_global_config_dict=DictConfig({**_POLICY, **config}),
@@ -61,7 +61,7 @@ def _runtime_keys() -> tuple[list[str], list[str]]:
     """
     server = {"responses_api_models": {"vllm_model": {"entrypoint": "app.py"}}}
     with tempfile.TemporaryDirectory() as tmp:
-        old = os.getcwd()
+        old = Path.cwd()
         os.chdir(tmp)
         try:
             added = sorted(set(_parse({"policy_model": server})) - set(_POLICY) - {"policy_model"})
@@ -77,8 +77,8 @@ def _runtime_keys() -> tuple[list[str], list[str]]:
 
 
 def main() -> None:
-    from nemo_gym import config_types  # noqa: PLC0415 - only importable in the Gym venv
-    from nemo_gym.global_config import NEMO_GYM_RESERVED_TOP_LEVEL_KEYS  # noqa: PLC0415
+    from nemo_gym import config_types
+    from nemo_gym.global_config import NEMO_GYM_RESERVED_TOP_LEVEL_KEYS
 
     dist = metadata.distribution("nemo-gym")
     site = Path(dist.locate_file(""))

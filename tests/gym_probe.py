@@ -31,10 +31,10 @@ POLICY = {
 
 
 def _servers(config) -> list[dict]:
-    from omegaconf import DictConfig  # noqa: PLC0415
-    from nemo_gym import PARENT_DIR  # noqa: PLC0415
-    from nemo_gym.cli.env import _resolve_server_dir  # noqa: PLC0415
-    from nemo_gym.global_config import NEMO_GYM_RESERVED_TOP_LEVEL_KEYS  # noqa: PLC0415
+    from nemo_gym import PARENT_DIR
+    from nemo_gym.cli.env import _resolve_server_dir
+    from nemo_gym.global_config import NEMO_GYM_RESERVED_TOP_LEVEL_KEYS
+    from omegaconf import DictConfig
 
     out = []
     # The same three-level walk as nemo_gym.cli.env.RunHelper._start.
@@ -52,10 +52,11 @@ def _servers(config) -> list[dict]:
             continue
         local = Path.cwd() / server_type / impl
         resolved = _resolve_server_dir(Path(server_type, impl))
-        has_marker = (resolved / "requirements.txt").exists() or (resolved / "pyproject.toml").exists()
+        markers = ("requirements.txt", "pyproject.toml")
         where = "missing"
-        if has_marker:
-            where = "builtin" if resolved.resolve().is_relative_to(PARENT_DIR.resolve()) else "package"
+        if any((resolved / m).exists() for m in markers):
+            builtin = resolved.resolve().is_relative_to(PARENT_DIR.resolve())
+            where = "builtin" if builtin else "package"
         out.append({
             "name": name,
             "type": server_type,
@@ -68,13 +69,13 @@ def _servers(config) -> list[dict]:
 
 
 def probe(root: str, config_paths: list[str]) -> dict:
-    from omegaconf import DictConfig  # noqa: PLC0415
-    from omegaconf.errors import InterpolationResolutionError  # noqa: PLC0415
-    from nemo_gym.global_config import (  # noqa: PLC0415
+    from nemo_gym.global_config import (
         GlobalConfigDictParser,
         GlobalConfigDictParserConfig,
         translate_interpolation_error,
     )
+    from omegaconf import DictConfig
+    from omegaconf.errors import InterpolationResolutionError
 
     os.chdir(root)
     initial = DictConfig({**POLICY, "config_paths": config_paths})
@@ -94,7 +95,7 @@ def probe(root: str, config_paths: list[str]) -> dict:
                 raise translate_interpolation_error(exc) from exc
             parser.raise_on_no_server_instances(config)
             servers = _servers(config)
-    except Exception as exc:  # noqa: BLE001 - every rejection is data for the caller
+    except Exception as exc:
         return {"ok": False, "error_type": type(exc).__name__, "error": str(exc)[:2000],
                 "log": log.getvalue()[-2000:], "servers": []}
     return {"ok": True, "error_type": None, "error": None, "log": log.getvalue()[-2000:],
@@ -104,7 +105,7 @@ def probe(root: str, config_paths: list[str]) -> dict:
 def main() -> None:
     logging.disable(logging.CRITICAL)
     requests = json.load(sys.stdin)
-    start = os.getcwd()
+    start = Path.cwd()
     results = []
     for req in requests:
         results.append({"id": req["id"], **probe(req["root"], req["config_paths"])})

@@ -1,0 +1,323 @@
+"""The package's Gym configs merged the way Gym merges them, read from ``Package.configs`` only.
+
+Gym (``nemo_gym.global_config.GlobalConfigDictParser.parse``) loads every ``config_paths`` file,
+orders them so that a file overrides what it pulled in and a later sibling overrides an earlier
+one (``load_extra_config_paths``), deep-merges them with ``OmegaConf.merge`` and then applies
+top-level ``_inherit_from`` / ``_copy``. A top-level key is a server instance only if its value
+validates as one of the four server-type configs; anything else (scalars, interpolation
+sources, reserved keys) is left alone. This module rebuilds that view without running Gym, so
+the checks can point at the file and line each finding comes from.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from envkit.gym_data import gym_data
+from envkit.package import SERVER_TYPES, safe_relpath
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from envkit.package import Package
+    from envkit.yamlio import KeyPath, YamlDoc
+
+__all__ = [
+    "Definition",
+    "GymView",
+    "Instance",
+    "Ref",
+    "Shape",
+    "build_view",
+    "deep_merge",
+    "find_refs",
+]
+
+_INHERIT = "_inherit_from"
+_COPY = "_copy"
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One top-level key of one config file."""
+
+    path: str
+    doc: YamlDoc
+    body: Any
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What Gym makes of an instance body: a server, a near-miss, or not a server at all."""
+
+    kind: Literal["server", "malformed", "other"]
+    server_type: str | None = None
+    impl: str | None = None
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    problem: str | None = None
+    keypath: KeyPath = ()
+    loud: bool = False
+    """True when Gym aborts on it (AlmostServerError); False when Gym silently skips the block."""
+    hint: str | None = None
+
+
+@dataclass(frozen=True)
+class Instance:
+    name: str
+    body: Any
+    defs: tuple[Definition, ...]
+    shape: Shape
+    inherits: str | None = None
+
+    @property
+    def is_server(self) -> bool:
+        return self.shape.kind == "server"
+
+    def locate(self, *keypath: str | int) -> tuple[str, int | None]:
+        """File and line of ``keypath`` (below the instance key) in the last file that sets it."""
+        full = (self.name, *keypath)
+        for definition in reversed(self.defs):
+            if full in definition.doc.lines:
+                return definition.path, definition.doc.lines[full]
+        last = self.defs[-1]
+        return last.path, last.doc.line_of(*full)
+
+    def field_path(self, *keypath: str | int) -> tuple[str | int, ...]:
+        """Key path below the instance key for a field of the server's implementation block."""
+        return (self.shape.server_type or "", self.shape.impl or "", *keypath)
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A ``{type, name}`` server reference inside a server's fields."""
+
+    keypath: tuple[str | int, ...]
+    server_type: str
+    name: str
+    direct: bool
+    """A direct field of the server: the only refs Gym checks when it parses the config."""
+
+
+@dataclass(frozen=True)
+class GymView:
+    order: tuple[str, ...]
+    """Config files in Gym's merge order (later overrides earlier)."""
+    instances: Mapping[str, Instance]
+    merged: Mapping[str, Any]
+    """The merged top level, for interpolation lookups."""
+    docs: Mapping[str, YamlDoc] = field(default_factory=dict)
+    renamed: Mapping[str, str] = field(default_factory=dict)
+    """``{source: target}`` for instances moved by a top-level ``_inherit_from`` (Gym retargets
+    environment servers' agent refs to the single target)."""
+
+    def locate(self, keypath: tuple[str | int, ...]) -> tuple[str, int | None]:
+        """File and line of a merged key path: the last file in merge order that sets it."""
+        for path in reversed(self.order):
+            if keypath in self.docs[path].lines:
+                return path, self.docs[path].lines[keypath]
+        for path in reversed(self.order):
+            if keypath[:1] in self.docs[path].lines:
+                return path, self.docs[path].line_of(*keypath)
+        return (self.order[-1], None) if self.order else ("", None)
+
+    def servers(self, server_type: str | None = None) -> Iterator[Instance]:
+        return (
+            i for i in self.instances.values()
+            if i.is_server and (server_type is None or i.shape.server_type == server_type)
+        )
+
+
+def deep_merge(base: Any, override: Any) -> Any:
+    """``OmegaConf.merge`` for plain data: mappings merge key by key, anything else is replaced."""
+    if not (isinstance(base, Mapping) and isinstance(override, Mapping)):
+        return override
+    merged = dict(base)
+    for key, value in override.items():
+        merged[key] = deep_merge(merged[key], value) if key in merged else value
+    return merged
+
+
+def merge_order(pkg: Package) -> list[str]:
+    """Gym's ``load_extra_config_paths`` order over the files the package could read."""
+    paths = [p for p in (safe_relpath(v) for v in pkg.config_paths()) if p]
+    roots = len(paths)
+    children: list[list[int]] = [[] for _ in paths]
+    index = 0
+    while index < len(paths):
+        doc = pkg.configs.get(paths[index])
+        data = doc.data if doc is not None and doc.ok else None
+        nested = data.get("config_paths") if isinstance(data, Mapping) else None
+        for value in nested if isinstance(nested, list) else []:
+            rel = safe_relpath(value) if isinstance(value, str) else None
+            if rel and rel not in paths:
+                paths.append(rel)
+                children.append([])
+                children[index].append(len(paths) - 1)
+        index += 1
+    order: list[int] = []
+    pending = [(i, False) for i in reversed(range(roots))]
+    while pending:
+        i, done = pending.pop()
+        if done:
+            order.append(i)
+            continue
+        pending.append((i, True))
+        pending.extend((c, False) for c in reversed(children[i]))
+    return [paths[i] for i in order if paths[i] in pkg.configs]
+
+
+def _definitions(pkg: Package, order: list[str]) -> dict[str, list[Definition]]:
+    reserved = gym_data().reserved_top_level_keys
+    found: dict[str, list[Definition]] = {}
+    for path in order:
+        doc = pkg.configs[path]
+        if not doc.ok or not isinstance(doc.data, Mapping):
+            continue
+        for key, body in doc.data.items():
+            if isinstance(key, str) and key not in reserved:
+                found.setdefault(key, []).append(Definition(path, doc, body))
+    return found
+
+
+def _inherit_source(body: Any) -> tuple[str, bool] | None:
+    """``(source, pops_source)`` for a top-level ``_inherit_from``/``_copy`` of one instance."""
+    if isinstance(body, str):
+        for directive, pops in (("${inherit_from:", True), ("${copy:", False)):
+            if body.startswith(directive) and body.endswith("}"):
+                return body[len(directive):-1], pops
+        return None
+    if isinstance(body, Mapping):
+        for key, pops in ((_INHERIT, True), (_COPY, False)):
+            if isinstance(body.get(key), str):
+                return body[key], pops
+    return None
+
+
+def _apply_inheritance(
+    bodies: dict[str, Any],
+) -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
+    """Gym's top-level swap: the target takes the source's body under its own overrides.
+
+    Only whole-instance sources (no dotted path) are followed; a dotted one leaves the body as it
+    is. Returns the new bodies, ``{target: source}`` and ``{popped source: its single target}``.
+    """
+    frozen = dict(bodies)
+    inherits: dict[str, str] = {}
+    popped: dict[str, list[str]] = {}
+    for name, body in frozen.items():
+        found = _inherit_source(body)
+        if found is None or "." in found[0] or found[0] not in frozen:
+            continue
+        source, pops = found
+        rest = (
+            {k: v for k, v in body.items() if k not in (_INHERIT, _COPY)}
+            if isinstance(body, Mapping) else {}
+        )
+        bodies[name] = deep_merge(frozen[source], rest)
+        inherits[name] = source
+        if pops and source not in inherits:
+            bodies.pop(source, None)
+            popped.setdefault(source, []).append(name)
+    renamed = {s: t[0] for s, t in popped.items() if len(t) == 1 and s not in bodies}
+    return bodies, inherits, renamed
+
+
+def build_view(pkg: Package) -> GymView:
+    order = merge_order(pkg)
+    defs = _definitions(pkg, order)
+    bodies: dict[str, Any] = {}
+    for name, found in defs.items():
+        for definition in found:
+            bodies[name] = (
+                deep_merge(bodies[name], definition.body) if name in bodies else definition.body
+            )
+    bodies, inherits, renamed = _apply_inheritance(bodies)
+    instances = {
+        name: Instance(name, body, tuple(defs[name]), classify(body), inherits.get(name))
+        for name, body in bodies.items()
+    }
+    merged: dict[str, Any] = {}
+    for path in order:
+        data = pkg.configs[path].data
+        if isinstance(data, Mapping):
+            merged = deep_merge(merged, data)
+    docs = {path: pkg.configs[path] for path in order}
+    return GymView(tuple(order), instances, merged, docs, renamed)
+
+
+def _looks_like_server(body: Mapping[str, Any]) -> bool:
+    """One key over ``{impl: {entrypoint: ...}}``: a server block under a misspelt type."""
+    if len(body) != 1:
+        return False
+    inner = next(iter(body.values()))
+    return isinstance(inner, Mapping) and any(
+        isinstance(v, Mapping) and "entrypoint" in v for v in inner.values()
+    )
+
+
+def _unknown_type(body: Mapping[str, Any]) -> Shape:
+    key = str(next(iter(body)))
+    close = difflib.get_close_matches(key, SERVER_TYPES, n=1, cutoff=0.6)
+    hint = f"did you mean `{close[0]}`?" if close else f"use one of: {', '.join(SERVER_TYPES)}"
+    problem = f"unknown server type `{key}`"
+    return Shape("malformed", problem=problem, keypath=(key,), hint=hint)
+
+
+def _impl_shape(server_type: str, inner: Any) -> Shape:
+    if not isinstance(inner, Mapping) or len(inner) != 1:
+        count = len(inner) if isinstance(inner, Mapping) else 0
+        loud = isinstance(inner, Mapping) and any(
+            isinstance(v, Mapping) and "entrypoint" in v for v in inner.values()
+        )
+        problem = f"`{server_type}` must hold exactly one implementation, found {count}"
+        return Shape("malformed", server_type, problem=problem, keypath=(server_type,), loud=loud)
+    impl, fields = next(iter(inner.items()))
+    if not isinstance(fields, Mapping) or "entrypoint" not in fields:
+        problem = f"`{server_type}.{impl}` has no `entrypoint`"
+        return Shape("malformed", server_type, str(impl), problem=problem,
+                     keypath=(server_type, impl))
+    if not isinstance(fields["entrypoint"], str):
+        problem = f"`{server_type}.{impl}.entrypoint` must be a string"
+        return Shape("malformed", server_type, str(impl), problem=problem,
+                     keypath=(server_type, impl, "entrypoint"), loud=True)
+    return Shape("server", server_type, str(impl), fields)
+
+
+def classify(body: Any) -> Shape:
+    """Gym's reading of a top-level value (``maybe_get_server_instance_config`` +
+    ``is_almost_server``), with the reason when it is a server block that will not run."""
+    if not isinstance(body, Mapping):
+        return Shape("other")
+    types = [k for k in body if k in SERVER_TYPES]
+    if not types:
+        return _unknown_type(body) if _looks_like_server(body) else Shape("other")
+    if len(types) > 1:
+        problem = f"has {len(types)} server types ({', '.join(types)}); Gym keeps one"
+        return Shape("malformed", problem=problem, keypath=(types[1],), loud=True)
+    return _impl_shape(types[0], body[types[0]])
+
+
+def _is_ref(value: Any) -> bool:
+    return (
+        isinstance(value, Mapping)
+        and value.get("type") in SERVER_TYPES
+        and isinstance(value.get("name"), str)
+    )
+
+
+def find_refs(fields: Mapping[str, Any]) -> list[Ref]:
+    """Every ``{type, name}`` ref in a server's fields, direct or nested in mappings/lists."""
+    refs: list[Ref] = []
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((k,), v) for k, v in fields.items()]
+    while stack:
+        keypath, value = stack.pop()
+        if _is_ref(value):
+            refs.append(Ref(keypath, value["type"], value["name"], len(keypath) == 1))
+        elif isinstance(value, Mapping):
+            stack.extend(((*keypath, k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend(((*keypath, i), v) for i, v in enumerate(value))
+    return sorted(refs, key=lambda r: [str(p) for p in r.keypath])
