@@ -60,8 +60,10 @@ class Shape:
     problem: str | None = None
     keypath: KeyPath = ()
     loud: bool = False
-    """True when Gym aborts on it (AlmostServerError); False when Gym silently skips the block."""
+    """True when Gym fails on the block itself; False when Gym silently skips it."""
     hint: str | None = None
+    effect: str = "Gym aborts spin-up (AlmostServerError)"
+    """What Gym does with a loud block."""
 
 
 @dataclass(frozen=True)
@@ -249,13 +251,14 @@ def build_view(pkg: Package) -> GymView:
 
 
 def _looks_like_server(body: Mapping[str, Any]) -> bool:
-    """One key over ``{impl: {entrypoint: ...}}``: a server block under a misspelt type."""
-    if len(body) != 1:
-        return False
-    inner = next(iter(body.values()))
-    return isinstance(inner, Mapping) and any(
-        isinstance(v, Mapping) and "entrypoint" in v for v in inner.values()
-    )
+    """``gym env start`` launches any ``{<first key>: {<first key>: {entrypoint: ...}}}``.
+
+    ``RunHelper._start`` walks the first key at each level without validating the block, so a
+    misspelt server type still gets launched from ``<misspelt>/<impl>/`` and fails there.
+    """
+    inner = next(iter(body.values()), None)
+    fields = next(iter(inner.values()), None) if isinstance(inner, Mapping) else None
+    return isinstance(fields, Mapping) and "entrypoint" in fields
 
 
 def _unknown_type(body: Mapping[str, Any]) -> Shape:
@@ -263,7 +266,8 @@ def _unknown_type(body: Mapping[str, Any]) -> Shape:
     close = difflib.get_close_matches(key, SERVER_TYPES, n=1, cutoff=0.6)
     hint = f"did you mean `{close[0]}`?" if close else f"use one of: {', '.join(SERVER_TYPES)}"
     problem = f"unknown server type `{key}`"
-    return Shape("malformed", problem=problem, keypath=(key,), hint=hint)
+    effect = f"`gym env start` still launches it from `{key}/` and fails"
+    return Shape("malformed", problem=problem, keypath=(key,), hint=hint, loud=True, effect=effect)
 
 
 def _impl_shape(server_type: str, inner: Any) -> Shape:
@@ -295,8 +299,9 @@ def classify(body: Any) -> Shape:
     if not types:
         return _unknown_type(body) if _looks_like_server(body) else Shape("other")
     if len(types) > 1:
-        problem = f"has {len(types)} server types ({', '.join(types)}); Gym keeps one"
-        return Shape("malformed", problem=problem, keypath=(types[1],), loud=True)
+        problem = f"has {len(types)} server types ({', '.join(types)})"
+        effect = "Gym runs one of them and its refs and relays break"
+        return Shape("malformed", problem=problem, keypath=(types[1],), loud=True, effect=effect)
     return _impl_shape(types[0], body[types[0]])
 
 

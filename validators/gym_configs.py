@@ -222,7 +222,7 @@ def check_server_shapes(inputs: Inputs) -> Iterator[Diagnostic]:
         path, line = instance.locate(*shape.keypath)
         loud = shape.loud or instance.name in referenced
         effect = (
-            "Gym aborts spin-up (AlmostServerError)" if shape.loud
+            shape.effect if shape.loud
             else "Gym skips it, so refs to it fail" if loud
             else "Gym silently skips it: this server never runs"
         )

@@ -1,0 +1,212 @@
+"""envkit's EK3xx verdicts against the REAL nemo-gym config machinery.
+
+Every EK3xx fixture, the valid fixtures and a set of edge-case variants are loaded by
+``tests/gym_probe.py`` inside the cached Gym venv (one subprocess for all of them): Gym's own
+``GlobalConfigDictParser.parse`` with cwd = the package root, then the server directory
+``gym env start`` would run. envkit must report an EK3xx error exactly where Gym rejects the
+package, and warnings only where Gym accepts it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from envkit.gymvenv import ensure_gym_venv
+from envkit.validate import ValidateRequest, validate
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ROOT / "fixtures" / "packages"
+sys.path.insert(0, str(ROOT / "fixtures"))
+
+from gym_config_cases import (  # noqa: E402
+    AGENT_HEAD,
+    BASE,
+    RES,
+    Edit,
+    add_config,
+    replace,
+    write,
+)
+
+pytestmark = pytest.mark.slow
+
+FIXTURES = sorted(
+    p.parent for p in PACKAGES.glob("*/case.json")
+    if p.parent.name.startswith(("EK3", "valid-"))
+)
+
+_INHERIT = (
+    "echo_match_agent_v2:\n  _inherit_from: echo_match_simple_agent\n"
+    "  responses_api_agents:\n    simple_agent:\n      max_steps: 3\n"
+)
+_TWO_TYPES = (
+    "extra:\n  resources_servers:\n    echo_match:\n      entrypoint: app.py\n      domain: other\n"
+    "  responses_api_agents:\n    simple_agent:\n      entrypoint: app.py\n"
+)
+
+ENV_KEY = "echo_match_environment_server:"
+DESCRIPTION = "      description: Rewards"
+
+
+def agent_field(text: str) -> Edit:
+    """Add fields to the simple_agent block."""
+    return replace(RES, AGENT_HEAD, AGENT_HEAD + text)
+
+
+def instance_before_env(text: str) -> Edit:
+    return replace(RES, ENV_KEY, text + ENV_KEY)
+
+
+def datasets(text: str) -> Edit:
+    return replace(RES, DESCRIPTION, "      datasets:\n" + text + DESCRIPTION)
+
+
+VARIANTS: dict[str, list[Edit]] = {
+    # Gym checks refs only in a server's direct fields: a nested one is a warning.
+    "nested-ref": [agent_field("      judge:\n        server:\n"
+                               "          type: responses_api_models\n          name: judge\n")],
+    # Gym-filled keys exist for nested values (resolved in the server) but not during parse.
+    "runtime-key-direct": [agent_field("      hp: ${head_server.port}\n")],
+    "runtime-key-nested": [agent_field("      head:\n        port: ${head_server.port}\n")],
+    "unknown-key-nested": [agent_field("      a:\n        b: ${nope}\n")],
+    "env-with-default": [agent_field("      t: ${oc.env:ECHO_T,none}\n")],
+    "top-level-scalars": [replace(RES, "echo_match:\n",
+                                  "judge_url: ${policy_base_url}\nshared:\n  n: 3\necho_match:\n")],
+    "interp-from-other-config": [
+        agent_field("      n: ${shared.n}\n"),
+        write("resources_servers/echo_match/configs/shared.yaml", "shared:\n  n: 3\n"),
+        add_config("resources_servers/echo_match/configs/shared.yaml"),
+    ],
+    "inherit-from": [instance_before_env(_INHERIT)],
+    "nested-config-paths": [
+        replace(RES, "echo_match:\n",
+                "config_paths:\n- resources_servers/echo_match/configs/x.yaml\necho_match:\n"),
+        write("resources_servers/echo_match/configs/x.yaml",
+              "echo_match:\n  resources_servers:\n    echo_match:\n      entrypoint: bad.py\n"),
+    ],
+    "override-value": [
+        write("resources_servers/echo_match/configs/dup.yaml",
+              "echo_match:\n  resources_servers:\n    echo_match:\n      domain: math\n"),
+        add_config("resources_servers/echo_match/configs/dup.yaml"),
+    ],
+    "two-server-types": [instance_before_env(_TWO_TYPES)],
+    "agent-without-entrypoint": [replace(RES, AGENT_HEAD, "    simple_agent:\n      x: 1\n")],
+    # `gym env start` launches it anyway (first key at each level) and fails on the directory.
+    "unreferenced-unknown-type": [
+        instance_before_env("spare:\n  resource_server:\n    x:\n      entrypoint: app.py\n"),
+    ],
+    "benchmark-dataset": [datasets(
+        "      - name: b\n        type: benchmark\n"
+        "        jsonl_fpath: /b.jsonl\n        prepare_script: p.py\n",
+    )],
+    "bad-num-repeats": [datasets("      - name: e\n        type: example\n"
+                                 "        jsonl_fpath: /e.jsonl\n        num_repeats: 0\n")],
+    "valid-domain-on-agent": [agent_field("      domain: other\n")],
+    "resources-domain-null": [replace(RES, "      domain: other\n", "      domain: null\n")],
+    "policy-model-wrong-type": [replace(
+        "responses_api_models/vllm_model/configs/policy_model.yaml",
+        "  responses_api_models:\n    vllm_model:\n      entrypoint: app.py\n",
+        "  resources_servers:\n    vllm_model:\n      entrypoint: app.py\n      domain: other\n",
+    )],
+}
+
+
+def _variant(tmp: Path, name: str) -> Path:
+    pkg = tmp / name / "pkg"
+    shutil.copytree(BASE, pkg)
+    for edit in VARIANTS[name]:
+        edit(pkg)
+    return pkg
+
+
+def _envkit(pkg: Path) -> tuple[set[str], set[str]]:
+    report = validate(ValidateRequest(package=pkg))
+    ek3 = [d for d in report.diagnostics if d.code.startswith("EK3")]
+    return ({d.code for d in ek3 if d.severity.value == "error"},
+            {d.code for d in ek3 if d.severity.value == "warning"})
+
+
+def _config_paths(pkg: Path) -> list[str]:
+    return yaml.safe_load((pkg / "nemo-environment.yaml").read_text())["config_paths"]
+
+
+def _gym_rejects(result: dict, pkg: Path) -> str | None:
+    """Why Gym would not run this package's servers as shipped, or None.
+
+    That is: the parse aborts, a server has no directory or entrypoint, or Gym silently runs a
+    built-in in place of a directory the package ships code in (EK309).
+    """
+    if not result["ok"]:
+        return f"{result['error_type']}: {result['error'][:300]}"
+    for server in result["servers"]:
+        if server["dir"] == "missing":
+            return f"{server['name']}: no server dir for {server['type']}/{server['impl']}"
+        if not server["entrypoint_exists"]:
+            return f"{server['name']}: entrypoint missing in {server['dir']} dir"
+        if server["shadowed"] and _holds_code(pkg, server):
+            return f"{server['name']}: Gym runs its built-in {server['impl']}, not the package's"
+    return None
+
+
+def _holds_code(pkg: Path, server: dict) -> bool:
+    return any((pkg / server["type"] / server["impl"]).rglob("*.py"))
+
+
+@pytest.fixture(scope="module")
+def packages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("variants")
+    found = {case.name: case / "pkg" for case in FIXTURES}
+    found.update({f"variant-{name}": _variant(tmp, name) for name in VARIANTS})
+    return found
+
+
+@pytest.fixture(scope="module")
+def gym_results(
+    packages: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, dict]:
+    venv = ensure_gym_venv("0.7.0", allow_python_override=True)
+    requests = [
+        {"id": name, "root": str(pkg.resolve()), "config_paths": _config_paths(pkg)}
+        for name, pkg in packages.items()
+    ]
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/")}
+    proc = subprocess.run(
+        [str(venv.python), str(Path(__file__).with_name("gym_probe.py"))],
+        input=json.dumps(requests), capture_output=True, text=True, env=env,
+        cwd=tmp_path_factory.mktemp("probe-cwd"), check=False, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return {r["id"]: r for r in json.loads(proc.stdout)}
+
+
+CASE_IDS = [c.name for c in FIXTURES] + [f"variant-{n}" for n in VARIANTS]
+
+
+@pytest.mark.parametrize("case", CASE_IDS)
+def test_envkit_errors_exactly_where_gym_rejects(
+    case: str, packages: dict[str, Path], gym_results: dict[str, dict]
+) -> None:
+    errors, warnings = _envkit(packages[case])
+    rejected = _gym_rejects(gym_results[case], packages[case])
+    detail = f"envkit errors={sorted(errors)} warnings={sorted(warnings)}; gym: {rejected}"
+    assert bool(errors) == bool(rejected), detail
+
+
+@pytest.mark.parametrize("case", CASE_IDS)
+def test_shadowed_builtin_matches_gym(
+    case: str, packages: dict[str, Path], gym_results: dict[str, dict]
+) -> None:
+    pkg = packages[case]
+    shadowed = any(
+        s["shadowed"] and _holds_code(pkg, s) for s in gym_results[case]["servers"]
+    )
+    errors, _ = _envkit(pkg)
+    assert ("EK309" in errors) == shadowed
