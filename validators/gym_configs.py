@@ -282,10 +282,10 @@ def check_domains(inputs: Inputs) -> Iterator[Diagnostic]:
         if instance.shape.server_type == _RESOURCES:
             if value is None:
                 yield EK302.at(path, f"`{instance.name}` has no `domain`", line=line)
-            elif value not in domains:
+            elif not isinstance(value, str) or value not in domains:
                 yield EK302.at(path, f"`{instance.name}`: `domain: {value!r}` is not in Gym's set",
                                line=line)
-        elif value is not None and value not in domains:
+        elif value is not None and (not isinstance(value, str) or value not in domains):
             yield EK303.at(path, f"`{instance.name}`: `domain: {value!r}` is not in Gym's set "
                                  "(AlmostServerError)", line=line)
 
@@ -353,6 +353,9 @@ def check_policy_model(inputs: Inputs) -> Iterator[Diagnostic]:
     if view is None or pkg is None:
         return
     found = _policy_models(view)
+    existing = view.instances.get(POLICY_MODEL)
+    if existing is not None and existing.shape.kind == "malformed":
+        return  # EK301/EK307 report the broken block itself
     if not found:
         other = view.instances.get(POLICY_MODEL)
         detail = (
@@ -458,6 +461,7 @@ def _dataset_problems(entry: Any) -> list[str]:
     if not isinstance(entry, Mapping):
         return ["is not a mapping"]
     kind = entry.get("type")
+    kind = kind if isinstance(kind, str) or kind is None else repr(kind)
     benchmark = kind in data.benchmark_dataset_types
     required = ("name", "type", "jsonl_fpath", *(("prepare_script",) if benchmark else ()))
     problems = [f"`{k}` is required" for k in required if entry.get(k) is None]
