@@ -84,7 +84,8 @@ class Package:
     manifest: YamlDoc | None
     """None when ``nemo-environment.yaml`` is absent."""
     configs: Mapping[str, YamlDoc]
-    """Parsed files named by ``config_paths`` that are safe to read (inside, regular)."""
+    """Parsed files named by ``config_paths`` that are safe to read (inside, regular), then the
+    in-package files their own ``config_paths`` pull in (Gym loads those too)."""
     servers: tuple[ServerDir, ...]
     wheels: tuple[WheelFile, ...]
     read_errors: tuple[tuple[str, str], ...] = ()

@@ -152,22 +152,24 @@ def _walk(value: Any, keypath: KeyPath) -> Iterator[tuple[KeyPath, Any]]:
             yield path, node
 
 
-def _is_direct(view: GymView, keypath: tuple[str | int, ...]) -> bool:
-    """Top-level scalars and a server's direct fields are resolved by Gym's parse itself."""
-    if len(keypath) == 1:
-        return True
-    if len(keypath) != 4:
-        return False
-    shape = classify(view.merged.get(keypath[0]))
-    return shape.kind == "server" and keypath[1:3] == (shape.server_type, shape.impl)
+def _server_prefixes(view: GymView) -> set[tuple[str | int, ...]]:
+    """``(instance, type, impl)`` of every top-level value Gym reads as a server."""
+    prefixes = set()
+    for key, value in view.merged.items():
+        shape = classify(value)
+        if shape.kind == "server":
+            prefixes.add((key, shape.server_type or "", shape.impl or ""))
+    return prefixes
 
 
 def find_interpolation_problems(view: GymView) -> Iterator[Finding]:
     """Every unresolvable interpolation and every ``???`` left in the merged config."""
+    servers = _server_prefixes(view)
     for keypath, value in sorted(_walk(view.merged, ()), key=lambda kv: [str(p) for p in kv[0]]):
         if not isinstance(value, str):
             continue
-        direct = _is_direct(view, keypath)
+        # Top-level scalars and a server's direct fields are resolved by Gym's parse itself.
+        direct = len(keypath) == 1 or (len(keypath) == 4 and keypath[:3] in servers)
         if value.strip() == _MISSING:
             yield Finding(keypath, "value is `???` (missing) after merging every config", True)
             continue

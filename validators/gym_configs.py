@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from envkit.validators._gym_model import GymView, Ref
 
     from envkit.diagnostics import Diagnostic
-    from envkit.package import Package
+    from envkit.package import Package, ServerDir
 
 __all__ = ["CHECKS", "RULES"]
 
@@ -152,9 +152,19 @@ def _fmt(keypath: tuple[str | int, ...]) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in keypath).lstrip(".")
 
 
+_LAST_VIEW: list[tuple[Package, GymView]] = []
+"""The view of the last package seen: every check reads the same frozen package in one run."""
+
+
 def _view(inputs: Inputs) -> GymView | None:
     pkg = inputs.package
-    return build_view(pkg) if pkg is not None and pkg.configs else None
+    if pkg is None or not pkg.configs:
+        return None
+    if _LAST_VIEW and _LAST_VIEW[0][0] is pkg:
+        return _LAST_VIEW[0][1]
+    view = build_view(pkg)
+    _LAST_VIEW[:] = [(pkg, view)]
+    return view
 
 
 # EK300 ---------------------------------------------------------------------------------------
@@ -318,8 +328,8 @@ def _ref_excused(ref: Ref, view: GymView, source: Instance) -> bool:
 def check_refs(inputs: Inputs) -> Iterator[Diagnostic]:
     """EK304: `{type, name}` refs must name an instance of that type in the merged config."""
     view = _view(inputs)
+    defined = {(i.shape.server_type, i.name) for i in view.servers()} if view else set()
     for instance in view.servers() if view else ():
-        defined = {(i.shape.server_type, i.name) for i in view.servers()}
         for ref in find_refs(instance.shape.fields):
             if (ref.server_type, ref.name) in defined or "${" in ref.name:
                 continue
@@ -407,11 +417,13 @@ def _holds_code(pkg: Package, prefix: str) -> bool:
     return any(e.kind == "file" and e.path.endswith(".py") for e in pkg.files_under(prefix))
 
 
-def _impl_findings(pkg: Package, instance: Instance) -> Iterator[tuple[Rule, str, str]]:
+def _impl_findings(
+    pkg: Package, dirs: Mapping[str, ServerDir], instance: Instance
+) -> Iterator[tuple[Rule, str, str]]:
     """``(rule, message, hint)`` for the directory Gym would run for ``instance``."""
     server_type, impl = instance.shape.server_type or "", instance.shape.impl or ""
     dir_path = f"{server_type}/{impl}"
-    server = next((s for s in pkg.servers if s.path == dir_path), None)
+    server = dirs.get(dir_path)
     builtin = gym_data().is_builtin(server_type, impl)
     if server is None:
         if not builtin:
@@ -445,8 +457,9 @@ def check_impl_dirs(inputs: Inputs) -> Iterator[Diagnostic]:
     view, pkg = _view(inputs), inputs.package
     if view is None or pkg is None:
         return
+    dirs = {s.path: s for s in pkg.servers}
     for instance in view.servers():
-        for rule, message, hint in _impl_findings(pkg, instance):
+        for rule, message, hint in _impl_findings(pkg, dirs, instance):
             key = "entrypoint" if rule is EK310 else None
             path, line = instance.locate(*instance.field_path(*([key] if key else [])))
             yield rule.at(path, message, line=line, hint=hint)
