@@ -118,6 +118,23 @@ def test_nested_ref_is_a_warning(tmp_path: Path) -> None:
     assert "judges[0].server" in diag.message
 
 
+def test_block_without_entrypoint_warns_unless_referenced(tmp_path: Path) -> None:
+    spare = "spare:\n  resources_servers:\n    echo:\n      domain: math\n"
+    pkg = make_pkg(tmp_path, {"configs/policy_model.yaml": POLICY, "configs/agent.yaml": AGENT,
+                              "configs/spare.yaml": spare})
+    (diag,) = ek3(pkg)
+    assert (diag.code, diag.severity.value, diag.line) == ("EK301", "warning", 3)
+    assert "silently skips" in diag.message
+
+
+def test_unknown_server_type_suggests_the_right_one(tmp_path: Path) -> None:
+    typo = AGENT.replace("  responses_api_agents:", "  response_api_agents:", 1)
+    pkg = make_pkg(tmp_path, {"configs/policy_model.yaml": POLICY, "configs/agent.yaml": typo})
+    (diag,) = ek3(pkg)
+    assert (diag.code, diag.severity.value, diag.line) == ("EK301", "error", 2)
+    assert diag.hint == "did you mean `responses_api_agents`?"
+
+
 def test_missing_policy_model_is_reported_once(tmp_path: Path) -> None:
     pkg = make_pkg(tmp_path, {"configs/agent.yaml": AGENT})
     assert codes(pkg) == {"EK305": "error"}

@@ -99,6 +99,10 @@ VARIANTS: dict[str, list[Edit]] = {
     ],
     "two-server-types": [instance_before_env(_TWO_TYPES)],
     "agent-without-entrypoint": [replace(RES, AGENT_HEAD, "    simple_agent:\n      x: 1\n")],
+    # No entrypoint and nothing refers to it: Gym skips the block silently (envkit warns).
+    "unreferenced-block-without-entrypoint": [
+        instance_before_env("spare:\n  responses_api_agents:\n    simple_agent:\n      x: 1\n"),
+    ],
     # `gym env start` launches it anyway (first key at each level) and fails on the directory.
     "unreferenced-unknown-type": [
         instance_before_env("spare:\n  resource_server:\n    x:\n      entrypoint: app.py\n"),
