@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-__all__ = ["GymData", "gym_data"]
+__all__ = ["GymData", "builtin_configs", "gym_data"]
 
 
 @dataclass(frozen=True)
@@ -51,3 +51,15 @@ def gym_data() -> GymData:
         runtime_keys=frozenset(raw.get("runtime_keys", ())),
         runtime_keys_for_fields=frozenset(raw.get("runtime_keys_for_fields", ())),
     )
+
+
+@cache
+def builtin_configs() -> dict[str, dict]:
+    """Per YAML file of the nemo-gym wheel: its includes, server blocks and other top-level keys.
+
+    Written by ``scripts/gen_gym_configs.py``; loaded only when a package pulls in a config it
+    does not ship (Gym then reads the file from its install root).
+    """
+    text = resources.files("envkit").joinpath("data/gym_configs.json").read_text("utf-8")
+    configs: dict[str, dict] = json.loads(text)["configs"]
+    return configs

@@ -191,7 +191,8 @@ def test_merge_order_matches_gym(tmp_path: Path) -> None:
         "a2.yaml": "config_paths: [a21.yaml]\n", "a21.yaml": "{}\n",
         "b.yaml": "config_paths: [a1.yaml]\n",
     }, ["a.yaml", "b.yaml"])
-    assert merge_order(load_package(pkg)) == ["a1.yaml", "a21.yaml", "a2.yaml", "a.yaml", "b.yaml"]
+    order, _ = merge_order(load_package(pkg))
+    assert order == ["a1.yaml", "a21.yaml", "a2.yaml", "a.yaml", "b.yaml"]
 
 
 def test_includer_overrides_included(tmp_path: Path) -> None:
@@ -201,7 +202,50 @@ def test_includer_overrides_included(tmp_path: Path) -> None:
     pkg = make_pkg(tmp_path, configs, ["configs/top.yaml", "configs/agent.yaml"])
     view = build_view(load_package(pkg))
     assert view.instances["policy_model"].shape.fields["base_url"] == "${policy_base_url}"
-    assert codes(pkg) == {"EK307": "warning"}  # base.yaml's value is overridden, not used
+    assert ek3(pkg) == []  # specialising an included config is what includes are for
+
+
+def test_sibling_configs_overriding_each_other_warn(tmp_path: Path) -> None:
+    other = POLICY.replace("${policy_base_url}", "${policy_base_url}/x")
+    pkg = make_pkg(tmp_path, {"configs/policy_model.yaml": POLICY, "configs/agent.yaml": AGENT,
+                              "configs/other.yaml": other})
+    assert codes(pkg) == {"EK307": "warning"}
+
+
+def test_gym_builtin_config_can_be_included(tmp_path: Path) -> None:
+    """Gym loads an include the package does not ship from its install root."""
+    top = "config_paths:\n- responses_api_models/vllm_model/configs/vllm_model.yaml\n" + AGENT
+    pkg = make_pkg(tmp_path, {"configs/agent.yaml": top})
+    view = build_view(load_package(pkg))
+    assert view.builtin == {"responses_api_models/vllm_model/configs/vllm_model.yaml"}
+    assert ek3(pkg) == []  # policy_model comes from Gym's vllm_model.yaml
+
+
+def test_builtin_include_refs_are_checked(tmp_path: Path) -> None:
+    """critpt.yaml's relay refers to `critpt_agent`, which its own include defines."""
+    top = "config_paths:\n- resources_servers/critpt/configs/critpt.yaml\n"
+    pkg = make_pkg(tmp_path, {"configs/policy_model.yaml": POLICY, "configs/top.yaml": top})
+    assert ek3(pkg) == []
+    override = top + "critpt_agent_environment_server:\n  environment_servers:\n" \
+        "    legacy_agent:\n      agent_server: {type: responses_api_agents, name: critpt}\n"
+    pkg = make_pkg(tmp_path, {"configs/policy_model.yaml": POLICY, "configs/top.yaml": override})
+    (diag,) = ek3(pkg)
+    assert (diag.code, diag.path, diag.hint) == ("EK304", "configs/top.yaml",
+                                                 "Did you mean: 'critpt_agent'?")
+
+
+@pytest.mark.parametrize(("entry", "ok"), [
+    ("responses_api_models/vllm_model/configs/vllm_model.yaml", True),
+    ("configs/policy_model.yaml", True),
+    ("configs/nope.yaml", False),
+    ("/etc/gym.yaml", False),
+    ("../outside.yaml", False),
+])
+def test_include_paths(tmp_path: Path, entry: str, ok: bool) -> None:
+    top = f"config_paths:\n- {entry}\n"
+    pkg = make_pkg(tmp_path, {"configs/policy_model.yaml": POLICY, "configs/agent.yaml": AGENT,
+                              "configs/top.yaml": top})
+    assert ("EK316" not in codes(pkg)) is ok
 
 
 # --- inheritance -----------------------------------------------------------------------------

@@ -29,6 +29,8 @@ sys.path.insert(0, str(ROOT / "fixtures"))
 from gym_config_cases import (  # noqa: E402
     AGENT_HEAD,
     BASE,
+    MANIFEST,
+    POLICY,
     RES,
     Edit,
     add_config,
@@ -113,10 +115,26 @@ VARIANTS: dict[str, list[Edit]] = {
     )],
     "bad-num-repeats": [datasets("      - name: e\n        type: example\n"
                                  "        jsonl_fpath: /e.jsonl\n        num_repeats: 0\n")],
+    # An include the package does not ship is loaded from Gym's install root.
+    "include-builtin-policy-model": [
+        replace(MANIFEST, f"  - {POLICY}\n", ""),
+        replace(RES, "echo_match:\n", "config_paths:\n"
+                "- responses_api_models/vllm_model/configs/vllm_model.yaml\necho_match:\n"),
+    ],
+    "include-builtin-environment": [
+        replace(RES, "echo_match:\n", "config_paths:\n"
+                "- resources_servers/critpt/configs/critpt.yaml\necho_match:\n"),
+    ],
+    "include-builtin-then-break-its-ref": [
+        replace(RES, "echo_match:\n", "config_paths:\n"
+                "- resources_servers/critpt/configs/critpt.yaml\n"
+                "critpt_agent:\n  responses_api_agents:\n    critpt_agent:\n"
+                "      resources_server: {name: critpt_resources}\necho_match:\n"),
+    ],
     "valid-domain-on-agent": [agent_field("      domain: other\n")],
     "resources-domain-null": [replace(RES, "      domain: other\n", "      domain: null\n")],
     "policy-model-wrong-type": [replace(
-        "responses_api_models/vllm_model/configs/policy_model.yaml",
+        POLICY,
         "  responses_api_models:\n    vllm_model:\n      entrypoint: app.py\n",
         "  resources_servers:\n    vllm_model:\n      entrypoint: app.py\n      domain: other\n",
     )],

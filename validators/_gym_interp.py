@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from envkit.validators._gym_model import classify
+from envkit.validators._gym_model import Opaque, classify
 
 from envkit.gym_data import gym_data
 
@@ -91,6 +91,8 @@ def _key_segments(expr: str) -> list[str]:
 def _lookup(merged: Mapping[str, Any], segments: list[str]) -> bool:
     node: Any = merged
     for seg in segments:
+        if isinstance(node, Opaque):
+            return True  # a Gym built-in config's value: known by name only
         if isinstance(node, str) and "${" in node:
             return True  # goes through another interpolation: judged where it is written
         if isinstance(node, Mapping) and seg in node:

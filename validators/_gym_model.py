@@ -16,24 +16,28 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from envkit.gym_data import gym_data
+from envkit.gym_data import builtin_configs, gym_data
 from envkit.package import SERVER_TYPES, safe_relpath
+from envkit.yamlio import YamlDoc
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from envkit.package import Package
-    from envkit.yamlio import KeyPath, YamlDoc
+    from envkit.yamlio import KeyPath
 
 __all__ = [
     "Definition",
     "GymView",
     "Instance",
+    "Opaque",
     "Ref",
     "Shape",
     "build_view",
     "deep_merge",
     "find_refs",
+    "merge_order",
+    "resolve_config",
 ]
 
 _INHERIT = "_inherit_from"
@@ -78,6 +82,10 @@ class Instance:
     def is_server(self) -> bool:
         return self.shape.kind == "server"
 
+    def only_in(self, paths: frozenset[str]) -> bool:
+        """True when every definition comes from ``paths`` (e.g. Gym's built-in configs)."""
+        return all(d.path in paths for d in self.defs)
+
     def locate(self, *keypath: str | int) -> tuple[str, int | None]:
         """File and line of ``keypath`` (below the instance key) in the last file that sets it."""
         full = (self.name, *keypath)
@@ -114,6 +122,8 @@ class GymView:
     renamed: Mapping[str, str] = field(default_factory=dict)
     """``{source: target}`` for instances moved by a top-level ``_inherit_from`` (Gym retargets
     environment servers' agent refs to the single target)."""
+    builtin: frozenset[str] = frozenset()
+    """Config files pulled in from Gym's install root (known from the wheel's summary only)."""
 
     def locate(self, keypath: tuple[str | int, ...]) -> tuple[str, int | None]:
         """File and line of a merged key path: the last file in merge order that sets it."""
@@ -142,19 +152,52 @@ def deep_merge(base: Any, override: Any) -> Any:
     return merged
 
 
-def merge_order(pkg: Package) -> list[str]:
-    """Gym's ``load_extra_config_paths`` order over the files the package could read."""
+class Opaque(dict):  # type: ignore[type-arg]
+    """A top-level value of a Gym built-in config that envkit knows by name only."""
+
+
+def _builtin_doc(path: str) -> YamlDoc | None:
+    """A built-in config as the summary in ``envkit/data/gym_configs.json`` records it."""
+    summary = builtin_configs().get(path)
+    if summary is None:
+        return None
+    data: dict[str, Any] = {key: Opaque() for key in summary["keys"]}
+    for name, server in summary["servers"].items():
+        data[name] = {server["type"]: {server["impl"]: dict(server["fields"])}}
+    if summary["includes"]:
+        data["config_paths"] = list(summary["includes"])
+    return YamlDoc(path, data=data)
+
+
+def resolve_config(pkg: Package, rel: str) -> YamlDoc | None:
+    """The file Gym loads for ``rel``: the package's (cwd) first, then Gym's install root."""
+    if rel in pkg.configs:
+        return pkg.configs[rel]
+    if rel in pkg.entries:
+        return None  # shipped but not a readable regular file: the layout rules report it
+    return _builtin_doc(rel)
+
+
+def _includes_of(doc: YamlDoc | None) -> list[str]:
+    data = doc.data if doc is not None and doc.ok else None
+    nested = data.get("config_paths") if isinstance(data, Mapping) else None
+    values = nested if isinstance(nested, list) else []
+    return [rel for rel in (safe_relpath(v) for v in values if isinstance(v, str)) if rel]
+
+
+def merge_order(pkg: Package) -> tuple[list[str], dict[str, YamlDoc]]:
+    """Gym's ``load_extra_config_paths`` order over the files it would find, and those files."""
     paths = [p for p in (safe_relpath(v) for v in pkg.config_paths()) if p]
     roots = len(paths)
     children: list[list[int]] = [[] for _ in paths]
+    docs: dict[str, YamlDoc] = {}
     index = 0
     while index < len(paths):
-        doc = pkg.configs.get(paths[index])
-        data = doc.data if doc is not None and doc.ok else None
-        nested = data.get("config_paths") if isinstance(data, Mapping) else None
-        for value in nested if isinstance(nested, list) else []:
-            rel = safe_relpath(value) if isinstance(value, str) else None
-            if rel and rel not in paths:
+        doc = docs.get(paths[index]) or resolve_config(pkg, paths[index])
+        if doc is not None:
+            docs[paths[index]] = doc
+        for rel in _includes_of(doc):
+            if rel not in paths:
                 paths.append(rel)
                 children.append([])
                 children[index].append(len(paths) - 1)
@@ -168,18 +211,18 @@ def merge_order(pkg: Package) -> list[str]:
             continue
         pending.append((i, True))
         pending.extend((c, False) for c in reversed(children[i]))
-    return [paths[i] for i in order if paths[i] in pkg.configs]
+    return [paths[i] for i in order if paths[i] in docs], docs
 
 
-def _definitions(pkg: Package, order: list[str]) -> dict[str, list[Definition]]:
+def _definitions(order: list[str], docs: Mapping[str, YamlDoc]) -> dict[str, list[Definition]]:
     reserved = gym_data().reserved_top_level_keys
     found: dict[str, list[Definition]] = {}
     for path in order:
-        doc = pkg.configs[path]
+        doc = docs[path]
         if not doc.ok or not isinstance(doc.data, Mapping):
             continue
         for key, body in doc.data.items():
-            if isinstance(key, str) and key not in reserved:
+            if isinstance(key, str) and key not in reserved and not isinstance(body, Opaque):
                 found.setdefault(key, []).append(Definition(path, doc, body))
     return found
 
@@ -228,8 +271,8 @@ def _apply_inheritance(
 
 
 def build_view(pkg: Package) -> GymView:
-    order = merge_order(pkg)
-    defs = _definitions(pkg, order)
+    order, docs = merge_order(pkg)
+    defs = _definitions(order, docs)
     bodies: dict[str, Any] = {}
     for name, found in defs.items():
         for definition in found:
@@ -243,11 +286,11 @@ def build_view(pkg: Package) -> GymView:
     }
     merged: dict[str, Any] = {}
     for path in order:
-        data = pkg.configs[path].data
+        data = docs[path].data
         if isinstance(data, Mapping):
             merged = deep_merge(merged, data)
-    docs = {path: pkg.configs[path] for path in order}
-    return GymView(tuple(order), instances, merged, docs, renamed)
+    builtin = frozenset(p for p in order if p not in pkg.configs)
+    return GymView(tuple(order), instances, merged, {p: docs[p] for p in order}, renamed, builtin)
 
 
 def _looks_like_server(body: Mapping[str, Any]) -> bool:

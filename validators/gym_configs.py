@@ -18,7 +18,7 @@ from envkit.validators._gym_interp import find_interpolation_problems
 from envkit.validators._gym_model import Instance, build_view, find_refs
 
 from envkit.diagnostics import Severity
-from envkit.gym_data import gym_data
+from envkit.gym_data import builtin_configs, gym_data
 from envkit.package import MANIFEST, safe_relpath
 
 if TYPE_CHECKING:
@@ -144,8 +144,15 @@ EK315 = Rule(
     "Gym's list for train/validation.",
 )
 
+EK316 = Rule(
+    "EK316", E, "config pulled in by a config's `config_paths` is not found",
+    "Gym loads every path in a config's own `config_paths`, from the package (its cwd) or else "
+    "from its install root; a path in neither aborts spin-up (ConfigPathNotFoundError).",
+    "Ship the config in the package at that path, or drop the entry.",
+)
+
 RULES = (EK300, EK301, EK302, EK303, EK304, EK305, EK306, EK307, EK308, EK309, EK310,
-         EK311, EK312, EK313, EK314, EK315)
+         EK311, EK312, EK313, EK314, EK315, EK316)
 
 
 def _fmt(keypath: tuple[str | int, ...]) -> str:
@@ -165,6 +172,13 @@ def _view(inputs: Inputs) -> GymView | None:
     view = build_view(pkg)
     _LAST_VIEW[:] = [(pkg, view)]
     return view
+
+
+def _own_servers(view: GymView | None, server_type: str | None = None) -> list[Instance]:
+    """Servers the package itself writes (not only Gym's built-in configs it pulls in)."""
+    if view is None:
+        return []
+    return [i for i in view.servers(server_type) if not i.only_in(view.builtin)]
 
 
 # EK300 ---------------------------------------------------------------------------------------
@@ -240,10 +254,16 @@ def check_server_shapes(inputs: Inputs) -> Iterator[Diagnostic]:
         yield EK301.at(path, message, line=line, hint=shape.hint, severity=E if loud else W)
 
 
-def _scalar_conflicts(instance: Instance) -> Iterator[tuple[tuple[str | int, ...], str, str]]:
-    """``(keypath, earlier file, later file)`` for each leaf a later definition overrides."""
+def _scalar_conflicts(
+    instance: Instance, roots: set[str]
+) -> Iterator[tuple[tuple[str | int, ...], str, str]]:
+    """``(keypath, earlier file, later file)`` for each leaf a later sibling overrides.
+
+    Only files listed in the manifest count: a config overriding what its own `config_paths`
+    pulled in is how Gym's configs are meant to be specialised.
+    """
     leaves: dict[tuple[str | int, ...], tuple[Any, str]] = {}
-    for definition in instance.defs:
+    for definition in (d for d in instance.defs if d.path in roots):
         stack: list[tuple[tuple[str | int, ...], Any]] = [((), definition.body)]
         while stack:
             keypath, value = stack.pop()
@@ -258,7 +278,8 @@ def _scalar_conflicts(instance: Instance) -> Iterator[tuple[tuple[str | int, ...
 
 def check_duplicate_instances(inputs: Inputs) -> Iterator[Diagnostic]:
     """EK307: one instance name in several files: kind conflicts abort, value overrides warn."""
-    view = _view(inputs)
+    view, pkg = _view(inputs), inputs.package
+    roots = {p for p in (safe_relpath(v) for v in pkg.config_paths()) if p} if pkg else set()
     for instance in view.instances.values() if view else ():
         conflict = _conflicting_kinds(instance)
         if conflict:
@@ -269,7 +290,7 @@ def check_duplicate_instances(inputs: Inputs) -> Iterator[Diagnostic]:
             )
             yield EK307.at(path, message, line=line)
             continue
-        for keypath, earlier, later in _scalar_conflicts(instance):
+        for keypath, earlier, later in _scalar_conflicts(instance, roots):
             line = view.docs[later].line_of(instance.name, *keypath)
             message = (
                 f"`{_fmt((instance.name, *keypath))}` is set in {earlier} and again, differently, "
@@ -285,7 +306,7 @@ def check_domains(inputs: Inputs) -> Iterator[Diagnostic]:
     """EK302/EK303: Gym validates `domain` on every server type (``Optional[Domain]``)."""
     view = _view(inputs)
     domains = gym_data().domains
-    for instance in view.servers() if view else ():
+    for instance in _own_servers(view):
         fields = instance.shape.fields
         value = fields.get("domain")
         path, line = instance.locate(*instance.field_path("domain"))
@@ -499,7 +520,7 @@ def _inside_package(value: Any) -> bool:
 def check_datasets(inputs: Inputs) -> Iterator[Diagnostic]:
     """EK315/EK311: `datasets[]` on any server, as Gym validates it; rows that cannot ship."""
     view = _view(inputs)
-    for instance in view.servers() if view else ():
+    for instance in _own_servers(view):
         datasets = instance.shape.fields.get("datasets")
         if datasets is None:
             continue
@@ -519,6 +540,38 @@ def check_datasets(inputs: Inputs) -> Iterator[Diagnostic]:
                 yield EK311.at(fpath, message, line=fline)
 
 
+# EK316 ---------------------------------------------------------------------------------------
+
+
+def _include_problem(pkg: Package, value: Any) -> str | None:
+    if not isinstance(value, str):
+        return f"{value!r} is not a path"
+    rel = safe_relpath(value)
+    if rel is None:
+        return f"{value!r} is absolute or leaves the package; it is not shipped"
+    if rel in pkg.entries or rel in builtin_configs():
+        return None
+    return f"{value!r} is neither in the package nor one of Gym's built-in configs"
+
+
+def check_includes(inputs: Inputs) -> Iterator[Diagnostic]:
+    """EK316: every path in a config's own `config_paths` must resolve where Gym looks."""
+    pkg = inputs.package
+    for path, doc in (pkg.configs if pkg else {}).items():
+        nested = doc.data.get("config_paths") if isinstance(doc.data, Mapping) else None
+        if nested is None:
+            continue
+        if not isinstance(nested, list):
+            message = "`config_paths` must be a list of paths (Gym iterates it item by item)"
+            yield EK316.at(path, message, line=doc.line_of("config_paths"))
+            continue
+        for index, value in enumerate(nested):
+            problem = _include_problem(pkg, value)
+            if problem:
+                line = doc.line_of("config_paths", index)
+                yield EK316.at(path, f"`config_paths[{index}]`: {problem}", line=line)
+
+
 # EK313 ---------------------------------------------------------------------------------------
 
 
@@ -527,6 +580,8 @@ def check_interpolations(inputs: Inputs) -> Iterator[Diagnostic]:
     view = _view(inputs)
     for finding in find_interpolation_problems(view) if view else ():
         path, line = view.locate(finding.keypath)
+        if path in view.builtin:
+            continue  # Gym's own config: not the package's to fix
         message = f"`{_fmt(finding.keypath)}`: {finding.message}"
         if not finding.direct:
             message += " (nested: fails when the server reads it)"
@@ -561,7 +616,7 @@ def check_environment_relays(inputs: Inputs) -> Iterator[Diagnostic]:
     """EK314: every agent should be fronted by an `environment_servers` block."""
     view = _view(inputs)
     relayed = _relayed_agents(view) if view else set()
-    for agent in view.servers(_AGENTS) if view else ():
+    for agent in _own_servers(view, _AGENTS):
         if agent.name in relayed or _unbound(agent):
             continue
         path, line = agent.locate()
@@ -581,4 +636,5 @@ CHECKS: tuple[Check, ...] = (
     check_policy_endpoint,  # EK312
     check_interpolations,  # EK313
     check_environment_relays,  # EK314
+    check_includes,  # EK316
 )
