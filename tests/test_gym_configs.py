@@ -135,6 +135,12 @@ def test_unknown_server_type_suggests_the_right_one(tmp_path: Path) -> None:
     assert diag.hint == "did you mean `responses_api_agents`?"
 
 
+def test_unreadable_config_withholds_not_defined_findings(tmp_path: Path) -> None:
+    pkg = make_pkg(tmp_path, {"configs/policy_model.yaml": "policy_model: [\n",
+                              "configs/agent.yaml": AGENT})
+    assert codes(pkg) == {"EK300": "error"}  # no EK305/EK304 guessed from a partial view
+
+
 def test_missing_policy_model_is_reported_once(tmp_path: Path) -> None:
     pkg = make_pkg(tmp_path, {"configs/agent.yaml": AGENT})
     assert codes(pkg) == {"EK305": "error"}

@@ -124,6 +124,9 @@ class GymView:
     environment servers' agent refs to the single target)."""
     builtin: frozenset[str] = frozenset()
     """Config files pulled in from Gym's install root (known from the wheel's summary only)."""
+    incomplete: bool = False
+    """Some config could not be read (EK300): what it defines is unknown, so "nothing defines
+    X" findings are withheld rather than guessed."""
 
     def locate(self, keypath: tuple[str | int, ...]) -> tuple[str, int | None]:
         """File and line of a merged key path: the last file in merge order that sets it."""
@@ -290,7 +293,11 @@ def build_view(pkg: Package) -> GymView:
         if isinstance(data, Mapping):
             merged = deep_merge(merged, data)
     builtin = frozenset(p for p in order if p not in pkg.configs)
-    return GymView(tuple(order), instances, merged, {p: docs[p] for p in order}, renamed, builtin)
+    incomplete = any(
+        not docs[p].ok or not isinstance(docs[p].data, Mapping | None) for p in order
+    )
+    return GymView(tuple(order), instances, merged, {p: docs[p] for p in order}, renamed,
+                   builtin, incomplete)
 
 
 def _looks_like_server(body: Mapping[str, Any]) -> bool:

@@ -349,8 +349,10 @@ def _ref_excused(ref: Ref, view: GymView, source: Instance) -> bool:
 def check_refs(inputs: Inputs) -> Iterator[Diagnostic]:
     """EK304: `{type, name}` refs must name an instance of that type in the merged config."""
     view = _view(inputs)
-    defined = {(i.shape.server_type, i.name) for i in view.servers()} if view else set()
-    for instance in view.servers() if view else ():
+    if view is None or view.incomplete:
+        return
+    defined = {(i.shape.server_type, i.name) for i in view.servers()}
+    for instance in view.servers():
         for ref in find_refs(instance.shape.fields):
             if (ref.server_type, ref.name) in defined or "${" in ref.name:
                 continue
@@ -381,7 +383,7 @@ def _manifest_line(pkg: Package, *keypath: str | int) -> int | None:
 def check_policy_model(inputs: Inputs) -> Iterator[Diagnostic]:
     """EK305/EK306: a `policy_model` model server, defined by the first `config_paths` file."""
     view, pkg = _view(inputs), inputs.package
-    if view is None or pkg is None:
+    if view is None or pkg is None or view.incomplete:
         return
     found = _policy_models(view)
     existing = view.instances.get(POLICY_MODEL)
@@ -578,7 +580,7 @@ def check_includes(inputs: Inputs) -> Iterator[Diagnostic]:
 def check_interpolations(inputs: Inputs) -> Iterator[Diagnostic]:
     """EK313: interpolations Gym cannot resolve and `???` it reports as missing."""
     view = _view(inputs)
-    for finding in find_interpolation_problems(view) if view else ():
+    for finding in find_interpolation_problems(view) if view and not view.incomplete else ():
         path, line = view.locate(finding.keypath)
         if path in view.builtin:
             continue  # Gym's own config: not the package's to fix
@@ -615,7 +617,9 @@ def _unbound(instance: Instance) -> bool:
 def check_environment_relays(inputs: Inputs) -> Iterator[Diagnostic]:
     """EK314: every agent should be fronted by an `environment_servers` block."""
     view = _view(inputs)
-    relayed = _relayed_agents(view) if view else set()
+    if view is None or view.incomplete:
+        return
+    relayed = _relayed_agents(view)
     for agent in _own_servers(view, _AGENTS):
         if agent.name in relayed or _unbound(agent):
             continue
