@@ -109,7 +109,7 @@ def input_problems(value: Any) -> Iterator[tuple[str, str]]:
 
 
 def _item_problems(where: str, item: Any) -> Iterator[tuple[str, str]]:
-    if not isinstance(item, Mapping):
+    if not isinstance(item, dict):
         yield (
             where,
             f'is {_kind(item)}; expected a message object {{"role": "user", "content": "..."}}',
@@ -146,7 +146,7 @@ def _message_problems(where: str, item: Mapping[str, Any]) -> Iterator[tuple[str
 
 
 def _part_problems(where: str, part: Any, role: Any) -> Iterator[tuple[str, str]]:
-    if not isinstance(part, Mapping):
+    if not isinstance(part, dict):
         yield (
             where,
             f'is {_kind(part)}; expected a content part {{"type": "input_text", "text": "..."}}',

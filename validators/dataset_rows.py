@@ -174,7 +174,7 @@ def check_dataset_rows(inputs: Inputs) -> Iterator[Diagnostic]:
 
 def _file_diagnostics(dataset: Dataset, name: str, context: RowContext) -> Iterator[Diagnostic]:
     for row in dataset.iter_rows(name):
-        if row.error is not None or not isinstance(row.data, Mapping):
+        if row.error is not None or not isinstance(row.data, dict):
             yield _not_object(row)
             continue
         for check in ROW_CHECKS:
@@ -227,7 +227,7 @@ def _not_object(row: Row) -> Diagnostic:
 def _check_prompt(row: Row, data: Mapping[str, Any], context: RowContext) -> Iterator[Diagnostic]:
     """EK502: ``responses_create_params.input`` in a shape Gym's request model accepts."""
     params = data.get("responses_create_params")
-    if not isinstance(params, Mapping):
+    if not isinstance(params, dict):
         shown = "missing" if params is None else "not an object"
         hint = None
         if "messages" in data or "prompt" in data:
@@ -258,7 +258,7 @@ def _check_agent_ref(
 ) -> Iterator[Diagnostic]:
     """EK503 (shape) and EK504 (names an agent instance of the package)."""
     ref = data.get("agent_ref")
-    if not isinstance(ref, Mapping):
+    if not isinstance(ref, dict):
         shown = "missing" if ref is None else "not an object"
         yield EK503.at(row.file, f"`agent_ref` is {shown}", line=row.line)
         return
