@@ -351,7 +351,9 @@ def test_ek611_invalid_json_has_its_line() -> None:
     assert (diag.code, diag.line) == ("EK611", 3)
 
 
-@pytest.mark.parametrize("raw", [b"[]", b'"job"', b"\xff\xfe"])
+@pytest.mark.parametrize(
+    "raw", [b"[]", b'"job"', b"\xff\xfe", b'{"training": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"]
+)
 def test_ek611_not_an_object(raw: bytes) -> None:
     assert [d.code for d in check(raw)] == ["EK611"]
 
