@@ -162,6 +162,7 @@ def test_ek603_max_steps_alone_is_fine() -> None:
         (0.0, [("EK604", E)]),
         (-0.5, [("EK604", E)]),
         (1e-9, []),
+        (float("nan"), [("EK604", E)]),
         (1.0, []),
         (True, [("EK609", E)]),  # a boolean is not a temperature, and not EK604
         ("1.0", [("EK609", E)]),

@@ -128,12 +128,14 @@ class _SeenInts:
     _LIMIT = 1 << 24
 
     def __init__(self) -> None:
-        self._bits = bytearray(self._LIMIT >> 3)
+        self._bits = bytearray()  # 2 MiB, allocated on first use
         self._other: set[int] = set()
 
     def add(self, value: int) -> bool:
         """Record ``value``; False when it was already there."""
         if 0 <= value < self._LIMIT:
+            if not self._bits:
+                self._bits = bytearray(self._LIMIT >> 3)
             byte, bit = divmod(value, 8)
             if self._bits[byte] >> bit & 1:
                 return False

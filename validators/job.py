@@ -261,7 +261,7 @@ def _check_steps(job: JobDoc, training: Mapping[str, Any]) -> Iterator[Diagnosti
 def _check_temperature(job: JobDoc, training: Mapping[str, Any]) -> Iterator[Diagnostic]:
     """EK604: sampling must not be greedy."""
     value = training.get("temperature")
-    if _number(value) and value <= 0:
+    if _number(value) and not value > 0:  # `not >` also catches NaN, which json accepts
         yield EK604.at(
             job.path,
             f"`training.temperature` is {value}; it must be > 0 (greedy groups carry no signal)",
