@@ -40,9 +40,16 @@ from gym_config_cases import (  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
+def _package_case(case: Path) -> bool:
+    """EK3xx and valid cases whose package has a manifest (dataset/job-only cases do not)."""
+    spec = json.loads((case / "case.json").read_text())
+    pkg = case / spec["package"] if spec.get("package") else None
+    return pkg is not None and (pkg / "nemo-environment.yaml").is_file()
+
+
 FIXTURES = sorted(
     p.parent for p in PACKAGES.glob("*/case.json")
-    if p.parent.name.startswith(("EK3", "valid-"))
+    if p.parent.name.startswith(("EK3", "valid-")) and _package_case(p.parent)
 )
 
 _INHERIT = (
@@ -185,7 +192,10 @@ def _holds_code(pkg: Path, server: dict) -> bool:
 @pytest.fixture(scope="module")
 def packages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("variants")
-    found = {case.name: case / "pkg" for case in FIXTURES}
+    found = {
+        case.name: case / json.loads((case / "case.json").read_text())["package"]
+        for case in FIXTURES
+    }
     found.update({f"variant-{name}": _variant(tmp, name) for name in VARIANTS})
     return found
 
