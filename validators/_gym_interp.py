@@ -156,7 +156,7 @@ def _walk(value: Any, keypath: KeyPath) -> Iterator[tuple[KeyPath, Any]]:
 
 def _server_prefixes(view: GymView) -> set[tuple[str | int, ...]]:
     """``(instance, type, impl)`` of every top-level value Gym reads as a server."""
-    prefixes = set()
+    prefixes: set[tuple[str | int, ...]] = set()
     for key, value in view.merged.items():
         shape = classify(value)
         if shape.kind == "server":

@@ -281,8 +281,10 @@ def _scalar_conflicts(
 def check_duplicate_instances(inputs: Inputs) -> Iterator[Diagnostic]:
     """EK307: one instance name in several files: kind conflicts abort, value overrides warn."""
     view, pkg = _view(inputs), inputs.package
-    roots = {p for p in (safe_relpath(v) for v in pkg.config_paths()) if p} if pkg else set()
-    for instance in view.instances.values() if view else ():
+    if view is None or pkg is None:
+        return
+    roots = {p for p in (safe_relpath(v) for v in pkg.config_paths()) if p}
+    for instance in view.instances.values():
         conflict = _conflicting_kinds(instance)
         if conflict:
             path, line = instance.defs[-1].path, instance.defs[-1].doc.line_of(instance.name)
@@ -582,7 +584,9 @@ def check_includes(inputs: Inputs) -> Iterator[Diagnostic]:
 def check_interpolations(inputs: Inputs) -> Iterator[Diagnostic]:
     """EK313: interpolations Gym cannot resolve and `???` it reports as missing."""
     view = _view(inputs)
-    for finding in find_interpolation_problems(view) if view and not view.incomplete else ():
+    if view is None or view.incomplete:
+        return
+    for finding in find_interpolation_problems(view):
         path, line = view.locate(finding.keypath)
         if path in view.builtin:
             continue  # Gym's own config: not the package's to fix
