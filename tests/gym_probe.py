@@ -42,11 +42,11 @@ def _servers(config) -> list[dict]:
         block = config[name]
         if not isinstance(block, DictConfig):
             continue
-        server_type = next(iter(block))
+        server_type = list(block)[0]  # IndexError on an empty mapping, exactly as Gym's loop
         inner = block[server_type]
         if not isinstance(inner, DictConfig):
             continue
-        impl = next(iter(inner))
+        impl = list(inner)[0]
         fields = inner[impl]
         if not isinstance(fields, DictConfig) or "entrypoint" not in fields:
             continue

@@ -127,6 +127,21 @@ def test_block_without_entrypoint_warns_unless_referenced(tmp_path: Path) -> Non
     assert "silently skips" in diag.message
 
 
+@pytest.mark.parametrize(("text", "line"), [
+    ("shared: {}\n", 1),
+    ("shared:\n  a: {}\n  b: 1\n", 2),
+    ("spare:\n  resources_servers: {}\n", 2),
+])
+def test_empty_mappings_crash_gyms_launcher(tmp_path: Path, text: str, line: int) -> None:
+    pkg = make_pkg(tmp_path, {"configs/policy_model.yaml": POLICY, "configs/agent.yaml": AGENT,
+                              "configs/x.yaml": text})
+    (diag,) = ek3(pkg)
+    assert (diag.code, diag.severity.value, diag.path, diag.line) == (
+        "EK301", "error", "configs/x.yaml", line,
+    )
+    assert "IndexError" in diag.message
+
+
 def test_unknown_server_type_suggests_the_right_one(tmp_path: Path) -> None:
     typo = AGENT.replace("  responses_api_agents:", "  response_api_agents:", 1)
     pkg = make_pkg(tmp_path, {"configs/policy_model.yaml": POLICY, "configs/agent.yaml": typo})

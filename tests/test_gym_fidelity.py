@@ -108,6 +108,11 @@ VARIANTS: dict[str, list[Edit]] = {
     ],
     "two-server-types": [instance_before_env(_TWO_TYPES)],
     "agent-without-entrypoint": [replace(RES, AGENT_HEAD, "    simple_agent:\n      x: 1\n")],
+    # Gym's launcher walks `list(value)[0]` two levels down: empty mappings crash it.
+    "empty-top-level-mapping": [instance_before_env("shared: {}\n")],
+    "empty-first-value": [instance_before_env("shared:\n  a: {}\n  b: 1\n")],
+    "empty-later-value": [instance_before_env("shared:\n  a: 1\n  b: {}\n")],
+    "empty-implementations": [instance_before_env("spare:\n  resources_servers: {}\n")],
     # No entrypoint and nothing refers to it: Gym skips the block silently (envkit warns).
     "unreferenced-block-without-entrypoint": [
         instance_before_env("spare:\n  responses_api_agents:\n    simple_agent:\n      x: 1\n"),

@@ -300,6 +300,23 @@ def build_view(pkg: Package) -> GymView:
                    builtin, incomplete)
 
 
+def _launcher_crash(body: Mapping[str, Any]) -> Shape | None:
+    """``RunHelper._start`` indexes ``list(value)[0]`` two levels down without a guard.
+
+    An empty top-level mapping, or one whose first value is an empty mapping, crashes
+    ``gym env start`` with IndexError even though the parse accepted it.
+    """
+    effect = "`gym env start` crashes on it (IndexError)"
+    if not body:
+        return Shape("malformed", problem="is an empty mapping", loud=True, effect=effect)
+    first = next(iter(body))
+    inner = body[first]
+    if isinstance(inner, Mapping) and not inner:
+        problem = f"`{first}` is an empty mapping"
+        return Shape("malformed", problem=problem, keypath=(first,), loud=True, effect=effect)
+    return None
+
+
 def _looks_like_server(body: Mapping[str, Any]) -> bool:
     """``gym env start`` launches any ``{<first key>: {<first key>: {entrypoint: ...}}}``.
 
@@ -345,6 +362,9 @@ def classify(body: Any) -> Shape:
     ``is_almost_server``), with the reason when it is a server block that will not run."""
     if not isinstance(body, Mapping):
         return Shape("other")
+    crash = _launcher_crash(body)
+    if crash is not None:
+        return crash
     types = [k for k in body if k in SERVER_TYPES]
     if not types:
         return _unknown_type(body) if _looks_like_server(body) else Shape("other")
