@@ -42,11 +42,11 @@ def _servers(config) -> list[dict]:
         block = config[name]
         if not isinstance(block, DictConfig):
             continue
-        server_type = list(block)[0]  # IndexError on an empty mapping, exactly as Gym's loop
+        server_type = list(block)[0]  # noqa: RUF015 - IndexError when empty, as in Gym
         inner = block[server_type]
         if not isinstance(inner, DictConfig):
             continue
-        impl = list(inner)[0]
+        impl = list(inner)[0]  # noqa: RUF015 - same as Gym
         fields = inner[impl]
         if not isinstance(fields, DictConfig) or "entrypoint" not in fields:
             continue
