@@ -113,6 +113,15 @@ VARIANTS: dict[str, list[Edit]] = {
     "empty-first-value": [instance_before_env("shared:\n  a: {}\n  b: 1\n")],
     "empty-later-value": [instance_before_env("shared:\n  a: 1\n  b: {}\n")],
     "empty-implementations": [instance_before_env("spare:\n  resources_servers: {}\n")],
+    "allowed-model-types-match": [replace(
+        RES, "      domain: other\n",
+        "      domain: other\n      allowed_model_types: vllm_model\n",
+    )],
+    "allowed-model-types-waived": [
+        replace(RES, "      domain: other\n",
+                "      domain: other\n      allowed_model_types: [openai_model]\n"),
+        replace(RES, "echo_match:\n", "allow_unsupported_pairing: true\necho_match:\n"),
+    ],
     # No entrypoint and nothing refers to it: Gym skips the block silently (envkit warns).
     "unreferenced-block-without-entrypoint": [
         instance_before_env("spare:\n  responses_api_agents:\n    simple_agent:\n      x: 1\n"),

@@ -151,8 +151,17 @@ EK316 = Rule(
     "Ship the config in the package at that path, or drop the entry.",
 )
 
+EK317 = Rule(
+    "EK317", E, "resources server does not accept the agent's model adapter",
+    "A resources server may declare `allowed_model_types`; Gym rejects an agent that pairs it "
+    "with a model server of another implementation (UnsupportedModelPairingError). The job's "
+    "policy model is the package's `policy_model` implementation (usually `vllm_model`).",
+    "Add the model implementation to `allowed_model_types`, or point the agent at a model "
+    "server it accepts.",
+)
+
 RULES = (EK300, EK301, EK302, EK303, EK304, EK305, EK306, EK307, EK308, EK309, EK310,
-         EK311, EK312, EK313, EK314, EK315, EK316)
+         EK311, EK312, EK313, EK314, EK315, EK316, EK317)
 
 
 def _fmt(keypath: tuple[str | int, ...]) -> str:
@@ -578,6 +587,52 @@ def check_includes(inputs: Inputs) -> Iterator[Diagnostic]:
                 yield EK316.at(path, f"`config_paths[{index}]`: {problem}", line=line)
 
 
+# EK317 ---------------------------------------------------------------------------------------
+
+
+def _ref_name(fields: Mapping[str, Any], key: str, server_type: str) -> str | None:
+    ref = fields.get(key)
+    ok = isinstance(ref, Mapping) and ref.get("type") == server_type
+    return ref.get("name") if ok and isinstance(ref.get("name"), str) else None
+
+
+def _pairing(view: GymView, agent: Instance) -> tuple[Instance, Instance, Any] | None:
+    """``(resources, model, allowed)`` when the agent's resources server restricts adapters."""
+    fields = agent.shape.fields
+    resources = view.instances.get(_ref_name(fields, "resources_server", _RESOURCES) or "")
+    model = view.instances.get(_ref_name(fields, "model_server", _MODELS) or "")
+    if resources is None or model is None or resources.shape.server_type != _RESOURCES:
+        return None
+    allowed = resources.shape.fields.get("allowed_model_types")
+    if not allowed or model.shape.server_type != _MODELS:
+        return None
+    return resources, model, allowed
+
+
+def check_model_pairings(inputs: Inputs) -> Iterator[Diagnostic]:
+    """EK317: Gym's ``raise_on_unsupported_model_pairings``, agent by agent."""
+    view = _view(inputs)
+    if view is None or view.merged.get("allow_unsupported_pairing"):
+        return
+    for agent in view.servers(_AGENTS):
+        found = _pairing(view, agent)
+        if found is None:
+            continue
+        resources, model, allowed = found
+        path, line = resources.locate(*resources.field_path("allowed_model_types"))
+        if isinstance(allowed, str):
+            allowed = [allowed]
+        if not isinstance(allowed, list):
+            message = f"`{resources.name}`: `allowed_model_types` must be a list of model types"
+            yield EK317.at(path, message, line=line)
+        elif model.shape.impl not in [str(a) for a in allowed]:
+            message = (
+                f"agent `{agent.name}` pairs `{resources.name}` with `{model.name}` "
+                f"({model.shape.impl}), but it accepts only: {', '.join(map(str, allowed))}"
+            )
+            yield EK317.at(path, message, line=line)
+
+
 # EK313 ---------------------------------------------------------------------------------------
 
 
@@ -647,4 +702,5 @@ CHECKS: tuple[Check, ...] = (
     check_interpolations,  # EK313
     check_environment_relays,  # EK314
     check_includes,  # EK316
+    check_model_pairings,  # EK317
 )
