@@ -336,6 +336,19 @@ def test_interpolation_forms_nested(tmp_path: Path, value: str, expected: str) -
     assert codes(pkg).get("EK313") == expected
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    ("agent_v2:\n  _inherit_from: agent\n", None),
+    ("agent_v2:\n  _inherit_from: agnet\n", "error"),
+    ("agent_v2: ${copy:agent}\n", None),
+    ("agent_v2: ${copy:agent.nope}\n", "error"),
+    ("x:\n  deep:\n    _copy: agent.responses_api_agents\n", None),
+])
+def test_inherit_and_copy_paths_must_exist(tmp_path: Path, text: str, expected: str) -> None:
+    pkg = make_pkg(tmp_path, {"configs/policy_model.yaml": POLICY, "configs/agent.yaml": AGENT,
+                              "configs/x.yaml": text + ENV.format(agent="agent_v2")})
+    assert codes(pkg).get("EK313") == expected
+
+
 def test_overridden_interpolation_is_not_reported(tmp_path: Path) -> None:
     agent = AGENT.replace("      model_server:", "      x: ${nowhere}\n      model_server:")
     fix = "agent:\n  responses_api_agents:\n    simple_agent:\n      x: 3\n"

@@ -95,6 +95,9 @@ VARIANTS: dict[str, list[Edit]] = {
         add_config("resources_servers/echo_match/configs/shared.yaml"),
     ],
     "inherit-from": [instance_before_env(_INHERIT)],
+    "inherit-from-missing": [instance_before_env("agent_v2:\n  _inherit_from: no_such_agent\n")],
+    "copy-nested-path": [agent_field("      judge: ${copy:shared.judge}\n"),
+                         instance_before_env("shared:\n  judge:\n    k: 1\n")],
     "nested-config-paths": [
         replace(RES, "echo_match:\n",
                 "config_paths:\n- resources_servers/echo_match/configs/x.yaml\necho_match:\n"),

@@ -164,6 +164,28 @@ def _server_prefixes(view: GymView) -> set[tuple[str | int, ...]]:
     return prefixes
 
 
+_DIRECTIVE_KEYS = ("_inherit_from", "_copy")
+_DIRECTIVE_STRINGS = ("${inherit_from:", "${copy:")
+
+
+def _directive_source(keypath: KeyPath, value: str) -> str | None:
+    """The path a Gym ``_inherit_from``/``_copy`` directive (key or string form) names."""
+    if keypath and keypath[-1] in _DIRECTIVE_KEYS:
+        return value
+    for prefix in _DIRECTIVE_STRINGS:
+        if value.startswith(prefix) and value.endswith("}"):
+            return value[len(prefix):-1]
+    return None
+
+
+def _directive_problem(keypath: KeyPath, value: str, view: GymView) -> str | None:
+    """Gym applies every directive while it parses (``_recursively_swap_keys``), anywhere."""
+    source = _directive_source(keypath, value)
+    if source is None or _lookup(view.merged, source.split(".")):
+        return None
+    return f"`{source}` does not exist in the merged config (InheritPathNotFoundError)"
+
+
 def find_interpolation_problems(view: GymView) -> Iterator[Finding]:
     """Every unresolvable interpolation and every ``???`` left in the merged config."""
     servers = _server_prefixes(view)
@@ -174,6 +196,10 @@ def find_interpolation_problems(view: GymView) -> Iterator[Finding]:
         direct = len(keypath) == 1 or (len(keypath) == 4 and keypath[:3] in servers)
         if value.strip() == _MISSING:
             yield Finding(keypath, "value is `???` (missing) after merging every config", True)
+            continue
+        directive = _directive_problem(keypath, value, view)
+        if directive:
+            yield Finding(keypath, directive, True)
             continue
         for expr in interpolations(value):
             problem = expression_problem(expr, view, direct)
