@@ -24,6 +24,9 @@ class GymData:
     builtins: dict[str, frozenset[str]]
     benchmark_dataset_types: frozenset[str] = frozenset()
     """``datasets[].type`` values of Gym's ``BenchmarkDatasetConfig`` (need ``prepare_script``)."""
+    builtin_server_dirs: frozenset[str] = frozenset()
+    """``<type>/<impl>[/<sub>]`` directories Gym's install root holds with an install marker:
+    what ``_resolve_server_dir`` finds there (implementation keys may contain ``/``)."""
     reserved_top_level_keys: frozenset[str] = frozenset()
     """Top-level config keys Gym never treats as server instances (``config_paths`` ...)."""
     runtime_keys: frozenset[str] = frozenset()
@@ -32,6 +35,8 @@ class GymData:
     """The subset already set when Gym resolves a server's direct fields during parse."""
 
     def is_builtin(self, server_type: str, name: str) -> bool:
+        if "/" in name:
+            return f"{server_type}/{name}" in self.builtin_server_dirs
         return name in self.builtins.get(server_type, frozenset())
 
 
@@ -47,6 +52,7 @@ def gym_data() -> GymData:
         dataset_licenses=tuple(raw["dataset_licenses"]),
         builtins={k: frozenset(v) for k, v in raw["builtins"].items()},
         benchmark_dataset_types=frozenset(raw.get("benchmark_dataset_types", ())),
+        builtin_server_dirs=frozenset(raw.get("builtin_server_dirs", ())),
         reserved_top_level_keys=frozenset(raw.get("reserved_top_level_keys", ())),
         runtime_keys=frozenset(raw.get("runtime_keys", ())),
         runtime_keys_for_fields=frozenset(raw.get("runtime_keys_for_fields", ())),

@@ -85,10 +85,19 @@ def main() -> None:
     builtins = {
         server_type: sorted(
             p.name for p in (site / server_type).iterdir()
-            if p.is_dir() and not p.name.startswith(("_", "."))
+            # build leftovers (``*.egg-info``) are not servers: only importable names are
+            if p.is_dir() and p.name.isidentifier() and not p.name.startswith("_")
         )
         for server_type in SERVER_TYPES
     }
+    markers = ("requirements.txt", "pyproject.toml")
+    server_dirs = sorted(
+        str(p.parent.relative_to(site))
+        for server_type in SERVER_TYPES
+        for marker in markers
+        for p in (site / server_type).rglob(marker)
+        if "tests" not in p.parts and "data" not in p.parts
+    )
     fields = config_types.DatasetConfig.model_fields
     runtime_keys, field_keys = _runtime_keys()
     data = {
@@ -105,6 +114,7 @@ def main() -> None:
         "runtime_keys": runtime_keys,
         "runtime_keys_for_fields": field_keys,
         "builtins": builtins,
+        "builtin_server_dirs": sorted(set(server_dirs)),
     }
     json.dump(data, sys.stdout, indent=1, sort_keys=False)
     sys.stdout.write("\n")

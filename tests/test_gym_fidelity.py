@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from envkit.gymvenv import ensure_gym_venv
+from envkit.gymvenv import GymVenv, ensure_gym_venv
 from envkit.validate import ValidateRequest, validate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,6 +37,7 @@ from gym_config_cases import (  # noqa: E402
     replace,
     write,
 )
+from gym_tree import build_tree_packages, site_packages  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -206,22 +207,38 @@ def _holds_code(pkg: Path, server: dict) -> bool:
     return any((pkg / server["type"] / server["impl"]).rglob("*.py"))
 
 
+TREE_SAMPLE_STEP = 4
+"""Every 4th of Gym's ~240 resources-server configs (``benchmarks/gym_tree_sweep.py`` runs all)."""
+
+
 @pytest.fixture(scope="module")
-def packages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def venv() -> GymVenv:
+    return ensure_gym_venv("0.7.0", allow_python_override=True)
+
+
+@pytest.fixture(scope="module")
+def tree_packages(venv: GymVenv, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("gym-tree")
+    return build_tree_packages(site_packages(venv.root), tmp, TREE_SAMPLE_STEP)
+
+
+@pytest.fixture(scope="module")
+def packages(
+    tmp_path_factory: pytest.TempPathFactory, tree_packages: dict[str, Path]
+) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("variants")
     found = {
         case.name: case / json.loads((case / "case.json").read_text())["package"]
         for case in FIXTURES
     }
     found.update({f"variant-{name}": _variant(tmp, name) for name in VARIANTS})
-    return found
+    return {**found, **tree_packages}
 
 
 @pytest.fixture(scope="module")
 def gym_results(
-    packages: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+    packages: dict[str, Path], venv: GymVenv, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, dict]:
-    venv = ensure_gym_venv("0.7.0", allow_python_override=True)
     requests = [
         {"id": name, "root": str(pkg.resolve()), "config_paths": _config_paths(pkg)}
         for name, pkg in packages.items()
@@ -259,3 +276,17 @@ def test_shadowed_builtin_matches_gym(
     )
     errors, _ = _envkit(pkg)
     assert ("EK309" in errors) == shadowed
+
+
+def test_gym_tree_sample_agrees(
+    tree_packages: dict[str, Path], gym_results: dict[str, dict]
+) -> None:
+    """Gym's own server configs, packaged: envkit errors exactly where Gym rejects."""
+    assert len(tree_packages) > 40
+    disagree = []
+    for name, pkg in tree_packages.items():
+        errors, _ = _envkit(pkg)
+        rejected = _gym_rejects(gym_results[name], pkg)
+        if bool(errors) != bool(rejected):
+            disagree.append(f"{name}: envkit {sorted(errors)}; gym: {rejected}")
+    assert not disagree, "\n".join(disagree)

@@ -40,6 +40,7 @@ __all__ = [
     "resolve_config",
 ]
 
+_AGENTS = "responses_api_agents"
 _INHERIT = "_inherit_from"
 _COPY = "_copy"
 
@@ -287,17 +288,48 @@ def build_view(pkg: Package) -> GymView:
         name: Instance(name, body, tuple(defs[name]), classify(body), inherits.get(name))
         for name, body in bodies.items()
     }
+    composed = composed_source(bodies)
+    if composed is not None:
+        bodies.pop(composed)
+    instances = {name: i for name, i in instances.items() if name in bodies}
     merged: dict[str, Any] = {}
     for path in order:
         data = docs[path].data
         if isinstance(data, Mapping):
             merged = deep_merge(merged, data)
+    # What Gym resolves is the config after its swaps: moved and composed sources are gone.
+    merged = {k: bodies.get(k, v) for k, v in merged.items() if k in bodies or k not in defs}
     builtin = frozenset(p for p in order if p not in pkg.configs)
     incomplete = any(
         not docs[p].ok or not isinstance(docs[p].data, Mapping | None) for p in order
     )
     return GymView(tuple(order), instances, merged, {p: docs[p] for p in order}, renamed,
                    builtin, incomplete)
+
+
+def _agent_fields(body: Any) -> Mapping[str, Any] | None:
+    """The implementation block of an agent instance (Gym's ``_agent_instances``)."""
+    agents = body.get(_AGENTS) if isinstance(body, Mapping) else None
+    if not isinstance(agents, Mapping) or len(agents) != 1:
+        return None
+    fields = next(iter(agents.values()))
+    return fields if isinstance(fields, Mapping) else None
+
+
+def composed_source(bodies: Mapping[str, Any]) -> str | None:
+    """The unbound agent Gym's ``compose_unbound_agent`` rehosts the other agents on, and drops.
+
+    An agent whose ``resources_server.name`` is ``???`` is a harness waiting for a task; with
+    exactly one such agent and at least one bound agent, Gym copies it onto every bound agent
+    and removes it, so its ``???`` never reaches the missing-value check.
+    """
+    unbound, bound = [], []
+    for name, body in bodies.items():
+        fields = _agent_fields(body)
+        ref = fields.get("resources_server") if fields is not None else None
+        if isinstance(ref, Mapping):
+            (unbound if ref.get("name") == "???" else bound).append(name)
+    return unbound[0] if len(unbound) == 1 and bound else None
 
 
 def _launcher_crash(body: Mapping[str, Any]) -> Shape | None:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from envkit.validators._gym_model import GymView, Ref
 
     from envkit.diagnostics import Diagnostic
-    from envkit.package import Package, ServerDir
+    from envkit.package import Package
 
 __all__ = ["CHECKS", "RULES"]
 
@@ -453,20 +453,22 @@ def _holds_code(pkg: Package, prefix: str) -> bool:
     return any(e.kind == "file" and e.path.endswith(".py") for e in pkg.files_under(prefix))
 
 
-def _impl_findings(
-    pkg: Package, dirs: Mapping[str, ServerDir], instance: Instance
-) -> Iterator[tuple[Rule, str, str]]:
-    """``(rule, message, hint)`` for the directory Gym would run for ``instance``."""
+def _impl_findings(pkg: Package, instance: Instance) -> Iterator[tuple[Rule, str, str]]:
+    """``(rule, message, hint)`` for the directory Gym would run for ``instance``.
+
+    Gym's ``_resolve_server_dir`` takes ``<type>/<impl>`` (the key may hold ``/``) from the
+    package when it has an install marker there, else from its install root.
+    """
     server_type, impl = instance.shape.server_type or "", instance.shape.impl or ""
     dir_path = f"{server_type}/{impl}"
-    server = dirs.get(dir_path)
+    entry = pkg.entries.get(dir_path)
     builtin = gym_data().is_builtin(server_type, impl)
-    if server is None:
+    if entry is None or entry.kind != "dir":
         if not builtin:
             message = f"`{instance.name}` runs `{dir_path}/`, which neither the package nor Gym has"
             yield EK308, message, _builtin_hint(server_type, impl) or EK308.fix
         return
-    if not {"requirements.txt", "pyproject.toml"} & server.files:
+    if not any(f"{dir_path}/{m}" in pkg.entries for m in ("requirements.txt", "pyproject.toml")):
         if builtin and _holds_code(pkg, dir_path):
             message = (
                 f"`{dir_path}/` has code but no requirements.txt/pyproject.toml: "
@@ -476,8 +478,8 @@ def _impl_findings(
         return
     shown = instance.shape.fields.get("entrypoint")
     entrypoint = safe_relpath(str(shown))
-    entry = pkg.entries.get(f"{dir_path}/{entrypoint}") if entrypoint else None
-    if entry is None or entry.kind not in ("file", "symlink"):
+    found = pkg.entries.get(f"{dir_path}/{entrypoint}") if entrypoint else None
+    if found is None or found.kind not in ("file", "symlink"):
         message = f"`{instance.name}`: entrypoint {shown!r} is not a file in `{dir_path}/`"
         yield EK310, message, EK310.fix
 
@@ -493,9 +495,8 @@ def check_impl_dirs(inputs: Inputs) -> Iterator[Diagnostic]:
     view, pkg = _view(inputs), inputs.package
     if view is None or pkg is None:
         return
-    dirs = {s.path: s for s in pkg.servers}
     for instance in view.servers():
-        for rule, message, hint in _impl_findings(pkg, dirs, instance):
+        for rule, message, hint in _impl_findings(pkg, instance):
             key = "entrypoint" if rule is EK310 else None
             path, line = instance.locate(*instance.field_path(*([key] if key else [])))
             yield rule.at(path, message, line=line, hint=hint)
