@@ -36,8 +36,11 @@ __all__ = [
     "build_view",
     "deep_merge",
     "find_refs",
+    "fmt_keypath",
     "merge_order",
+    "own_servers",
     "resolve_config",
+    "view_of",
 ]
 
 _AGENTS = "responses_api_agents"
@@ -323,7 +326,8 @@ def composed_source(bodies: Mapping[str, Any]) -> str | None:
     exactly one such agent and at least one bound agent, Gym copies it onto every bound agent
     and removes it, so its ``???`` never reaches the missing-value check.
     """
-    unbound, bound = [], []
+    unbound: list[str] = []
+    bound: list[str] = []
     for name, body in bodies.items():
         fields = _agent_fields(body)
         ref = fields.get("resources_server") if fields is not None else None
@@ -428,3 +432,30 @@ def find_refs(fields: Mapping[str, Any]) -> list[Ref]:
         elif isinstance(value, list):
             stack.extend(((*keypath, i), v) for i, v in enumerate(value))
     return sorted(refs, key=lambda r: [str(p) for p in r.keypath])
+
+
+def fmt_keypath(keypath: tuple[str | int, ...]) -> str:
+    """``a.b[0].c`` as the user would write the key in YAML terms."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in keypath).lstrip(".")
+
+
+_LAST_VIEW: list[tuple[Package, GymView]] = []
+"""The view of the last package seen: every check reads the same frozen package in one run."""
+
+
+def view_of(pkg: Package | None) -> GymView | None:
+    """The merged view of ``pkg``'s configs (built once per package), or None without configs."""
+    if pkg is None or not pkg.configs:
+        return None
+    if _LAST_VIEW and _LAST_VIEW[0][0] is pkg:
+        return _LAST_VIEW[0][1]
+    view = build_view(pkg)
+    _LAST_VIEW[:] = [(pkg, view)]
+    return view
+
+
+def own_servers(view: GymView | None, server_type: str | None = None) -> list[Instance]:
+    """Servers the package itself writes (not only Gym's built-in configs it pulls in)."""
+    if view is None:
+        return []
+    return [i for i in view.servers(server_type) if not i.only_in(view.builtin)]
