@@ -28,7 +28,9 @@ __all__ = [
     "FileEntry",
     "Package",
     "ServerDir",
+    "display_path",
     "load_package",
+    "safe_relpath",
 ]
 
 MANIFEST = "nemo-environment.yaml"
@@ -209,7 +211,8 @@ def _read_manifest(root: Path, entries: Mapping[str, FileEntry], errors: list) -
     if entry is None:
         return None
     if entry.kind != "file":
-        return YamlDoc(MANIFEST, error=f"{MANIFEST} is a {entry.kind}, not a regular file")
+        what = {"dir": "a directory", "symlink": "a symlink"}.get(entry.kind, "a special file")
+        return YamlDoc(MANIFEST, error=f"is {what}, not a regular file")
     raw = _read_bytes(root, MANIFEST, errors)
     if raw is None:
         return YamlDoc(MANIFEST, error="cannot be read")
@@ -219,6 +222,12 @@ def _read_manifest(root: Path, entries: Mapping[str, FileEntry], errors: list) -
 def _find_nested_manifest(entries: Mapping[str, FileEntry]) -> str | None:
     nested = sorted(p for p in entries if p.count("/") == 1 and p.endswith("/" + MANIFEST))
     return nested[0] if nested else None
+
+
+def display_path(path: str) -> str:
+    """``path`` printable on any stream: undecodable bytes (kept by the OS as surrogate
+    escapes) are shown as ``\\xNN`` instead of crashing a UTF-8 writer or a JSON consumer."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def safe_relpath(value: str) -> str | None:
