@@ -190,7 +190,8 @@ def static_problems(data: Any, doc: YamlDoc | None = None) -> list[Diagnostic]:
     the test that proves this module and ``manifest.schema.json`` agree.
     """
     if not isinstance(data, Mapping):
-        return [EK101.at(MANIFEST, "manifest is not a mapping", line=_line(doc))]
+        kind = "empty" if data is None else f"a {_yaml_type(data)}"
+        return [EK101.at(MANIFEST, f"`{MANIFEST}` is {kind}, not a mapping", line=_line(doc))]
     found: list[Diagnostic] = []
     found += _unknown_keys(data, (), TOP_LEVEL_KEYS, doc)
     found += _format_problems(data, doc)
