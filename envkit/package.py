@@ -8,6 +8,7 @@ walking, so loops and links out of the tree cannot hang or escape the reader.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Mapping
@@ -16,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
 from envkit.wheelfile import WheelFile, read_wheel
-from envkit.yamlio import YamlDoc, parse_yaml
+from envkit.yamlio import MAX_YAML_BYTES, YamlDoc, parse_yaml
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -187,10 +188,7 @@ def _entry(child: os.DirEntry[str], path: str, real_root: str, errors: list) -> 
         errors.append((path, exc.strerror or str(exc)))
         return FileEntry(path, "other")
     if stat.S_ISLNK(st.st_mode):
-        target = os.readlink(child.path)
-        resolved = os.path.realpath(child.path)  # non-strict: loops resolve without raising
-        inside = resolved == real_root or resolved.startswith(real_root + os.sep)
-        return FileEntry(path, "symlink", link_target=target, link_inside=inside)
+        return _symlink_entry(child.path, path, real_root, errors)
     if stat.S_ISDIR(st.st_mode):
         return FileEntry(path, "dir")
     if stat.S_ISREG(st.st_mode):
@@ -198,12 +196,47 @@ def _entry(child: os.DirEntry[str], path: str, real_root: str, errors: list) -> 
     return FileEntry(path, "other")
 
 
-def _read_bytes(root: Path, rel: str, errors: list[tuple[str, str]]) -> bytes | None:
+def _symlink_entry(full: str, path: str, real_root: str, errors: list) -> FileEntry:
+    """Resolve a link without following it during the walk. Non-strict ``realpath`` cannot
+    hang on loops; a second, strict pass tells loops and dangling links (unreadable on the
+    cluster too) apart from good ones, but only for links that stay inside."""
     try:
-        return (root / rel).read_bytes()
+        target = os.readlink(full)  # noqa: PTH115 - str in, str out, no Path round trip
+    except OSError as exc:
+        errors.append((path, exc.strerror or str(exc)))
+        return FileEntry(path, "other")
+    resolved = os.path.realpath(full)
+    inside = resolved == real_root or resolved.startswith(real_root + os.sep)
+    if inside:
+        try:
+            os.path.realpath(full, strict=True)
+        except OSError as exc:
+            reason = "symlink loop" if exc.errno == errno.ELOOP else "dangling symlink"
+            errors.append((path, f"{reason} (-> {target!r})"))
+    return FileEntry(path, "symlink", link_target=target, link_inside=inside)
+
+
+def _read_bytes(
+    root: Path, rel: str, errors: list[tuple[str, str]], limit: int | None = None
+) -> bytes | None:
+    """Contents of ``rel``; at most ``limit + 1`` bytes so an oversized file is detectable
+    without holding all of it in memory."""
+    try:
+        with (root / rel).open("rb") as fh:
+            return fh.read() if limit is None else fh.read(limit + 1)
     except OSError as exc:
         errors.append((rel, exc.strerror or str(exc)))
         return None
+
+
+def _read_yaml(root: Path, rel: str, errors: list[tuple[str, str]]) -> YamlDoc:
+    raw = _read_bytes(root, rel, errors, limit=MAX_YAML_BYTES)
+    if raw is None:
+        return YamlDoc(rel, error="cannot be read")
+    if len(raw) > MAX_YAML_BYTES:
+        msg = f"file is over {MAX_YAML_BYTES // 2**20} MiB; YAML that large is not parsed"
+        return YamlDoc(rel, error=msg)
+    return parse_yaml(rel, raw)
 
 
 def _read_manifest(root: Path, entries: Mapping[str, FileEntry], errors: list) -> YamlDoc | None:
@@ -213,10 +246,7 @@ def _read_manifest(root: Path, entries: Mapping[str, FileEntry], errors: list) -
     if entry.kind != "file":
         what = {"dir": "a directory", "symlink": "a symlink"}.get(entry.kind, "a special file")
         return YamlDoc(MANIFEST, error=f"is {what}, not a regular file")
-    raw = _read_bytes(root, MANIFEST, errors)
-    if raw is None:
-        return YamlDoc(MANIFEST, error="cannot be read")
-    return parse_yaml(MANIFEST, raw)
+    return _read_yaml(root, MANIFEST, errors)
 
 
 def _find_nested_manifest(entries: Mapping[str, FileEntry]) -> str | None:
@@ -251,32 +281,43 @@ def _read_configs(root: Path, pkg: Package, errors: list) -> dict[str, YamlDoc]:
         entry = pkg.entries.get(rel)
         if entry is None or entry.kind != "file":
             continue  # missing / symlink / dir: EK106/EK107 report it, nothing to parse
-        raw = _read_bytes(root, rel, errors)
-        configs[rel] = parse_yaml(rel, raw) if raw is not None else YamlDoc(rel, error="cannot be read")
+        configs[rel] = _read_yaml(root, rel, errors)
     return configs
 
 
-def _read_servers(root: Path, entries: Mapping[str, FileEntry], errors: list) -> tuple[ServerDir, ...]:
-    servers: list[ServerDir] = []
-    for server_type in SERVER_TYPES:
-        impls = sorted(
-            p.split("/", 1)[1]
-            for p, e in entries.items()
-            if e.kind == "dir" and p.startswith(server_type + "/") and p.count("/") == 1
-        )
-        for impl in impls:
-            prefix = f"{server_type}/{impl}/"
-            files = frozenset(
-                p[len(prefix):]
-                for p, e in entries.items()
-                if e.kind == "file" and p.startswith(prefix) and "/" not in p[len(prefix):]
-            )
-            texts = {}
-            for name in ("requirements.txt", "pyproject.toml"):
-                entry = entries.get(prefix + name)
-                if name in files and entry is not None and entry.size <= _MAX_TEXT_BYTES:
-                    raw = _read_bytes(root, prefix + name, errors)
-                    if raw is not None:
-                        texts[name] = raw.decode("utf-8", errors="replace")
-            servers.append(ServerDir(server_type, impl, files, texts))
+def _read_servers(
+    root: Path, entries: Mapping[str, FileEntry], errors: list
+) -> tuple[ServerDir, ...]:
+    """``<server_type>/<impl>/`` dirs and their direct files, in one pass over the entries."""
+    dirs: dict[tuple[str, str], set[str]] = {}
+    files: list[tuple[str, str, str]] = []
+    for path, entry in entries.items():
+        parts = path.split("/", 3)
+        if parts[0] not in SERVER_TYPES:
+            continue
+        if len(parts) == 2 and entry.kind == "dir":  # type/impl
+            dirs[(parts[0], parts[1])] = set()
+        elif len(parts) == 3 and entry.kind == "file":  # type/impl/file
+            files.append((parts[0], parts[1], parts[2]))
+    for server_type, impl, name in files:
+        if (server_type, impl) in dirs:
+            dirs[(server_type, impl)].add(name)
+    order = {t: i for i, t in enumerate(SERVER_TYPES)}
+    servers = []
+    for (server_type, impl), names in sorted(dirs.items(), key=lambda kv: (order[kv[0][0]], kv[0])):
+        texts = _marker_texts(root, f"{server_type}/{impl}/", names, entries, errors)
+        servers.append(ServerDir(server_type, impl, frozenset(names), texts))
     return tuple(servers)
+
+
+def _marker_texts(
+    root: Path, prefix: str, names: set[str], entries: Mapping[str, FileEntry], errors: list
+) -> dict[str, str]:
+    texts = {}
+    for name in ("requirements.txt", "pyproject.toml"):
+        entry = entries.get(prefix + name)
+        if name in names and entry is not None and entry.size <= _MAX_TEXT_BYTES:
+            raw = _read_bytes(root, prefix + name, errors)
+            if raw is not None:
+                texts[name] = raw.decode("utf-8", errors="replace")
+    return texts
