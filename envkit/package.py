@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -161,11 +160,12 @@ def _walk(root: Path) -> tuple[dict[str, FileEntry], list[tuple[str, str]], bool
     entries: dict[str, FileEntry] = {}
     errors: list[tuple[str, str]] = []
     real_root = os.path.realpath(root)
+    base = os.fspath(root)
     stack = [""]
     while stack:
         rel = stack.pop()
         try:
-            with os.scandir(root / rel if rel else root) as it:
+            with os.scandir(f"{base}/{rel}" if rel else base) as it:
                 children = list(it)
         except OSError as exc:
             errors.append((rel, exc.strerror or str(exc)))
@@ -182,17 +182,17 @@ def _walk(root: Path) -> tuple[dict[str, FileEntry], list[tuple[str, str]], bool
 
 
 def _entry(child: os.DirEntry[str], path: str, real_root: str, errors: list) -> FileEntry:
+    """Classify from the directory entry's type (no syscall on most file systems); only
+    regular files are stat'ed, for their size."""
     try:
-        st = child.stat(follow_symlinks=False)
+        if child.is_symlink():
+            return _symlink_entry(child.path, path, real_root, errors)
+        if child.is_dir(follow_symlinks=False):
+            return FileEntry(path, "dir")
+        if child.is_file(follow_symlinks=False):
+            return FileEntry(path, "file", size=child.stat(follow_symlinks=False).st_size)
     except OSError as exc:
         errors.append((path, exc.strerror or str(exc)))
-        return FileEntry(path, "other")
-    if stat.S_ISLNK(st.st_mode):
-        return _symlink_entry(child.path, path, real_root, errors)
-    if stat.S_ISDIR(st.st_mode):
-        return FileEntry(path, "dir")
-    if stat.S_ISREG(st.st_mode):
-        return FileEntry(path, "file", size=st.st_size)
     return FileEntry(path, "other")
 
 

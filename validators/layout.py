@@ -16,7 +16,7 @@ from envkit.gym_data import gym_data
 from envkit.package import MAX_ENTRIES, display_path
 
 if TYPE_CHECKING:
-    from envkit.package import Package, ServerDir
+    from envkit.package import ServerDir
 
 __all__ = ["CHECKS", "MARKERS", "RULES", "WHEEL_FORMATS"]
 
@@ -90,10 +90,10 @@ def check_no_jsonl(inputs: Inputs) -> Iterator[Diagnostic]:
     pkg = inputs.package
     if pkg is None:
         return
-    for path, entry in sorted(pkg.entries.items()):
-        if entry.kind != "dir" and path.lower().endswith(".jsonl"):
-            yield EK200.at(display_path(path), f"`{display_path(path)}` is prompt data inside "
-                           "the environment package")
+    found = [p for p, e in pkg.entries.items() if p[-6:].lower() == ".jsonl" and e.kind != "dir"]
+    for path in sorted(found):
+        yield EK200.at(display_path(path), f"`{display_path(path)}` is prompt data inside "
+                       "the environment package")
 
 
 def check_wheels_dir(inputs: Inputs) -> Iterator[Diagnostic]:
@@ -128,8 +128,9 @@ def check_symlinks_inside(inputs: Inputs) -> Iterator[Diagnostic]:
     pkg = inputs.package
     if pkg is None:
         return
-    for path, entry in sorted(pkg.entries.items()):
-        if entry.kind == "symlink" and not entry.link_inside:
+    links = [(p, e) for p, e in pkg.entries.items() if e.kind == "symlink"]
+    for path, entry in sorted(links):
+        if not entry.link_inside:
             target = display_path(entry.link_target or "")
             yield EK204.at(display_path(path), f"symlink `{display_path(path)}` points outside "
                            f"the package ({target!r})")
@@ -175,14 +176,11 @@ def check_readable(inputs: Inputs) -> Iterator[Diagnostic]:
     for path, reason in sorted(set(pkg.read_errors)):
         shown = display_path(path) or "."
         yield EK207.at(display_path(path), f"`{shown}` cannot be read: {reason}")
-    for path, entry in sorted(pkg.entries.items()):
-        if entry.kind == "other" and not _is_error(pkg, path):
+    errored = {p for p, _ in pkg.read_errors}
+    for path in sorted(p for p, e in pkg.entries.items() if e.kind == "other"):
+        if path not in errored:
             yield EK207.at(display_path(path), f"`{display_path(path)}` is not a regular file, "
                            "directory or symlink (FIFO, socket or device)")
-
-
-def _is_error(pkg: Package, path: str) -> bool:
-    return any(p == path for p, _ in pkg.read_errors)
 
 
 def check_walk_complete(inputs: Inputs) -> Iterator[Diagnostic]:
