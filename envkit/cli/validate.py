@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from envkit.cli._common import parse_codes, target_from, target_options
 from envkit.render import render_github, render_human, render_json
@@ -78,6 +77,8 @@ def validate_command(
         if text:
             click.echo(text)
     else:
+        from rich.console import Console  # lazy: only human output pays for rich
+
         render_human(report, Console(file=sys.stdout), package)
     return 0 if report.valid else 1
 
