@@ -9,6 +9,7 @@ import os
 import shutil
 import socket
 import stat
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,7 @@ def _tree_digest(root: Path) -> str:
             digest.update(f"{top}/{name}\0{st.st_mode}\0".encode("utf-8", "surrogateescape"))
             if stat.S_ISLNK(st.st_mode):
                 digest.update(os.readlink(name, dir_fd=dir_fd).encode("utf-8", "surrogateescape"))
-            elif stat.S_ISREG(st.st_mode):
+            elif stat.S_ISREG(st.st_mode) and st.st_mode & 0o444:
                 fd = os.open(name, os.O_RDONLY, dir_fd=dir_fd)
                 with os.fdopen(fd, "rb") as fh:
                     digest.update(hashlib.sha256(fh.read()).digest())
@@ -79,7 +80,21 @@ def test_special_files_are_reported_never_opened(
     assert {"EK101", "EK207"} <= set(codes)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root bypasses permission bits (CAP_DAC_OVERRIDE); "
+def _permission_bits_enforced() -> bool:
+    """False for root with CAP_DAC_OVERRIDE, which reads a chmod 000 file regardless."""
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = Path(tmp) / "probe"
+        probe.write_text("x")
+        probe.chmod(0)
+        try:
+            probe.read_text()
+        except PermissionError:
+            return True
+        return False
+
+
+@pytest.mark.skipif(not _permission_bits_enforced(),
+                    reason="permission bits are not enforced here (root with CAP_DAC_OVERRIDE); "
                     "the FIFO, socket and over-long-path tests cover unreadable entries as root")
 def test_chmod_000_file_and_dir(capsys: pytest.CaptureFixture[str], pkg: Path) -> None:
     locked_dir = pkg / "resources_servers" / "echo_match" / "configs"
