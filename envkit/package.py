@@ -266,10 +266,11 @@ def safe_relpath(value: str) -> str | None:
         return None
     if len(value) > 1 and value[1] == ":":  # C:\... style
         return None
-    parts = [p for p in value.replace("\\", "/").split("/") if p not in ("", ".")]
-    if not parts or ".." in parts:
+    if ".." in value.replace("\\", "/").split("/"):  # `..\` is refused too, conservatively
         return None
-    return "/".join(parts)
+    # The cluster is POSIX: a backslash is part of a file name there, not a separator.
+    parts = [p for p in value.split("/") if p not in ("", ".")]
+    return "/".join(parts) if parts else None
 
 
 def _read_configs(root: Path, pkg: Package, errors: list) -> dict[str, YamlDoc]:

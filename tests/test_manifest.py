@@ -82,6 +82,9 @@ MANIFESTS: list[tuple[str, Any, set[str]]] = [
     ("native-env-servers", _with(GOOD, config_paths=["environment_servers/a/c.yaml"]),
      {"EK111"}),
     ("adapter-outside", _with(ADAPTER, config_paths=["agents/a.yaml"]), {"EK112"}),
+    ("backslash-is-not-a-separator", _with(ADAPTER, config_paths=["configs\\a.yaml"]),
+     {"EK112"}),
+    ("dot-slashes", _with(ADAPTER, config_paths=["././configs/a.yaml"]), set()),
     ("misplaced-absolute-once", _with(ADAPTER, config_paths=["/configs/a.yaml"]), {"EK105"}),
     ("several", {"format": "native-v1", "config_paths": ["a.yaml", 1], "metadata": {},
                  "adapter": {}, "extra": 1}, {"EK102", "EK104", "EK108", "EK109", "EK111"}),
@@ -192,6 +195,13 @@ def test_config_dir_symlinked_outside_is_an_escape(tmp_path: Path) -> None:
     assert "goes through symlink `inner`" in codes["EK107"]
 
 
+def test_backslash_path_is_literal_on_the_cluster(tmp_path: Path) -> None:
+    pkg = _package(tmp_path, "format: wheels-v1\nconfig_paths: ['resources_servers\\\\a\\\\configs"
+                   "\\\\a.yaml']\nmetadata: {name: x}\n")
+    (diag,) = _run(pkg)
+    assert diag.code == "EK106" and "Use `/`" in diag.hint
+
+
 def test_config_path_that_is_a_directory(tmp_path: Path) -> None:
     pkg = _package(tmp_path, "format: native-v1\nconfig_paths: [resources_servers/a/configs]\n"
                    "metadata: {name: x}\n")
@@ -206,7 +216,8 @@ def test_nested_manifest_hint(tmp_path: Path) -> None:
     pkg.rename(outer / "my-env")
     (diag,) = _run(outer)
     assert diag.code == "EK100"
-    assert "upload the directory itself, without a trailing slash" in diag.hint
+    # Seed 001 ("Upload both FileSets"): the trailing slash selects the directory's contents.
+    assert "nemo files upload ./my-env/ ..." in diag.hint and "trailing slash" in diag.hint
     assert "my-env/nemo-environment.yaml" in diag.message
 
 

@@ -52,7 +52,9 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 EK100 = Rule(
     "EK100", Severity.ERROR, "`nemo-environment.yaml` missing at the package root",
     "The platform looks for the manifest only at the FileSet root and rejects the upload with "
-    "'Missing nemo-environment.yaml at environment root'.",
+    "'Missing nemo-environment.yaml at environment root'. The usual cause is an upload of "
+    "`./pkg` instead of `./pkg/`: without the trailing slash the FileSet nests everything one "
+    "level deeper (seed 001, 'Upload both FileSets').",
     "Add `nemo-environment.yaml` at the package root (see `envkit schema manifest`).",
 )
 EK101 = Rule(
@@ -161,8 +163,9 @@ def check_manifest_present(inputs: Inputs) -> Iterator[Diagnostic]:
             MANIFEST,
             f"`{MANIFEST}` is missing at the root but `{display_path(pkg.nested_manifest)}` "
             "exists one directory down",
-            hint=f"Point envkit (and the upload) at `{display_path(parent)}/` itself: upload the "
-            "directory itself, without a trailing slash, so its contents become the root.",
+            hint=f"Validate `{display_path(parent)}/` instead, and upload it with a trailing "
+            f"slash (`nemo files upload ./{display_path(parent)}/ ...`): the slash selects the "
+            "directory's contents; without it everything nests one level deeper, as here.",
         )
         return
     yield EK100.at(MANIFEST, f"`{MANIFEST}` is missing at the package root")
@@ -418,7 +421,9 @@ def _file_problem(pkg: Package, rel: str, where: str, line: int | None) -> Diagn
                             f"`{display_path(prefix.path)}`", line=line)
     entry = pkg.entries.get(rel)
     if entry is None:
-        return EK106.at(MANIFEST, f"{where} is not in the package", line=line)
+        hint = ("Use `/` between path segments: the cluster is Linux, where `\\` is part of a "
+                "file name." if "\\" in rel else None)
+        return EK106.at(MANIFEST, f"{where} is not in the package", line=line, hint=hint)
     if entry.kind == "symlink":
         return EK107.at(MANIFEST, f"{where} is a symlink (to {entry.link_target!r})", line=line)
     if entry.kind != "file":
