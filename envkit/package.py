@@ -254,10 +254,15 @@ def _find_nested_manifest(entries: Mapping[str, FileEntry]) -> str | None:
     return nested[0] if nested else None
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(32), 127)}
+
+
 def display_path(path: str) -> str:
-    """``path`` printable on any stream: undecodable bytes (kept by the OS as surrogate
-    escapes) are shown as ``\\xNN`` instead of crashing a UTF-8 writer or a JSON consumer."""
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    """``path`` printable on one line of any stream: undecodable bytes (kept by the OS as
+    surrogate escapes) and control characters such as a newline in a file name are shown as
+    ``\\xNN`` instead of crashing a UTF-8 writer or splitting a diagnostic in two."""
+    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return text.translate(_CONTROL)
 
 
 def safe_relpath(value: str) -> str | None:

@@ -204,8 +204,12 @@ def test_unicode_and_undecodable_paths(capsys: pytest.CaptureFixture[str], pkg: 
     bad = Path(os.fsdecode(os.fsencode(pkg / "resources_servers") + b"/bad\xff"))
     bad.mkdir()
     Path(os.fsdecode(os.fsencode(bad) + b"/r\xfe.jsonl")).write_bytes(b"{}\n")
+    (pkg / "line\nbreak.jsonl").write_text("{}\n")
     rc, _, codes = _run(capsys, pkg)
-    assert rc == 1 and sorted(codes) == ["EK200", "EK200", "EK205", "EK205"]
+    assert rc == 1 and sorted(codes) == ["EK200", "EK200", "EK200", "EK205", "EK205"]
+    main(["validate", str(pkg)])
+    human = capsys.readouterr().out
+    assert "line\\x0abreak.jsonl: EK200 `line\\x0abreak.jsonl` is prompt data" in human
     assert main(["validate", str(pkg), "--format", "github"]) == 1
     out = capsys.readouterr().out
     assert "r\\xfe.jsonl" in out and "ряды.jsonl" in out
