@@ -1,0 +1,1 @@
+"""Converters: verifiers / hub environments to adapter-wheels-v1; Gym server trees to packages."""
