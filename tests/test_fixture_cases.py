@@ -5,8 +5,10 @@ What git cannot hold is built at test time from an optional ``"setup"`` list in 
 applied to a copy of the case directory in ``tmp_path`` (the committed tree is never changed):
 
 - ``"mkfifo:<path>"``: create a FIFO at ``<path>`` (relative to the case directory);
-- ``"chmod000:<path>"``: remove every permission bit from ``<path>`` (restored afterwards);
 - ``"max_entries:<n>"``: lower ``envkit.package.MAX_ENTRIES`` to ``n`` for this case.
+
+chmod 000 is not a setup step: root reads such entries anyway (``tests/test_hostile_inputs.py``
+probes for that and covers it).
 """
 
 from __future__ import annotations
@@ -54,27 +56,11 @@ def _apply_setup(case: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         op, _, arg = step.partition(":")
         if op == "mkfifo":
             os.mkfifo(copy / arg)
-        elif op == "chmod000":
-            target = copy / arg
-            mode = target.stat().st_mode
-            target.chmod(0)
-            _restore.append((target, mode))
         elif op == "max_entries":
             monkeypatch.setattr(envkit.package, "MAX_ENTRIES", int(arg))
         else:
             pytest.fail(f"{case.name}: unknown setup step {step!r}")
     return copy
-
-
-_restore: list[tuple[Path, int]] = []
-
-
-@pytest.fixture(autouse=True)
-def _restore_modes() -> object:
-    yield
-    while _restore:
-        path, mode = _restore.pop()
-        path.chmod(mode)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
