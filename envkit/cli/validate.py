@@ -70,16 +70,17 @@ def validate_command(
         report = validate(request)
     except (FileNotFoundError, NotADirectoryError) as exc:  # validate()'s documented usage errors
         raise click.UsageError(str(exc)) from None
+    bases = {"package": package, "dataset": dataset, "job": job.parent if job else None}
     if output_format == "json":
         click.echo(render_json(report))
     elif output_format == "github":
-        text = render_github(report, package)
+        text = render_github(report, bases)
         if text:
             click.echo(text)
     else:
         from rich.console import Console  # lazy: only human output pays for rich
 
-        render_human(report, Console(file=sys.stdout), package)
+        render_human(report, Console(file=sys.stdout), bases)
     return 0 if report.valid else 1
 
 
