@@ -11,9 +11,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from envkit.validators import Inputs, gym_configs
-
 from envkit.package import load_package
+from envkit.validators import Inputs, gym_configs
 
 POLICY = """policy_model:
   responses_api_models:

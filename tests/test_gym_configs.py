@@ -6,11 +6,11 @@ import textwrap
 from typing import TYPE_CHECKING
 
 import pytest
+
+from envkit.package import load_package
 from envkit.validators import Inputs, run_checks
 from envkit.validators._gym_interp import interpolations
 from envkit.validators._gym_model import build_view, merge_order
-
-from envkit.package import load_package
 
 if TYPE_CHECKING:
     from pathlib import Path

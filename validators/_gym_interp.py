@@ -15,9 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from envkit.validators._gym_model import Opaque, classify
-
 from envkit.gym_data import gym_data
+from envkit.validators._gym_model import Opaque, classify
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

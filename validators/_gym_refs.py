@@ -6,6 +6,8 @@ import difflib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from envkit.diagnostics import Severity
+from envkit.package import MANIFEST, safe_relpath
 from envkit.validators._gym_model import find_refs, fmt_keypath, own_servers, view_of
 from envkit.validators._gym_rules import (
     AGENTS,
@@ -21,17 +23,13 @@ from envkit.validators._gym_rules import (
     RESOURCES,
 )
 
-from envkit.diagnostics import Severity
-from envkit.package import MANIFEST, safe_relpath
-
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from envkit.validators._base import Inputs
-    from envkit.validators._gym_model import GymView, Instance, Ref
-
     from envkit.diagnostics import Diagnostic
     from envkit.package import Package
+    from envkit.validators._base import Inputs
+    from envkit.validators._gym_model import GymView, Instance, Ref
 
 __all__ = [
     "check_environment_relays",

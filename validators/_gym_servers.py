@@ -6,6 +6,9 @@ import difflib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from envkit.diagnostics import Severity
+from envkit.gym_data import gym_data
+from envkit.package import safe_relpath
 from envkit.validators._gym_model import find_refs, fmt_keypath, own_servers, view_of
 from envkit.validators._gym_rules import (
     AGENTS,
@@ -22,18 +25,13 @@ from envkit.validators._gym_rules import (
     RESOURCES,
 )
 
-from envkit.diagnostics import Severity
-from envkit.gym_data import gym_data
-from envkit.package import safe_relpath
-
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from envkit.validators._base import Inputs, Rule
-    from envkit.validators._gym_model import GymView, Instance
-
     from envkit.diagnostics import Diagnostic
     from envkit.package import Package
+    from envkit.validators._base import Inputs, Rule
+    from envkit.validators._gym_model import GymView, Instance
 
 __all__ = [
     "check_config_docs",

@@ -5,21 +5,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from envkit.diagnostics import Severity
+from envkit.gym_data import builtin_configs, gym_data
+from envkit.package import safe_relpath
 from envkit.validators._gym_interp import find_interpolation_problems
 from envkit.validators._gym_model import fmt_keypath, own_servers, view_of
 from envkit.validators._gym_rules import EK311, EK313, EK315, EK316
 
-from envkit.diagnostics import Severity
-from envkit.gym_data import builtin_configs, gym_data
-from envkit.package import safe_relpath
-
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from envkit.validators._base import Inputs
-
     from envkit.diagnostics import Diagnostic
     from envkit.package import Package
+    from envkit.validators._base import Inputs
 
 __all__ = ["check_datasets", "check_includes", "check_interpolations"]
 
