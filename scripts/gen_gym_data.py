@@ -22,7 +22,9 @@ import typing
 from importlib import metadata
 from pathlib import Path
 
-SERVER_TYPES = ("resources_servers", "responses_api_agents", "responses_api_models", "environment_servers")
+SERVER_TYPES = (
+    "resources_servers", "responses_api_agents", "responses_api_models", "environment_servers",
+)
 
 
 def _literals(annotation: object) -> list[str]:
