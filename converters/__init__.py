@@ -1,0 +1,1 @@
+"""envkit.converters (mapped from the top-level converters/ folder)."""

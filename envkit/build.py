@@ -1,0 +1,403 @@
+"""``envkit build`` / ``envkit convert package``: write a package atomically, then validate it.
+
+Everything is written into a sibling temp dir (``.envkit-tmp-<name>-<pid>-*``) and swapped
+into place with one rename (``renameat2(RENAME_EXCHANGE)`` where Linux offers it), like
+build's ``_write_report`` does for a file: a killed or failing build leaves the previous
+output untouched and no half package, and ``wheels/`` is always fresh, so it never keeps a
+stale version next to the new one (the seed's "Clear wheels/ before rebuilding into it").
+Stale temp dirs of killed runs are removed by the next run.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+
+from envkit.converters.gym_tree import (
+    SERVER_TYPES,
+    GymTreeError,
+    ServerSource,
+    TreePlan,
+    discover_servers,
+    plan_tree,
+    server_requirements,
+)
+from envkit.gym_data import gym_data
+from envkit.resolve import (
+    PinnedWheel,
+    ResolutionCache,
+    Runner,
+    WheelCache,
+    cache_root,
+    fetch_wheels,
+    resolve_closure,
+    run_subprocess,
+    uv_version,
+)
+from envkit.target import Target
+from envkit.validate import ValidateRequest, validate
+from envkit.validators import CheckOptions
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from envkit.report import Report
+    from envkit.resolve import FetchProgress
+
+__all__ = [
+    "LOCK_NAME",
+    "BuildError",
+    "BuildRequest",
+    "BuildResult",
+    "build",
+    "convert_package",
+    "runtime_requirements",
+]
+
+LOCK_NAME = "wheels.lock"
+LOCK_VERSION = "1.0"
+TMP_PREFIX = ".envkit-tmp-"
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+Log = Callable[[str], None]
+
+
+class BuildError(RuntimeError):
+    """The build cannot go on (bad source, resolution or download failure, unsafe output)."""
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    """One ``envkit build`` (or ``convert package``) invocation."""
+
+    sources: tuple[Path, ...]
+    out: Path
+    fmt: str = "wheels-v1"
+    target: Target = field(default_factory=Target)
+    gym_version: str = "0.7.0"
+    name: str | None = None
+    description: str | None = None
+    dataset_dir: Path | None = None
+    wheels_dirs: tuple[Path, ...] = ()
+    runtime_pins: bool = True
+    """Vendor nemo-gym==V, ray[default] and openai at Gym's pins (offline-clean package)."""
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+    resolve_offline: bool = False
+    """Resolve from uv's cache and ``wheels_dirs`` only."""
+    cache_dir: Path | None = None
+
+    @property
+    def data_dir(self) -> Path:
+        return self.dataset_dir or self.out.parent / f"{self.out.name}-data"
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    out: Path
+    dataset_dir: Path | None
+    wheels: tuple[PinnedWheel, ...]
+    report: Report
+    notes: tuple[str, ...] = ()
+
+
+def runtime_requirements(gym_version: str) -> list[str]:
+    """What Gym adds to every server venv: ``nemo-gym==V``, ``ray[default]``, ``openai``.
+
+    The ray/openai specifiers are nemo-gym's own Requires-Dist (``envkit/data/gym.json``).
+    """
+    wanted = {"ray", "openai"}
+    pins = [f"nemo-gym=={gym_version}"]
+    for line in gym_data().requires_dist:
+        req = Requirement(line)
+        if canonicalize_name(req.name) in wanted and not req.marker:
+            pins.append(line)
+    return pins
+
+
+def _python_floor(target: Target) -> str | None:
+    """nemo-gym declares ``Requires-Python >=3.13.14``: the image's interpreter satisfies it,
+    so resolving for plain ``3.13`` (= 3.13.0) would wrongly reject nemo-gym."""
+    for spec in SpecifierSet(gym_data().requires_python):
+        parts = spec.version.split(".")
+        if spec.operator == ">=" and tuple(map(int, parts[:2])) == target.python:
+            return spec.version
+    return None
+
+
+def build(request: BuildRequest, *, runner: Runner = run_subprocess,
+          progress: FetchProgress | None = None, log: Log = lambda _m: None) -> BuildResult:
+    """Build a package from Gym server trees.
+
+    :raises BuildError: a source, resolution, download or output problem (nothing replaced).
+    """
+    try:
+        servers = [s for src in request.sources for s in discover_servers(src)]
+        name = request.name or servers[0].impl.replace("_", "-")
+        plan = plan_tree(servers, request.fmt, name, request.description)
+    except GymTreeError as exc:
+        raise BuildError(str(exc)) from None
+    for note in plan.notes:
+        log(note)
+    requirements = _requirements(plan, request) if request.fmt == "wheels-v1" else []
+    return _produce(request, plan, requirements, runner=runner, progress=progress, log=log)
+
+
+def _requirements(plan: TreePlan, request: BuildRequest) -> list[tuple[str, str]]:
+    """``(requirement, origin)`` pairs: every server's lines, then the runtime pins."""
+    pairs = [(line, f"{rel}/requirements.txt")
+             for rel, lines in plan.requirements.items() for line in lines]
+    if request.runtime_pins:
+        pairs += [(line, "Gym runtime (server venv install)")
+                  for line in runtime_requirements(request.gym_version)]
+    return pairs
+
+
+def convert_package(request: BuildRequest, *, runner: Runner = run_subprocess,
+                    progress: FetchProgress | None = None,
+                    log: Log = lambda _m: None) -> BuildResult:
+    """native-v1 -> wheels-v1: same tree, ``format`` switched, servers' closure vendored.
+
+    :raises BuildError: the source is not a readable native-v1 package.
+    """
+    src = request.sources[0]
+    manifest = _read_manifest(src)
+    if manifest.get("format") != "native-v1":
+        msg = f"{src}: convert package reads native-v1 packages, not {manifest.get('format')!r}"
+        raise BuildError(msg)
+    plan = TreePlan()
+    for path in sorted(p for p in src.rglob("*") if p.is_file() and not p.is_symlink()):
+        rel = path.relative_to(src).as_posix()
+        if rel.startswith("wheels/") or path.suffix in {".jsonl", ".pyc"}:
+            log(f"left out {rel}")
+            continue
+        plan.files[rel] = path
+    manifest["format"] = "wheels-v1"
+    plan.files["nemo-environment.yaml"] = yaml.safe_dump(manifest, sort_keys=False).encode()
+    pairs = [(line, f"{rel}/requirements.txt")
+             for rel, lines in _package_server_requirements(src).items() for line in lines]
+    if request.runtime_pins:
+        pairs += [(line, "Gym runtime (server venv install)")
+                  for line in runtime_requirements(request.gym_version)]
+    return _produce(request, plan, pairs, runner=runner, progress=progress, log=log)
+
+
+def _read_manifest(src: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load((src / "nemo-environment.yaml").read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        msg = f"{src}: cannot read nemo-environment.yaml: {exc}"
+        raise BuildError(msg) from None
+    if not isinstance(data, dict):
+        msg = f"{src}/nemo-environment.yaml is not a mapping"
+        raise BuildError(msg)
+    return data
+
+
+def _package_server_requirements(src: Path) -> dict[str, list[str]]:
+    out = {}
+    for stype in SERVER_TYPES:
+        for impl in sorted(p for p in (src / stype).glob("*") if p.is_dir()):
+            if (impl / "requirements.txt").is_file() or (impl / "pyproject.toml").is_file():
+                server = ServerSource(stype, impl.name, impl, ())
+                try:
+                    out[server.rel] = server_requirements(server)
+                except GymTreeError as exc:
+                    raise BuildError(str(exc)) from None
+    return out
+
+
+def _produce(request: BuildRequest, plan: TreePlan, requirements: list[tuple[str, str]], *,
+             runner: Runner, progress: FetchProgress | None, log: Log) -> BuildResult:
+    out, data_dir = request.out.absolute(), request.data_dir.absolute()
+    _refuse_foreign(out, data_dir if plan.dataset else None)
+    for parent in {out.parent, data_dir.parent}:
+        parent.mkdir(parents=True, exist_ok=True)
+        for stale in _stale_temps(parent):
+            log(f"removing stale {stale.name} left by a killed build")
+            shutil.rmtree(stale, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{out.name}-{os.getpid()}-", dir=out.parent))
+    tmp_data = None
+    try:
+        _write_files(tmp, plan.files)
+        pins = _vendor(tmp, requirements, request, runner=runner, progress=progress, log=log) \
+            if request.fmt == "wheels-v1" else []
+        if plan.dataset:
+            tmp_data = Path(tempfile.mkdtemp(
+                prefix=f"{TMP_PREFIX}{data_dir.name}-{os.getpid()}-", dir=data_dir.parent))
+            _write_files(tmp_data, plan.dataset)
+        _swap_into_place(tmp, out)
+        if tmp_data is not None:
+            _swap_into_place(tmp_data, data_dir)
+    finally:
+        for leftover in (tmp, tmp_data):
+            if leftover is not None and leftover.exists():
+                shutil.rmtree(leftover, ignore_errors=True)
+    log(f"wrote {out}" + (f" and {data_dir}" if plan.dataset else ""))
+    report = _validate(out, data_dir if plan.dataset else None, request)
+    return BuildResult(out, data_dir if plan.dataset else None, tuple(pins), report,
+                       tuple(plan.notes))
+
+
+def _vendor(root: Path, requirements: list[tuple[str, str]], request: BuildRequest, *,
+            runner: Runner, progress: FetchProgress | None, log: Log) -> list[PinnedWheel]:
+    lines = list(dict.fromkeys(line for line, _origin in requirements))
+    if not lines:
+        msg = ("nothing to vendor: the servers declare no requirements besides nemo-gym; "
+               "build with the runtime pins (the default) or use --format native-v1")
+        raise BuildError(msg)
+    cache = request.cache_dir or cache_root()
+    python_version = _python_floor(request.target) if request.runtime_pins else None
+    log(f"resolving {len(lines)} requirements for {request.target} with uv {uv_version()}"
+        + (f" (Python {python_version}: nemo-gym's Requires-Python floor)"
+           if python_version else ""))
+    try:
+        pins = resolve_closure(
+            lines, request.target, find_links=request.wheels_dirs,
+            index_url=request.index_url, extra_index_urls=request.extra_index_urls,
+            runner=runner, cache=ResolutionCache(cache / "resolutions"),
+            uv_cache_dir=cache / "uv", offline=request.resolve_offline,
+            python_version=python_version,
+        )
+        log(f"fetching {len(pins)} wheels")
+        fetch_wheels(pins, root / "wheels", cache=WheelCache(cache / "wheels"),
+                     progress=progress)
+    except (RuntimeError, OSError) as exc:
+        raise BuildError(str(exc)) from None
+    lock = _lock(pins, requirements, request, python_version)
+    (root / LOCK_NAME).write_text(json.dumps(lock, indent=2) + "\n", "utf-8")
+    return pins
+
+
+def _lock(pins: Sequence[PinnedWheel], requirements: list[tuple[str, str]],
+          request: BuildRequest, python_version: str | None) -> dict[str, Any]:
+    """The vendored files, their sha256 and why each is there; no timestamps (reproducible)."""
+    origins: dict[str, list[str]] = {}
+    for line, origin in requirements:
+        origins.setdefault(line, []).append(origin)
+    by_name = {p.name: p for p in pins}
+    return {
+        "version": LOCK_VERSION,
+        "target": str(request.target),
+        "python_version": python_version or "{}.{}".format(*request.target.python),
+        "gym_version": request.gym_version,
+        "resolver": f"uv {uv_version()}",
+        "requirements": [{"requirement": line, "from": sorted(set(src))}
+                         for line, src in origins.items()],
+        "wheels": [{
+            "name": p.name, "version": p.version, "filename": p.filename,
+            "sha256": p.sha256, "url": p.url, "requested_by": list(p.requested_by),
+            "why": _chain(p.name, by_name),
+        } for p in pins],
+    }
+
+
+def _chain(name: str, by_name: dict[str, PinnedWheel]) -> list[str]:
+    """Shortest ``requirement -> ... -> name`` path through ``requested_by``."""
+    frontier: list[list[str]] = [[name]]
+    seen = {name}
+    while frontier:
+        path = frontier.pop(0)
+        pin = by_name.get(path[0])
+        for parent in pin.requested_by if pin else ():
+            if parent.startswith("requirement: "):
+                return [parent.removeprefix("requirement: "), *path]
+            if parent not in seen:
+                seen.add(parent)
+                frontier.append([parent, *path])
+    return [name]
+
+
+def _write_files(root: Path, files: dict[str, Path | bytes]) -> None:
+    for rel, content in sorted(files.items()):
+        dest = (root / rel).resolve()
+        if not dest.is_relative_to(root.resolve()):
+            msg = f"refusing to write {rel!r}: it escapes the output directory"
+            raise BuildError(msg)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            dest.write_bytes(content)
+        else:
+            shutil.copyfile(content, dest)
+
+
+def _refuse_foreign(out: Path, data_dir: Path | None) -> None:
+    """Never replace a directory envkit did not write (a typo in ``-o`` must not wipe $HOME)."""
+    if out.exists() and (not out.is_dir() or (any(out.iterdir())
+                                              and not (out / "nemo-environment.yaml").is_file())):
+        msg = f"{out} exists and is not an environment package; choose another -o"
+        raise BuildError(msg)
+    if data_dir is not None and data_dir.exists():
+        others = [p for p in data_dir.rglob("*") if p.is_file() and p.suffix != ".jsonl"]
+        if not data_dir.is_dir() or others:
+            msg = (f"{data_dir} exists and holds more than .jsonl rows; "
+                   "choose another --dataset-dir")
+            raise BuildError(msg)
+
+
+def _stale_temps(parent: Path) -> list[Path]:
+    """Temp dirs of builds whose process is gone (``.envkit-tmp-<name>-<pid>-<random>``)."""
+    stale = []
+    for path in parent.glob(f"{TMP_PREFIX}*"):
+        pid = path.name.removeprefix(TMP_PREFIX).rsplit("-", 2)[-2:][0]
+        if path.is_dir() and not (pid.isdigit() and _alive(int(pid))):
+            stale.append(path)
+    return stale
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # our own earlier run in this process was interrupted
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _swap_into_place(tmp: Path, out: Path) -> None:
+    """Make ``tmp`` appear at ``out`` in one step; the old ``out`` ends up at ``tmp``."""
+    if not out.exists():
+        tmp.rename(out)
+        return
+    if not _exchange(tmp, out):
+        old = out.with_name(f"{TMP_PREFIX}{out.name}-{os.getpid()}-old")
+        out.rename(old)
+        tmp.rename(out)
+        old.rename(tmp)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Linux ``renameat2(RENAME_EXCHANGE)``: both names swap atomically. False if unsupported."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        func = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    rc = func(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    return rc == 0
+
+
+def _validate(out: Path, data_dir: Path | None, request: BuildRequest) -> Report:
+    offline = request.fmt == "wheels-v1" and request.runtime_pins
+    options = CheckOptions(request.target, request.gym_version, offline)
+    has_rows = data_dir is not None and (data_dir / "training.jsonl").is_file()
+    return validate(ValidateRequest(package=out, dataset=data_dir if has_rows else None,
+                                    options=options))
+

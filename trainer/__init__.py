@@ -1,0 +1,1 @@
+"""envkit.trainer (mapped from the top-level trainer/ folder)."""
