@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import tomllib
 import urllib.request
@@ -183,6 +184,9 @@ def compile_command(
         "--python-platform", python_platform(target),
         "--python-version", python_version or f"{target.python[0]}.{target.python[1]}",
         "--only-binary", ":all:", "--no-python-downloads", "--format", output_format,
+        # Any interpreter will do (only-binary never builds); naming one skips uv's search of
+        # PATH, which costs seconds behind pyenv shims. The target comes from the flags above.
+        "--python", sys.executable,
         "--index-url", index_url or DEFAULT_INDEX_URL,
     ]
     for url in extra_index_urls:
