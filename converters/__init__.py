@@ -1,1 +1,1 @@
-"""envkit.converters (mapped from the top-level converters/ folder)."""
+"""Converters: verifiers / hub environments to adapter-wheels-v1; Gym server trees to packages."""

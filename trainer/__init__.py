@@ -1,1 +1,1 @@
-"""envkit.trainer (mapped from the top-level trainer/ folder)."""
+"""GRPO training against packaged Gym servers: rollouts, generation backends, loss, loop."""
