@@ -34,6 +34,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
+from envkit.cache import cache_root
+
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
@@ -124,18 +126,11 @@ def run_subprocess(cmd: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> 
     return CompletedRun(proc.returncode, proc.stdout, proc.stderr)
 
 
-def cache_root(environ: Mapping[str, str] | None = None) -> Path:
-    """``$ENVKIT_CACHE_DIR`` or ``~/.cache/envkit``."""
-    env = os.environ if environ is None else environ
-    explicit = env.get("ENVKIT_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "envkit"
-
-
 def clean_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A subprocess environment free of the user's pip/uv configuration."""
+    """A subprocess environment free of the user's pip/uv configuration.
+
+    An allowlist (stricter than ``envkit.isolation.isolated_env``): the resolver must not
+    see anything that can change a resolution, only what PATH, TLS and proxies need."""
     env = os.environ if environ is None else environ
     kept = {k: env[k] for k in _KEEP_ENV if k in env}
     kept.setdefault("PATH", os.defpath)
