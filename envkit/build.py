@@ -276,10 +276,19 @@ def _vendor(root: Path, requirements: list[tuple[str, str]], request: BuildReque
         fetch_wheels(pins, root / "wheels", cache=WheelCache(cache / "wheels"),
                      progress=progress)
     except (RuntimeError, OSError) as exc:
-        raise BuildError(str(exc)) from None
+        raise BuildError(str(exc) + _glibc_hint(str(exc), request.target)) from None
     lock = _lock(pins, requirements, request, python_version)
     (root / LOCK_NAME).write_text(json.dumps(lock, indent=2) + "\n", "utf-8")
     return pins
+
+
+def _glibc_hint(message: str, target: Target) -> str:
+    """nemo-gym 0.7.0's closure (pyarrow >= 23) has no manylinux_2_17 x86_64 wheels."""
+    if "no usable wheels" not in message or target.glibc_floor >= (2, 28):
+        return ""
+    floor = "{}_{}".format(*target.glibc_floor)
+    return (f" (hint: resolved for glibc {floor}; if the cluster's glibc is newer, "
+            f"pass e.g. --glibc 2_28)")
 
 
 def _lock(pins: Sequence[PinnedWheel], requirements: list[tuple[str, str]],

@@ -216,3 +216,14 @@ def test_killed_build_leaves_previous_output_untouched(tmp_path: Path, links: Pa
     subprocess.run([*cmd, "--wheels-dir", str(links), "--resolve-offline"], env=env,
                    check=True, capture_output=True)
     assert not list(out.parent.glob(".envkit-tmp-*"))
+
+
+def test_no_wheels_for_an_old_glibc_floor_hints_at_glibc(tmp_path: Path, links: Path) -> None:
+    server = make_gym_tree(tmp_path / "gym", "echo", ("echo-scorer",))
+    uv_says = CompletedRun(1, "", "error: No solution found\n  pyarrow has no usable wheels")
+
+    def runner(*_a: object, **_k: object) -> CompletedRun:
+        return uv_says
+
+    with pytest.raises(BuildError, match="--glibc 2_28"):
+        build(_request(tmp_path, server, links, target=Target("x86_64")), runner=runner)
