@@ -61,6 +61,7 @@ __all__ = [
     "resolve_closure",
     "run_subprocess",
     "target_tags",
+    "uv_bin",
     "uv_version",
 ]
 
@@ -147,7 +148,8 @@ def uv_version() -> str:
         return "unknown"
 
 
-def _uv_bin() -> str:
+def uv_bin() -> str:
+    """The uv executable shipped with the ``uv`` wheel envkit depends on (else PATH's)."""
     try:
         from uv import find_uv_bin
     except ImportError:
@@ -361,7 +363,7 @@ def resolve_closure(
     with tempfile.TemporaryDirectory(prefix="envkit-resolve-") as tmp:
         work = Path(tmp)
         (work / _INPUT_NAME).write_text("\n".join(requirements) + "\n", "utf-8")
-        uv = _uv_bin()
+        uv = uv_bin()
         lock = _run_uv(runner, compile_command(uv, target, output_format="pylock.toml",
                                                offline=offline, **flags), work, target)
         notes = _run_uv(runner, compile_command(uv, target, output_format="requirements.txt",

@@ -227,3 +227,15 @@ def test_no_wheels_for_an_old_glibc_floor_hints_at_glibc(tmp_path: Path, links: 
 
     with pytest.raises(BuildError, match="--glibc 2_28"):
         build(_request(tmp_path, server, links, target=Target("x86_64")), runner=runner)
+
+
+def test_cli_convert_package_group(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    links = tmp_path / "links"
+    make_wheel(links, "nemo-gym", "0.7.0", requires_python=">=3.13.14")
+    rc = main(["convert", "package", str(NATIVE), "--to", "wheels-v1", "--arch", "aarch64",
+               "-o", str(tmp_path / "pkg"), "--wheels-dir", str(links), "--no-runtime-pins",
+               "--resolve-offline"])
+    _out, err = capsys.readouterr()
+    assert rc == 2  # the fixture's server needs nothing but nemo-gym: nothing to vendor
+    assert "nothing to vendor" in err
+    assert not (tmp_path / "pkg").exists()

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from envkit.validators import RULES
 from gym_trees.fetch_gym_servers import fetch_gym_servers
 
 from envkit.resolve import clean_env, python_platform
@@ -73,6 +74,11 @@ def test_real_gym_servers_build_for_the_cluster_arch(
     target = Target(arch)
     ok = _offline_install_check(out, target, requirements, tmp_path)
     assert ok.returncode == 0, ok.stderr
+    other = "x86_64" if arch == "aarch64" else "aarch64"
+    wrong = _envkit("validate", str(out), "--arch", other, "--format", "json")
+    if "EK401" in RULES:  # the closure checks (wheels-closure branch) are merged
+        assert wrong.returncode == 1
+        assert "EK401" in {d["code"] for d in json.loads(wrong.stdout)["diagnostics"]}
     (out / "wheels" / yaml_wheels[0]).unlink()
     broken = _offline_install_check(out, target, requirements, tmp_path)
     assert broken.returncode != 0

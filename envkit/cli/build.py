@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any
 
-__all__ = ["build_command", "convert_group"]
+__all__ = ["build_command", "package_command"]
 
 _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 _OUT = click.Path(file_okay=False, path_type=Path)
@@ -136,17 +136,12 @@ def build_command(sources: tuple[Path, ...], fmt: str, name: str | None,
     return _run(build, request)
 
 
-@click.group("convert")
-def convert_group() -> None:
-    """Convert packages and environments into NeMo Gym environment packages."""
-
-
-@convert_group.command("package")
+@click.command("package")
 @click.argument("package", type=_DIR)
 @click.option("--to", "to_format", type=click.Choice(["wheels-v1"]), default="wheels-v1",
               show_default=True, help="Format to convert to.")
 @_build_options
-def convert_package_command(package: Path, to_format: str, out: Path,
+def package_command(package: Path, to_format: str, out: Path,
                             gym_version: str, wheels_dirs: tuple[Path, ...],
                             index_url: str | None, extra_index_urls: tuple[str, ...],
                             no_runtime_pins: bool, resolve_offline: bool, arch: str,
