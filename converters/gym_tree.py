@@ -27,6 +27,8 @@ from typing import Any
 
 import yaml
 
+from envkit.gym_data import gym_data
+
 __all__ = [
     "FORMATS",
     "GymTreeError",
@@ -175,6 +177,7 @@ def plan_tree(servers: list[ServerSource], fmt: str, name: str,
         msg = f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}"
         raise GymTreeError(msg)
     _refuse_duplicates(servers)
+    servers = list(servers)  # referenced servers get appended
     plan = TreePlan()
     instances: dict[str, Mapping[str, Any]] = {}
     server_configs: list[str] = []
@@ -187,12 +190,79 @@ def plan_tree(servers: list[ServerSource], fmt: str, name: str,
             data = _rewrite_config(server.path / "configs" / cfg, rel, plan)
             instances.update(data)
             server_configs.append(rel)
+    server_configs += _pull_referenced(servers, fmt, instances, plan)
     _add_policy_model(plan, fmt, instances)
     plan.config_paths += server_configs
     agents_dir = "configs" if fmt == "wheels-v1" else f"{servers[0].rel}/configs"
     _add_agents(plan, f"{agents_dir}/{_AGENTS_FILE}", instances)
     plan.files["nemo-environment.yaml"] = _manifest(fmt, plan.config_paths, name, description)
     return plan
+
+
+def _ref_names(node: object) -> set[str]:
+    """Instance names of every ``{type: <server_type>, name: ...}`` ref inside ``node``."""
+    if isinstance(node, dict):
+        found = set()
+        if node.get("type") in SERVER_TYPES and isinstance(node.get("name"), str):
+            found.add(node["name"])
+        for value in node.values():
+            found |= _ref_names(value)
+        return found
+    if isinstance(node, list):
+        return set().union(*(_ref_names(v) for v in node)) if node else set()
+    return set()
+
+
+def _tree_roots(servers: list[ServerSource]) -> list[Path]:
+    roots = {s.path.parent.parent for s in servers}
+    return sorted(r for r in roots if any((r / t).is_dir() for t in SERVER_TYPES))
+
+
+def _definitions(root: Path) -> dict[str, Path]:
+    """Instance name -> the first config of the Gym tree at ``root`` that defines it."""
+    found: dict[str, Path] = {}
+    for cfg in sorted(root.glob("*/*/configs/*.yaml")):
+        if cfg.parts[-4] not in SERVER_TYPES:
+            continue
+        try:
+            data = yaml.safe_load(cfg.read_text("utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue
+        for name in data if isinstance(data, dict) else ():
+            found.setdefault(str(name), cfg)
+    return found
+
+
+def _pull_referenced(servers: list[ServerSource], fmt: str,
+                     instances: dict[str, Any], plan: TreePlan) -> list[str]:
+    """Carry configs that define instances the chosen configs reference (a judge model in
+    another directory of the tree): without them Gym raises ``ServerRefNotFoundError``."""
+    added: list[str] = []
+    index: dict[str, Path] | None = None
+    while missing := sorted(_ref_names(instances) - set(instances) - {_POLICY_INSTANCE}):
+        if index is None:
+            index = {}
+            for root in _tree_roots(servers):
+                index = {**_definitions(root), **index}
+        cfgs = {index[m] for m in missing if m in index}
+        if not cfgs:
+            plan.notes.append(f"no config in the tree defines {', '.join(missing)}")
+            break
+        for cfg in sorted(cfgs):
+            server = _server(cfg.parent.parent)
+            rel = f"{server.rel}/configs/{cfg.name}"
+            custom = not gym_data().is_builtin(server.server_type, server.impl)
+            if custom and server.rel not in {s.rel for s in servers} \
+                    and _has_marker(server.path):
+                servers.append(server)
+                _copy_server(server, plan)
+                if fmt == "wheels-v1":
+                    plan.requirements[server.rel] = server_requirements(server)
+            instances.update(_rewrite_config(cfg, rel, plan))
+            plan.files.setdefault(rel, cfg)
+            added.append(rel)
+            plan.notes.append(f"added {rel}: it defines instances the configs reference")
+    return added
 
 
 def _refuse_duplicates(servers: list[ServerSource]) -> None:
@@ -205,13 +275,16 @@ def _refuse_duplicates(servers: list[ServerSource]) -> None:
 
 
 def _copy_server(server: ServerSource, plan: TreePlan) -> None:
+    moved = 0
     for path in sorted(_walk(server.path)):
         rel = f"{server.rel}/{path.relative_to(server.path).as_posix()}"
         if path.suffix == ".jsonl":
             plan.dataset[rel] = path
-            plan.notes.append(f"moved {rel} to the dataset directory")
+            moved += 1
         else:
             plan.files[rel] = path
+    if moved:
+        plan.notes.append(f"{server.rel}: moved {moved} .jsonl file(s) to the dataset directory")
 
 
 def _walk(root: Path) -> list[Path]:

@@ -93,3 +93,22 @@ def test_unknown_format_is_refused(tmp_path: Path) -> None:
     server = make_gym_tree(tmp_path, "echo")
     with pytest.raises(GymTreeError, match="--format"):
         plan_tree(discover_servers(server), "adapter-wheels-v1", "echo")
+
+
+def test_configs_defining_referenced_instances_are_carried(tmp_path: Path) -> None:
+    server = make_gym_tree(tmp_path, "echo", ("pyyaml",))
+    cfg = server / "configs" / "echo.yaml"
+    cfg.write_text(cfg.read_text().replace(
+        "      description: test server\n",
+        "      description: test server\n      judge_model_server:\n"
+        "        type: responses_api_models\n        name: echo_judge\n"))
+    judge = tmp_path / "responses_api_models" / "echo_judge_model"
+    (judge / "configs").mkdir(parents=True)
+    (judge / "requirements.txt").write_text("openai\n")
+    (judge / "app.py").write_text("# judge\n")
+    (judge / "configs" / "judge.yaml").write_text(
+        "echo_judge:\n  responses_api_models:\n    echo_judge_model:\n      entrypoint: app.py\n")
+    plan = plan_tree(discover_servers(server), "wheels-v1", "echo")
+    assert "responses_api_models/echo_judge_model/configs/judge.yaml" in plan.config_paths
+    assert "responses_api_models/echo_judge_model/app.py" in plan.files
+    assert plan.requirements["responses_api_models/echo_judge_model"] == ["openai"]
