@@ -99,6 +99,8 @@ class BuildRequest:
     resolve_offline: bool = False
     """Resolve from uv's cache and ``wheels_dirs`` only."""
     cache_dir: Path | None = None
+    refresh: bool = False
+    """Re-resolve instead of reusing a cached resolution (new releases; files stay cached)."""
 
     @property
     def data_dir(self) -> Path:
@@ -270,7 +272,7 @@ def _vendor(root: Path, requirements: list[tuple[str, str]], request: BuildReque
             index_url=request.index_url, extra_index_urls=request.extra_index_urls,
             runner=runner, cache=ResolutionCache(cache / "resolutions"),
             uv_cache_dir=cache / "uv", offline=request.resolve_offline,
-            python_version=python_version,
+            python_version=python_version, refresh=request.refresh,
         )
         log(f"fetching {len(pins)} wheels")
         fetch_wheels(pins, root / "wheels", cache=WheelCache(cache / "wheels"),

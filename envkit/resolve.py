@@ -343,11 +343,13 @@ def resolve_closure(
     uv_cache_dir: Path | None = None,
     offline: bool = False,
     python_version: str | None = None,
+    refresh: bool = False,
 ) -> list[PinnedWheel]:
     """Pin every wheel ``requirements`` need on ``target``, sorted by name.
 
     ``offline`` resolves from uv's cache and ``find_links`` only. A ``cache`` hit returns the
-    stored pins without running uv. ``python_version`` (e.g. ``3.13.14``) overrides the
+    stored pins without running uv (``refresh`` re-resolves and overwrites the entry,
+    to pick up new releases). ``python_version`` (e.g. ``3.13.14``) overrides the
     target's ``major.minor`` when a requirement's ``Requires-Python`` needs a patch floor.
 
     :raises ResolveError: uv failed (no matching wheel for the target, conflict, no network).
@@ -355,7 +357,7 @@ def resolve_closure(
     indexes = [index_url or DEFAULT_INDEX_URL, *extra_index_urls]
     key = cache.key(requirements, target, [*indexes, python_version or ""], find_links) \
         if cache else ""
-    if cache and (hit := cache.get(key)) is not None:
+    if cache and not refresh and (hit := cache.get(key)) is not None:
         return hit
     flags = {"find_links": find_links, "index_url": index_url,
              "extra_index_urls": extra_index_urls, "cache_dir": uv_cache_dir,

@@ -204,3 +204,15 @@ def test_fetch_wheels_reports_an_unreachable_url(tmp_path: Path) -> None:
     pin = PinnedWheel("a", "1.0", name, "http://127.0.0.1:9/a.whl", "0" * 64, ())
     with pytest.raises(FetchError, match=re.escape(f"could not download {name}")):
         fetch_wheels([pin], tmp_path / "out", cache=WheelCache(tmp_path / "cache"))
+
+
+def test_refresh_bypasses_a_cached_resolution_and_replaces_it(tmp_path: Path) -> None:
+    cache = ResolutionCache(tmp_path / "res")
+    resolve_closure(["httpx"], AARCH64, runner=Recorder(_ok(PYLOCK), _ok(ANNOTATED)),
+                    cache=cache)
+    newer = PYLOCK.replace('version = "0.28.1"', 'version = "0.29.0"')
+    again = Recorder(_ok(newer), _ok(ANNOTATED))
+    pins = resolve_closure(["httpx"], AARCH64, runner=again, cache=cache, refresh=True)
+    assert len(again.calls) == 2
+    assert {p.version for p in pins if p.name == "httpx"} == {"0.29.0"}
+    assert resolve_closure(["httpx"], AARCH64, runner=Recorder(), cache=cache) == pins

@@ -83,6 +83,9 @@ def _build_options(func: Callable[..., Any]) -> Callable[..., Any]:
                           "the package then needs egress at spin-up."),
         click.option("--resolve-offline", is_flag=True,
                      help="Resolve from uv's cache and --wheels-dir only (no index)."),
+        click.option("--refresh", is_flag=True,
+                     help="Re-resolve instead of reusing the cached resolution "
+                          "(picks up new releases; wheels stay cached by sha256)."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -118,7 +121,7 @@ def build_command(sources: tuple[Path, ...], fmt: str, name: str | None,
                   description: str | None, dataset_dir: Path | None, out: Path,
                   gym_version: str, wheels_dirs: tuple[Path, ...], index_url: str | None,
                   extra_index_urls: tuple[str, ...], no_runtime_pins: bool,
-                  resolve_offline: bool, arch: str, python_version: str,
+                  resolve_offline: bool, refresh: bool, arch: str, python_version: str,
                   glibc: str | None) -> int:
     """Build a package from Gym server directories (resources_servers/<impl>/) or a Gym tree.
 
@@ -131,7 +134,7 @@ def build_command(sources: tuple[Path, ...], fmt: str, name: str | None,
         sources=sources, out=out, fmt=fmt, target=target_from(arch, python_version, glibc),
         gym_version=gym_version, name=name, description=description, dataset_dir=dataset_dir,
         wheels_dirs=wheels_dirs, runtime_pins=not no_runtime_pins, index_url=index_url,
-        extra_index_urls=extra_index_urls, resolve_offline=resolve_offline,
+        extra_index_urls=extra_index_urls, resolve_offline=resolve_offline, refresh=refresh,
     )
     return _run(build, request)
 
@@ -144,13 +147,13 @@ def build_command(sources: tuple[Path, ...], fmt: str, name: str | None,
 def package_command(package: Path, to_format: str, out: Path,
                             gym_version: str, wheels_dirs: tuple[Path, ...],
                             index_url: str | None, extra_index_urls: tuple[str, ...],
-                            no_runtime_pins: bool, resolve_offline: bool, arch: str,
-                            python_version: str, glibc: str | None) -> int:
+                            no_runtime_pins: bool, resolve_offline: bool, refresh: bool,
+                            arch: str, python_version: str, glibc: str | None) -> int:
     """native-v1 PACKAGE -> wheels-v1: vendor its servers' closure for the target."""
     request = BuildRequest(
         sources=(package,), out=out, fmt=to_format,
         target=target_from(arch, python_version, glibc), gym_version=gym_version,
         wheels_dirs=wheels_dirs, runtime_pins=not no_runtime_pins, index_url=index_url,
-        extra_index_urls=extra_index_urls, resolve_offline=resolve_offline,
+        extra_index_urls=extra_index_urls, resolve_offline=resolve_offline, refresh=refresh,
     )
     return _run(convert_package, request)
