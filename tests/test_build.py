@@ -208,7 +208,7 @@ def test_killed_build_leaves_previous_output_untouched(tmp_path: Path, links: Pa
         proc = subprocess.Popen([*cmd, "--index-url", index.url],
                                 env={**env, "ENVKIT_CACHE_DIR": str(tmp_path / "cold")},
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        assert index.file_requested.wait(60), "the build never started downloading"
+        assert index.fetch_requested.wait(60), "the build never started downloading"
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     assert tree_digest(out) == before
@@ -239,3 +239,14 @@ def test_cli_convert_package_group(tmp_path: Path, capsys: pytest.CaptureFixture
     assert rc == 2  # the fixture's server needs nothing but nemo-gym: nothing to vendor
     assert "nothing to vendor" in err
     assert not (tmp_path / "pkg").exists()
+
+
+def test_dataset_dir_option_and_foreign_dataset_dir(tmp_path: Path, links: Path) -> None:
+    server = make_gym_tree(tmp_path / "gym", "echo", ("echo-scorer",))
+    rows = tmp_path / "rows"
+    result = build(_request(tmp_path, server, links, dataset_dir=rows))
+    assert result.dataset_dir == rows and (rows / "training.jsonl").is_file()
+    (rows / "notes.md").write_text("mine")
+    with pytest.raises(BuildError, match="--dataset-dir"):
+        build(_request(tmp_path, server, links, dataset_dir=rows))
+    assert (rows / "notes.md").read_text() == "mine"
