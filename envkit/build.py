@@ -225,6 +225,7 @@ def _package_server_requirements(src: Path) -> dict[str, list[str]]:
 def _produce(request: BuildRequest, plan: TreePlan, requirements: list[tuple[str, str]], *,
              runner: Runner, progress: FetchProgress | None, log: Log) -> BuildResult:
     out, data_dir = request.out.absolute(), request.data_dir.absolute()
+    _refuse_nesting(request)
     _refuse_foreign(out, data_dir if plan.dataset else None)
     for parent in {out.parent, data_dir.parent}:
         parent.mkdir(parents=True, exist_ok=True)
@@ -343,6 +344,18 @@ def _write_files(root: Path, files: dict[str, Path | bytes]) -> None:
             dest.write_bytes(content)
         else:
             shutil.copyfile(content, dest)
+
+
+def _refuse_nesting(request: BuildRequest) -> None:
+    """An output inside a source would be copied into itself on the next build."""
+    out, data = request.out.resolve(), request.data_dir.resolve()
+    for src in request.sources:
+        if out.is_relative_to(src.resolve()) or data.is_relative_to(src.resolve()):
+            msg = f"-o/--dataset-dir must not be inside the source {src}"
+            raise BuildError(msg)
+    if data.is_relative_to(out):
+        msg = "--dataset-dir must not be inside the package: .jsonl cannot ship in it"
+        raise BuildError(msg)
 
 
 def _refuse_foreign(out: Path, data_dir: Path | None) -> None:

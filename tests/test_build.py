@@ -250,3 +250,15 @@ def test_dataset_dir_option_and_foreign_dataset_dir(tmp_path: Path, links: Path)
     with pytest.raises(BuildError, match="--dataset-dir"):
         build(_request(tmp_path, server, links, dataset_dir=rows))
     assert (rows / "notes.md").read_text() == "mine"
+
+
+@pytest.mark.parametrize(("out", "data"), [("gym/resources_servers/echo/pkg", None),
+                                           ("pkg", "pkg/rows")])
+def test_outputs_nested_in_sources_or_package_are_refused(
+    tmp_path: Path, links: Path, out: str, data: str | None
+) -> None:
+    server = make_gym_tree(tmp_path / "gym", "echo", ("echo-scorer",))
+    request = _request(tmp_path, server, links, out=tmp_path / out,
+                       dataset_dir=tmp_path / data if data else None)
+    with pytest.raises(BuildError, match="must not be inside"):
+        build(request)
