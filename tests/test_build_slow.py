@@ -103,3 +103,19 @@ def test_warm_rebuild_makes_no_network_request_and_is_identical(
     proves_proxy_is_dead = _envkit(*args, "-o", str(tmp_path / "c"), env=cold)
     assert proves_proxy_is_dead.returncode == 2
     assert "uv could not resolve" in proves_proxy_is_dead.stderr
+
+
+@pytest.mark.skipif(not os.environ.get("ENVKIT_FULL_CLOSURE"),
+                    reason="opt-in (ENVKIT_FULL_CLOSURE=1): ~350 MB of wheels per arch")
+@pytest.mark.parametrize("arch", ["aarch64", "x86_64"])
+def test_default_build_is_offline_clean(gym_tree: Path, tmp_path: Path, arch: str) -> None:
+    """The default build vendors nemo-gym, ray[default] and openai: validate --offline passes.
+
+    x86_64 needs glibc 2_28: nemo-gym 0.7.0's pyarrow ships no manylinux_2_17 x86_64 wheel."""
+    out = tmp_path / "pkg"
+    server = str(gym_tree / "resources_servers/example_single_tool_call")
+    built = _envkit("build", server, "--arch", arch, "--glibc", "2_28", "-o", str(out))
+    assert built.returncode == 0, built.stderr
+    checked = _envkit("validate", str(out), "--arch", arch, "--glibc", "2_28", "--offline",
+                      "--format", "json")
+    assert checked.returncode == 0, checked.stdout
