@@ -1,20 +1,15 @@
-"""``envkit build`` / ``envkit convert package``: write a package atomically, then validate it.
+"""``envkit build`` / ``envkit convert package``: plan, vendor, lock, swap in, validate.
 
-Everything is written into a sibling temp dir (``.envkit-tmp-<name>-<pid>-*``) and swapped
-into place with one rename (``renameat2(RENAME_EXCHANGE)`` where Linux offers it), like
-build's ``_write_report`` does for a file: a killed or failing build leaves the previous
-output untouched and no half package, and ``wheels/`` is always fresh, so it never keeps a
-stale version next to the new one (the seed's "Clear wheels/ before rebuilding into it").
-Stale temp dirs of killed runs are removed by the next run.
+Output goes through ``envkit.atomic``: a killed or failing build leaves the previous output
+untouched and no half package, and ``wheels/`` is always fresh, so it never keeps a stale
+version next to the new one (seed 001: "Clear wheels/ before rebuilding into it"). Stale
+temp dirs of killed runs are removed by the next run.
 """
 
 from __future__ import annotations
 
-import ctypes
 import json
-import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +20,13 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
+from envkit.atomic import (
+    EscapingPathError,
+    make_temp_dir,
+    stale_temp_dirs,
+    swap_into_place,
+    write_files,
+)
 from envkit.converters.gym_tree import (
     SERVER_TYPES,
     GymTreeError,
@@ -68,9 +70,6 @@ __all__ = [
 
 LOCK_NAME = "wheels.lock"
 LOCK_VERSION = "1.0"
-TMP_PREFIX = ".envkit-tmp-"
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
 
 Log = Callable[[str], None]
 
@@ -229,22 +228,22 @@ def _produce(request: BuildRequest, plan: TreePlan, requirements: list[tuple[str
     _refuse_foreign(out, data_dir if plan.dataset else None)
     for parent in {out.parent, data_dir.parent}:
         parent.mkdir(parents=True, exist_ok=True)
-        for stale in _stale_temps(parent):
+        for stale in stale_temp_dirs(parent):
             log(f"removing stale {stale.name} left by a killed build")
             shutil.rmtree(stale, ignore_errors=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{out.name}-{os.getpid()}-", dir=out.parent))
-    tmp_data = None
+    tmp, tmp_data = make_temp_dir(out), None
     try:
-        _write_files(tmp, plan.files)
+        write_files(tmp, plan.files)
         pins = _vendor(tmp, requirements, request, runner=runner, progress=progress, log=log) \
             if request.fmt == "wheels-v1" else []
         if plan.dataset:
-            tmp_data = Path(tempfile.mkdtemp(
-                prefix=f"{TMP_PREFIX}{data_dir.name}-{os.getpid()}-", dir=data_dir.parent))
-            _write_files(tmp_data, plan.dataset)
-        _swap_into_place(tmp, out)
+            tmp_data = make_temp_dir(data_dir)
+            write_files(tmp_data, plan.dataset)
+        swap_into_place(tmp, out)
         if tmp_data is not None:
-            _swap_into_place(tmp_data, data_dir)
+            swap_into_place(tmp_data, data_dir)
+    except EscapingPathError as exc:
+        raise BuildError(str(exc)) from None
     finally:
         for leftover in (tmp, tmp_data):
             if leftover is not None and leftover.exists():
@@ -333,19 +332,6 @@ def _chain(name: str, by_name: dict[str, PinnedWheel]) -> list[str]:
     return [name]
 
 
-def _write_files(root: Path, files: dict[str, Path | bytes]) -> None:
-    for rel, content in sorted(files.items()):
-        dest = (root / rel).resolve()
-        if not dest.is_relative_to(root.resolve()):
-            msg = f"refusing to write {rel!r}: it escapes the output directory"
-            raise BuildError(msg)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            dest.write_bytes(content)
-        else:
-            shutil.copyfile(content, dest)
-
-
 def _refuse_nesting(request: BuildRequest) -> None:
     """An output inside a source would be copied into itself on the next build."""
     out, data = request.out.resolve(), request.data_dir.resolve()
@@ -370,52 +356,6 @@ def _refuse_foreign(out: Path, data_dir: Path | None) -> None:
             msg = (f"{data_dir} exists and holds more than .jsonl rows; "
                    "choose another --dataset-dir")
             raise BuildError(msg)
-
-
-def _stale_temps(parent: Path) -> list[Path]:
-    """Temp dirs of builds whose process is gone (``.envkit-tmp-<name>-<pid>-<random>``)."""
-    stale = []
-    for path in parent.glob(f"{TMP_PREFIX}*"):
-        pid = path.name.removeprefix(TMP_PREFIX).rsplit("-", 2)[-2:][0]
-        if path.is_dir() and not (pid.isdigit() and _alive(int(pid))):
-            stale.append(path)
-    return stale
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return False  # our own earlier run in this process was interrupted
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _swap_into_place(tmp: Path, out: Path) -> None:
-    """Make ``tmp`` appear at ``out`` in one step; the old ``out`` ends up at ``tmp``."""
-    if not out.exists():
-        tmp.rename(out)
-        return
-    if not _exchange(tmp, out):
-        old = out.with_name(f"{TMP_PREFIX}{out.name}-{os.getpid()}-old")
-        out.rename(old)
-        tmp.rename(out)
-        old.rename(tmp)
-    shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Linux ``renameat2(RENAME_EXCHANGE)``: both names swap atomically. False if unsupported."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        func = libc.renameat2
-    except (OSError, AttributeError):
-        return False
-    rc = func(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
-    return rc == 0
 
 
 def _validate(out: Path, data_dir: Path | None, request: BuildRequest) -> Report:
