@@ -37,7 +37,7 @@ from gym_config_cases import (  # noqa: E402
     replace,
     write,
 )
-from gym_tree import build_tree_packages, site_packages  # noqa: E402
+from gym_tree_packages import build_tree_packages, site_packages  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
