@@ -46,6 +46,8 @@ __all__ = [
 
 RUNTIME_ORIGIN = "runtime pin"
 _OPTION = re.compile(r"\s+--?[a-zA-Z]")
+_LAST_EXTRA = re.compile(r"(?:;|\band)\s*extra\s*==\s*[\"']([^\"']+)[\"']\s*$")
+_PARENS = re.compile(r"\([^()]*\)")
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://|^git\+|^hg\+|^svn\+|^bzr\+")
 
 
@@ -86,7 +88,13 @@ class Missing:
 
     @property
     def text(self) -> str:
-        return " <- ".join((str(self.requirement), *self.chain))
+        """``aiohttp>=3.7 <- ray[default]==2.58.0 <- runtime pin`` (marker left out: it held)."""
+        return " <- ".join((_bare(self.requirement), *self.chain))
+
+
+def _bare(req: Requirement) -> str:
+    extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+    return f"{req.name}{extras}{req.specifier}"
 
 
 @dataclass(frozen=True)
@@ -310,6 +318,26 @@ def _choose(
     return None
 
 
+def _only_extra(text: str) -> str | None:
+    """``x`` when the marker is ``extra == "x"`` or ``... and extra == "x"`` with no top-level
+    ``or``, i.e. the requirement applies only when extra ``x`` is asked for; else None.
+
+    >>> _only_extra('aiohttp>=3.7; extra == "default"'), _only_extra("six")
+    ('default', None)
+    >>> _only_extra('a; (os_name == "nt" or x) and extra == "y"')
+    'y'
+    >>> _only_extra('a; b or c and extra == "y"') is None
+    True
+    """
+    match = _LAST_EXTRA.search(text)
+    if match is None or ";" not in text:
+        return None
+    marker = text.split(";", 1)[1]
+    while _PARENS.search(marker):
+        marker = _PARENS.sub("", marker)
+    return None if " or " in marker else canonicalize_name(match.group(1))
+
+
 def _expand(state: _Walk, wheel: WheelFile, extras: Iterable[str]) -> None:
     name = wheel.name
     assert name is not None  # indexed wheels always have one
@@ -319,7 +347,13 @@ def _expand(state: _Walk, wheel: WheelFile, extras: Iterable[str]) -> None:
         return
     done |= new
     chain = state.chains.get(name) or (f"{name}=={wheel.version}",)
+    asked = sorted(e for e in new if e)
+    if asked:  # name the extra that pulled these in: ray[default]==2.58.0
+        chain = (f"{name}[{','.join(asked)}]=={wheel.version}", *chain[1:])
     for text in wheel.requires_dist:
+        only = _only_extra(text)
+        if only is not None and only not in new:
+            continue  # most of ray's 300+ Requires-Dist: skip parsing what no extra asks for
         dep = parse_requirement(text)
         if dep is not None and applies(dep, state.env, tuple(sorted(new))):
             state.queue.append((dep, chain, wheel.path, None))

@@ -8,8 +8,10 @@ RECORD checks (EK407), cheapest first:
 - always: path traversal in the zip namelist and in RECORD (absolute, ``..``, drive letters,
   backslashes), RECORD missing, archive members RECORD does not list, and RECORD sizes against
   the zip directory's uncompressed sizes (free: no member is decompressed);
-- always: the sha256 of every ``.dist-info/`` member and of every member of a wheel whose
-  uncompressed payload is at most ``SMALL_WHEEL_BYTES`` (pure-Python env wheels, fixtures);
+- always: the sha256 of METADATA (read anyway) and of every member of a wheel whose
+  uncompressed payload is at most ``SMALL_WHEEL_BYTES`` (small pure-Python env wheels,
+  fixtures); hashing anything more by default cost +20 ms (256 KiB) to +290 ms (2 MiB) on
+  the 66-wheel ray[default]+openai closure, against a 100 ms budget for the whole check;
 - ``deep=True`` (``--verify-hashes``): every member of every wheel. Decompressing and hashing
   ray's ~70 MB wheel alone takes most of a second, which would blow the closure check's budget.
 
@@ -26,6 +28,7 @@ import io
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.metadata import parse_email
 from packaging.tags import Tag
@@ -37,9 +40,12 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 __all__ = ["SMALL_WHEEL_BYTES", "WheelFile", "read_wheel", "record_issues", "unsafe_member"]
 
-SMALL_WHEEL_BYTES = 2 * 1024 * 1024
+SMALL_WHEEL_BYTES = 64 * 1024
 """Wheels whose members total at most this are hash-verified in full by default."""
 _MAX_ISSUES = 20
 
@@ -83,7 +89,8 @@ def _read_archive(base: WheelFile, zf: zipfile.ZipFile, *, deep: bool) -> WheelF
     if not metas:
         return _replace(base, error="no *.dist-info/METADATA in the archive")
     try:
-        raw, _unparsed = parse_email(zf.read(metas[0]))
+        meta_bytes = zf.read(metas[0])
+        raw, _unparsed = parse_email(_headers(meta_bytes))
     except (ValueError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
         return _replace(base, error=f"unreadable METADATA: {exc}")
     meta_name = raw.get("name")
@@ -95,8 +102,21 @@ def _read_archive(base: WheelFile, zf: zipfile.ZipFile, *, deep: bool) -> WheelF
         requires_dist=tuple(raw.get("requires_dist", ())),
         requires_python=raw.get("requires_python"),
         provides_extra=tuple(raw.get("provides_extra", ())),
-        record_issues=record_issues(zf, metas[0].split("/", 1)[0], deep=deep),
+        record_issues=record_issues(
+            zf, metas[0].split("/", 1)[0], deep=deep, known={metas[0]: meta_bytes}
+        ),
     )
+
+
+def _headers(data: bytes) -> bytes:
+    """METADATA up to the blank line that starts the long description.
+
+    Everything validation reads is a header; parsing the README body too made
+    ``parse_email`` the slowest step (ray's and openai's METADATA are mostly README).
+    """
+    data = data.replace(b"\r\n", b"\n")
+    end = data.find(b"\n\n")
+    return data if end < 0 else data[: end + 1]
 
 
 def unsafe_member(name: str) -> bool:
@@ -105,15 +125,26 @@ def unsafe_member(name: str) -> bool:
     >>> [unsafe_member(p) for p in ("a/b.py", "/etc/x", "a/../../x", "C:/x")]
     [False, True, True, True]
     """
+    if ".." not in name and ":" not in name[:3] and name[:1] not in ("/", "\\"):
+        return False  # fast path: RECORDs of big wheels list thousands of plain paths
     norm = name.replace("\\", "/")
     if norm.startswith("/") or (len(norm) > 1 and norm[1] == ":"):
         return True
     return ".." in norm.split("/")
 
 
-def record_issues(zf: zipfile.ZipFile, dist_info: str, *, deep: bool = False) -> tuple[str, ...]:
-    """RECORD problems of an open wheel, at most ``_MAX_ISSUES`` of them (never raises)."""
-    infos = {i.filename: i for i in zf.infolist() if not i.is_dir()}
+def record_issues(
+    zf: zipfile.ZipFile,
+    dist_info: str,
+    *,
+    deep: bool = False,
+    known: Mapping[str, bytes] | None = None,
+) -> tuple[str, ...]:
+    """RECORD problems of an open wheel, at most ``_MAX_ISSUES`` of them (never raises).
+
+    ``known`` holds members already read (METADATA): they are hashed without a second read.
+    """
+    infos = {i.filename: i for i in zf.infolist() if not i.filename.endswith("/")}
     issues = [f"unsafe path {n!r} in the archive" for n in infos if unsafe_member(n)]
     record_name = f"{dist_info}/RECORD"
     if record_name not in infos:
@@ -126,38 +157,55 @@ def record_issues(zf: zipfile.ZipFile, dist_info: str, *, deep: bool = False) ->
     unlisted = sorted(n for n in infos if n not in rows and not _is_signature(n, dist_info))
     issues += [f"{n!r} is in the archive but not in RECORD" for n in unlisted]
     full = deep or sum(i.file_size for i in infos.values()) <= SMALL_WHEEL_BYTES
+    known = known or {}
     for path, (digest, size) in rows.items():
         info = infos.get(path)
         if info is None or path == record_name or len(issues) >= _MAX_ISSUES:
             continue
-        issues += _member_issues(zf, info, digest, size, hash_it=full or path.startswith(dist_info))
+        issues += _size_issues(info, digest, size)
+        if (full or path in known) and digest and not issues:
+            issues += _hash_issues(zf, info, digest, known.get(path))
     return tuple(issues[:_MAX_ISSUES])
 
 
 def _record_rows(data: bytes) -> dict[str, tuple[str, str]]:
-    """``path -> (hash, size)`` from RECORD's CSV (PEP 376 / the wheel spec)."""
-    rows = csv.reader(io.StringIO(data.decode("utf-8")))
-    return {row[0]: (row[1], row[2]) for row in rows if len(row) >= 3 and row[0]}
+    """``path -> (hash, size)`` from RECORD's CSV (PEP 376 / the wheel spec).
+
+    RECORDs without quoting (nearly all) are split directly: the csv module is several times
+    slower on ray's 10k-line RECORD, and the last two fields never contain commas.
+    """
+    text = data.decode("utf-8")
+    if '"' in text:
+        rows = csv.reader(io.StringIO(text))
+        return {r[0]: (r[1], r[2]) for r in rows if len(r) >= 3 and r[0]}
+    out: dict[str, tuple[str, str]] = {}
+    for line in text.splitlines():
+        parts = line.rsplit(",", 2)
+        if len(parts) == 3 and parts[0]:
+            out[parts[0]] = (parts[1], parts[2])
+    return out
 
 
 def _is_signature(name: str, dist_info: str) -> bool:
     return name in (f"{dist_info}/RECORD.jws", f"{dist_info}/RECORD.p7s")
 
 
-def _member_issues(
-    zf: zipfile.ZipFile, info: zipfile.ZipInfo, digest: str, size: str, *, hash_it: bool
-) -> list[str]:
+def _size_issues(info: zipfile.ZipInfo, digest: str, size: str) -> list[str]:
     if size and size.isdigit() and int(size) != info.file_size:
         return [f"{info.filename!r}: RECORD says {size} bytes, the archive holds {info.file_size}"]
     if not digest:
         return [f"{info.filename!r} has no hash in RECORD"]
-    if not hash_it:
-        return []
+    return []
+
+
+def _hash_issues(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, digest: str, data: bytes | None
+) -> list[str]:
     algo, _, expected = digest.partition("=")
     if algo not in hashlib.algorithms_guaranteed or algo in ("md5", "sha1"):
         return [f"{info.filename!r}: unsupported RECORD hash {algo!r}"]
     try:
-        actual = _b64_digest(algo, zf.read(info))
+        actual = _b64_digest(algo, zf.read(info) if data is None else data)
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         return [f"{info.filename!r} cannot be read: {exc}"]
     if actual != expected:
