@@ -28,7 +28,7 @@ import io
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from packaging.metadata import parse_email
 from packaging.tags import Tag
@@ -39,6 +39,8 @@ from packaging.utils import (
     parse_wheel_filename,
 )
 from packaging.version import Version
+
+from envkit._zipdir import Unsupported, ZipfileArchive, open_archive
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -78,14 +80,25 @@ def read_wheel(file: Path, rel: str | None = None, *, deep: bool = False) -> Whe
         return WheelFile(rel, file.name, error=f"invalid wheel filename: {exc}")
     base = WheelFile(rel, file.name, name=name, version=version, tags=frozenset(tags))
     try:
-        with zipfile.ZipFile(file) as zf:
-            return _read_archive(base, zf, deep=deep)
+        with file.open("rb") as fh:
+            try:
+                archive: _Members = open_archive(fh, file)
+            except Unsupported:
+                with zipfile.ZipFile(fh) as zf:
+                    return _read_archive(base, ZipfileArchive(zf), deep=deep)
+            return _read_archive(base, archive, deep=deep)
     except (zipfile.BadZipFile, OSError, EOFError, zipfile.LargeZipFile) as exc:
         return _replace(base, error=f"unreadable archive: {exc}")
 
 
-def _read_archive(base: WheelFile, zf: zipfile.ZipFile, *, deep: bool) -> WheelFile:
-    metas = [n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+class _Members(Protocol):
+    sizes: dict[str, int]
+
+    def read(self, name: str) -> bytes: ...
+
+
+def _read_archive(base: WheelFile, zf: _Members, *, deep: bool) -> WheelFile:
+    metas = [n for n in zf.sizes if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
     if not metas:
         return _replace(base, error="no *.dist-info/METADATA in the archive")
     try:
@@ -108,15 +121,30 @@ def _read_archive(base: WheelFile, zf: zipfile.ZipFile, *, deep: bool) -> WheelF
     )
 
 
-def _headers(data: bytes) -> bytes:
-    """METADATA up to the blank line that starts the long description.
+_FIELDS = (b"metadata-version:", b"name:", b"version:", b"requires-dist:",
+           b"requires-python:", b"provides-extra:")
 
-    Everything validation reads is a header; parsing the README body too made
-    ``parse_email`` the slowest step (ray's and openai's METADATA are mostly README).
+
+def _headers(data: bytes) -> bytes:
+    """The METADATA headers validation reads, and nothing else.
+
+    The long description (after the first blank line) and the many ``Classifier``/
+    ``Project-URL`` lines made ``parse_email`` the slowest step on ray's and openai's METADATA;
+    the kept fields go through it unchanged, continuation lines included.
     """
     data = data.replace(b"\r\n", b"\n")
     end = data.find(b"\n\n")
-    return data if end < 0 else data[: end + 1]
+    kept: list[bytes] = []
+    keep = False
+    for line in (data if end < 0 else data[: end + 1]).split(b"\n"):
+        if line[:1] in (b" ", b"\t"):
+            if keep:
+                kept.append(line)
+            continue
+        keep = line[:17].lower().startswith(_FIELDS)
+        if keep:
+            kept.append(line)
+    return b"\n".join(kept) + b"\n"
 
 
 def unsafe_member(name: str) -> bool:
@@ -134,7 +162,7 @@ def unsafe_member(name: str) -> bool:
 
 
 def record_issues(
-    zf: zipfile.ZipFile,
+    zf: _Members,
     dist_info: str,
     *,
     deep: bool = False,
@@ -144,7 +172,7 @@ def record_issues(
 
     ``known`` holds members already read (METADATA): they are hashed without a second read.
     """
-    infos = {i.filename: i for i in zf.infolist() if not i.filename.endswith("/")}
+    infos = zf.sizes
     issues = [f"unsafe path {n!r} in the archive" for n in infos if unsafe_member(n)]
     record_name = f"{dist_info}/RECORD"
     if record_name not in infos:
@@ -156,15 +184,16 @@ def record_issues(
     issues += [f"unsafe path {p!r} in RECORD" for p in rows if unsafe_member(p)]
     unlisted = sorted(n for n in infos if n not in rows and not _is_signature(n, dist_info))
     issues += [f"{n!r} is in the archive but not in RECORD" for n in unlisted]
-    full = deep or sum(i.file_size for i in infos.values()) <= SMALL_WHEEL_BYTES
+    full = deep or sum(infos.values()) <= SMALL_WHEEL_BYTES
     known = known or {}
     for path, (digest, size) in rows.items():
-        info = infos.get(path)
-        if info is None or path == record_name or len(issues) >= _MAX_ISSUES:
+        actual = infos.get(path)
+        if actual is None or path == record_name or len(issues) >= _MAX_ISSUES:
             continue
-        issues += _size_issues(info, digest, size)
+        if size != str(actual) or not digest:
+            issues += _size_issues(path, actual, digest, size)
         if (full or path in known) and digest and not issues:
-            issues += _hash_issues(zf, info, digest, known.get(path))
+            issues += _hash_issues(zf, path, digest, known.get(path))
     return tuple(issues[:_MAX_ISSUES])
 
 
@@ -190,26 +219,24 @@ def _is_signature(name: str, dist_info: str) -> bool:
     return name in (f"{dist_info}/RECORD.jws", f"{dist_info}/RECORD.p7s")
 
 
-def _size_issues(info: zipfile.ZipInfo, digest: str, size: str) -> list[str]:
-    if size and size.isdigit() and int(size) != info.file_size:
-        return [f"{info.filename!r}: RECORD says {size} bytes, the archive holds {info.file_size}"]
+def _size_issues(path: str, actual: int, digest: str, size: str) -> list[str]:
+    if size and size.isdigit() and int(size) != actual:
+        return [f"{path!r}: RECORD says {size} bytes, the archive holds {actual}"]
     if not digest:
-        return [f"{info.filename!r} has no hash in RECORD"]
+        return [f"{path!r} has no hash in RECORD"]
     return []
 
 
-def _hash_issues(
-    zf: zipfile.ZipFile, info: zipfile.ZipInfo, digest: str, data: bytes | None
-) -> list[str]:
+def _hash_issues(zf: _Members, path: str, digest: str, data: bytes | None) -> list[str]:
     algo, _, expected = digest.partition("=")
     if algo not in hashlib.algorithms_guaranteed or algo in ("md5", "sha1"):
-        return [f"{info.filename!r}: unsupported RECORD hash {algo!r}"]
+        return [f"{path!r}: unsupported RECORD hash {algo!r}"]
     try:
-        actual = _b64_digest(algo, zf.read(info) if data is None else data)
+        actual = _b64_digest(algo, zf.read(path) if data is None else data)
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        return [f"{info.filename!r} cannot be read: {exc}"]
+        return [f"{path!r} cannot be read: {exc}"]
     if actual != expected:
-        return [f"{info.filename!r}: {algo} does not match RECORD (content was changed)"]
+        return [f"{path!r}: {algo} does not match RECORD (content was changed)"]
     return []
 
 

@@ -124,3 +124,45 @@ def test_comma_in_record_path(tmp_path: Path) -> None:
     assert read_wheel(path).record_issues == ()
     _rewrite(path, {"demo/a,b.py": b"x = 2\n"})
     assert any("a,b.py" in i for i in read_wheel(path).record_issues)
+
+
+def test_metadata_headers_only(tmp_path: Path) -> None:
+    """Only the fields validation needs are parsed; folded lines and the body are handled."""
+    path = make_wheel(tmp_path, "demo", requires=("six>=1",))
+    meta = "demo-1.0.dist-info/METADATA"
+    with zipfile.ZipFile(path) as zf:
+        text = zf.read(meta).decode()
+    extra = "Classifier: X :: Y\nRequires-Python: >=3.9,\n <4\n"
+    text = text.replace("Version: 1.0\n", "Version: 1.0\n" + extra)
+    text += "\nLong description\nRequires-Dist: not-a-header\n"
+    _rewrite(path, {meta: text.encode()})
+    wheel = read_wheel(path)
+    assert wheel.requires_dist == ("six>=1",)
+    assert wheel.requires_python is not None and "<4" in wheel.requires_python
+
+
+def test_archives_the_fast_reader_declines_still_read(tmp_path: Path) -> None:
+    """A prefixed archive or a bzip2 member falls back to zipfile with the same result."""
+    path = make_wheel(tmp_path, "demo", files={"demo/core.py": b"VALUE = 1\n"})
+    data = path.read_bytes()
+    prefixed = tmp_path / "p" / path.name
+    prefixed.parent.mkdir()
+    prefixed.write_bytes(b"#!/bin/sh\n" + data)
+    assert read_wheel(prefixed).error is None
+    with zipfile.ZipFile(path) as zf:
+        members = {i.filename: zf.read(i) for i in zf.infolist()}
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_BZIP2) as zf:
+        for name, body in members.items():
+            zf.writestr(name, body)
+    wheel = read_wheel(path)
+    assert (wheel.error, wheel.record_issues) == (None, ())
+
+
+def test_corrupt_member_is_reported_not_raised(tmp_path: Path) -> None:
+    path = make_wheel(tmp_path, "demo", files={"demo/core.py": b"VALUE = 1\n" * 50})
+    data = bytearray(path.read_bytes())
+    at = data.find(b"demo/core.py") + len("demo/core.py") + 5  # inside the deflate stream
+    data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
+    wheel = read_wheel(path)
+    assert wheel.error is not None or wheel.record_issues
