@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from packaging.markers import Marker
+from packaging.markers import Marker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import InvalidVersion
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
@@ -219,7 +220,12 @@ def parse_requirement(text: str) -> Requirement | None:
 
 @lru_cache(maxsize=16384)
 def _marker_true(marker: Marker, env: tuple[tuple[str, str], ...], extra: str) -> bool:
-    return marker.evaluate({**dict(env), "extra": extra})
+    """Evaluate for the target; a marker that cannot be evaluated counts as needed (an
+    installer would stop on it too, so the requirement must not silently vanish)."""
+    try:
+        return marker.evaluate({**dict(env), "extra": extra})
+    except (UndefinedComparison, UndefinedEnvironmentName, InvalidVersion, ValueError):
+        return True
 
 
 def applies(req: Requirement, env: tuple[tuple[str, str], ...], extras: Iterable[str]) -> bool:

@@ -156,3 +156,10 @@ def test_unreadable_wheels_are_ignored_by_the_walk(tmp_path: Path, arch: str) ->
     bad.write_bytes(b"junk")
     closure = walk([read_wheel(bad)], _roots("lib"), Target(arch))
     assert [m.name for m in closure.missing] == ["lib"]
+
+
+def test_unevaluable_marker_counts_as_needed(tmp_path: Path) -> None:
+    """``platform_version`` is unknown for a cluster: a comparison on it cannot drop a dep."""
+    odd = 'kernel-helper; platform_version ~= "1.0"'
+    wheels = _wheels(tmp_path, ("app", "1", {"requires": (odd, 'never; os_name == "nt"')}))
+    assert [m.name for m in walk(wheels, _roots("app"), X86).missing] == ["kernel-helper"]
