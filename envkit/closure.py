@@ -172,24 +172,39 @@ def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
 
 
 def pyproject_roots(text: str, path: str) -> tuple[list[Root], list[Egress]]:
-    """Roots from ``[project] dependencies``; a malformed file yields none (EK205/EK3xx own it)."""
+    """Roots from ``[project] dependencies`` and ``[build-system] requires``.
+
+    Gym installs a pyproject server with ``uv pip install --no-sources -e .``: its
+    ``nemo-gym[dev]`` dependency keeps the extra (so the walk expands it), and building the
+    editable project needs the build requirements too. A malformed file yields no roots
+    (EK205/EK3xx own it).
+    """
     try:
-        deps = tomllib.loads(text).get("project", {}).get("dependencies", [])
-    except (tomllib.TOMLDecodeError, AttributeError):
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
         return [], []
     roots: list[Root] = []
     egress: list[Egress] = []
-    for dep in deps if isinstance(deps, list) else []:
-        req = parse_requirement(dep) if isinstance(dep, str) else None
-        if req is None:
-            continue
-        line = _line_of(text, dep)
-        if req.url:
-            if "../.." not in req.url:
-                egress.append(Egress(dep, path, line))
-            continue
-        roots.append(Root(req, f"{path}:{line}" if line else path, path, line))
+    for table, key in (("project", "dependencies"), ("build-system", "requires")):
+        section = doc.get(table)
+        deps = section.get(key, []) if isinstance(section, dict) else []
+        for dep in deps if isinstance(deps, list) else []:
+            _pyproject_dep(dep, text, path, roots, egress)
     return roots, egress
+
+
+def _pyproject_dep(
+    dep: object, text: str, path: str, roots: list[Root], egress: list[Egress]
+) -> None:
+    req = parse_requirement(dep) if isinstance(dep, str) else None
+    if req is None or not isinstance(dep, str):
+        return
+    line = _line_of(text, dep)
+    if req.url:
+        if "../.." not in req.url:
+            egress.append(Egress(dep, path, line))
+        return
+    roots.append(Root(req, f"{path}:{line}" if line else path, path, line))
 
 
 def _line_of(text: str, needle: str) -> int | None:

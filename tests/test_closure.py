@@ -143,9 +143,14 @@ def test_requirements_txt_tolerates_gym_lines() -> None:
 
 
 def test_pyproject_dependencies() -> None:
-    text = '[project]\nname = "s"\ndependencies = [\n  "echo-scorer==1.0",\n  "x @ https://e/x.whl",\n]\n'
+    text = (
+        '[project]\nname = "s"\ndependencies = [\n  "echo-scorer==1.0",\n  "x @ https://e/x.whl",\n'
+        '  "nemo-gym[dev]",\n]\n[build-system]\nrequires = ["setuptools>=61"]\n'
+    )
     roots, egress = pyproject_roots(text, "srv/pyproject.toml")
-    assert [(str(r.requirement), r.line) for r in roots] == [("echo-scorer==1.0", 4)]
+    assert [(str(r.requirement), r.line) for r in roots] == [
+        ("echo-scorer==1.0", 4), ("nemo-gym[dev]", 6), ("setuptools>=61", 9),
+    ]
     assert [e.line for e in egress] == [5]
     assert pyproject_roots("not = [toml", "p") == ([], [])
 

@@ -213,3 +213,22 @@ def test_native_v1_wheels_are_not_checked(tmp_path: Path) -> None:
     pkg = _package(tmp_path, base="valid-native-v1")
     make_wheel(pkg / "wheels", "unused", "1", tag="cp313-cp313-win_amd64")
     assert _diags(pkg) == []
+
+
+def test_offline_pyproject_server_needs_nemo_gym_dev_extra(tmp_path: Path) -> None:
+    """Gym installs pyproject servers with ``--no-sources -e .``: ``nemo-gym[dev]`` keeps its
+    extra, so offline the dev requirements must be vendored too."""
+    gym = ("nemo-gym", "0.7.0", {"extras": ("dev",), "requires": ('pytest; extra == "dev"',)})
+    pkg = _package(tmp_path, (ECHO, gym, *RUNTIME[1:]))
+    (pkg / "resources_servers/echo_match/requirements.txt").unlink()
+    (pkg / "resources_servers/echo_match/pyproject.toml").write_text(
+        '[project]\nname = "echo-match"\nversion = "0"\n'
+        'dependencies = ["nemo-gym[dev]", "echo-scorer==1.0"]\n'
+    )
+    (diag,) = _diags(pkg, offline=True)
+    assert diag.code == "EK403"
+    assert "pytest <- nemo-gym[dev]==0.7.0 <- resources_servers/echo_match/pyproject.toml:4" in (
+        diag.message
+    )
+    (warn,) = _diags(pkg)  # with an index the dev extras are fetched: egress, a warning
+    assert (warn.code, warn.severity) == ("EK403", Severity.WARNING)
