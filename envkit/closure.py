@@ -318,6 +318,8 @@ def _choose(
     path: str,
     line: int | None,
 ) -> WheelFile | None:
+    """Pick the highest usable vendored version that fits ``req``; pre-releases count, as
+    they do for an installer when they are all a find-links directory offers."""
     candidates = state.index.get(name, [])
     fits = [w for w in candidates if req.specifier.contains(w.version, prereleases=True)]
     good = [w for w in fits if usable(w, state.target)]
@@ -330,11 +332,8 @@ def _choose(
     if fits:
         state.blocked.add(name)
         return None
-    if name not in state.missing and name not in state.used:
+    if name not in state.missing:  # first (shortest) chain wins; one report per project
         vendored = tuple(sorted({str(w.version) for w in candidates}))
-        state.missing[name] = Missing(req, chain, path, line, vendored)
-    elif name in state.used and name not in state.missing:
-        vendored = (str(state.used[name].version),)
         state.missing[name] = Missing(req, chain, path, line, vendored)
     return None
 

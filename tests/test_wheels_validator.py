@@ -232,3 +232,16 @@ def test_offline_pyproject_server_needs_nemo_gym_dev_extra(tmp_path: Path) -> No
     )
     (warn,) = _diags(pkg)  # with an index the dev extras are fetched: egress, a warning
     assert (warn.code, warn.severity) == ("EK403", Severity.WARNING)
+
+
+def test_hostile_metadata_never_raises(tmp_path: Path) -> None:
+    wheels = (
+        ("echo-scorer", "1.0", {"requires": ("!!! not a requirement", "x; os_name ~= 'a'"),
+                                "requires_python": "not a specifier"}),
+        ("other", "1.0", {"metadata_name": "different"}),
+        ("pre", "1.0rc1", {"files": {"C:/win.py": b"", "/abs.py": b""}}),
+    )
+    pkg = _package(tmp_path, wheels, requirements="echo-scorer==1.0\n-r\n@@@\nname @\n")
+    (pkg / "wheels" / "zero-1.0-py3-none-any.whl").write_bytes(b"")
+    codes = set(_codes(_diags(pkg, offline=True)))
+    assert {"EK400", "EK407"} <= codes
