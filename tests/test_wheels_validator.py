@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+import zipfile
 from pathlib import Path
 
 import pytest
 from envkit.validators import CheckOptions
 from wheelfactory import make_wheel
 
+from envkit import wheelfile
+from envkit.cli import main
 from envkit.diagnostics import Severity
 from envkit.target import Target
 from envkit.validate import ValidateRequest, validate
@@ -245,3 +249,24 @@ def test_hostile_metadata_never_raises(tmp_path: Path) -> None:
     (pkg / "wheels" / "zero-1.0-py3-none-any.whl").write_bytes(b"")
     codes = set(_codes(_diags(pkg, offline=True)))
     assert {"EK400", "EK407"} <= codes
+
+
+def test_verify_hashes_flag_catches_same_size_edit_in_big_wheel(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blob = b"a" * (wheelfile.SMALL_WHEEL_BYTES + 1)
+    pkg = _package(tmp_path, (("echo-scorer", "1.0", {"files": {"echo_scorer/blob.bin": blob}}),))
+    path = next((pkg / "wheels").glob("*.whl"))
+    with zipfile.ZipFile(path) as zf:
+        members = {i.filename: zf.read(i) for i in zf.infolist()}
+    members["echo_scorer/blob.bin"] = b"b" * len(blob)
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    assert main(["validate", str(pkg), "--select", "EK4", "--format", "json"]) == 0
+    capsys.readouterr()
+    rc = main(["validate", str(pkg), "--select", "EK4", "--format", "json", "--verify-hashes"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 1
+    assert [d["code"] for d in out["diagnostics"]] == ["EK407"]
+    assert "blob.bin" in out["diagnostics"][0]["message"]

@@ -31,6 +31,8 @@ _EXISTING = click.Path(exists=True, path_type=Path)
               help="nemo-gym version of the training image.")
 @click.option("--offline", is_flag=True, help="The cluster has no egress: wheels/ must cover everything.")
 @click.option("--strict", is_flag=True, help="Warnings fail too.")
+@click.option("--verify-hashes", is_flag=True,
+              help="Check every wheel member against RECORD (default: small wheels only).")
 @click.option("--select", multiple=True, metavar="CODES", help="Only these codes or prefixes (EK1,EK204).")
 @click.option("--ignore", multiple=True, metavar="CODES", help="Skip these codes or prefixes.")
 @click.option("--format", "output_format", type=click.Choice(["human", "json", "github"]),
@@ -45,6 +47,7 @@ def validate_command(  # noqa: PLR0913 - one flag per documented option
     gym_version: str,
     offline: bool,
     strict: bool,
+    verify_hashes: bool,
     select: tuple[str, ...],
     ignore: tuple[str, ...],
     output_format: str,
@@ -63,6 +66,7 @@ def validate_command(  # noqa: PLR0913 - one flag per documented option
         select=parse_codes(select),
         ignore=parse_codes(ignore),
         strict=strict,
+        verify_hashes=verify_hashes,
     )
     report = validate(request)
     if output_format == "json":
