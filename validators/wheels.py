@@ -93,7 +93,9 @@ EK406 = Rule(
 EK407 = Rule(
     "EK407", Severity.ERROR, "RECORD problem inside a wheel",
     "RECORD lists every file with its sha256 and size; a mismatch means the wheel was "
-    "altered after it was built, and a `..` or absolute path writes outside site-packages.",
+    "altered after it was built, and a `..` or absolute path writes outside site-packages. "
+    "Sizes and paths are checked for every member; sha256 for METADATA and for wheels up to "
+    "64 KiB by default, for every member with `--verify-hashes`.",
     "Re-download the wheel from its index; never patch wheels in place.",
 )
 EK408 = Rule(
