@@ -111,10 +111,14 @@ def test_ek402_two_versions(tmp_path: Path) -> None:
     assert "1.0, 1.1" in diags[0].message
 
 
-def test_same_version_two_arches_is_not_ek402(tmp_path: Path) -> None:
+def test_multi_arch_package_is_clean_on_both_targets(tmp_path: Path) -> None:
+    """Builds for both cluster arches: the installer skips the other one; not EK401/EK402."""
     wheels = (("echo-scorer", "1.0", {"tag": "cp313-cp313-manylinux_2_17_x86_64"}),
               ("echo-scorer", "1.0", {"tag": "cp313-cp313-manylinux_2_17_aarch64"}))
-    assert _codes(_diags(_package(tmp_path, wheels))) == ["EK401"]
+    pkg = _package(tmp_path, wheels)
+    assert _diags(pkg, target=Target("x86_64")) == []
+    assert _diags(pkg, target=Target("aarch64")) == []
+    assert _codes(_diags(pkg, target=Target("aarch64", glibc=(2, 17)))) == []
 
 
 def test_ek403_warning_then_error_with_chain(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from envkit.closure import (
     python_ok,
     requirements_txt_roots,
     runtime_roots,
+    usable,
     walk,
 )
 from envkit.diagnostics import Severity
@@ -112,12 +113,21 @@ def _wheel_package(inputs: Inputs) -> Package | None:
 
 
 def check_wheel_files(inputs: Inputs) -> Iterator[Diagnostic]:
-    """EK400, EK401, EK406, EK407: one wheel at a time."""
+    """EK400, EK401, EK406, EK407: one wheel at a time.
+
+    A wheel for another platform is reported only when its project has no wheel the target
+    can use: a package may carry builds for both cluster architectures, and the installer
+    skips the ones that do not match.
+    """
     pkg = _wheel_package(inputs)
     target = inputs.options.target
+    covered = {w.name for w in pkg.wheels if usable(w, target)} if pkg else set()
     for wheel in pkg.wheels if pkg else ():
         if wheel.error is not None:
             yield EK400.at(wheel.path, f"`{wheel.filename}`: {wheel.error}")
+            continue
+        yield from (EK407.at(wheel.path, f"`{wheel.filename}`: {i}") for i in wheel.record_issues)
+        if wheel.name in covered:
             continue
         if not target.accepts(wheel.tags):
             yield EK401.at(wheel.path, _tag_message(wheel, target))
@@ -125,8 +135,6 @@ def check_wheel_files(inputs: Inputs) -> Iterator[Diagnostic]:
             msg = (f"`{wheel.filename}` declares Requires-Python `{wheel.requires_python}`, "
                    f"which excludes the target CPython {target.full_version}")
             yield EK406.at(wheel.path, msg)
-        for issue in wheel.record_issues:
-            yield EK407.at(wheel.path, f"`{wheel.filename}`: {issue}")
 
 
 def _tag_message(wheel: WheelFile, target: Target) -> str:
