@@ -29,6 +29,9 @@ __all__ = [
     "IMAGE_PATCH",
     "Target",
     "TargetError",
+    "marker_environment",
+    "platform_tags",
+    "target_tags",
 ]
 
 ARCHES = ("x86_64", "aarch64")
@@ -87,7 +90,11 @@ class Target:
 
     @cached_property
     def tag_list(self) -> tuple[Tag, ...]:
-        return tags(self)
+        return target_tags(self)
+
+    def tags(self) -> tuple[Tag, ...]:
+        """The full ordered tag list, most preferred first (see ``target_tags``)."""
+        return self.tag_list
 
     @cached_property
     def tag_set(self) -> frozenset[Tag]:
@@ -120,7 +127,7 @@ def platform_tags(arch: str, floor: tuple[int, int]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def tags(target: Target) -> tuple[Tag, ...]:
+def target_tags(target: Target) -> tuple[Tag, ...]:
     """The target's full ordered tag list: ``cp313-cp313-*``, abi3 back to cp32, ``none``,
     then ``py3*-none-*`` and ``*-none-any``; never the host's."""
     abi = f"cp{target.python[0]}{target.python[1]}"

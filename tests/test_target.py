@@ -45,7 +45,7 @@ def test_glibc_floor_is_respected() -> None:
 
 
 def test_tag_order_most_specific_first() -> None:
-    tags = Target("aarch64").tag_list
+    tags = Target("aarch64").tags()
     assert tags[0] == Tag("cp313", "cp313", "manylinux_2_28_aarch64")
     assert tags[-1] == Tag("py30", "none", "any")
     assert tags.index(Tag("cp313", "abi3", "manylinux_2_28_aarch64")) < tags.index(
