@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 __all__ = ["Archive", "Unsupported", "ZipfileArchive", "open_archive"]
 
 _EOCD = struct.Struct("<4s4H2LH")  # end of central directory record (22 bytes)
-_CDIR = struct.Struct("<4s4B4HL2L5H2L")  # central directory file header (46 bytes)
+_CDIR = struct.Struct("<8xHH4xLLLHHH8xL")
+"""Central directory file header (46 bytes), only the fields used: flags, method, crc,
+compressed size, size, name/extra/comment lengths, local header offset."""
 _LOCAL = struct.Struct("<4s2B4HL2L2H")  # local file header (30 bytes)
 _MAX_COMMENT = 0xFFFF
 _UTF8_FLAG = 0x800
@@ -102,12 +104,10 @@ def _entries(cd: bytes, count: int) -> dict[str, tuple[int, int, int, int, int]]
     entries: dict[str, tuple[int, int, int, int, int]] = {}
     pos = 0
     for _ in range(count):
-        if cd[pos : pos + 4] != b"PK\x01\x02":
-            raise zipfile.BadZipFile("bad central directory")
-        f = _CDIR.unpack_from(cd, pos)
-        flags, method, crc, csize, usize, nlen, elen, clen, offset = (
-            f[5], f[6], f[9], f[10], f[11], f[12], f[13], f[14], f[18]
-        )
+        if not cd.startswith(b"PK\x01\x02", pos):
+            msg = f"bad central directory entry at byte {pos}"
+            raise zipfile.BadZipFile(msg)
+        flags, method, crc, csize, usize, nlen, elen, clen, offset = _CDIR.unpack_from(cd, pos)
         if flags & _ENCRYPTED or method not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
             raise Unsupported
         if 0xFFFFFFFF in (csize, usize, offset):

@@ -12,12 +12,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
 import realwheels
 from envkit.validators import CheckOptions
 
+from envkit._zipdir import ZipfileArchive, open_archive
 from envkit.target import Target
 from envkit.validate import ValidateRequest, validate
 
@@ -114,3 +116,14 @@ def test_wheel_swapped_for_other_arch_both_fail(
     ok, why = _envkit_ok(pkg, arch)
     assert (ok, uv_ok) == (False, False), uv_err
     assert any(w.startswith("EK401") and swap.name in w for w in why)
+
+
+def test_fast_zip_reader_matches_zipfile(houses: tuple[str, Path, Path]) -> None:
+    """envkit's central-directory reader sees the same members, sizes and bytes as zipfile."""
+    _, house, _ = houses
+    for wheel in sorted(house.glob("*.whl")):
+        with wheel.open("rb") as fh, zipfile.ZipFile(wheel) as zf:
+            fast = open_archive(fh, wheel)
+            assert fast.sizes == ZipfileArchive(zf).sizes, wheel.name
+            meta = next(n for n in fast.sizes if n.endswith(".dist-info/METADATA"))
+            assert fast.read(meta) == zf.read(meta)
