@@ -13,10 +13,7 @@ from __future__ import annotations
 import struct
 import zipfile
 import zlib
-from typing import TYPE_CHECKING, BinaryIO
-
-if TYPE_CHECKING:
-    from pathlib import Path
+from typing import BinaryIO
 
 __all__ = ["Archive", "Unsupported", "ZipfileArchive", "open_archive"]
 
@@ -78,13 +75,13 @@ class ZipfileArchive:
         return self._zf.read(name)
 
 
-def open_archive(fh: BinaryIO, path: Path) -> Archive:
+def open_archive(fh: BinaryIO) -> Archive:
     """Read the central directory of the open file ``fh``.
 
     :raises Unsupported: anything but a plain, unencrypted stored/deflate zip.
     :raises zipfile.BadZipFile: not a zip file at all.
     """
-    size = path.stat().st_size
+    size = fh.seek(0, 2)  # from the open file: no second path lookup
     tail_len = min(size, _EOCD.size + _MAX_COMMENT)
     fh.seek(size - tail_len)
     tail = fh.read(tail_len)

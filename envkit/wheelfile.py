@@ -82,7 +82,7 @@ def read_wheel(file: Path, rel: str | None = None, *, deep: bool = False) -> Whe
     try:
         with file.open("rb") as fh:
             try:
-                archive: _Members = open_archive(fh, file)
+                archive: _Members = open_archive(fh)
             except Unsupported:
                 with zipfile.ZipFile(fh) as zf:
                     return _read_archive(base, ZipfileArchive(zf), deep=deep)
