@@ -182,18 +182,18 @@ def record_issues(
     except (ValueError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
         return (*issues, f"{record_name} unreadable: {exc}")[:_MAX_ISSUES]
     issues += [f"unsafe path {p!r} in RECORD" for p in rows if unsafe_member(p)]
-    unlisted = sorted(n for n in infos if n not in rows and not _is_signature(n, dist_info))
+    unlisted = sorted(n for n in infos.keys() - rows.keys() if not _is_signature(n, dist_info))
     issues += [f"{n!r} is in the archive but not in RECORD" for n in unlisted]
-    full = deep or sum(infos.values()) <= SMALL_WHEEL_BYTES
+    # Comprehensions, not a loop of calls: ray's RECORD alone has thousands of rows.
+    listed = [p for p in rows if p in infos and p != record_name]
+    suspect = [p for p in listed if not rows[p][0] or rows[p][1] != str(infos[p])]
+    bad = {p: m for p in suspect if (m := _size_issues(p, infos[p], *rows[p]))}
+    issues += [m for msgs in bad.values() for m in msgs]
     known = known or {}
-    for path, (digest, size) in rows.items():
-        actual = infos.get(path)
-        if actual is None or path == record_name or len(issues) >= _MAX_ISSUES:
-            continue
-        if size != str(actual) or not digest:
-            issues += _size_issues(path, actual, digest, size)
-        if (full or path in known) and digest and not issues:
-            issues += _hash_issues(zf, path, digest, known.get(path))
+    full = deep or sum(infos.values()) <= SMALL_WHEEL_BYTES
+    for path in listed if full else [p for p in known if p in rows and p in infos]:
+        if path not in bad and rows[path][0] and len(issues) < _MAX_ISSUES:
+            issues += _hash_issues(zf, path, rows[path][0], known.get(path))
     return tuple(issues[:_MAX_ISSUES])
 
 
@@ -207,12 +207,8 @@ def _record_rows(data: bytes) -> dict[str, tuple[str, str]]:
     if '"' in text:
         rows = csv.reader(io.StringIO(text))
         return {r[0]: (r[1], r[2]) for r in rows if len(r) >= 3 and r[0]}
-    out: dict[str, tuple[str, str]] = {}
-    for line in text.splitlines():
-        parts = line.rsplit(",", 2)
-        if len(parts) == 3 and parts[0]:
-            out[parts[0]] = (parts[1], parts[2])
-    return out
+    rows = [line.rsplit(",", 2) for line in text.splitlines()]
+    return {r[0]: (r[1], r[2]) for r in rows if len(r) == 3 and r[0]}
 
 
 def _is_signature(name: str, dist_info: str) -> bool:
