@@ -166,3 +166,11 @@ def test_corrupt_member_is_reported_not_raised(tmp_path: Path) -> None:
     path.write_bytes(bytes(data))
     wheel = read_wheel(path)
     assert wheel.error is not None or wheel.record_issues
+
+
+def test_every_issue_is_reported_not_just_the_first(tmp_path: Path) -> None:
+    path = make_wheel(tmp_path, "demo", files={"demo/core.py": b"VALUE = 1\n"})
+    _rewrite(path, {"demo/sneaky.py": b"x\n", "demo/core.py": b"VALUE = 2\n"})
+    issues = read_wheel(path).record_issues
+    assert any("sneaky.py" in i for i in issues)
+    assert any("core.py" in i and "does not match" in i for i in issues)
