@@ -27,6 +27,8 @@ from packaging.version import InvalidVersion
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
 
+    from packaging.version import Version
+
     from envkit.target import Target
     from envkit.wheelfile import WheelFile
 
@@ -250,11 +252,14 @@ def applies(req: Requirement, env: tuple[tuple[str, str], ...], extras: Iterable
     return any(_marker_true(req.marker, env, extra) for extra in extras)
 
 
+_Candidate = tuple["Version", "WheelFile"]
+
+
 @dataclass
 class _Walk:
     """Mutable state of one walk; only ``walk`` sees it."""
 
-    index: dict[NormalizedName, list[WheelFile]]
+    index: dict[NormalizedName, list[_Candidate]]
     target: Target
     env: tuple[tuple[str, str], ...]
     used: dict[NormalizedName, WheelFile] = field(default_factory=dict)
@@ -290,11 +295,12 @@ def walk(wheels: Iterable[WheelFile], roots: Iterable[Root], target: Target) -> 
     )
 
 
-def _index(wheels: Iterable[WheelFile]) -> dict[NormalizedName, list[WheelFile]]:
-    index: dict[NormalizedName, list[WheelFile]] = {}
+def _index(wheels: Iterable[WheelFile]) -> dict[NormalizedName, list[_Candidate]]:
+    """Readable wheels by project, each with its (known) version."""
+    index: dict[NormalizedName, list[_Candidate]] = {}
     for wheel in wheels:
         if wheel.name is not None and wheel.version is not None and wheel.error is None:
-            index.setdefault(wheel.name, []).append(wheel)
+            index.setdefault(wheel.name, []).append((wheel.version, wheel))
     return index
 
 
@@ -304,7 +310,11 @@ def _visit(
     name = canonicalize_name(req.name)
     state.reached.add(name)
     chosen = state.used.get(name)
-    if chosen is None or not req.specifier.contains(chosen.version, prereleases=True):
+    if (
+        chosen is None
+        or chosen.version is None
+        or not req.specifier.contains(chosen.version, prereleases=True)
+    ):
         chosen = _choose(state, req, name, chain, path, line)
     if chosen is not None:
         _expand(state, chosen, req.extras)
@@ -321,10 +331,10 @@ def _choose(
     """Pick the highest usable vendored version that fits ``req``; pre-releases count, as
     they do for an installer when they are all a find-links directory offers."""
     candidates = state.index.get(name, [])
-    fits = [w for w in candidates if req.specifier.contains(w.version, prereleases=True)]
-    good = [w for w in fits if usable(w, state.target)]
+    fits = [(v, w) for v, w in candidates if req.specifier.contains(v, prereleases=True)]
+    good = [(v, w) for v, w in fits if usable(w, state.target)]
     if good:
-        wheel = max(good, key=lambda w: w.version)
+        wheel = max(good, key=lambda vw: vw[0])[1]
         if name not in state.used:
             state.used[name] = wheel
             state.chains[name] = (f"{name}=={wheel.version}", *chain)
@@ -333,7 +343,7 @@ def _choose(
         state.blocked.add(name)
         return None
     if name not in state.missing:  # first (shortest) chain wins; one report per project
-        vendored = tuple(sorted({str(w.version) for w in candidates}))
+        vendored = tuple(str(v) for v in sorted({v for v, _ in candidates}))
         state.missing[name] = Missing(req, chain, path, line, vendored)
     return None
 

@@ -205,8 +205,8 @@ def _record_rows(data: bytes) -> dict[str, tuple[str, str]]:
     """
     text = data.decode("utf-8")
     if '"' in text:
-        rows = csv.reader(io.StringIO(text))
-        return {r[0]: (r[1], r[2]) for r in rows if len(r) >= 3 and r[0]}
+        quoted = csv.reader(io.StringIO(text))
+        return {r[0]: (r[1], r[2]) for r in quoted if len(r) >= 3 and r[0]}
     rows = [line.rsplit(",", 2) for line in text.splitlines()]
     return {r[0]: (r[1], r[2]) for r in rows if len(r) == 3 and r[0]}
 
