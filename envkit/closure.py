@@ -50,6 +50,7 @@ __all__ = [
 RUNTIME_ORIGIN = "runtime pin"
 _OPTION = re.compile(r"\s+--?[a-zA-Z]")
 _LAST_EXTRA = re.compile(r"(?:;|\band)\s*extra\s*==\s*[\"']([^\"']+)[\"']\s*$")
+_EDITABLE = re.compile(r"^(?:-e|--editable)(?:\s+|=)")
 _PARENS = re.compile(r"\([^()]*\)")
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://|^git\+|^hg\+|^svn\+|^bzr\+")
 
@@ -141,10 +142,13 @@ def requirements_txt_roots(text: str, path: str) -> tuple[list[Root], list[Egres
     """
     roots: list[Root] = []
     egress: list[Egress] = []
-    for line_no, line in _logical_lines(text):
+    for line_no, raw in _logical_lines(text):
+        line = _EDITABLE.sub("", raw)  # `-e git+https://...` needs egress like a plain VCS ref
         if "../.." in line or line.startswith("-"):
             continue
         req_text = _OPTION.split(line, maxsplit=1)[0].strip()
+        if raw != line and not _URL.match(req_text):
+            continue  # an editable local path: built from the tree, not from wheels/
         if _URL.match(req_text):
             egress.append(Egress(req_text, path, line_no))
             continue

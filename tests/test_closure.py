@@ -126,6 +126,8 @@ verifiers @ git+https://github.com/PrimeIntellect-ai/verifiers.git@v0.3.1
 git+https://github.com/x/y.git
 tool @ https://example.com/tool-1.0-py3-none-any.whl
 -e ../../benchmarks/automationbench
+-e ./local_pkg
+-e git+https://github.com/o/editable.git#egg=editable
 not a requirement !!
 """
 
@@ -139,6 +141,7 @@ def test_requirements_txt_tolerates_gym_lines() -> None:
     assert roots[0].origin == "srv/requirements.txt:5"
     assert [(e.text.split()[0], e.line) for e in egress] == [
         ("verifiers", 8), ("git+https://github.com/x/y.git", 9), ("tool", 10),
+        ("git+https://github.com/o/editable.git#egg=editable", 13),
     ]
 
 
