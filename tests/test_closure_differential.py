@@ -18,10 +18,12 @@ from pathlib import Path
 import pytest
 import realwheels
 from envkit.validators import CheckOptions
+from packaging.metadata import parse_email
 
 from envkit._zipdir import ZipfileArchive, open_archive
 from envkit.target import Target
 from envkit.validate import ValidateRequest, validate
+from envkit.wheelfile import read_wheel
 
 pytestmark = pytest.mark.slow
 
@@ -127,3 +129,16 @@ def test_fast_zip_reader_matches_zipfile(houses: tuple[str, Path, Path]) -> None
             assert fast.sizes == ZipfileArchive(zf).sizes, wheel.name
             meta = next(n for n in fast.sizes if n.endswith(".dist-info/METADATA"))
             assert fast.read(meta) == zf.read(meta)
+
+
+def test_core_fields_match_packaging_metadata(houses: tuple[str, Path, Path]) -> None:
+    """envkit's five-field METADATA reader agrees with ``packaging.metadata.parse_email``."""
+    _, house, _ = houses
+    for path in sorted(house.glob("*.whl")):
+        with zipfile.ZipFile(path) as zf:
+            meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+            raw, _ = parse_email(zf.read(meta))
+        wheel = read_wheel(path)
+        assert wheel.requires_dist == tuple(raw.get("requires_dist", ())), path.name
+        assert wheel.requires_python == raw.get("requires_python"), path.name
+        assert wheel.provides_extra == tuple(raw.get("provides_extra", ())), path.name

@@ -174,3 +174,20 @@ def test_every_issue_is_reported_not_just_the_first(tmp_path: Path) -> None:
     issues = read_wheel(path).record_issues
     assert any("sneaky.py" in i for i in issues)
     assert any("core.py" in i and "does not match" in i for i in issues)
+
+
+def test_core_fields() -> None:
+    data = (
+        b"Metadata-Version: 2.4\r\nName: Demo.Pkg\r\nVersion: 1.0\r\n"
+        b"Requires-Dist: a>=1\r\nrequires-dist: b; extra == 'x'\r\n"
+        b"Requires-Python: >=3.9,\r\n <4\r\nSummary: caf\xe9 \xff\r\nProvides-Extra: x\r\n"
+        b"\r\nRequires-Dist: body-not-header\r\n"
+    )
+    fields = wheelfile.core_fields(data)
+    assert fields == {
+        "name": ["Demo.Pkg"],
+        "version": ["1.0"],
+        "requires-dist": ["a>=1", "b; extra == 'x'"],
+        "requires-python": [">=3.9, <4"],
+        "provides-extra": ["x"],
+    }
