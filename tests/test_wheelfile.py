@@ -71,6 +71,9 @@ def test_drive_letter_is_unsafe() -> None:
     assert wheelfile.unsafe_member("C:/Windows/x.dll")
     assert wheelfile.unsafe_member("a\\..\\..\\x")
     assert not wheelfile.unsafe_member("pkg/sub/mod.py")
+    names = ["ok/a.py", "pkg/a..b.py", "a\\..\\x", "D:evil", "/root"]
+    assert wheelfile._unsafe(names) == ["a\\..\\x", "D:evil", "/root"]
+    assert wheelfile._unsafe(["ok/a.py", "pkg/a..b.py"]) == []
 
 
 def test_record_missing(tmp_path: Path) -> None:
