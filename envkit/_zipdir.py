@@ -110,7 +110,8 @@ def _entries(cd: bytes, count: int) -> dict[str, tuple[int, int, int, int, int]]
         if 0xFFFFFFFF in (csize, usize, offset):
             raise Unsupported  # zip64 extra field carries the real values
         raw = cd[pos + _CDIR.size : pos + _CDIR.size + nlen]
-        name = raw.decode("utf-8" if flags & _UTF8_FLAG else "cp437")
+        ascii_or_utf8 = flags & _UTF8_FLAG or raw.isascii()  # ASCII is the same in cp437
+        name = raw.decode() if ascii_or_utf8 else raw.decode("cp437")
         entries[name] = (method, csize, usize, crc, offset)
         pos += _CDIR.size + nlen + elen + clen
     return entries

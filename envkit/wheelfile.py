@@ -26,7 +26,6 @@ import base64
 import csv
 import hashlib
 import io
-import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,8 +133,6 @@ def _first(fields: dict[str, list[str]], key: str) -> str | None:
     return values[0] if values else None
 
 
-_SUSPECT = re.compile(r"\.\.|^[/\\]|^[A-Za-z]:|\\", re.MULTILINE)
-"""A superset of what ``unsafe_member`` flags, for a single pass over all names."""
 _FIELDS = frozenset({"name", "version", "requires-dist", "requires-python", "provides-extra"})
 
 
@@ -148,7 +145,9 @@ def core_fields(data: bytes) -> dict[str, list[str]]:
     are unfolded (RFC 5322), the body after the first blank line is ignored, and undecodable
     bytes are kept as surrogates rather than failing the wheel.
     """
-    text = data.decode("utf-8", errors="surrogateescape").replace("\r\n", "\n")
+    ends = [i for i in (data.find(b"\n\n"), data.find(b"\r\n\r\n")) if i >= 0]
+    head = data[: min(ends) + 1] if ends else data  # skip the README body before decoding it
+    text = head.decode("utf-8", errors="surrogateescape").replace("\r\n", "\n")
     fields: dict[str, list[str]] = {}
     current: list[str] | None = None
     for line in text.split("\n"):
@@ -181,9 +180,13 @@ def unsafe_member(name: str) -> bool:
 
 
 def _unsafe(names: Iterable[str]) -> list[str]:
-    """``unsafe_member`` over many names, after one regex scan that clears nearly all wheels."""
+    """``unsafe_member`` over many names, after substring scans that clear nearly all wheels.
+
+    (Plain ``in`` tests: a multi-line regex over the joined names cost ~0.3 ms a wheel.)
+    """
     listed = list(names)
-    if not _SUSPECT.search("\n".join(listed)):
+    joined = "\n" + "\n".join(listed)
+    if ".." not in joined and "\\" not in joined and ":" not in joined and "\n/" not in joined:
         return []
     return [n for n in listed if unsafe_member(n)]
 
