@@ -125,9 +125,12 @@ class Package:
         return (e for p, e in self.entries.items() if p.startswith(base))
 
 
-def load_package(root: str | os.PathLike[str]) -> Package:
+def load_package(root: str | os.PathLike[str], *, verify_hashes: bool = False) -> Package:
     """Read the package at ``root``. Raises only ``NotADirectoryError``/``FileNotFoundError``
-    for a root that is not a directory: that is a usage error, not a package defect."""
+    for a root that is not a directory: that is a usage error, not a package defect.
+
+    ``verify_hashes`` checks every wheel member's RECORD hash (slow on big wheels); by
+    default only small wheels and METADATA are hashed (see ``envkit.wheelfile``)."""
     root_path = Path(root)
     if not root_path.exists():
         msg = f"{str(root_path)!r} does not exist"
@@ -144,7 +147,7 @@ def load_package(root: str | os.PathLike[str]) -> Package:
         configs={},
         servers=_read_servers(root_path, entries, errors),
         wheels=tuple(
-            read_wheel(root_path / e.path)
+            read_wheel(root_path / e.path, deep=verify_hashes)
             for p, e in sorted(entries.items())
             if e.kind == "file" and p.startswith("wheels/") and p.endswith(".whl")
             and p.count("/") == 1
