@@ -1,0 +1,1 @@
+"""envkit.trainer: GRPO against packaged NeMo Gym servers (top-level trainer/ folder)."""
