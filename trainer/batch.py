@@ -14,7 +14,7 @@ import torch
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from envkit.trainer.rollout import Rollout
+    from envkit.trainer.rollout_source import Rollout
 
 __all__ = ["TrainBatch", "to_batch"]
 
@@ -48,7 +48,8 @@ def to_batch(rollouts: Sequence[Rollout], pad_id: int) -> TrainBatch:
         attn[i, : len(seq)] = 1
         start = len(r.prompt_ids) - 1
         stop = start + len(r.completion_ids)
-        resp[i, start:stop] = 1
+        mask = r.completion_mask if r.completion_mask is not None else [1] * len(r.completion_ids)
+        resp[i, start:stop] = torch.tensor(mask, dtype=resp.dtype)
         gen[i, start:stop] = torch.tensor(r.generation_logprobs)
     return TrainBatch(
         ids,

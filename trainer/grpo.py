@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from envkit.trainer.config import GrpoConfig
     from envkit.trainer.policy import Policy
-    from envkit.trainer.rollout import Rollout, RolloutSource
+    from envkit.trainer.rollout_source import Rollout, RolloutSource
 
 __all__ = [
     "DynamicSamplingError",

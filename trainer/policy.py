@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from envkit.trainer.config import GrpoConfig, LoraSettings
 
-__all__ = ["Policy", "load_policy", "lora_config", "token_logprobs"]
+__all__ = ["Policy", "generation_weights", "load_policy", "lora_config", "token_logprobs"]
 
 
 @dataclass
@@ -83,3 +83,25 @@ def token_logprobs(
     logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1]
     logp = torch.log_softmax(logits.float() / temperature, dim=-1)
     return logp.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+
+
+def generation_weights(policy: Policy) -> dict[str, torch.Tensor]:
+    """Weights a plain (non-PEFT) copy of the model loads: LoRA merged in, names unwrapped.
+
+    Why merge: the generation engine serves the base architecture (vLLM, the HF backend), so
+    after each step it receives W + (alpha / r) B A, exactly what the adapter computes.
+    """
+    model = policy.model
+    if not policy.is_lora:
+        return {k: v.detach().clone() for k, v in model.state_dict().items()}
+    with torch.no_grad():
+        model.merge_adapter()
+        try:
+            state = model.get_base_model().state_dict()
+            return {
+                k.replace(".base_layer", ""): v.detach().clone()
+                for k, v in state.items()
+                if "lora_" not in k
+            }
+        finally:
+            model.unmerge_adapter()

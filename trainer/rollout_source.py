@@ -30,6 +30,9 @@ class Rollout:
     generation_logprobs: tuple[float, ...]
     reward: float
     truncated: bool
+    #: Multi-turn: 1 on tokens the policy generated, 0 on tokens the environment inserted
+    #: between turns (tool results, user replies). ``None`` means all generated.
+    completion_mask: tuple[int, ...] | None = None
 
 
 class RolloutSource(Protocol):
