@@ -62,7 +62,7 @@ def sampling_from_request(body: Mapping[str, Any]) -> SamplingParams:
             n=int(1 if body.get("n") is None else body["n"]),
             temperature=float(1.0 if body.get("temperature") is None else body["temperature"]),
             top_p=float(1.0 if body.get("top_p") is None else body["top_p"]),
-            max_tokens=int(_first(body, "max_completion_tokens", "max_tokens", default=16)),
+            max_tokens=int(_first(body, "max_completion_tokens", "max_tokens", default=1 << 30)),
             seed=None if body.get("seed") is None else int(body["seed"]),
             top_logprobs=int(top) if body.get("logprobs") or top else 0,
             stop=(stop,) if isinstance(stop, str) else tuple(stop),
