@@ -36,11 +36,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from envkit.trainer._procs import ProcessTree
 
 from envkit.cache import cache_root
 from envkit.gymvenv import GymVenv, ensure_gym_venv, uv_binary
 from envkit.isolation import isolated_env
-from envkit.trainer._procs import ProcessTree
 
 __all__ = [
     "GymRuntime",
