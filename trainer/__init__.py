@@ -1,1 +1,1 @@
-"""envkit.trainer: GRPO against packaged NeMo Gym servers (top-level trainer/ folder)."""
+"""envkit.trainer: GRPO against packaged NeMo Gym servers (mapped from the top-level trainer/ folder)."""

@@ -11,6 +11,7 @@ import sys
 import click
 
 from envkit import __version__
+from envkit.cli.rollout import rollout_command
 from envkit.cli.validate import rule_command, schema_command, validate_command
 
 __all__ = ["cli", "main"]
@@ -25,6 +26,7 @@ def cli() -> None:
 cli.add_command(validate_command)
 cli.add_command(schema_command)
 cli.add_command(rule_command)
+cli.add_command(rollout_command)
 
 
 def main(argv: list[str] | None = None) -> int:
