@@ -9,7 +9,7 @@ from envkit.trainer.checkpoint import Checkpoint, prune  # noqa: E402
 from envkit.trainer.config import ConfigError, grpo_config  # noqa: E402
 from envkit.trainer.optim import lr_at  # noqa: E402
 from envkit.trainer.policy import lora_config  # noqa: E402
-from envkit.trainer.rollout import Rollout, row_messages  # noqa: E402
+from envkit.trainer.rollout_source import Rollout, row_messages  # noqa: E402
 from envkit.trainer.sampler import PromptSampler, SamplerState  # noqa: E402
 
 
