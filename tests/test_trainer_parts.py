@@ -47,7 +47,10 @@ def test_config_reads_loss_and_lora_fields():
     assert cfg.loss.ratio_clip_max == 0.28
     assert cfg.lora.target_modules == ("q_proj",)
     assert cfg.total_steps(10) == 4  # 2 epochs x (10 // 4) steps
-    assert grpo_config({"training": {"max_steps": 3, "epochs": 5}}).total_steps(1000) == 3
+    assert (
+        grpo_config({"training": {"type": "grpo", "max_steps": 3, "epochs": 5}}).total_steps(1000)
+        == 3
+    )
 
 
 @pytest.mark.parametrize(
@@ -61,9 +64,11 @@ def test_config_reads_loss_and_lora_fields():
 )
 def test_config_errors_name_the_key(training, match):
     with pytest.raises(ConfigError, match=match):
-        grpo_config({"training": training})
+        grpo_config({"training": {"type": "grpo", **training}})
     with pytest.raises(ConfigError, match="training"):
         grpo_config({})
+    with pytest.raises(ConfigError, match="EK600"):
+        grpo_config({"training": {"temperature": 1.0}})
 
 
 def test_lr_schedule_by_hand():

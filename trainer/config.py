@@ -120,6 +120,12 @@ def grpo_config(job_data: dict[str, Any]) -> GrpoConfig:
     if not isinstance(block, dict):
         msg = "job has no `training` object"
         raise ConfigError(msg)
+    if block.get("type") != "grpo":
+        msg = (
+            f'`training.type` is {block.get("type")!r}; GRPO needs "grpo" '
+            "(the platform rejects a missing type with union_tag_not_found, EK600)"
+        )
+        raise ConfigError(msg)
     top = {k: v for k, v in block.items() if k in _TOP_KEYS}
     loss = LossConfig(**{k: v for k, v in block.items() if k in _LOSS_KEYS})
     try:

@@ -108,6 +108,11 @@ class GymRolloutSource:
         self._runtime = GymRuntime(self.package, endpoint, self.opts.runtime or RuntimeOptions())
         self._servers = self._runtime.start()
 
+    @property
+    def servers(self) -> Any:
+        """The running ``GymServers`` (instance name -> url, pid)."""
+        return self._servers
+
     def restart(self) -> None:
         """Bring the Gym servers up again (the policy endpoint keeps running)."""
         log.warning("restarting the Gym servers of %s", self.package)
@@ -121,7 +126,11 @@ class GymRolloutSource:
         self._runtime = self._server = self._backend = None
 
     def refresh(self, policy: Policy) -> None:
-        self._server.update_weights(generation_weights(policy))
+        self.load_weights(generation_weights(policy))
+
+    def load_weights(self, state: dict[str, Any]) -> None:
+        """New generation weights (a plain model's state dict), e.g. sent over Ray."""
+        self._server.update_weights(state)
 
     def rollouts(
         self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0

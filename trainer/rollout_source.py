@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from envkit.trainer.policy import Policy
 
-__all__ = ["LocalRolloutSource", "Rollout", "RolloutSource", "row_messages"]
+__all__ = ["LocalRolloutSource", "Rollout", "RolloutSource", "local_source", "row_messages"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,11 @@ class LocalRolloutSource:
 
     def refresh(self, policy: Policy) -> None:
         self._policy = policy
+
+    def load_weights(self, state: dict[str, Any]) -> None:
+        """Weights from another process (the Ray trainer actor) into the generating module."""
+        with torch.no_grad():
+            self._policy.model.load_state_dict(state, strict=True)
 
     def rollouts(
         self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0
@@ -146,3 +151,19 @@ class LocalRolloutSource:
             if token == eos:
                 return tuple(ids), tuple(logprobs), False
         return tuple(ids), tuple(logprobs), True
+
+
+def local_source(
+    model_dir: str,
+    reward_fn: Callable[[dict[str, Any], str], float],
+    temperature: float,
+    max_new_tokens: int,
+) -> LocalRolloutSource:
+    """A LocalRolloutSource over its own plain copy of the model (a Ray actor's generator)."""
+    from envkit.trainer.config import GrpoConfig
+    from envkit.trainer.policy import load_policy
+
+    policy = load_policy(model_dir, GrpoConfig())
+    return LocalRolloutSource(
+        policy, reward_fn, temperature=temperature, max_new_tokens=max_new_tokens
+    )

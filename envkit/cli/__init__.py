@@ -12,6 +12,7 @@ import click
 
 from envkit import __version__
 from envkit.cli.rollout import rollout_command
+from envkit.cli.train import train_command
 from envkit.cli.validate import rule_command, schema_command, validate_command
 
 __all__ = ["cli", "main"]
@@ -27,6 +28,7 @@ cli.add_command(validate_command)
 cli.add_command(schema_command)
 cli.add_command(rule_command)
 cli.add_command(rollout_command)
+cli.add_command(train_command)
 
 
 def main(argv: list[str] | None = None) -> int:
