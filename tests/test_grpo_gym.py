@@ -105,20 +105,21 @@ class KillsServerOnce:
 
 
 def _kill_server(source, name):
-    info = source.servers.servers[name]
-    if info.pid:
-        os.kill(info.pid, signal.SIGKILL)
-        return
-    port = info.url.rsplit(":", 1)[-1].split("/")[0]
-    for proc in psutil.Process().children(recursive=True):
-        try:
-            ports = {str(c.laddr.port) for c in proc.net_connections(kind="tcp") if c.laddr}
-        except psutil.Error:
-            continue
-        if port in ports:
-            proc.kill()
-            return
-    pytest.fail(f"no process listens on the {name} port {port}")
+    """SIGKILL whatever listens on the server's port (the uvicorn process, not a wrapper)."""
+    port = int(info_port(source.servers.servers[name].url))
+    victims = {
+        c.pid
+        for c in psutil.net_connections(kind="tcp")
+        if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid
+    }
+    if not victims:
+        pytest.fail(f"no process listens on the {name} port {port}")
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+
+
+def info_port(url):
+    return url.split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[-1]
 
 
 def test_killed_gym_server_is_restarted_and_the_step_retried(gym, tmp_path):
