@@ -33,6 +33,10 @@ class TrainBatch:
         """A micro-batch view."""
         return TrainBatch(*(getattr(self, f)[index] for f in self.__dataclass_fields__))
 
+    def to(self, device: torch.device) -> TrainBatch:
+        """The batch on the policy's device (CUDA when training on GPU)."""
+        return TrainBatch(*(getattr(self, f).to(device) for f in self.__dataclass_fields__))
+
 
 def to_batch(rollouts: Sequence[Rollout], pad_id: int) -> TrainBatch:
     """Pack rollouts; completion token j of a sample sits at column len(prompt) - 1 + j."""

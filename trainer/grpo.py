@@ -159,6 +159,8 @@ def _no_grad_logprobs(run: _Run, batch: TrainBatch, reference: bool) -> torch.Te
 def _update(run: _Run, batch: TrainBatch, advantages: torch.Tensor) -> dict[str, float]:
     """One optimizer step over micro-batches; the loss is normalised by the batch's tokens."""
     cfg, model = run.cfg, run.policy.model
+    device = next(model.parameters()).device
+    batch, advantages = batch.to(device), advantages.to(device)
     mask = token_mask_without_overlong(
         batch.response_mask, batch.truncated, overlong_filtering=cfg.overlong_filtering
     )

@@ -137,7 +137,7 @@ def grpo_loss(
     ratio = (curr_logprobs - prev_logprobs).exp()
     weights = importance_weights(prev_logprobs, generation_logprobs, cfg)
     per_token = weights * clipped_surrogate(ratio, adv, cfg)
-    kl_value = torch.zeros(())
+    kl_value = torch.zeros((), device=curr_logprobs.device)
     if cfg.ref_policy_kl_penalty > 0:
         if ref_logprobs is None:
             msg = "ref_policy_kl_penalty > 0 needs ref_logprobs"

@@ -66,6 +66,8 @@ def load_policy(model_dir: str | Path, cfg: GrpoConfig) -> Policy:
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    if torch.cuda.is_available():  # train on the GPU when there is one (gpu_check.sh)
+        model = model.to("cuda")
     if cfg.finetuning_type == "lora":
         from peft import get_peft_model
 

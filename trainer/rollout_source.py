@@ -97,7 +97,7 @@ class LocalRolloutSource:
         ]
         expanded = [p for p in prompts for _ in range(num_generations)]
         batch = tok(expanded, return_tensors="pt", padding=True, add_special_tokens=False)
-        out = self._generate(batch)
+        out = self._generate(batch.to(self._policy.model.device))
         width = batch.input_ids.shape[1]
         samples = []
         for i, seq in enumerate(out.sequences):
