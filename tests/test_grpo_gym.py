@@ -56,6 +56,7 @@ def gym(tmp_path_factory):
     opts = GymSourceOptions(
         temperature=1.0,
         max_new_tokens=MAX_NEW_TOKENS,
+        timeout_s=60.0,  # a row normally takes seconds; a dead server should fail fast
         runtime=RuntimeOptions(allow_python_override=True),
     )
     with GymRolloutSource(package, model, opts) as source:
