@@ -12,6 +12,7 @@ A failed rollout (a server died, a timeout) raises ``RolloutFailedError``; the l
 from __future__ import annotations
 
 import logging
+import socket
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +71,27 @@ def rollout_from_turns(
         logprobs += [0.0] * len(inserted) + list(turn.generation_logprobs)
     cut = truncated or len(turns) > max_turns
     return Rollout(group, prompt, tuple(completion), tuple(logprobs), reward, cut, tuple(mask))
+
+
+def _unreachable(servers: dict[str, Any], timeout_s: float = 2.0) -> list[str]:
+    """Names of servers whose port refuses a TCP connection (the process died).
+
+    Why probe: a request to a dead server can sit in an agent's retry loop until the row
+    timeout; a connect check before each batch finds the dead server in milliseconds.
+    """
+    from urllib.parse import urlsplit
+
+    dead = []
+    for name, info in servers.items():
+        parts = urlsplit(info.url)
+        if parts.hostname is None or parts.port is None:
+            continue
+        try:
+            with socket.create_connection((parts.hostname, parts.port), timeout=timeout_s):
+                pass
+        except OSError:
+            dead.append(name)
+    return dead
 
 
 class GymRolloutSource:
@@ -142,6 +164,10 @@ class GymRolloutSource:
             self._runtime.check_alive()
         except GymRuntimeError as exc:
             raise RolloutFailedError(str(exc)) from None
+        dead = _unreachable(self._servers.servers)
+        if dead:
+            msg = f"Gym server(s) not accepting connections: {', '.join(dead)}"
+            raise RolloutFailedError(msg)
         expanded = expand_rows(
             rows,
             num_repeats=num_generations,
