@@ -64,7 +64,8 @@ def test_platform_tags_aliases() -> None:
 
 
 def test_defaults_and_refusals() -> None:
-    assert Target("x86_64").glibc_floor == (2, 17)
+    assert Target("x86_64").glibc_floor == (2, 28)  # nemo-gym 0.7.0 closure needs >= 2.28
+    assert Target("x86_64", glibc=(2, 17)).glibc_floor == (2, 17)
     assert Target("aarch64").glibc_floor == (2, 28)
     assert str(Target("aarch64")) == "cp313-manylinux_2_28_aarch64"
     with pytest.raises(TargetError, match="musl"):

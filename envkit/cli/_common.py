@@ -44,7 +44,7 @@ def parse_codes(values: tuple[str, ...]) -> tuple[str, ...]:
 def target_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """``--arch/--python/--glibc``: the cluster's platform, never the builder's."""
     func = click.option("--glibc", default=None, metavar="2_N",
-                        help="glibc floor (default 2_17 on x86_64, 2_28 on aarch64).")(func)
+                        help="glibc floor of the cluster, 2_17..2_40 (default 2_28).")(func)
     func = click.option("--python", "python_version", default="3.13", show_default=True,
                         help="Target CPython version.")(func)
     return click.option("--arch", type=click.Choice(ARCHES), default="x86_64", show_default=True,
