@@ -11,6 +11,7 @@ import sys
 import click
 
 from envkit import __version__
+from envkit.cli.convert import convert_group
 from envkit.cli.validate import rule_command, schema_command, validate_command
 
 __all__ = ["cli", "main"]
@@ -25,6 +26,7 @@ def cli() -> None:
 cli.add_command(validate_command)
 cli.add_command(schema_command)
 cli.add_command(rule_command)
+cli.add_command(convert_group)
 
 
 def main(argv: list[str] | None = None) -> int:

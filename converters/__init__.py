@@ -1,0 +1,1 @@
+"""Converters: verifiers / Prime hub environments and Gym trees into environment packages."""

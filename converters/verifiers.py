@@ -1,0 +1,333 @@
+"""``envkit convert verifiers``: a verifiers / Prime hub environment -> adapter-wheels-v1 + rows.
+
+Steps, each in its own module: pick the env wheel (``env_source``), resolve and fetch the
+closure of the env + ``verifiers==<Gym's pin>`` for the *target* (``_resolve``), load the env
+in a throwaway venv built for the *host* (``sandbox``), turn its dataset into rollout rows
+and split them (``rows``), write manifest/configs/lock (``adapter_pkg``). Everything is
+staged in temp dirs next to the outputs and renamed into place at the end, so a failure
+leaves neither PKG nor DATA behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+import shutil
+import sys
+import tempfile
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from envkit.converters import _resolve as resolve
+from envkit.converters.adapter_pkg import (
+    LOCK_NAME,
+    AdapterSpec,
+    LockedWheel,
+    lock_text,
+    package_texts,
+)
+from envkit.converters.env_source import (
+    EnvWheel,
+    build_source,
+    local_wheel,
+    sha256_of,
+    verifiers_conflict,
+)
+from envkit.converters.hub import HubRef, parse_hub_id
+from envkit.converters.rows import build_rows, split_rows, write_jsonl
+from envkit.converters.sandbox import (
+    LoadError,
+    LoadResult,
+    SandboxError,
+    find_host_python,
+    install_env,
+    run_loader,
+)
+from packaging.version import Version
+
+from envkit.target import Target
+from envkit.wheelfile import WheelFile
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = [
+    "CLASSIC_MAX",
+    "GYM_VERIFIERS_VERSION",
+    "ConvertError",
+    "ConvertRequest",
+    "ConvertResult",
+    "convert_verifiers",
+]
+
+logger = logging.getLogger("envkit.convert")
+
+GYM_VERIFIERS_VERSION = "0.3.1"
+"""What nemo-gym 0.7.0's ``responses_api_agents/verifiers_agent/requirements.txt`` installs
+(``verifiers @ git+...@v0.3.1``); ``tests/test_convert_verifiers.py`` checks it against the
+installed Gym when one is present."""
+CLASSIC_MAX = Version("0.4")
+"""verifiers 0.4 is v1-only: no ``vf.load_environment``/``Environment.run_group``."""
+PYPI = "https://pypi.org/simple"
+
+
+class ConvertError(RuntimeError):
+    """The conversion cannot proceed; ``hint`` says what to do about it."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+@dataclass(frozen=True)
+class ConvertRequest:
+    hub_id: str
+    out_dir: Path
+    dataset_dir: Path
+    hub_version: str | None = None
+    allow_latest: bool = False
+    target: Target = field(default_factory=lambda: Target(glibc=(2, 28)))
+    index_url: str | None = None
+    wheel: Path | None = None
+    source: Path | None = None
+    verifiers_version: str = GYM_VERIFIERS_VERSION
+    env_args: dict[str, Any] = field(default_factory=dict)
+    num_examples: int = -1
+    validation_fraction: float = 0.0
+    seed: int = 0
+    timeout: float = 600.0
+    force: bool = False
+    host_python: str | None = None
+
+
+@dataclass(frozen=True)
+class ConvertResult:
+    package: Path
+    dataset: Path
+    training_rows: int
+    validation_rows: int
+    wheels: tuple[str, ...]
+    dataset_source: str
+
+
+def convert_verifiers(req: ConvertRequest) -> ConvertResult:
+    """Convert; returns where things went.
+
+    :raises ConvertError: any failure, with a hint; no output is left behind.
+    """
+    hub = parse_hub_id(req.hub_id)
+    _check_request(req)
+    with ExitStack() as stack:
+        pkg = _stage(stack, req.out_dir)
+        data = _stage(stack, req.dataset_dir)
+        work = _stage(stack, req.out_dir, prefix=".envkit-work-")
+        env_wheel = _env_wheel(req, hub, work / "src")
+        pins = _resolve_target(req, hub, env_wheel)
+        cache = resolve.WheelCache(resolve.cache_root() / "wheels")
+        resolve.fetch_wheels(pins, pkg / "wheels", cache=cache)
+        _check_env_wheel(req, hub, pins, env_wheel)
+        loaded = _load_rows(req, hub, pins, pkg / "wheels", env_wheel, work)
+        counts = _write_dataset(req, hub, loaded, data)
+        _write_package(req, hub, pins, env_wheel, pkg)
+        _install(pkg, req.out_dir, data, req.dataset_dir, force=req.force)
+    return ConvertResult(req.out_dir, req.dataset_dir, *counts,
+                         tuple(p.filename for p in pins), loaded.source)
+
+
+def _check_request(req: ConvertRequest) -> None:
+    if Version(req.verifiers_version) >= CLASSIC_MAX:
+        msg = (f"verifiers {req.verifiers_version} has only the v1 API; Gym's verifiers_agent "
+               "calls the classic API (vf.load_environment, Environment.run_group)")
+        hint = f"use --verifiers-version {GYM_VERIFIERS_VERSION} (Gym 0.7.0's pin)"
+        raise ConvertError(msg, hint)
+    if sum(x is not None for x in (req.wheel, req.source)) > 1:
+        raise ConvertError("give at most one of --wheel and --source")
+    if req.wheel is None and req.source is None and not (req.hub_version or req.allow_latest):
+        msg = "--hub-version is not set: the index's newest release would be taken"
+        raise ConvertError(msg, "pin --hub-version X (seed 001), or pass --allow-latest")
+    out, data = req.out_dir.resolve(), req.dataset_dir.resolve()
+    if out == data or out.is_relative_to(data) or data.is_relative_to(out):
+        raise ConvertError("--out-dir and --dataset-dir must be separate, non-nested directories",
+                           "the dataset must not live inside the package (EK200)")
+    for path in (req.out_dir, req.dataset_dir):
+        if path.exists() and not req.force:
+            raise ConvertError(f"{str(path)!r} already exists", "remove it or pass --force")
+
+
+def _stage(stack: ExitStack, final: Path, prefix: str = ".envkit-stage-") -> Path:
+    """A temp dir beside ``final`` (same filesystem, so the last step is a rename)."""
+    parent = final.resolve().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    stack.callback(shutil.rmtree, tmp, ignore_errors=True)
+    return tmp
+
+
+def _env_wheel(req: ConvertRequest, hub: HubRef, dest: Path) -> EnvWheel | None:
+    """The local env wheel for --wheel/--source (None for the hub path)."""
+    if req.source is not None:
+        logger.info("building a wheel from %s", req.source)
+        wheel = local_wheel(build_source(req.source, dest / "build"), dest)
+    elif req.wheel is not None:
+        wheel = local_wheel(req.wheel, dest)
+    else:
+        return None
+    if wheel.meta.name != hub.dist_name.replace("_", "-"):
+        logger.warning("the wheel is %s, but hub id %s names %s", wheel.meta.name, hub.hub_id,
+                       hub.dist_name)
+    _refuse_v1(req, wheel.meta.requires_dist, wheel.path.name)
+    return wheel
+
+
+def _refuse_v1(req: ConvertRequest, requires_dist: Sequence[str], what: str) -> None:
+    why = verifiers_conflict(WheelFile(what, what, requires_dist=tuple(requires_dist)),
+                             req.verifiers_version)
+    if why:
+        msg = (f"{what} is written for the verifiers v1 API ({why}); Gym 0.7's verifiers_agent "
+               f"runs verifiers {req.verifiers_version} and its classic API")
+        raise ConvertError(msg, "use a release of the environment built on verifiers < 0.4, "
+                                "or package it as wheels-v1 with a Gym server of your own")
+
+
+def _requirements(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None) -> list[str]:
+    env_req = env_wheel.requirement if env_wheel else hub.requirement(req.hub_version)
+    return [env_req, f"verifiers=={req.verifiers_version}"]
+
+
+def _indexes(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None) -> list[str]:
+    """Extra indexes (searched before PyPI): the owner's hub index, for the hub path."""
+    return [] if env_wheel else [req.index_url or hub.index_url]
+
+
+def _resolve_target(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None) -> list:
+    requirements = _requirements(req, hub, env_wheel)
+    logger.info("resolving %s for %s", ", ".join(requirements), req.target)
+    try:
+        return resolve.resolve_closure(
+            requirements, req.target,
+            find_links=[env_wheel.path.parent] if env_wheel else (),
+            extra_index_urls=_indexes(req, hub, env_wheel),
+        )
+    except resolve.ResolveError as exc:
+        hint = ("an environment that needs verifiers >= 0.4 uses the v1-only API"
+                if "verifiers" in str(exc) else
+                f"check that every dependency has a wheel for {req.target}; raise --glibc if "
+                "your cluster's image has a newer glibc")
+        raise ConvertError(str(exc), hint) from None
+
+
+def _check_env_wheel(
+    req: ConvertRequest, hub: HubRef, pins: Sequence, env_wheel: EnvWheel | None
+) -> None:
+    """The vendored env wheel is the local one (no same-named project from an index), and its
+    verifiers requirement is classic."""
+    name = env_wheel.meta.name if env_wheel else hub.dist_name.replace("_", "-")
+    pin = next((p for p in pins if p.name == name), None)
+    if pin is None:
+        raise ConvertError(f"the resolved closure has no wheel for {name!r}")
+    if env_wheel and pin.sha256 and pin.sha256 != sha256_of(env_wheel.path):
+        msg = (f"an index served a different {pin.filename} than the wheel given "
+               "(dependency confusion?)")
+        raise ConvertError(msg, "rename the project or bump its version")
+
+
+def _host_matches(target: Target, python: str) -> bool:
+    return platform.machine() == target.arch and sys.platform == "linux" and python.endswith("3.13")
+
+
+def _load_rows(req: ConvertRequest, hub: HubRef, pins: Sequence, wheels: Path,
+               env_wheel: EnvWheel | None, work: Path) -> LoadResult:
+    """Install the env into a throwaway venv for the host and load it there.
+
+    When the host is the target (x86_64 Linux, CPython 3.13) the venv comes from the vendored
+    wheels alone (``--no-index``): the load proves the closure installs. Otherwise the host
+    closure is resolved by uv against the indexes, with the env wheel as a candidate.
+    """
+    python = req.host_python or find_host_python()
+    requirements = _requirements(req, hub, env_wheel)
+    if _host_matches(req.target, python):
+        links, indexes = [wheels], []
+    else:
+        links = [env_wheel.path.parent] if env_wheel else []
+        indexes = [PYPI, *_indexes(req, hub, env_wheel)]
+    logger.info("installing the environment into a throwaway venv (%s)", python)
+    try:
+        venv_python = install_env(resolve.uv_bin(), work / "venv", python, requirements,
+                                  find_links=links, index_urls=indexes)
+    except SandboxError as exc:
+        raise ConvertError(str(exc), "the host needs the same closure the target gets") from None
+    return _run(req, hub, venv_python, work)
+
+
+def _run(req: ConvertRequest, hub: HubRef, venv_python: Path, work: Path) -> LoadResult:
+    logger.info("loading %s with load_environment(**%s)", hub.vf_env_id, req.env_args)
+    try:
+        return run_loader(venv_python, hub.module, hub.vf_env_id, req.env_args, work / "run",
+                          timeout=req.timeout, num_examples=req.num_examples)
+    except LoadError as exc:
+        raise ConvertError(f"loading {hub.vf_env_id!r} failed ({exc.kind}): {exc}",
+                           _LOAD_HINTS.get(exc.kind, "see the log above")) from None
+
+
+_LOAD_HINTS = {
+    "v1": "the module exports a verifiers v1 Taskset; Gym's verifiers_agent needs the classic "
+          "load_environment(**kwargs) API (verifiers < 0.4)",
+    "none": "the module must define load_environment(**kwargs) (verifiers classic API)",
+    "timeout": "raise --timeout if loading legitimately takes longer",
+    "escape": "an environment may write only under its HOME/TMPDIR during conversion",
+    "import": "the wheel's top-level module must be named after the hub id (dashes -> underscores)",
+    "load": "check --env-args; the traceback is in the log",
+}
+
+
+def _write_dataset(
+    req: ConvertRequest, hub: HubRef, loaded: LoadResult, data: Path
+) -> tuple[int, int]:
+    rows = build_rows(loaded.examples, hub.vf_env_id)
+    if not rows:
+        raise ConvertError(f"{hub.vf_env_id!r} produced no dataset rows ({loaded.source})")
+    try:
+        split = split_rows(rows, req.validation_fraction, req.seed)
+    except ValueError as exc:
+        raise ConvertError(str(exc)) from None
+    write_jsonl(data / "training.jsonl", split.training)
+    if split.validation:
+        write_jsonl(data / "validation.jsonl", split.validation)
+    return len(split.training), len(split.validation)
+
+
+def _write_package(
+    req: ConvertRequest, hub: HubRef, pins: Sequence, env_wheel: EnvWheel | None, pkg: Path
+) -> None:
+    spec = AdapterSpec(name=hub.name, hub_id=hub.hub_id, vf_env_id=hub.vf_env_id,
+                       vf_env_args=req.env_args)
+    for rel, text in package_texts(spec).items():
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / rel).write_text(text, "utf-8")
+    locked = [LockedWheel(p.name, p.version, p.filename, p.url, p.sha256) for p in pins]
+    text = lock_text(locked, str(req.target), _requirements(req, hub, env_wheel))
+    (pkg / LOCK_NAME).write_text(text, "utf-8")
+
+
+def _install(pkg: Path, out: Path, data: Path, dataset_dir: Path, *, force: bool) -> None:
+    """Rename both staged dirs into place; if the second rename fails, undo the first."""
+    backups: list[tuple[Path, Path]] = []
+    done: list[Path] = []
+    try:
+        for staged, final in ((pkg, out), (data, dataset_dir)):
+            if final.exists() and force:
+                backup = final.with_name(f".{final.name}.envkit-old")
+                final.rename(backup)
+                backups.append((backup, final))
+            staged.rename(final)
+            done.append(final)
+    except OSError as exc:
+        for final in done:
+            shutil.rmtree(final, ignore_errors=True)
+        for backup, final in backups:
+            backup.rename(final)
+        raise ConvertError(f"could not move the output into place: {exc}") from None
+    for backup, _ in backups:
+        shutil.rmtree(backup, ignore_errors=True)
