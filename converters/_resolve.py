@@ -9,14 +9,17 @@ none of the user's ``UV_*``/``PIP_*`` variables.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import tempfile
 import tomllib
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
@@ -65,6 +68,22 @@ def cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "envkit"
 
 
+def _cache_key(requirements: Sequence[str], target: Target, indexes: Sequence[str],
+               find_links: Sequence[Path]) -> str:
+    """Everything that can change the answer: inputs, target, indexes, find-links files, uv."""
+    links = sorted((w.name, hashlib.sha256(w.read_bytes()).hexdigest())
+                   for p in find_links for w in Path(p).glob("*.whl"))
+    blob = json.dumps([sorted(requirements), str(target), list(indexes), links, _uv_version()])
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _uv_version() -> str:
+    try:
+        return version("uv")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def resolve_closure(
     requirements: Sequence[str],
     target: Target,
@@ -73,7 +92,25 @@ def resolve_closure(
     index_url: str | None = None,
     extra_index_urls: Sequence[str] = (),
 ) -> list[PinnedWheel]:
-    """:raises ResolveError: uv failed (its reason in the message)."""
+    """Pins for ``target``; a hit in the resolution cache skips uv and the network.
+
+    :raises ResolveError: uv failed (its reason in the message).
+    """
+    indexes = [index_url or DEFAULT_INDEX_URL, *extra_index_urls]
+    key = _cache_key(requirements, target, indexes, find_links)
+    key_path = cache_root() / "resolve" / f"{key}.json"
+    with contextlib.suppress(OSError, ValueError, TypeError):
+        return [PinnedWheel(**row) for row in json.loads(key_path.read_text("utf-8"))]
+    pins = _compile(requirements, target, find_links, indexes)
+    key_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = key_path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps([asdict(p) for p in pins]), "utf-8")
+    tmp.replace(key_path)
+    return pins
+
+
+def _compile(requirements: Sequence[str], target: Target, find_links: Sequence[Path],
+             indexes: Sequence[str]) -> list[PinnedWheel]:
     major, minor = target.glibc_floor
     with tempfile.TemporaryDirectory(prefix="envkit-resolve-") as tmp:
         work = Path(tmp)
@@ -82,8 +119,8 @@ def resolve_closure(
                "--python-platform", f"{target.arch}-manylinux_{major}_{minor}",
                "--python-version", f"{target.python[0]}.{target.python[1]}",
                "--only-binary", ":all:", "--format", "pylock.toml", "-o", "pylock.toml",
-               "--index-url", index_url or DEFAULT_INDEX_URL]
-        cmd += [a for u in extra_index_urls for a in ("--extra-index-url", u)]
+               "--index-url", indexes[0]]
+        cmd += [a for u in indexes[1:] for a in ("--extra-index-url", u)]
         cmd += [a for p in find_links for a in ("--find-links", str(Path(p).resolve()))]
         proc = subprocess.run(cmd, cwd=work, env=uv_env(), capture_output=True, text=True,
                               check=False)

@@ -104,10 +104,9 @@ def _load(opts: argparse.Namespace) -> dict:
     if api != "classic":
         msg = f"module {opts.module!r} has no load_environment"
         return {"ok": False, "kind": api, "message": msg}
-    import verifiers
-
     env = module.load_environment(**json.loads(opts.args))
     source, dataset = _dataset(env, opts.num_examples)
+    verifiers = sys.modules.get("verifiers")
     return {"ok": True, "api": "classic", "source": source,
             "verifiers_version": getattr(verifiers, "__version__", "unknown"),
             "env_class": type(env).__name__, "examples": _examples(dataset)}

@@ -211,7 +211,7 @@ def _result(out: Path, log_path: Path, returncode: int | None) -> LoadResult:
         msg = f"the loader exited with status {returncode} without a result"
         raise LoadError("crash", msg, log) from None
     if not data.get("ok"):
-        raise LoadError(data.get("kind", "load"), data.get("message", "unknown error"),
-                        data.get("traceback") or log)
+        output = "\n".join(filter(None, [log, data.get("traceback")]))
+        raise LoadError(data.get("kind", "load"), data.get("message", "unknown error"), output)
     return LoadResult(data["examples"], data["source"], data["verifiers_version"],
                       data["env_class"], log)

@@ -16,7 +16,7 @@ import shutil
 import sys
 import tempfile
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -205,7 +205,7 @@ def _resolve_target(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None
     requirements = _requirements(req, hub, env_wheel)
     logger.info("resolving %s for %s", ", ".join(requirements), req.target)
     try:
-        return resolve.resolve_closure(
+        pins = resolve.resolve_closure(
             requirements, req.target,
             find_links=[env_wheel.path.parent] if env_wheel else (),
             extra_index_urls=_indexes(req, hub, env_wheel),
@@ -216,6 +216,11 @@ def _resolve_target(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None
                 f"check that every dependency has a wheel for {req.target}; raise --glibc if "
                 "your cluster's image has a newer glibc")
         raise ConvertError(str(exc), hint) from None
+    if env_wheel is None:
+        return pins
+    # a cached resolution may name an earlier run's temp copy of the same (same-hash) wheel
+    local = env_wheel.path.resolve().as_uri()
+    return [replace(p, url=local) if p.name == env_wheel.meta.name else p for p in pins]
 
 
 def _check_env_wheel(
@@ -267,6 +272,8 @@ def _run(req: ConvertRequest, hub: HubRef, venv_python: Path, work: Path) -> Loa
         return run_loader(venv_python, hub.module, hub.vf_env_id, req.env_args, work / "run",
                           timeout=req.timeout, num_examples=req.num_examples)
     except LoadError as exc:
+        if exc.log.strip():
+            logger.error("output of the environment's load:\n%s", exc.log[-3000:])
         raise ConvertError(f"loading {hub.vf_env_id!r} failed ({exc.kind}): {exc}",
                            _LOAD_HINTS.get(exc.kind, "see the log above")) from None
 
