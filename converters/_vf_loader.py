@@ -7,8 +7,8 @@ result goes to ``--out``, a file opened before any environment code is imported.
 (PEP 578) refuses writes outside ``--root`` (the run's temp HOME/cwd/TMPDIR) and records them:
 a guard against careless environments, not a security boundary against native code.
 
-Usage: python -I -B _vf_loader.py --module M --env-id ID --args JSON --out FILE --root DIR
-       [--num-examples N]
+Usage: python -I _vf_loader.py --module M --env-id ID --args JSON --out FILE --root DIR
+       [--num-examples N] [--path DIR ...]
 """
 
 # Standard library only: this file runs with the throwaway venv's interpreter.
@@ -33,11 +33,23 @@ _PATH_EVENTS = {
 _ALLOWED_DEVICES = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty")
 
 
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root + os.sep)
+
+
+def _is_bytecode(path: str) -> bool:
+    """importlib's own cache writes: ``__pycache__/`` and the ``.pyc`` files in it (the venv
+    is cached between conversions, so the first load's compile pays for the next ones)."""
+    head, tail = os.path.split(path)
+    return tail == "__pycache__" or os.path.split(head)[1] == "__pycache__"
+
+
 class _Guard:
     """Audit hook: refuse and remember writes outside the sandbox root."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, prefix: str) -> None:
         self.root = os.path.realpath(root)
+        self.prefix = os.path.realpath(prefix)
         self.violations: list[str] = []
 
     def _inside(self, path: object) -> bool:
@@ -48,7 +60,8 @@ class _Guard:
         if not isinstance(path, str | os.PathLike):
             return True
         real = os.path.realpath(os.fspath(path))
-        return real in _ALLOWED_DEVICES or real == self.root or real.startswith(self.root + os.sep)
+        return (real in _ALLOWED_DEVICES or _under(real, self.root)
+                or (_under(real, self.prefix) and _is_bytecode(real)))
 
     def _refuse(self, event: str, path: object) -> None:
         self.violations.append(f"{event} {os.fsdecode(path) if isinstance(path, bytes) else path}")
@@ -117,11 +130,13 @@ def main(argv: list[str] | None = None) -> int:
     for flag in ("--module", "--env-id", "--args", "--out", "--root"):
         parser.add_argument(flag, required=True)
     parser.add_argument("--num-examples", type=int, default=-1)
+    parser.add_argument("--path", action="append", default=[], help="prepend to sys.path")
     opts = parser.parse_args(argv)
+    sys.path[:0] = opts.path
     out_fd = os.open(opts.out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     os.dup2(2, 1)  # the environment's prints go to the log, never into the protocol
     sys.stdout = sys.stderr
-    guard = _Guard(opts.root)
+    guard = _Guard(opts.root, sys.prefix)
     sys.addaudithook(guard)
     try:
         result = _load(opts)
@@ -129,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         result = {"ok": False, "kind": "load", "message": f"{type(exc).__name__}: {exc}",
                   "traceback": traceback.format_exc(limit=20)}
     if guard.violations:
-        result = {"ok": False, "kind": "escape", "message": "; ".join(guard.violations[:5])}
+        result = {"ok": False, "kind": "escape",
+                  "message": "wrote outside its temp dir: " + "; ".join(guard.violations[:5])}
     payload = json.dumps(result, default=str, ensure_ascii=False).encode()
     while payload:
         payload = payload[os.write(out_fd, payload):]

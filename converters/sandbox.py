@@ -1,7 +1,7 @@
 """Run environment code where it cannot hurt envkit: a throwaway venv, a subprocess, a timeout.
 
 The venv is built by uv from the vendored wheels (host closure), with the user's pip/uv
-configuration switched off. The loader (``_vf_loader.py``) runs with ``python -I -B`` in a
+configuration switched off. The loader (``_vf_loader.py``) runs with ``python -I`` in a
 fresh session, HOME/cwd/TMPDIR inside a temp dir, and reports through a result file; on a
 timeout the whole process group is killed.
 """
@@ -9,11 +9,14 @@ timeout the whole process group is killed.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,8 +28,11 @@ __all__ = [
     "LoadError",
     "LoadResult",
     "SandboxError",
+    "cached_env",
     "find_host_python",
+    "host_platform",
     "install_env",
+    "install_into",
     "loader_env",
     "run_loader",
     "uv_env",
@@ -66,6 +72,9 @@ def uv_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in (os.environ if base is None else base).items() if k in _KEEP}
     env.setdefault("PATH", os.defpath)
     env.update({"PIP_CONFIG_FILE": os.devnull, "UV_NO_CONFIG": "1"})
+    cache_dir = (os.environ if base is None else base).get("UV_CACHE_DIR")
+    if cache_dir:
+        env["UV_CACHE_DIR"] = cache_dir  # where downloads are kept is not index configuration
     home = (os.environ if base is None else base).get("HOME")
     if home:
         env["HOME"] = home  # uv's cache lives under it unless --cache-dir says otherwise
@@ -81,7 +90,7 @@ def loader_env(root: Path) -> dict[str, str]:
         (root / sub).mkdir(parents=True, exist_ok=True)
     env.update({
         "HOME": str(home), "TMPDIR": str(root / "tmp"), "XDG_CACHE_HOME": str(root / "cache"),
-        "HF_HOME": str(root / "cache" / "huggingface"), "PYTHONDONTWRITEBYTECODE": "1",
+        "HF_HOME": str(root / "cache" / "huggingface"),
         "PYTHONIOENCODING": "utf-8", "VF_LOG_LEVEL": "WARNING",
     })
     return env
@@ -114,33 +123,58 @@ def _runs(python: str) -> bool:
     return proc.returncode == 0
 
 
-def install_env(
-    uv: str,
-    venv: Path,
-    python: str,
-    requirements: Sequence[str],
-    *,
-    find_links: Sequence[Path] = (),
-    index_urls: Sequence[str] = (),
-    uv_cache_dir: Path | None = None,
-) -> Path:
-    """Create ``venv`` and install ``requirements``; no index unless ``index_urls`` is given.
+def install_env(uv: str, venv: Path, python: str, wheels: Sequence[Path]) -> Path:
+    """Create ``venv`` holding exactly ``wheels`` (``--no-index --no-deps``: the closure was
+    resolved already, nothing else may sneak in).
 
     :raises SandboxError: uv failed (its message included).
     """
     venv = venv.resolve()
-    cache = ["--cache-dir", str(uv_cache_dir)] if uv_cache_dir else []
-    _uv(uv, ["venv", "--no-config", "--quiet", "--python", python, *cache, str(venv)])
+    _uv(uv, ["venv", "--no-config", "--quiet", "--python", python, str(venv)])
     py = venv / "bin" / "python"
-    links = [arg for link in find_links for arg in ("--find-links", str(Path(link).resolve()))]
-    if index_urls:
-        indexes = ["--index-url", index_urls[0]]
-        indexes += [arg for url in index_urls[1:] for arg in ("--extra-index-url", url)]
-    else:
-        indexes = ["--no-index"]
-    _uv(uv, ["pip", "install", "--no-config", "--quiet", "--python", str(py), "--only-binary",
-             ":all:", *indexes, *links, *cache, *requirements])
+    _uv(uv, ["pip", "install", "--no-config", "--quiet", "--python", str(py), "--no-index",
+             "--no-deps", *(str(Path(w).resolve()) for w in wheels)])
     return py
+
+
+def install_into(uv: str, python: Path, wheel: Path, dest: Path) -> Path:
+    """Install one wheel into a plain directory (``--target``) that the loader puts on
+    ``sys.path``: the environment itself stays out of the shared, cached venv."""
+    _uv(uv, ["pip", "install", "--no-config", "--quiet", "--python", str(python), "--no-index",
+             "--no-deps", "--target", str(dest.resolve()), str(wheel.resolve())])
+    return dest
+
+
+def cached_env(uv: str, cache_dir: Path, python: str, wheels: Sequence[tuple[str, Path]]) -> Path:
+    """``install_env`` once per exact set of ``(sha256, file)`` wheels, kept in ``cache_dir``.
+
+    Built in a temp dir and renamed into place. The loader's write guard lets a load write
+    only importlib's ``__pycache__`` into it, so the first load's bytecode serves the next
+    ones and a warm conversion skips both the install and the compile.
+    """
+    key = json.dumps([python, sorted(sha for sha, _ in wheels)])
+    final = cache_dir / hashlib.sha256(key.encode()).hexdigest()[:32]
+    if (final / ".envkit-complete").is_file():
+        return final / "bin" / "python"
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=cache_dir))
+    try:
+        install_env(uv, tmp / "venv", python, [path for _, path in wheels])
+        (tmp / "venv" / ".envkit-complete").write_text(key, "utf-8")
+        with contextlib.suppress(OSError):  # a concurrent build won: use that one
+            (tmp / "venv").rename(final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final / "bin" / "python"
+
+
+def host_platform(python: str) -> tuple[str, tuple[int, int]]:
+    """``(machine, (major, minor))`` of the interpreter that will load the environment."""
+    code = "import platform, sys; print(platform.machine(), *sys.version_info[:2])"
+    proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60,
+                          check=True)
+    machine, major, minor = proc.stdout.split()
+    return machine, (int(major), int(minor))
 
 
 def _uv(uv: str, args: list[str]) -> None:
@@ -160,6 +194,7 @@ def run_loader(
     *,
     timeout: float,
     num_examples: int = -1,
+    path: Sequence[Path] = (),
 ) -> LoadResult:
     """Load the environment in a subprocess of ``python`` and return its dataset examples.
 
@@ -171,10 +206,11 @@ def run_loader(
     env = loader_env(root)
     out, log_path = root / "result.json", root / "loader.log"
     # absolute, not resolved: the venv's python is a symlink that must stay inside the venv
-    cmd = [str(Path.cwd() / python), "-I", "-B", str(_LOADER), "--module", module,
+    cmd = [str(Path.cwd() / python), "-I", str(_LOADER), "--module", module,
            "--env-id", env_id,
            "--args", json.dumps(dict(env_args)), "--out", str(out), "--root", str(root),
            "--num-examples", str(num_examples)]
+    cmd += [arg for p in path for arg in ("--path", str(Path(p).resolve()))]
     with log_path.open("wb") as log:
         proc = subprocess.Popen(cmd, cwd=root / "home", env=env, stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

@@ -11,9 +11,7 @@ leaves neither PKG nor DATA behind.
 from __future__ import annotations
 
 import logging
-import platform
 import shutil
-import sys
 import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
@@ -41,8 +39,10 @@ from envkit.converters.sandbox import (
     LoadError,
     LoadResult,
     SandboxError,
+    cached_env,
     find_host_python,
-    install_env,
+    host_platform,
+    install_into,
     run_loader,
 )
 from packaging.version import Version
@@ -70,7 +70,6 @@ GYM_VERIFIERS_VERSION = "0.3.1"
 installed Gym when one is present."""
 CLASSIC_MAX = Version("0.4")
 """verifiers 0.4 is v1-only: no ``vf.load_environment``/``Environment.run_group``."""
-PYPI = "https://pypi.org/simple"
 
 
 class ConvertError(RuntimeError):
@@ -125,8 +124,7 @@ def convert_verifiers(req: ConvertRequest) -> ConvertResult:
         work = _stage(stack, req.out_dir, prefix=".envkit-work-")
         env_wheel = _env_wheel(req, hub, work / "src")
         pins = _resolve_target(req, hub, env_wheel)
-        cache = resolve.WheelCache(resolve.cache_root() / "wheels")
-        resolve.fetch_wheels(pins, pkg / "wheels", cache=cache)
+        resolve.fetch_wheels(pins, pkg / "wheels", cache=_wheel_cache())
         _check_env_wheel(req, hub, pins, env_wheel)
         loaded = _load_rows(req, hub, pins, pkg / "wheels", env_wheel, work)
         counts = _write_dataset(req, hub, loaded, data)
@@ -134,6 +132,10 @@ def convert_verifiers(req: ConvertRequest) -> ConvertResult:
         _install(pkg, req.out_dir, data, req.dataset_dir, force=req.force)
     return ConvertResult(req.out_dir, req.dataset_dir, *counts,
                          tuple(p.filename for p in pins), loaded.source)
+
+
+def _wheel_cache() -> resolve.WheelCache:
+    return resolve.WheelCache(resolve.cache_root() / "wheels")
 
 
 def _check_request(req: ConvertRequest) -> None:
@@ -228,7 +230,7 @@ def _check_env_wheel(
 ) -> None:
     """The vendored env wheel is the local one (no same-named project from an index), and its
     verifiers requirement is classic."""
-    name = env_wheel.meta.name if env_wheel else hub.dist_name.replace("_", "-")
+    name = _env_name(hub, env_wheel)
     pin = next((p for p in pins if p.name == name), None)
     if pin is None:
         raise ConvertError(f"the resolved closure has no wheel for {name!r}")
@@ -238,39 +240,58 @@ def _check_env_wheel(
         raise ConvertError(msg, "rename the project or bump its version")
 
 
-def _host_matches(target: Target, python: str) -> bool:
-    return platform.machine() == target.arch and sys.platform == "linux" and python.endswith("3.13")
+def _host_closure(req: ConvertRequest, hub: HubRef, pins: Sequence, wheels: Path,
+                  env_wheel: EnvWheel | None, python: str, work: Path) -> tuple[list, Path]:
+    """Pins and a folder of wheels for the interpreter that loads the env.
+
+    When the host is the target's platform (same machine, CPython 3.13) that is the vendored
+    closure itself, so the load also proves ``wheels/`` installs. Otherwise the same
+    requirements are resolved for the host (glibc 2.28 floor) and fetched separately.
+    """
+    machine, version = host_platform(python)
+    if machine == req.target.arch and version == req.target.python:
+        return list(pins), wheels
+    host = Target(arch=machine, python=version, glibc=(2, 28))
+    logger.info("the host (%s) is not the target: resolving the host closure too", host)
+    host_pins = _resolve_target(replace(req, target=host), hub, env_wheel)
+    dest = work / "host-wheels"
+    resolve.fetch_wheels(host_pins, dest, cache=_wheel_cache())
+    return host_pins, dest
 
 
 def _load_rows(req: ConvertRequest, hub: HubRef, pins: Sequence, wheels: Path,
                env_wheel: EnvWheel | None, work: Path) -> LoadResult:
-    """Install the env into a throwaway venv for the host and load it there.
+    """Load the env in a subprocess of a venv built from the host closure.
 
-    When the host is the target (x86_64 Linux, CPython 3.13) the venv comes from the vendored
-    wheels alone (``--no-index``): the load proves the closure installs. Otherwise the host
-    closure is resolved by uv against the indexes, with the env wheel as a candidate.
+    The dependencies go into a venv cached by their exact hashes (shared by every env with
+    the same closure); the env wheel itself is installed per run into a directory the
+    loader puts first on ``sys.path``.
     """
     python = req.host_python or find_host_python()
-    requirements = _requirements(req, hub, env_wheel)
-    if _host_matches(req.target, python):
-        links, indexes = [wheels], []
-    else:
-        links = [env_wheel.path.parent] if env_wheel else []
-        indexes = [PYPI, *_indexes(req, hub, env_wheel)]
+    host_pins, folder = _host_closure(req, hub, pins, wheels, env_wheel, python, work)
+    name = _env_name(hub, env_wheel)
+    deps = [(p.sha256 or p.filename, folder / p.filename) for p in host_pins if p.name != name]
+    env_file = next(folder / p.filename for p in host_pins if p.name == name)
     logger.info("installing the environment into a throwaway venv (%s)", python)
+    uv = resolve.uv_bin()
     try:
-        venv_python = install_env(resolve.uv_bin(), work / "venv", python, requirements,
-                                  find_links=links, index_urls=indexes)
+        venv_python = cached_env(uv, resolve.cache_root() / "venvs", python, deps)
+        site = install_into(uv, venv_python, env_file, work / "run" / "site")
     except SandboxError as exc:
         raise ConvertError(str(exc), "the host needs the same closure the target gets") from None
-    return _run(req, hub, venv_python, work)
+    return _run(req, hub, venv_python, work, site)
 
 
-def _run(req: ConvertRequest, hub: HubRef, venv_python: Path, work: Path) -> LoadResult:
+def _env_name(hub: HubRef, env_wheel: EnvWheel | None) -> str:
+    return env_wheel.meta.name if env_wheel else hub.dist_name.replace("_", "-")
+
+
+def _run(req: ConvertRequest, hub: HubRef, venv_python: Path, work: Path,
+         site: Path) -> LoadResult:
     logger.info("loading %s with load_environment(**%s)", hub.vf_env_id, req.env_args)
     try:
         return run_loader(venv_python, hub.module, hub.vf_env_id, req.env_args, work / "run",
-                          timeout=req.timeout, num_examples=req.num_examples)
+                          timeout=req.timeout, num_examples=req.num_examples, path=[site])
     except LoadError as exc:
         if exc.log.strip():
             logger.error("output of the environment's load:\n%s", exc.log[-3000:])
