@@ -1,1 +1,1 @@
-"""Converters: verifiers / Prime hub environments and Gym trees into environment packages."""
+"""Converters: verifiers / hub environments to adapter-wheels-v1; Gym server trees to packages."""

@@ -1,15 +1,29 @@
-"""The prompt dataset model: ``training.jsonl`` (+ ``validation.jsonl``) rows, read once."""
+"""The prompt dataset model: ``training.jsonl`` (+ ``validation.jsonl``), streamed row by row.
+
+A GRPO dataset can hold a million rows, so unlike the package model the rows are not kept in
+memory: ``Dataset.iter_rows(name)`` reads one line at a time, and a line longer than
+``MAX_LINE_BYTES`` is reported as an error row rather than buffered. The dataset model is still
+the only place that opens the files; the validators consume its rows.
+"""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-__all__ = ["DATASET_FILES", "Dataset", "Row", "load_dataset"]
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+__all__ = ["DATASET_FILES", "MAX_LINE_BYTES", "Dataset", "Row", "load_dataset"]
 
 DATASET_FILES = ("training.jsonl", "validation.jsonl")
+
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""A prompt row is KiBs; a longer line is reported, not parsed (bounded memory)."""
+
+_CHUNK = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -26,37 +40,84 @@ class Row:
 class Dataset:
     root: Path
     files: tuple[str, ...]
-    """Which of ``DATASET_FILES`` exist."""
-    rows: tuple[Row, ...]
+    """Which of ``DATASET_FILES`` exist as regular files."""
     read_errors: tuple[tuple[str, str], ...] = ()
+    """``(file, reason)`` for a file that exists but cannot be opened (directory, permissions)."""
+
+    def iter_rows(self, name: str) -> Iterator[Row]:
+        """Stream the non-blank lines of ``name``; a file that cannot be read yields nothing.
+
+        Blank lines are skipped, as every JSONL reader Gym and NeMo-RL use skips them.
+        """
+        try:
+            fh = (self.root / name).open("rb")
+        except OSError:
+            return
+        with fh:
+            for number, raw, too_long in _lines(fh):
+                if too_long:
+                    yield Row(name, number, error=f"line longer than {MAX_LINE_BYTES // 2**20} MiB")
+                elif raw.strip():
+                    yield _parse_line(name, number, raw)
+
+    @property
+    def rows(self) -> Iterator[Row]:
+        """Every row of every file, streamed in file order."""
+        return (row for name in self.files for row in self.iter_rows(name))
 
 
 def load_dataset(root: str | Path) -> Dataset:
-    """Read the dataset directory; a missing directory is a usage error (raises)."""
+    """Look at the dataset directory (files are read later, streamed).
+
+    :raises NotADirectoryError: ``root`` is not a directory (a usage error, not a defect).
+    """
     root = Path(root)
     if not root.is_dir():
         msg = f"dataset {str(root)!r} is not a directory"
         raise NotADirectoryError(msg)
-    files, rows, errors = [], [], []
+    files, errors = [], []
     for name in DATASET_FILES:
         path = root / name
         if not path.exists():
             continue
-        files.append(name)
+        if not path.is_file():
+            errors.append((name, "not a regular file"))
+            continue
         try:
-            with path.open("rb") as fh:
-                rows.extend(_parse_line(name, n, raw) for n, raw in enumerate(fh, start=1))
+            path.open("rb").close()
         except OSError as exc:
             errors.append((name, exc.strerror or str(exc)))
-    return Dataset(root, tuple(files), tuple(r for r in rows if r is not None), tuple(errors))
+            continue
+        files.append(name)
+    return Dataset(root, tuple(files), tuple(errors))
 
 
-def _parse_line(file: str, number: int, raw: bytes) -> Row | None:
-    if not raw.strip():
-        return None  # blank lines are skipped by every JSONL reader Gym uses
+def _lines(fh: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
+    """``(line number, bytes, too_long)``; an over-long line is skipped, never buffered whole."""
+    number = 0
+    while True:
+        raw = fh.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
+            yield number, raw, False
+            continue
+        while raw and not raw.endswith(b"\n"):  # drain the rest of the long line
+            raw = fh.readline(_CHUNK)
+        yield number, b"", True
+
+
+def _parse_line(file: str, number: int, raw: bytes) -> Row:
     try:
-        return Row(file, number, json.loads(raw))
-    except UnicodeDecodeError:
-        return Row(file, number, error="not UTF-8")
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Row(
+            file, number, error=f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
+        )
+    try:
+        return Row(file, number, json.loads(text))
     except json.JSONDecodeError as exc:
         return Row(file, number, error=f"invalid JSON: {exc.msg} (column {exc.colno})")
+    except RecursionError:
+        return Row(file, number, error="invalid JSON: nested too deeply")

@@ -8,15 +8,15 @@ walking, so loops and links out of the tree cannot hang or escape the reader.
 
 from __future__ import annotations
 
+import errno
 import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
 from envkit.wheelfile import WheelFile, read_wheel
-from envkit.yamlio import YamlDoc, parse_yaml
+from envkit.yamlio import MAX_YAML_BYTES, YamlDoc, parse_yaml
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -28,7 +28,9 @@ __all__ = [
     "FileEntry",
     "Package",
     "ServerDir",
+    "display_path",
     "load_package",
+    "safe_relpath",
 ]
 
 MANIFEST = "nemo-environment.yaml"
@@ -158,11 +160,12 @@ def _walk(root: Path) -> tuple[dict[str, FileEntry], list[tuple[str, str]], bool
     entries: dict[str, FileEntry] = {}
     errors: list[tuple[str, str]] = []
     real_root = os.path.realpath(root)
+    base = os.fspath(root)
     stack = [""]
     while stack:
         rel = stack.pop()
         try:
-            with os.scandir(root / rel if rel else root) as it:
+            with os.scandir(f"{base}/{rel}" if rel else base) as it:
                 children = list(it)
         except OSError as exc:
             errors.append((rel, exc.strerror or str(exc)))
@@ -179,29 +182,61 @@ def _walk(root: Path) -> tuple[dict[str, FileEntry], list[tuple[str, str]], bool
 
 
 def _entry(child: os.DirEntry[str], path: str, real_root: str, errors: list) -> FileEntry:
+    """Classify from the directory entry's type (no syscall on most file systems); only
+    regular files are stat'ed, for their size."""
     try:
-        st = child.stat(follow_symlinks=False)
+        if child.is_symlink():
+            return _symlink_entry(child.path, path, real_root, errors)
+        if child.is_dir(follow_symlinks=False):
+            return FileEntry(path, "dir")
+        if child.is_file(follow_symlinks=False):
+            return FileEntry(path, "file", size=child.stat(follow_symlinks=False).st_size)
     except OSError as exc:
         errors.append((path, exc.strerror or str(exc)))
-        return FileEntry(path, "other")
-    if stat.S_ISLNK(st.st_mode):
-        target = os.readlink(child.path)
-        resolved = os.path.realpath(child.path)  # non-strict: loops resolve without raising
-        inside = resolved == real_root or resolved.startswith(real_root + os.sep)
-        return FileEntry(path, "symlink", link_target=target, link_inside=inside)
-    if stat.S_ISDIR(st.st_mode):
-        return FileEntry(path, "dir")
-    if stat.S_ISREG(st.st_mode):
-        return FileEntry(path, "file", size=st.st_size)
     return FileEntry(path, "other")
 
 
-def _read_bytes(root: Path, rel: str, errors: list[tuple[str, str]]) -> bytes | None:
+def _symlink_entry(full: str, path: str, real_root: str, errors: list) -> FileEntry:
+    """Resolve a link without following it during the walk. Non-strict ``realpath`` cannot
+    hang on loops; a second, strict pass tells loops and dangling links (unreadable on the
+    cluster too) apart from good ones, but only for links that stay inside."""
     try:
-        return (root / rel).read_bytes()
+        target = os.readlink(full)  # noqa: PTH115 - str in, str out, no Path round trip
+    except OSError as exc:
+        errors.append((path, exc.strerror or str(exc)))
+        return FileEntry(path, "other")
+    resolved = os.path.realpath(full)
+    inside = resolved == real_root or resolved.startswith(real_root + os.sep)
+    if inside:
+        try:
+            os.path.realpath(full, strict=True)
+        except OSError as exc:
+            reason = "symlink loop" if exc.errno == errno.ELOOP else "dangling symlink"
+            errors.append((path, f"{reason} (-> {target!r})"))
+    return FileEntry(path, "symlink", link_target=target, link_inside=inside)
+
+
+def _read_bytes(
+    root: Path, rel: str, errors: list[tuple[str, str]], limit: int | None = None
+) -> bytes | None:
+    """Contents of ``rel``; at most ``limit + 1`` bytes so an oversized file is detectable
+    without holding all of it in memory."""
+    try:
+        with (root / rel).open("rb") as fh:
+            return fh.read() if limit is None else fh.read(limit + 1)
     except OSError as exc:
         errors.append((rel, exc.strerror or str(exc)))
         return None
+
+
+def _read_yaml(root: Path, rel: str, errors: list[tuple[str, str]]) -> YamlDoc:
+    raw = _read_bytes(root, rel, errors, limit=MAX_YAML_BYTES)
+    if raw is None:
+        return YamlDoc(rel, error="cannot be read")
+    if len(raw) > MAX_YAML_BYTES:
+        msg = f"file is over {MAX_YAML_BYTES // 2**20} MiB; YAML that large is not parsed"
+        return YamlDoc(rel, error=msg)
+    return parse_yaml(rel, raw)
 
 
 def _read_manifest(root: Path, entries: Mapping[str, FileEntry], errors: list) -> YamlDoc | None:
@@ -209,16 +244,25 @@ def _read_manifest(root: Path, entries: Mapping[str, FileEntry], errors: list) -
     if entry is None:
         return None
     if entry.kind != "file":
-        return YamlDoc(MANIFEST, error=f"{MANIFEST} is a {entry.kind}, not a regular file")
-    raw = _read_bytes(root, MANIFEST, errors)
-    if raw is None:
-        return YamlDoc(MANIFEST, error="cannot be read")
-    return parse_yaml(MANIFEST, raw)
+        what = {"dir": "a directory", "symlink": "a symlink"}.get(entry.kind, "a special file")
+        return YamlDoc(MANIFEST, error=f"is {what}, not a regular file")
+    return _read_yaml(root, MANIFEST, errors)
 
 
 def _find_nested_manifest(entries: Mapping[str, FileEntry]) -> str | None:
     nested = sorted(p for p in entries if p.count("/") == 1 and p.endswith("/" + MANIFEST))
     return nested[0] if nested else None
+
+
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(32), 127)}
+
+
+def display_path(path: str) -> str:
+    """``path`` printable on one line of any stream: undecodable bytes (kept by the OS as
+    surrogate escapes) and control characters such as a newline in a file name are shown as
+    ``\\xNN`` instead of crashing a UTF-8 writer or splitting a diagnostic in two."""
+    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return text.translate(_CONTROL)
 
 
 def safe_relpath(value: str) -> str | None:
@@ -227,10 +271,11 @@ def safe_relpath(value: str) -> str | None:
         return None
     if len(value) > 1 and value[1] == ":":  # C:\... style
         return None
-    parts = [p for p in value.replace("\\", "/").split("/") if p not in ("", ".")]
-    if not parts or ".." in parts:
+    if ".." in value.replace("\\", "/").split("/"):  # `..\` is refused too, conservatively
         return None
-    return "/".join(parts)
+    # The cluster is POSIX: a backslash is part of a file name there, not a separator.
+    parts = [p for p in value.split("/") if p not in ("", ".")]
+    return "/".join(parts) if parts else None
 
 
 def _read_configs(root: Path, pkg: Package, errors: list) -> dict[str, YamlDoc]:
@@ -242,32 +287,43 @@ def _read_configs(root: Path, pkg: Package, errors: list) -> dict[str, YamlDoc]:
         entry = pkg.entries.get(rel)
         if entry is None or entry.kind != "file":
             continue  # missing / symlink / dir: EK106/EK107 report it, nothing to parse
-        raw = _read_bytes(root, rel, errors)
-        configs[rel] = parse_yaml(rel, raw) if raw is not None else YamlDoc(rel, error="cannot be read")
+        configs[rel] = _read_yaml(root, rel, errors)
     return configs
 
 
-def _read_servers(root: Path, entries: Mapping[str, FileEntry], errors: list) -> tuple[ServerDir, ...]:
-    servers: list[ServerDir] = []
-    for server_type in SERVER_TYPES:
-        impls = sorted(
-            p.split("/", 1)[1]
-            for p, e in entries.items()
-            if e.kind == "dir" and p.startswith(server_type + "/") and p.count("/") == 1
-        )
-        for impl in impls:
-            prefix = f"{server_type}/{impl}/"
-            files = frozenset(
-                p[len(prefix):]
-                for p, e in entries.items()
-                if e.kind == "file" and p.startswith(prefix) and "/" not in p[len(prefix):]
-            )
-            texts = {}
-            for name in ("requirements.txt", "pyproject.toml"):
-                entry = entries.get(prefix + name)
-                if name in files and entry is not None and entry.size <= _MAX_TEXT_BYTES:
-                    raw = _read_bytes(root, prefix + name, errors)
-                    if raw is not None:
-                        texts[name] = raw.decode("utf-8", errors="replace")
-            servers.append(ServerDir(server_type, impl, files, texts))
+def _read_servers(
+    root: Path, entries: Mapping[str, FileEntry], errors: list
+) -> tuple[ServerDir, ...]:
+    """``<server_type>/<impl>/`` dirs and their direct files, in one pass over the entries."""
+    dirs: dict[tuple[str, str], set[str]] = {}
+    files: list[tuple[str, str, str]] = []
+    for path, entry in entries.items():
+        parts = path.split("/", 3)
+        if parts[0] not in SERVER_TYPES:
+            continue
+        if len(parts) == 2 and entry.kind == "dir":  # type/impl
+            dirs[(parts[0], parts[1])] = set()
+        elif len(parts) == 3 and entry.kind == "file":  # type/impl/file
+            files.append((parts[0], parts[1], parts[2]))
+    for server_type, impl, name in files:
+        if (server_type, impl) in dirs:
+            dirs[(server_type, impl)].add(name)
+    order = {t: i for i, t in enumerate(SERVER_TYPES)}
+    servers = []
+    for (server_type, impl), names in sorted(dirs.items(), key=lambda kv: (order[kv[0][0]], kv[0])):
+        texts = _marker_texts(root, f"{server_type}/{impl}/", names, entries, errors)
+        servers.append(ServerDir(server_type, impl, frozenset(names), texts))
     return tuple(servers)
+
+
+def _marker_texts(
+    root: Path, prefix: str, names: set[str], entries: Mapping[str, FileEntry], errors: list
+) -> dict[str, str]:
+    texts = {}
+    for name in ("requirements.txt", "pyproject.toml"):
+        entry = entries.get(prefix + name)
+        if name in names and entry is not None and entry.size <= _MAX_TEXT_BYTES:
+            raw = _read_bytes(root, prefix + name, errors)
+            if raw is not None:
+                texts[name] = raw.decode("utf-8", errors="replace")
+    return texts

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from rich.markup import escape
-
 from envkit.diagnostics import Diagnostic, Severity
 
 if TYPE_CHECKING:
@@ -28,6 +26,8 @@ def _location(base: Path | None, diag: Diagnostic) -> str:
 
 def render_human(report: Report, console: Console, base: Path | None) -> None:
     """``path:line: CODE message`` then the fix hint, as ruff prints them."""
+    from rich.markup import escape  # lazy: rich costs ~50 ms
+
     for d in report.diagnostics:
         style = "red" if d.severity is Severity.ERROR else "yellow"
         console.print(

@@ -8,13 +8,13 @@ the node tree is walked once to record ``key path -> line`` beside the data.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
-__all__ = ["MAX_YAML_BYTES", "YamlDoc", "KeyPath", "parse_yaml"]
+__all__ = ["MAX_YAML_BYTES", "KeyPath", "YamlDoc", "parse_yaml"]
 
 try:  # libyaml is ~10x faster; the pure-Python loader is the fallback, same semantics.
     _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
@@ -57,7 +57,8 @@ class YamlDoc:
 def parse_yaml(path: str, raw: bytes) -> YamlDoc:
     """Parse ``raw`` as one YAML document; never raises over the content."""
     if len(raw) > MAX_YAML_BYTES:
-        msg = f"file is {len(raw) / 1e6:.1f} MB; configs over {MAX_YAML_BYTES // 2**20} MiB are not parsed"
+        msg = (f"file is {len(raw) / 1e6:.1f} MB; configs over {MAX_YAML_BYTES // 2**20} MiB "
+               "are not parsed")
         return YamlDoc(path, error=msg)
     try:
         text = raw.decode("utf-8-sig")
@@ -70,7 +71,7 @@ def parse_yaml(path: str, raw: bytes) -> YamlDoc:
         if node is None:
             return YamlDoc(path, data=None, lines={(): 1})
         lines = _record_lines(node)
-        data = loader.construct_document(node)
+        data = _construct(loader, node)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -88,6 +89,48 @@ def parse_yaml(path: str, raw: bytes) -> YamlDoc:
 
 class _TooLarge(Exception):
     pass
+
+
+class _Unusual(Exception):
+    """A node the fast path leaves to PyYAML's constructor (merge keys, custom tags)."""
+
+
+_STR, _SEQ, _MAP = "tag:yaml.org,2002:str", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+def _construct(loader: yaml.SafeLoader, root: yaml.Node) -> Any:
+    """Build plain data from the node tree: the same values as ``construct_document`` for the
+    str/map/seq documents configs are made of, at about half its cost (profiled on 200 Gym
+    configs). Scalars other than strings still go through ``SafeConstructor`` (ints, floats,
+    bools, nulls, timestamps); anything unusual falls back to PyYAML entirely."""
+    try:
+        return _build(loader, root, {})
+    except (_Unusual, RecursionError):
+        return loader.construct_document(root)
+
+
+def _build(loader: yaml.SafeLoader, node: yaml.Node, memo: dict[int, Any]) -> Any:
+    if id(node) in memo:  # an alias: share the object, as PyYAML does
+        return memo[id(node)]
+    if isinstance(node, yaml.ScalarNode):
+        value = node.value if node.tag == _STR else loader.construct_object(node)
+    elif isinstance(node, yaml.SequenceNode) and node.tag == _SEQ:
+        value = memo[id(node)] = []
+        value.extend(_build(loader, item, memo) for item in node.value)
+    elif isinstance(node, yaml.MappingNode) and node.tag == _MAP:
+        value = memo[id(node)] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE:
+                raise _Unusual
+            key = _build(loader, key_node, memo)
+            if not isinstance(key, Hashable):
+                raise _Unusual  # PyYAML reports "found unhashable key" with its mark
+            value[key] = _build(loader, value_node, memo)
+    else:
+        raise _Unusual
+    memo[id(node)] = value
+    return value
 
 
 def _record_lines(root: yaml.Node) -> dict[KeyPath, int]:

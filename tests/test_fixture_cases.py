@@ -1,17 +1,29 @@
 """Golden fixture cases: each ``fixtures/packages/<case>/case.json`` names its inputs and the
 exact set of codes validation must report. Every registered rule must have a case named for it.
+
+What git cannot hold is built at test time from an optional ``"setup"`` list in ``case.json``,
+applied to a copy of the case directory in ``tmp_path`` (the committed tree is never changed):
+
+- ``"mkfifo:<path>"``: create a FIFO at ``<path>`` (relative to the case directory);
+- ``"max_entries:<n>"``: lower ``envkit.package.MAX_ENTRIES`` to ``n`` for this case.
+
+chmod 000 is not a setup step: root reads such entries anyway (``tests/test_hostile_inputs.py``
+probes for that and covers it).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
+from envkit.validators import RULES, CheckOptions
 
+import envkit.package
 from envkit.target import Target
 from envkit.validate import ValidateRequest, validate
-from envkit.validators import RULES, CheckOptions
 
 CASES_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "packages"
 CASES = sorted(p.parent for p in CASES_DIR.glob("*/case.json"))
@@ -33,12 +45,33 @@ def _request(case: Path) -> ValidateRequest:
     )
 
 
+def _apply_setup(case: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Copy ``case`` to ``tmp_path`` and apply its ``setup`` steps; return the copy."""
+    steps = json.loads((case / "case.json").read_text()).get("setup", [])
+    if not steps:
+        return case
+    copy = tmp_path / case.name
+    shutil.copytree(case, copy, symlinks=True)
+    for step in steps:
+        op, _, arg = step.partition(":")
+        if op == "mkfifo":
+            os.mkfifo(copy / arg)
+        elif op == "max_entries":
+            monkeypatch.setattr(envkit.package, "MAX_ENTRIES", int(arg))
+        else:
+            pytest.fail(f"{case.name}: unknown setup step {step!r}")
+    return copy
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_case_reports_exactly_expected_codes(case: Path) -> None:
+def test_case_reports_exactly_expected_codes(
+    case: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     expected = set(json.loads((case / "case.json").read_text())["expect"])
-    report = validate(_request(case))
+    report = validate(_request(_apply_setup(case, tmp_path, monkeypatch)))
     found = {d.code for d in report.diagnostics}
-    assert found == expected, "\n".join(f"{d.path}:{d.line}: {d.code} {d.message}" for d in report.diagnostics)
+    shown = "\n".join(f"{d.path}:{d.line}: {d.code} {d.message}" for d in report.diagnostics)
+    assert found == expected, shown
     if case.name.startswith("valid-"):
         assert report.valid
 

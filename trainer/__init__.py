@@ -1,0 +1,1 @@
+"""GRPO training against packaged Gym servers: rollouts, generation backends, loss, loop."""

@@ -6,6 +6,8 @@ This package never imports ``envkit.trainer``.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from envkit.validators import dataset_rows, gym_configs, job, layout, manifest, wheels
 from envkit.validators._base import Check, CheckOptions, Inputs, Rule
 
@@ -18,6 +20,14 @@ RULES: dict[str, Rule] = {rule.code: rule for module in _MODULES for rule in mod
 
 
 def run_checks(inputs: Inputs) -> list:
-    """Run every check and return all diagnostics, sorted by place."""
-    found = [diag for check in CHECKS for diag in check(inputs)]
+    """Run every check and return all diagnostics, sorted by place.
+
+    A package whose walk stopped at the entry cap (EK208) is reported alone: checks over a
+    partial tree would invent missing configs, markers and implementation dirs.
+    """
+    found: list = []
+    if inputs.package is not None and inputs.package.truncated:
+        found += layout.check_walk_complete(inputs)
+        inputs = replace(inputs, package=None)
+    found += [diag for check in CHECKS for diag in check(inputs)]
     return sorted(set(found), key=lambda d: d.sort_key())

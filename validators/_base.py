@@ -53,6 +53,8 @@ class CheckOptions:
     target: Target = field(default_factory=Target)
     gym_version: str = DEFAULT_GYM_VERSION
     offline: bool = False
+    allow_local_refs: bool = False
+    """Job refs may be local paths (a local trainer run); submit needs `workspace/name` (EK608)."""
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,440 @@
-"""Placeholder: filled in by its issue."""
+"""EK5xx: the prompt dataset (``training.jsonl`` / ``validation.jsonl``) as Gym rollout rows.
+
+Row shapes are checked inside the training container, not at submit (seed 001, "Prompt
+dataset format"), so a malformed row costs a whole job start; these checks move that failure
+to the desk. Each file is streamed once and every row goes through ``ROW_CHECKS``; repeated
+findings are capped per code per file so a broken 1M-row file prints a screenful, not 1M lines.
+"""
 
 from __future__ import annotations
 
-CHECKS: tuple = ()
-RULES: tuple = ()
+import difflib
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from envkit.validators._base import Inputs, Rule
+from envkit.validators._responses import CREATE_PARAMS_FIELDS, input_problems
+
+from envkit.diagnostics import Diagnostic, Severity
+
+if TYPE_CHECKING:
+    from envkit.dataset import Dataset, Row
+    from envkit.package import Package
+
+__all__ = [
+    "CHECKS",
+    "MAX_PER_CODE",
+    "ROW_CHECKS",
+    "RULES",
+    "RowContext",
+    "agent_instances",
+    "check_dataset_files",
+    "check_dataset_rows",
+]
+
+MAX_PER_CODE = 20
+"""Diagnostics shown per code per file; the rest are counted in one summary line."""
+
+AGENT_TYPE = "responses_api_agents"
+ADAPTER_FORMAT = "adapter-wheels-v1"
+
+EK500 = Rule(
+    "EK500",
+    Severity.ERROR,
+    "dataset directory lacks `training.jsonl`",
+    "Submit checks that the dataset FileSet holds `training.jsonl` and fails without it; "
+    "`validation.jsonl` is optional.",
+    "Put the training rows in `training.jsonl` at the dataset root (not in a subdirectory).",
+)
+EK501 = Rule(
+    "EK501",
+    Severity.ERROR,
+    "dataset line is not a JSON object",
+    "Gym reads one JSON object per line; a line that is not valid UTF-8 JSON, or is a JSON "
+    "array/string/number, fails the rollout collection for the whole file.",
+    "Write exactly one JSON object per line (JSON Lines), UTF-8 encoded.",
+)
+EK502 = Rule(
+    "EK502",
+    Severity.ERROR,
+    "`responses_create_params.input` missing or not a valid prompt",
+    "The prompt goes under `responses_create_params.input` in OpenAI Responses API shape: a "
+    "string, or a list of messages whose `role` is system, developer, user or assistant and "
+    "whose `content` is a string or a list of content parts. Gym's request model forbids "
+    "other keys in `responses_create_params`. Chat-style `messages[]` rows train nothing.",
+    'Use `"responses_create_params": {"input": [{"role": "user", "content": "..."}]}`.',
+)
+EK503 = Rule(
+    "EK503",
+    Severity.ERROR,
+    "`agent_ref` missing or not `{type: responses_api_agents, name}`",
+    "`agent_ref` routes the row to an agent instance; without a name the row is dropped as "
+    "'missing agent_ref', and a `type` other than `responses_api_agents` is rejected.",
+    'Add `"agent_ref": {"type": "responses_api_agents", "name": "<agent instance>"}`.',
+)
+EK504 = Rule(
+    "EK504",
+    Severity.ERROR,
+    "`agent_ref.name` is not an agent instance of the package",
+    "`agent_ref.name` names the Gym instance (the top-level key of a `responses_api_agents` "
+    "block), not the implementation directory. An unknown name fails at spin-up with "
+    "ServerRefNotFoundError.",
+    "Use the top-level key of an agent block in the package's configs (e.g. `verifiers_agent`).",
+)
+EK505 = Rule(
+    "EK505",
+    Severity.ERROR,
+    "`vf_env_id` missing on a verifiers row, or not the manifest's",
+    "verifiers_agent loads the environment named by the row's `vf_env_id` (falling back to the "
+    "agent config's). A wrong id surfaces only as the environment failing to load in the job; "
+    "submit does not check it (seed 001).",
+    "Set `vf_env_id` on every row to the manifest's `metadata.vf_env_id`.",
+)
+EK506 = Rule(
+    "EK506",
+    Severity.WARNING,
+    "`task_idx` missing or duplicated on verifiers rows",
+    "verifiers_agent's request model requires an integer `task_idx`; it also groups rollouts "
+    "and names results. Duplicates in `training.jsonl` merge distinct tasks. (Repeating a row "
+    "in `validation.jsonl` is the documented way to score a prompt k times, so duplicates "
+    "there are fine.)",
+    "Number the rows: `task_idx` 0..N-1, unique within `training.jsonl`.",
+)
+
+RULES = (EK500, EK501, EK502, EK503, EK504, EK505, EK506)
+
+
+@dataclass
+class RowContext:
+    """What one pass over one file knows besides the row: package facts and seen indices."""
+
+    file: str
+    agents: frozenset[str] | None
+    """Agent instance names of the package; None when there is no package to check against."""
+    instance_types: Mapping[str, str]
+    adapter: bool
+    vf_env_id: str | None
+    agent_vf_env_ids: Mapping[str, str]
+    agent_impls: Mapping[str, str] = field(default_factory=dict)
+    """Implementation key -> agent instance, to catch rows that name the directory."""
+    seen_task_idx: _SeenInts = field(default_factory=lambda: _SeenInts())
+
+
+class _SeenInts:
+    """Membership for task indices in bounded memory: a bitmap for 0 <= i < 2**24, else a set."""
+
+    _LIMIT = 1 << 24
+
+    def __init__(self) -> None:
+        self._bits = bytearray()  # 2 MiB, allocated on first use
+        self._other: set[int] = set()
+
+    def add(self, value: int) -> bool:
+        """Record ``value``; False when it was already there."""
+        if 0 <= value < self._LIMIT:
+            if not self._bits:
+                self._bits = bytearray(self._LIMIT >> 3)
+            byte, bit = divmod(value, 8)
+            if self._bits[byte] >> bit & 1:
+                return False
+            self._bits[byte] |= 1 << bit
+            return True
+        if value in self._other:
+            return False
+        self._other.add(value)
+        return True
+
+
+def check_dataset_files(inputs: Inputs) -> Iterator[Diagnostic]:
+    """EK500: ``training.jsonl`` must exist and be a readable regular file."""
+    dataset = inputs.dataset
+    if dataset is None:
+        return
+    problems = dict(dataset.read_errors)
+    if "training.jsonl" not in dataset.files:
+        why = problems.get("training.jsonl", "missing")
+        yield EK500.at("training.jsonl", f"`training.jsonl` is {why} in the dataset directory")
+    if "validation.jsonl" in problems:
+        yield EK500.at(
+            "validation.jsonl",
+            f"`validation.jsonl` cannot be read: {problems['validation.jsonl']}",
+            hint="Make `validation.jsonl` a readable regular file, or remove it (it is optional).",
+        )
+
+
+def check_dataset_rows(inputs: Inputs) -> Iterator[Diagnostic]:
+    """EK501–EK506: stream each file once through ``ROW_CHECKS``, capping repeats."""
+    dataset = inputs.dataset
+    if dataset is None:
+        return
+    for name in dataset.files:
+        context = _context(name, inputs.package)
+        yield from _capped(_file_diagnostics(dataset, name, context), name)
+
+
+def _file_diagnostics(dataset: Dataset, name: str, context: RowContext) -> Iterator[Diagnostic]:
+    for row in dataset.iter_rows(name):
+        if row.error is not None or not isinstance(row.data, dict):
+            yield _not_object(row)
+            continue
+        for check in ROW_CHECKS:
+            yield from check(row, row.data, context)
+
+
+def _capped(
+    found: Iterable[Diagnostic], file: str, limit: int = MAX_PER_CODE
+) -> Iterator[Diagnostic]:
+    """Pass the first ``limit`` diagnostics per code, then one summary line per code."""
+    shown: Counter[str] = Counter()
+    hidden: Counter[str] = Counter()
+    severity: dict[str, Severity] = {}
+    for diag in found:
+        if shown[diag.code] < limit:
+            shown[diag.code] += 1
+            yield diag
+        else:
+            hidden[diag.code] += 1
+            severity[diag.code] = max(
+                severity.get(diag.code, diag.severity), diag.severity, key=_rank
+            )
+    for code, count in sorted(hidden.items()):
+        rule = _BY_CODE[code]
+        yield rule.at(
+            file,
+            f"... and {count:,} more {code} finding(s) in `{file}` (first {limit} shown)",
+            severity=severity[code],
+        )
+
+
+def _rank(severity: Severity) -> int:
+    return 1 if severity is Severity.ERROR else 0
+
+
+def _not_object(row: Row) -> Diagnostic:
+    if row.error is not None:
+        return EK501.at(
+            row.file, f"line {row.line} is not a JSON object: {row.error}", line=row.line
+        )
+    kind = type(row.data).__name__
+    names = {"list": "an array", "str": "a string", "NoneType": "null", "bool": "a boolean"}
+    return EK501.at(
+        row.file,
+        f"line {row.line} is {names.get(kind, 'a number')}, not a JSON object",
+        line=row.line,
+    )
+
+
+def _check_prompt(row: Row, data: Mapping[str, Any], context: RowContext) -> Iterator[Diagnostic]:
+    """EK502: ``responses_create_params.input`` in a shape Gym's request model accepts."""
+    params = data.get("responses_create_params")
+    if not isinstance(params, dict):
+        shown = "missing" if params is None else "not an object"
+        hint = None
+        if "messages" in data or "prompt" in data:
+            key = "messages" if "messages" in data else "prompt"
+            hint = (
+                f"Move `{key}` to `responses_create_params.input` (GRPO rows are Gym rollout rows)."
+            )
+        yield EK502.at(row.file, f"`responses_create_params` is {shown}", line=row.line, hint=hint)
+        return
+    if "input" not in params:
+        yield EK502.at(row.file, "`responses_create_params.input` is missing", line=row.line)
+    for key in sorted(set(params) - CREATE_PARAMS_FIELDS, key=str):
+        yield EK502.at(
+            row.file,
+            f"`responses_create_params.{key}` is not a Responses API field "
+            "(Gym forbids extra keys)",
+            line=row.line,
+            hint=_typo_hint(str(key), CREATE_PARAMS_FIELDS)
+            or "Move extra data to the top level of the row; it is forwarded to the environment.",
+        )
+    if "input" in params:
+        for where, problem in input_problems(params["input"]):
+            yield EK502.at(row.file, f"`responses_create_params.{where}` {problem}", line=row.line)
+
+
+def _check_agent_ref(
+    row: Row, data: Mapping[str, Any], context: RowContext
+) -> Iterator[Diagnostic]:
+    """EK503 (shape) and EK504 (names an agent instance of the package)."""
+    ref = data.get("agent_ref")
+    if not isinstance(ref, dict):
+        shown = "missing" if ref is None else "not an object"
+        yield EK503.at(row.file, f"`agent_ref` is {shown}", line=row.line)
+        return
+    name = ref.get("name")
+    if not isinstance(name, str) or not name:
+        yield EK503.at(row.file, "`agent_ref.name` must be a non-empty string", line=row.line)
+    ref_type = ref.get("type")
+    if ref_type is None:
+        yield EK503.at(
+            row.file,
+            "`agent_ref.type` is missing (Gym tolerates it; the platform's rows carry it)",
+            line=row.line,
+            severity=Severity.WARNING,
+        )
+    elif ref_type != AGENT_TYPE:
+        yield EK503.at(
+            row.file, f"`agent_ref.type` is {ref_type!r}, not {AGENT_TYPE!r}", line=row.line
+        )
+    if isinstance(name, str) and name and context.agents is not None and name not in context.agents:
+        yield _unknown_agent(row, name, context)
+
+
+def _unknown_agent(row: Row, name: str, context: RowContext) -> Diagnostic:
+    agents = context.agents or frozenset()
+    other = context.instance_types.get(name)
+    what = f"a `{other}` instance, not an agent" if other else "not defined in the package"
+    hint = _typo_hint(name, agents)
+    if not other and name in context.agent_impls:
+        instance = context.agent_impls[name]
+        what = f"the implementation of agent instance {instance!r}; rows name the instance"
+        hint = f'Use `"name": "{instance}"` (the top-level key, not the directory).'
+    if hint is None:
+        listed = ", ".join(f"`{a}`" for a in sorted(agents)) or "(none)"
+        hint = f"Agent instances in the package: {listed}."
+    return EK504.at(row.file, f"`agent_ref.name` {name!r} is {what}", line=row.line, hint=hint)
+
+
+def _check_vf_env_id(
+    row: Row, data: Mapping[str, Any], context: RowContext
+) -> Iterator[Diagnostic]:
+    """EK505: verifiers rows name the manifest's environment."""
+    if not (context.adapter or "vf_env_id" in data):
+        return
+    value = data.get("vf_env_id")
+    expected = context.vf_env_id
+    if value is None:
+        fallback = _agent_fallback(data, context)
+        if fallback is not None and fallback == expected:
+            yield EK505.at(
+                row.file,
+                f"`vf_env_id` is missing; the agent config's {fallback!r} is used",
+                line=row.line,
+                severity=Severity.WARNING,
+            )
+        else:
+            yield EK505.at(row.file, "`vf_env_id` is missing on a verifiers row", line=row.line)
+    elif not isinstance(value, str) or not value:
+        yield EK505.at(row.file, "`vf_env_id` must be a non-empty string", line=row.line)
+    elif expected is not None and value != expected:
+        yield EK505.at(
+            row.file,
+            f"`vf_env_id` is {value!r}; the manifest's `metadata.vf_env_id` is {expected!r}",
+            line=row.line,
+        )
+
+
+def _agent_fallback(data: Mapping[str, Any], context: RowContext) -> str | None:
+    ref = data.get("agent_ref")
+    name = ref.get("name") if isinstance(ref, Mapping) else None
+    return context.agent_vf_env_ids.get(name) if isinstance(name, str) else None
+
+
+def _check_task_idx(row: Row, data: Mapping[str, Any], context: RowContext) -> Iterator[Diagnostic]:
+    """EK506: verifiers rows carry a unique integer ``task_idx`` (unique in training.jsonl)."""
+    if not (context.adapter or "vf_env_id" in data):
+        return
+    value = data.get("task_idx")
+    if value is None:
+        yield EK506.at(row.file, "`task_idx` is missing on a verifiers row", line=row.line)
+    elif isinstance(value, bool) or not isinstance(value, int):
+        yield EK506.at(row.file, f"`task_idx` is {value!r}, not an integer", line=row.line)
+    elif context.file == "training.jsonl" and not context.seen_task_idx.add(value):
+        yield EK506.at(row.file, f"`task_idx` {value} appears on an earlier row too", line=row.line)
+
+
+RowCheck = Callable[["Row", Mapping[str, Any], RowContext], Iterator[Diagnostic]]
+
+ROW_CHECKS: tuple[RowCheck, ...] = (
+    _check_prompt,
+    _check_agent_ref,
+    _check_vf_env_id,
+    _check_task_idx,
+)
+"""Per-row checks (EK502–EK506), applied in one streaming pass; EK501 gates them."""
+
+CHECKS = (check_dataset_files, check_dataset_rows)
+
+_BY_CODE = {rule.code: rule for rule in RULES}
+
+
+def _context(file: str, package: Package | None) -> RowContext:
+    if package is None:
+        return RowContext(file, None, {}, adapter=False, vf_env_id=None, agent_vf_env_ids={})
+    instances = _instance_types(package)
+    configs_ok = bool(package.configs) and all(doc.ok for doc in package.configs.values())
+    meta = package.manifest_data.get("metadata")
+    vf_env_id = meta.get("vf_env_id") if isinstance(meta, Mapping) else None
+    return RowContext(
+        file,
+        agents=agent_instances(package) if configs_ok else None,
+        instance_types=instances,
+        adapter=package.format == ADAPTER_FORMAT,
+        vf_env_id=vf_env_id if isinstance(vf_env_id, str) else None,
+        agent_vf_env_ids=_agent_vf_env_ids(package),
+        agent_impls=_agent_impls(package),
+    )
+
+
+def _instance_types(package: Package) -> dict[str, str]:
+    """``instance -> server type`` over every parsed config (first server-type key wins)."""
+    found: dict[str, str] = {}
+    for doc in package.configs.values():
+        if not isinstance(doc.data, Mapping):
+            continue
+        for name, body in doc.data.items():
+            if isinstance(name, str) and isinstance(body, Mapping) and body:
+                kind = next(iter(body))
+                found.setdefault(name, kind if isinstance(kind, str) else "?")
+    return found
+
+
+def agent_instances(package: Package) -> frozenset[str]:
+    """Top-level keys whose block is a ``responses_api_agents`` server: what rows may name."""
+    return frozenset(
+        name
+        for doc in package.configs.values()
+        if isinstance(doc.data, Mapping)
+        for name, body in doc.data.items()
+        if isinstance(name, str) and isinstance(body, Mapping) and AGENT_TYPE in body
+    )
+
+
+def _agent_impls(package: Package) -> dict[str, str]:
+    """Implementation key under ``responses_api_agents`` -> the first instance using it."""
+    found: dict[str, str] = {}
+    for doc in package.configs.values():
+        if not isinstance(doc.data, Mapping):
+            continue
+        for name, body in doc.data.items():
+            impls = body.get(AGENT_TYPE) if isinstance(body, Mapping) else None
+            if isinstance(name, str) and isinstance(impls, Mapping):
+                for impl in impls:
+                    found.setdefault(str(impl), name)
+    return found
+
+
+def _agent_vf_env_ids(package: Package) -> dict[str, str]:
+    """Agent instance -> the ``vf_env_id`` its implementation block sets (verifiers_agent)."""
+    found: dict[str, str] = {}
+    for doc in package.configs.values():
+        if not isinstance(doc.data, Mapping):
+            continue
+        for name, body in doc.data.items():
+            impls = body.get(AGENT_TYPE) if isinstance(body, Mapping) else None
+            if not isinstance(name, str) or not isinstance(impls, Mapping):
+                continue
+            for fields in impls.values():
+                value = fields.get("vf_env_id") if isinstance(fields, Mapping) else None
+                if isinstance(value, str) and value:
+                    found[name] = value
+    return found
+
+
+def _typo_hint(name: str, known: Iterable[str]) -> str | None:
+    """Did-you-mean as build's ``_find_typo`` does it (difflib ratio >= 0.8)."""
+    match = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
+    return f"Did you mean `{match[0]}`?" if match else None

@@ -11,6 +11,7 @@ import sys
 import click
 
 from envkit import __version__
+from envkit.cli.build import build_command
 from envkit.cli.convert import convert_group
 from envkit.cli.validate import rule_command, schema_command, validate_command
 
@@ -27,6 +28,7 @@ cli.add_command(validate_command)
 cli.add_command(schema_command)
 cli.add_command(rule_command)
 cli.add_command(convert_group)
+cli.add_command(build_command)
 
 
 def main(argv: list[str] | None = None) -> int:

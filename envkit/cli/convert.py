@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from envkit.cli.build import package_command
 from envkit.cli.convert_verifiers import verifiers_command
 
 __all__ = ["convert_group"]
@@ -15,3 +16,4 @@ def convert_group() -> None:
 
 
 convert_group.add_command(verifiers_command)
+convert_group.add_command(package_command)

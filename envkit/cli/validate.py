@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from envkit.cli._common import parse_codes, target_from, target_options
 from envkit.render import render_github, render_human, render_json
@@ -21,7 +20,8 @@ _EXISTING = click.Path(exists=True, path_type=Path)
 
 
 @click.command("validate")
-@click.argument("package", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("package", required=False,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--dataset", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Prompt dataset directory (training.jsonl, validation.jsonl).")
 @click.option("--job", type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -29,13 +29,15 @@ _EXISTING = click.Path(exists=True, path_type=Path)
 @target_options
 @click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
               help="nemo-gym version of the training image.")
-@click.option("--offline", is_flag=True, help="The cluster has no egress: wheels/ must cover everything.")
+@click.option("--offline", is_flag=True,
+              help="The cluster has no egress: wheels/ must cover everything.")
 @click.option("--strict", is_flag=True, help="Warnings fail too.")
-@click.option("--select", multiple=True, metavar="CODES", help="Only these codes or prefixes (EK1,EK204).")
+@click.option("--select", multiple=True, metavar="CODES",
+              help="Only these codes or prefixes (EK1,EK204).")
 @click.option("--ignore", multiple=True, metavar="CODES", help="Skip these codes or prefixes.")
 @click.option("--format", "output_format", type=click.Choice(["human", "json", "github"]),
               default="human", show_default=True)
-def validate_command(  # noqa: PLR0913 - one flag per documented option
+def validate_command(
     package: Path | None,
     dataset: Path | None,
     job: Path | None,
@@ -64,7 +66,10 @@ def validate_command(  # noqa: PLR0913 - one flag per documented option
         ignore=parse_codes(ignore),
         strict=strict,
     )
-    report = validate(request)
+    try:
+        report = validate(request)
+    except (FileNotFoundError, NotADirectoryError) as exc:  # validate()'s documented usage errors
+        raise click.UsageError(str(exc)) from None
     if output_format == "json":
         click.echo(render_json(report))
     elif output_format == "github":
@@ -72,6 +77,8 @@ def validate_command(  # noqa: PLR0913 - one flag per documented option
         if text:
             click.echo(text)
     else:
+        from rich.console import Console  # lazy: only human output pays for rich
+
         render_human(report, Console(file=sys.stdout), package)
     return 0 if report.valid else 1
 

@@ -1,0 +1,159 @@
+"""``envkit build`` and ``envkit convert package``: parse, call ``envkit.build``, render.
+
+The verdict (the package's validate report) goes to stdout as JSON; logs and download
+progress go to stderr through rich.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TransferSpeedColumn,
+)
+
+from envkit.build import BuildError, BuildRequest, BuildResult, build, convert_package
+from envkit.cli._common import target_from, target_options
+from envkit.converters.gym_tree import FORMATS
+from envkit.render import render_json
+from envkit.validators._base import DEFAULT_GYM_VERSION
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any
+
+__all__ = ["build_command", "package_command"]
+
+_DIR = click.Path(exists=True, file_okay=False, path_type=Path)
+_OUT = click.Path(file_okay=False, path_type=Path)
+
+
+class _RichFetchProgress:
+    """One bar per download on stderr; cached files only count toward the total."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._tasks: dict[str, TaskID] = {}
+        self.cached = 0
+
+    def begin(self, filename: str, size: int | None) -> None:
+        self._tasks[filename] = self._progress.add_task(filename, total=size)
+
+    def advance(self, filename: str, nbytes: int) -> None:
+        self._progress.advance(self._tasks[filename], nbytes)
+
+    def end(self, filename: str, *, cached: bool) -> None:
+        if cached:
+            self.cached += 1
+        elif filename in self._tasks:
+            self._progress.remove_task(self._tasks.pop(filename))
+
+
+@contextmanager
+def _reporting() -> Iterator[tuple[_RichFetchProgress, Callable[[str], None]]]:
+    console = Console(stderr=True, soft_wrap=True)
+    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+               TransferSpeedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        yield _RichFetchProgress(progress), lambda m: console.print(f"[dim]envkit:[/] {m}")
+
+
+def _build_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Options shared by ``build`` and ``convert package``."""
+    options = [
+        click.option("-o", "--out", required=True, type=_OUT,
+                     help="Package directory to write (replaced atomically)."),
+        click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
+                     help="nemo-gym version of the training image (pinned as nemo-gym==V)."),
+        click.option("--wheels-dir", "wheels_dirs", multiple=True, type=_DIR,
+                     help="Extra local wheels offered to the resolver (uv --find-links)."),
+        click.option("--index-url", default=None, help="Package index (default: PyPI)."),
+        click.option("--extra-index-url", "extra_index_urls", multiple=True),
+        click.option("--no-runtime-pins", is_flag=True,
+                     help="Vendor only the servers' own closure, not nemo-gym/ray/openai: "
+                          "the package then needs egress at spin-up."),
+        click.option("--resolve-offline", is_flag=True,
+                     help="Resolve from uv's cache and --wheels-dir only (no index)."),
+        click.option("--refresh", is_flag=True,
+                     help="Re-resolve instead of reusing the cached resolution "
+                          "(picks up new releases; wheels stay cached by sha256)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return target_options(func)
+
+
+def _finish(result: BuildResult) -> int:
+    click.echo(render_json(result.report))
+    return 0 if result.report.valid else 1
+
+
+def _run(call: Callable[..., BuildResult], request: BuildRequest) -> int:
+    with _reporting() as (progress, log):
+        try:
+            result = call(request, progress=progress, log=log)
+        except BuildError as exc:
+            raise click.ClickException(str(exc)) from None
+        if progress.cached:
+            log(f"{progress.cached} wheels came from the cache")
+    return _finish(result)
+
+
+@click.command("build")
+@click.argument("sources", nargs=-1, required=True, type=_DIR)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="wheels-v1",
+              show_default=True)
+@click.option("--name", default=None, help="metadata.name (default: the first server's name).")
+@click.option("--description", default=None, help="metadata.description.")
+@click.option("--dataset-dir", type=_OUT, default=None,
+              help="Where the .jsonl rows go (default: OUT's sibling OUT-data).")
+@_build_options
+def build_command(sources: tuple[Path, ...], fmt: str, name: str | None,
+                  description: str | None, dataset_dir: Path | None, out: Path,
+                  gym_version: str, wheels_dirs: tuple[Path, ...], index_url: str | None,
+                  extra_index_urls: tuple[str, ...], no_runtime_pins: bool,
+                  resolve_offline: bool, refresh: bool, arch: str, python_version: str,
+                  glibc: str | None) -> int:
+    """Build a package from Gym server directories (resources_servers/<impl>/) or a Gym tree.
+
+    wheels-v1 vendors the closure for the TARGET (--arch/--python/--glibc), never the
+    host, plus nemo-gym==GYM_VERSION, ray[default] and openai at Gym's pins, so the package
+    installs with no egress. The .jsonl rows move to the dataset directory. Prints the
+    package's validate verdict as JSON on stdout; exit 0 valid, 1 invalid, 2 error.
+    """
+    request = BuildRequest(
+        sources=sources, out=out, fmt=fmt, target=target_from(arch, python_version, glibc),
+        gym_version=gym_version, name=name, description=description, dataset_dir=dataset_dir,
+        wheels_dirs=wheels_dirs, runtime_pins=not no_runtime_pins, index_url=index_url,
+        extra_index_urls=extra_index_urls, resolve_offline=resolve_offline, refresh=refresh,
+    )
+    return _run(build, request)
+
+
+@click.command("package")
+@click.argument("package", type=_DIR)
+@click.option("--to", "to_format", type=click.Choice(["wheels-v1"]), default="wheels-v1",
+              show_default=True, help="Format to convert to.")
+@_build_options
+def package_command(package: Path, to_format: str, out: Path,
+                            gym_version: str, wheels_dirs: tuple[Path, ...],
+                            index_url: str | None, extra_index_urls: tuple[str, ...],
+                            no_runtime_pins: bool, resolve_offline: bool, refresh: bool,
+                            arch: str, python_version: str, glibc: str | None) -> int:
+    """native-v1 PACKAGE -> wheels-v1: vendor its servers' closure for the target."""
+    request = BuildRequest(
+        sources=(package,), out=out, fmt=to_format,
+        target=target_from(arch, python_version, glibc), gym_version=gym_version,
+        wheels_dirs=wheels_dirs, runtime_pins=not no_runtime_pins, index_url=index_url,
+        extra_index_urls=extra_index_urls, resolve_offline=resolve_offline, refresh=refresh,
+    )
+    return _run(convert_package, request)
