@@ -1,7 +1,7 @@
 """``envkit convert verifiers``: a verifiers / Prime hub environment -> adapter-wheels-v1 + rows.
 
 Steps, each in its own module: pick the env wheel (``env_source``), resolve and fetch the
-closure of the env + ``verifiers==<Gym's pin>`` for the *target* (``_resolve``), load the env
+closure of the env + ``verifiers==<Gym's pin>`` for the *target* (``envkit.resolve``), load the env
 in a throwaway venv built for the *host* (``sandbox``), turn its dataset into rollout rows
 and split them (``rows``), write manifest/configs/lock (``adapter_pkg``). Everything is
 staged in temp dirs next to the outputs and renamed into place at the end, so a failure
@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envkit.converters import _resolve as resolve
 from envkit.converters.adapter_pkg import (
     LOCK_NAME,
     AdapterSpec,
@@ -47,6 +46,8 @@ from envkit.converters.sandbox import (
 )
 from packaging.version import Version
 
+from envkit import resolve
+from envkit.cache import cache_root
 from envkit.target import Target
 from envkit.wheelfile import WheelFile
 
@@ -124,7 +125,7 @@ def convert_verifiers(req: ConvertRequest) -> ConvertResult:
         work = _stage(stack, req.out_dir, prefix=".envkit-work-")
         env_wheel = _env_wheel(req, hub, work / "src")
         pins = _resolve_target(req, hub, env_wheel)
-        resolve.fetch_wheels(pins, pkg / "wheels", cache=_wheel_cache())
+        _fetch(pins, pkg / "wheels")
         _check_env_wheel(req, hub, pins, env_wheel)
         loaded = _load_rows(req, hub, pins, pkg / "wheels", env_wheel, work)
         counts = _write_dataset(req, hub, loaded, data)
@@ -134,8 +135,12 @@ def convert_verifiers(req: ConvertRequest) -> ConvertResult:
                          tuple(p.filename for p in pins), loaded.source)
 
 
-def _wheel_cache() -> resolve.WheelCache:
-    return resolve.WheelCache(resolve.cache_root() / "wheels")
+def _fetch(pins: Sequence, dest: Path) -> None:
+    """Exact files, sha256-checked, through the wheel cache ``envkit build`` uses too."""
+    try:
+        resolve.fetch_wheels(pins, dest, cache=resolve.WheelCache(cache_root() / "wheels"))
+    except resolve.FetchError as exc:
+        raise ConvertError(str(exc), "check the network and the index, then rerun") from None
 
 
 def _check_request(req: ConvertRequest) -> None:
@@ -211,6 +216,7 @@ def _resolve_target(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None
             requirements, req.target,
             find_links=[env_wheel.path.parent] if env_wheel else (),
             extra_index_urls=_indexes(req, hub, env_wheel),
+            cache=resolve.ResolutionCache(cache_root() / "resolutions"),
         )
     except resolve.ResolveError as exc:
         hint = ("an environment that needs verifiers >= 0.4 uses the v1-only API"
@@ -255,7 +261,7 @@ def _host_closure(req: ConvertRequest, hub: HubRef, pins: Sequence, wheels: Path
     logger.info("the host (%s) is not the target: resolving the host closure too", host)
     host_pins = _resolve_target(replace(req, target=host), hub, env_wheel)
     dest = work / "host-wheels"
-    resolve.fetch_wheels(host_pins, dest, cache=_wheel_cache())
+    _fetch(host_pins, dest)
     return host_pins, dest
 
 
@@ -275,7 +281,7 @@ def _load_rows(req: ConvertRequest, hub: HubRef, pins: Sequence, wheels: Path,
     logger.info("installing the environment into a throwaway venv (%s)", python)
     uv = resolve.uv_bin()
     try:
-        venv_python = cached_env(uv, resolve.cache_root() / "venvs", python, deps)
+        venv_python = cached_env(uv, cache_root() / "convert-venvs", python, deps)
         site = install_into(uv, venv_python, env_file, work / "run" / "site")
     except SandboxError as exc:
         raise ConvertError(str(exc), "the host needs the same closure the target gets") from None
