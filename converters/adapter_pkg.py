@@ -7,7 +7,6 @@ follow seed 001 ("adapter-wheels-v1", "Every package needs a policy_model server
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +20,7 @@ __all__ = [
     "LOCK_NAME",
     "AdapterSpec",
     "LockedWheel",
-    "lock_text",
+    "lock_data",
     "manifest",
     "package_texts",
     "policy_model_config",
@@ -29,8 +28,9 @@ __all__ = [
 ]
 
 ADAPTER_AGENT = "verifiers_agent"
-LOCK_NAME = "pylock.toml"
-"""PEP 751 name; records what ``wheels/`` vendors, for which target, from where."""
+LOCK_NAME = "wheels.lock"
+"""JSON, the same shape and name as ``envkit build``'s lock."""
+LOCK_VERSION = "1.0"
 POLICY_CONFIG = "configs/policy_model.yaml"
 AGENT_CONFIG = "configs/verifiers_agent.yaml"
 
@@ -45,8 +45,9 @@ class AdapterSpec:
     max_tokens: int = 8192
     temperature: float = 1.0
     top_p: float = 1.0
-    domain: str = "other"
-    """Gym 0.7 strips ``domain`` off agents; ``other`` is valid for older Gyms too (EK303)."""
+    domain: str | None = None
+    """Written only when set: seed 000 says agent blocks must not carry ``domain`` (Gym 0.7
+    strips it there; EK303 accepts a valid one, as the reference converter's ``other``)."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class LockedWheel:
     filename: str
     url: str
     sha256: str | None
+    requested_by: tuple[str, ...] = ()
 
 
 def manifest(spec: AdapterSpec) -> dict[str, Any]:
@@ -91,7 +93,7 @@ def verifiers_agent_config(spec: AdapterSpec) -> dict[str, Any]:
     """The agent instance plus the ``environment_servers`` relay Gym 0.7 expects (EK314)."""
     agent = {
         "entrypoint": "app.py",
-        "domain": spec.domain,
+        **({"domain": spec.domain} if spec.domain else {}),
         "model_server": {"type": "responses_api_models", "name": "policy_model"},
         "model_name": "",
         "vf_env_id": spec.vf_env_id,
@@ -111,33 +113,24 @@ def verifiers_agent_config(spec: AdapterSpec) -> dict[str, Any]:
     }
 
 
-def _toml_str(value: str) -> str:
-    return json.dumps(value)  # a JSON string literal is a valid TOML basic string
-
-
-def lock_text(wheels: Sequence[LockedWheel], target: str, requirements: Sequence[str]) -> str:
-    """A PEP 751 ``pylock.toml`` of the vendored files (one wheel per package)."""
-    lines = [
-        'lock-version = "1.0"',
-        'created-by = "envkit"',
-        f"# target: {target}",
-        "# requirements: " + ", ".join(requirements),
-        'requires-python = "==3.13.*"',
-        "",
-    ]
-    for w in sorted(wheels, key=lambda w: w.name):
-        hashes = f", hashes = {{ sha256 = {_toml_str(w.sha256)} }}" if w.sha256 else ""
-        # a local wheel's file:// URL names a temp dir; the vendored copy is the source
-        where = (f"path = {_toml_str('wheels/' + w.filename)}" if w.url.startswith("file:")
-                 else f"url = {_toml_str(w.url)}")
-        lines += [
-            "[[packages]]",
-            f"name = {_toml_str(w.name)}",
-            f"version = {_toml_str(w.version)}",
-            f"wheels = [{{ name = {_toml_str(w.filename)}, {where}{hashes} }}]",
-            "",
-        ]
-    return "\n".join(lines)
+def lock_data(wheels: Sequence[LockedWheel], target: str, requirements: Sequence[str],
+              resolver: str) -> dict[str, Any]:
+    """``wheels.lock``, in the shape ``envkit build`` writes: what is vendored, for which
+    target, from where. A local env wheel's ``file:`` URL names a temp dir, so it is left out
+    (the vendored copy is the source). No timestamps: same inputs, same bytes."""
+    return {
+        "version": LOCK_VERSION,
+        "target": target,
+        "python_version": "3.13",
+        "resolver": resolver,
+        "requirements": [{"requirement": r, "from": ["envkit convert verifiers"]}
+                         for r in requirements],
+        "wheels": [{
+            "name": w.name, "version": w.version, "filename": w.filename, "sha256": w.sha256,
+            "url": None if w.url.startswith("file:") else w.url,
+            "requested_by": list(w.requested_by),
+        } for w in sorted(wheels, key=lambda w: (w.name, w.filename))],
+    }
 
 
 def _yaml(data: Mapping[str, Any]) -> str:

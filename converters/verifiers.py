@@ -10,6 +10,7 @@ leaves neither PKG nor DATA behind.
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import tempfile
@@ -22,7 +23,7 @@ from envkit.converters.adapter_pkg import (
     LOCK_NAME,
     AdapterSpec,
     LockedWheel,
-    lock_text,
+    lock_data,
     package_texts,
 )
 from envkit.converters.env_source import (
@@ -340,9 +341,11 @@ def _write_package(
     for rel, text in package_texts(spec).items():
         (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
         (pkg / rel).write_text(text, "utf-8")
-    locked = [LockedWheel(p.name, p.version, p.filename, p.url, p.sha256) for p in pins]
-    text = lock_text(locked, str(req.target), _requirements(req, hub, env_wheel))
-    (pkg / LOCK_NAME).write_text(text, "utf-8")
+    locked = [LockedWheel(p.name, p.version, p.filename, p.url, p.sha256,
+                          tuple(p.requested_by)) for p in pins]
+    lock = lock_data(locked, str(req.target), _requirements(req, hub, env_wheel),
+                     f"uv {resolve.uv_version()}")
+    (pkg / LOCK_NAME).write_text(json.dumps(lock, indent=2) + "\n", "utf-8")
 
 
 def _install(pkg: Path, out: Path, data: Path, dataset_dir: Path, *, force: bool) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from envkit.converters.adapter_pkg import AdapterSpec, LockedWheel, lock_text, package_texts
+from envkit.converters.adapter_pkg import AdapterSpec, LockedWheel, lock_data, package_texts
 from envkit.converters.env_source import verifiers_conflict
 from envkit.converters.hub import HubIdError, parse_hub_id
 from envkit.converters.rows import SplitError, build_row, build_rows, split_rows
@@ -144,6 +144,7 @@ def test_written_package_shape(tmp_path: Path) -> None:
     agent = yaml.safe_load((pkg / "configs/verifiers_agent.yaml").read_text())
     body = agent["verifiers_agent"]["responses_api_agents"]["verifiers_agent"]
     assert body["vf_env_args"] == {"num_examples": 5}
+    assert "domain" not in body  # seed 000: agent blocks carry no domain
     assert body["model_server"] == {"type": "responses_api_models", "name": "policy_model"}
     relay = agent["verifiers_agent_environment_server"]["environment_servers"]["legacy_agent"]
     assert relay["agent_server"]["name"] == "verifiers_agent"
@@ -164,19 +165,19 @@ def test_written_package_and_rows_validate_clean(tmp_path: Path) -> None:
     assert not report.warnings, report.warnings
 
 
-def test_lock_is_pep751_toml() -> None:
-    import tomllib
-
+def test_lock_has_envkit_builds_shape() -> None:
     wheels = [LockedWheel("verifiers", "0.3.1", "verifiers-0.3.1-py3-none-any.whl",
-                          "https://files.example/verifiers-0.3.1-py3-none-any.whl", "ab" * 32),
+                          "https://files.example/verifiers-0.3.1-py3-none-any.whl", "ab" * 32,
+                          ("requirement: verifiers==0.3.1",)),
               LockedWheel("env", "1", "env-1-py3-none-any.whl", "file:///tmp/x/env.whl", None)]
-    lock = tomllib.loads(lock_text(wheels, "cp313-manylinux_2_28_x86_64", ["env==1"]))
-    assert lock["lock-version"] == "1.0"
-    by_name = {p["name"]: p["wheels"][0] for p in lock["packages"]}
-    assert by_name["verifiers"]["hashes"] == {"sha256": "ab" * 32}
-    assert by_name["env"] == {
-        "name": "env-1-py3-none-any.whl", "path": "wheels/env-1-py3-none-any.whl"
-    }
+    lock = lock_data(wheels, "cp313-manylinux_2_28_x86_64", ["env==1"], "uv 0.13")
+    assert (lock["version"], lock["target"]) == ("1.0", "cp313-manylinux_2_28_x86_64")
+    assert lock["requirements"] == [{"requirement": "env==1", "from": ["envkit convert verifiers"]}]
+    by_name = {w["name"]: w for w in lock["wheels"]}
+    assert by_name["verifiers"]["sha256"] == "ab" * 32
+    assert by_name["verifiers"]["requested_by"] == ["requirement: verifiers==0.3.1"]
+    assert by_name["env"]["url"] is None  # a temp dir's file: URL is not kept
+    assert json.loads(json.dumps(lock)) == lock
 
 
 # -- verifiers API generations -------------------------------------------------------------
