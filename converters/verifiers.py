@@ -18,6 +18,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from envkit.converters.adapter_pkg import (
     LOCK_NAME,
@@ -241,6 +242,10 @@ def _check_env_wheel(
     pin = next((p for p in pins if p.name == name), None)
     if pin is None:
         raise ConvertError(f"the resolved closure has no wheel for {name!r}")
+    host = urlsplit(pin.url).netloc
+    if env_wheel is None and host != urlsplit(_indexes(req, hub, None)[0]).netloc:
+        logger.warning("%s was served from %s, not by the hub index: check it is the env you "
+                       "meant (a same-named project on another index?)", pin.filename, host)
     if env_wheel and pin.sha256 and pin.sha256 != sha256_of(env_wheel.path):
         msg = (f"an index served a different {pin.filename} than the wheel given "
                "(dependency confusion?)")

@@ -64,9 +64,11 @@ def _constant(path: Path, name: str) -> object:
 
 
 def _source_args(how: str, project: str, wheelhouse: Path, index_url: str) -> list[str]:
+    if how == "hub" and project == "arithmetic":
+        # unpinned, and PyPI has an unrelated `arithmetic`: the hub index must win
+        return ["--index-url", index_url, "--allow-latest"]
     if how == "hub":
-        return ["--index-url", index_url, "--hub-version",
-                {"reverse-text": "0.1.0", "arithmetic": "0.2.0"}[project]]
+        return ["--index-url", index_url, "--hub-version", "0.1.0"]
     if how == "wheel":
         return ["--wheel", str(next(wheelhouse.glob(f"{project.replace('-', '_')}-*.whl")))]
     return ["--source", str(ENVS / project)]
