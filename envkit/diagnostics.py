@@ -32,6 +32,15 @@ class Diagnostic(NamedTuple):
     column: int | None = None
 
     @property
+    def input(self) -> str:
+        """Which input ``path`` is relative to: EK5xx name dataset files, EK6xx the job file."""
+        if self.code.startswith("EK5"):
+            return "dataset"
+        if self.code.startswith("EK6"):
+            return "job"
+        return "package"
+
+    @property
     def url(self) -> str:
         return DOCS_URL.format(code=self.code)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-__all__ = ["GymData", "gym_data"]
+__all__ = ["GymData", "builtin_configs", "gym_data"]
 
 
 @dataclass(frozen=True)
@@ -22,8 +22,21 @@ class GymData:
     dataset_types: frozenset[str]
     dataset_licenses: tuple[str, ...]
     builtins: dict[str, frozenset[str]]
+    benchmark_dataset_types: frozenset[str] = frozenset()
+    """``datasets[].type`` values of Gym's ``BenchmarkDatasetConfig`` (need ``prepare_script``)."""
+    builtin_server_dirs: frozenset[str] = frozenset()
+    """``<type>/<impl>[/<sub>]`` directories Gym's install root holds with an install marker:
+    what ``_resolve_server_dir`` finds there (implementation keys may contain ``/``)."""
+    reserved_top_level_keys: frozenset[str] = frozenset()
+    """Top-level config keys Gym never treats as server instances (``config_paths`` ...)."""
+    runtime_keys: frozenset[str] = frozenset()
+    """Top-level keys Gym's parser fills in itself (``head_server``, ``port_range_low`` ...)."""
+    runtime_keys_for_fields: frozenset[str] = frozenset()
+    """The subset already set when Gym resolves a server's direct fields during parse."""
 
     def is_builtin(self, server_type: str, name: str) -> bool:
+        if "/" in name:
+            return f"{server_type}/{name}" in self.builtin_server_dirs
         return name in self.builtins.get(server_type, frozenset())
 
 
@@ -38,4 +51,21 @@ def gym_data() -> GymData:
         dataset_types=frozenset(raw["dataset_types"]),
         dataset_licenses=tuple(raw["dataset_licenses"]),
         builtins={k: frozenset(v) for k, v in raw["builtins"].items()},
+        benchmark_dataset_types=frozenset(raw.get("benchmark_dataset_types", ())),
+        builtin_server_dirs=frozenset(raw.get("builtin_server_dirs", ())),
+        reserved_top_level_keys=frozenset(raw.get("reserved_top_level_keys", ())),
+        runtime_keys=frozenset(raw.get("runtime_keys", ())),
+        runtime_keys_for_fields=frozenset(raw.get("runtime_keys_for_fields", ())),
     )
+
+
+@cache
+def builtin_configs() -> dict[str, dict]:
+    """Per YAML file of the nemo-gym wheel: its includes, server blocks and other top-level keys.
+
+    Written by ``scripts/gen_gym_configs.py``; loaded only when a package pulls in a config it
+    does not ship (Gym then reads the file from its install root).
+    """
+    text = resources.files("envkit").joinpath("data/gym_configs.json").read_text("utf-8")
+    configs: dict[str, dict] = json.loads(text)["configs"]
+    return configs

@@ -86,7 +86,8 @@ class Package:
     manifest: YamlDoc | None
     """None when ``nemo-environment.yaml`` is absent."""
     configs: Mapping[str, YamlDoc]
-    """Parsed files named by ``config_paths`` that are safe to read (inside, regular)."""
+    """Parsed files named by ``config_paths`` that are safe to read (inside, regular), then the
+    in-package files their own ``config_paths`` pull in (Gym loads those too)."""
     servers: tuple[ServerDir, ...]
     wheels: tuple[WheelFile, ...]
     read_errors: tuple[tuple[str, str], ...] = ()
@@ -124,9 +125,12 @@ class Package:
         return (e for p, e in self.entries.items() if p.startswith(base))
 
 
-def load_package(root: str | os.PathLike[str]) -> Package:
+def load_package(root: str | os.PathLike[str], *, verify_hashes: bool = False) -> Package:
     """Read the package at ``root``. Raises only ``NotADirectoryError``/``FileNotFoundError``
-    for a root that is not a directory: that is a usage error, not a package defect."""
+    for a root that is not a directory: that is a usage error, not a package defect.
+
+    ``verify_hashes`` checks every wheel member's RECORD hash (slow on big wheels); by
+    default only small wheels and METADATA are hashed (see ``envkit.wheelfile``)."""
     root_path = Path(root)
     if not root_path.exists():
         msg = f"{str(root_path)!r} does not exist"
@@ -143,7 +147,7 @@ def load_package(root: str | os.PathLike[str]) -> Package:
         configs={},
         servers=_read_servers(root_path, entries, errors),
         wheels=tuple(
-            read_wheel(root_path / e.path)
+            read_wheel(root_path / e.path, deep=verify_hashes)
             for p, e in sorted(entries.items())
             if e.kind == "file" and p.startswith("wheels/") and p.endswith(".whl")
             and p.count("/") == 1
@@ -278,9 +282,19 @@ def safe_relpath(value: str) -> str | None:
     return "/".join(parts) if parts else None
 
 
+def _nested_config_paths(doc: YamlDoc) -> list[str]:
+    """``config_paths`` inside a Gym config: Gym loads those too (relative to the same cwd)."""
+    data = doc.data if doc.ok else None
+    paths = data.get("config_paths") if isinstance(data, Mapping) else None
+    return [p for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
+
+
 def _read_configs(root: Path, pkg: Package, errors: list) -> dict[str, YamlDoc]:
+    """Manifest ``config_paths`` first, then the in-package files they pull in, transitively."""
     configs: dict[str, YamlDoc] = {}
-    for value in pkg.config_paths():
+    pending = pkg.config_paths()
+    while pending:
+        value = pending.pop(0)
         rel = safe_relpath(value)
         if rel is None or rel in configs:
             continue
@@ -288,6 +302,7 @@ def _read_configs(root: Path, pkg: Package, errors: list) -> dict[str, YamlDoc]:
         if entry is None or entry.kind != "file":
             continue  # missing / symlink / dir: EK106/EK107 report it, nothing to parse
         configs[rel] = _read_yaml(root, rel, errors)
+        pending.extend(_nested_config_paths(configs[rel]))
     return configs
 
 

@@ -24,6 +24,7 @@ class ValidateRequest:
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     strict: bool = False
+    verify_hashes: bool = False
 
 
 def validate(request: ValidateRequest) -> Report:
@@ -31,7 +32,11 @@ def validate(request: ValidateRequest) -> Report:
 
     :raises FileNotFoundError, NotADirectoryError: a named input does not exist (usage error).
     """
-    package = load_package(request.package) if request.package else None
+    package = (
+        load_package(request.package, verify_hashes=request.verify_hashes)
+        if request.package
+        else None
+    )
     inputs = Inputs(
         package=package,
         dataset=load_dataset(request.dataset) if request.dataset else None,

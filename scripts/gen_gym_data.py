@@ -12,13 +12,19 @@ and the closed sets (domains, dataset types, licenses) are read off Gym's pydant
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import sys
+import tempfile
 import typing
 from importlib import metadata
 from pathlib import Path
 
-SERVER_TYPES = ("resources_servers", "responses_api_agents", "responses_api_models", "environment_servers")
+SERVER_TYPES = (
+    "resources_servers", "responses_api_agents", "responses_api_models", "environment_servers",
+)
 
 
 def _literals(annotation: object) -> list[str]:
@@ -29,19 +35,73 @@ def _literals(annotation: object) -> list[str]:
     return [value for arg in args for value in _literals(arg)]
 
 
+_POLICY = {"policy_base_url": "http://x/v1", "policy_api_key": "k", "policy_model_name": "m"}
+
+
+def _parse(config: dict) -> object:
+    """Gym's own static parse (no ports, no exporters), stderr silenced."""
+    from nemo_gym.global_config import (
+        GlobalConfigDictParser,
+        GlobalConfigDictParserConfig,
+    )
+    from omegaconf import DictConfig
+
+    cfg = GlobalConfigDictParserConfig(
+        initial_global_config_dict=DictConfig({**_POLICY, **config}),
+        skip_load_from_cli=True, skip_load_from_dotenv=True, offline=True,
+    )
+    with contextlib.redirect_stderr(io.StringIO()):
+        return GlobalConfigDictParser().parse(cfg)
+
+
+def _runtime_keys() -> tuple[list[str], list[str]]:
+    """Top-level keys Gym's parse adds itself, and those a server's own field may interpolate.
+
+    A server's direct fields are resolved during parse, before Gym has filled in most of its
+    keys (``head_server`` ...); nested values are resolved only in the running server, where the
+    whole global config exists. Both lists come from running the parser, not from reading it.
+    """
+    server = {"responses_api_models": {"vllm_model": {"entrypoint": "app.py"}}}
+    with tempfile.TemporaryDirectory() as tmp:
+        old = Path.cwd()
+        os.chdir(tmp)
+        try:
+            added = sorted(set(_parse({"policy_model": server})) - set(_POLICY) - {"policy_model"})
+            early = []
+            for key in added:
+                inner = {**server["responses_api_models"]["vllm_model"], "probe": "${" + key + "}"}
+                with contextlib.suppress(Exception):
+                    _parse({"policy_model": {"responses_api_models": {"vllm_model": inner}}})
+                    early.append(key)
+        finally:
+            os.chdir(old)
+    return added, early
+
+
 def main() -> None:
-    from nemo_gym import config_types  # noqa: PLC0415 - only importable in the Gym venv
+    from nemo_gym import config_types
+    from nemo_gym.global_config import NEMO_GYM_RESERVED_TOP_LEVEL_KEYS
 
     dist = metadata.distribution("nemo-gym")
     site = Path(dist.locate_file(""))
     builtins = {
         server_type: sorted(
             p.name for p in (site / server_type).iterdir()
-            if p.is_dir() and not p.name.startswith(("_", "."))
+            # build leftovers (``*.egg-info``) are not servers: only importable names are
+            if p.is_dir() and p.name.isidentifier() and not p.name.startswith("_")
         )
         for server_type in SERVER_TYPES
     }
+    markers = ("requirements.txt", "pyproject.toml")
+    server_dirs = sorted(
+        str(p.parent.relative_to(site))
+        for server_type in SERVER_TYPES
+        for marker in markers
+        for p in (site / server_type).rglob(marker)
+        if "tests" not in p.parts and "data" not in p.parts
+    )
     fields = config_types.DatasetConfig.model_fields
+    runtime_keys, field_keys = _runtime_keys()
     data = {
         "nemo_gym_version": dist.version,
         "requires_python": dist.metadata["Requires-Python"],
@@ -49,7 +109,14 @@ def main() -> None:
         "domains": [d.value for d in config_types.Domain],
         "dataset_types": _literals(fields["type"].annotation),
         "dataset_licenses": _literals(fields["license"].annotation),
+        "benchmark_dataset_types": _literals(
+            config_types.BenchmarkDatasetConfig.model_fields["type"].annotation
+        ),
+        "reserved_top_level_keys": list(NEMO_GYM_RESERVED_TOP_LEVEL_KEYS),
+        "runtime_keys": runtime_keys,
+        "runtime_keys_for_fields": field_keys,
         "builtins": builtins,
+        "builtin_server_dirs": sorted(set(server_dirs)),
     }
     json.dump(data, sys.stdout, indent=1, sort_keys=False)
     sys.stdout.write("\n")

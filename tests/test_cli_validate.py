@@ -39,7 +39,7 @@ def broken(tmp_path: Path) -> Path:
 
 def test_valid_package_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, err = _cli(capsys, VALID)
-    assert rc == 0 and "valid native-v1 package" in out and not err
+    assert rc == 0 and "valid: native-v1 package" in out and not err
 
 
 def test_human_format(capsys: pytest.CaptureFixture[str], broken: Path) -> None:

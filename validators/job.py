@@ -15,13 +15,13 @@ from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
-from envkit.validators._base import Inputs, Rule
-
 from envkit.diagnostics import Diagnostic, Severity
 from envkit.schemas import load_schema
+from envkit.validators._base import Inputs, Rule
 
 if TYPE_CHECKING:
+    import jsonschema
+
     from envkit.job import JobDoc
 
 __all__ = ["CHECKS", "REF_FIELDS", "RULES", "is_local_ref", "is_workspace_ref", "job_diagnostics"]
@@ -430,6 +430,8 @@ def _unknown_keys(job: JobDoc) -> Iterator[Diagnostic]:
 @cache
 def _type_validator() -> jsonschema.Draft202012Validator:
     """The job schema without its cross-field ``allOf`` rules: those have their own codes."""
+    import jsonschema  # noqa: PLC0415 - ~90 ms; only runs checks pay for it, not every CLI start
+
     schema = _strip(copy.deepcopy(load_schema("job")), "allOf")
     return jsonschema.Draft202012Validator(schema)
 

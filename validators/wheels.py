@@ -1,6 +1,288 @@
-"""Placeholder: filled in by its issue."""
+"""EK400–EK408: is ``wheels/`` installable on the target, and does it cover the installs?
+
+Only the two wheels formats are checked (native-v1 ships no wheelhouse; EK206 covers a stray
+one). Everything is read from the ``Package`` model: filename tags, METADATA and the RECORD
+findings ``envkit.wheelfile`` recorded. No wheel is installed or imported.
+"""
 
 from __future__ import annotations
 
-CHECKS: tuple = ()
-RULES: tuple = ()
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from envkit.validators._base import Inputs, Rule
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from envkit.closure import (
+    RUNTIME_ORIGIN,
+    Closure,
+    Egress,
+    Missing,
+    Root,
+    parse_requirement,
+    pyproject_roots,
+    python_ok,
+    requirements_txt_roots,
+    runtime_roots,
+    usable,
+    walk,
+)
+from envkit.diagnostics import Severity
+from envkit.gym_data import gym_data
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from envkit.diagnostics import Diagnostic
+    from envkit.package import Package
+    from envkit.target import Target
+    from envkit.wheelfile import WheelFile
+
+__all__ = ["CHECKS", "RULES", "closure_roots"]
+
+WHEEL_FORMATS = ("wheels-v1", "adapter-wheels-v1")
+WHEELS_DIR = "wheels/"
+HARNESS_EGRESS = "verifiers @ git+https://github.com/PrimeIntellect-ai/verifiers.git@v0.3.1"
+"""From nemo-gym 0.7.0 ``responses_api_agents/verifiers_agent/requirements.txt``: the
+adapter harness installs verifiers from GitHub, so adapter packages always need egress."""
+
+EK400 = Rule(
+    "EK400", Severity.ERROR, "Wheel filename invalid or wheel unreadable",
+    "pip and uv refuse a file whose name is not `{name}-{version}(-{build})?-{py}-{abi}-{plat}"
+    ".whl`, and a wheel without a readable `*.dist-info/METADATA` cannot be installed.",
+    "Rebuild or re-download the wheel; do not rename wheel files by hand.",
+)
+EK401 = Rule(
+    "EK401", Severity.ERROR, "Wheel not installable on the target",
+    "The cluster's installer matches filename tags against the image's CPython and platform; "
+    "a wheel for another interpreter, architecture, a newer glibc, or musl fails with "
+    "`has no wheels with a matching platform tag`.",
+    "Rebuild the closure for the cluster: `envkit build --arch <arch>` (or `uv pip compile "
+    "--python-platform <arch>-manylinux_2_28 --python-version 3.13 --only-binary :all:`).",
+)
+EK402 = Rule(
+    "EK402", Severity.ERROR, "One project vendored at two versions",
+    "A wheelhouse with two versions of a project makes the offline install's resolution "
+    "ambiguous and usually fails with `your requirements are unsatisfiable`.",
+    "Clear `wheels/` and rebuild the closure; copies overwrite by filename only.",
+)
+EK403 = Rule(
+    "EK403", Severity.ERROR, "Requirement not satisfied by wheels/",
+    "Without egress the cluster installs only what `wheels/` carries; with an index enabled "
+    "a missing wheel is fetched at spin-up, which needs egress.",
+    "Vendor the missing wheel (rebuild with `envkit build`), or run where the cluster has egress.",
+)
+EK404 = Rule(
+    "EK404", Severity.ERROR, "nemo-gym vendored at the wrong version, or missing offline",
+    "Gym pins `nemo-gym==<image version>` into every server venv; another vendored version "
+    "conflicts with that pin, and offline the pinned version must be in `wheels/`.",
+    "Vendor exactly `nemo-gym==<--gym-version>` (or drop it when the cluster has egress).",
+)
+EK405 = Rule(
+    "EK405", Severity.ERROR, "ray[default] / openai vendored off Gym's pins, or missing offline",
+    "Gym pins the parent's `ray[default]` and `openai` into every server venv; a vendored "
+    "version off those pins makes the venv build unsatisfiable, and offline they must be there.",
+    "Vendor `ray[default]` and `openai` at nemo-gym's own pins (see `envkit build`).",
+)
+EK406 = Rule(
+    "EK406", Severity.ERROR, "Requires-Python excludes the target interpreter",
+    "The installer skips a wheel whose `Requires-Python` excludes the image's CPython, so "
+    "the requirement it was vendored for stays unsatisfied.",
+    "Vendor a release of the project that supports the image's Python (3.13).",
+)
+EK407 = Rule(
+    "EK407", Severity.ERROR, "RECORD problem inside a wheel",
+    "RECORD lists every file with its sha256 and size; a mismatch means the wheel was "
+    "altered after it was built, and a `..` or absolute path writes outside site-packages. "
+    "Sizes and paths are checked for every member; sha256 for METADATA and for wheels up to "
+    "64 KiB by default, for every member with `--verify-hashes`.",
+    "Re-download the wheel from its index; never patch wheels in place.",
+)
+EK408 = Rule(
+    "EK408", Severity.WARNING, "Wheel nothing requires (dead weight)",
+    "No server requirement, runtime pin or adapter environment reaches this wheel on the "
+    "target, so it is uploaded and never installed.",
+    "Remove it, or add the requirement that needs it; rebuild the closure with `envkit build`.",
+)
+
+
+def _wheel_package(inputs: Inputs) -> Package | None:
+    pkg = inputs.package
+    return pkg if pkg is not None and pkg.format in WHEEL_FORMATS else None
+
+
+def check_wheel_files(inputs: Inputs) -> Iterator[Diagnostic]:
+    """EK400, EK401, EK406, EK407: one wheel at a time.
+
+    A wheel for another platform is reported only when its project has no wheel the target
+    can use: a package may carry builds for both cluster architectures, and the installer
+    skips the ones that do not match.
+    """
+    pkg = _wheel_package(inputs)
+    target = inputs.options.target
+    covered = {w.name for w in pkg.wheels if usable(w, target)} if pkg else set()
+    for wheel in pkg.wheels if pkg else ():
+        if wheel.error is not None:
+            yield EK400.at(wheel.path, f"`{wheel.filename}`: {wheel.error}")
+            continue
+        yield from (EK407.at(wheel.path, f"`{wheel.filename}`: {i}") for i in wheel.record_issues)
+        if wheel.name in covered:
+            continue
+        if not target.accepts(wheel.tags):
+            yield EK401.at(wheel.path, _tag_message(wheel, target))
+        elif not python_ok(wheel, target):
+            msg = (f"`{wheel.filename}` declares Requires-Python `{wheel.requires_python}`, "
+                   f"which excludes the target CPython {target.full_version}")
+            yield EK406.at(wheel.path, msg)
+
+
+def _tag_message(wheel: WheelFile, target: Target) -> str:
+    tags = ", ".join(sorted(str(t) for t in wheel.tags))
+    return (f"`{wheel.filename}` has no wheels with a matching platform tag for {target} "
+            f"(wheel tags: {tags}; {_why_not(wheel, target)})")
+
+
+def _why_not(wheel: WheelFile, target: Target) -> str:
+    """The most likely reason, for the message: arch, glibc, musl, local build or Python."""
+    platforms = {t.platform for t in wheel.tags}
+    if any(p.startswith("musllinux") for p in platforms):
+        return "musllinux wheels do not load on the glibc training image"
+    if any(p.startswith("linux_") for p in platforms):
+        return "`linux_*` is a local, unportable build tag (PEP 600); vendor a manylinux wheel"
+    if platforms != {"any"} and not any(p.endswith(target.arch) for p in platforms):
+        return f"built for another architecture than {target.arch}"
+    if platforms & set(target.platforms) or "any" in platforms:
+        return f"built for another interpreter/ABI than CPython {target.full_version}"
+    major, minor = target.glibc_floor
+    return f"needs a newer glibc than the target floor {major}.{minor}"
+
+
+def check_duplicates(inputs: Inputs) -> Iterator[Diagnostic]:
+    """EK402: one project at two versions."""
+    pkg = _wheel_package(inputs)
+    by_name: dict[str, list[WheelFile]] = defaultdict(list)
+    for wheel in pkg.wheels if pkg else ():
+        if wheel.name is not None and wheel.error is None:
+            by_name[wheel.name].append(wheel)
+    for name, wheels in sorted(by_name.items()):
+        versions = sorted({w.version for w in wheels if w.version is not None})
+        if len(versions) > 1:
+            listed = ", ".join(str(v) for v in versions)
+            msg = f"`{name}` is vendored at {len(versions)} versions ({listed})"
+            yield EK402.at(sorted(w.path for w in wheels)[0], msg)
+
+
+def closure_roots(pkg: Package, inputs: Inputs) -> tuple[list[Root], list[Egress]]:
+    """What the cluster installs from: server requirements, adapter env wheels, runtime pins.
+
+    Without ``--offline`` the runtime pins count only for projects ``wheels/`` vendors (the
+    first install has an index for the rest).
+    """
+    roots: list[Root] = []
+    egress: list[Egress] = []
+    for server in pkg.servers:
+        for name, reader in (("requirements.txt", requirements_txt_roots),
+                             ("pyproject.toml", pyproject_roots)):
+            if name in server.texts:
+                found, needs = reader(server.texts[name], f"{server.path}/{name}")
+                roots += found
+                egress += needs
+                break
+    if pkg.format == "adapter-wheels-v1":
+        roots += _adapter_roots(pkg)
+        if inputs.options.offline:
+            egress.append(Egress(HARNESS_EGRESS, "nemo-environment.yaml", None))
+    vendored = {w.name for w in pkg.wheels if w.name is not None}
+    runtime = runtime_roots(inputs.options.gym_version, gym_data().requires_dist, WHEELS_DIR)
+    roots += [r for r in runtime
+              if inputs.options.offline or canonicalize_name(r.requirement.name) in vendored]
+    return roots, egress
+
+
+def _adapter_roots(pkg: Package) -> list[Root]:
+    """The env wheel (``metadata.vf_env_id``, or any wheel that requires verifiers) and the
+    verifiers the harness imports."""
+    meta = pkg.manifest_data.get("metadata")
+    env_id = meta.get("vf_env_id") if isinstance(meta, dict) else None
+    env_name = canonicalize_name(env_id) if isinstance(env_id, str) else None
+    roots: list[Root] = []
+    for wheel in pkg.wheels:
+        if wheel.name is None or wheel.version is None:
+            continue
+        deps = {canonicalize_name(r.name) for r in map(parse_requirement, wheel.requires_dist)
+                if r is not None}
+        if wheel.name == env_name or "verifiers" in deps:
+            req = Requirement(f"{wheel.name}=={wheel.version}")
+            roots.append(Root(req, "adapter environment wheel", wheel.path))
+        elif wheel.name == "verifiers":
+            roots.append(Root(Requirement("verifiers"), "verifiers_agent harness", wheel.path))
+    return roots
+
+
+def check_closure(inputs: Inputs) -> Iterator[Diagnostic]:
+    """EK403, EK404, EK405, EK408: walk the roots through Requires-Dist on the target."""
+    pkg = _wheel_package(inputs)
+    if pkg is None:
+        return
+    roots, egress = closure_roots(pkg, inputs)
+    closure = walk(pkg.wheels, roots, inputs.options.target)
+    yield from _pin_mismatches(pkg, inputs)
+    for item in egress:
+        yield _egress(item, inputs.options.offline)
+    for miss in closure.missing:
+        diag = _missing(miss, inputs.options.offline)
+        if diag is not None:
+            yield diag
+    yield from _dead_weight(pkg, closure)
+
+
+def _pin_mismatches(pkg: Package, inputs: Inputs) -> Iterator[Diagnostic]:
+    """EK404/EK405 for vendored runtime projects off the image's pins."""
+    pins = {canonicalize_name(r.requirement.name): r.requirement for r in
+            runtime_roots(inputs.options.gym_version, gym_data().requires_dist, WHEELS_DIR)}
+    for wheel in pkg.wheels:
+        pin = pins.get(wheel.name) if wheel.name else None
+        if pin is None or wheel.version is None or wheel.error is not None:
+            continue
+        if not pin.specifier.contains(wheel.version, prereleases=True):
+            rule = EK404 if wheel.name == "nemo-gym" else EK405
+            msg = (f"`{wheel.filename}` vendors {wheel.name} {wheel.version}, but the image "
+                   f"installs `{pin}` ({RUNTIME_ORIGIN})")
+            yield rule.at(wheel.path, msg)
+
+
+def _egress(item: Egress, offline: bool) -> Diagnostic:
+    if offline:
+        msg = f"`{item.text}` is fetched from the network, and the cluster has no egress"
+        return EK403.at(item.path, msg, line=item.line)
+    msg = f"`{item.text}` is fetched from the network at spin-up (needs egress)"
+    return EK403.at(item.path, msg, line=item.line, severity=Severity.WARNING)
+
+
+def _missing(miss: Missing, offline: bool) -> Diagnostic | None:
+    """EK404/EK405 for the runtime projects (offline only), EK403 for everything else."""
+    runtime = {"nemo-gym": EK404, "ray": EK405, "openai": EK405}.get(miss.name)
+    if runtime is not None:
+        if not offline or miss.vendored:  # vendored off-pin: _pin_mismatches said it
+            return None
+        msg = f"`{miss.requirement}` is not in wheels/ and the cluster has no egress: {miss.text}"
+        return runtime.at(miss.path, msg, line=miss.line)
+    have = f"wheels/ has only {', '.join(miss.vendored)}" if miss.vendored else "not in wheels/"
+    if offline:
+        msg = f"`{miss.requirement}` is not satisfied ({have}): {miss.text}"
+        return EK403.at(miss.path, msg, line=miss.line)
+    msg = f"`{miss.requirement}` needs egress ({have}): {miss.text}"
+    return EK403.at(miss.path, msg, line=miss.line, severity=Severity.WARNING)
+
+
+def _dead_weight(pkg: Package, closure: Closure) -> Iterator[Diagnostic]:
+    for wheel in pkg.wheels:
+        if wheel.name is None or wheel.error is not None or wheel.name in closure.reached:
+            continue
+        msg = f"`{wheel.filename}`: nothing installed on the target requires {wheel.name}"
+        yield EK408.at(wheel.path, msg)
+
+
+CHECKS = (check_wheel_files, check_duplicates, check_closure)
+RULES = (EK400, EK401, EK402, EK403, EK404, EK405, EK406, EK407, EK408)

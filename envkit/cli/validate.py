@@ -32,6 +32,8 @@ _EXISTING = click.Path(exists=True, path_type=Path)
 @click.option("--offline", is_flag=True,
               help="The cluster has no egress: wheels/ must cover everything.")
 @click.option("--strict", is_flag=True, help="Warnings fail too.")
+@click.option("--verify-hashes", is_flag=True,
+              help="Check every wheel member against RECORD (default: small wheels only).")
 @click.option("--select", multiple=True, metavar="CODES",
               help="Only these codes or prefixes (EK1,EK204).")
 @click.option("--ignore", multiple=True, metavar="CODES", help="Skip these codes or prefixes.")
@@ -47,6 +49,7 @@ def validate_command(
     gym_version: str,
     offline: bool,
     strict: bool,
+    verify_hashes: bool,
     select: tuple[str, ...],
     ignore: tuple[str, ...],
     output_format: str,
@@ -65,21 +68,23 @@ def validate_command(
         select=parse_codes(select),
         ignore=parse_codes(ignore),
         strict=strict,
+        verify_hashes=verify_hashes,
     )
     try:
         report = validate(request)
     except (FileNotFoundError, NotADirectoryError) as exc:  # validate()'s documented usage errors
         raise click.UsageError(str(exc)) from None
+    bases = {"package": package, "dataset": dataset, "job": job.parent if job else None}
     if output_format == "json":
         click.echo(render_json(report))
     elif output_format == "github":
-        text = render_github(report, package)
+        text = render_github(report, bases)
         if text:
             click.echo(text)
     else:
         from rich.console import Console  # lazy: only human output pays for rich
 
-        render_human(report, Console(file=sys.stdout), package)
+        render_human(report, Console(file=sys.stdout), bases)
     return 0 if report.valid else 1
 
 
