@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from envkit.converters.sandbox import uv_env
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from envkit.converters.sandbox import uv_env
 from envkit.wheelfile import read_wheel
 
 if TYPE_CHECKING:

@@ -20,6 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from envkit import resolve
+from envkit.build import runtime_requirements
+from envkit.cache import cache_root
 from envkit.converters.adapter_pkg import (
     LOCK_NAME,
     AdapterSpec,
@@ -46,11 +52,9 @@ from envkit.converters.sandbox import (
     install_into,
     run_loader,
 )
-from packaging.version import Version
-
-from envkit import resolve
-from envkit.cache import cache_root
+from envkit.gym_data import gym_data
 from envkit.target import Target
+from envkit.validators._base import DEFAULT_GYM_VERSION
 from envkit.wheelfile import WheelFile
 
 if TYPE_CHECKING:
@@ -95,6 +99,7 @@ class ConvertRequest:
     wheel: Path | None = None
     source: Path | None = None
     verifiers_version: str = GYM_VERIFIERS_VERSION
+    gym_version: str = DEFAULT_GYM_VERSION
     env_args: dict[str, Any] = field(default_factory=dict)
     num_examples: int = -1
     validation_fraction: float = 0.0
@@ -201,8 +206,22 @@ def _refuse_v1(req: ConvertRequest, requires_dist: Sequence[str], what: str) -> 
 
 
 def _requirements(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None) -> list[str]:
+    """The env, Gym's verifiers pin, and what Gym adds to the agent's venv (nemo-gym, ray,
+    openai): resolving them together keeps the vendored closure installable into that venv
+    (verifiers alone would pick openai 3.x and anthropic 2.x; nemo-gym 0.7.0 pins
+    ``openai==2.44.0`` and ``anthropic<=0.109.2``)."""
     env_req = env_wheel.requirement if env_wheel else hub.requirement(req.hub_version)
-    return [env_req, f"verifiers=={req.verifiers_version}"]
+    return [env_req, f"verifiers=={req.verifiers_version}",
+            *runtime_requirements(req.gym_version)]
+
+
+def _python_floor(target: Target) -> str | None:
+    """nemo-gym declares ``Requires-Python >=3.13.14``; the image's 3.13 satisfies it, so the
+    resolution uses that patch floor instead of plain 3.13 (= 3.13.0)."""
+    for spec in SpecifierSet(gym_data().requires_python):
+        if spec.operator == ">=" and tuple(map(int, spec.version.split(".")[:2])) == target.python:
+            return spec.version
+    return None
 
 
 def _indexes(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None) -> list[str]:
@@ -219,6 +238,7 @@ def _resolve_target(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None
             find_links=[env_wheel.path.parent] if env_wheel else (),
             extra_index_urls=_indexes(req, hub, env_wheel),
             cache=resolve.ResolutionCache(cache_root() / "resolutions"),
+            python_version=_python_floor(req.target),
         )
     except resolve.ResolveError as exc:
         hint = ("an environment that needs verifiers >= 0.4 uses the v1-only API"
@@ -282,7 +302,10 @@ def _load_rows(req: ConvertRequest, hub: HubRef, pins: Sequence, wheels: Path,
     python = req.host_python or find_host_python()
     host_pins, folder = _host_closure(req, hub, pins, wheels, env_wheel, python, work)
     name = _env_name(hub, env_wheel)
-    deps = [(p.sha256 or p.filename, folder / p.filename) for p in host_pins if p.name != name]
+    # nemo-gym is the agent's runtime, never imported by a load, and its Requires-Python
+    # floor (3.13.14) is above what a local 3.13 may be
+    deps = [(p.sha256 or p.filename, folder / p.filename) for p in host_pins
+            if p.name not in (name, "nemo-gym")]
     env_file = next(folder / p.filename for p in host_pins if p.name == name)
     logger.info("installing the environment into a throwaway venv (%s)", python)
     uv = resolve.uv_bin()

@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from wheelfactory import make_wheel
+
+from envkit.cli import cli
 from envkit.converters.adapter_pkg import AdapterSpec, LockedWheel, lock_data, package_texts
 from envkit.converters.env_source import verifiers_conflict
 from envkit.converters.hub import HubIdError, parse_hub_id
@@ -20,12 +23,9 @@ from envkit.converters.rows import SplitError, build_row, build_rows, split_rows
 from envkit.converters.sandbox import LoadError, run_loader
 from envkit.converters.verifiers import GYM_VERIFIERS_VERSION, ConvertError, ConvertRequest
 from envkit.converters.verifiers import _check_request as check_request
-from envkit.validators import CheckOptions
-from wheelfactory import make_wheel
-
-from envkit.cli import cli
 from envkit.target import Target
 from envkit.validate import ValidateRequest, validate
+from envkit.validators import CheckOptions
 from envkit.wheelfile import read_wheel
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -23,6 +23,7 @@ from envkit.converters.verifiers import (
 from envkit.target import ARCHES
 from envkit.validate import ValidateRequest, validate
 from envkit.validators import CheckOptions
+from envkit.validators._base import DEFAULT_GYM_VERSION
 
 __all__ = ["verifiers_command"]
 
@@ -71,6 +72,11 @@ def _log_to_stderr() -> None:
 @click.option("--num-examples", type=int, default=-1, help="Rows to take (-1: all).")
 @click.option("--timeout", type=float, default=600.0, show_default=True,
               help="Seconds load_environment() may take.")
+@click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
+              help="nemo-gym of the training image (its runtime pins join the resolution).")
+@click.option("--offline", is_flag=True,
+              help="Validate as if the cluster had no egress (adapter-wheels-v1 needs egress: "
+                   "verifiers_agent installs verifiers from GitHub).")
 @click.option("--force", is_flag=True, help="Replace existing output directories.")
 def verifiers_command(**opts: Any) -> int:
     """Convert a verifiers / Prime hub environment into adapter-wheels-v1 + a rollout dataset.
@@ -86,13 +92,16 @@ def verifiers_command(**opts: Any) -> int:
         verifiers_version=opts["verifiers_version"], env_args=_env_args(opts["env_args"]),
         num_examples=opts["num_examples"], validation_fraction=opts["validation_fraction"],
         seed=opts["seed"], timeout=opts["timeout"], force=opts["force"],
+        gym_version=opts["gym_version"],
     )
     try:
         result = convert_verifiers(request)
     except (ConvertError, HubIdError) as exc:
         return _fail(exc)
+    options = CheckOptions(target=target, gym_version=opts["gym_version"],
+                           offline=opts["offline"])
     report = validate(ValidateRequest(package=result.package, dataset=result.dataset,
-                                      options=CheckOptions(target=target, offline=True)))
+                                      options=options))
     verdict = {**report.to_dict(), "package": str(result.package),
                "dataset": str(result.dataset), "training_rows": result.training_rows,
                "validation_rows": result.validation_rows, "wheels": len(result.wheels)}
