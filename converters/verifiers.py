@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,6 +23,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from envkit import resolve
+from envkit.atomic import make_temp_dir, stale_temp_dirs
 from envkit.build import runtime_requirements
 from envkit.cache import cache_root
 from envkit.converters.adapter_pkg import (
@@ -126,10 +126,11 @@ def convert_verifiers(req: ConvertRequest) -> ConvertResult:
     """
     hub = parse_hub_id(req.hub_id)
     _check_request(req)
+    _remove_stale(req.out_dir, req.dataset_dir)
     with ExitStack() as stack:
         pkg = _stage(stack, req.out_dir)
         data = _stage(stack, req.dataset_dir)
-        work = _stage(stack, req.out_dir, prefix=".envkit-work-")
+        work = _stage(stack, req.out_dir.with_name(req.out_dir.name + "-work"))
         env_wheel = _env_wheel(req, hub, work / "src")
         pins = _resolve_target(req, hub, env_wheel)
         _fetch(pins, pkg / "wheels")
@@ -170,11 +171,19 @@ def _check_request(req: ConvertRequest) -> None:
             raise ConvertError(f"{str(path)!r} already exists", "remove it or pass --force")
 
 
-def _stage(stack: ExitStack, final: Path, prefix: str = ".envkit-stage-") -> Path:
+def _remove_stale(*finals: Path) -> None:
+    """Temp dirs that killed conversions (or builds) left beside the outputs; done before
+    staging, since ``envkit.atomic`` counts this process's own temp dirs as stale."""
+    for parent in {f.resolve().parent for f in finals}:
+        if parent.is_dir():
+            for stale in stale_temp_dirs(parent):
+                shutil.rmtree(stale, ignore_errors=True)
+
+
+def _stage(stack: ExitStack, final: Path) -> Path:
     """A temp dir beside ``final`` (same filesystem, so the last step is a rename)."""
-    parent = final.resolve().parent
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    final.resolve().parent.mkdir(parents=True, exist_ok=True)
+    tmp = make_temp_dir(final.resolve())
     stack.callback(shutil.rmtree, tmp, ignore_errors=True)
     return tmp
 
@@ -241,16 +250,22 @@ def _resolve_target(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None
             python_version=_python_floor(req.target),
         )
     except resolve.ResolveError as exc:
-        hint = ("an environment that needs verifiers >= 0.4 uses the v1-only API"
-                if "verifiers" in str(exc) else
-                f"check that every dependency has a wheel for {req.target}; raise --glibc if "
-                "your cluster's image has a newer glibc")
+        hint = _resolve_hint(str(exc), req.target)
         raise ConvertError(str(exc), hint) from None
     if env_wheel is None:
         return pins
     # a cached resolution may name an earlier run's temp copy of the same (same-hash) wheel
     local = env_wheel.path.resolve().as_uri()
     return [replace(p, url=local) if p.name == env_wheel.meta.name else p for p in pins]
+
+
+def _resolve_hint(message: str, target: Target) -> str:
+    if "Failed to fetch" in message or "dns error" in message:
+        return "an index could not be reached: check --index-url and the network"
+    if "verifiers" in message and "unsatisfiable" in message:
+        return "an environment that needs verifiers >= 0.4 uses the v1-only API"
+    return (f"check that every dependency has a wheel for {target}; raise --glibc if your "
+            "cluster's image has a newer glibc")
 
 
 def _check_env_wheel(

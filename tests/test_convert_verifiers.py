@@ -339,3 +339,25 @@ def test_loader_file_runs_on_stdlib_only() -> None:
     proc = subprocess.run([sys.executable, "-I", str(loader), "--help"], capture_output=True,
                           text=True, check=False)
     assert proc.returncode == 0 and "--module" in proc.stdout
+
+
+@pytest.mark.parametrize(("message", "hint"), [
+    ("Failed to fetch: https://hub.example/simple/x/ cause: dns error", "could not be reached"),
+    ("Because env==1 depends on verifiers>=0.4 ... requirements are unsatisfiable", "v1-only"),
+    ("pyzmq>=27.1.0 has no usable wheels", "raise --glibc"),
+])
+def test_resolver_failures_get_a_matching_hint(message: str, hint: str) -> None:
+    from envkit.converters.verifiers import _resolve_hint
+
+    assert hint in _resolve_hint(message, Target(glibc=(2, 28)))
+
+
+def test_temp_dirs_of_killed_conversions_are_removed(tmp_path: Path) -> None:
+    from envkit.converters.verifiers import _remove_stale
+
+    dead = tmp_path / ".envkit-tmp-pkg-999999999-abc"  # no such pid
+    (dead / "wheels").mkdir(parents=True)
+    other = tmp_path / "unrelated"
+    other.mkdir()
+    _remove_stale(tmp_path / "pkg", tmp_path / "data")
+    assert not dead.exists() and other.exists()

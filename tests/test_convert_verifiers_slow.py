@@ -90,7 +90,7 @@ def _source_args(how: str, project: str, wheelhouse: Path, index_url: str) -> li
     ("arithmetic", "x86_64", "wheel"),
     ("reverse-text", "aarch64", "source"),
 ])
-def test_convert_validates_offline_for_its_arch(tmp_path: Path, wheelhouse: Path, index_url: str,
+def test_convert_validates_for_its_arch(tmp_path: Path, wheelhouse: Path, index_url: str,
                                                 project: str, arch: str, how: str) -> None:
     env_args = '{"num_examples": 6, "seed": 11}' if project == "reverse-text" else "{}"
     proc = _convert(tmp_path, f"envkit/{project}", "--arch", arch, "--validation-fraction",
