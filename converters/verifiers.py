@@ -35,6 +35,7 @@ from envkit.converters.adapter_pkg import (
 )
 from envkit.converters.env_source import (
     EnvWheel,
+    SourceError,
     build_source,
     local_wheel,
     sha256_of,
@@ -55,7 +56,6 @@ from envkit.converters.sandbox import (
 from envkit.gym_data import gym_data
 from envkit.target import Target
 from envkit.validators._base import DEFAULT_GYM_VERSION
-from envkit.wheelfile import WheelFile
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -190,26 +190,30 @@ def _stage(stack: ExitStack, final: Path) -> Path:
 
 def _env_wheel(req: ConvertRequest, hub: HubRef, dest: Path) -> EnvWheel | None:
     """The local env wheel for --wheel/--source (None for the hub path)."""
-    if req.source is not None:
-        logger.info("building a wheel from %s", req.source)
-        wheel = local_wheel(build_source(req.source, dest / "build"), dest)
-    elif req.wheel is not None:
-        wheel = local_wheel(req.wheel, dest)
-    else:
-        return None
+    try:
+        if req.source is not None:
+            logger.info("building a wheel from %s", req.source)
+            wheel = local_wheel(build_source(req.source, dest / "build"), dest)
+        elif req.wheel is not None:
+            wheel = local_wheel(req.wheel, dest)
+        else:
+            return None
+    except SourceError as exc:
+        raise ConvertError(str(exc), "--wheel takes a .whl file; --source a project with a "
+                                     "pyproject.toml") from None
     if wheel.meta.name != hub.dist_name.replace("_", "-"):
         logger.warning("the wheel is %s, but hub id %s names %s", wheel.meta.name, hub.hub_id,
                        hub.dist_name)
-    _refuse_v1(req, wheel.meta.requires_dist, wheel.path.name)
+    _refuse_v1(req, wheel)
     return wheel
 
 
-def _refuse_v1(req: ConvertRequest, requires_dist: Sequence[str], what: str) -> None:
-    why = verifiers_conflict(WheelFile(what, what, requires_dist=tuple(requires_dist)),
-                             req.verifiers_version)
+def _refuse_v1(req: ConvertRequest, wheel: EnvWheel) -> None:
+    """Refuse before resolving: the wheel's own metadata says it needs verifiers >= 0.4."""
+    why = verifiers_conflict(wheel.meta, req.verifiers_version)
     if why:
-        msg = (f"{what} is written for the verifiers v1 API ({why}); Gym 0.7's verifiers_agent "
-               f"runs verifiers {req.verifiers_version} and its classic API")
+        msg = (f"{wheel.path.name} is written for the verifiers v1 API ({why}); Gym 0.7's "
+               f"verifiers_agent runs verifiers {req.verifiers_version} and its classic API")
         raise ConvertError(msg, "use a release of the environment built on verifiers < 0.4, "
                                 "or package it as wheels-v1 with a Gym server of your own")
 

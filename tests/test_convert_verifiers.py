@@ -361,3 +361,15 @@ def test_temp_dirs_of_killed_conversions_are_removed(tmp_path: Path) -> None:
     other.mkdir()
     _remove_stale(tmp_path / "pkg", tmp_path / "data")
     assert not dead.exists() and other.exists()
+
+
+def test_not_a_wheel_is_a_clean_error(tmp_path: Path) -> None:
+    bad = tmp_path / "env-1.0-py3-none-any.whl"
+    bad.write_bytes(b"not a zip")
+    result = CliRunner().invoke(cli, [
+        "convert", "verifiers", "--hub-id", "o/env", "--wheel", str(bad),
+        "--out-dir", str(tmp_path / "pkg"), "--dataset-dir", str(tmp_path / "data"),
+    ], standalone_mode=False)
+    assert result.return_value == 1
+    assert "not a usable wheel" in json.loads(result.stdout)["error"]["message"]
+    assert not (tmp_path / "pkg").exists()
