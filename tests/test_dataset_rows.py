@@ -9,20 +9,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from envkit.validators import Inputs
-from envkit.validators._responses import input_problems
-from envkit.validators.dataset_rows import MAX_PER_CODE, check_dataset_files, check_dataset_rows
 
 from envkit import dataset as dataset_mod
 from envkit.cli import main
 from envkit.dataset import load_dataset
 from envkit.diagnostics import Diagnostic, Severity
+from envkit.gymvenv import ensure_gym_venv
 from envkit.package import load_package
+from envkit.validators import Inputs
+from envkit.validators._responses import input_problems
+from envkit.validators.dataset_rows import MAX_PER_CODE, check_dataset_files, check_dataset_rows
 
 PACKAGES = Path(__file__).resolve().parent.parent / "fixtures" / "packages"
 ADAPTER = PACKAGES / "valid-adapter-wheels-v1" / "pkg"
 NATIVE = PACKAGES / "valid-native-v1" / "pkg"
-GYM_PYTHON = Path("/tmp/gymvenv/bin/python")
 
 
 def row(**overrides: Any) -> dict[str, Any]:
@@ -349,7 +349,6 @@ def _envkit_accepts(params: dict[str, Any]) -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not GYM_PYTHON.exists(), reason="needs the nemo-gym 0.7.0 venv at /tmp/gymvenv")
 def test_verdicts_match_real_gym() -> None:
     """Whatever Gym's request model rejects, envkit rejects; what envkit accepts, Gym accepts.
 
@@ -357,10 +356,11 @@ def test_verdicts_match_real_gym() -> None:
     item (``mcp_list_tools``) swallows ``{"role": "human"}`` and role-less dicts, which then
     break at the model server instead of at validation.
     """
+    gym_python = ensure_gym_venv("0.7.0", allow_python_override=True).python
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     stdin = "".join(json.dumps(p) + "\n" for p in _CORPUS)
     out = subprocess.run(
-        [str(GYM_PYTHON), "-c", _PROBE],
+        [str(gym_python), "-c", _PROBE],
         input=stdin,
         capture_output=True,
         text=True,

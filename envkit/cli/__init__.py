@@ -13,6 +13,8 @@ import click
 from envkit import __version__
 from envkit.cli.build import build_command
 from envkit.cli.convert import convert_group
+from envkit.cli.rollout import rollout_command
+from envkit.cli.train import train_command
 from envkit.cli.validate import rule_command, schema_command, validate_command
 
 __all__ = ["cli", "main"]
@@ -27,8 +29,10 @@ def cli() -> None:
 cli.add_command(validate_command)
 cli.add_command(schema_command)
 cli.add_command(rule_command)
-cli.add_command(convert_group)
 cli.add_command(build_command)
+cli.add_command(convert_group)
+cli.add_command(rollout_command)
+cli.add_command(train_command)
 
 
 def main(argv: list[str] | None = None) -> int:

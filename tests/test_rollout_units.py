@@ -1,0 +1,179 @@
+"""Fast tests of the rollout pieces that need no Gym servers: parsing, routing, diagnosis,
+process teardown, the vLLM mapping, and the CLI's argument handling."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from envkit.trainer._procs import ProcessTree
+from envkit.trainer.env_client import collect, mean_reward_by_agent, result_from_record
+from envkit.trainer.generation import SamplingParams
+from envkit.trainer.generation.vllm import to_completion, to_vllm_sampling_kwargs
+from envkit.trainer.gym_runtime import (
+    GymRuntime,
+    GymRuntimeError,
+    PolicyEndpoint,
+    RuntimeOptions,
+    ServerInfo,
+    _relays,
+    diagnose_log,
+    package_key,
+)
+from envkit.trainer.rollout import RolloutSummary, expand_rows, load_rows, write_results
+from toy_envs import char_pattern_rows, digit_addition_rows, make_native_package, write_dataset
+
+from envkit.cli import main
+
+RECORD = {
+    "responses_create_params": {"input": [{"role": "user", "content": "hi"}]},
+    "agent_ref": {"type": "responses_api_agents", "name": "char_pattern_simple_agent"},
+    "response": {
+        "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"},
+        "output": [{"type": "message", "role": "assistant", "prompt_token_ids": [1, 2],
+                    "generation_token_ids": [5, 6, 7], "generation_log_probs": [-1.0, -2.0, -0.5],
+                    "content": [{"type": "output_text", "text": "aab"}]}],
+    },
+    "reward": 0.25,
+}
+
+
+def test_result_from_record_carries_tokens_logprobs_and_truncation() -> None:
+    result = result_from_record(0, "a", RECORD)
+    assert result.ok
+    assert result.reward == 0.25
+    assert result.prompt_token_ids == (1, 2)
+    assert result.generation_token_ids == (5, 6, 7)
+    assert result.generation_logprobs == (-1.0, -2.0, -0.5)
+    assert result.truncated
+
+
+def test_missing_reward_is_a_failure() -> None:
+    result = result_from_record(3, "a", {**RECORD, "reward": None})
+    assert not result.ok
+    assert "reward" in result.failure_reason
+
+
+def test_collect_marks_unreachable_rows_failed_and_finishes_the_rest() -> None:
+    rows = [{"agent_ref": {"name": "dead"}}, {"agent_ref": {"name": "unknown"}}]
+
+    def url_for(agent: str) -> str:
+        if agent == "unknown":
+            raise KeyError(agent)
+        return "http://127.0.0.1:9/run"  # discard port: connection refused
+
+    results = collect(rows, url_for, concurrency=2, timeout_s=5)
+    assert [r.index for r in results] == [0, 1]
+    assert "unreachable" in results[0].failure_reason
+    assert "not running" in results[1].failure_reason
+    assert mean_reward_by_agent(results) == {}
+
+
+def test_expand_rows_sets_sampling_and_gym_indices() -> None:
+    rows = expand_rows(char_pattern_rows(2), num_repeats=3, temperature=0.7, max_tokens=9)
+    assert len(rows) == 6
+    assert {(r["_ng_task_index"], r["_ng_rollout_index"]) for r in rows} == {
+        (t, k) for t in range(2) for k in range(3)}
+    assert rows[0]["responses_create_params"]["temperature"] == 0.7
+    assert rows[0]["responses_create_params"]["max_output_tokens"] == 9
+
+
+def test_load_rows_limit_and_bad_lines(tmp_path: Path) -> None:
+    data = write_dataset(tmp_path / "d", digit_addition_rows(5))
+    assert len(load_rows(data, limit=2)) == 2
+    (data / "training.jsonl").write_text('{"a": 1}\n[1]\n')
+    with pytest.raises(ValueError, match=r"training.jsonl:2: EK501"):
+        load_rows(data)
+    with pytest.raises(FileNotFoundError, match="EK500"):
+        load_rows(data, split="validation")
+
+
+def test_write_results_puts_failures_in_a_sidecar(tmp_path: Path) -> None:
+    ok = result_from_record(0, "a", RECORD)
+    bad = result_from_record(1, "a", {"reward": "x"})
+    sidecar = write_results(tmp_path / "r.jsonl", [ok, bad])
+    assert json.loads((tmp_path / "r.jsonl").read_text())["reward"] == 0.25
+    assert sidecar is not None
+    assert "failure_reason" in json.loads(sidecar.read_text())
+    assert RolloutSummary((ok, bad), {}).exit_code == 1
+    assert RolloutSummary((ok,), {}).exit_code == 0
+
+
+def test_package_key_follows_content(tmp_path: Path) -> None:
+    pkg = make_native_package(tmp_path / "p")
+    key = package_key(pkg, "0.7.0")
+    assert key == package_key(pkg, "0.7.0")
+    assert key != package_key(pkg, "0.7.1")
+    (pkg / "resources_servers/char_pattern/app.py").write_text("# changed\n")
+    assert key != package_key(pkg, "0.7.0")
+
+
+@pytest.mark.parametrize(("log", "code"), [
+    ("AlmostServerError: Found 1 almost-server(s)", "EK302"),
+    ("ServerRefNotFoundError: Available responses_api_models: (none)", "EK304"),
+    ("Missing pyproject.toml or requirements.txt for uv venv setup", "EK205"),
+    ("Because foo was not found in the provided package locations and you require foo", "EK403"),
+    ("ModuleNotFoundError: No module named 'numpy'", "EK403"),
+    ("the current Python version (3.13.0) does not satisfy Python>=3.13.14", "EK406"),
+    ("Config value 'x' references 'y', which is not set after merging.", "EK313"),
+])
+def test_diagnose_log_names_the_likely_rule(log: str, code: str) -> None:
+    assert diagnose_log(log)[0] == code
+
+
+def test_relays_map_agents_to_their_environment_server() -> None:
+    config = {"env": {"environment_servers": {"legacy_agent": {"agent_server": {
+        "type": "responses_api_agents", "name": "agent"}}}}, "agent": {}}
+    servers = {n: ServerInfo(n, "x", "y", f"http://h/{n}") for n in ("env", "agent")}
+    assert _relays(config, servers) == {"agent": "env"}
+
+
+def test_runtime_rejects_a_package_without_manifest(tmp_path: Path) -> None:
+    with pytest.raises(GymRuntimeError) as info:
+        GymRuntime(tmp_path, PolicyEndpoint("u", "k", "m"), RuntimeOptions())
+    assert info.value.code == "EK100"
+
+
+def test_process_tree_terminate_leaves_no_orphan() -> None:
+    # A leader that ignores SIGINT with a grandchild: both must be gone afterwards.
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import signal,subprocess,time;"
+         "signal.signal(signal.SIGINT, signal.SIG_IGN);"
+         "subprocess.Popen(['sleep','300']); time.sleep(300)"],
+        start_new_session=True)
+    time.sleep(0.5)
+    tree = ProcessTree(proc.pid)
+    assert len(tree.alive()) == 2
+    tree.terminate(grace_s=0.5)
+    proc.wait(timeout=5)
+    assert tree.alive() == []
+
+
+def test_vllm_mapping_without_vllm() -> None:
+    kwargs = to_vllm_sampling_kwargs(SamplingParams(n=2, temperature=0.5, max_tokens=7,
+                                                    top_logprobs=1, stop=("x",)))
+    assert kwargs == {"n": 2, "temperature": 0.5, "top_p": 1.0, "max_tokens": 7, "seed": None,
+                      "logprobs": 1, "stop": ["x"]}
+    lp = SimpleNamespace
+    out = SimpleNamespace(token_ids=[4, 9], text="ab", finish_reason="length",
+                          logprobs=[{4: lp(logprob=-0.1), 2: lp(logprob=-3.0)},
+                                    {9: lp(logprob=-0.7), 4: lp(logprob=-0.2)}])
+    comp = to_completion(out, top_k=1)
+    assert comp.logprobs == (-0.1, -0.7)
+    assert comp.top_logprobs == (((4, -0.1),), ((4, -0.2),))
+    assert comp.truncated
+
+
+def test_cli_rollout_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    pkg = make_native_package(tmp_path / "p")
+    assert main(["rollout", str(pkg), "--model", str(tmp_path)]) == 2  # --dataset missing
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    rc = main(["rollout", str(pkg), "--dataset", str(empty), "--model", str(tmp_path)])
+    assert rc == 2
+    assert "EK500" in capsys.readouterr().err

@@ -1,0 +1,141 @@
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from envkit.trainer.batch import to_batch  # noqa: E402
+from envkit.trainer.checkpoint import Checkpoint, prune  # noqa: E402
+from envkit.trainer.config import ConfigError, grpo_config  # noqa: E402
+from envkit.trainer.optim import lr_at  # noqa: E402
+from envkit.trainer.policy import lora_config  # noqa: E402
+from envkit.trainer.rollout_source import Rollout, row_messages  # noqa: E402
+from envkit.trainer.sampler import PromptSampler, SamplerState  # noqa: E402
+
+
+def test_config_defaults_follow_the_seed():
+    cfg = grpo_config({"training": {"type": "grpo"}})
+    assert cfg.num_generations_per_prompt == 8
+    assert cfg.temperature == 1.0
+    assert cfg.max_rollout_turns == 1
+    assert cfg.loss.ref_policy_kl_penalty == 0.0
+    assert cfg.overlong_filtering is False
+    assert cfg.val_at_start is False
+    assert cfg.finetuning_type == "all_weights"
+    assert cfg.lora.rank == 16
+    assert cfg.lora.alpha == 32
+
+
+def test_config_reads_loss_and_lora_fields():
+    cfg = grpo_config(
+        {
+            "training": {
+                "type": "grpo",
+                "batch_size": 16,
+                "num_generations_per_prompt": 4,
+                "ratio_clip_c": 10.0,
+                "ratio_clip_max": 0.28,
+                "truncated_importance_sampling_type": "tis",
+                "finetuning_type": "lora",
+                "lora": {"rank": 8, "target_modules": ["q_proj"]},
+                "epochs": 2,
+            }
+        }
+    )
+    assert cfg.prompts_per_step == 4
+    assert cfg.loss.ratio_clip_c == 10.0
+    assert cfg.loss.ratio_clip_max == 0.28
+    assert cfg.lora.target_modules == ("q_proj",)
+    assert cfg.total_steps(10) == 4  # 2 epochs x (10 // 4) steps
+    assert (
+        grpo_config({"training": {"type": "grpo", "max_steps": 3, "epochs": 5}}).total_steps(1000)
+        == 3
+    )
+
+
+@pytest.mark.parametrize(
+    ("training", "match"),
+    [
+        ({"temperature": 0}, "temperature"),
+        ({"finetuning_type": "lora_merged"}, "finetuning_type"),
+        ({"num_generations_per_prompt": 1}, "num_generations_per_prompt"),
+        ({"lora": [1]}, "lora"),
+    ],
+)
+def test_config_errors_name_the_key(training, match):
+    with pytest.raises(ConfigError, match=match):
+        grpo_config({"training": {"type": "grpo", **training}})
+    with pytest.raises(ConfigError, match="training"):
+        grpo_config({})
+    with pytest.raises(ConfigError, match="EK600"):
+        grpo_config({"training": {"temperature": 1.0}})
+
+
+def test_lr_schedule_by_hand():
+    kw = {"lr": 1.0, "min_lr": 0.1, "warmup": 2, "total": 12}
+    assert lr_at(0, **kw) == pytest.approx(0.5)
+    assert lr_at(1, **kw) == pytest.approx(1.0)
+    assert lr_at(2, **kw) == pytest.approx(1.0)
+    assert lr_at(7, **kw) == pytest.approx(0.55)  # halfway through cosine
+    assert lr_at(12, **kw) == pytest.approx(0.1)
+    assert lr_at(7, **kw, decay="linear") == pytest.approx(0.55)
+    assert lr_at(4, **kw, decay="linear") == pytest.approx(1.0 - 0.9 * 0.2)
+    assert lr_at(9, **kw, decay="constant") == 1.0
+
+
+def test_sampler_is_a_seeded_cursor():
+    rows = [{"i": i} for i in range(5)]
+    a = PromptSampler(rows, seed=7)
+    first = [i for i, _ in a.take(3)]
+    rest = [i for i, _ in a.take(4)]  # crosses into epoch 1
+    assert sorted(first + rest[:2]) == list(range(5))
+    assert a.state == SamplerState(1, 2)
+    b = PromptSampler(rows, seed=7, state=SamplerState(0, 3))
+    assert [i for i, _ in b.take(4)] == rest
+    with pytest.raises(ValueError, match="no training rows"):
+        PromptSampler([], seed=0)
+
+
+def test_batch_aligns_completion_with_logprob_columns():
+    r1 = Rollout(0, (5, 6), (7, 8, 9), (-0.1, -0.2, -0.3), 1.0, False)
+    r2 = Rollout(0, (5, 6, 6), (7,), (-0.5,), 0.0, True)
+    b = to_batch([r1, r2], pad_id=0)
+    assert b.input_ids.tolist() == [[5, 6, 7, 8, 9], [5, 6, 6, 7, 0]]
+    # column t scores token t + 1: completion of r1 starts at column 1
+    assert b.response_mask.tolist() == [[0, 1, 1, 1], [0, 0, 1, 0]]
+    assert b.generation_logprobs[0].tolist() == pytest.approx([0.0, -0.1, -0.2, -0.3])
+    assert b.truncated.tolist() == [False, True]
+
+
+def test_row_messages_accepts_string_and_message_list():
+    assert row_messages({"responses_create_params": {"input": "hi"}}) == [
+        {"role": "user", "content": "hi"}
+    ]
+    msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    assert row_messages({"responses_create_params": {"input": msgs}}) == msgs
+    with pytest.raises(ValueError, match="responses_create_params"):
+        row_messages({})
+
+
+def test_lora_module_selection_is_either_or():
+    from envkit.trainer.config import LoraSettings
+
+    assert lora_config(LoraSettings()).target_modules == "all-linear"
+    assert lora_config(LoraSettings(target_modules=("q_proj",))).target_modules == {"q_proj"}
+    only_exclude = lora_config(LoraSettings(exclude_modules=("v_proj",)))
+    # exclude alone does NOT mean "all linear except": peft's per-architecture default applies
+    assert only_exclude.target_modules is None
+    assert only_exclude.exclude_modules == {"v_proj"}
+
+
+def test_prune_keeps_top_k_and_latest(tmp_path):
+    import json
+
+    for step, metric in [(1, 0.9), (2, 0.1), (3, 0.5), (4, 0.2)]:
+        d = tmp_path / f"step_{step:06d}"
+        d.mkdir()
+        (d / "meta.json").write_text(json.dumps({"step": step, "metric": metric}))
+    removed = prune(tmp_path, keep_top_k=1)
+    assert sorted(p.name for p in removed) == ["step_000002", "step_000003"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step_000001", "step_000004"]
+    assert isinstance(Checkpoint(1, tmp_path, None), Checkpoint)

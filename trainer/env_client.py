@@ -1,0 +1,164 @@
+"""Send prompt rows to a package's agents and collect rewards, as NeMo-RL and ``gym eval run`` do.
+
+Each row's body is POSTed to ``/run`` of the environment server relaying its ``agent_ref`` agent
+(or of the agent itself when nothing relays it); the answer is Gym's rollout row: the row, the
+policy's ``response`` and the ``reward``. With ``return_token_id_information`` the response's
+output items carry ``prompt_token_ids``, ``generation_token_ids`` and ``generation_log_probs``,
+which is everything GRPO needs from a rollout.
+
+A row whose request fails (a server died, a timeout, an HTTP error) is returned as failed with a
+``failure_reason``; the other rows go on.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "RolloutResult",
+    "TokenTurn",
+    "collect",
+    "mean_reward_by_agent",
+    "post_row",
+    "result_from_record",
+]
+
+
+@dataclass(frozen=True)
+class TokenTurn:
+    """One policy call inside a rollout."""
+
+    prompt_token_ids: tuple[int, ...]
+    generation_token_ids: tuple[int, ...]
+    generation_logprobs: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class RolloutResult:
+    """One rollout: what the trainer needs plus Gym's full rollout row in ``record``."""
+
+    index: int
+    agent: str
+    reward: float | None
+    failure_reason: str | None = None
+    turns: tuple[TokenTurn, ...] = ()
+    truncated: bool = False
+    record: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.failure_reason is None
+
+    @property
+    def prompt_token_ids(self) -> tuple[int, ...]:
+        return self.turns[0].prompt_token_ids if self.turns else ()
+
+    @property
+    def generation_token_ids(self) -> tuple[int, ...]:
+        return tuple(t for turn in self.turns for t in turn.generation_token_ids)
+
+    @property
+    def generation_logprobs(self) -> tuple[float, ...]:
+        return tuple(lp for turn in self.turns for lp in turn.generation_logprobs)
+
+
+def _turns(response: Mapping[str, Any]) -> tuple[TokenTurn, ...]:
+    turns = []
+    for item in response.get("output") or []:
+        if isinstance(item, Mapping) and item.get("generation_token_ids") is not None:
+            turns.append(TokenTurn(tuple(item.get("prompt_token_ids") or ()),
+                                   tuple(item["generation_token_ids"]),
+                                   tuple(item.get("generation_log_probs") or ())))
+    return tuple(turns)
+
+
+def _truncated(response: Mapping[str, Any]) -> bool:
+    details = response.get("incomplete_details") or {}
+    return response.get("status") == "incomplete" and details.get("reason") == "max_output_tokens"
+
+
+def result_from_record(index: int, agent: str, record: Mapping[str, Any]) -> RolloutResult:
+    """Gym's ``/run`` answer -> ``RolloutResult`` (a missing/non-numeric reward is a failure)."""
+    response = record.get("response") if isinstance(record.get("response"), Mapping) else {}
+    reward = record.get("reward")
+    if not isinstance(reward, int | float) or isinstance(reward, bool):
+        return RolloutResult(index, agent, None, f"no numeric `reward` in the answer: {reward!r}",
+                             record=dict(record))
+    return RolloutResult(index, agent, float(reward), None, _turns(response), _truncated(response),
+                         dict(record))
+
+
+def post_row(url: str, row: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
+    """POST one row; returns the JSON answer.
+
+    :raises RuntimeError: with a one-line reason on HTTP errors, refused connections, timeouts.
+    """
+    request = urllib.request.Request(url, data=json.dumps(row).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as resp:
+            return json.load(resp)
+    except urllib.error.HTTPError as exc:
+        body = exc.read().decode(errors="replace")[:300]
+        msg = f"HTTP {exc.code} from {url}: {body}"
+        raise RuntimeError(msg) from None
+    except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        msg = f"{url} unreachable: {reason}"
+        raise RuntimeError(msg) from None
+    except json.JSONDecodeError as exc:
+        msg = f"{url} answered with invalid JSON: {exc}"
+        raise RuntimeError(msg) from None
+
+
+def _one(index: int, row: Mapping[str, Any], url_for: Callable[[str], str],
+         timeout_s: float) -> RolloutResult:
+    agent = str((row.get("agent_ref") or {}).get("name", ""))
+    try:
+        url = url_for(agent)
+    except KeyError:
+        return RolloutResult(index, agent, None, f"agent {agent!r} is not running in this package",
+                             record=dict(row))
+    try:
+        record = post_row(url, row, timeout_s)
+    except RuntimeError as exc:
+        return RolloutResult(index, agent, None, str(exc), record=dict(row))
+    return result_from_record(index, agent, {**row, **record})
+
+
+def collect(
+    rows: Sequence[Mapping[str, Any]],
+    url_for: Callable[[str], str],
+    *,
+    concurrency: int = 8,
+    timeout_s: float = 600.0,
+    on_result: Callable[[RolloutResult], None] | None = None,
+) -> list[RolloutResult]:
+    """Run every row (``concurrency`` in flight); results in row order.
+
+    ``url_for(agent)`` gives the ``/run`` URL for an agent instance (``GymServers.run_url``).
+    """
+    results: list[RolloutResult | None] = [None] * len(rows)
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        futures = {pool.submit(_one, i, row, url_for, timeout_s): i for i, row in enumerate(rows)}
+        for future in as_completed(futures):
+            result = future.result()
+            results[result.index] = result
+            if on_result is not None:
+                on_result(result)
+    return [r for r in results if r is not None]
+
+
+def mean_reward_by_agent(results: Iterable[RolloutResult]) -> dict[str, float]:
+    """Mean reward per agent over the rollouts that finished."""
+    sums: dict[str, list[float]] = {}
+    for result in results:
+        if result.ok and result.reward is not None:
+            sums.setdefault(result.agent, []).append(result.reward)
+    return {agent: sum(v) / len(v) for agent, v in sorted(sums.items())}

@@ -1,0 +1,21 @@
+"""Generation backends behind one narrow interface: HF transformers (CPU) and vLLM (GPU)."""
+
+from __future__ import annotations
+
+from envkit.trainer.generation.interface import (
+    Completion,
+    GenerationBackend,
+    GenerationError,
+    GenerationOutput,
+    Prompt,
+    SamplingParams,
+)
+
+__all__ = [
+    "Completion",
+    "GenerationBackend",
+    "GenerationError",
+    "GenerationOutput",
+    "Prompt",
+    "SamplingParams",
+]

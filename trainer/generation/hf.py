@@ -1,0 +1,198 @@
+"""HF transformers backend: batched sampling on CPU with the logprobs GRPO needs.
+
+``model.generate`` hides the per-token logprobs of the distribution it actually sampled from
+(processed vs raw scores depend on flags and version), so the loop here is written out: left
+padded batch, KV cache, temperature, top-p, one seeded ``torch.Generator`` per call.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+from envkit.trainer.generation._chat import render_fallback
+from envkit.trainer.generation.interface import (
+    Completion,
+    GenerationError,
+    GenerationOutput,
+    Prompt,
+    SamplingParams,
+)
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+__all__ = ["HFBackend", "sample_next"]
+
+
+def sample_next(
+    logits: torch.Tensor, params: SamplingParams, generator: torch.Generator | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Draw one token per row.
+
+    :param logits: ``(B, V)`` next-token logits.
+    :returns: ``(tokens (B,), logprobs (B,), logprob table (B, V))``; logprobs are taken from the
+        temperature-scaled distribution before top-p truncation, as vLLM's processed logprobs.
+    """
+    if params.temperature == 0:
+        logp = torch.log_softmax(logits.float(), dim=-1)
+        tokens = logp.argmax(dim=-1)
+    else:
+        logp = torch.log_softmax(logits.float() / params.temperature, dim=-1)
+        probs = _top_p(logp.exp(), params.top_p)
+        tokens = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    return tokens, logp.gather(-1, tokens[:, None]).squeeze(-1), logp
+
+
+def _top_p(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Zero out the tail beyond cumulative mass ``top_p`` (the top token always stays)."""
+    if top_p >= 1.0:
+        return probs
+    sorted_probs, order = probs.sort(dim=-1, descending=True)
+    drop = sorted_probs.cumsum(-1) - sorted_probs > top_p  # (B, V) mass before this token
+    sorted_probs = sorted_probs.masked_fill(drop, 0.0)
+    return torch.zeros_like(probs).scatter(-1, order, sorted_probs)
+
+
+class HFBackend:
+    """A ``GenerationBackend`` over a local HF model directory (CPU by default)."""
+
+    def __init__(
+        self,
+        model_dir: str | Path,
+        *,
+        model_name: str | None = None,
+        device: str = "cpu",
+        max_batch: int = 64,
+    ) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.model_dir = Path(model_dir)
+        self.model_name = model_name or self.model_dir.name
+        self.device = torch.device(device)
+        self.max_batch = max_batch
+        self.tokenizer: PreTrainedTokenizerBase = AutoTokenizer.from_pretrained(self.model_dir)
+        self.model: PreTrainedModel = AutoModelForCausalLM.from_pretrained(
+            self.model_dir, dtype=torch.float32
+        ).to(self.device).eval()
+        self.max_model_len = int(getattr(self.model.config, "max_position_embeddings", 2048))
+        self._lock = threading.Lock()
+        self._eos = self._eos_ids()
+        self._pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        # transformers 5 renamed ``past_key_values`` to ``cache`` (the old name warns).
+        params = inspect.signature(self.model.forward).parameters
+        self._cache_kw = "cache" if "cache" in params else "past_key_values"
+
+    def _eos_ids(self) -> frozenset[int]:
+        ids = self.model.config.eos_token_id
+        ids = [ids] if isinstance(ids, int) else list(ids or [])
+        if self.tokenizer.eos_token_id is not None:
+            ids.append(self.tokenizer.eos_token_id)
+        return frozenset(ids)
+
+    def encode_prompt(self, prompt: Prompt) -> list[int]:
+        if not prompt or isinstance(prompt[0], int):
+            return [int(t) for t in prompt]  # type: ignore[arg-type]
+        messages = [dict(m) for m in prompt]  # type: ignore[arg-type]
+        if getattr(self.tokenizer, "chat_template", None):
+            ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+            return list(ids["input_ids"] if isinstance(ids, Mapping) else ids)
+        return list(self.tokenizer(render_fallback(messages), add_special_tokens=False)["input_ids"])
+
+    def decode(self, token_ids: Sequence[int]) -> str:
+        return self.tokenizer.decode([t for t in token_ids if t not in self._eos],
+                                     skip_special_tokens=True)
+
+    def generate(self, prompts: Sequence[Prompt], params: SamplingParams) -> list[GenerationOutput]:
+        encoded = [self.encode_prompt(p) for p in prompts]
+        for ids in encoded:
+            if len(ids) >= self.max_model_len:
+                msg = (f"This model's maximum context length is {self.max_model_len} tokens; "
+                       f"the prompt has {len(ids)}")
+                raise GenerationError(msg)
+        flat = [ids for ids in encoded for _ in range(params.n)]
+        with self._lock:
+            samples: list[Completion] = []
+            for start in range(0, len(flat), self.max_batch):
+                samples.extend(self._sample(flat[start:start + self.max_batch], params))
+        return [
+            GenerationOutput(tuple(ids), tuple(samples[i * params.n:(i + 1) * params.n]))
+            for i, ids in enumerate(encoded)
+        ]
+
+    @torch.no_grad()
+    def _sample(self, prompts: list[list[int]], params: SamplingParams) -> list[Completion]:
+        generator = torch.Generator(device=self.device)
+        if params.seed is not None:
+            generator.manual_seed(params.seed)
+        else:
+            generator.seed()
+        width = max(len(p) for p in prompts)
+        budget = min(params.max_tokens, self.max_model_len - width)
+        ids = torch.full((len(prompts), width), self._pad, dtype=torch.long)
+        mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, prompt in enumerate(prompts):  # left padding keeps the last column the next slot
+            ids[row, width - len(prompt):] = torch.tensor(prompt)
+            mask[row, width - len(prompt):] = 1
+        return self._decode_loop(ids.to(self.device), mask.to(self.device), budget, params, generator)
+
+    def _decode_loop(
+        self, ids: torch.Tensor, mask: torch.Tensor, budget: int,
+        params: SamplingParams, generator: torch.Generator,
+    ) -> list[Completion]:
+        batch = ids.shape[0]
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        tokens: list[list[int]] = [[] for _ in range(batch)]
+        logprobs: list[list[float]] = [[] for _ in range(batch)]
+        tops: list[list[tuple[tuple[int, float], ...]]] = [[] for _ in range(batch)]
+        reasons: list[str | None] = [None] * batch
+        past: Any = None
+        step_ids = ids
+        for _ in range(budget):
+            out = self.model(input_ids=step_ids, attention_mask=mask, position_ids=positions,
+                             use_cache=True, logits_to_keep=1, **{self._cache_kw: past})
+            past = getattr(out, self._cache_kw)
+            nxt, lp, table = sample_next(out.logits[:, -1, :], params, generator)
+            self._record(nxt, lp, table, params, tokens, logprobs, tops, reasons)
+            if all(r is not None for r in reasons):
+                break
+            step_ids = nxt[:, None]
+            mask = torch.cat([mask, torch.ones((batch, 1), dtype=mask.dtype, device=mask.device)], -1)
+            positions = positions[:, -1:] + 1
+        return [
+            Completion(tuple(tokens[i]), tuple(logprobs[i]), self.decode(tokens[i]),
+                       "stop" if reasons[i] == "stop" else "length", tuple(tops[i]))
+            for i in range(batch)
+        ]
+
+    def _record(
+        self, nxt: torch.Tensor, lp: torch.Tensor, table: torch.Tensor, params: SamplingParams,
+        tokens: list[list[int]], logprobs: list[list[float]],
+        tops: list[list[tuple[tuple[int, float], ...]]], reasons: list[str | None],
+    ) -> None:
+        top = table.topk(params.top_logprobs, dim=-1) if params.top_logprobs else None
+        for row, (tok, val) in enumerate(zip(nxt.tolist(), lp.tolist(), strict=True)):
+            if reasons[row] is not None:
+                continue
+            tokens[row].append(tok)
+            logprobs[row].append(val)
+            if top is not None:
+                tops[row].append(tuple(zip(top.indices[row].tolist(), top.values[row].tolist(),
+                                           strict=True)))
+            if tok in self._eos or self._hit_stop(tokens[row], params.stop):
+                reasons[row] = "stop"
+
+    def _hit_stop(self, tokens: list[int], stop: tuple[str, ...]) -> bool:
+        return bool(stop) and any(s in self.decode(tokens[-32:]) for s in stop)
+
+    def update_weights(self, state_dict: Mapping[str, torch.Tensor]) -> None:
+        with self._lock, torch.no_grad():
+            self.model.load_state_dict(dict(state_dict), strict=True)
+
+    def close(self) -> None:
+        with self._lock:
+            self.model = None  # type: ignore[assignment]

@@ -1,0 +1,338 @@
+"""The GRPO loop: generate -> score -> advantages -> loss -> optimizer step -> refresh.
+
+Why this shape: each step reads on one screen (:func:`_step`); sampling (with dynamic
+sampling and fault retries), the policy update, validation and checkpoints are separate
+functions. Every step reseeds torch from ``(seed, step)``, so a resumed run draws exactly the
+samples an uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+from envkit.trainer.advantages import compute_advantages, group_stats
+from envkit.trainer.batch import TrainBatch, to_batch
+from envkit.trainer.checkpoint import (
+    latest_checkpoint,
+    load_checkpoint,
+    prune,
+    save_checkpoint,
+)
+from envkit.trainer.loss import grpo_loss, token_mask_without_overlong
+from envkit.trainer.metrics import MetricsLogger
+from envkit.trainer.optim import make_optimizer, make_scheduler
+from envkit.trainer.policy import token_logprobs
+from envkit.trainer.sampler import PromptSampler
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from envkit.trainer.config import GrpoConfig
+    from envkit.trainer.policy import Policy
+    from envkit.trainer.rollout_source import Rollout, RolloutSource
+
+__all__ = [
+    "DynamicSamplingError",
+    "RolloutFailedError",
+    "TrainOptions",
+    "TrainResult",
+    "train",
+]
+
+log = logging.getLogger(__name__)
+
+MAX_GRAD_NORM = 1.0  # NeMo-RL's policy default
+
+
+class DynamicSamplingError(RuntimeError):
+    """Too few prompt groups with mixed rewards within ``dynamic_sampling_max_gen_batches``."""
+
+
+class RolloutFailedError(RuntimeError):
+    """A rollout source failed in a way it can recover from (e.g. a Gym server died)."""
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    output: Path
+    resume: bool = False
+    save_period: int = 10
+    max_rollout_retries: int = 2
+    stop_after: int | None = None  # stop (as if killed) after this step's checkpoint
+
+
+@dataclass
+class TrainResult:
+    steps: int
+    final_dir: Path
+    metrics_path: Path
+    final_metrics: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class _Run:
+    cfg: GrpoConfig
+    policy: Policy
+    source: RolloutSource
+    sampler: PromptSampler
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    reference: Any
+    opts: TrainOptions
+
+
+def _reseed(seed: int, step: int, salt: int = 0) -> None:
+    torch.manual_seed((seed * 1_000_003 + step * 7919 + salt) % (2**63))
+
+
+def _generate_with_retry(run: _Run, rows: list[dict[str, Any]], first_group: int) -> list[Rollout]:
+    """One generation batch; a recoverable failure restarts the source and redoes the batch."""
+    rng = torch.get_rng_state()
+    for attempt in range(run.opts.max_rollout_retries + 1):
+        try:
+            return run.source.rollouts(
+                rows, run.cfg.num_generations_per_prompt, first_group=first_group
+            )
+        except RolloutFailedError as exc:
+            if attempt == run.opts.max_rollout_retries:
+                raise
+            log.warning("rollout failed (%s); restarting the source and retrying", exc)
+            getattr(run.source, "restart", lambda: None)()
+            torch.set_rng_state(rng)
+    raise AssertionError  # unreachable: the loop returns or raises
+
+
+def _mixed_groups(rollouts: list[Rollout]) -> list[list[Rollout]]:
+    groups: dict[int, list[Rollout]] = {}
+    for r in rollouts:
+        groups.setdefault(r.group, []).append(r)
+    return [g for g in groups.values() if len({r.reward for r in g}) > 1]
+
+
+def _sample(run: _Run) -> tuple[list[Rollout], list[Rollout], int]:
+    """Rollouts to train on, every rollout generated, and the number of generation batches."""
+    cfg, wanted = run.cfg, run.cfg.prompts_per_step
+    if not cfg.use_dynamic_sampling:
+        rows = [row for _, row in run.sampler.take(wanted)]
+        rollouts = _generate_with_retry(run, rows, 0)
+        return rollouts, rollouts, 1
+    kept: list[list[Rollout]] = []
+    generated: list[Rollout] = []
+    per_batch = math.ceil(wanted * cfg.batch_multiplier)
+    for batch_index in range(cfg.dynamic_sampling_max_gen_batches):
+        rows = [row for _, row in run.sampler.take(per_batch)]
+        rollouts = _generate_with_retry(run, rows, batch_index * per_batch)
+        generated += rollouts
+        kept += _mixed_groups(rollouts)
+        if len(kept) >= wanted:
+            return [r for g in kept[:wanted] for r in g], generated, batch_index + 1
+    msg = (
+        f"dynamic sampling found {len(kept)} of {wanted} prompt groups with mixed rewards in "
+        f"{cfg.dynamic_sampling_max_gen_batches} generation batches; raise "
+        "`dynamic_sampling_max_gen_batches` or `batch_multiplier`, or check the reward"
+    )
+    raise DynamicSamplingError(msg)
+
+
+def _logprobs(model: Any, batch: TrainBatch, temperature: float) -> torch.Tensor:
+    return token_logprobs(model, batch.input_ids, batch.attention_mask, temperature)
+
+
+def _no_grad_logprobs(run: _Run, batch: TrainBatch, reference: bool) -> torch.Tensor:
+    with torch.no_grad():
+        if not reference:
+            return _logprobs(run.policy.model, batch, run.cfg.temperature)
+        if run.policy.is_lora:
+            return run.policy.reference_logprobs(
+                batch.input_ids, batch.attention_mask, run.cfg.temperature
+            )
+        return _logprobs(run.reference, batch, run.cfg.temperature)
+
+
+def _update(run: _Run, batch: TrainBatch, advantages: torch.Tensor) -> dict[str, float]:
+    """One optimizer step over micro-batches; the loss is normalised by the batch's tokens."""
+    cfg, model = run.cfg, run.policy.model
+    device = next(model.parameters()).device
+    batch, advantages = batch.to(device), advantages.to(device)
+    mask = token_mask_without_overlong(
+        batch.response_mask, batch.truncated, overlong_filtering=cfg.overlong_filtering
+    )
+    tokens = float(mask.sum())
+    prev = _no_grad_logprobs(run, batch, reference=False)
+    use_ref = cfg.loss.ref_policy_kl_penalty > 0
+    ref = _no_grad_logprobs(run, batch, reference=True) if use_ref else None
+    run.optimizer.zero_grad(set_to_none=True)
+    totals: dict[str, float] = {"loss": 0.0}
+    step = max(1, cfg.micro_batch_size)
+    for start in range(0, batch.rewards.numel(), step):
+        sl = slice(start, start + step)
+        mb = batch.rows(sl)
+        out = grpo_loss(
+            _logprobs(model, mb, cfg.temperature),
+            prev[sl],
+            mb.generation_logprobs,
+            advantages[sl],
+            mask[sl],
+            cfg.loss,
+            ref_logprobs=None if ref is None else ref[sl],
+            global_tokens=max(tokens, 1.0),
+        )
+        if tokens > 0:
+            out.loss.backward()
+        share = float(mask[sl].sum()) / max(tokens, 1.0)
+        totals["loss"] += float(out.loss.detach())
+        for name, value in out.metrics.items():
+            totals[name] = totals.get(name, 0.0) + value * share
+    grad_norm = torch.nn.utils.clip_grad_norm_(
+        [p for p in model.parameters() if p.requires_grad], MAX_GRAD_NORM
+    )
+    totals["lr"] = run.optimizer.param_groups[0]["lr"]
+    run.optimizer.step()
+    run.scheduler.step()
+    totals["grad_norm"] = float(grad_norm)
+    return totals
+
+
+def _train_metrics(
+    rollouts: list[Rollout], generated: list[Rollout], batch: TrainBatch
+) -> dict[str, float]:
+    all_groups = torch.tensor([r.group for r in generated])
+    all_rewards = torch.tensor([r.reward for r in generated])
+    stats = group_stats(all_groups, all_rewards)
+    return {
+        "train_reward": float(batch.rewards.mean()),
+        "train_baseline_reward/pct_mixed": stats.pct_mixed,
+        "train_baseline_reward/pct_0": stats.pct_0,
+        "train_baseline_reward/pct_1": stats.pct_1,
+        "train_truncation_rate": float(batch.truncated.float().mean()),
+        "train_mean_gen_tokens": sum(len(r.completion_ids) for r in rollouts) / len(rollouts),
+    }
+
+
+def _step(run: _Run, step: int) -> dict[str, float]:
+    """generate -> score -> advantages -> loss -> optimizer step -> refresh generation."""
+    started = time.perf_counter()
+    _reseed(run.cfg.seed, step)
+    rollouts, generated, gen_batches = _sample(run)  # generate + score (the source scores)
+    generated_at = time.perf_counter()
+    batch = to_batch(rollouts, run.policy.tokenizer.pad_token_id)
+    advantages = compute_advantages(
+        batch.groups,
+        batch.rewards,
+        leave_one_out=run.cfg.use_leave_one_out_baseline,
+        normalize=run.cfg.normalize_rewards,
+    )
+    update = _update(run, batch, advantages)
+    run.source.refresh(run.policy)
+    metrics = _train_metrics(rollouts, generated, batch)
+    metrics.update({f"train_{k}": v for k, v in update.items()})
+    metrics["train_dynamic_sampling/gen_batches"] = float(gen_batches)
+    metrics["train_timing/generation"] = generated_at - started
+    metrics["train_timing/total_step_time"] = time.perf_counter() - started
+    return metrics
+
+
+def _validate(run: _Run, val_rows: list[dict[str, Any]], step: int) -> dict[str, float]:
+    """``val_accuracy``: mean reward of one sample per validation row (NeMo-RL's name)."""
+    if not val_rows:
+        return {}
+    _reseed(run.cfg.seed, step, salt=1)
+    rollouts = run.source.rollouts(val_rows, 1)
+    return {"val_accuracy": sum(r.reward for r in rollouts) / len(rollouts)}
+
+
+def _build_run(
+    cfg: GrpoConfig,
+    policy: Policy,
+    source: RolloutSource,
+    rows: list[dict[str, Any]],
+    opts: TrainOptions,
+) -> tuple[_Run, int]:
+    torch.manual_seed(cfg.seed)
+    optimizer = make_optimizer(policy.model.parameters(), cfg)
+    scheduler = make_scheduler(optimizer, cfg, cfg.total_steps(len(rows)))
+    needs_ref = cfg.loss.ref_policy_kl_penalty > 0 and not policy.is_lora
+    reference = copy.deepcopy(policy.model).eval() if needs_ref else None
+    run = _Run(
+        cfg, policy, source, PromptSampler(rows, cfg.seed), optimizer, scheduler, reference, opts
+    )
+    ckpt = latest_checkpoint(opts.output / "checkpoints") if opts.resume else None
+    if ckpt is None:
+        return run, 0
+    run.sampler.state = load_checkpoint(ckpt, policy, optimizer, scheduler)
+    source.refresh(policy)
+    log.info("resumed from %s (step %d)", ckpt.path, ckpt.step)
+    return run, ckpt.step
+
+
+def _checkpoint(run: _Run, step: int, metrics: dict[str, float]) -> None:
+    metric = metrics.get("val_accuracy", metrics.get("train_reward"))
+    root = run.opts.output / "checkpoints"
+    save_checkpoint(root, step, run.policy, run.optimizer, run.scheduler, run.sampler.state, metric)
+    prune(root, run.cfg.keep_top_k)
+
+
+def _is_val_step(cfg: GrpoConfig, step: int, total: int) -> bool:
+    interval = cfg.val_check_interval
+    return bool(interval and step % interval == 0) or (cfg.val_at_end and step == total)
+
+
+def train(
+    cfg: GrpoConfig,
+    policy: Policy,
+    source: RolloutSource,
+    rows: list[dict[str, Any]],
+    opts: TrainOptions,
+    val_rows: list[dict[str, Any]] | None = None,
+) -> TrainResult:
+    """Run GRPO to ``total_steps``; writes metrics, checkpoints and the final policy dir.
+
+    :raises DynamicSamplingError: dynamic sampling exhausted its generation batches.
+    :raises RolloutFailedError: the source kept failing after ``max_rollout_retries``.
+    """
+    val_rows = val_rows or []
+    total = cfg.total_steps(len(rows))
+    run, done = _build_run(cfg, policy, source, rows, opts)
+    logger = MetricsLogger(opts.output)
+    logger.truncate_after(done)
+    if done == 0 and cfg.val_at_start:
+        logger.log(0, _validate(run, val_rows, 0))
+    metrics: dict[str, float] = {}
+    for step in range(done + 1, total + 1):
+        metrics = _step(run, step)
+        if _is_val_step(cfg, step, total):
+            metrics.update(_validate(run, val_rows, step))
+        logger.log(step, metrics)
+        log.info(_progress_line(step, total, metrics))
+        if step % opts.save_period == 0 or step == total:
+            _checkpoint(run, step, metrics)
+        if opts.stop_after is not None and step >= opts.stop_after:
+            return TrainResult(step, opts.output / "final", logger.path, metrics)
+    return _finish(run, logger, total, metrics)
+
+
+def _progress_line(step: int, total: int, m: dict[str, float]) -> str:
+    val = f" val_accuracy={m['val_accuracy']:.3f}" if "val_accuracy" in m else ""
+    return (
+        f"step {step}/{total} train_reward={m['train_reward']:.3f} "
+        f"pct_mixed={m['train_baseline_reward/pct_mixed']:.2f} loss={m['train_loss']:+.4f} "
+        f"{m['train_timing/total_step_time']:.1f}s{val}"
+    )
+
+
+def _finish(run: _Run, logger: MetricsLogger, total: int, metrics: dict[str, float]) -> TrainResult:
+    final = run.opts.output / "final"
+    run.policy.save(final)
+    logger.close()
+    summary = {"step": total, **metrics}
+    (run.opts.output / "final_metrics.json").write_text(
+        json.dumps(summary, indent=2), encoding="utf-8"
+    )
+    return TrainResult(total, final, logger.path, metrics)

@@ -1,0 +1,109 @@
+"""The trained policy: an HF causal LM, optionally wrapped in a PEFT LoRA adapter.
+
+Why logprobs at the sampling temperature: the sampler draws from softmax(logits / T), so the
+ratio and the importance weight compare like with like (NeMo-RL divides by T the same way).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from envkit.trainer.config import GrpoConfig, LoraSettings
+
+__all__ = ["Policy", "generation_weights", "load_policy", "lora_config", "token_logprobs"]
+
+
+@dataclass
+class Policy:
+    model: Any
+    tokenizer: Any
+    is_lora: bool
+
+    def reference_logprobs(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, temperature: float
+    ) -> torch.Tensor:
+        """Logprobs under the frozen base: the LoRA adapter disabled. Only for LoRA runs."""
+        with torch.no_grad(), self.model.disable_adapter():
+            return token_logprobs(self.model, input_ids, attention_mask, temperature)
+
+    def save(self, out_dir: Path) -> None:
+        """A PEFT adapter dir for LoRA, a full model dir otherwise; tokenizer alongside."""
+        self.model.save_pretrained(out_dir)
+        self.tokenizer.save_pretrained(out_dir)
+
+
+def lora_config(settings: LoraSettings) -> Any:
+    """peft ``LoraConfig`` with seed 001's either/or module selection.
+
+    Neither list -> ``all-linear``. Either list set turns that off: ``exclude_modules`` alone
+    applies to peft's default targets for the architecture, not to every linear layer.
+    """
+    from peft import LoraConfig
+
+    both_unset = settings.target_modules is None and settings.exclude_modules is None
+    targets = "all-linear" if both_unset else settings.target_modules
+    return LoraConfig(
+        r=settings.rank,
+        lora_alpha=settings.alpha,
+        lora_dropout=settings.dropout,
+        target_modules=list(targets) if isinstance(targets, tuple) else targets,
+        exclude_modules=list(settings.exclude_modules) if settings.exclude_modules else None,
+        task_type="CAUSAL_LM",
+    )
+
+
+def load_policy(model_dir: str | Path, cfg: GrpoConfig) -> Policy:
+    """Load weights (float32 on CPU) and tokenizer; wrap in LoRA when asked."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    if torch.cuda.is_available():  # train on the GPU when there is one (gpu_check.sh)
+        model = model.to("cuda")
+    if cfg.finetuning_type == "lora":
+        from peft import get_peft_model
+
+        model = get_peft_model(model, lora_config(cfg.lora))
+    return Policy(model, tokenizer, cfg.finetuning_type == "lora")
+
+
+def token_logprobs(
+    model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, temperature: float
+) -> torch.Tensor:
+    """Logprob of each next token. input_ids, attention_mask (b, L) -> (b, L - 1).
+
+    Entry ``[i, t]`` is log p(input_ids[i, t + 1] | prefix), right padding assumed.
+    """
+    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1]
+    logp = torch.log_softmax(logits.float() / temperature, dim=-1)
+    return logp.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+
+
+def generation_weights(policy: Policy) -> dict[str, torch.Tensor]:
+    """Weights a plain (non-PEFT) copy of the model loads: LoRA merged in, names unwrapped.
+
+    Why merge: the generation engine serves the base architecture (vLLM, the HF backend), so
+    after each step it receives W + (alpha / r) B A, exactly what the adapter computes.
+    """
+    model = policy.model
+    if not policy.is_lora:
+        return {k: v.detach().clone() for k, v in model.state_dict().items()}
+    with torch.no_grad():
+        model.merge_adapter()
+        try:
+            state = model.get_base_model().state_dict()
+            return {
+                k.replace(".base_layer", ""): v.detach().clone()
+                for k, v in state.items()
+                if "lora_" not in k
+            }
+        finally:
+            model.unmerge_adapter()

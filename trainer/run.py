@@ -1,0 +1,171 @@
+"""``envkit train`` as one call: resolve inputs, validate, bring Gym up, run GRPO.
+
+Why here and not in the CLI: the command only parses and renders (STYLE "a thin click layer");
+tests call :func:`run_training` directly. The job's ``model``/``dataset``/``environment`` are
+``workspace/name`` refs on the platform; locally an existing path may stand in for each, or the
+``--model/--dataset/--env`` options override them. The job is validated first, exactly as
+``envkit validate --job`` would (EK6xx), plus the package and dataset, so the file that trains
+here is the file that submits.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from envkit.diagnostics import Severity
+
+if TYPE_CHECKING:
+    from envkit.trainer.grpo import TrainResult
+
+    from envkit.diagnostics import Diagnostic
+
+__all__ = ["TrainInputError", "TrainRequest", "preflight", "resolve_inputs", "run_training"]
+
+log = logging.getLogger(__name__)
+
+_REF_KEYS = ("environment", "dataset", "model")
+
+
+class TrainInputError(ValueError):
+    """The job cannot start: a missing input or validation errors (listed in ``diagnostics``)."""
+
+    def __init__(self, message: str, diagnostics: list[Diagnostic] | None = None) -> None:
+        super().__init__(message)
+        self.diagnostics = diagnostics or []
+
+
+@dataclass(frozen=True)
+class TrainRequest:
+    job: Path
+    output: Path
+    env: Path | None = None
+    dataset: Path | None = None
+    model: Path | None = None
+    resume: bool = False
+    ray_address: str | None = None
+    use_ray: bool = False
+    save_period: int = 10
+    runtime: Any = None  # gym_runtime.RuntimeOptions
+    backend: str = "hf"
+
+
+def _local(job_data: dict[str, Any], key: str, override: Path | None) -> Path | None:
+    if override is not None:
+        return override
+    value = job_data.get(key)
+    if isinstance(value, str) and Path(value).exists():
+        return Path(value)
+    return None
+
+
+def resolve_inputs(job_data: dict[str, Any], request: TrainRequest) -> dict[str, Path]:
+    """Local directories for environment, dataset and model.
+
+    :raises TrainInputError: a ref that is neither overridden nor an existing local path.
+    """
+    found = {key: _local(job_data, key, getattr(request, _option(key))) for key in _REF_KEYS}
+    missing = [k for k, v in found.items() if v is None]
+    if missing:
+        hints = ", ".join(f"`{k}` (--{_option(k)})" for k in missing)
+        msg = (
+            f"no local directory for {hints}: a `workspace/name` ref only resolves on the "
+            "platform; pass the option or put a local path in the job"
+        )
+        raise TrainInputError(msg)
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def _option(key: str) -> str:
+    return {"environment": "env"}.get(key, key)
+
+
+def preflight(request: TrainRequest, inputs: dict[str, Path]) -> list[Diagnostic]:
+    """Errors from validating job, package and dataset; EK608 is excused for local paths."""
+    from envkit.validate import ValidateRequest, validate
+
+    report = validate(
+        ValidateRequest(package=inputs["environment"], dataset=inputs["dataset"], job=request.job)
+    )
+    return [d for d in report.diagnostics if d.severity is Severity.ERROR and d.code != "EK608"]
+
+
+def _load_job(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        msg = f"{path}: cannot read the job JSON ({exc})"
+        raise TrainInputError(msg) from None
+    if not isinstance(data, dict):
+        msg = f"{path}: the job must be a JSON object"
+        raise TrainInputError(msg)
+    return data
+
+
+def _rows(dataset: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    from envkit.trainer.rollout import load_rows
+
+    train_rows = load_rows(dataset, "training")
+    has_val = (dataset / "validation.jsonl").is_file()
+    return train_rows, load_rows(dataset, "validation") if has_val else []
+
+
+def run_training(request: TrainRequest) -> TrainResult:
+    """Validate, then train through the package's Gym servers; returns the run's result.
+
+    :raises TrainInputError: inputs missing, unreadable, or invalid (with diagnostics).
+    """
+    from envkit.trainer.config import ConfigError, grpo_config
+
+    job_data = _load_job(request.job)
+    inputs = resolve_inputs(job_data, request)
+    errors = preflight(request, inputs)
+    if errors:
+        msg = f"{len(errors)} validation error(s); fix them before training"
+        raise TrainInputError(msg, errors)
+    try:
+        cfg = grpo_config(job_data)
+    except ConfigError as exc:
+        raise TrainInputError(str(exc)) from None
+    train_rows, val_rows = _rows(inputs["dataset"])
+    if request.use_ray or request.ray_address:
+        from envkit.trainer.ray_run import train_on_ray
+
+        return train_on_ray(cfg, request, inputs, train_rows, val_rows)
+    return _train_local(cfg, request, inputs, train_rows, val_rows)
+
+
+def _load(model_dir: Path, cfg: Any) -> Any:
+    from envkit.trainer.policy import load_policy
+
+    try:
+        return load_policy(model_dir, cfg)
+    except (OSError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        msg = f"cannot load a causal LM and tokenizer from {model_dir}: {first}"
+        raise TrainInputError(msg) from None
+
+
+def _train_local(
+    cfg: Any, request: TrainRequest, inputs: dict[str, Path], rows: list, val_rows: list
+) -> TrainResult:
+    from envkit.trainer.grpo import TrainOptions, train
+    from envkit.trainer.gym_source import GymRolloutSource, GymSourceOptions
+
+    policy = _load(inputs["model"], cfg)
+    opts = GymSourceOptions(
+        temperature=cfg.temperature,
+        max_new_tokens=cfg.max_new_tokens,
+        max_rollout_turns=cfg.max_rollout_turns,
+        backend=request.backend,
+        runtime=request.runtime,
+    )
+    with GymRolloutSource(inputs["environment"], inputs["model"], opts) as source:
+        source.refresh(policy)
+        train_opts = TrainOptions(
+            request.output, resume=request.resume, save_period=request.save_period
+        )
+        return train(cfg, policy, source, rows, train_opts, val_rows=val_rows)

@@ -1,0 +1,48 @@
+"""Prompt order: a seeded shuffle per epoch and a cursor, so a resumed run sees the same rows.
+
+Why a cursor and not ``step * prompts_per_step``: dynamic sampling draws a variable number of
+prompts per step, so the position is state that the checkpoint carries.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["PromptSampler", "SamplerState"]
+
+
+@dataclass(frozen=True)
+class SamplerState:
+    epoch: int = 0
+    position: int = 0
+
+
+class PromptSampler:
+    def __init__(self, rows: list[dict[str, Any]], seed: int, state: SamplerState | None = None):
+        if not rows:
+            msg = "the dataset has no training rows"
+            raise ValueError(msg)
+        self._rows = rows
+        self._seed = seed
+        self.state = state or SamplerState()
+
+    def _order(self, epoch: int) -> list[int]:
+        order = list(range(len(self._rows)))
+        random.Random(self._seed * 1_000_003 + epoch).shuffle(order)
+        return order
+
+    def take(self, n: int) -> list[tuple[int, dict[str, Any]]]:
+        """Next ``n`` (row index, row) pairs; rolls into the next epoch's shuffle."""
+        taken = []
+        epoch, pos = self.state.epoch, self.state.position
+        order = self._order(epoch)
+        while len(taken) < n:
+            if pos >= len(order):
+                epoch, pos = epoch + 1, 0
+                order = self._order(epoch)
+            taken.append((order[pos], self._rows[order[pos]]))
+            pos += 1
+        self.state = SamplerState(epoch, pos)
+        return taken
