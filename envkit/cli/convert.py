@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from envkit.cli.build import package_command
+from envkit.cli.convert_verifiers import verifiers_command
 
 __all__ = ["convert_group"]
 
@@ -14,4 +15,5 @@ def convert_group() -> None:
     """Convert environments into NeMo Gym environment packages."""
 
 
+convert_group.add_command(verifiers_command)
 convert_group.add_command(package_command)

@@ -1,0 +1,157 @@
+"""Run inside the throwaway venv, never imported by envkit: load a verifiers environment and
+dump its dataset rows as JSON to a result file.
+
+Standard library only (plus the environment's own code). The protocol never reads stdout:
+the environment may print anything, so fd 1 is pointed at stderr before its code runs and the
+result goes to ``--out``, a file opened before any environment code is imported. An audit hook
+(PEP 578) refuses writes outside ``--root`` (the run's temp HOME/cwd/TMPDIR) and records them:
+a guard against careless environments, not a security boundary against native code.
+
+Usage: python -I _vf_loader.py --module M --env-id ID --args JSON --out FILE --root DIR
+       [--num-examples N] [--path DIR ...]
+"""
+
+# Standard library only: this file runs with the throwaway venv's interpreter.
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import traceback
+
+__all__ = ["main"]
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+_PATH_EVENTS = {
+    "os.remove": (0,), "os.rmdir": (0,), "os.mkdir": (0,), "os.truncate": (0,),
+    "os.chmod": (0,), "os.chown": (0,), "os.utime": (0,), "shutil.rmtree": (0,),
+    "os.rename": (0, 1), "os.symlink": (1,), "os.link": (1,), "shutil.copyfile": (1,),
+    "shutil.copytree": (1,), "shutil.move": (1,),
+}
+_ALLOWED_DEVICES = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty")
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root + os.sep)
+
+
+def _is_bytecode(path: str) -> bool:
+    """importlib's own cache writes: ``__pycache__/`` and the ``.pyc`` files in it (the venv
+    is cached between conversions, so the first load's compile pays for the next ones)."""
+    head, tail = os.path.split(path)
+    return tail == "__pycache__" or os.path.split(head)[1] == "__pycache__"
+
+
+class _Guard:
+    """Audit hook: refuse and remember writes outside the sandbox root."""
+
+    def __init__(self, root: str, prefix: str) -> None:
+        self.root = os.path.realpath(root)
+        self.prefix = os.path.realpath(prefix)
+        self.violations: list[str] = []
+
+    def _inside(self, path: object) -> bool:
+        if isinstance(path, int):
+            return True  # an already-open fd
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not isinstance(path, str | os.PathLike):
+            return True
+        real = os.path.realpath(os.fspath(path))
+        return (real in _ALLOWED_DEVICES or _under(real, self.root)
+                or (_under(real, self.prefix) and _is_bytecode(real)))
+
+    def _refuse(self, event: str, path: object) -> None:
+        self.violations.append(f"{event} {os.fsdecode(path) if isinstance(path, bytes) else path}")
+        msg = f"envkit sandbox: {event} outside the conversion's temp dir refused: {path!r}"
+        raise PermissionError(msg)
+
+    def __call__(self, event: str, args: tuple) -> None:
+        if event == "open" and len(args) >= 3:
+            path, mode, flags = args[0], args[1], args[2]
+            writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & _WRITE_FLAGS)
+            if writes and not self._inside(path):
+                self._refuse(event, path)
+        elif event in _PATH_EVENTS:
+            for i in _PATH_EVENTS[event]:
+                if i < len(args) and not self._inside(args[i]):
+                    self._refuse(event, args[i])
+
+
+def _classify_module(module: object) -> str:
+    """``classic`` (has ``load_environment``), ``v1`` (exports a verifiers.v1 plugin class)
+    or ``none``."""
+    if callable(getattr(module, "load_environment", None)):
+        return "classic"
+    for name in getattr(module, "__all__", None) or ():
+        obj = getattr(module, name, None)
+        if isinstance(obj, type) and any(
+            c.__module__.startswith("verifiers.v1") for c in obj.__mro__[1:]
+        ):
+            return "v1"
+    return "none"
+
+
+def _dataset(env: object, num_examples: int) -> tuple[str, object]:
+    """``get_dataset()``, falling back to the eval dataset, as Gym's create_dataset.py does."""
+    try:
+        return "dataset", env.get_dataset(n=num_examples)
+    except ValueError:
+        return "eval_dataset", env.get_eval_dataset(n=num_examples)
+
+
+def _examples(dataset: object) -> list[dict]:
+    to_list = getattr(dataset, "to_list", None)
+    return list(to_list()) if callable(to_list) else [dict(row) for row in dataset]
+
+
+def _load(opts: argparse.Namespace) -> dict:
+    try:
+        module = importlib.import_module(opts.module)
+    except ImportError as exc:
+        return {"ok": False, "kind": "import", "message": f"cannot import {opts.module!r}: {exc}"}
+    api = _classify_module(module)
+    if api != "classic":
+        msg = f"module {opts.module!r} has no load_environment"
+        return {"ok": False, "kind": api, "message": msg}
+    env = module.load_environment(**json.loads(opts.args))
+    source, dataset = _dataset(env, opts.num_examples)
+    verifiers = sys.modules.get("verifiers")
+    return {"ok": True, "api": "classic", "source": source,
+            "verifiers_version": getattr(verifiers, "__version__", "unknown"),
+            "env_class": type(env).__name__, "examples": _examples(dataset)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser()
+    for flag in ("--module", "--env-id", "--args", "--out", "--root"):
+        parser.add_argument(flag, required=True)
+    parser.add_argument("--num-examples", type=int, default=-1)
+    parser.add_argument("--path", action="append", default=[], help="prepend to sys.path")
+    opts = parser.parse_args(argv)
+    sys.path[:0] = opts.path
+    out_fd = os.open(opts.out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.dup2(2, 1)  # the environment's prints go to the log, never into the protocol
+    sys.stdout = sys.stderr
+    guard = _Guard(opts.root, sys.prefix)
+    sys.addaudithook(guard)
+    try:
+        result = _load(opts)
+    except BaseException as exc:
+        result = {"ok": False, "kind": "load", "message": f"{type(exc).__name__}: {exc}",
+                  "traceback": traceback.format_exc(limit=20)}
+    if guard.violations:
+        result = {"ok": False, "kind": "escape",
+                  "message": "wrote outside its temp dir: " + "; ".join(guard.violations[:5])}
+    payload = json.dumps(result, default=str, ensure_ascii=False).encode()
+    while payload:
+        payload = payload[os.write(out_fd, payload):]
+    os.close(out_fd)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
