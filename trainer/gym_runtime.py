@@ -72,8 +72,9 @@ _DIAGNOSES: tuple[tuple[str, str | None, str], ...] = (
      r"registry|network connectivity is disabled|Because .* (?:was not found|unsatisfiable)",
      "EK403", "a requirement is not satisfied by wheels/ (or the index)"),
     (r"[Rr]equires-[Pp]ython|current Python version .* does not satisfy", "EK406",
-     "a requirement excludes this Python (try --allow-python-override for nemo-gym's 3.13.14 floor)"),
-    (r"InterpolationKeyError|ConfigInterpolationError|MissingMandatoryValue|is not set after merging",
+     "a requirement excludes this Python (nemo-gym's 3.13.14 floor: --allow-python-override)"),
+    (r"InterpolationKeyError|ConfigInterpolationError|MissingMandatoryValue|"
+     r"is not set after merging",
      "EK313", "a config interpolation cannot be resolved"),
     (r"ModuleNotFoundError|ImportError", "EK403",
      "a server imports a module its venv does not have"),
@@ -84,7 +85,10 @@ _DIAGNOSES: tuple[tuple[str, str | None, str], ...] = (
 
 
 class GymRuntimeError(RuntimeError):
-    """Servers could not be brought up; ``code`` is the likely EK rule, ``log_tail`` the evidence."""
+    """Servers could not be brought up.
+
+    ``code`` is the likely EK rule, ``log_tail`` the evidence (the failing server's log).
+    """
 
     def __init__(self, message: str, *, code: str | None = None, log_tail: str = "") -> None:
         super().__init__(message)
@@ -150,7 +154,8 @@ def package_key(package: Path, *parts: str) -> str:
     digest = hashlib.sha256()
     for part in parts:
         digest.update(part.encode() + b"\0")
-    for path in sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+    files = (p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    for path in sorted(files):
         digest.update(path.relative_to(package).as_posix().encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()[:16]
@@ -314,10 +319,11 @@ class GymRuntime:
         ]
 
     def _build_venvs(self, gym: GymVenv, work: Path, venv_dir: Path, env: dict[str, str]) -> None:
-        """Install 1 via ``gym env prefetch`` (Gym's own setup code), then install 2 of ``wheels/``."""
+        """Install 1 by ``gym env prefetch`` (Gym's own setup code), install 2 of ``wheels/``."""
         log.info("building server venvs in %s (first run of this package)", venv_dir)
         shutil.rmtree(venv_dir, ignore_errors=True)  # never reuse a half-built tree
-        cmd = [str(gym.bin / "gym"), "env", "prefetch", *self._gym_args(work, venv_dir, _free_port())]
+        args = self._gym_args(work, venv_dir, _free_port())
+        cmd = [str(gym.bin / "gym"), "env", "prefetch", *args]
         out = self._run_logged(cmd, work, env, "setup")
         if out.returncode != 0:
             text = self._all_logs(out.stdout)
@@ -382,7 +388,7 @@ class GymRuntime:
                 raise self._failure("a server failed to start")
             if time.monotonic() > deadline:
                 raise self._failure(f"servers not ready after {self.options.startup_timeout_s:g}s")
-            time.sleep(0.5)
+            time.sleep(1.0)
         self._tree.refresh()
         return self._describe(head)
 
