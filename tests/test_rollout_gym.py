@@ -23,7 +23,12 @@ import pytest
 pytest.importorskip("torch")
 
 from envkit.trainer.generation.hf import HFBackend
-from envkit.trainer.gym_runtime import GymRuntime, PolicyEndpoint, RuntimeOptions
+from envkit.trainer.gym_runtime import (
+    GymRuntime,
+    GymRuntimeError,
+    PolicyEndpoint,
+    RuntimeOptions,
+)
 from envkit.trainer.policy_server import PolicyServer
 from envkit.trainer.rollout import expand_rows, run_rollouts
 from tiny_model import make_tiny_char_model
@@ -129,3 +134,17 @@ def _leftovers(tag: str) -> list[int]:
     for pid in found:  # never leave them behind for the next test either
         os.kill(pid, signal.SIGKILL)
     return found
+
+
+def test_offline_fails_clearly_on_what_wheels_lacks(tmp_path: Path) -> None:
+    """--offline: the first install has no index either, so a native-v1 package (no wheels/)
+    cannot even get nemo-gym; the error names the rule and shows uv's reason."""
+    pkg = make_native_package(tmp_path / "pkg")
+    options = RuntimeOptions(allow_python_override=True, offline=True, cache_dir=tmp_path / "c")
+    runtime = GymRuntime(pkg, PolicyEndpoint("http://127.0.0.1:9/v1", "k", "m"), options)
+    with pytest.raises(GymRuntimeError) as info, runtime:
+        pass
+    assert info.value.code == "EK403"
+    assert "--offline" in str(info.value)
+    assert "nemo-gym" in info.value.log_tail
+    assert not list((tmp_path / "c" / "server-venvs").glob("*/.envkit-ready"))
