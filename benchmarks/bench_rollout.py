@@ -34,6 +34,7 @@ from envkit.trainer.rollout import expand_rows, run_rollouts  # noqa: E402
 from tiny_model import make_tiny_char_model  # noqa: E402
 from toy_envs import char_pattern_rows, make_native_package, write_dataset  # noqa: E402
 
+from envkit.cache import cache_root  # noqa: E402
 from envkit.gymvenv import ensure_gym_venv  # noqa: E402
 
 
@@ -61,7 +62,7 @@ def bench_gym(pkg: Path, endpoint: PolicyEndpoint, data: Path, args: argparse.Na
 
     key = package_key(pkg, gym.gym_version, gym.python_version,
                       f"override={gym.python_override}", f"offline={opts.offline}")
-    venv_dir = (opts.cache_dir or Path.home() / ".cache" / "envkit") / "server-venvs" / key
+    venv_dir = (opts.cache_dir or cache_root()) / "server-venvs" / key
     port = _free_port()
     common = runtime._gym_args(work, venv_dir, port)
     start = time.monotonic()
@@ -76,12 +77,15 @@ def bench_gym(pkg: Path, endpoint: PolicyEndpoint, data: Path, args: argparse.Na
         ready = time.monotonic() - start
         total = args.rows * args.repeats
         t0 = time.monotonic()
-        subprocess.run([str(gym.bin / "gym"), "eval", "run", "--no-serve",
-                        "-i", str(data / "training.jsonl"), "-o", str(workdir / "gym_out.jsonl"),
-                        "--num-repeats", str(args.repeats), "--concurrency", str(args.concurrency),
-                        "--max-output-tokens", str(args.max_tokens), "--temperature", "1.0",
-                        "--no-health-check", "--disable-aggregation", *common],
-                       cwd=work, env=env, check=True, capture_output=True, timeout=1800)
+        cmd = [str(gym.bin / "gym"), "eval", "run", "--no-serve",
+               "-i", str(data / "training.jsonl"), "-o", str(workdir / "gym_out.jsonl"),
+               "--num-repeats", str(args.repeats), "--concurrency", str(args.concurrency),
+               "--max-output-tokens", str(args.max_tokens), "--temperature", "1.0",
+               "--no-health-check", "--disable-aggregation", *common]
+        out = subprocess.run(cmd, cwd=work, env=env, check=False, capture_output=True,
+                             text=True, timeout=1800)
+        if out.returncode != 0:
+            sys.exit(f"gym eval run failed ({out.returncode}):\n{out.stdout[-3000:]}")
         rate = total / (time.monotonic() - t0)
     finally:
         tree.terminate()

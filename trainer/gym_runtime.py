@@ -5,7 +5,7 @@ What the platform does, and envkit repeats locally (SPEC §2, seed 000 "rl (DPO 
    ``nemo-gym==<image version>``, ``ray[default]`` and ``openai`` at the parent's pins, with an
    index still enabled and ``wheels/`` only a ``UV_FIND_LINKS`` candidate pool.
 2. For the wheels formats, a second, offline install of ``wheels/`` (``--no-index``).
-``--offline`` makes step 1 index-free too (``UV_NO_INDEX``), so what ``wheels/`` lacks fails here,
+``--offline`` makes step 1 index-free too (``no-index`` in that uv.toml), so what ``wheels/`` lacks fails here,
 not on the cluster. envkit runs step 1 as ``gym env prefetch`` (Gym's own setup code, no Ray),
 step 2 itself, then ``gym env start`` with ``skip_venv_if_present``. Venvs are cached under
 ``cache_root()/server-venvs/<key>``, the key hashing the package's content, the Gym version, the
@@ -286,8 +286,6 @@ class GymRuntime:
         wheels = work / "wheels"
         if self.format in _WHEEL_FORMATS and wheels.is_dir():
             env["UV_FIND_LINKS"] = str(wheels)  # as the platform passes wheels/ to Gym
-        if self.options.offline:
-            env["UV_NO_INDEX"] = "1"
         return env
 
     def _uv_toml(self, gym: GymVenv) -> Path:
@@ -298,6 +296,9 @@ class GymRuntime:
             log.warning("server venvs: installing with --python-version 3.13.14 on Python %s "
                         "(--allow-python-override)", gym.python_version)
             lines.append('python-version = "3.13.14"')
+        if self.options.offline:
+            lines.append("no-index = true")  # uv has no env var for it; UV_OFFLINE would
+            # silently install from uv's cache instead of failing on what wheels/ lacks
         path.write_text("\n".join(lines) + "\n")
         return path
 
