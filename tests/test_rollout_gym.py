@@ -148,3 +148,18 @@ def test_offline_fails_clearly_on_what_wheels_lacks(tmp_path: Path) -> None:
     assert "--offline" in str(info.value)
     assert "nemo-gym" in info.value.log_tail
     assert not list((tmp_path / "c" / "server-venvs").glob("*/.envkit-ready"))
+
+
+def test_a_server_that_fails_to_start_shows_its_log_and_rule(tmp_path: Path) -> None:
+    pkg = make_native_package(tmp_path / "pkg")
+    app = pkg / "resources_servers/char_pattern/app.py"
+    future = "from __future__ import annotations\n"
+    app.write_text(app.read_text().replace(
+        future, future + "import envkit_no_such_module  # not in requirements.txt\n", 1))
+    runtime = GymRuntime(pkg, PolicyEndpoint("http://127.0.0.1:9/v1", "k", "m"), OPTIONS)
+    with pytest.raises(GymRuntimeError) as info, runtime:
+        pass
+    assert info.value.code == "EK403"
+    assert "char_pattern" in str(info.value)
+    assert "envkit_no_such_module" in info.value.log_tail
+    assert runtime._tree is None

@@ -5,11 +5,13 @@ What the platform does, and envkit repeats locally (SPEC §2, seed 000 "rl (DPO 
    ``nemo-gym==<image version>``, ``ray[default]`` and ``openai`` at the parent's pins, with an
    index still enabled and ``wheels/`` only a ``UV_FIND_LINKS`` candidate pool.
 2. For the wheels formats, a second, offline install of ``wheels/`` (``--no-index``).
-``--offline`` makes step 1 index-free too (``no-index`` in that uv.toml), so what ``wheels/`` lacks fails here,
-not on the cluster. envkit runs step 1 as ``gym env prefetch`` (Gym's own setup code, no Ray),
-step 2 itself, then ``gym env start`` with ``skip_venv_if_present``. Venvs are cached under
-``cache_root()/server-venvs/<key>``, the key hashing the package's content, the Gym version, the
-interpreter and the install mode, so a second run of the same package starts in seconds.
+
+``--offline`` makes step 1 index-free too (``no-index`` in envkit's uv.toml, see below), so
+what ``wheels/`` lacks fails here, not on the cluster. envkit runs step 1 as
+``gym env prefetch`` (Gym's own setup code, no Ray), step 2 itself, then ``gym env start``
+with ``skip_venv_if_present``. Venvs are cached under ``cache_root()/server-venvs/<key>``, the
+key hashing the package's content, the Gym version, the interpreter and the install mode, so
+a second run of the same package skips every install.
 
 A 3.13 interpreter older than nemo-gym's ``Requires-Python`` floor needs an explicit override;
 uv has no environment variable for ``--python-version``, so envkit hands Gym's uv calls a
@@ -259,10 +261,19 @@ class GymRuntime:
         """Stop every process this runtime started; safe to call twice."""
         self._stop_tree()
         if self._run_dir is not None:
-            if self.options.keep_logs is not None and (self._run_dir / "logs").exists():
-                shutil.copytree(self._run_dir / "logs", self.options.keep_logs, dirs_exist_ok=True)
+            if self.options.keep_logs is not None:
+                self._keep_logs(self.options.keep_logs)
             shutil.rmtree(self._run_dir, ignore_errors=True)
             self._run_dir = None
+
+    def _keep_logs(self, dest: Path) -> None:
+        assert self._run_dir is not None
+        dest.mkdir(parents=True, exist_ok=True)
+        if (self._run_dir / "logs").exists():
+            shutil.copytree(self._run_dir / "logs", dest, dirs_exist_ok=True)
+        for name in ("gym.log", "setup.log"):
+            if (self._run_dir / name).exists():
+                shutil.copy2(self._run_dir / name, dest / name)
 
     def check_alive(self) -> None:
         """:raises GymRuntimeError: when the Gym head process has exited."""
