@@ -163,3 +163,24 @@ def test_a_server_that_fails_to_start_shows_its_log_and_rule(tmp_path: Path) -> 
     assert "char_pattern" in str(info.value)
     assert "envkit_no_such_module" in info.value.log_tail
     assert runtime._tree is None
+
+
+def test_wheels_v1_uses_wheels_in_both_installs(tmp_path: Path) -> None:
+    """wheels/ is a UV_FIND_LINKS pool for Gym's install (the server needs a wheel that is on no
+    index) and then goes into every server venv with --no-index."""
+    from wheelfactory import make_wheel
+
+    pkg = make_native_package(tmp_path / "pkg")
+    manifest = pkg / "nemo-environment.yaml"
+    manifest.write_text(manifest.read_text().replace("native-v1", "wheels-v1"))
+    make_wheel(pkg / "wheels", "envkit-toy-scorer", "1.0",
+               files={"envkit_toy_scorer/__init__.py": b"SCALE = 1\n"})
+    req = pkg / "resources_servers/char_pattern/requirements.txt"
+    req.write_text(req.read_text() + "envkit-toy-scorer==1.0\n")
+    options = RuntimeOptions(allow_python_override=True, cache_dir=tmp_path / "cache")
+    venvs = GymRuntime(pkg, PolicyEndpoint("http://127.0.0.1:9/v1", "k", "m"), options).prepare()
+    pythons = sorted(venvs.glob("*/*/.venv"))
+    assert len(pythons) == 4
+    for venv in pythons:
+        assert list(venv.glob("lib/python3.13/site-packages/envkit_toy_scorer-1.0.dist-info")), venv
+    assert (venvs / ".envkit-ready").exists()

@@ -219,7 +219,31 @@ class GymRuntime:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def prepare(self) -> Path:
+        """Build (or find) the package's server venvs without starting a server.
+
+        :returns: the venv tree (``<type>/<impl>/.venv`` per server).
+        :raises GymRuntimeError: an install failed (with the likely EK code and uv's reason).
+        """
+        try:
+            return self._setup()[2]
+        finally:
+            self.close()
+
     def start(self) -> GymServers:
+        gym, work, venv_dir, env = self._setup()
+        try:
+            self.servers = self._launch(gym, work, venv_dir, env)
+        except GymRuntimeError as exc:
+            if "timed out during startup" not in exc.log_tail:
+                raise
+            # Ray's raylet gets 30 s to register; on an overloaded machine that is not enough.
+            log.warning("Ray did not start in time (machine busy); retrying once")
+            self._stop_tree()
+            self.servers = self._launch(gym, work, venv_dir, env)
+        return self.servers
+
+    def _setup(self) -> tuple[GymVenv, Path, Path, dict[str, str]]:
         gym = ensure_gym_venv(self.options.gym_version, python=self.options.gym_python,
                               allow_python_override=self.options.allow_python_override)
         root = self.options.cache_dir or cache_root()
@@ -235,16 +259,7 @@ class GymRuntime:
             self._build_venvs(gym, work, venv_dir, env)
         else:
             log.info("reusing server venvs %s", venv_dir)
-        try:
-            self.servers = self._launch(gym, work, venv_dir, env)
-        except GymRuntimeError as exc:
-            if "timed out during startup" not in exc.log_tail:
-                raise
-            # Ray's raylet gets 30 s to register; on an overloaded machine that is not enough.
-            log.warning("Ray did not start in time (machine busy); retrying once")
-            self._stop_tree()
-            self.servers = self._launch(gym, work, venv_dir, env)
-        return self.servers
+        return gym, work, venv_dir, env
 
     def _stop_tree(self) -> None:
         if self._tree is not None:
