@@ -122,7 +122,8 @@ def test_completions_and_unknown_route(server: PolicyServer) -> None:
     status, body = _post(server, "/v1/completions", {"model": "tiny", "prompt": "ab",
                                                      "max_tokens": 3, "logprobs": 0})
     assert status == 200
-    assert len(body["choices"][0]["logprobs"]["token_logprobs"]) == len(body["choices"][0]["token_ids"])
+    choice = body["choices"][0]
+    assert len(choice["logprobs"]["token_logprobs"]) == len(choice["token_ids"])
     assert _post(server, "/v1/nope", {})[0] == 404
 
 

@@ -11,8 +11,15 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+
+pytest.importorskip("psutil")  # the `train` extra
+
 from envkit.trainer._procs import ProcessTree
-from envkit.trainer.env_client import collect, mean_reward_by_agent, result_from_record
+from envkit.trainer.env_client import (
+    collect,
+    mean_reward_by_agent,
+    result_from_record,
+)
 from envkit.trainer.generation import SamplingParams
 from envkit.trainer.generation.vllm import to_completion, to_vllm_sampling_kwargs
 from envkit.trainer.gym_runtime import (
@@ -25,8 +32,18 @@ from envkit.trainer.gym_runtime import (
     diagnose_log,
     package_key,
 )
-from envkit.trainer.rollout import RolloutSummary, expand_rows, load_rows, write_results
-from toy_envs import char_pattern_rows, digit_addition_rows, make_native_package, write_dataset
+from envkit.trainer.rollout import (
+    RolloutSummary,
+    expand_rows,
+    load_rows,
+    write_results,
+)
+from toy_envs import (
+    char_pattern_rows,
+    digit_addition_rows,
+    make_native_package,
+    write_dataset,
+)
 
 from envkit.cli import main
 

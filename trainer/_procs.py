@@ -64,7 +64,7 @@ class ProcessTree:
                 proc.kill()
                 killed.append(proc.pid)
         self._signal_group(signal.SIGKILL)
-        psutil.wait_procs([p for p in self.alive()], timeout=5)
+        psutil.wait_procs(self.alive(), timeout=5)
         return killed
 
     def _signal_group(self, sig: signal.Signals) -> None:

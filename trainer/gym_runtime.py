@@ -5,11 +5,13 @@ What the platform does, and envkit repeats locally (SPEC §2, seed 000 "rl (DPO 
    ``nemo-gym==<image version>``, ``ray[default]`` and ``openai`` at the parent's pins, with an
    index still enabled and ``wheels/`` only a ``UV_FIND_LINKS`` candidate pool.
 2. For the wheels formats, a second, offline install of ``wheels/`` (``--no-index``).
-``--offline`` makes step 1 index-free too (``UV_NO_INDEX``), so what ``wheels/`` lacks fails here,
-not on the cluster. envkit runs step 1 as ``gym env prefetch`` (Gym's own setup code, no Ray),
-step 2 itself, then ``gym env start`` with ``skip_venv_if_present``. Venvs are cached under
-``cache_root()/server-venvs/<key>``, the key hashing the package's content, the Gym version, the
-interpreter and the install mode, so a second run of the same package starts in seconds.
+
+``--offline`` makes step 1 index-free too (``no-index`` in envkit's uv.toml, see below), so
+what ``wheels/`` lacks fails here, not on the cluster. envkit runs step 1 as
+``gym env prefetch`` (Gym's own setup code, no Ray), step 2 itself, then ``gym env start``
+with ``skip_venv_if_present``. Venvs are cached under ``cache_root()/server-venvs/<key>``, the
+key hashing the package's content, the Gym version, the interpreter and the install mode, so
+a second run of the same package skips every install.
 
 A 3.13 interpreter older than nemo-gym's ``Requires-Python`` floor needs an explicit override;
 uv has no environment variable for ``--python-version``, so envkit hands Gym's uv calls a
@@ -72,8 +74,9 @@ _DIAGNOSES: tuple[tuple[str, str | None, str], ...] = (
      r"registry|network connectivity is disabled|Because .* (?:was not found|unsatisfiable)",
      "EK403", "a requirement is not satisfied by wheels/ (or the index)"),
     (r"[Rr]equires-[Pp]ython|current Python version .* does not satisfy", "EK406",
-     "a requirement excludes this Python (try --allow-python-override for nemo-gym's 3.13.14 floor)"),
-    (r"InterpolationKeyError|ConfigInterpolationError|MissingMandatoryValue|is not set after merging",
+     "a requirement excludes this Python (nemo-gym's 3.13.14 floor: --allow-python-override)"),
+    (r"InterpolationKeyError|ConfigInterpolationError|MissingMandatoryValue|"
+     r"is not set after merging",
      "EK313", "a config interpolation cannot be resolved"),
     (r"ModuleNotFoundError|ImportError", "EK403",
      "a server imports a module its venv does not have"),
@@ -84,7 +87,10 @@ _DIAGNOSES: tuple[tuple[str, str | None, str], ...] = (
 
 
 class GymRuntimeError(RuntimeError):
-    """Servers could not be brought up; ``code`` is the likely EK rule, ``log_tail`` the evidence."""
+    """Servers could not be brought up.
+
+    ``code`` is the likely EK rule, ``log_tail`` the evidence (the failing server's log).
+    """
 
     def __init__(self, message: str, *, code: str | None = None, log_tail: str = "") -> None:
         super().__init__(message)
@@ -150,7 +156,8 @@ def package_key(package: Path, *parts: str) -> str:
     digest = hashlib.sha256()
     for part in parts:
         digest.update(part.encode() + b"\0")
-    for path in sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+    files = (p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    for path in sorted(files):
         digest.update(path.relative_to(package).as_posix().encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()[:16]
@@ -212,7 +219,31 @@ class GymRuntime:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def prepare(self) -> Path:
+        """Build (or find) the package's server venvs without starting a server.
+
+        :returns: the venv tree (``<type>/<impl>/.venv`` per server).
+        :raises GymRuntimeError: an install failed (with the likely EK code and uv's reason).
+        """
+        try:
+            return self._setup()[2]
+        finally:
+            self.close()
+
     def start(self) -> GymServers:
+        gym, work, venv_dir, env = self._setup()
+        try:
+            self.servers = self._launch(gym, work, venv_dir, env)
+        except GymRuntimeError as exc:
+            if "timed out during startup" not in exc.log_tail:
+                raise
+            # Ray's raylet gets 30 s to register; on an overloaded machine that is not enough.
+            log.warning("Ray did not start in time (machine busy); retrying once")
+            self._stop_tree()
+            self.servers = self._launch(gym, work, venv_dir, env)
+        return self.servers
+
+    def _setup(self) -> tuple[GymVenv, Path, Path, dict[str, str]]:
         gym = ensure_gym_venv(self.options.gym_version, python=self.options.gym_python,
                               allow_python_override=self.options.allow_python_override)
         root = self.options.cache_dir or cache_root()
@@ -228,16 +259,7 @@ class GymRuntime:
             self._build_venvs(gym, work, venv_dir, env)
         else:
             log.info("reusing server venvs %s", venv_dir)
-        try:
-            self.servers = self._launch(gym, work, venv_dir, env)
-        except GymRuntimeError as exc:
-            if "timed out during startup" not in exc.log_tail:
-                raise
-            # Ray's raylet gets 30 s to register; on an overloaded machine that is not enough.
-            log.warning("Ray did not start in time (machine busy); retrying once")
-            self._stop_tree()
-            self.servers = self._launch(gym, work, venv_dir, env)
-        return self.servers
+        return gym, work, venv_dir, env
 
     def _stop_tree(self) -> None:
         if self._tree is not None:
@@ -254,10 +276,19 @@ class GymRuntime:
         """Stop every process this runtime started; safe to call twice."""
         self._stop_tree()
         if self._run_dir is not None:
-            if self.options.keep_logs is not None and (self._run_dir / "logs").exists():
-                shutil.copytree(self._run_dir / "logs", self.options.keep_logs, dirs_exist_ok=True)
+            if self.options.keep_logs is not None:
+                self._keep_logs(self.options.keep_logs)
             shutil.rmtree(self._run_dir, ignore_errors=True)
             self._run_dir = None
+
+    def _keep_logs(self, dest: Path) -> None:
+        assert self._run_dir is not None
+        dest.mkdir(parents=True, exist_ok=True)
+        if (self._run_dir / "logs").exists():
+            shutil.copytree(self._run_dir / "logs", dest, dirs_exist_ok=True)
+        for name in ("gym.log", "setup.log"):
+            if (self._run_dir / name).exists():
+                shutil.copy2(self._run_dir / name, dest / name)
 
     def check_alive(self) -> None:
         """:raises GymRuntimeError: when the Gym head process has exited."""
@@ -281,8 +312,6 @@ class GymRuntime:
         wheels = work / "wheels"
         if self.format in _WHEEL_FORMATS and wheels.is_dir():
             env["UV_FIND_LINKS"] = str(wheels)  # as the platform passes wheels/ to Gym
-        if self.options.offline:
-            env["UV_NO_INDEX"] = "1"
         return env
 
     def _uv_toml(self, gym: GymVenv) -> Path:
@@ -293,6 +322,9 @@ class GymRuntime:
             log.warning("server venvs: installing with --python-version 3.13.14 on Python %s "
                         "(--allow-python-override)", gym.python_version)
             lines.append('python-version = "3.13.14"')
+        if self.options.offline:
+            lines.append("no-index = true")  # uv has no env var for it; UV_OFFLINE would
+            # silently install from uv's cache instead of failing on what wheels/ lacks
         path.write_text("\n".join(lines) + "\n")
         return path
 
@@ -314,10 +346,11 @@ class GymRuntime:
         ]
 
     def _build_venvs(self, gym: GymVenv, work: Path, venv_dir: Path, env: dict[str, str]) -> None:
-        """Install 1 via ``gym env prefetch`` (Gym's own setup code), then install 2 of ``wheels/``."""
+        """Install 1 by ``gym env prefetch`` (Gym's own setup code), install 2 of ``wheels/``."""
         log.info("building server venvs in %s (first run of this package)", venv_dir)
         shutil.rmtree(venv_dir, ignore_errors=True)  # never reuse a half-built tree
-        cmd = [str(gym.bin / "gym"), "env", "prefetch", *self._gym_args(work, venv_dir, _free_port())]
+        args = self._gym_args(work, venv_dir, _free_port())
+        cmd = [str(gym.bin / "gym"), "env", "prefetch", *args]
         out = self._run_logged(cmd, work, env, "setup")
         if out.returncode != 0:
             text = self._all_logs(out.stdout)
@@ -382,7 +415,7 @@ class GymRuntime:
                 raise self._failure("a server failed to start")
             if time.monotonic() > deadline:
                 raise self._failure(f"servers not ready after {self.options.startup_timeout_s:g}s")
-            time.sleep(0.5)
+            time.sleep(1.0)
         self._tree.refresh()
         return self._describe(head)
 

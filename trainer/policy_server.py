@@ -158,7 +158,8 @@ def chat_response(
             "index": i,
             "message": {"role": "assistant", "content": comp.text, "tool_calls": []},
             "finish_reason": comp.finish_reason,
-            "logprobs": {"content": _logprob_content(backend, comp, as_ids)} if want_logprobs else None,
+            "logprobs": ({"content": _logprob_content(backend, comp, as_ids)}
+                         if want_logprobs else None),
             "token_ids": list(comp.token_ids),
         }
         for i, comp in enumerate(out.completions)
@@ -236,7 +237,8 @@ class _Handler(BaseHTTPRequestHandler):
             status, payload = 400, _error(400, str(exc), "BadRequestError")
         except Exception as exc:
             log.exception("policy server error")
-            status, payload = 500, _error(500, f"{type(exc).__name__}: {exc}", "InternalServerError")
+            message = f"{type(exc).__name__}: {exc}"
+            status, payload = 500, _error(500, message, "InternalServerError")
         self._send(status, payload)
 
     def _check_auth(self) -> None:

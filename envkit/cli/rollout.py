@@ -17,6 +17,7 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.logging import RichHandler
+from rich.markup import escape
 
 __all__ = ["rollout_command"]
 
@@ -78,7 +79,7 @@ def rollout_command(
         summary = rollout_package(request, on_result=lambda r: _progress(err, r))
     except GymRuntimeError as exc:
         code = f"{exc.code} " if exc.code else ""
-        err.print(f"[red]error:[/red] {code}{exc}")
+        err.print(f"[red]error:[/red] {escape(f'{code}{exc}')}")
         if exc.log_tail:
             err.print(exc.log_tail, markup=False, highlight=False)
         return 1
@@ -98,9 +99,11 @@ def _setup_logging(err: Console) -> None:
 
 def _progress(err: Console, result: Any) -> None:
     if result.ok:
-        err.print(f"row {result.index} [{result.agent}] reward={result.reward:.3f}", highlight=False)
+        err.print(f"row {result.index} {escape(f'[{result.agent}]')} reward={result.reward:.3f}",
+                  highlight=False)
     else:
-        err.print(f"[red]row {result.index} failed:[/red] {result.failure_reason}", highlight=False)
+        err.print(f"[red]row {result.index} failed:[/red] {escape(str(result.failure_reason))}",
+                  highlight=False)
 
 
 def _render(summary: Any, output_format: str, output: Path | None) -> None:

@@ -22,7 +22,9 @@ def message_text(message: Mapping[str, Any]) -> str:
     return "".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
 
 
-def render_fallback(messages: Sequence[Mapping[str, Any]], *, add_generation_prompt: bool = True) -> str:
+def render_fallback(
+    messages: Sequence[Mapping[str, Any]], *, add_generation_prompt: bool = True
+) -> str:
     """``<|role|>content\\n`` per message, then ``<|assistant|>`` to start the reply.
 
     >>> render_fallback([{"role": "user", "content": "hi"}])

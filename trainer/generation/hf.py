@@ -99,9 +99,11 @@ class HFBackend:
             return [int(t) for t in prompt]  # type: ignore[arg-type]
         messages = [dict(m) for m in prompt]  # type: ignore[arg-type]
         if getattr(self.tokenizer, "chat_template", None):
-            ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+            ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True,
+                                                     tokenize=True)
             return list(ids["input_ids"] if isinstance(ids, Mapping) else ids)
-        return list(self.tokenizer(render_fallback(messages), add_special_tokens=False)["input_ids"])
+        text = render_fallback(messages)
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def decode(self, token_ids: Sequence[int]) -> str:
         return self.tokenizer.decode([t for t in token_ids if t not in self._eos],
@@ -138,7 +140,8 @@ class HFBackend:
         for row, prompt in enumerate(prompts):  # left padding keeps the last column the next slot
             ids[row, width - len(prompt):] = torch.tensor(prompt)
             mask[row, width - len(prompt):] = 1
-        return self._decode_loop(ids.to(self.device), mask.to(self.device), budget, params, generator)
+        ids, mask = ids.to(self.device), mask.to(self.device)
+        return self._decode_loop(ids, mask, budget, params, generator)
 
     def _decode_loop(
         self, ids: torch.Tensor, mask: torch.Tensor, budget: int,
@@ -161,7 +164,7 @@ class HFBackend:
             if all(r is not None for r in reasons):
                 break
             step_ids = nxt[:, None]
-            mask = torch.cat([mask, torch.ones((batch, 1), dtype=mask.dtype, device=mask.device)], -1)
+            mask = torch.cat([mask, mask.new_ones((batch, 1))], -1)
             positions = positions[:, -1:] + 1
         return [
             Completion(tuple(tokens[i]), tuple(logprobs[i]), self.decode(tokens[i]),
