@@ -48,13 +48,13 @@ HARNESS_EGRESS = "verifiers @ git+https://github.com/PrimeIntellect-ai/verifiers
 adapter harness installs verifiers from GitHub, so adapter packages always need egress."""
 
 EK400 = Rule(
-    "EK400", Severity.ERROR, "Wheel filename invalid or wheel unreadable",
+    "EK400", Severity.ERROR, "wheel filename invalid or wheel unreadable",
     "pip and uv refuse a file whose name is not `{name}-{version}(-{build})?-{py}-{abi}-{plat}"
     ".whl`, and a wheel without a readable `*.dist-info/METADATA` cannot be installed.",
     "Rebuild or re-download the wheel; do not rename wheel files by hand.",
 )
 EK401 = Rule(
-    "EK401", Severity.ERROR, "Wheel not installable on the target",
+    "EK401", Severity.ERROR, "wheel not installable on the target",
     "The cluster's installer matches filename tags against the image's CPython and platform; "
     "a wheel for another interpreter, architecture, a newer glibc, or musl fails with "
     "`has no wheels with a matching platform tag`.",
@@ -62,13 +62,13 @@ EK401 = Rule(
     "--python-platform <arch>-manylinux_2_28 --python-version 3.13 --only-binary :all:`).",
 )
 EK402 = Rule(
-    "EK402", Severity.ERROR, "One project vendored at two versions",
+    "EK402", Severity.ERROR, "one project vendored at two versions",
     "A wheelhouse with two versions of a project makes the offline install's resolution "
     "ambiguous and usually fails with `your requirements are unsatisfiable`.",
     "Clear `wheels/` and rebuild the closure; copies overwrite by filename only.",
 )
 EK403 = Rule(
-    "EK403", Severity.ERROR, "Requirement not satisfied by wheels/",
+    "EK403", Severity.ERROR, "requirement not satisfied by `wheels/`",
     "Without egress the cluster installs only what `wheels/` carries; with an index enabled "
     "a missing wheel is fetched at spin-up, which needs egress.",
     "Vendor the missing wheel (rebuild with `envkit build`), or run where the cluster has egress.",
@@ -86,7 +86,7 @@ EK405 = Rule(
     "Vendor `ray[default]` and `openai` at nemo-gym's own pins (see `envkit build`).",
 )
 EK406 = Rule(
-    "EK406", Severity.ERROR, "Requires-Python excludes the target interpreter",
+    "EK406", Severity.ERROR, "`Requires-Python` excludes the target interpreter",
     "The installer skips a wheel whose `Requires-Python` excludes the image's CPython, so "
     "the requirement it was vendored for stays unsatisfied.",
     "Vendor a release of the project that supports the image's Python (3.13).",
@@ -100,7 +100,7 @@ EK407 = Rule(
     "Re-download the wheel from its index; never patch wheels in place.",
 )
 EK408 = Rule(
-    "EK408", Severity.WARNING, "Wheel nothing requires (dead weight)",
+    "EK408", Severity.WARNING, "wheel nothing requires (dead weight)",
     "No server requirement, runtime pin or adapter environment reaches this wheel on the "
     "target, so it is uploaded and never installed.",
     "Remove it, or add the requirement that needs it; rebuild the closure with `envkit build`.",
