@@ -7,4 +7,4 @@ python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[test,train]'
 .venv/bin/python -m pytest -m "not slow" -q
-.venv/bin/python -m pytest -m slow -q -p no:randomly
+.venv/bin/python -m pytest -m slow -q
