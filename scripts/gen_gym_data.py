@@ -22,6 +22,8 @@ import typing
 from importlib import metadata
 from pathlib import Path
 
+from gym_server_models import server_models
+
 SERVER_TYPES = (
     "resources_servers", "responses_api_agents", "responses_api_models", "environment_servers",
 )
@@ -79,6 +81,7 @@ def _runtime_keys() -> tuple[list[str], list[str]]:
 
 
 def main() -> None:
+    sys.dont_write_bytecode = True  # importing built-in entrypoints must not touch the venv
     from nemo_gym import config_types
     from nemo_gym.global_config import NEMO_GYM_RESERVED_TOP_LEVEL_KEYS
 
@@ -117,6 +120,8 @@ def main() -> None:
         "runtime_keys_for_fields": field_keys,
         "builtins": builtins,
         "builtin_server_dirs": sorted(set(server_dirs)),
+        # Last: per built-in server entrypoint, its config model's required fields and types.
+        "server_models": server_models(site, sorted(set(server_dirs))),
     }
     json.dump(data, sys.stdout, indent=1, sort_keys=False)
     sys.stdout.write("\n")
