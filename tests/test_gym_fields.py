@@ -143,3 +143,15 @@ def test_numbers_for_str_when_the_model_coerces() -> None:
 def test_rule_is_registered() -> None:
     assert RULES["EK318"].title
     assert "uses_reasoning_parser" in RULES["EK318"].fix
+
+
+def test_whole_value_interpolation_is_followed_to_a_literal(tmp_path: Path) -> None:
+    """`${judge_api_key}` with `judge_api_key: null` at the top level: None at start."""
+    policy = POLICY.replace("api_key: ${policy_api_key}", "api_key: ${judge_api_key}")
+    pkg = _policy(tmp_path, "judge_api_key: null\n" + policy)
+    (diag,) = [d for d in ek3(pkg) if d.code == "EK318"]
+    assert "'${judge_api_key}', which resolves to None" in diag.message
+    set_key = _policy(tmp_path, "judge_api_key: k\n" + policy)
+    assert "EK318" not in {d.code for d in ek3(set_key)}
+    from_env = POLICY.replace("api_key: ${policy_api_key}", "api_key: ${oc.env:KEY,null}")
+    assert "EK318" not in {d.code for d in ek3(_policy(tmp_path, from_env))}

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from envkit.gym_data import gym_data
 from envkit.package import safe_relpath
-from envkit.validators._gym_model import fmt_keypath, own_servers, view_of
+from envkit.validators._gym_model import Opaque, fmt_keypath, own_servers, view_of
 from envkit.validators._gym_rules import EK318
 
 if TYPE_CHECKING:
@@ -49,20 +49,19 @@ _OMEGACONF_FLOAT = re.compile(
 (``1e3``); envkit cannot tell a plain one from a quoted one, so their type is not judged."""
 
 
+def _float_text(text: str) -> float | None:
+    try:
+        return float(text.strip())
+    except ValueError:
+        return None
+
+
+_INT_TEXT = re.compile(r"\s*[+-]?[0-9]+(?:_[0-9]+)*(?:\.0+)?\s*")
+
+
 def _int_text(text: str) -> bool:
-    try:
-        int(text.strip())
-    except ValueError:
-        return False
-    return "_" not in text
-
-
-def _float_text(text: str) -> bool:
-    try:
-        float(text.strip())
-    except ValueError:
-        return False
-    return "_" not in text
+    """pydantic parses ``"1_000"`` and ``"1.0"`` as ints, not ``"1.5"`` or ``"1e3"``."""
+    return _INT_TEXT.fullmatch(text) is not None
 
 
 def _accepts_one(value: Any, kind: str, *, coerce: bool) -> bool:
@@ -72,14 +71,15 @@ def _accepts_one(value: Any, kind: str, *, coerce: bool) -> bool:
         return value is None
     if kind == "bool":
         if isinstance(value, str):
-            return value.strip().lower() in _TRUE | _FALSE
+            return value.lower() in _TRUE | _FALSE
         return isinstance(value, bool) or (number and value in (0, 1))
     if kind == "int":
         if isinstance(value, float):
             return math.isfinite(value) and value.is_integer()
         return isinstance(value, int) or (isinstance(value, str) and _int_text(value))
     if kind == "float":
-        return isinstance(value, int | float) or (isinstance(value, str) and _float_text(value))
+        text = isinstance(value, str) and _float_text(value) is not None
+        return isinstance(value, int | float) or text
     if kind == "str":
         return isinstance(value, str) or (coerce and number)
     return isinstance(value, list if kind == "list" else dict)
@@ -96,6 +96,30 @@ def lax_accepts(value: Any, kinds: frozenset[str], *, coerce_numbers_to_str: boo
     False
     """
     return any(_accepts_one(value, kind, coerce=coerce_numbers_to_str) for kind in kinds)
+
+
+_WHOLE_KEY = re.compile(r"\$\{([A-Za-z_][\w-]*(?:\.[\w-]+)*)\}")
+"""A value that is one plain ``${key.path}`` interpolation: OmegaConf gives it the target's type."""
+
+
+def _resolve(value: Any, merged: Mapping[str, Any]) -> Any:
+    """``value`` with a whole-value ``${key}`` chain followed through the package's configs.
+
+    The three keys the job injects and anything Gym fills in at runtime are not in ``merged``,
+    so they stay interpolations (not judged); so do resolvers (``${oc.env:...}``), which depend
+    on where the server runs.
+    """
+    for _ in range(8):  # OmegaConf rejects cycles; a long chain is not worth judging
+        match = _WHOLE_KEY.fullmatch(value) if isinstance(value, str) else None
+        if match is None:
+            return value
+        node: Any = merged
+        for segment in match.group(1).split("."):
+            if not isinstance(node, Mapping) or isinstance(node, Opaque) or segment not in node:
+                return value
+            node = node[segment]
+        value = node
+    return value
 
 
 def _judgeable(value: Any) -> bool:
@@ -143,7 +167,7 @@ def _expected(kinds: frozenset[str]) -> str:
 
 
 def _findings(
-    instance: Instance, model: ServerModel
+    instance: Instance, model: ServerModel, merged: Mapping[str, Any]
 ) -> Iterator[tuple[tuple[str, ...], str, str]]:
     """``(keypath below the block, message, hint)`` for each field pydantic will reject."""
     fields, impl = instance.shape.fields, instance.shape.impl
@@ -154,14 +178,16 @@ def _findings(
             shown = f" ({_expected(kinds)})" if kinds else ""
             hint = f"Add `{key}`{shown} to the `{impl}` block."
             yield (key,), f"is missing: {gym} (ValidationError: Field required)", hint
-    for key, value in fields.items():
+    for key, raw in fields.items():
         kinds = model.fields.get(str(key))
+        value = _resolve(raw, merged)
         if kinds is None or model.strict or not _judgeable(value):
             continue
         if not lax_accepts(value, kinds, coerce_numbers_to_str=model.coerce_numbers_to_str):
             error = f"ValidationError: Input should be {_expected(kinds)}"
             hint = f"Give `{key}` {_expected(kinds)}."
-            yield (str(key),), f"is {value!r}: {gym} ({error})", hint
+            shown = f"{raw!r}, which resolves to {value!r}" if raw is not value else repr(value)
+            yield (str(key),), f"is {shown}: {gym} ({error})", hint
 
 
 def check_builtin_fields(inputs: Inputs) -> Iterator[Diagnostic]:
@@ -173,7 +199,7 @@ def check_builtin_fields(inputs: Inputs) -> Iterator[Diagnostic]:
         model = _model_for(pkg, view, instance)
         if model is None:
             continue
-        for keypath, problem, hint in _findings(instance, model):
+        for keypath, problem, hint in _findings(instance, model, view.merged):
             full = instance.field_path(*keypath)
             path, line = instance.locate(*full)
             message = f"`{fmt_keypath((instance.name, *full))}` {problem}"
