@@ -24,7 +24,7 @@ from envkit.gym_data import gym_data
 from envkit.gymvenv import GymVenv, ensure_gym_venv
 from envkit.package import load_package
 from envkit.validate import ValidateRequest, validate
-from envkit.validators._gym_fields import lax_accepts
+from envkit.validators._gym_fields import _resolve, lax_accepts
 from envkit.validators._gym_model import own_servers, view_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -239,9 +239,11 @@ def _model_errors(pkg: Path, result: dict) -> list[tuple[str, str, str, str]]:
     not the package's to fix (critpt.yaml's `api_key: ${oc.select:...,null}` waits for its
     user's key), and envkit knows those configs only in summary. A field whose value goes
     through a resolver (`${oc.env:NVIDIA_API_KEY,null}`) depends on the environment the server
-    runs in, not on the package; the probe has none of it, so those errors are left out too.
+    runs in, not on the package (also through a `${key}` chain, as `frontierscience_judge`'s
+    `${judge_api_key}`); the probe has none of it, so those errors are left out too.
     """
-    own = {i.name: i for i in own_servers(view_of(load_package(pkg)))}
+    view = view_of(load_package(pkg))
+    own = {i.name: i for i in own_servers(view)}
     found = []
     for server in result["servers"]:
         instance = own.get(server["name"])
@@ -249,7 +251,8 @@ def _model_errors(pkg: Path, result: dict) -> list[tuple[str, str, str, str]]:
             continue
         for error in server["model"]["errors"]:
             field = error["loc"][0] if error["loc"] else ""
-            if "${oc." in str(instance.shape.fields.get(field, "")):
+            value = _resolve(instance.shape.fields.get(field, ""), view.merged if view else {})
+            if "${oc." in str(value):
                 continue
             found.append((server["name"], server["impl"], field, error["type"]))
     return found
