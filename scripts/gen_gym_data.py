@@ -8,6 +8,8 @@ Run it with the interpreter of a venv that has nemo-gym installed (Gym needs CPy
 
 Nothing here is typed by hand: built-in server names are the directories the wheel installs,
 and the closed sets (domains, dataset types, licenses) are read off Gym's pydantic models.
+``server_models`` (EK318) comes from importing each built-in entrypoint and asking its config
+model what it requires (``scripts/gym_server_models.py``); this takes about a minute.
 """
 
 from __future__ import annotations
