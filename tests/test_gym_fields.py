@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 import pytest
 from test_gym_configs import AGENT, POLICY, ek3, make_pkg
 
+from envkit.cli import main
 from envkit.gym_data import gym_data
 from envkit.validators import RULES
 from envkit.validators._gym_fields import lax_accepts
@@ -140,9 +142,21 @@ def test_numbers_for_str_when_the_model_coerces() -> None:
     assert lax_accepts(3, frozenset({"str"}), coerce_numbers_to_str=True)
 
 
-def test_rule_is_registered() -> None:
+def test_rule_is_registered(capsys: pytest.CaptureFixture[str]) -> None:
     assert RULES["EK318"].title
     assert "uses_reasoning_parser" in RULES["EK318"].fix
+    assert main(["rule", "EK318"]) == 0
+    out = capsys.readouterr().out
+    assert "EK318" in out and "Why is this bad?" in out and "How to fix" in out
+
+
+def test_cli_json_names_the_field(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    pkg = _policy(tmp_path, POLICY.replace(FLAG, ""))
+    assert main(["validate", str(pkg), "--format", "json"]) == 1
+    diags = json.loads(capsys.readouterr().out)["diagnostics"]
+    (diag,) = [d for d in diags if d["code"] == "EK318"]  # wheels-v1 without wheels/: EK201
+    assert diag["line"] == 3
+    assert "uses_reasoning_parser" in diag["message"]
 
 
 def test_whole_value_interpolation_is_followed_to_a_literal(tmp_path: Path) -> None:
