@@ -31,6 +31,8 @@ POLICY = """policy_model:
       base_url: ${policy_base_url}
       api_key: ${policy_api_key}
       model: ${policy_model_name}
+      return_token_id_information: true
+      uses_reasoning_parser: true
 """
 SERVER = """{name}:
   resources_servers:

@@ -6,11 +6,42 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from typing import Any
 
-__all__ = ["GymData", "builtin_configs", "gym_data"]
+__all__ = ["GymData", "ServerModel", "builtin_configs", "gym_data"]
+
+
+@dataclass(frozen=True)
+class ServerModel:
+    """The pydantic config model a built-in server validates its block with when it starts.
+
+    Read off the real class by ``scripts/gym_server_models.py``: ``required`` is what pydantic
+    reports missing for a block with only Gym's own fields (host, port, entrypoint, name);
+    ``fields`` maps each other field to the simple types it accepts (``bool``, ``int``, ``float``,
+    ``str``, ``list``, ``dict``, ``none``), or None where its type (or a validator that sees the
+    raw value) is beyond a sure check.
+    """
+
+    model: str
+    required: tuple[str, ...]
+    fields: dict[str, frozenset[str] | None]
+    coerce_numbers_to_str: bool = False
+    strict: bool = False
+
+
+def _server_model(raw: dict[str, Any]) -> ServerModel | None:
+    if "unknown" in raw:
+        return None
+    return ServerModel(
+        model=raw["model"],
+        required=tuple(raw["required"]),
+        fields={k: frozenset(v) if v is not None else None for k, v in raw["fields"].items()},
+        coerce_numbers_to_str=bool(raw.get("coerce_numbers_to_str")),
+        strict=bool(raw.get("strict")),
+    )
 
 
 @dataclass(frozen=True)
@@ -33,6 +64,13 @@ class GymData:
     """Top-level keys Gym's parser fills in itself (``head_server``, ``port_range_low`` ...)."""
     runtime_keys_for_fields: frozenset[str] = frozenset()
     """The subset already set when Gym resolves a server's direct fields during parse."""
+    server_models: dict[str, dict[str, ServerModel | None]] = field(default_factory=dict)
+    """``{"<type>/<impl>": {entrypoint: model}}`` for built-in servers; None where the
+    entrypoint could not be imported in a plain Gym venv (its model is unknown)."""
+
+    def server_model(self, server_type: str, impl: str, entrypoint: str) -> ServerModel | None:
+        """The config model Gym's built-in ``<type>/<impl>/<entrypoint>`` validates with."""
+        return self.server_models.get(f"{server_type}/{impl}", {}).get(entrypoint)
 
     def is_builtin(self, server_type: str, name: str) -> bool:
         if "/" in name:
@@ -56,6 +94,10 @@ def gym_data() -> GymData:
         reserved_top_level_keys=frozenset(raw.get("reserved_top_level_keys", ())),
         runtime_keys=frozenset(raw.get("runtime_keys", ())),
         runtime_keys_for_fields=frozenset(raw.get("runtime_keys_for_fields", ())),
+        server_models={
+            server: {entry: _server_model(model) for entry, model in entries.items()}
+            for server, entries in raw.get("server_models", {}).items()
+        },
     )
 
 

@@ -8,6 +8,8 @@ Run it with the interpreter of a venv that has nemo-gym installed (Gym needs CPy
 
 Nothing here is typed by hand: built-in server names are the directories the wheel installs,
 and the closed sets (domains, dataset types, licenses) are read off Gym's pydantic models.
+``server_models`` (EK318) comes from importing each built-in entrypoint and asking its config
+model what it requires (``scripts/gym_server_models.py``); this takes about a minute.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import tempfile
 import typing
 from importlib import metadata
 from pathlib import Path
+
+from gym_server_models import server_models
 
 SERVER_TYPES = (
     "resources_servers", "responses_api_agents", "responses_api_models", "environment_servers",
@@ -79,6 +83,7 @@ def _runtime_keys() -> tuple[list[str], list[str]]:
 
 
 def main() -> None:
+    sys.dont_write_bytecode = True  # importing built-in entrypoints must not touch the venv
     from nemo_gym import config_types
     from nemo_gym.global_config import NEMO_GYM_RESERVED_TOP_LEVEL_KEYS
 
@@ -117,6 +122,8 @@ def main() -> None:
         "runtime_keys_for_fields": field_keys,
         "builtins": builtins,
         "builtin_server_dirs": sorted(set(server_dirs)),
+        # Last: per built-in server entrypoint, its config model's required fields and types.
+        "server_models": server_models(site, sorted(set(server_dirs))),
     }
     json.dump(data, sys.stdout, indent=1, sort_keys=False)
     sys.stdout.write("\n")

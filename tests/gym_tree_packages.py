@@ -21,6 +21,7 @@ policy_model:
       api_key: ${policy_api_key}
       model: ${policy_model_name}
       return_token_id_information: true
+      uses_reasoning_parser: true
 """
 _SKIP = shutil.ignore_patterns("*.jsonl", "data", "tests", "__pycache__", "*.parquet", "*.png")
 

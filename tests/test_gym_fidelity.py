@@ -3,8 +3,9 @@
 Every EK3xx fixture, the valid fixtures and a set of edge-case variants are loaded by
 ``tests/gym_probe.py`` inside the cached Gym venv (one subprocess for all of them): Gym's own
 ``GlobalConfigDictParser.parse`` with cwd = the package root, then the server directory
-``gym env start`` would run. envkit must report an EK3xx error exactly where Gym rejects the
-package, and warnings only where Gym accepts it.
+``gym env start`` would run, and for Gym's built-in servers the start-up validation of each
+block by its implementation's pydantic config model. envkit must report an EK3xx error exactly
+where Gym rejects the package, and warnings only where Gym accepts it.
 """
 
 from __future__ import annotations
@@ -19,8 +20,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from envkit.gym_data import gym_data
 from envkit.gymvenv import GymVenv, ensure_gym_venv
+from envkit.package import load_package
 from envkit.validate import ValidateRequest, validate
+from envkit.validators._gym_fields import _resolve, lax_accepts
+from envkit.validators._gym_model import own_servers, view_of
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ROOT / "fixtures" / "packages"
@@ -158,6 +163,26 @@ VARIANTS: dict[str, list[Edit]] = {
     ],
     "valid-domain-on-agent": [agent_field("      domain: other\n")],
     "resources-domain-null": [replace(RES, "      domain: other\n", "      domain: null\n")],
+    # EK318: what each built-in's config model (here VLLMModelConfig, SimpleAgentConfig) takes.
+    "reasoning-flag-quoted-true": [replace(POLICY, "uses_reasoning_parser: true",
+                                           'uses_reasoning_parser: "true"')],
+    "reasoning-flag-yes": [replace(POLICY, "uses_reasoning_parser: true",
+                                   "uses_reasoning_parser: yes")],
+    "reasoning-flag-maybe": [replace(POLICY, "uses_reasoning_parser: true",
+                                     "uses_reasoning_parser: maybe")],
+    "reasoning-flag-two": [replace(POLICY, "uses_reasoning_parser: true",
+                                   "uses_reasoning_parser: 2")],
+    "token-ids-flag-missing": [replace(POLICY, "      return_token_id_information: true\n", "")],
+    "api-key-int": [replace(POLICY, "api_key: ${policy_api_key}", "api_key: 12345")],
+    "base-url-list": [replace(POLICY, "base_url: ${policy_base_url}",
+                              "base_url: ['${policy_base_url}']")],
+    "max-steps-float": [agent_field("      max_steps: 3.0\n")],
+    "max-steps-fraction": [agent_field("      max_steps: 2.5\n")],
+    "max-steps-text": [agent_field("      max_steps: '1_000'\n")],
+    "agent-without-model-server": [replace(
+        RES, "      model_server:\n        type: responses_api_models\n"
+        "        name: policy_model\n", "",
+    )],
     "policy-model-wrong-type": [replace(
         POLICY,
         "  responses_api_models:\n    vllm_model:\n      entrypoint: app.py\n",
@@ -188,11 +213,15 @@ def _config_paths(pkg: Path) -> list[str]:
 def _gym_rejects(result: dict, pkg: Path) -> str | None:
     """Why Gym would not run this package's servers as shipped, or None.
 
-    That is: the parse aborts, a server has no directory or entrypoint, or Gym silently runs a
-    built-in in place of a directory the package ships code in (EK309).
+    That is: the parse aborts, a server has no directory or entrypoint, Gym silently runs a
+    built-in in place of a directory the package ships code in (EK309), or a built-in server's
+    config model rejects its block when it starts (EK318).
     """
     if not result["ok"]:
         return f"{result['error_type']}: {result['error'][:300]}"
+    errors = _model_errors(pkg, result)
+    if errors:
+        return f"ValidationError at start: {errors}"
     for server in result["servers"]:
         if server["dir"] == "missing":
             return f"{server['name']}: no server dir for {server['type']}/{server['impl']}"
@@ -201,6 +230,32 @@ def _gym_rejects(result: dict, pkg: Path) -> str | None:
         if server["shadowed"] and _holds_code(pkg, server):
             return f"{server['name']}: Gym runs its built-in {server['impl']}, not the package's"
     return None
+
+
+def _model_errors(pkg: Path, result: dict) -> list[tuple[str, str, str, str]]:
+    """``(instance, impl, field, pydantic error type)`` Gym's config models raise at start.
+
+    Only for blocks the package writes itself: one that only a Gym config pulled in defines is
+    not the package's to fix (critpt.yaml's `api_key: ${oc.select:...,null}` waits for its
+    user's key), and envkit knows those configs only in summary. A field whose value goes
+    through a resolver (`${oc.env:NVIDIA_API_KEY,null}`) depends on the environment the server
+    runs in, not on the package (also through a `${key}` chain, as `frontierscience_judge`'s
+    `${judge_api_key}`); the probe has none of it, so those errors are left out too.
+    """
+    view = view_of(load_package(pkg))
+    own = {i.name: i for i in own_servers(view)}
+    found = []
+    for server in result["servers"]:
+        instance = own.get(server["name"])
+        if instance is None or server["model"]["status"] != "invalid":
+            continue
+        for error in server["model"]["errors"]:
+            field = error["loc"][0] if error["loc"] else ""
+            value = _resolve(instance.shape.fields.get(field, ""), view.merged if view else {})
+            if "${oc." in str(value):
+                continue
+            found.append((server["name"], server["impl"], field, error["type"]))
+    return found
 
 
 def _holds_code(pkg: Path, server: dict) -> bool:
@@ -276,6 +331,97 @@ def test_shadowed_builtin_matches_gym(
     )
     errors, _ = _envkit(pkg)
     assert ("EK309" in errors) == shadowed
+
+
+def _ek318_fields(pkg: Path) -> set[tuple[str, str]]:
+    """``(instance, field)`` of each EK318 finding (its message opens with the key path)."""
+    report = validate(ValidateRequest(package=pkg))
+    keys = [d.message.split("`")[1] for d in report.diagnostics if d.code == "EK318"]
+    return {(key.split(".")[0], key.rsplit(".", 1)[1]) for key in keys}
+
+
+def _gym_model_errors(
+    pkg: Path, result: dict
+) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """``(instance, field)`` Gym's config models reject in the package's own blocks: all of
+    them, and the missing ones of models envkit knows (those it must all report)."""
+    rejected, missing = set(), set()
+    types = {s["name"]: s["type"] for s in result["servers"]}
+    for name, impl, field, kind in _model_errors(pkg, result):
+        rejected.add((name, field))
+        # every fixture, variant and sampled Gym config here starts its servers from app.py
+        known = gym_data().server_model(types[name], impl, "app.py")
+        if kind == "missing" and known is not None:
+            missing.add((name, field))
+    return rejected, missing
+
+
+@pytest.mark.parametrize("case", CASE_IDS)
+def test_ek318_matches_gym_config_models(
+    case: str, packages: dict[str, Path], gym_results: dict[str, dict]
+) -> None:
+    """Every EK318 finding is a field Gym's model rejects; every missing field is found."""
+    found = _ek318_fields(packages[case])
+    rejected, missing = _gym_model_errors(packages[case], gym_results[case])
+    assert found <= rejected, f"envkit {sorted(found)}; gym {sorted(rejected)}"
+    assert missing <= found, f"envkit {sorted(found)}; gym missing {sorted(missing)}"
+
+
+def test_ek318_cases_reach_the_model(gym_results: dict[str, dict]) -> None:
+    """The probe really validated the built-ins' blocks: Gym's own verdicts on the EK318 cases."""
+    def policy(case: str) -> dict:
+        return next(s for s in gym_results[case]["servers"] if s["name"] == "policy_model")
+
+    assert policy("valid-native-v1")["model"] == {"status": "ok", "errors": []}
+    missing = policy("EK318-policy-model-missing-reasoning-flag")["model"]
+    assert missing["status"] == "invalid"
+    assert [(e["loc"], e["type"]) for e in missing["errors"]] == [
+        (["uses_reasoning_parser"], "missing"),
+    ]
+    assert policy("variant-reasoning-flag-quoted-true")["model"]["status"] == "ok"
+    assert policy("variant-reasoning-flag-maybe")["model"]["status"] == "invalid"
+
+
+_LAX_VALUES = [
+    True, False, 0, 1, 2, -1, 0.0, 1.0, 1.5, 3.0, 10**20, float("inf"), None, [], [1], {},
+    {"a": 1}, "true", "True", " true", "yes", "Y", "on", "off", "no", "f", "t", "0", "1", "2",
+    "01", " 1 ", "1_000", "1__0", "1.0", "1.", "1.5", "-3", "+3", "0x10", "abc", "", "inf",
+    "nan", "1e3", "2.5",
+]
+_LAX_KINDS = [["bool"], ["int"], ["float"], ["str"], ["list"], ["dict"], ["none", "str"],
+              ["list", "str"], ["int", "none"], ["dict", "none"], ["float", "none"]]
+_PYDANTIC_VERDICTS = """
+import json, sys
+from typing import Union
+import pydantic
+T = {"bool": bool, "int": int, "float": float, "str": str, "list": list, "dict": dict,
+     "none": type(None)}
+out = []
+for value, kinds in json.load(sys.stdin):
+    adapter = pydantic.TypeAdapter(Union[tuple(T[k] for k in kinds)])
+    try:
+        adapter.validate_python(value)
+        out.append(True)
+    except pydantic.ValidationError:
+        out.append(False)
+print(json.dumps(out))
+"""
+
+
+def test_lax_accepts_never_rejects_what_pydantic_accepts(venv: GymVenv) -> None:
+    """envkit's reading of pydantic's lax mode against the pydantic that Gym runs."""
+    grid = [(value, kinds) for value in _LAX_VALUES for kinds in _LAX_KINDS]
+    proc = subprocess.run(
+        [str(venv.python), "-c", _PYDANTIC_VERDICTS], input=json.dumps(grid),
+        capture_output=True, text=True, check=True, timeout=120,
+    )
+    verdicts = json.loads(proc.stdout)
+    ours = [lax_accepts(value, frozenset(kinds)) for value, kinds in grid]
+    false_rejects = [g for g, mine, theirs in zip(grid, ours, verdicts, strict=True)
+                     if theirs and not mine]
+    assert not false_rejects
+    agree = sum(mine == theirs for mine, theirs in zip(ours, verdicts, strict=True))
+    assert agree == len(grid), [g for g, m, t in zip(grid, ours, verdicts, strict=True) if m != t]
 
 
 def test_gym_tree_sample_agrees(

@@ -137,5 +137,17 @@ EK317 = Rule(
     "server it accepts.",
 )
 
+EK318 = Rule(
+    "EK318", E, "block lacks a field its Gym built-in requires, or has one of the wrong type",
+    "Gym's config parse does not look inside a server's fields; the server validates its block "
+    "with its implementation's pydantic model (e.g. `vllm_model`'s VLLMModelConfig requires "
+    "`uses_reasoning_parser`) only when it starts, so the package validates, uploads and then "
+    "fails at spin-up with a ValidationError. Checked for Gym's built-in implementations the "
+    "package does not ship, from the models of the nemo-gym wheel; a wrong type is reported "
+    "only where pydantic's lax mode surely rejects it (`\"true\"` is a valid bool).",
+    "Add the missing field (the platform guide's policy_model sets "
+    "`return_token_id_information: true` and `uses_reasoning_parser: true`), or fix its type.",
+)
+
 RULES = (EK300, EK301, EK302, EK303, EK304, EK305, EK306, EK307, EK308, EK309, EK310,
-         EK311, EK312, EK313, EK314, EK315, EK316, EK317)
+         EK311, EK312, EK313, EK314, EK315, EK316, EK317, EK318)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from envkit.validators._gym_fields import check_builtin_fields
 from envkit.validators._gym_refs import (
     check_environment_relays,
     check_model_pairings,
@@ -50,4 +51,5 @@ CHECKS: tuple[Check, ...] = (
     check_environment_relays,  # EK314
     check_includes,  # EK316
     check_model_pairings,  # EK317
+    check_builtin_fields,  # EK318
 )
