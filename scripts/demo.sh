@@ -28,6 +28,8 @@ if [[ ! -x $VENV/bin/python ]]; then
     python3 -m venv "$VENV"
 fi
 # torch==2.13.0 is pinned in the train extra: an unpinned torch pulls GBs of CUDA wheels.
+# PyPI's Linux x86_64 torch 2.13.0 still depends on the CUDA wheels; for the CPU build run
+# PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu bash scripts/demo.sh
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[train]' >&2
 ENVKIT=$VENV/bin/envkit
 PY=$VENV/bin/python
@@ -46,8 +48,9 @@ fi
 # Runtime pins are vendored (the default): nemo-gym, ray[default] and openai, ~350 MB of wheels,
 # so the package installs with no egress and validates with --offline. --no-runtime-pins is not
 # an option for this server: its only requirement is nemo-gym, so there would be nothing to
-# vendor (envkit refuses that build). Cold, the wheel download is most of the demo's build time;
-# warm (wheels cached by sha256 in $ENVKIT_CACHE_DIR) the build takes a few seconds.
+# vendor (envkit refuses that build). Measured on a 2-core machine: cold (empty
+# $ENVKIT_CACHE_DIR: 159 wheels, 354 MB from PyPI) the build takes ~12 s, warm ~1 s; the
+# first `train` then builds the server venvs from wheels/ (~2-3.5 min), later runs reuse them.
 step "envkit build $SRC -> $DEMO/pkg (wheels-v1, x86_64)"
 "$ENVKIT" build "$SRC" --format wheels-v1 --arch x86_64 -o "$DEMO/pkg" \
     --wheels-dir "$DEMO/extra-wheels" | sed 's/^/build: /'
