@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# envkit's main job on a bundled example, from a fresh machine:
+#   1. install envkit (+ the train extra) into .venv
+#   2. build a wheels-v1 package from the char_pattern Gym server (fixtures/gym_trees)
+#   3. validate package + dataset + job (offline: the package needs no egress)
+#   4. make a tiny random-init model (no Hugging Face access needed)
+#   5. train it with GRPO through the package's real Gym servers (nemo-gym 0.7.0)
+# Results go to stdout; progress and logs to stderr. Outputs land in $DEMO (.envkit-demo/).
+#
+# Needs: python3 >= 3.11 and a CPython 3.13 (PATH, pyenv, or $ENVKIT_GYM_PYTHON) for Gym.
+# nemo-gym 0.7.0 declares Requires-Python >=3.13.14; on an older 3.13 patch release the demo
+# passes the explicit, logged --allow-python-override (set ENVKIT_DEMO_NO_OVERRIDE=1 to refuse).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEMO=${DEMO:-.envkit-demo}
+VENV=${VENV:-.venv}
+SRC=fixtures/gym_trees/resources_servers/char_pattern
+JOB=examples/tiny_grpo.json
+start=$SECONDS
+
+step() { printf '\n==> %s (%ds)\n' "$*" "$((SECONDS - start))" >&2; }
+
+step "install envkit into $VENV"
+if [[ ! -x $VENV/bin/python ]]; then
+    python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+        || { echo "demo.sh: envkit needs Python 3.11+ as python3" >&2; exit 1; }
+    python3 -m venv "$VENV"
+fi
+# torch==2.13.0 is pinned in the train extra: an unpinned torch pulls GBs of CUDA wheels.
+# PyPI's Linux x86_64 torch 2.13.0 still depends on the CUDA wheels; for the CPU build run
+# PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu bash scripts/demo.sh
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[train]' >&2
+ENVKIT=$VENV/bin/envkit
+PY=$VENV/bin/python
+mkdir -p "$DEMO"
+
+# hydra-core >= 1.1 (nemo-gym's config loader) needs antlr4-python3-runtime==4.9.*, which PyPI
+# ships as an sdist only. The build resolves with --only-binary :all:, so without a wheel uv
+# silently backtracks to hydra-core 0.11.3 + omegaconf 1.4.1, whose import of pkg_resources
+# kills every Gym server. Build that one pure-Python wheel and offer it with --wheels-dir.
+step "build the antlr4-python3-runtime 4.9.3 wheel (PyPI has only its sdist)"
+if ! compgen -G "$DEMO/extra-wheels/antlr4_python3_runtime-4.9.3-*.whl" >/dev/null; then
+    PIP_CONFIG_FILE=/dev/null "$PY" -m pip wheel -q --disable-pip-version-check --no-deps \
+        -w "$DEMO/extra-wheels" 'antlr4-python3-runtime==4.9.3' >&2
+fi
+
+# Runtime pins are vendored (the default): nemo-gym, ray[default] and openai, ~350 MB of wheels,
+# so the package installs with no egress and validates with --offline. --no-runtime-pins is not
+# an option for this server: its only requirement is nemo-gym, so there would be nothing to
+# vendor (envkit refuses that build). Measured on a 2-core machine: cold (empty
+# $ENVKIT_CACHE_DIR: 159 wheels, 354 MB from PyPI) the build takes ~12 s, warm ~1 s; the
+# first `train` then builds the server venvs from wheels/ (~2-3.5 min), later runs reuse them.
+step "envkit build $SRC -> $DEMO/pkg (wheels-v1, x86_64)"
+"$ENVKIT" build "$SRC" --format wheels-v1 --arch x86_64 -o "$DEMO/pkg" \
+    --wheels-dir "$DEMO/extra-wheels" | sed 's/^/build: /'
+
+# The char_pattern tree ships no .jsonl rows, so the build writes no dataset dir; write 16
+# Gym rollout rows ("Write the character a 8 times.") with the fixture helper the tests use.
+step "write the prompt dataset $DEMO/pkg-data (16 char_pattern rows)"
+"$PY" - "$DEMO/pkg-data" <<'EOF'
+import sys
+from pathlib import Path
+
+sys.path.insert(0, "fixtures")
+from toy_envs import char_pattern_rows, write_dataset
+
+write_dataset(Path(sys.argv[1]), char_pattern_rows(16, chars="a"))
+EOF
+
+step "envkit validate $DEMO/pkg --dataset $DEMO/pkg-data --job $JOB --offline"
+echo "validate:"
+"$ENVKIT" validate "$DEMO/pkg" --dataset "$DEMO/pkg-data" --job "$JOB" --offline
+
+step "make a tiny random-init model in $DEMO/model"
+"$PY" -c 'import sys; from pathlib import Path
+from envkit.trainer.tiny_model import make_tiny_model
+make_tiny_model(Path(sys.argv[1]), seed=0)' "$DEMO/model" >&2
+
+override=(--allow-python-override)
+[[ ${ENVKIT_DEMO_NO_OVERRIDE:-} == 1 ]] && override=()
+step "envkit train $JOB (GRPO through the package's Gym servers)"
+rm -rf "$DEMO/run"
+echo "train:"
+"$ENVKIT" train "$JOB" --env "$DEMO/pkg" --dataset "$DEMO/pkg-data" --model "$DEMO/model" \
+    -o "$DEMO/run" "${override[@]}"
+
+"$PY" - "$DEMO/run/metrics.jsonl" <<'EOF'
+import json
+import sys
+
+rows = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8") if line.strip()]
+first, last = rows[0], rows[-1]
+print(f"train_reward: step {first['step']} = {first['train_reward']:.3f} -> "
+      f"step {last['step']} = {last['train_reward']:.3f}")
+EOF
+step "done: package $DEMO/pkg, run $DEMO/run (metrics.jsonl, reward_curve.png, final/)"
