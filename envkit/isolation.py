@@ -17,7 +17,7 @@ def isolated_env(base: dict[str, str] | None = None) -> dict[str, str]:
     """A copy of the environment without pip/uv configuration, pointing pip at no config file."""
     env = dict(os.environ if base is None else base)
     for key in list(env):
-        if (key.startswith("PIP_") or key.startswith("UV_")) and key not in _KEEP_UV:
+        if key.startswith(("PIP_", "UV_")) and key not in _KEEP_UV:
             del env[key]
     env["PIP_CONFIG_FILE"] = os.devnull
     env["UV_NO_CONFIG"] = "1"

@@ -37,8 +37,9 @@ def render_human(report: Report, console: Console, bases: Mapping[str, Path | No
 
     for d in report.diagnostics:
         style = "red" if d.severity is Severity.ERROR else "yellow"
+        where = escape(_location(bases, d))
         console.print(
-            f"[bold]{escape(_location(bases, d))}:[/] [{style} bold]{d.code}[/] {escape(d.message)}",
+            f"[bold]{where}:[/] [{style} bold]{d.code}[/] {escape(d.message)}",
             highlight=False,
             soft_wrap=True,
         )

@@ -8,10 +8,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from envkit.validators import RULES
 from jsonschema import Draft202012Validator
 
 from envkit.cli import main
+from envkit.validators import RULES
 
 CASES = Path(__file__).resolve().parent.parent / "fixtures" / "packages"
 VALID = CASES / "valid-native-v1" / "pkg"

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 import realwheels
-from envkit.validators import CheckOptions
 from packaging.metadata import parse_email
 
 from envkit._zipdir import ZipfileArchive, open_archive
 from envkit.target import Target
 from envkit.validate import ValidateRequest, validate
+from envkit.validators import CheckOptions
 from envkit.wheelfile import read_wheel
 
 pytestmark = pytest.mark.slow

@@ -19,11 +19,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from envkit.validators import RULES, CheckOptions
 
 import envkit.package
 from envkit.target import Target
 from envkit.validate import ValidateRequest, validate
+from envkit.validators import RULES, CheckOptions
 
 CASES_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "packages"
 CASES = sorted(p.parent for p in CASES_DIR.glob("*/case.json"))

@@ -15,6 +15,8 @@ import pytest
 pytest.importorskip("torch")
 psutil = pytest.importorskip("psutil")
 
+from toy_envs import char_pattern_rows, make_native_package  # noqa: E402
+
 from envkit.trainer.config import grpo_config  # noqa: E402
 from envkit.trainer.grpo import TrainOptions, train  # noqa: E402
 from envkit.trainer.gym_runtime import RuntimeOptions  # noqa: E402
@@ -22,7 +24,6 @@ from envkit.trainer.gym_source import GymRolloutSource, GymSourceOptions  # noqa
 from envkit.trainer.metrics import read_metrics  # noqa: E402
 from envkit.trainer.policy import load_policy  # noqa: E402
 from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
-from toy_envs import char_pattern_rows, make_native_package  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from gymtree_factory import make_gym_tree
+
 from envkit.converters.gym_tree import (
     GymTreeError,
     discover_servers,
     plan_tree,
     server_requirements,
 )
-from gymtree_factory import make_gym_tree
 
 
 def _yaml(content: Path | bytes) -> dict:

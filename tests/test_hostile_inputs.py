@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from envkit.validators import RULES
 
 from envkit.cli import main
+from envkit.validators import RULES
 
 VALID = Path(__file__).resolve().parent.parent / "fixtures" / "packages" / "valid-native-v1" / "pkg"
 CONFIG = "resources_servers/echo_match/configs/echo_match.yaml"

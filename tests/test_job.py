@@ -9,8 +9,6 @@ from typing import Any
 
 import jsonschema
 import pytest
-from envkit.validators import CheckOptions
-from envkit.validators.job import is_local_ref, is_workspace_ref, job_diagnostics
 
 from envkit.cli import main
 from envkit.diagnostics import Diagnostic, Severity
@@ -18,6 +16,8 @@ from envkit.job import parse_job
 from envkit.jobspec import GrpoSettings, JobSpecError, LoraSettings, grpo_settings
 from envkit.schemas import load_schema
 from envkit.validate import ValidateRequest, validate
+from envkit.validators import CheckOptions
+from envkit.validators.job import is_local_ref, is_workspace_ref, job_diagnostics
 
 # Seed 001 "Submit the job" (full weights).
 SEED_FULL_WEIGHT: dict[str, Any] = {

@@ -6,10 +6,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from envkit.validators import Inputs
-from envkit.validators.layout import CHECKS
 
 from envkit.package import load_package
+from envkit.validators import Inputs
+from envkit.validators.layout import CHECKS
 
 CASES = Path(__file__).resolve().parent.parent / "fixtures" / "packages"
 

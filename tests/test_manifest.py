@@ -8,6 +8,10 @@ from typing import Any
 
 import pytest
 import yaml
+from jsonschema import Draft202012Validator
+
+from envkit.package import load_package
+from envkit.schemas import load_schema
 from envkit.validators import Inputs
 from envkit.validators.manifest import (
     ADAPTER_KEYS,
@@ -18,10 +22,6 @@ from envkit.validators.manifest import (
     TOP_LEVEL_KEYS,
     static_problems,
 )
-from jsonschema import Draft202012Validator
-
-from envkit.package import load_package
-from envkit.schemas import load_schema
 from envkit.yamlio import parse_yaml
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "packages"

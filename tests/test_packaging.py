@@ -36,7 +36,8 @@ print(json.dumps({
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
     subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(ROOT)],
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out),
+         str(ROOT)],
         check=True, capture_output=True, timeout=600,
     )
     (built,) = out.glob("envkit-*.whl")
@@ -53,7 +54,7 @@ def test_wheel_maps_the_design_card_folders(wheel: Path) -> None:
 
 
 def test_fresh_venv_imports_all_four(wheel: Path, tmp_path: Path) -> None:
-    import json  # noqa: PLC0415
+    import json
 
     uv = uv_binary()
     venv = tmp_path / "venv"

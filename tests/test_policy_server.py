@@ -12,10 +12,11 @@ import pytest
 pytest.importorskip("torch")
 openai = pytest.importorskip("openai")
 
+from tiny_model import make_tiny_char_model  # noqa: E402
+
 from envkit.trainer.generation import GenerationError, SamplingParams  # noqa: E402
 from envkit.trainer.generation.hf import HFBackend  # noqa: E402
 from envkit.trainer.policy_server import PolicyServer, sampling_from_request  # noqa: E402
-from tiny_model import make_tiny_char_model  # noqa: E402
 
 MESSAGES = [{"role": "user", "content": "Write the character a 8 times."}]
 

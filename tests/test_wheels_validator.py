@@ -8,7 +8,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from envkit.validators import CheckOptions
 from wheelfactory import make_wheel
 
 from envkit import wheelfile
@@ -16,6 +15,7 @@ from envkit.cli import main
 from envkit.diagnostics import Severity
 from envkit.target import Target
 from envkit.validate import ValidateRequest, validate
+from envkit.validators import CheckOptions
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "packages"
 RUNTIME = (

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
 from envkit.trainer.sampler import SamplerState
 
 __all__ = ["Checkpoint", "latest_checkpoint", "load_checkpoint", "prune", "save_checkpoint"]

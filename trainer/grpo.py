@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
+
 from envkit.trainer.advantages import compute_advantages, group_stats
 from envkit.trainer.batch import TrainBatch, to_batch
 from envkit.trainer.checkpoint import (

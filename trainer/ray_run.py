@@ -73,6 +73,7 @@ class RaySourceProxy:
         self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0
     ) -> list[Rollout]:
         import ray
+
         from envkit.trainer.grpo import RolloutFailedError
 
         try:
@@ -84,6 +85,7 @@ class RaySourceProxy:
 
     def refresh(self, policy: Policy) -> None:
         import ray
+
         from envkit.trainer.policy import generation_weights
 
         ray.get(self._actor.load_weights.remote(generation_weights(policy)))

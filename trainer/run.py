@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING, Any
 from envkit.diagnostics import Severity
 
 if TYPE_CHECKING:
-    from envkit.trainer.grpo import TrainResult
-
     from envkit.diagnostics import Diagnostic
+    from envkit.trainer.grpo import TrainResult
 
 __all__ = ["TrainInputError", "TrainRequest", "preflight", "resolve_inputs", "run_training"]
 

@@ -14,10 +14,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from envkit.diagnostics import Diagnostic, Severity
 from envkit.validators._base import Inputs, Rule
 from envkit.validators._responses import CREATE_PARAMS_FIELDS, input_problems
-
-from envkit.diagnostics import Diagnostic, Severity
 
 if TYPE_CHECKING:
     from envkit.dataset import Dataset, Row

@@ -430,7 +430,7 @@ def _unknown_keys(job: JobDoc) -> Iterator[Diagnostic]:
 @cache
 def _type_validator() -> jsonschema.Draft202012Validator:
     """The job schema without its cross-field ``allOf`` rules: those have their own codes."""
-    import jsonschema  # noqa: PLC0415 - ~90 ms; only runs checks pay for it, not every CLI start
+    import jsonschema
 
     schema = _strip(copy.deepcopy(load_schema("job")), "allOf")
     return jsonschema.Draft202012Validator(schema)

@@ -9,11 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from envkit.validators._base import Inputs, Rule
-
 from envkit.diagnostics import Diagnostic, Severity
 from envkit.gym_data import gym_data
 from envkit.package import MAX_ENTRIES, display_path
+from envkit.validators._base import Inputs, Rule
 
 if TYPE_CHECKING:
     from envkit.package import ServerDir

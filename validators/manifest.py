@@ -14,10 +14,9 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from envkit.validators._base import Inputs, Rule
-
 from envkit.diagnostics import Diagnostic, Severity
 from envkit.package import MANIFEST, display_path, safe_relpath
+from envkit.validators._base import Inputs, Rule
 
 if TYPE_CHECKING:
     from envkit.package import Package

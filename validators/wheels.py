@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from envkit.validators._base import Inputs, Rule
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -30,6 +29,7 @@ from envkit.closure import (
 )
 from envkit.diagnostics import Severity
 from envkit.gym_data import gym_data
+from envkit.validators._base import Inputs, Rule
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

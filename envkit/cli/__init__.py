@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         return 130
-    except Exception as exc:  # noqa: BLE001 - last line of defence: no tracebacks for users
+    except Exception as exc:
         click.echo(f"envkit: internal error: {type(exc).__name__}: {exc}", err=True)
         click.echo("Please report this with the command you ran.", err=True)
         return 2

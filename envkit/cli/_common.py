@@ -10,7 +10,7 @@ import click
 
 from envkit.target import ARCHES, Target
 
-__all__ = ["parse_codes", "parse_glibc", "parse_python", "target_options", "target_from"]
+__all__ = ["parse_codes", "parse_glibc", "parse_python", "target_from", "target_options"]
 
 
 def parse_python(value: str) -> tuple[int, int]:

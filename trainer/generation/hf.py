@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
+
 from envkit.trainer.generation._chat import render_fallback
 from envkit.trainer.generation.interface import (
     Completion,
