@@ -4,7 +4,7 @@ tests, one more for the CLI run end to end.
 
 Issue #5 acceptance: (a) numeric rewards from a real resources server, (c) killing the resources
 server mid-run gives failed + finished rows, a non-zero exit status and no orphan process.
-(b) (a converted verifiers env) waits for the converter branch.
+(b) (a converted verifiers env through `verifiers_agent`) is tests/test_rollout_verifiers.py.
 """
 
 from __future__ import annotations

@@ -38,11 +38,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from envkit.trainer._procs import ProcessTree
 
 from envkit.cache import cache_root
 from envkit.gymvenv import GymVenv, ensure_gym_venv, uv_binary
 from envkit.isolation import isolated_env
+from envkit.trainer._procs import ProcessTree
+from envkit.trainer.adapter_harness import HarnessError, stage_harness
 
 __all__ = [
     "GymRuntime",
@@ -207,6 +208,8 @@ class GymRuntime:
         self._tree: ProcessTree | None = None
         self._run_dir: Path | None = None
         self.servers: GymServers | None = None
+        self.venv_dir: Path | None = None
+        """The server venv tree (``<type>/<impl>/.venv``), known once set-up has run."""
 
     # -- lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> GymServers:
@@ -247,19 +250,32 @@ class GymRuntime:
         gym = ensure_gym_venv(self.options.gym_version, python=self.options.gym_python,
                               allow_python_override=self.options.allow_python_override)
         root = self.options.cache_dir or cache_root()
+        harness = ("harness=offline-v1",) if self.format == "adapter-wheels-v1" else ()
         key = package_key(self.package, gym.gym_version, gym.python_version,
-                          f"override={gym.python_override}", f"offline={self.options.offline}")
+                          f"override={gym.python_override}", f"offline={self.options.offline}",
+                          *harness)
         venv_dir = root / "server-venvs" / key
+        self.venv_dir = venv_dir
         (root / "runs").mkdir(parents=True, exist_ok=True)
         self._run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=root / "runs"))
         work = self._run_dir / "pkg"
         shutil.copytree(self.package, work, ignore=shutil.ignore_patterns("__pycache__", ".venv"))
+        self._stage_harness(gym, work)
         env = self._env(gym, work)
         if not (venv_dir / _READY_MARKER).exists():
             self._build_venvs(gym, work, venv_dir, env)
         else:
             log.info("reusing server venvs %s", venv_dir)
         return gym, work, venv_dir, env
+
+    def _stage_harness(self, gym: GymVenv, work: Path) -> None:
+        """adapter-wheels-v1: the built-in harness with offline requirements (adapter_harness)."""
+        try:
+            stage_harness(gym.root, work, work / "nemo-environment.yaml")
+        except (HarnessError, OSError, yaml.YAMLError) as exc:
+            code = getattr(exc, "code", None)
+            msg = f"cannot stage the adapter harness: {exc}"
+            raise GymRuntimeError(msg, code=code) from None
 
     def _stop_tree(self) -> None:
         if self._tree is not None:
