@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from envkit.validators import RULES
 from gym_trees.fetch_gym_servers import fetch_gym_servers
 
 from envkit.resolve import clean_env, python_platform
 from envkit.target import Target
+from envkit.validators import RULES
 
 pytestmark = pytest.mark.slow
 

@@ -22,6 +22,9 @@ import pytest
 
 pytest.importorskip("torch")
 
+from tiny_model import make_tiny_char_model
+from toy_envs import char_pattern_rows, make_native_package, write_dataset
+
 from envkit.trainer.generation.hf import HFBackend
 from envkit.trainer.gym_runtime import (
     GymRuntime,
@@ -31,8 +34,6 @@ from envkit.trainer.gym_runtime import (
 )
 from envkit.trainer.policy_server import PolicyServer
 from envkit.trainer.rollout import expand_rows, run_rollouts
-from tiny_model import make_tiny_char_model
-from toy_envs import char_pattern_rows, make_native_package, write_dataset
 
 pytestmark = pytest.mark.slow
 

@@ -65,5 +65,5 @@ def test_ctrl_c_mid_run_exits_130_and_leaves_no_process(tmp_path: Path) -> None:
     leftovers = _tagged(tag)
     for p in leftovers:  # never leave them behind for the next test
         p.kill()
+    assert leftovers == [], log.read_text()[-3000:]
     assert rc == 130, log.read_text()[-3000:]
-    assert leftovers == []

@@ -14,6 +14,14 @@ import pytest
 
 pytest.importorskip("psutil")  # the `train` extra
 
+from toy_envs import (
+    char_pattern_rows,
+    digit_addition_rows,
+    make_native_package,
+    write_dataset,
+)
+
+from envkit.cli import main
 from envkit.trainer._procs import ProcessTree
 from envkit.trainer.env_client import (
     collect,
@@ -38,14 +46,6 @@ from envkit.trainer.rollout import (
     load_rows,
     write_results,
 )
-from toy_envs import (
-    char_pattern_rows,
-    digit_addition_rows,
-    make_native_package,
-    write_dataset,
-)
-
-from envkit.cli import main
 
 RECORD = {
     "responses_create_params": {"input": [{"role": "user", "content": "hi"}]},

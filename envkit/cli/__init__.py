@@ -44,10 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as exc:
         exc.show()
         return 2
-    except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
-        return 2
-    except KeyboardInterrupt:
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        # click turns Ctrl-C into Abort; 130 = 128 + SIGINT, as shells report it.
         click.echo("Interrupted.", err=True)
         return 130
     except Exception as exc:
