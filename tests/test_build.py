@@ -226,7 +226,8 @@ def test_no_wheels_for_an_old_glibc_floor_hints_at_glibc(tmp_path: Path, links: 
         return uv_says
 
     with pytest.raises(BuildError, match="--glibc 2_28"):
-        build(_request(tmp_path, server, links, target=Target("x86_64", glibc=(2, 17))), runner=runner)
+        old_floor = Target("x86_64", glibc=(2, 17))
+        build(_request(tmp_path, server, links, target=old_floor), runner=runner)
 
 
 def test_cli_convert_package_group(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
