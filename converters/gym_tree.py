@@ -27,6 +27,8 @@ from typing import Any
 
 import yaml
 
+from envkit.converters.adapter_pkg import policy_model_config
+
 from envkit.gym_data import gym_data
 
 __all__ = [
@@ -45,16 +47,6 @@ SERVER_TYPES = ("resources_servers", "responses_api_agents", "responses_api_mode
 _MARKERS = ("requirements.txt", "pyproject.toml")
 _SKIP_DIRS = frozenset({"__pycache__", ".venv", ".git", ".pytest_cache", ".ruff_cache"})
 _POLICY_INSTANCE = "policy_model"
-_POLICY_BLOCK: dict[str, Any] = {
-    _POLICY_INSTANCE: {"responses_api_models": {"vllm_model": {
-        "entrypoint": "app.py",
-        "base_url": "${policy_base_url}",
-        "api_key": "${policy_api_key}",
-        "model": "${policy_model_name}",
-        "return_token_id_information": True,
-        "uses_reasoning_parser": True,
-    }}},
-}
 _POLICY_PATH = {
     "wheels-v1": "configs/policy_model.yaml",
     "native-v1": "responses_api_models/vllm_model/configs/policy_model.yaml",
@@ -393,7 +385,7 @@ def _add_policy_model(plan: TreePlan, fmt: str, instances: Mapping[str, Any]) ->
         return
     path = _POLICY_PATH[fmt]
     text = "# Written by envkit build: the job's own vLLM engine (seed 001).\n"
-    plan.files[path] = (text + yaml.safe_dump(_POLICY_BLOCK, sort_keys=False)).encode()
+    plan.files[path] = (text + yaml.safe_dump(policy_model_config(), sort_keys=False)).encode()
     plan.config_paths.append(path)
 
 
