@@ -41,12 +41,13 @@ from envkit.resolve import (
     PinnedWheel,
     ResolutionCache,
     Runner,
+    SdistBuild,
     WheelCache,
     cache_root,
-    fetch_wheels,
     resolve_closure,
     run_subprocess,
     uv_version,
+    vendor_pins,
 )
 from envkit.target import Target
 from envkit.validate import ValidateRequest, validate
@@ -274,9 +275,15 @@ def _vendor(root: Path, requirements: list[tuple[str, str]], request: BuildReque
             uv_cache_dir=cache / "uv", offline=request.resolve_offline,
             python_version=python_version, refresh=request.refresh,
         )
-        log(f"fetching {len(pins)} wheels")
-        fetch_wheels(pins, root / "wheels", cache=WheelCache(cache / "wheels"),
-                     progress=progress)
+        sdists = [p for p in pins if p.sdist]
+        log(f"fetching {len(pins) - len(sdists)} wheels")
+        for pin in sdists:
+            log(f"{pin.name}=={pin.version} has no wheel for {request.target}, only the sdist "
+                f"{pin.filename}: building a pure wheel from it (cached by its sha256)")
+        how = SdistBuild(request.index_url, request.extra_index_urls, request.wheels_dirs,
+                         cache / "uv", runner)
+        pins = vendor_pins(pins, root / "wheels", cache=WheelCache(cache / "wheels"),
+                           progress=progress, sdist_build=how)
     except (RuntimeError, OSError) as exc:
         raise BuildError(str(exc) + _glibc_hint(str(exc), request.target)) from None
     lock = _lock(pins, requirements, request, python_version)
@@ -312,6 +319,8 @@ def _lock(pins: Sequence[PinnedWheel], requirements: list[tuple[str, str]],
             "name": p.name, "version": p.version, "filename": p.filename,
             "sha256": p.sha256, "url": p.url, "requested_by": list(p.requested_by),
             "why": _chain(p.name, by_name),
+            **({"built_from": {"sdist_url": p.built_from[0], "sdist_sha256": p.built_from[1]}}
+               if p.built_from else {}),
         } for p in pins],
     }
 
