@@ -279,7 +279,8 @@ def _vendor(root: Path, requirements: list[tuple[str, str]], request: BuildReque
         log(f"fetching {len(pins) - len(sdists)} wheels")
         for pin in sdists:
             log(f"{pin.name}=={pin.version} has no wheel for {request.target}, only the sdist "
-                f"{pin.filename}: building a pure wheel from it (cached by its sha256)")
+                f"{pin.filename}: vendoring the pure wheel built from it (built once, cached "
+                "by the sdist's sha256)")
         how = SdistBuild(request.index_url, request.extra_index_urls, request.wheels_dirs,
                          cache / "uv", runner)
         pins = vendor_pins(pins, root / "wheels", cache=WheelCache(cache / "wheels"),

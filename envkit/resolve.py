@@ -82,6 +82,9 @@ _KEEP_ENV = (
 )
 """Only what locating binaries, TLS and proxies need; never ``UV_*``/``PIP_*`` user settings."""
 _CHUNK = 1 << 16
+_RESOLVER_MODE = "wheels-else-sdist"
+"""Part of the resolution cache key: entries made under ``--only-binary :all:`` (which pinned
+hydra-core 0.11.3) must not be reused now that sdist-only releases are allowed."""
 
 
 class ResolveError(RuntimeError):
@@ -322,6 +325,7 @@ class ResolutionCache:
             "indexes": list(indexes),
             "find_links": [_listing(Path(p)) for p in find_links],
             "uv": uv_version(),
+            "mode": _RESOLVER_MODE,
         }, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 

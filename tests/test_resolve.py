@@ -225,3 +225,15 @@ def test_refresh_bypasses_a_cached_resolution_and_replaces_it(tmp_path: Path) ->
     assert len(again.calls) == 2
     assert {p.version for p in pins if p.name == "httpx"} == {"0.29.0"}
     assert resolve_closure(["httpx"], AARCH64, runner=Recorder(), cache=cache) == pins
+
+
+def test_resolution_cache_key_changes_with_the_resolver_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Entries pinned under --only-binary :all: (hydra-core 0.11.3) must not be reused."""
+    import envkit.resolve as resolve_module
+
+    cache = ResolutionCache(tmp_path)
+    before = cache.key(["hydra-core>=1.1"], AARCH64, ["https://pypi.org/simple"], [])
+    monkeypatch.setattr(resolve_module, "_RESOLVER_MODE", "only-binary")
+    assert cache.key(["hydra-core>=1.1"], AARCH64, ["https://pypi.org/simple"], []) != before
