@@ -40,7 +40,13 @@ from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from envkit.cache import cache_root
-from envkit.sdists import build_command, build_pure_wheel, sdist_cache_dir
+from envkit.sdists import (
+    build_command,
+    build_pure_wheel,
+    platform_wheels,
+    refuse_compiled,
+    sdist_cache_dir,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -513,6 +519,8 @@ def _built_wheel(pin: PinnedWheel, cache: WheelCache, progress: FetchProgress | 
     hit = sorted(sdist_cache_dir(cache.root, pin.sha256).glob("*.whl"))
     if hit:
         return hit[0]
+    refuse_compiled(f"{pin.name}=={pin.version}",
+                    platform_wheels(how.index_url or DEFAULT_INDEX_URL, pin.name, pin.version))
     sdist = _ensure_cached(pin, cache, progress)
     return build_pure_wheel(sdist, f"{pin.name}=={pin.version}", pin.sha256, cache.root,
                             runner=how.runner, env=clean_env(), make_command=how.command)

@@ -9,20 +9,38 @@ Built wheels are cached by the sdist's sha256, so a warm build neither rebuilds 
 
 from __future__ import annotations
 
+import html
+import re
 import shutil
 import sys
 import tempfile
+import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.utils import (
+    InvalidWheelFilename,
+    canonicalize_name,
+    canonicalize_version,
+    parse_wheel_filename,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from envkit.resolve import Runner
 
-__all__ = ["SdistBuildError", "build_command", "build_pure_wheel", "is_pure", "sdist_cache_dir"]
+__all__ = [
+    "SdistBuildError",
+    "build_command",
+    "build_pure_wheel",
+    "is_pure",
+    "platform_wheels",
+    "refuse_compiled",
+    "sdist_cache_dir",
+]
+
+_HREF = re.compile(r'href="([^"#]+)')
 
 
 class SdistBuildError(RuntimeError):
@@ -36,6 +54,40 @@ def is_pure(filename: str) -> bool:
     except InvalidWheelFilename:
         return False
     return bool(tags) and all(t.abi == "none" and t.platform == "any" for t in tags)
+
+
+def platform_wheels(index_url: str, project: str, version: str) -> list[str]:
+    """Platform wheels the index lists for ``project==version`` (PEP 503 page).
+
+    A release that ships platform wheels for other targets is a compiled project: building
+    its sdist here would compile for the host (slowly, maybe failing on a missing compiler),
+    so the build refuses it before trying. An unreachable page gives ``[]`` (build and see)."""
+    url = f"{index_url.rstrip('/')}/{canonicalize_name(project)}/"
+    try:
+        with urllib.request.urlopen(url, timeout=30) as resp:
+            page = resp.read().decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return []
+    out = []
+    for href in _HREF.findall(page):
+        name = html.unescape(href).rsplit("/", 1)[-1]
+        try:
+            _n, ver, _b, _tags = parse_wheel_filename(name)
+        except InvalidWheelFilename:
+            continue
+        if canonicalize_version(ver) == canonicalize_version(version) and not is_pure(name):
+            out.append(name)
+    return sorted(out)
+
+
+def refuse_compiled(project: str, wheels: list[str]) -> None:
+    """:raises SdistBuildError: ``wheels`` (the release's platform wheels) is not empty."""
+    if wheels:
+        msg = (f"{project}: PyPI has no wheel for the target, only an sdist, and the release "
+               f"is compiled (it ships platform wheels such as {wheels[0]}); a platform wheel "
+               "cannot be cross-built for the target here. Pin a release of it that ships "
+               "target wheels, or build that wheel on the target and pass it with --wheels-dir")
+        raise SdistBuildError(msg)
 
 
 def sdist_cache_dir(root: Path, sdist_sha256: str) -> Path:

@@ -120,3 +120,17 @@ def test_a_failing_sdist_build_is_a_build_error(tmp_path: Path, files: Path) -> 
 ])
 def test_is_pure(name: str, pure: bool) -> None:
     assert is_pure(name) is pure
+
+
+def test_compiled_release_is_refused_before_building(tmp_path: Path) -> None:
+    """Platform wheels for other targets only: the sdist is not built on the host at all."""
+    folder = tmp_path / "index"
+    make_sdist(folder, "fast-parser", "2.0", tag="cp311-cp311-linux_x86_64")
+    make_wheel(folder, "fast-parser", "2.0", "cp313-cp313-manylinux_2_17_x86_64")
+    server = make_gym_tree(tmp_path / "gym", "echo", ("fast-parser",))
+    runner = CountingRunner()
+    with LocalIndex(folder) as index, pytest.raises(BuildError) as err:
+        build(_request(tmp_path, server, index.url), runner=runner)
+    assert runner.builds == 0
+    assert "fast-parser==2.0" in str(err.value)
+    assert "fast_parser-2.0-cp313-cp313-manylinux_2_17_x86_64.whl" in str(err.value)
