@@ -279,8 +279,8 @@ def _vendor(root: Path, requirements: list[tuple[str, str]], request: BuildReque
         log(f"fetching {len(pins) - len(sdists)} wheels")
         for pin in sdists:
             log(f"{pin.name}=={pin.version} has no wheel for {request.target}, only the sdist "
-                f"{pin.filename}: vendoring the pure wheel built from it (built once, cached "
-                "by the sdist's sha256)")
+                f"{pin.filename}: a pure wheel built from it is vendored if the project is pure "
+                "(built once, cached by the sdist's sha256)")
         how = SdistBuild(request.index_url, request.extra_index_urls, request.wheels_dirs,
                          cache / "uv", runner)
         pins = vendor_pins(pins, root / "wheels", cache=WheelCache(cache / "wheels"),
@@ -293,8 +293,10 @@ def _vendor(root: Path, requirements: list[tuple[str, str]], request: BuildReque
 
 
 def _glibc_hint(message: str, target: Target) -> str:
-    """nemo-gym 0.7.0's closure (pyarrow >= 23) has no manylinux_2_17 x86_64 wheels."""
-    if "no usable wheels" not in message or target.glibc_floor >= (2, 28):
+    """nemo-gym 0.7.0's closure (pyarrow >= 23) has no manylinux_2_17 x86_64 wheels: uv then
+    pins the sdist of a compiled project, which cannot be cross-built."""
+    missing = "no usable wheels" in message or "cannot be cross-built" in message
+    if not missing or target.glibc_floor >= (2, 28):
         return ""
     floor = "{}_{}".format(*target.glibc_floor)
     return (f" (hint: resolved for glibc {floor}; if the cluster's glibc is newer, "

@@ -134,3 +134,14 @@ def test_compiled_release_is_refused_before_building(tmp_path: Path) -> None:
     assert runner.builds == 0
     assert "fast-parser==2.0" in str(err.value)
     assert "fast_parser-2.0-cp313-cp313-manylinux_2_17_x86_64.whl" in str(err.value)
+
+
+def test_compiled_sdist_on_an_old_glibc_floor_hints_at_glibc(tmp_path: Path) -> None:
+    folder = tmp_path / "index"
+    make_sdist(folder, "fast-parser", "2.0", tag="cp313-cp313-linux_x86_64")
+    make_wheel(folder, "fast-parser", "2.0", "cp313-cp313-manylinux_2_28_x86_64")
+    server = make_gym_tree(tmp_path / "gym", "echo", ("fast-parser",))
+    with LocalIndex(folder) as index, pytest.raises(BuildError, match="--glibc 2_28"):
+        build(BuildRequest(sources=(server,), out=tmp_path / "out" / "pkg",
+                           target=Target("x86_64", glibc=(2, 17)), runtime_pins=False,
+                           index_url=index.url, cache_dir=tmp_path / "cache"))
