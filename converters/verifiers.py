@@ -55,6 +55,7 @@ from envkit.converters.sandbox import (
     run_loader,
 )
 from envkit.gym_data import gym_data
+from envkit.sdists import SdistBuildError
 from envkit.target import Target
 from envkit.validators._base import DEFAULT_GYM_VERSION
 
@@ -134,7 +135,7 @@ def convert_verifiers(req: ConvertRequest) -> ConvertResult:
         work = _stage(stack, req.out_dir.with_name(req.out_dir.name + "-work"))
         env_wheel = _env_wheel(req, hub, work / "src")
         pins = _resolve_target(req, hub, env_wheel)
-        _fetch(pins, pkg / "wheels")
+        pins = _fetch(pins, pkg / "wheels")
         _check_env_wheel(req, hub, pins, env_wheel)
         loaded = _load_rows(req, hub, pins, pkg / "wheels", env_wheel, work)
         counts = _write_dataset(req, hub, loaded, data)
@@ -144,12 +145,16 @@ def convert_verifiers(req: ConvertRequest) -> ConvertResult:
                          tuple(p.filename for p in pins), loaded.source)
 
 
-def _fetch(pins: Sequence, dest: Path) -> None:
-    """Exact files, sha256-checked, through the wheel cache ``envkit build`` uses too."""
+def _fetch(pins: Sequence, dest: Path) -> list:
+    """Exact files, sha256-checked, through the wheel cache ``envkit build`` uses too.
+
+    Returns the vendored pins: an sdist-only pin becomes the pure wheel built from it."""
     try:
-        resolve.fetch_wheels(pins, dest, cache=resolve.WheelCache(cache_root() / "wheels"))
+        return resolve.vendor_pins(pins, dest, cache=resolve.WheelCache(cache_root() / "wheels"))
     except resolve.FetchError as exc:
         raise ConvertError(str(exc), "check the network and the index, then rerun") from None
+    except SdistBuildError as exc:
+        raise ConvertError(str(exc), "pin a release that ships wheels for the target") from None
 
 
 def _check_request(req: ConvertRequest) -> None:
@@ -323,8 +328,7 @@ def _host_closure(req: ConvertRequest, hub: HubRef, pins: Sequence, wheels: Path
     logger.info("the host (%s) is not the target: resolving the host closure too", host)
     host_pins = _resolve_target(replace(req, target=host), hub, env_wheel)
     dest = work / "host-wheels"
-    _fetch(host_pins, dest)
-    return host_pins, dest
+    return _fetch(host_pins, dest), dest
 
 
 def _load_rows(req: ConvertRequest, hub: HubRef, pins: Sequence, wheels: Path,

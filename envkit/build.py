@@ -41,12 +41,13 @@ from envkit.resolve import (
     PinnedWheel,
     ResolutionCache,
     Runner,
+    SdistBuild,
     WheelCache,
     cache_root,
-    fetch_wheels,
     resolve_closure,
     run_subprocess,
     uv_version,
+    vendor_pins,
 )
 from envkit.target import Target
 from envkit.validate import ValidateRequest, validate
@@ -274,9 +275,16 @@ def _vendor(root: Path, requirements: list[tuple[str, str]], request: BuildReque
             uv_cache_dir=cache / "uv", offline=request.resolve_offline,
             python_version=python_version, refresh=request.refresh,
         )
-        log(f"fetching {len(pins)} wheels")
-        fetch_wheels(pins, root / "wheels", cache=WheelCache(cache / "wheels"),
-                     progress=progress)
+        sdists = [p for p in pins if p.sdist]
+        log(f"fetching {len(pins) - len(sdists)} wheels")
+        for pin in sdists:
+            log(f"{pin.name}=={pin.version} has no wheel for {request.target}, only the sdist "
+                f"{pin.filename}: a pure wheel built from it is vendored if the project is pure "
+                "(built once, cached by the sdist's sha256)")
+        how = SdistBuild(request.index_url, request.extra_index_urls, request.wheels_dirs,
+                         cache / "uv", runner)
+        pins = vendor_pins(pins, root / "wheels", cache=WheelCache(cache / "wheels"),
+                           progress=progress, sdist_build=how)
     except (RuntimeError, OSError) as exc:
         raise BuildError(str(exc) + _glibc_hint(str(exc), request.target)) from None
     lock = _lock(pins, requirements, request, python_version)
@@ -285,8 +293,10 @@ def _vendor(root: Path, requirements: list[tuple[str, str]], request: BuildReque
 
 
 def _glibc_hint(message: str, target: Target) -> str:
-    """nemo-gym 0.7.0's closure (pyarrow >= 23) has no manylinux_2_17 x86_64 wheels."""
-    if "no usable wheels" not in message or target.glibc_floor >= (2, 28):
+    """nemo-gym 0.7.0's closure (pyarrow >= 23) has no manylinux_2_17 x86_64 wheels: uv then
+    pins the sdist of a compiled project, which cannot be cross-built."""
+    missing = "no usable wheels" in message or "cannot be cross-built" in message
+    if not missing or target.glibc_floor >= (2, 28):
         return ""
     floor = "{}_{}".format(*target.glibc_floor)
     return (f" (hint: resolved for glibc {floor}; if the cluster's glibc is newer, "
@@ -312,6 +322,8 @@ def _lock(pins: Sequence[PinnedWheel], requirements: list[tuple[str, str]],
             "name": p.name, "version": p.version, "filename": p.filename,
             "sha256": p.sha256, "url": p.url, "requested_by": list(p.requested_by),
             "why": _chain(p.name, by_name),
+            **({"built_from": {"sdist_url": p.built_from[0], "sdist_sha256": p.built_from[1]}}
+               if p.built_from else {}),
         } for p in pins],
     }
 

@@ -2,7 +2,12 @@
 
 pip and pip-tools evaluate markers against the host (pip-tools ignores ``--platform``
 silently), so the closure is resolved by ``uv pip compile --python-platform
-<arch>-manylinux_<floor> --python-version 3.13 --only-binary :all:``. The pylock.toml
+<arch>-manylinux_<floor> --python-version 3.13``. Not ``--only-binary :all:``: with it, uv
+silently backtracks past releases whose dependency ships only an sdist (hydra-core >= 1.1
+needs the sdist-only antlr4-python3-runtime 4.9.*, so it fell back to hydra-core 0.11.3,
+which cannot start). uv still takes a release's wheel whenever one fits the target; a pin
+that is an sdist is built into a wheel on the host and must come out pure
+(``envkit.sdists``), else the build fails naming the project. The pylock.toml
 output (PEP 751) carries each file's URL and sha256; a second, ``--offline`` run in the
 annotated requirements.txt format, served from uv's own cache, says who asked for what.
 
@@ -35,6 +40,13 @@ from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from envkit.cache import cache_root
+from envkit.sdists import (
+    build_command,
+    build_pure_wheel,
+    platform_wheels,
+    refuse_compiled,
+    sdist_cache_dir,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -50,6 +62,7 @@ __all__ = [
     "ResolutionCache",
     "ResolveError",
     "Runner",
+    "SdistBuild",
     "WheelCache",
     "cache_root",
     "clean_env",
@@ -63,6 +76,7 @@ __all__ = [
     "target_tags",
     "uv_bin",
     "uv_version",
+    "vendor_pins",
 ]
 
 DEFAULT_INDEX_URL = "https://pypi.org/simple"
@@ -74,6 +88,9 @@ _KEEP_ENV = (
 )
 """Only what locating binaries, TLS and proxies need; never ``UV_*``/``PIP_*`` user settings."""
 _CHUNK = 1 << 16
+_RESOLVER_MODE = "wheels-else-sdist"
+"""Part of the resolution cache key: entries made under ``--only-binary :all:`` (which pinned
+hydra-core 0.11.3) must not be reused now that sdist-only releases are allowed."""
 
 
 class ResolveError(RuntimeError):
@@ -95,6 +112,10 @@ class PinnedWheel:
     sha256: str | None
     requested_by: tuple[str, ...]
     """Parents that require it; a direct requirement appears as ``requirement: <line>``."""
+    sdist: bool = False
+    """``filename``/``url``/``sha256`` are an sdist's: the release has no wheel for the target."""
+    built_from: tuple[str, str] | None = None
+    """``(sdist url, sdist sha256)`` when this wheel was built here from that sdist."""
 
 
 @dataclass(frozen=True)
@@ -180,9 +201,10 @@ def compile_command(
         uv, "pip", "compile", _INPUT_NAME, "--no-config", "--system-certs", "--no-header",
         "--python-platform", python_platform(target),
         "--python-version", python_version or f"{target.python[0]}.{target.python[1]}",
-        "--only-binary", ":all:", "--no-python-downloads", "--format", output_format,
-        # Any interpreter will do (only-binary never builds); naming one skips uv's search of
-        # PATH, which costs seconds behind pyenv shims. The target comes from the flags above.
+        "--no-python-downloads", "--format", output_format,
+        # Any interpreter will do (it only reads an sdist-only project's metadata); naming one
+        # skips uv's search of PATH, which costs seconds behind pyenv shims. The target comes
+        # from the flags above.
         "--python", sys.executable,
         "--index-url", index_url or DEFAULT_INDEX_URL,
     ]
@@ -199,26 +221,29 @@ def compile_command(
 
 def parse_pylock(
     text: str, base: Path, tags: Sequence[Tag] = ()
-) -> list[tuple[str, str, str, str, str | None]]:
-    """``(name, version, filename, url, sha256)`` per package of a pylock.toml.
+) -> list[tuple[str, str, str, str, str | None, bool]]:
+    """``(name, version, filename, url, sha256, is_sdist)`` per package of a pylock.toml.
 
     uv lists every wheel of a release that the target can install (e.g. a manylinux one and
-    ``py3-none-any``); the one the installer would pick (first in ``tags``) is kept.
+    ``py3-none-any``); the one the installer would pick (first in ``tags``) is kept. A
+    release with no such wheel is listed by its sdist (``is_sdist``).
 
-    :raises ResolveError: a package has no wheel (only-binary resolution should prevent it).
+    :raises ResolveError: a package has neither a wheel nor an sdist.
     """
     data = tomllib.loads(text)
     rows = []
     for pkg in data.get("packages", []):
         wheels = pkg.get("wheels") or []
-        if not wheels:
-            msg = f"the lock has no wheel for {pkg.get('name')!r} (sdist-only project?)"
+        sdist = pkg.get("sdist")
+        if not wheels and not isinstance(sdist, dict):
+            msg = f"the lock has neither a wheel nor an sdist for {pkg.get('name')!r}"
             raise ResolveError(msg)
-        wheel = _best_wheel(wheels, tags) if tags else wheels[0]
-        url = wheel.get("url") or (base / wheel["path"]).resolve().as_uri()
-        filename = wheel.get("name") or unquote(urlparse(url).path.rsplit("/", 1)[-1])
-        sha = (wheel.get("hashes") or {}).get("sha256")
-        rows.append((canonicalize_name(pkg["name"]), str(pkg["version"]), filename, url, sha))
+        dist = (_best_wheel(wheels, tags) if tags else wheels[0]) if wheels else sdist
+        url = dist.get("url") or (base / dist["path"]).resolve().as_uri()
+        filename = dist.get("name") or unquote(urlparse(url).path.rsplit("/", 1)[-1])
+        sha = (dist.get("hashes") or {}).get("sha256")
+        rows.append((canonicalize_name(pkg["name"]), str(pkg["version"]), filename, url, sha,
+                     not wheels))
     return rows
 
 
@@ -306,6 +331,7 @@ class ResolutionCache:
             "indexes": list(indexes),
             "find_links": [_listing(Path(p)) for p in find_links],
             "uv": uv_version(),
+            "mode": _RESOLVER_MODE,
         }, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -313,7 +339,9 @@ class ResolutionCache:
         path = self.root / f"{key}.json"
         try:
             rows = json.loads(path.read_text("utf-8"))
-            return [PinnedWheel(**{**r, "requested_by": tuple(r["requested_by"])}) for r in rows]
+            return [PinnedWheel(**{**r, "requested_by": tuple(r["requested_by"]),
+                                   "built_from": tuple(r["built_from"])
+                                   if r.get("built_from") else None}) for r in rows]
         except (OSError, ValueError, TypeError, KeyError):
             return None
 
@@ -372,8 +400,8 @@ def resolve_closure(
                                                 offline=True, **flags), work, target)
         rows = parse_pylock(lock, work, target_tags(target))
     via, direct = parse_annotations(notes), _direct_lines(requirements)
-    pins = sorted((PinnedWheel(n, v, f, u, s, _requested_by(n, via, direct))
-                   for n, v, f, u, s in rows), key=lambda p: (p.name, p.filename))
+    pins = sorted((PinnedWheel(n, v, f, u, s, _requested_by(n, via, direct), sdist=sd)
+                   for n, v, f, u, s, sd in rows), key=lambda p: (p.name, p.filename))
     if cache:
         cache.put(key, pins)
     return pins
@@ -418,6 +446,23 @@ class WheelCache:
         return final
 
 
+@dataclass(frozen=True)
+class SdistBuild:
+    """Where an sdist's build dependencies come from (the build's own indexes)."""
+
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+    find_links: tuple[Path, ...] = ()
+    uv_cache_dir: Path | None = None
+    runner: Runner = run_subprocess
+
+    def command(self, sdist: Path, out_dir: Path) -> list[str]:
+        return build_command(uv_bin(), sdist, out_dir,
+                             index_url=self.index_url or DEFAULT_INDEX_URL,
+                             extra_index_urls=self.extra_index_urls,
+                             find_links=self.find_links, cache_dir=self.uv_cache_dir)
+
+
 def fetch_wheels(
     pins: Sequence[PinnedWheel],
     dest: Path,
@@ -425,22 +470,68 @@ def fetch_wheels(
     cache: WheelCache,
     progress: FetchProgress | None = None,
     workers: int = 4,
+    sdist_build: SdistBuild | None = None,
 ) -> list[Path]:
+    """Put the wheels of ``pins`` into ``dest`` (see ``vendor_pins``); their paths, sorted."""
+    vendored = vendor_pins(pins, dest, cache=cache, progress=progress, workers=workers,
+                           sdist_build=sdist_build)
+    return sorted(dest / p.filename for p in vendored)
+
+
+def vendor_pins(
+    pins: Sequence[PinnedWheel],
+    dest: Path,
+    *,
+    cache: WheelCache,
+    progress: FetchProgress | None = None,
+    workers: int = 4,
+    sdist_build: SdistBuild | None = None,
+) -> list[PinnedWheel]:
     """Put the exact files of ``pins`` into ``dest`` (fresh copies, sha256-verified).
 
-    Cached files are linked/copied without touching the network.
+    Cached files are linked/copied without touching the network. An sdist pin is vendored
+    as the pure wheel built from it (cached by the sdist's sha256: a warm run neither
+    downloads nor rebuilds); its returned pin names that wheel and records ``built_from``.
 
     :raises FetchError: a download failed or a file's sha256 differs from the lock.
+    :raises SdistBuildError: an sdist did not build, or built a platform wheel.
     """
     dest.mkdir(parents=True, exist_ok=True)
+    wheels = [p for p in pins if not p.sdist]
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        cached = list(pool.map(lambda p: _ensure_cached(p, cache, progress), pins))
-    out = []
-    for pin, source in zip(pins, cached, strict=True):
-        target = dest / pin.filename
-        _link_or_copy(source, target)
-        out.append(target)
-    return sorted(out)
+        cached = list(pool.map(lambda p: _ensure_cached(p, cache, progress), wheels))
+    out = list(wheels)
+    for pin, source in zip(wheels, cached, strict=True):
+        _link_or_copy(source, dest / pin.filename)
+    for pin in (p for p in pins if p.sdist):
+        built = _built_wheel(pin, cache, progress, sdist_build or SdistBuild())
+        _link_or_copy(built, dest / built.name)
+        out.append(PinnedWheel(pin.name, pin.version, built.name, pin.url, _sha256(built),
+                               pin.requested_by, built_from=(pin.url, pin.sha256 or "")))
+    return sorted(out, key=lambda p: (p.name, p.filename))
+
+
+def _built_wheel(pin: PinnedWheel, cache: WheelCache, progress: FetchProgress | None,
+                 how: SdistBuild) -> Path:
+    if pin.sha256 is None:
+        msg = f"{pin.name}: the lock gives no sha256 for its sdist {pin.filename}"
+        raise FetchError(msg)
+    hit = sorted(sdist_cache_dir(cache.root, pin.sha256).glob("*.whl"))
+    if hit:
+        return hit[0]
+    refuse_compiled(f"{pin.name}=={pin.version}",
+                    platform_wheels(how.index_url or DEFAULT_INDEX_URL, pin.name, pin.version))
+    sdist = _ensure_cached(pin, cache, progress)
+    return build_pure_wheel(sdist, f"{pin.name}=={pin.version}", pin.sha256, cache.root,
+                            runner=how.runner, env=clean_env(), make_command=how.command)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _ensure_cached(pin: PinnedWheel, cache: WheelCache, progress: FetchProgress | None) -> Path:

@@ -35,25 +35,16 @@ ENVKIT=$VENV/bin/envkit
 PY=$VENV/bin/python
 mkdir -p "$DEMO"
 
-# hydra-core >= 1.1 (nemo-gym's config loader) needs antlr4-python3-runtime==4.9.*, which PyPI
-# ships as an sdist only. The build resolves with --only-binary :all:, so without a wheel uv
-# silently backtracks to hydra-core 0.11.3 + omegaconf 1.4.1, whose import of pkg_resources
-# kills every Gym server. Build that one pure-Python wheel and offer it with --wheels-dir.
-step "build the antlr4-python3-runtime 4.9.3 wheel (PyPI has only its sdist)"
-if ! compgen -G "$DEMO/extra-wheels/antlr4_python3_runtime-4.9.3-*.whl" >/dev/null; then
-    PIP_CONFIG_FILE=/dev/null "$PY" -m pip wheel -q --disable-pip-version-check --no-deps \
-        -w "$DEMO/extra-wheels" 'antlr4-python3-runtime==4.9.3' >&2
-fi
-
 # Runtime pins are vendored (the default): nemo-gym, ray[default] and openai, ~350 MB of wheels,
 # so the package installs with no egress and validates with --offline. --no-runtime-pins is not
 # an option for this server: its only requirement is nemo-gym, so there would be nothing to
 # vendor (envkit refuses that build). Measured on a 2-core machine: cold (empty
 # $ENVKIT_CACHE_DIR: 159 wheels, 354 MB from PyPI) the build takes ~12 s, warm ~1 s; the
 # first `train` then builds the server venvs from wheels/ (~2-3.5 min), later runs reuse them.
+# hydra-core >= 1.1 needs antlr4-python3-runtime 4.9.*, which PyPI ships only as an sdist:
+# the build turns it into a pure wheel on this machine and vendors it (wheels.lock: built_from).
 step "envkit build $SRC -> $DEMO/pkg (wheels-v1, x86_64)"
-"$ENVKIT" build "$SRC" --format wheels-v1 --arch x86_64 -o "$DEMO/pkg" \
-    --wheels-dir "$DEMO/extra-wheels" | sed 's/^/build: /'
+"$ENVKIT" build "$SRC" --format wheels-v1 --arch x86_64 -o "$DEMO/pkg" | sed 's/^/build: /'
 
 # The char_pattern tree ships no .jsonl rows, so the build writes no dataset dir; write 16
 # Gym rollout rows ("Write the character a 8 times.") with the fixture helper the tests use.

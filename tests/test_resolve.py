@@ -88,7 +88,7 @@ def test_compile_command_targets_the_cluster_not_the_host(tmp_path: Path) -> Non
     joined = " ".join(cmd)
     assert "--python-platform aarch64-manylinux_2_28" in joined
     assert "--python-version 3.13" in joined
-    assert "--only-binary :all:" in joined
+    assert "--only-binary" not in cmd  # it silently backtracked past sdist-only deps (#3)
     assert "--no-config" in cmd and "--offline" in cmd
     assert f"--find-links {tmp_path.resolve()}" in joined
     assert "--index-url https://pypi.org/simple --extra-index-url https://extra/simple" in joined
@@ -116,6 +116,15 @@ def test_parse_pylock_keeps_the_wheel_the_target_prefers() -> None:
     by_name = {r[0]: r for r in rows}
     assert "manylinux_2_17_aarch64" in by_name["pyyaml"][2]
     assert by_name["pyyaml"][4] == "bb"
+
+
+def test_parse_pylock_lists_a_wheel_less_release_by_its_sdist() -> None:
+    text = ('lock-version = "1.0"\n[[packages]]\nname = "antlr4-python3-runtime"\n'
+            'version = "4.9.3"\nsdist = { url = "https://files/antlr4-python3-runtime-4.9.3'
+            '.tar.gz", hashes = { sha256 = "cc" } }\n')
+    rows = parse_pylock(text, Path("/"), target_tags(AARCH64))
+    assert rows == [("antlr4-python3-runtime", "4.9.3", "antlr4-python3-runtime-4.9.3.tar.gz",
+                     "https://files/antlr4-python3-runtime-4.9.3.tar.gz", "cc", True)]
 
 
 def test_target_tags_respect_arch_and_glibc_floor() -> None:
@@ -216,3 +225,15 @@ def test_refresh_bypasses_a_cached_resolution_and_replaces_it(tmp_path: Path) ->
     assert len(again.calls) == 2
     assert {p.version for p in pins if p.name == "httpx"} == {"0.29.0"}
     assert resolve_closure(["httpx"], AARCH64, runner=Recorder(), cache=cache) == pins
+
+
+def test_resolution_cache_key_changes_with_the_resolver_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Entries pinned under --only-binary :all: (hydra-core 0.11.3) must not be reused."""
+    import envkit.resolve as resolve_module
+
+    cache = ResolutionCache(tmp_path)
+    before = cache.key(["hydra-core>=1.1"], AARCH64, ["https://pypi.org/simple"], [])
+    monkeypatch.setattr(resolve_module, "_RESOLVER_MODE", "only-binary")
+    assert cache.key(["hydra-core>=1.1"], AARCH64, ["https://pypi.org/simple"], []) != before
