@@ -28,7 +28,6 @@ from typing import Any
 import yaml
 
 from envkit.converters.adapter_pkg import policy_model_config
-
 from envkit.gym_data import gym_data
 
 __all__ = [
