@@ -42,7 +42,6 @@ from envkit.converters.env_source import (
     verifiers_conflict,
 )
 from envkit.converters.hub import HubRef, parse_hub_id
-from envkit.converters.pure_wheels import PureWheelError, build_pure_wheels
 from envkit.converters.rows import build_rows, split_rows, write_jsonl
 from envkit.converters.sandbox import (
     LoadError,
@@ -226,10 +225,10 @@ def _refuse_v1(req: ConvertRequest, wheel: EnvWheel) -> None:
 
 _GYM_FLOORS = ("hydra-core>=1.1",)
 """nemo-gym requires ``hydra-core`` unpinned; hydra 1.x needs antlr4-python3-runtime 4.9.x,
-which PyPI ships only as an sdist, so an ``--only-binary`` resolution backtracked to
-hydra-core 0.11.3. That imports ``pkg_resources`` (no setuptools in a 3.13 venv) and every Gym
-server died on start once ``wheels/`` was installed. The floor, plus the antlr wheel built by
-``pure_wheels``, keeps the Gym that Gym itself resolves (tests/test_rollout_verifiers.py)."""
+which PyPI ships only as an sdist; a wheels-only resolution backtracked to hydra-core 0.11.3,
+which imports ``pkg_resources`` (no setuptools in a 3.13 venv), and every Gym server died on
+start. The resolver now builds pure sdists into wheels (``envkit.sdists``); the floor makes a
+regression fail at resolution instead of at spin-up (tests/test_rollout_verifiers.py)."""
 
 
 def _requirements(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None) -> list[str]:
@@ -262,7 +261,7 @@ def _resolve_target(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None
     try:
         pins = resolve.resolve_closure(
             requirements, req.target,
-            find_links=[*([env_wheel.path.parent] if env_wheel else ()), _pure_wheels()],
+            find_links=[env_wheel.path.parent] if env_wheel else (),
             extra_index_urls=_indexes(req, hub, env_wheel),
             cache=resolve.ResolutionCache(cache_root() / "resolutions"),
             python_version=_python_floor(req.target),
@@ -275,14 +274,6 @@ def _resolve_target(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None
     # a cached resolution may name an earlier run's temp copy of the same (same-hash) wheel
     local = env_wheel.path.resolve().as_uri()
     return [replace(p, url=local) if p.name == env_wheel.meta.name else p for p in pins]
-
-
-def _pure_wheels() -> Path:
-    try:
-        return build_pure_wheels(cache_root() / "pure-wheels")
-    except PureWheelError as exc:
-        raise ConvertError(str(exc), "PyPI must be reachable once to build it; the wheel is "
-                                     "cached afterwards") from None
 
 
 def _resolve_hint(message: str, target: Target) -> str:
