@@ -58,8 +58,8 @@ EK401 = Rule(
     "The cluster's installer matches filename tags against the image's CPython and platform; "
     "a wheel for another interpreter, architecture, a newer glibc, or musl fails with "
     "`has no wheels with a matching platform tag`.",
-    "Rebuild the closure for the cluster: `envkit build --arch <arch>` (or `uv pip compile "
-    "--python-platform <arch>-manylinux_2_28 --python-version 3.13 --only-binary :all:`).",
+    "Rebuild the closure for the cluster: `envkit build --arch <arch> [--glibc 2_N]` (or "
+    "`uv pip compile --python-platform <arch>-manylinux_2_28 --python-version 3.13`).",
 )
 EK402 = Rule(
     "EK402", Severity.ERROR, "one project vendored at two versions",
