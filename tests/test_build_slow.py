@@ -105,8 +105,6 @@ def test_warm_rebuild_makes_no_network_request_and_is_identical(
     assert "uv could not resolve" in proves_proxy_is_dead.stderr
 
 
-@pytest.mark.skipif(not os.environ.get("ENVKIT_FULL_CLOSURE"),
-                    reason="opt-in (ENVKIT_FULL_CLOSURE=1): ~350 MB of wheels per arch")
 @pytest.mark.parametrize("arch", ["aarch64", "x86_64"])
 def test_default_build_is_offline_clean(gym_tree: Path, tmp_path: Path, arch: str) -> None:
     """The default build vendors nemo-gym, ray[default] and openai: validate --offline passes.
