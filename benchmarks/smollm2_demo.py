@@ -46,6 +46,11 @@ def dequantized_model(gguf: Path, out: Path) -> Path:
 
     tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    # transformers 5 keeps a GGUF quantizer on the model and refuses to save it, though the
+    # weights are already dequantized float tensors: drop the marker, save plain safetensors.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
     model.save_pretrained(out)
     tok.save_pretrained(out)
     return out
