@@ -11,6 +11,14 @@ Gym servers of a native-v1 digit_addition package.
         --steps 10 --allow-python-override
 
 Prints val_accuracy before/after, train_reward per step and seconds per step.
+
+Measured 2026-11-29 on the shared 2-core CPU box (LoRA r16, 16 prompts x 4 samples per step):
+``--task digit_addition --steps 4``: ~23 s/step, reward 0.000 at every step and val 0.000/0.000.
+The dequantized Q4_1 135M model puts ~1e-4 probability on a bare ``8`` for ``3+5=`` (it writes
+"3 + 5", "The answer is"), so exact match never fires, no group is mixed, nothing is learnt.
+``--task char_pattern --max-new-tokens 8 --steps 8``: ~31 s/step, train_reward 0.078 -> 0.134,
+val_accuracy 0.073 -> 0.122 (16 rows, one sample each: noisy). First run of a package adds
+~1.5 min to build its Gym server venvs; later runs reuse them.
 """
 
 from __future__ import annotations
@@ -46,6 +54,11 @@ def dequantized_model(gguf: Path, out: Path) -> Path:
 
     tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    # transformers 5 keeps a GGUF quantizer on the model and refuses to save it, though the
+    # weights are already dequantized float tensors: drop the marker, save plain safetensors.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
     model.save_pretrained(out)
     tok.save_pretrained(out)
     return out
@@ -53,7 +66,7 @@ def dequantized_model(gguf: Path, out: Path) -> Path:
 
 def main() -> None:
     sys.path.insert(0, str(ROOT / "fixtures"))
-    from toy_envs import digit_addition_rows, make_native_package
+    from toy_envs import char_pattern_rows, digit_addition_rows, make_native_package
 
     from envkit.trainer.config import grpo_config
     from envkit.trainer.grpo import TrainOptions, train
@@ -67,26 +80,34 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/envkit-smollm2"))
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--allow-python-override", action="store_true")
+    parser.add_argument(
+        "--task", choices=("digit_addition", "char_pattern"), default="digit_addition",
+        help="digit_addition: exact-match reward (the 135M model almost never answers a bare "
+        "digit, so rewards start at 0); char_pattern: a dense reward GRPO can climb")
+    parser.add_argument("--max-new-tokens", type=int, default=4)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     args.work.mkdir(parents=True, exist_ok=True)
     model = dequantized_model(find_gguf(args.wheel, args.work), args.work / "smollm2-135m")
-    pkg = args.work / "digit_addition_pkg"
+    pkg = args.work / f"{args.task}_pkg"
     if not pkg.exists():
-        make_native_package(pkg, "digit_addition")
+        make_native_package(pkg, args.task)
+    rows = digit_addition_rows if args.task == "digit_addition" else char_pattern_rows
     cfg = grpo_config({"training": {
         "type": "grpo", "finetuning_type": "lora", "lora": {"rank": 16, "alpha": 32},
         "num_generations_per_prompt": 4, "batch_size": 16, "learning_rate": 5e-4,
-        "max_new_tokens": 4, "micro_batch_size": 4, "max_steps": args.steps, "epochs": 100,
+        "max_new_tokens": args.max_new_tokens, "micro_batch_size": 4, "max_steps": args.steps,
+        "epochs": 100,
         "val_at_start": True, "val_at_end": True, "temperature": 1.0, "seed": 0}})
     policy = load_policy(model, cfg)
-    opts = GymSourceOptions(temperature=1.0, max_new_tokens=4, runtime=RuntimeOptions(
-        allow_python_override=args.allow_python_override))
+    opts = GymSourceOptions(
+        temperature=1.0, max_new_tokens=args.max_new_tokens,
+        runtime=RuntimeOptions(allow_python_override=args.allow_python_override))
     with GymRolloutSource(pkg, model, opts) as source:
         source.refresh(policy)
-        result = train(cfg, policy, source, digit_addition_rows(64, seed=0),
-                       TrainOptions(args.work / "run", save_period=10_000),
-                       val_rows=digit_addition_rows(16, seed=1))
+        result = train(cfg, policy, source, rows(64, seed=0),
+                       TrainOptions(args.work / f"run-{args.task}", save_period=10_000),
+                       val_rows=rows(16, seed=1))
     records = read_metrics(result.metrics_path)
     vals = [r["val_accuracy"] for r in records if "val_accuracy" in r]
     print(f"val_accuracy before/after: {vals[0]:.3f} / {vals[-1]:.3f}")

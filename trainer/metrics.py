@@ -49,10 +49,25 @@ class MetricsLogger:
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:
+    """Records in step order; a torn last line is dropped.
+
+    Why: a run killed (SIGKILL, OOM) mid-``write`` leaves a partial final line without its
+    newline; ``--resume`` must read past it (``truncate_after`` then rewrites the file).
+    """
     if not path.exists():
         return []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
+    text = path.read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if line.strip()]
+    torn = bool(lines) and not text.endswith("\n")
+    records = []
+    for index, line in enumerate(lines):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if torn and index == len(lines) - 1:
+                break
+            raise
+    return records
 
 
 def _tensorboard(log_dir: Path) -> Any:
