@@ -21,19 +21,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
+from envkit.converters.adapter_pkg import policy_model_config
 from envkit.validate import ValidateRequest, validate
 
 TARGET_S = 0.5
-POLICY = """policy_model:
-  responses_api_models:
-    vllm_model:
-      entrypoint: app.py
-      base_url: ${policy_base_url}
-      api_key: ${policy_api_key}
-      model: ${policy_model_name}
-      return_token_id_information: true
-      uses_reasoning_parser: true
-"""
+POLICY = yaml.safe_dump(policy_model_config(), sort_keys=False)
 SERVER = """{name}:
   resources_servers:
     {name}:

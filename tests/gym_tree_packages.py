@@ -10,19 +10,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import yaml
+
 __all__ = ["build_tree_packages", "site_packages"]
 
-_POLICY = """\
-policy_model:
-  responses_api_models:
-    vllm_model:
-      entrypoint: app.py
-      base_url: ${policy_base_url}
-      api_key: ${policy_api_key}
-      model: ${policy_model_name}
-      return_token_id_information: true
-      uses_reasoning_parser: true
-"""
+from envkit.converters.adapter_pkg import policy_model_config
+
+_POLICY = yaml.safe_dump(policy_model_config(), sort_keys=False)
 _SKIP = shutil.ignore_patterns("*.jsonl", "data", "tests", "__pycache__", "*.parquet", "*.png")
 
 

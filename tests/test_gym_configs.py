@@ -6,6 +6,7 @@ import textwrap
 from typing import TYPE_CHECKING
 
 import pytest
+import yaml
 
 from envkit.package import load_package
 from envkit.validators import Inputs, run_checks
@@ -17,17 +18,9 @@ if TYPE_CHECKING:
 
     from envkit.diagnostics import Diagnostic
 
-POLICY = """\
-policy_model:
-  responses_api_models:
-    vllm_model:
-      entrypoint: app.py
-      base_url: ${policy_base_url}
-      api_key: ${policy_api_key}
-      model: ${policy_model_name}
-      return_token_id_information: true
-      uses_reasoning_parser: true
-"""
+from envkit.converters.adapter_pkg import policy_model_config
+
+POLICY = yaml.safe_dump(policy_model_config(), sort_keys=False)
 ENV = """\
 {agent}_env:
   environment_servers:

@@ -6,33 +6,44 @@ Exit codes are decided in one place (``main``): 0 success/valid, 1 invalid/faile
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
 from envkit import __version__
-from envkit.cli.build import build_command
-from envkit.cli.convert import convert_group
-from envkit.cli.rollout import rollout_command
-from envkit.cli.train import train_command
-from envkit.cli.validate import rule_command, schema_command, validate_command
 
-__all__ = ["cli", "main"]
+__all__ = ["COMMANDS", "cli", "main"]
+
+COMMANDS = {
+    "validate": ("envkit.cli.validate", "validate_command"),
+    "build": ("envkit.cli.build", "build_command"),
+    "convert": ("envkit.cli.convert", "convert_group"),
+    "rollout": ("envkit.cli.rollout", "rollout_command"),
+    "train": ("envkit.cli.train", "train_command"),
+    "schema": ("envkit.cli.validate", "schema_command"),
+    "rule": ("envkit.cli.validate", "rule_command"),
+}
+"""Command name -> (module, attribute). Imported on first use: `envkit validate` in a
+pre-commit hook should not pay for the builder's, the trainer's or torch's imports."""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attr = COMMANDS[cmd_name]
+        command: click.Command = getattr(importlib.import_module(module), attr)
+        return command
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="envkit")
 def cli() -> None:
     """Build, validate and convert NeMo Gym environment packages; train on them with GRPO."""
-
-
-cli.add_command(validate_command)
-cli.add_command(schema_command)
-cli.add_command(rule_command)
-cli.add_command(build_command)
-cli.add_command(convert_group)
-cli.add_command(rollout_command)
-cli.add_command(train_command)
 
 
 def main(argv: list[str] | None = None) -> int:
