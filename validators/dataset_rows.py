@@ -378,58 +378,53 @@ def _context(file: str, package: Package | None) -> RowContext:
     )
 
 
+def _blocks(package: Package) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Every ``instance: {server_type: ...}`` block of the parsed configs, in file order."""
+    for doc in package.configs.values():
+        if isinstance(doc.data, Mapping):
+            for name, body in doc.data.items():
+                if isinstance(name, str) and isinstance(body, Mapping) and body:
+                    yield name, body
+
+
+def _agent_blocks(package: Package) -> Iterator[tuple[str, str, Any]]:
+    """``(instance, implementation, fields)`` of every ``responses_api_agents`` block."""
+    for name, body in _blocks(package):
+        impls = body.get(AGENT_TYPE)
+        if isinstance(impls, Mapping):
+            for impl, fields in impls.items():
+                yield name, str(impl), fields
+
+
 def _instance_types(package: Package) -> dict[str, str]:
     """``instance -> server type`` over every parsed config (first server-type key wins)."""
     found: dict[str, str] = {}
-    for doc in package.configs.values():
-        if not isinstance(doc.data, Mapping):
-            continue
-        for name, body in doc.data.items():
-            if isinstance(name, str) and isinstance(body, Mapping) and body:
-                kind = next(iter(body))
-                found.setdefault(name, kind if isinstance(kind, str) else "?")
+    for name, body in _blocks(package):
+        kind = next(iter(body))
+        found.setdefault(name, kind if isinstance(kind, str) else "?")
     return found
 
 
 def agent_instances(package: Package) -> frozenset[str]:
     """Top-level keys whose block is a ``responses_api_agents`` server: what rows may name."""
-    return frozenset(
-        name
-        for doc in package.configs.values()
-        if isinstance(doc.data, Mapping)
-        for name, body in doc.data.items()
-        if isinstance(name, str) and isinstance(body, Mapping) and AGENT_TYPE in body
-    )
+    return frozenset(name for name, body in _blocks(package) if AGENT_TYPE in body)
 
 
 def _agent_impls(package: Package) -> dict[str, str]:
     """Implementation key under ``responses_api_agents`` -> the first instance using it."""
     found: dict[str, str] = {}
-    for doc in package.configs.values():
-        if not isinstance(doc.data, Mapping):
-            continue
-        for name, body in doc.data.items():
-            impls = body.get(AGENT_TYPE) if isinstance(body, Mapping) else None
-            if isinstance(name, str) and isinstance(impls, Mapping):
-                for impl in impls:
-                    found.setdefault(str(impl), name)
+    for name, impl, _fields in _agent_blocks(package):
+        found.setdefault(impl, name)
     return found
 
 
 def _agent_vf_env_ids(package: Package) -> dict[str, str]:
     """Agent instance -> the ``vf_env_id`` its implementation block sets (verifiers_agent)."""
     found: dict[str, str] = {}
-    for doc in package.configs.values():
-        if not isinstance(doc.data, Mapping):
-            continue
-        for name, body in doc.data.items():
-            impls = body.get(AGENT_TYPE) if isinstance(body, Mapping) else None
-            if not isinstance(name, str) or not isinstance(impls, Mapping):
-                continue
-            for fields in impls.values():
-                value = fields.get("vf_env_id") if isinstance(fields, Mapping) else None
-                if isinstance(value, str) and value:
-                    found[name] = value
+    for name, _impl, fields in _agent_blocks(package):
+        value = fields.get("vf_env_id") if isinstance(fields, Mapping) else None
+        if isinstance(value, str) and value:
+            found[name] = value
     return found
 
 
