@@ -11,9 +11,17 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from envkit.jobspec import ParallelismSettings
 from envkit.trainer.loss import LossConfig
 
-__all__ = ["ConfigError", "GrpoConfig", "LoraSettings", "grpo_config"]
+__all__ = [
+    "BatchingSettings",
+    "ConfigError",
+    "GrpoConfig",
+    "LoraSettings",
+    "ParallelismSettings",
+    "grpo_config",
+]
 
 
 class ConfigError(ValueError):
@@ -29,6 +37,18 @@ class LoraSettings:
     dropout: float = 0.0
     target_modules: tuple[str, ...] | None = None
     exclude_modules: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class BatchingSettings:
+    """seed 001 "Key hyperparameters": how rollouts become training micro-batches.
+
+    ``mb_tokens`` is ``train_mb_tokens`` or, unset, ``max_seq_length * micro_batch_size``.
+    """
+
+    strategy: str = "dynamic"  # "dynamic" | "static" | "sequence_packing"
+    mb_tokens: int = 2048
+    sequence_length_round: int = 64
 
 
 @dataclass(frozen=True)
@@ -61,8 +81,16 @@ class GrpoConfig:
     keep_top_k: int | None = None
     seed: int = 42
     finetuning_type: str = "all_weights"
+    activation_checkpointing: bool = False
+    policy_backend: str = "automodel"
+    hf_config_overrides: dict[str, Any] = field(default_factory=dict)
+    """``hf_config_overrides`` with ``router_aux_loss_coef`` folded in at the top level."""
+    vllm_tensor_parallel_size: int = 1
+    vllm_gpu_memory_utilization: float = 0.6
     lora: LoraSettings = field(default_factory=LoraSettings)
     loss: LossConfig = field(default_factory=LossConfig)
+    batching: BatchingSettings = field(default_factory=BatchingSettings)
+    parallelism: ParallelismSettings = field(default_factory=ParallelismSettings)
 
     @property
     def prompts_per_step(self) -> int:
@@ -79,7 +107,8 @@ class GrpoConfig:
 
 
 _LOSS_KEYS = {f.name for f in fields(LossConfig)}
-_TOP_KEYS = {f.name for f in fields(GrpoConfig)} - {"lora", "loss"}
+_NESTED = {"lora", "loss", "batching", "parallelism", "hf_config_overrides"}
+_TOP_KEYS = {f.name for f in fields(GrpoConfig)} - _NESTED
 
 
 def _lora(block: Any) -> LoraSettings:
@@ -95,6 +124,48 @@ def _lora(block: Any) -> LoraSettings:
     return LoraSettings(**known)
 
 
+def _object(block: dict[str, Any], key: str) -> dict[str, Any]:
+    value = block.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        msg = f"`training.{key}` must be an object, got {type(value).__name__}"
+        raise ConfigError(msg)
+    return value
+
+
+def _batching(block: dict[str, Any]) -> BatchingSettings:
+    mb_tokens = block.get("train_mb_tokens")
+    if mb_tokens is None:
+        seq = block.get("max_seq_length", GrpoConfig.max_seq_length)
+        mb_tokens = seq * block.get("micro_batch_size", GrpoConfig.micro_batch_size)
+    return BatchingSettings(
+        strategy=block.get("batching_strategy", "dynamic"),
+        mb_tokens=mb_tokens,
+        sequence_length_round=block.get("sequence_length_round", 64),
+    )
+
+
+def _hf_overrides(block: dict[str, Any]) -> dict[str, Any]:
+    """seed 001: ``router_aux_loss_coef`` is a top-level HF config override."""
+    overrides = dict(_object(block, "hf_config_overrides"))
+    if block.get("router_aux_loss_coef") is not None:
+        if "router_aux_loss_coef" in overrides:  # EK606
+            msg = (
+                "`router_aux_loss_coef` is set both on `training` and in "
+                "`training.hf_config_overrides`; keep one (EK606)"
+            )
+            raise ConfigError(msg)
+        overrides["router_aux_loss_coef"] = block["router_aux_loss_coef"]
+    return overrides
+
+
+def _parallelism(block: dict[str, Any]) -> ParallelismSettings:
+    known = {f.name for f in fields(ParallelismSettings)}
+    values = {k: v for k, v in _object(block, "parallelism").items() if k in known}
+    return ParallelismSettings(**{k: v for k, v in values.items() if v is not None})
+
+
 def _check(cfg: GrpoConfig) -> GrpoConfig:
     if cfg.temperature <= 0:
         msg = "`training.temperature` must be > 0: greedy groups are identical (no signal)"
@@ -107,6 +178,15 @@ def _check(cfg: GrpoConfig) -> GrpoConfig:
         raise ConfigError(msg)
     if not math.isfinite(cfg.batch_multiplier) or cfg.batch_multiplier < 1:
         msg = "`training.batch_multiplier` must be >= 1"
+        raise ConfigError(msg)
+    if cfg.batching.strategy not in {"dynamic", "static", "sequence_packing"}:
+        msg = (
+            f"`training.batching_strategy` {cfg.batching.strategy!r}: use 'dynamic', 'static' "
+            "or 'sequence_packing'"
+        )
+        raise ConfigError(msg)
+    if cfg.batching.mb_tokens < 1 or cfg.batching.sequence_length_round < 1:
+        msg = "`training.train_mb_tokens` and `training.sequence_length_round` must be >= 1"
         raise ConfigError(msg)
     return cfg
 
@@ -126,10 +206,17 @@ def grpo_config(job_data: dict[str, Any]) -> GrpoConfig:
             "(the platform rejects a missing type with union_tag_not_found, EK600)"
         )
         raise ConfigError(msg)
-    top = {k: v for k, v in block.items() if k in _TOP_KEYS}
+    top = {k: v for k, v in block.items() if k in _TOP_KEYS and v is not None}
     loss = LossConfig(**{k: v for k, v in block.items() if k in _LOSS_KEYS})
     try:
-        cfg = GrpoConfig(**top, lora=_lora(block.get("lora")), loss=loss)
+        cfg = GrpoConfig(
+            **top,
+            lora=_lora(block.get("lora")),
+            loss=loss,
+            batching=_batching(block),
+            parallelism=_parallelism(block),
+            hf_config_overrides=_hf_overrides(block),
+        )
     except TypeError as exc:
         msg = f"`training` block: {exc}"
         raise ConfigError(msg) from None
