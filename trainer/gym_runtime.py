@@ -59,6 +59,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _READY_MARKER = ".envkit-ready"
+# What a Ray worker process inherits from its cluster; Gym's `ray.init()` must not see it.
+_OUTER_RAY_ENV = (
+    "RAY_ADDRESS", "RAY_NAMESPACE", "RAY_JOB_ID", "RAY_RAYLET_PID", "RAY_LD_PRELOAD_ON_WORKERS",
+)
 _WHEEL_FORMATS = ("wheels-v1", "adapter-wheels-v1")
 
 # Log text -> (EK code, what it means). First match wins; ordered from specific to generic.
@@ -207,6 +211,7 @@ class GymRuntime:
         self._proc: subprocess.Popen[bytes] | None = None
         self._tree: ProcessTree | None = None
         self._run_dir: Path | None = None
+        self._ray_tmp: Path | None = None
         self.servers: GymServers | None = None
         self.venv_dir: Path | None = None
         """The server venv tree (``<type>/<impl>/.venv``), known once set-up has run."""
@@ -258,6 +263,7 @@ class GymRuntime:
         self.venv_dir = venv_dir
         (root / "runs").mkdir(parents=True, exist_ok=True)
         self._run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=root / "runs"))
+        self._ray_tmp = Path(tempfile.mkdtemp(prefix="envkit-gymray-"))
         work = self._run_dir / "pkg"
         shutil.copytree(self.package, work, ignore=shutil.ignore_patterns("__pycache__", ".venv"))
         self._stage_harness(gym, work)
@@ -296,6 +302,9 @@ class GymRuntime:
                 self._keep_logs(self.options.keep_logs)
             shutil.rmtree(self._run_dir, ignore_errors=True)
             self._run_dir = None
+        if self._ray_tmp is not None:
+            shutil.rmtree(self._ray_tmp, ignore_errors=True)
+            self._ray_tmp = None
 
     def _keep_logs(self, dest: Path) -> None:
         assert self._run_dir is not None
@@ -325,6 +334,10 @@ class GymRuntime:
         env.pop("VIRTUAL_ENV", None)
         env["PYTHONUNBUFFERED"] = "1"
         env["RAY_USAGE_STATS_ENABLED"] = "0"
+        for key in _OUTER_RAY_ENV:  # inside a Ray actor (--ray): Gym's Ray is a separate one
+            env.pop(key, None)
+        if self._ray_tmp is not None:  # Gym's Ray: own session dir, removed on close
+            env["RAY_TMPDIR"] = str(self._ray_tmp)
         wheels = work / "wheels"
         if self.format in _WHEEL_FORMATS and wheels.is_dir():
             env["UV_FIND_LINKS"] = str(wheels)  # as the platform passes wheels/ to Gym

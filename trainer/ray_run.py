@@ -3,15 +3,23 @@
 Why this split: on a cluster the generation engine (vLLM) and the Gym servers live on the
 rollout node(s) and the optimizer on the training GPU(s), as in NeMo-RL. Actors ask for
 ``num_cpus=0``: the machines here have 2 cores, and a PACK placement group over them can hang,
-so nothing reserves CPUs. ``ray.init`` starts a local Ray unless ``--ray-address`` attaches to
-a running cluster. Weights travel trainer -> rollout actor through Ray's object store after
-every optimizer step (merged for LoRA). See docs/training.md for a multi-node layout.
+so nothing reserves CPUs. GPUs and resource labels come from ``placement.plan_placement``,
+decided (or refused) before any actor starts. ``ray.init`` starts a local Ray unless
+``--ray-address`` attaches to a running cluster; either way the driver disconnects at the end
+(a local Ray stops with it, an attached cluster keeps running). Weights travel trainer ->
+rollout actor through Ray's object store after every optimizer step (merged for LoRA). See
+docs/training.md for a multi-node layout.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import socket
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from envkit.trainer.run import TrainInputError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -19,35 +27,105 @@ if TYPE_CHECKING:
 
     from envkit.trainer.config import GrpoConfig
     from envkit.trainer.grpo import TrainResult
+    from envkit.trainer.placement import ActorPlacement
     from envkit.trainer.policy import Policy
     from envkit.trainer.rollout_source import Rollout
     from envkit.trainer.run import TrainRequest
 
-__all__ = ["RaySourceProxy", "init_ray", "train_on_ray", "train_with_actors"]
+__all__ = [
+    "RayLabels",
+    "RaySourceProxy",
+    "RayStartError",
+    "init_ray",
+    "train_on_ray",
+    "train_with_actors",
+]
+
+log = logging.getLogger(__name__)
 
 _RAY_ENV = ("RAY_ADDRESS", "RAY_NAMESPACE", "RAY_JOB_ID")
+_CLOSE_TIMEOUT_S = 120.0
 
 
-def init_ray(address: str | None) -> None:
-    """Attach to ``address`` or start a local 2-CPU Ray without the dashboard."""
+class RayStartError(TrainInputError):
+    """Ray could not be started or the cluster at ``--ray-address`` cannot be reached."""
+
+
+@dataclass(frozen=True)
+class RayLabels:
+    """Custom Ray resources that pin the actors (``--ray-rollout-resource``/``-trainer-``)."""
+
+    rollout: str | None = None
+    trainer: str | None = None
+
+
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Fail in seconds, with the fix, when nothing listens at ``host:port``.
+
+    Why: ``ray.init`` on a dead address retries for a long time and then raises a traceback
+    that does not say which option was wrong.
+    """
+    if address == "auto" or "://" in address or ":" not in address:
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s):
+            return
+    except (OSError, ValueError) as exc:
+        msg = (
+            f"--ray-address {address}: no Ray cluster reachable there ({exc}); start one with "
+            "`ray start --head --port PORT` or pass the head node's GCS address (HOST:PORT)"
+        )
+        raise RayStartError(msg) from None
+
+
+def init_ray(address: str | None) -> bool:
+    """Attach to ``address`` or start a local 2-CPU Ray without the dashboard.
+
+    :returns: True when this call connected (the caller then calls ``ray.shutdown``).
+    :raises RayStartError: the address is unreachable or Ray refused to start.
+    """
     import ray
 
     if ray.is_initialized():
-        return
+        return False
     if address:
-        ray.init(address=address, include_dashboard=False, log_to_driver=True)
-    else:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=True)
+        _check_reachable(address)
+    try:
+        if address:
+            ray.init(address=address, include_dashboard=False, log_to_driver=True)
+        else:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=True)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        where = f"attach to the Ray cluster at {address}" if address else "start a local Ray"
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        msg = f"cannot {where}: {first}"
+        if address:
+            msg += (
+                "; a cluster with token authentication also needs RAY_AUTH_MODE=token here and "
+                "its token (RAY_AUTH_TOKEN or ~/.ray/auth_token)"
+            )
+        raise RayStartError(msg) from None
+    return True
 
 
 class _RolloutWorker:
-    """Owns a RolloutSource (built by ``factory``) inside its actor process."""
+    """Owns a RolloutSource (built by ``factory`` in :meth:`start`) inside its actor process."""
 
     def __init__(self, factory: Callable[[], Any]) -> None:
         for key in _RAY_ENV:  # Gym starts its own Ray: keep it off this cluster
             os.environ.pop(key, None)
-        self._ctx = factory()
+        self._factory = factory
+        self._ctx: Any = None
+        self._source: Any = None
+
+    def start(self) -> dict[str, Any]:
+        """Bring the source up (Gym servers, policy endpoint); a failure raises to the driver."""
+        import ray
+
+        self._ctx = self._factory()
         self._source = self._ctx.__enter__() if hasattr(self._ctx, "__enter__") else self._ctx
+        return _where(ray.get_runtime_context())
 
     def rollouts(self, rows: list[dict[str, Any]], n: int, first_group: int) -> list[Rollout]:
         return self._source.rollouts(rows, n, first_group=first_group)
@@ -59,8 +137,19 @@ class _RolloutWorker:
         getattr(self._source, "restart", lambda: None)()
 
     def close(self) -> None:
-        if hasattr(self._ctx, "__exit__"):
-            self._ctx.__exit__(None, None, None)
+        ctx, self._ctx, self._source = self._ctx, None, None
+        if ctx is not None and hasattr(ctx, "__exit__"):
+            ctx.__exit__(None, None, None)
+
+
+def _where(ctx: Any) -> dict[str, Any]:
+    """Where an actor runs: node, job, and the GPUs Ray gave it."""
+    return {
+        "node_id": ctx.get_node_id(),
+        "job_id": ctx.get_job_id(),
+        "gpu_ids": [str(g) for g in ctx.get_accelerator_ids().get("GPU", [])],
+        "pid": os.getpid(),
+    }
 
 
 class RaySourceProxy:
@@ -99,6 +188,11 @@ class RaySourceProxy:
 class _TrainerWorker:
     """Loads the policy and runs the GRPO loop against the rollout actor."""
 
+    def where(self) -> dict[str, Any]:
+        import ray
+
+        return _where(ray.get_runtime_context())
+
     def run(
         self,
         cfg: GrpoConfig,
@@ -117,6 +211,53 @@ class _TrainerWorker:
         return train(cfg, policy, source, rows, opts, val_rows=val_rows)
 
 
+def _unwrap(exc: BaseException) -> BaseException:
+    """The actor's own exception for the errors envkit reports cleanly (no remote traceback)."""
+    from envkit.trainer.grpo import RolloutFailedError
+    from envkit.trainer.gym_runtime import GymRuntimeError
+
+    cause = getattr(exc, "cause", None)
+    clean = (TrainInputError, GymRuntimeError, RolloutFailedError, OSError)
+    return cause if isinstance(cause, clean) else exc
+
+
+def _placement(
+    cfg: GrpoConfig, backend: str, attached: bool, labels: RayLabels | None
+) -> ActorPlacement:
+    import ray
+
+    from envkit.trainer.placement import PlacementError, alive_node_resources, plan_placement
+
+    labels = labels or RayLabels()
+    try:
+        plan = plan_placement(
+            alive_node_resources(ray.nodes()),
+            cfg,
+            backend,
+            attached=attached,
+            rollout_label=labels.rollout,
+            trainer_label=labels.trainer,
+        )
+    except PlacementError as exc:
+        raise TrainInputError(str(exc)) from None
+    for warning in plan.warnings:
+        log.warning("%s", warning)
+    log.info("Ray actors: rollout %s, trainer %s", plan.rollout, plan.trainer)
+    return plan
+
+
+def _stop(rollout: Any, trainer: Any) -> None:
+    """Close the rollout source (Gym servers and their Ray) and kill both actors."""
+    import ray
+
+    try:
+        ray.get(rollout.close.remote(), timeout=_CLOSE_TIMEOUT_S)
+    except Exception as exc:  # the actor may be dead already; kill it anyway
+        log.warning("closing the rollout actor failed: %s", exc)
+    for actor in (trainer, rollout):
+        ray.kill(actor)
+
+
 def train_with_actors(
     cfg: GrpoConfig,
     model_dir: Path,
@@ -125,19 +266,37 @@ def train_with_actors(
     val_rows: list[dict[str, Any]],
     opts: Any,
     address: str | None = None,
+    *,
+    backend: str = "hf",
+    labels: RayLabels | None = None,
+    on_start: Callable[[dict[str, Any]], None] | None = None,
 ) -> TrainResult:
-    """Start both actors (``num_cpus=0``), run to the end, always stop the rollout actor."""
+    """Place and start both actors, run to the end, always stop them and disconnect.
+
+    ``on_start`` receives where each actor runs (``{"rollout": {...}, "trainer": {...}}``).
+
+    :raises TrainInputError: Ray cannot start/attach, or the cluster cannot hold the actors.
+    """
     import ray
 
-    init_ray(address)
-    rollout = ray.remote(num_cpus=0)(_RolloutWorker).remote(source_factory)
-    trainer = ray.remote(num_cpus=0)(_TrainerWorker).remote()
+    connected = init_ray(address)
     try:
-        return ray.get(trainer.run.remote(cfg, model_dir, rollout, rows, val_rows, opts))
+        plan = _placement(cfg, backend, attached=bool(address), labels=labels)
+        rollout = ray.remote(**plan.rollout)(_RolloutWorker).remote(source_factory)
+        trainer = ray.remote(**plan.trainer)(_TrainerWorker).remote()
+        try:
+            where = {"rollout": ray.get(rollout.start.remote())}
+            where["trainer"] = ray.get(trainer.where.remote())
+            if on_start is not None:
+                on_start(where)
+            return ray.get(trainer.run.remote(cfg, model_dir, rollout, rows, val_rows, opts))
+        except ray.exceptions.RayTaskError as exc:
+            raise _unwrap(exc) from None
+        finally:
+            _stop(rollout, trainer)
     finally:
-        ray.get(rollout.close.remote())
-        ray.kill(trainer)
-        ray.kill(rollout)
+        if connected:
+            ray.shutdown()  # a local Ray stops; an attached cluster keeps running
 
 
 def train_on_ray(
@@ -157,6 +316,15 @@ def train_on_ray(
     )
     factory = partial(GymRolloutSource, inputs["environment"], inputs["model"], source_opts)
     opts = TrainOptions(request.output, resume=request.resume, save_period=request.save_period)
+    labels = RayLabels(request.ray_rollout_resource, request.ray_trainer_resource)
     return train_with_actors(
-        cfg, inputs["model"], factory, rows, val_rows, opts, address=request.ray_address
+        cfg,
+        inputs["model"],
+        factory,
+        rows,
+        val_rows,
+        opts,
+        address=request.ray_address,
+        backend=request.backend,
+        labels=labels,
     )

@@ -47,6 +47,9 @@ class TrainRequest:
     resume: bool = False
     ray_address: str | None = None
     use_ray: bool = False
+    ray_rollout_resource: str | None = None
+    """A custom Ray resource the rollout actor asks 1 unit of (pins it to labelled nodes)."""
+    ray_trainer_resource: str | None = None
     save_period: int = 10
     runtime: Any = None  # gym_runtime.RuntimeOptions
     backend: str = "hf"

@@ -43,6 +43,16 @@ def _install_logging() -> None:
 @click.option("--ray", "use_ray", is_flag=True, help="Run generation/training as Ray actors.")
 @click.option("--ray-address", help="Attach to a running Ray cluster (implies --ray).")
 @click.option(
+    "--ray-rollout-resource",
+    metavar="NAME",
+    help="Pin the rollout actor to nodes started with this custom Ray resource (implies --ray).",
+)
+@click.option(
+    "--ray-trainer-resource",
+    metavar="NAME",
+    help="Pin the trainer actor to nodes started with this custom Ray resource (implies --ray).",
+)
+@click.option(
     "--save-period",
     default=10,
     show_default=True,
@@ -79,6 +89,8 @@ def train_command(
     resume: bool,
     use_ray: bool,
     ray_address: str | None,
+    ray_rollout_resource: str | None,
+    ray_trainer_resource: str | None,
     save_period: int,
     backend: str,
     gym_version: str,
@@ -99,7 +111,9 @@ def train_command(
         model=model,
         resume=resume,
         ray_address=ray_address,
-        use_ray=use_ray,
+        use_ray=use_ray or bool(ray_rollout_resource or ray_trainer_resource),
+        ray_rollout_resource=ray_rollout_resource,
+        ray_trainer_resource=ray_trainer_resource,
         save_period=save_period,
         backend=backend,
         runtime=RuntimeOptions(
