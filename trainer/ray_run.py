@@ -37,6 +37,7 @@ __all__ = [
     "RaySourceProxy",
     "RayStartError",
     "init_ray",
+    "plan_for_nodes",
     "train_on_ray",
     "train_with_actors",
 ]
@@ -221,17 +222,24 @@ def _unwrap(exc: BaseException) -> BaseException:
     return cause if isinstance(cause, clean) else exc
 
 
-def _placement(
-    cfg: GrpoConfig, backend: str, attached: bool, labels: RayLabels | None
+def plan_for_nodes(
+    nodes: Sequence[dict[str, Any]],
+    cfg: GrpoConfig,
+    backend: str,
+    *,
+    attached: bool = False,
+    labels: RayLabels | None = None,
 ) -> ActorPlacement:
-    import ray
+    """The actors' options for ``ray.nodes()``; logs the plan's warnings.
 
+    :raises TrainInputError: the cluster cannot hold the actors (``PlacementError``'s message).
+    """
     from envkit.trainer.placement import PlacementError, alive_node_resources, plan_placement
 
     labels = labels or RayLabels()
     try:
         plan = plan_placement(
-            alive_node_resources(ray.nodes()),
+            alive_node_resources(nodes),
             cfg,
             backend,
             attached=attached,
@@ -281,7 +289,7 @@ def train_with_actors(
 
     connected = init_ray(address)
     try:
-        plan = _placement(cfg, backend, attached=bool(address), labels=labels)
+        plan = plan_for_nodes(ray.nodes(), cfg, backend, attached=bool(address), labels=labels)
         rollout = ray.remote(**plan.rollout)(_RolloutWorker).remote(source_factory)
         trainer = ray.remote(**plan.trainer)(_TrainerWorker).remote()
         try:
