@@ -78,15 +78,17 @@ def _alive_actors(wait_s: float = 30.0) -> list[str]:
 def cluster(monkeypatch):
     """``(address, head node id, process)`` of a fresh local cluster, torn down afterwards.
 
-    Token auth off on both sides: Ray 2.60 turns it on for `ray start` when ~/.ray/auth_token
-    exists but not for a driver given an explicit address (see docs/training.md).
+    Token auth as this process already has it: Ray 2.60 turns it on for a local ``ray.init``
+    (and for ``ray start`` when ~/.ray/auth_token exists) and caches the mode per process; a
+    driver and a cluster that disagree cannot talk (actors are cancelled before they run).
     """
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    mode = os.environ.get("RAY_AUTH_MODE", "disabled")
+    monkeypatch.setenv("RAY_AUTH_MODE", mode)
     port = _free_port()
     temp = tempfile.mkdtemp(prefix="envkit-raytest-")
     cmd = [str(RAY), "start", "--head", "--port", str(port), "--num-cpus", "2"]
     cmd += ["--include-dashboard=false", "--temp-dir", temp, "--block"]
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     env.pop("RAY_ADDRESS", None)
     proc = subprocess.Popen(
         cmd,

@@ -290,7 +290,10 @@ def train_with_actors(
     connected = init_ray(address)
     try:
         plan = plan_for_nodes(ray.nodes(), cfg, backend, attached=bool(address), labels=labels)
-        rollout = ray.remote(**plan.rollout)(_RolloutWorker).remote(source_factory)
+        # 2 threads: close() must not queue behind a rollout call still running (Ctrl-C, or a
+        # trainer that died mid-step), or the Gym servers would outlive a killed actor
+        rollout_cls = ray.remote(**plan.rollout, max_concurrency=2)(_RolloutWorker)
+        rollout = rollout_cls.remote(source_factory)
         trainer = ray.remote(**plan.trainer)(_TrainerWorker).remote()
         try:
             where = {"rollout": ray.get(rollout.start.remote())}
