@@ -60,11 +60,40 @@ def _request(job, out, **runtime):
     return TrainRequest(job=job, output=out, use_ray=True, runtime=options, save_period=100)
 
 
+def _watch_training_cluster(monkeypatch) -> dict:
+    """Record, once Gym is up in the rollout actor, who is connected to the training Ray."""
+    import os
+
+    import ray
+    from ray._private.state import jobs
+
+    from envkit.trainer import ray_run
+
+    seen: dict = {}
+
+    def on_start(where):
+        seen.update(where)
+        seen["nodes"] = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
+        seen["drivers"] = {j["DriverPid"] for j in jobs()}
+        seen["me"] = os.getpid()
+
+    inner = ray_run.train_with_actors
+    monkeypatch.setattr(
+        ray_run, "train_with_actors", lambda *a, **k: inner(*a, on_start=on_start, **k)
+    )
+    return seen
+
+
 def test_ray_run_through_real_gym_servers_leaves_nothing_behind(job, monkeypatch, tmp_path):
     import ray
 
     mark = new_mark(monkeypatch)
+    seen = _watch_training_cluster(monkeypatch)
     result = run_training(_request(job, tmp_path / "out"))
+    # Gym's own Ray (servers up by now) never joined the training cluster: one node, and no
+    # driver but this process
+    assert len(seen["nodes"]) == 1
+    assert seen["drivers"] == {seen["me"]}
     assert not ray.is_initialized()  # the Ray this run started is shut down
     records = read_metrics(result.metrics_path)
     assert [r["step"] for r in records] == [1, 2]

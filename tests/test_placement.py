@@ -125,3 +125,13 @@ def test_placement_warnings_are_logged_before_actors_start(caplog):
     assert plan.trainer["num_gpus"] == 0
     assert "unsharded on one device" in caplog.text
     assert not ray.is_initialized()
+
+
+def test_a_cluster_that_cannot_hold_the_actors_is_a_train_input_error():
+    ray_run = pytest.importorskip("envkit.trainer.ray_run")
+    from envkit.trainer.run import TrainInputError
+
+    nodes = [{"Alive": True, "Resources": CPU_NODE}]
+    labels = ray_run.RayLabels(rollout="rollout")
+    with pytest.raises(TrainInputError, match="ray start --resources"):  # CLI: exit 1, no trace
+        ray_run.plan_for_nodes(nodes, _cfg(), "hf", labels=labels)
