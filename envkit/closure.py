@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RUNTIME_ORIGIN",
+    "SEED_ORIGIN",
     "Closure",
     "Egress",
     "Missing",
@@ -48,6 +49,7 @@ __all__ = [
 ]
 
 RUNTIME_ORIGIN = "runtime pin"
+SEED_ORIGIN = "venv seed (Gym runs `uv venv --seed`)"
 _OPTION = re.compile(r"\s+--?[a-zA-Z]")
 _LAST_EXTRA = re.compile(r"(?:;|\band)\s*extra\s*==\s*[\"']([^\"']+)[\"']\s*$")
 _EDITABLE = re.compile(r"^(?:-e|--editable)(?:\s+|=)")
@@ -221,12 +223,18 @@ def _line_of(text: str, needle: str) -> int | None:
 
 
 def runtime_roots(gym_version: str, gym_requires: Iterable[str], path: str) -> list[Root]:
-    """``nemo-gym==<image version>``, then ``ray[default]`` and ``openai`` at Gym's own pins."""
+    """``nemo-gym==<image version>``, ``ray[default]`` and ``openai`` at Gym's own pins, and pip.
+
+    Why pip: Gym creates every server venv with ``uv venv --seed``, which installs pip from
+    the index or ``--find-links``; with no index, only a vendored pip wheel lets it start.
+    """
     roots = [Root(Requirement(f"nemo-gym=={gym_version}"), RUNTIME_ORIGIN, path)]
     for text in gym_requires:
         req = parse_requirement(text)
-        if req is not None and canonicalize_name(req.name) in ("ray", "openai"):
+        if (req is not None and not req.marker
+                and canonicalize_name(req.name) in ("ray", "openai")):
             roots.append(Root(req, RUNTIME_ORIGIN, path))
+    roots.append(Root(Requirement("pip"), SEED_ORIGIN, path))
     return roots
 
 
