@@ -39,6 +39,7 @@ __all__ = [
     "Egress",
     "Missing",
     "Root",
+    "marker_roots",
     "parse_requirement",
     "pyproject_roots",
     "python_ok",
@@ -220,6 +221,12 @@ def _line_of(text: str, needle: str) -> int | None:
         if needle in line:
             return no
     return None
+
+
+def marker_roots(file_name: str, text: str, path: str) -> tuple[list[Root], list[Egress]]:
+    """Roots of a server's install marker, ``requirements.txt`` or ``pyproject.toml``."""
+    reader = requirements_txt_roots if file_name == "requirements.txt" else pyproject_roots
+    return reader(text, path)
 
 
 def runtime_roots(gym_version: str, gym_requires: Iterable[str], path: str) -> list[Root]:

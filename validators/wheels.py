@@ -19,10 +19,9 @@ from envkit.closure import (
     Egress,
     Missing,
     Root,
+    marker_roots,
     parse_requirement,
-    pyproject_roots,
     python_ok,
-    requirements_txt_roots,
     runtime_roots,
     usable,
     walk,
@@ -185,13 +184,11 @@ def closure_roots(pkg: Package, inputs: Inputs) -> tuple[list[Root], list[Egress
     roots: list[Root] = []
     egress: list[Egress] = []
     for server in pkg.servers:
-        for name, reader in (("requirements.txt", requirements_txt_roots),
-                             ("pyproject.toml", pyproject_roots)):
-            if name in server.texts:
-                found, needs = reader(server.texts[name], f"{server.path}/{name}")
-                roots += found
-                egress += needs
-                break
+        name = next((m for m in INSTALL_MARKERS if m in server.texts), None)
+        if name is not None:
+            found, needs = marker_roots(name, server.texts[name], f"{server.path}/{name}")
+            roots += found
+            egress += needs
     if pkg.format == "adapter-wheels-v1":
         roots += _adapter_roots(pkg)
         if inputs.options.offline:
@@ -230,8 +227,7 @@ def _builtin_server_roots(pkg: Package) -> tuple[list[Root], list[Egress]]:
             continue
         seen.add(rel)
         name, text = installs[rel]
-        reader = requirements_txt_roots if name == "requirements.txt" else pyproject_roots
-        found, needs = reader(text, f"{rel}/{name}")
+        found, needs = marker_roots(name, text, f"{rel}/{name}")
         path, line = instance.locate()
         origin = f"built-in {rel} (run by `{instance.name}`, {path})"
         roots += [Root(r.requirement, origin, path, line) for r in found]
