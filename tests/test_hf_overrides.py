@@ -16,6 +16,7 @@ from envkit.trainer.generation.vllm import engine_kwargs  # noqa: E402
 from envkit.trainer.gym_source import gym_source_options  # noqa: E402
 from envkit.trainer.hf_overrides import apply_hf_overrides  # noqa: E402
 from envkit.trainer.policy import announce_backend, load_policy  # noqa: E402
+from envkit.trainer.rollout import make_backend  # noqa: E402
 from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
 
 
@@ -73,9 +74,14 @@ def test_policy_and_hf_generation_model_load_the_overrides(model_dir):
         backend.close()
 
 
-def test_engine_settings_travel_to_the_generation_backends():
+def test_engine_settings_travel_to_the_generation_backends(model_dir):
     cfg = grpo_config(_job(vllm_tensor_parallel_size=2, vllm_gpu_memory_utilization=0.4))
     opts = gym_source_options(cfg, "vllm")
+    hf = make_backend(model_dir, "hf", opts.engine)  # what GymRolloutSource.start builds
+    try:
+        assert hf.model.config.rms_norm_eps == 1e-3
+    finally:
+        hf.close()
     assert opts.engine.hf_config_overrides == OVERRIDES
     kwargs = engine_kwargs(
         "m",

@@ -109,7 +109,7 @@ def build_microbatch(
     """
     shape = (len(plan.rows), plan.width)
     ids = torch.full(shape, pad_id, dtype=torch.long)
-    pos = torch.arange(plan.width).repeat(shape[0], 1)
+    pos = torch.zeros(shape, dtype=torch.long)  # pads at 0: a bucketed width may pass the context
     attn = torch.zeros(shape, dtype=torch.long)
     cols = torch.zeros(shape[0], plan.width - 1, 3)  # loss mask, generation logprob, advantage
     for row, members in enumerate(plan.rows):
