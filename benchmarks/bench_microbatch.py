@@ -5,6 +5,17 @@ long (the case dynamic batching and packing are for). Per strategy: micro-batche
 fraction, the padded positions the model ran over, wall time of the update (median of
 ``--repeats``), and the loss (the same for all, the loss being normalised per step).
 Run: ``.venv/bin/python benchmarks/bench_microbatch.py [--rollouts 32] [--max-len 384]``.
+
+Measured here (2 shared cores, 1 torch thread, hidden 128, 32 rollouts of 16-383 tokens):
+
+    strategy                        mbs  padding  seconds         loss
+    static (micro_batch_size 4)       8    0.292    3.592  -0.02014648
+    dynamic (4 x 512 tokens)          5    0.230    3.387  -0.02014648
+    sequence_packing (2048)           4    0.000    5.607  -0.02014649
+
+Packing wastes no positions but is the slowest on CPU: sdpa/eager attend over the whole
+2048-token row under a block-diagonal mask (quadratic in the row), where a varlen flash kernel
+on GPU attends per rollout.
 """
 
 from __future__ import annotations
