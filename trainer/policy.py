@@ -103,15 +103,15 @@ def load_policy(model_dir: str | Path, cfg: GrpoConfig) -> Policy:
 def _enable_checkpointing(model: Any, *, lora: bool) -> None:
     """HF gradient checkpointing (it runs only in train mode; ``grpo`` trains in train mode).
 
-    Why input grads for LoRA: with the base weights frozen nothing before the first adapter
-    requires grad, and a reentrant checkpoint would then drop the layer's gradients.
+    Why input grads for LoRA (peft's recipe): with the base weights frozen, nothing entering a
+    checkpointed layer requires grad, and a reentrant checkpoint (older transformers' default)
+    would then return no gradients for the adapters inside it.
     """
     kwargs = {"use_reentrant": False}
     if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5.x's new name
         model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
     else:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
-    model.config.use_cache = False
     if lora:
         model.enable_input_require_grads()
 
