@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ADAPTER_AGENT",
     "LOCK_NAME",
+    "POLICY_MODEL_IMPL",
     "AdapterSpec",
     "LockedWheel",
     "lock_data",
@@ -76,10 +77,14 @@ def manifest(spec: AdapterSpec) -> dict[str, Any]:
     }
 
 
+POLICY_MODEL_IMPL = "vllm_model"
+"""Gym's built-in model server that relays to the job's vLLM engine."""
+
+
 def policy_model_config() -> dict[str, Any]:
     """The job's own vLLM engine; ``uses_reasoning_parser`` has no default in Gym 0.7's
     ``VLLMModelConfig``, so it must be written."""
-    return {"policy_model": {"responses_api_models": {"vllm_model": {
+    return {"policy_model": {"responses_api_models": {POLICY_MODEL_IMPL: {
         "entrypoint": "app.py",
         "base_url": "${policy_base_url}",
         "api_key": "${policy_api_key}",

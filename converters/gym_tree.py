@@ -29,6 +29,7 @@ import yaml
 
 from envkit.converters.adapter_pkg import policy_model_config
 from envkit.gym_data import gym_data
+from envkit.yamlio import YamlReadError, read_mapping
 
 __all__ = [
     "FORMATS",
@@ -216,10 +217,10 @@ def _definitions(root: Path) -> dict[str, Path]:
         if cfg.parts[-4] not in SERVER_TYPES:
             continue
         try:
-            data = yaml.safe_load(cfg.read_text("utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
-            continue
-        for name in data if isinstance(data, dict) else ():
+            data = read_mapping(cfg)
+        except YamlReadError:
+            continue  # not a config this tree can lend; the chosen configs are checked
+        for name in data:
             found.setdefault(str(name), cfg)
     return found
 
@@ -294,14 +295,10 @@ def _walk(root: Path) -> list[Path]:
 
 def _load_yaml(path: Path, rel: str) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        msg = f"{rel}: cannot read the Gym config: {exc}"
+        return read_mapping(path, rel)
+    except YamlReadError as exc:
+        msg = f"{exc} (a Gym config is a mapping of instance names)"
         raise GymTreeError(msg) from None
-    if not isinstance(data, dict):
-        msg = f"{rel}: a Gym config must be a mapping of instance names"
-        raise GymTreeError(msg)
-    return data
 
 
 def _rewrite_config(path: Path, rel: str, plan: TreePlan) -> dict[str, Any]:

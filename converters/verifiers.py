@@ -26,8 +26,10 @@ from envkit import resolve
 from envkit.atomic import make_temp_dir, stale_temp_dirs
 from envkit.build import runtime_requirements
 from envkit.cache import cache_root
+from envkit.closure import marker_roots
 from envkit.converters.adapter_pkg import (
     LOCK_NAME,
+    POLICY_MODEL_IMPL,
     AdapterSpec,
     LockedWheel,
     lock_data,
@@ -238,7 +240,17 @@ def _requirements(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None) 
     ``openai==2.44.0`` and ``anthropic<=0.109.2``)."""
     env_req = env_wheel.requirement if env_wheel else hub.requirement(req.hub_version)
     return [env_req, f"verifiers=={req.verifiers_version}",
-            *runtime_requirements(req.gym_version), *_GYM_FLOORS]
+            *runtime_requirements(req.gym_version), *_GYM_FLOORS, *_policy_model_requirements()]
+
+
+def _policy_model_requirements() -> list[str]:
+    """What Gym builds the built-in ``vllm_model`` venv from (``policy_model`` runs it):
+    ``nemo-gym[dev]`` and setuptools for its editable install. Vendored, the only thing an
+    offline spin-up still lacks is the harness's verifiers from GitHub (seed 001)."""
+    rel = f"responses_api_models/{POLICY_MODEL_IMPL}"
+    name, text = gym_data().builtin_server_installs[rel]
+    roots, _egress = marker_roots(name, text, rel)
+    return [str(root.requirement) for root in roots]
 
 
 def _python_floor(target: Target) -> str | None:

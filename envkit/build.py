@@ -16,9 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
-from packaging.utils import canonicalize_name
 
 from envkit.atomic import (
     EscapingPathError,
@@ -27,6 +25,7 @@ from envkit.atomic import (
     swap_into_place,
     write_files,
 )
+from envkit.closure import runtime_roots
 from envkit.converters.gym_tree import (
     SERVER_TYPES,
     GymTreeError,
@@ -37,6 +36,7 @@ from envkit.converters.gym_tree import (
     server_requirements,
 )
 from envkit.gym_data import gym_data
+from envkit.package import load_package
 from envkit.resolve import (
     PinnedWheel,
     ResolutionCache,
@@ -51,7 +51,9 @@ from envkit.resolve import (
 )
 from envkit.target import Target
 from envkit.validate import ValidateRequest, validate
-from envkit.validators import CheckOptions
+from envkit.validators import CheckOptions, Inputs
+from envkit.validators.wheels import closure_roots
+from envkit.yamlio import YamlReadError, read_mapping
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -117,17 +119,11 @@ class BuildResult:
 
 
 def runtime_requirements(gym_version: str) -> list[str]:
-    """What Gym adds to every server venv: ``nemo-gym==V``, ``ray[default]``, ``openai``.
-
-    The ray/openai specifiers are nemo-gym's own Requires-Dist (``envkit/data/gym.json``).
-    """
-    wanted = {"ray", "openai"}
-    pins = [f"nemo-gym=={gym_version}"]
-    for line in gym_data().requires_dist:
-        req = Requirement(line)
-        if canonicalize_name(req.name) in wanted and not req.marker:
-            pins.append(line)
-    return pins
+    """What Gym adds to every server venv: ``nemo-gym==V``, ``ray[default]``, ``openai`` at
+    nemo-gym's own Requires-Dist (``envkit/data/gym.json``), and the ``pip`` its
+    ``uv venv --seed`` installs: the same roots ``validate --offline`` walks."""
+    roots = runtime_roots(gym_version, gym_data().requires_dist, "")
+    return [str(root.requirement) for root in roots]
 
 
 def _python_floor(target: Target) -> str | None:
@@ -199,14 +195,10 @@ def convert_package(request: BuildRequest, *, runner: Runner = run_subprocess,
 
 def _read_manifest(src: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load((src / "nemo-environment.yaml").read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        msg = f"{src}: cannot read nemo-environment.yaml: {exc}"
+        return read_mapping(src / "nemo-environment.yaml")
+    except YamlReadError as exc:
+        msg = f"{exc} (run `envkit validate {src}`)"
         raise BuildError(msg) from None
-    if not isinstance(data, dict):
-        msg = f"{src}/nemo-environment.yaml is not a mapping"
-        raise BuildError(msg)
-    return data
 
 
 def _package_server_requirements(src: Path) -> dict[str, list[str]]:
@@ -235,6 +227,8 @@ def _produce(request: BuildRequest, plan: TreePlan, requirements: list[tuple[str
     tmp, tmp_data = make_temp_dir(out), None
     try:
         write_files(tmp, plan.files)
+        if request.fmt == "wheels-v1" and request.runtime_pins:
+            requirements = [*requirements, *_venv_build_requirements(tmp, request)]
         pins = _vendor(tmp, requirements, request, runner=runner, progress=progress, log=log) \
             if request.fmt == "wheels-v1" else []
         if plan.dataset:
@@ -253,6 +247,19 @@ def _produce(request: BuildRequest, plan: TreePlan, requirements: list[tuple[str
     report = _validate(out, data_dir if plan.dataset else None, request)
     return BuildResult(out, data_dir if plan.dataset else None, tuple(pins), report,
                        tuple(plan.notes))
+
+
+def _venv_build_requirements(root: Path, request: BuildRequest) -> list[tuple[str, str]]:
+    """Everything ``validate --offline`` will walk for the planned tree, as requirement lines.
+
+    Beyond the servers' own lines: a pyproject server's ``nemo-gym[dev]`` and build
+    requirements, and the install markers of the built-in servers the configs run without
+    shipping (the policy's ``vllm_model``). One source of truth: the validator's roots.
+    """
+    pkg = load_package(root)
+    options = CheckOptions(target=request.target, gym_version=request.gym_version, offline=True)
+    roots, _egress = closure_roots(pkg, Inputs(package=pkg, options=options))
+    return [(str(r.requirement), r.origin) for r in roots]
 
 
 def _vendor(root: Path, requirements: list[tuple[str, str]], request: BuildRequest, *,

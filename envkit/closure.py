@@ -34,10 +34,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RUNTIME_ORIGIN",
+    "SEED_ORIGIN",
     "Closure",
     "Egress",
     "Missing",
     "Root",
+    "marker_roots",
     "parse_requirement",
     "pyproject_roots",
     "python_ok",
@@ -48,6 +50,7 @@ __all__ = [
 ]
 
 RUNTIME_ORIGIN = "runtime pin"
+SEED_ORIGIN = "venv seed (Gym runs `uv venv --seed`)"
 _OPTION = re.compile(r"\s+--?[a-zA-Z]")
 _LAST_EXTRA = re.compile(r"(?:;|\band)\s*extra\s*==\s*[\"']([^\"']+)[\"']\s*$")
 _EDITABLE = re.compile(r"^(?:-e|--editable)(?:\s+|=)")
@@ -220,13 +223,25 @@ def _line_of(text: str, needle: str) -> int | None:
     return None
 
 
+def marker_roots(file_name: str, text: str, path: str) -> tuple[list[Root], list[Egress]]:
+    """Roots of a server's install marker, ``requirements.txt`` or ``pyproject.toml``."""
+    reader = requirements_txt_roots if file_name == "requirements.txt" else pyproject_roots
+    return reader(text, path)
+
+
 def runtime_roots(gym_version: str, gym_requires: Iterable[str], path: str) -> list[Root]:
-    """``nemo-gym==<image version>``, then ``ray[default]`` and ``openai`` at Gym's own pins."""
+    """``nemo-gym==<image version>``, ``ray[default]`` and ``openai`` at Gym's own pins, and pip.
+
+    Why pip: Gym creates every server venv with ``uv venv --seed``, which installs pip from
+    the index or ``--find-links``; with no index, only a vendored pip wheel lets it start.
+    """
     roots = [Root(Requirement(f"nemo-gym=={gym_version}"), RUNTIME_ORIGIN, path)]
     for text in gym_requires:
         req = parse_requirement(text)
-        if req is not None and canonicalize_name(req.name) in ("ray", "openai"):
+        if (req is not None and not req.marker
+                and canonicalize_name(req.name) in ("ray", "openai")):
             roots.append(Root(req, RUNTIME_ORIGIN, path))
+    roots.append(Root(Requirement("pip"), SEED_ORIGIN, path))
     return roots
 
 

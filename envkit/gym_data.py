@@ -64,6 +64,9 @@ class GymData:
     """Top-level keys Gym's parser fills in itself (``head_server``, ``port_range_low`` ...)."""
     runtime_keys_for_fields: frozenset[str] = frozenset()
     """The subset already set when Gym resolves a server's direct fields during parse."""
+    builtin_server_installs: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """``{"<type>/<impl>": (marker file name, trimmed text)}``: what Gym builds a built-in
+    server's venv from (``validate --offline`` walks it when the package does not ship it)."""
     server_models: dict[str, dict[str, ServerModel | None]] = field(default_factory=dict)
     """``{"<type>/<impl>": {entrypoint: model}}`` for built-in servers; None where the
     entrypoint could not be imported in a plain Gym venv (its model is unknown)."""
@@ -94,6 +97,9 @@ def gym_data() -> GymData:
         reserved_top_level_keys=frozenset(raw.get("reserved_top_level_keys", ())),
         runtime_keys=frozenset(raw.get("runtime_keys", ())),
         runtime_keys_for_fields=frozenset(raw.get("runtime_keys_for_fields", ())),
+        builtin_server_installs={
+            k: (v["file"], v["text"]) for k, v in raw.get("builtin_server_installs", {}).items()
+        },
         server_models={
             server: {entry: _server_model(model) for entry, model in entries.items()}
             for server, entries in raw.get("server_models", {}).items()

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
 __all__ = [
+    "INSTALL_MARKERS",
     "MANIFEST",
     "MAX_ENTRIES",
     "SERVER_TYPES",
@@ -32,6 +33,9 @@ __all__ = [
     "load_package",
     "safe_relpath",
 ]
+
+INSTALL_MARKERS = ("requirements.txt", "pyproject.toml")
+"""Files Gym builds a server venv from (exactly one per server dir)."""
 
 MANIFEST = "nemo-environment.yaml"
 SERVER_TYPES = (
@@ -335,7 +339,7 @@ def _marker_texts(
     root: Path, prefix: str, names: set[str], entries: Mapping[str, FileEntry], errors: list
 ) -> dict[str, str]:
     texts = {}
-    for name in ("requirements.txt", "pyproject.toml"):
+    for name in INSTALL_MARKERS:
         entry = entries.get(prefix + name)
         if name in names and entry is not None and entry.size <= _MAX_TEXT_BYTES:
             raw = _read_bytes(root, prefix + name, errors)

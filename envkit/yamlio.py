@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-__all__ = ["MAX_YAML_BYTES", "KeyPath", "YamlDoc", "parse_yaml"]
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = ["MAX_YAML_BYTES", "KeyPath", "YamlDoc", "YamlReadError", "parse_yaml", "read_mapping"]
 
 try:  # libyaml is ~10x faster; the pure-Python loader is the fallback, same semantics.
     _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
@@ -85,6 +88,36 @@ def parse_yaml(path: str, raw: bytes) -> YamlDoc:
     finally:
         loader.dispose()
     return YamlDoc(path, data=data, lines=lines)
+
+
+class YamlReadError(ValueError):
+    """A YAML file that cannot be read as a mapping; the message names the file and line."""
+
+
+def read_mapping(path: Path, display: str | None = None) -> dict[str, Any]:
+    """``path`` parsed as a top-level mapping, within the same bounds as ``envkit validate``.
+
+    Why not ``yaml.safe_load``: the builder, converter and runtime read the same user files the
+    validator does, so an alias bomb or a 50 MB "config" must fail the same bounded way there.
+
+    :raises YamlReadError: unreadable, not YAML, over the bounds, or not a mapping.
+    """
+    name = display or str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        msg = f"{name}: cannot read: {exc.strerror or exc}"
+        raise YamlReadError(msg) from None
+    doc = parse_yaml(name, raw)
+    if not doc.ok:
+        where = f"{name}:{doc.error_line}" if doc.error_line else name
+        msg = f"{where}: {doc.error}"
+        raise YamlReadError(msg)
+    if not isinstance(doc.data, dict):
+        kind = "empty" if doc.data is None else f"a {type(doc.data).__name__}"
+        msg = f"{name}: expected a mapping at the top level, found {kind}"
+        raise YamlReadError(msg)
+    return doc.data
 
 
 class _TooLarge(Exception):

@@ -39,7 +39,7 @@ mkdir -p "$DEMO"
 # so the package installs with no egress and validates with --offline. --no-runtime-pins is not
 # an option for this server: its only requirement is nemo-gym, so there would be nothing to
 # vendor (envkit refuses that build). Measured on a 2-core machine: cold (empty
-# $ENVKIT_CACHE_DIR: 159 wheels, 354 MB from PyPI) the build takes ~12 s, warm ~1 s; the
+# $ENVKIT_CACHE_DIR: 183 wheels from PyPI) the build takes ~12 s, warm ~1 s; the
 # first `train` then builds the server venvs from wheels/ (~2-3.5 min), later runs reuse them.
 # hydra-core >= 1.1 needs antlr4-python3-runtime 4.9.*, which PyPI ships only as an sdist:
 # the build turns it into a pure wheel on this machine and vendors it (wheels.lock: built_from).
@@ -73,8 +73,11 @@ override=(--allow-python-override)
 step "envkit train $JOB (GRPO through the package's Gym servers)"
 rm -rf "$DEMO/run"
 echo "train:"
+# --offline: no package index for any install, as on a cluster without egress; the server
+# venvs (the built-in vllm_model included) build from wheels/ alone, which is what
+# `validate --offline` promised above.
 "$ENVKIT" train "$JOB" --env "$DEMO/pkg" --dataset "$DEMO/pkg-data" --model "$DEMO/model" \
-    -o "$DEMO/run" "${override[@]}"
+    -o "$DEMO/run" --offline "${override[@]}"
 
 "$PY" - "$DEMO/run/metrics.jsonl" <<'EOF'
 import json

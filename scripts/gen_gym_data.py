@@ -10,6 +10,8 @@ Nothing here is typed by hand: built-in server names are the directories the whe
 and the closed sets (domains, dataset types, licenses) are read off Gym's pydantic models.
 ``server_models`` (EK318) comes from importing each built-in entrypoint and asking its config
 model what it requires (``scripts/gym_server_models.py``); this takes about a minute.
+``builtin_server_installs`` keeps each built-in server's install marker, trimmed, so that
+``validate --offline`` can walk the venv Gym builds for a built-in the package does not ship.
 """
 
 from __future__ import annotations
@@ -82,6 +84,29 @@ def _runtime_keys() -> tuple[list[str], list[str]]:
     return added, early
 
 
+def server_installs(site: Path, server_dirs: list[str]) -> dict[str, dict[str, str]]:
+    """Per built-in server dir, the install marker Gym builds its venv from, trimmed to what
+    the offline closure check reads: requirement lines, or a pyproject's dependencies and
+    build requirements (an editable ``uv pip install -e .`` builds it, so those are needed)."""
+    import tomllib
+
+    out: dict[str, dict[str, str]] = {}
+    for rel in server_dirs:
+        req, proj = site / rel / "requirements.txt", site / rel / "pyproject.toml"
+        if req.is_file():
+            lines = [ln.strip() for ln in req.read_text().splitlines()]
+            text = "".join(f"{ln}\n" for ln in lines if ln and not ln.startswith("#"))
+            out[rel] = {"file": "requirements.txt", "text": text}
+        elif proj.is_file():
+            data = tomllib.loads(proj.read_text())
+            deps = data.get("project", {}).get("dependencies", [])
+            build = data.get("build-system", {}).get("requires", [])
+            text = (f"[project]\ndependencies = {json.dumps(deps)}\n"
+                    f"[build-system]\nrequires = {json.dumps(build)}\n")
+            out[rel] = {"file": "pyproject.toml", "text": text}
+    return out
+
+
 def main() -> None:
     sys.dont_write_bytecode = True  # importing built-in entrypoints must not touch the venv
     from nemo_gym import config_types
@@ -122,6 +147,7 @@ def main() -> None:
         "runtime_keys_for_fields": field_keys,
         "builtins": builtins,
         "builtin_server_dirs": sorted(set(server_dirs)),
+        "builtin_server_installs": server_installs(site, sorted(set(server_dirs))),
         # Last: per built-in server entrypoint, its config model's required fields and types.
         "server_models": server_models(site, sorted(set(server_dirs))),
     }

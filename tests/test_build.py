@@ -144,13 +144,18 @@ def test_convert_native_package_to_wheels_v1(tmp_path: Path) -> None:
     make_wheel(links, "ray", "2.60.0", extras=("default",),
                requires=("aiohttp; extra == 'default'",))
     make_wheel(links, "aiohttp", "3.14.5")
+    make_wheel(links, "pip", "26.0")
+    make_wheel(links, "setuptools", "80.9.0")  # to build Gym's built-in vllm_model offline
+    make_wheel(links, "setuptools-scm", "9.2.2")
     request = BuildRequest(sources=(NATIVE,), out=tmp_path / "pkg", target=Target("x86_64"),
                            wheels_dirs=(links,), resolve_offline=True, cache_dir=tmp_path / "c")
     result = convert_package(request)
     manifest = (result.out / "nemo-environment.yaml").read_text()
     assert "format: wheels-v1" in manifest
     names = sorted(p.name.split("-")[0] for p in (result.out / "wheels").iterdir())
-    assert names == ["aiohttp", "nemo_gym", "openai", "ray"]
+    # pip: the venv seed; setuptools(-scm): the editable build of the built-in vllm_model
+    assert names == ["aiohttp", "nemo_gym", "openai", "pip", "ray", "setuptools", "setuptools_scm"]
+    assert result.report.valid
     lock = json.loads((result.out / LOCK_NAME).read_text())
     assert lock["python_version"] == "3.13.14"
     assert (result.out / "resources_servers/echo_match/app.py").is_file()

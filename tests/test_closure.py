@@ -65,12 +65,15 @@ def test_runtime_chain_text(tmp_path: Path) -> None:
     wheels = _wheels(tmp_path, ("nemo-gym", "0.7.0", {"requires": ("openai==2.44.0",)}))
     roots = runtime_roots("0.7.0", (), "wheels/")
     missing = walk(wheels, roots, X86).missing
-    assert [m.text for m in missing] == ["openai==2.44.0 <- nemo-gym==0.7.0 <- runtime pin"]
+    assert sorted(m.text for m in missing) == [
+        "openai==2.44.0 <- nemo-gym==0.7.0 <- runtime pin",
+        "pip <- venv seed (Gym runs `uv venv --seed`)",
+    ]
 
 
 def test_runtime_roots_use_gyms_pins() -> None:
     roots = {str(r.requirement) for r in runtime_roots("0.7.0", gym_data().requires_dist, "w")}
-    assert roots == {"nemo-gym==0.7.0", "openai==2.44.0", "ray[default]>=2.58.0"}
+    assert roots == {"nemo-gym==0.7.0", "openai==2.44.0", "ray[default]>=2.58.0", "pip"}
 
 
 def test_version_mismatch_reports_what_is_vendored(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+from dataclasses import replace
 
 import pytest
 
@@ -20,7 +21,7 @@ from toy_envs import char_pattern_rows, make_native_package  # noqa: E402
 from envkit.trainer.config import grpo_config  # noqa: E402
 from envkit.trainer.grpo import TrainOptions, train  # noqa: E402
 from envkit.trainer.gym_runtime import RuntimeOptions  # noqa: E402
-from envkit.trainer.gym_source import GymRolloutSource, GymSourceOptions  # noqa: E402
+from envkit.trainer.gym_source import GymRolloutSource, gym_source_options  # noqa: E402
 from envkit.trainer.metrics import read_metrics  # noqa: E402
 from envkit.trainer.policy import load_policy  # noqa: E402
 from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
@@ -28,9 +29,10 @@ from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
 pytestmark = pytest.mark.slow
 
 MAX_NEW_TOKENS = 8
+SERVED_OVERRIDES = {"router_aux_loss_coef": 0.0}
 
 
-def _cfg(max_steps):
+def _cfg(max_steps, **extra):
     return grpo_config(
         {
             "training": {
@@ -44,6 +46,7 @@ def _cfg(max_steps):
                 "epochs": 1000,
                 "max_steps": max_steps,
                 "seed": 1,
+                **extra,
             }
         }
     )
@@ -54,12 +57,15 @@ def gym(tmp_path_factory):
     root = tmp_path_factory.mktemp("gym")
     model = make_tiny_model(root / "model", seed=0)
     package = make_native_package(root / "pkg", "char_pattern")
-    opts = GymSourceOptions(
-        temperature=1.0,
-        max_new_tokens=MAX_NEW_TOKENS,
-        timeout_s=60.0,  # a row normally takes seconds; a dead server should fail fast
-        runtime=RuntimeOptions(allow_python_override=True),
+    # the options `envkit train` builds; the override is a key Llama never reads (no effect
+    # on sampling) that the generation engine must still receive
+    job_opts = gym_source_options(
+        _cfg(1, hf_config_overrides=SERVED_OVERRIDES),
+        "hf",
+        RuntimeOptions(allow_python_override=True),
     )
+    # a row normally takes seconds; a dead server should fail fast
+    opts = replace(job_opts, timeout_s=60.0)
     with GymRolloutSource(package, model, opts) as source:
         yield model, source
 
@@ -82,6 +88,29 @@ def test_training_through_gym_raises_train_reward(gym, tmp_path):
     last = read_metrics(result.metrics_path)[-1]
     # the served HF backend and the trainer agree on the sampled tokens' probabilities
     assert last["train_token_mult_prob_error"] == pytest.approx(1.0, abs=1e-3)
+
+
+def test_one_step_packs_checkpoints_and_serves_the_overrides(gym, tmp_path):
+    """The job's model settings through real Gym: packed rows and activation checkpointing
+    train, and the engine behind the policy endpoint loaded the job's hf_config_overrides."""
+    model, source = gym
+    cfg = _cfg(
+        1,
+        batching_strategy="sequence_packing",
+        train_mb_tokens=256,
+        activation_checkpointing=True,
+        hf_config_overrides=SERVED_OVERRIDES,
+    )
+    policy = load_policy(model, cfg)
+    source.refresh(policy)
+    rows = char_pattern_rows(16, chars="a")
+    result = train(cfg, policy, source, rows, TrainOptions(tmp_path, save_period=1000))
+    [step] = read_metrics(result.metrics_path)
+    assert step["train_num_microbatches"] > 1  # 32 rollouts of ~40 tokens, 256 per row
+    assert step["train_padding_fraction"] == 0.0
+    assert step["train_grad_norm"] > 0.0
+    assert policy.model.config.router_aux_loss_coef == 0.0
+    assert source._backend.model.config.router_aux_loss_coef == 0.0  # the served copy
 
 
 class KillsServerOnce:

@@ -22,6 +22,10 @@ RUNTIME = (
     ("nemo-gym", "0.7.0", {}),
     ("ray", "2.58.0", {"tag": "cp313-cp313-manylinux2014_x86_64", "extras": ("default",)}),
     ("openai", "2.44.0", {}),
+    ("pip", "26.0", {}),  # the seed of every server venv (`uv venv --seed`)
+    # build requirements of Gym's built-in vllm_model (a pyproject server) that policy_model runs
+    ("setuptools", "80.9.0", {}),
+    ("setuptools-scm", "9.2.2", {}),
 )
 
 
@@ -59,8 +63,33 @@ def test_valid_server_closure_is_clean_by_default(tmp_path: Path) -> None:
 
 def test_offline_needs_the_runtime_pins(tmp_path: Path) -> None:
     diags = _diags(_package(tmp_path, (ECHO,)), offline=True)
-    assert _codes(diags) == ["EK404", "EK405", "EK405"]
-    assert all(d.severity is Severity.ERROR and d.path == "wheels/" for d in diags)
+    assert _codes(diags) == ["EK403", "EK403", "EK403", "EK404", "EK405", "EK405"]
+    assert all(d.severity is Severity.ERROR for d in diags)
+    by_path = {d.message.split("`")[1]: d.path for d in diags}
+    assert by_path["pip"] == "wheels/"
+    assert by_path["setuptools>=61"] == "configs/policy_model.yaml"  # the built-in vllm_model
+    (seed,) = (d for d in diags if "`pip`" in d.message)
+    assert "pip <- venv seed (Gym runs `uv venv --seed`)" in seed.message
+
+
+def test_offline_walks_the_builtin_servers_the_configs_run(tmp_path: Path) -> None:
+    """policy_model runs Gym's own vllm_model (pyproject: nemo-gym[dev], setuptools to build
+    it); offline its venv needs them from wheels/, online Gym's index has them."""
+    pkg = _package(tmp_path, (ECHO, *RUNTIME[:4]))
+    assert _diags(pkg) == []
+    diags = _diags(pkg, offline=True)
+    assert sorted(d.message.split("`")[1] for d in diags) == ["setuptools-scm", "setuptools>=61"]
+    assert all((d.code, d.path, d.line) == ("EK403", "configs/policy_model.yaml", 1)
+               for d in diags)
+    assert "built-in responses_api_models/vllm_model (run by `policy_model`" in diags[0].message
+
+
+def test_a_shipped_server_dir_replaces_the_builtin(tmp_path: Path) -> None:
+    pkg = _package(tmp_path, (ECHO, *RUNTIME[:4]))
+    own = pkg / "responses_api_models" / "vllm_model"
+    own.mkdir(parents=True)
+    (own / "requirements.txt").write_text("-e nemo-gym @ ../../\n")
+    assert _diags(pkg, offline=True) == []
 
 
 def test_offline_clean_with_runtime_wheels(tmp_path: Path) -> None:
@@ -152,7 +181,7 @@ def test_offline_ray_default_extra_is_walked(tmp_path: Path) -> None:
     ray = ("ray", "2.58.0", {"tag": "cp313-cp313-manylinux2014_x86_64", "extras": ("default",),
                              "requires": ('aiohttp>=3.7; extra == "default"',
                                           'pywin32; sys_platform == "win32"')})
-    pkg = _package(tmp_path, (ECHO, RUNTIME[0], ray, RUNTIME[2]))
+    pkg = _package(tmp_path, (ECHO, RUNTIME[0], ray, *RUNTIME[2:]))
     (diag,) = _diags(pkg, offline=True)
     assert diag.code == "EK403"
     assert "aiohttp>=3.7 <- ray[default]==2.58.0 <- runtime pin" in diag.message

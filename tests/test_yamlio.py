@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
-from envkit.yamlio import parse_yaml
+from envkit.yamlio import YamlReadError, parse_yaml, read_mapping
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 DOCS = [
@@ -53,3 +54,44 @@ def test_line_numbers() -> None:
     doc = parse_yaml("x.yaml", b"a:\n  b:\n    - 1\n    - c: 2\n")
     assert doc.line_of("a") == 1 and doc.line_of("a", "b", 1, "c") == 4
     assert doc.line_of("a", "missing") == 1
+
+
+BOMB = b'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + b"".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)},*{chr(97 + i)},*{chr(97 + i)},*{chr(97 + i)},"
+    f"*{chr(97 + i)},*{chr(97 + i)},*{chr(97 + i)},*{chr(97 + i)},*{chr(97 + i)}]\n".encode()
+    for i in range(8)
+)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (b"- a\n- b\n", "expected a mapping at the top level, found a list"),
+        (b"", "found empty"),
+        (b"a: [1,\n", "m.yaml:2: invalid YAML"),
+        (b"\xff\xfe", "not UTF-8"),
+        (BOMB, "alias bomb"),
+    ],
+)
+def test_read_mapping_errors_name_the_file_and_line(
+    tmp_path: Path, raw: bytes, expected: str
+) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_bytes(raw)
+    with pytest.raises(YamlReadError, match=re.escape(expected)):
+        read_mapping(path, "m.yaml")
+
+
+def test_read_mapping_missing_file_and_success(tmp_path: Path) -> None:
+    with pytest.raises(YamlReadError, match="cannot read"):
+        read_mapping(tmp_path / "absent.yaml")
+    (tmp_path / "ok.yaml").write_text("format: wheels-v1\n")
+    assert read_mapping(tmp_path / "ok.yaml") == {"format": "wheels-v1"}
+
+
+def test_builder_reads_the_manifest_within_the_validators_bounds(tmp_path: Path) -> None:
+    from envkit.build import BuildError, _read_manifest
+
+    (tmp_path / "nemo-environment.yaml").write_bytes(BOMB)
+    with pytest.raises(BuildError, match="alias bomb"):
+        _read_manifest(tmp_path)

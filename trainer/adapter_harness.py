@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
+from envkit.yamlio import read_mapping
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -152,8 +152,7 @@ def stage_harness(gym_root: Path, work: Path, manifest_path: Path) -> StagedHarn
 
     :raises HarnessError: the harness or a vendored wheel is missing.
     """
-    manifest = yaml.safe_load(manifest_path.read_text()) or {}
-    adapter = adapter_of(manifest) if isinstance(manifest, dict) else None
+    adapter = adapter_of(read_mapping(manifest_path))  # the runtime read it once already
     if adapter is None or adapter[0] not in BUILT_IN_HARNESSES:
         return None
     agent, vf_env_id = adapter

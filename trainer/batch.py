@@ -1,7 +1,8 @@
-"""Rollouts -> padded training tensors, aligned to next-token logprob positions.
+"""Rollouts -> training tensors, aligned to next-token logprob positions.
 
 Why one layout: ``token_logprobs`` returns (b, L - 1) where column t scores token t + 1, so
-the response mask and the sampler's logprobs are written into the same columns.
+the response mask and the sampler's logprobs are written into the same columns. A micro-batch
+(:func:`build_microbatch`) uses the same rule, padded or packed.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ import torch
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from envkit.trainer.microbatch import MicroBatchPlan
     from envkit.trainer.rollout_source import Rollout
 
-__all__ = ["TrainBatch", "to_batch"]
+__all__ = ["MicroBatch", "TrainBatch", "build_microbatch", "to_batch"]
 
 
 @dataclass(frozen=True)
@@ -64,3 +66,84 @@ def to_batch(rollouts: Sequence[Rollout], pad_id: int) -> TrainBatch:
         torch.tensor([r.group for r in rollouts]),
         torch.tensor([r.truncated for r in rollouts]),
     )
+
+
+@dataclass(frozen=True)
+class MicroBatch:
+    """The tensors one forward/backward pass trains on (``microbatch.py`` decides the rows).
+
+    ``attention_mask`` is ``None`` for packed rows: HF models then read the rollout boundaries
+    from ``position_ids`` (they restart at 0 per rollout) and keep the rollouts apart; that
+    needs ``use_cache=False`` (``policy.token_logprobs``).
+    """
+
+    input_ids: torch.Tensor  # (b, L)
+    position_ids: torch.Tensor  # (b, L)
+    attention_mask: torch.Tensor | None  # (b, L) for padded rows, None for packed rows
+    loss_mask: torch.Tensor  # (b, L-1) response columns, overlong-filtered
+    generation_logprobs: torch.Tensor  # (b, L-1)
+    advantages: torch.Tensor  # (b, L-1) each rollout's advantage on its own columns
+    real_tokens: int  # tokens that are not padding
+
+    def to(self, device: torch.device) -> MicroBatch:
+        """The micro-batch on the policy's device."""
+        moved = {
+            f: v.to(device) if isinstance(v := getattr(self, f), torch.Tensor) else v
+            for f in self.__dataclass_fields__
+        }
+        return MicroBatch(**moved)
+
+
+def build_microbatch(
+    rollouts: Sequence[Rollout],
+    advantages: torch.Tensor,
+    plan: MicroBatchPlan,
+    pad_id: int,
+    *,
+    overlong_filtering: bool,
+) -> MicroBatch:
+    """Lay out ``plan``'s rows; rollout k of a row starts at its running offset, position 0.
+
+    Same column rule as :func:`to_batch`, shifted by the offset, so a packed rollout's first
+    column (scoring its second token) never scores a token of its neighbour.
+    """
+    shape = (len(plan.rows), plan.width)
+    ids = torch.full(shape, pad_id, dtype=torch.long)
+    pos = torch.zeros(shape, dtype=torch.long)  # pads at 0: a bucketed width may pass the context
+    attn = torch.zeros(shape, dtype=torch.long)
+    cols = torch.zeros(shape[0], plan.width - 1, 3)  # loss mask, generation logprob, advantage
+    for row, members in enumerate(plan.rows):
+        offset = 0
+        for i in members:
+            r = rollouts[i]
+            keep = not (overlong_filtering and r.truncated)
+            offset = _place(r, row, offset, ids, pos, attn, cols, float(advantages[i]), keep)
+    real = int(attn.sum())
+    mask = None if plan.packed else attn
+    return MicroBatch(ids, pos, mask, cols[..., 0], cols[..., 1], cols[..., 2], real)
+
+
+def _place(
+    r: Rollout,
+    row: int,
+    offset: int,
+    ids: torch.Tensor,
+    pos: torch.Tensor,
+    attn: torch.Tensor,
+    cols: torch.Tensor,
+    advantage: float,
+    keep: bool,
+) -> int:
+    """Write one rollout at ``offset`` of ``row``; returns the offset after it."""
+    seq = [*r.prompt_ids, *r.completion_ids]
+    end = offset + len(seq)
+    ids[row, offset:end] = torch.tensor(seq)
+    pos[row, offset:end] = torch.arange(len(seq))
+    attn[row, offset:end] = 1
+    start = offset + len(r.prompt_ids) - 1
+    stop = start + len(r.completion_ids)
+    mask = r.completion_mask if r.completion_mask is not None else [1] * len(r.completion_ids)
+    cols[row, start:stop, 0] = torch.tensor(mask, dtype=cols.dtype) * float(keep)
+    cols[row, start:stop, 1] = torch.tensor(r.generation_logprobs, dtype=cols.dtype)
+    cols[row, start:stop, 2] = advantage
+    return end

@@ -85,6 +85,8 @@ class GrpoConfig:
     policy_backend: str = "automodel"
     hf_config_overrides: dict[str, Any] = field(default_factory=dict)
     """``hf_config_overrides`` with ``router_aux_loss_coef`` folded in at the top level."""
+    automodel_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Passed to Automodel on the platform; not applied locally (``policy.announce_backend``)."""
     vllm_tensor_parallel_size: int = 1
     vllm_gpu_memory_utilization: float = 0.6
     lora: LoraSettings = field(default_factory=LoraSettings)
@@ -107,7 +109,7 @@ class GrpoConfig:
 
 
 _LOSS_KEYS = {f.name for f in fields(LossConfig)}
-_NESTED = {"lora", "loss", "batching", "parallelism", "hf_config_overrides"}
+_NESTED = {"lora", "loss", "batching", "parallelism", "hf_config_overrides", "automodel_kwargs"}
 _TOP_KEYS = {f.name for f in fields(GrpoConfig)} - _NESTED
 
 
@@ -216,6 +218,7 @@ def grpo_config(job_data: dict[str, Any]) -> GrpoConfig:
             batching=_batching(block),
             parallelism=_parallelism(block),
             hf_config_overrides=_hf_overrides(block),
+            automodel_kwargs=dict(_object(block, "automodel_kwargs")),
         )
     except TypeError as exc:
         msg = f"`training` block: {exc}"

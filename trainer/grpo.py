@@ -13,26 +13,29 @@ import json
 import logging
 import math
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from envkit.trainer.advantages import compute_advantages, group_stats
-from envkit.trainer.batch import TrainBatch, to_batch
+from envkit.trainer.batch import MicroBatch, build_microbatch
 from envkit.trainer.checkpoint import (
     latest_checkpoint,
     load_checkpoint,
     prune,
     save_checkpoint,
 )
-from envkit.trainer.loss import grpo_loss, token_mask_without_overlong
+from envkit.trainer.loss import LossOutput, grpo_loss
 from envkit.trainer.metrics import MetricsLogger
+from envkit.trainer.microbatch import plan_microbatches
 from envkit.trainer.optim import make_optimizer, make_scheduler
-from envkit.trainer.policy import token_logprobs
+from envkit.trainer.policy import announce_backend, token_logprobs
 from envkit.trainer.sampler import PromptSampler
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from pathlib import Path
 
     from envkit.trainer.config import GrpoConfig
@@ -142,77 +145,107 @@ def _sample(run: _Run) -> tuple[list[Rollout], list[Rollout], int]:
     raise DynamicSamplingError(msg)
 
 
-def _logprobs(model: Any, batch: TrainBatch, temperature: float) -> torch.Tensor:
-    return token_logprobs(model, batch.input_ids, batch.attention_mask, temperature)
+def _logprobs(model: Any, mb: MicroBatch, temperature: float) -> torch.Tensor:
+    return token_logprobs(model, mb.input_ids, mb.attention_mask, temperature, mb.position_ids)
 
 
-def _no_grad_logprobs(run: _Run, batch: TrainBatch, reference: bool) -> torch.Tensor:
-    with torch.no_grad():
+def _no_grad_logprobs(run: _Run, mb: MicroBatch, reference: bool) -> torch.Tensor:
+    """Old-policy (or reference) logprobs, in eval mode as NeMo-RL's ``get_logprobs``."""
+    with torch.no_grad(), _mode(run.policy.model, training=False):
         if not reference:
-            return _logprobs(run.policy.model, batch, run.cfg.temperature)
+            return _logprobs(run.policy.model, mb, run.cfg.temperature)
         if run.policy.is_lora:
             return run.policy.reference_logprobs(
-                batch.input_ids, batch.attention_mask, run.cfg.temperature
+                mb.input_ids, mb.attention_mask, run.cfg.temperature, mb.position_ids
             )
-        return _logprobs(run.reference, batch, run.cfg.temperature)
+        return _logprobs(run.reference, mb, run.cfg.temperature)
 
 
-def _update(run: _Run, batch: TrainBatch, advantages: torch.Tensor) -> dict[str, float]:
-    """One optimizer step over micro-batches; the loss is normalised by the batch's tokens."""
-    cfg, model = run.cfg, run.policy.model
-    device = next(model.parameters()).device
-    batch, advantages = batch.to(device), advantages.to(device)
-    mask = token_mask_without_overlong(
-        batch.response_mask, batch.truncated, overlong_filtering=cfg.overlong_filtering
-    )
-    tokens = float(mask.sum())
-    prev = _no_grad_logprobs(run, batch, reference=False)
+@contextmanager
+def _mode(model: Any, *, training: bool) -> Iterator[None]:
+    """Train mode for the gradient pass (activation checkpointing only runs in it)."""
+    was = model.training
+    model.train(training)
+    try:
+        yield
+    finally:
+        model.train(was)
+
+
+def _microbatches(run: _Run, rollouts: list[Rollout], advantages: torch.Tensor) -> list[MicroBatch]:
+    """The step's rollouts laid out by ``batching_strategy`` (``microbatch.py``)."""
+    cfg = run.cfg
+    lengths = [len(r.prompt_ids) + len(r.completion_ids) for r in rollouts]
+    plans = plan_microbatches(lengths, cfg.batching, cfg.micro_batch_size)
+    pad = run.policy.tokenizer.pad_token_id
+    device = next(run.policy.model.parameters()).device
+    return [
+        build_microbatch(
+            rollouts, advantages, p, pad, overlong_filtering=cfg.overlong_filtering
+        ).to(device)
+        for p in plans
+    ]
+
+
+def _microbatch_loss(run: _Run, mb: MicroBatch, tokens: float) -> LossOutput:
+    """Loss of one micro-batch, normalised by the whole step's ``tokens``."""
+    cfg = run.cfg
+    prev = _no_grad_logprobs(run, mb, reference=False)
     use_ref = cfg.loss.ref_policy_kl_penalty > 0
-    ref = _no_grad_logprobs(run, batch, reference=True) if use_ref else None
+    ref = _no_grad_logprobs(run, mb, reference=True) if use_ref else None
+    with _mode(run.policy.model, training=True):
+        curr = _logprobs(run.policy.model, mb, cfg.temperature)
+    return grpo_loss(
+        curr,
+        prev,
+        mb.generation_logprobs,
+        mb.advantages,
+        mb.loss_mask,
+        cfg.loss,
+        ref_logprobs=ref,
+        global_tokens=max(tokens, 1.0),
+    )
+
+
+def _update(run: _Run, rollouts: list[Rollout], advantages: torch.Tensor) -> dict[str, float]:
+    """One optimizer step over micro-batches; the loss is normalised by the step's tokens."""
+    mbs = _microbatches(run, rollouts, advantages)
+    tokens = sum(float(mb.loss_mask.sum()) for mb in mbs)
     run.optimizer.zero_grad(set_to_none=True)
     totals: dict[str, float] = {"loss": 0.0}
-    step = max(1, cfg.micro_batch_size)
-    for start in range(0, batch.rewards.numel(), step):
-        sl = slice(start, start + step)
-        mb = batch.rows(sl)
-        out = grpo_loss(
-            _logprobs(model, mb, cfg.temperature),
-            prev[sl],
-            mb.generation_logprobs,
-            advantages[sl],
-            mask[sl],
-            cfg.loss,
-            ref_logprobs=None if ref is None else ref[sl],
-            global_tokens=max(tokens, 1.0),
-        )
+    for mb in mbs:
+        out = _microbatch_loss(run, mb, tokens)
         if tokens > 0:
             out.loss.backward()
-        share = float(mask[sl].sum()) / max(tokens, 1.0)
+        share = float(mb.loss_mask.sum()) / max(tokens, 1.0)
         totals["loss"] += float(out.loss.detach())
         for name, value in out.metrics.items():
             totals[name] = totals.get(name, 0.0) + value * share
-    grad_norm = torch.nn.utils.clip_grad_norm_(
-        [p for p in model.parameters() if p.requires_grad], MAX_GRAD_NORM
-    )
+    params = [p for p in run.policy.model.parameters() if p.requires_grad]
+    totals["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, MAX_GRAD_NORM))
     totals["lr"] = run.optimizer.param_groups[0]["lr"]
     run.optimizer.step()
     run.scheduler.step()
-    totals["grad_norm"] = float(grad_norm)
-    return totals
+    return {**totals, **_layout_metrics(mbs)}
 
 
-def _train_metrics(
-    rollouts: list[Rollout], generated: list[Rollout], batch: TrainBatch
-) -> dict[str, float]:
+def _layout_metrics(mbs: list[MicroBatch]) -> dict[str, float]:
+    """How the strategy laid the step out: micro-batch count, share of padded positions."""
+    padded = sum(mb.input_ids.numel() for mb in mbs)
+    real = sum(mb.real_tokens for mb in mbs)
+    return {"num_microbatches": float(len(mbs)), "padding_fraction": 1.0 - real / max(padded, 1)}
+
+
+def _train_metrics(rollouts: list[Rollout], generated: list[Rollout]) -> dict[str, float]:
     all_groups = torch.tensor([r.group for r in generated])
     all_rewards = torch.tensor([r.reward for r in generated])
     stats = group_stats(all_groups, all_rewards)
     return {
-        "train_reward": float(batch.rewards.mean()),
+        "train_reward": sum(r.reward for r in rollouts) / len(rollouts),
         "train_baseline_reward/pct_mixed": stats.pct_mixed,
         "train_baseline_reward/pct_0": stats.pct_0,
         "train_baseline_reward/pct_1": stats.pct_1,
-        "train_truncation_rate": float(batch.truncated.float().mean()),
+        "train_truncation_rate": sum(r.truncated for r in rollouts) / len(rollouts),
         "train_mean_gen_tokens": sum(len(r.completion_ids) for r in rollouts) / len(rollouts),
     }
 
@@ -223,16 +256,15 @@ def _step(run: _Run, step: int) -> dict[str, float]:
     _reseed(run.cfg.seed, step)
     rollouts, generated, gen_batches = _sample(run)  # generate + score (the source scores)
     generated_at = time.perf_counter()
-    batch = to_batch(rollouts, run.policy.tokenizer.pad_token_id)
     advantages = compute_advantages(
-        batch.groups,
-        batch.rewards,
+        torch.tensor([r.group for r in rollouts]),
+        torch.tensor([r.reward for r in rollouts], dtype=torch.float32),
         leave_one_out=run.cfg.use_leave_one_out_baseline,
         normalize=run.cfg.normalize_rewards,
     )
-    update = _update(run, batch, advantages)
+    update = _update(run, rollouts, advantages)
     run.source.refresh(run.policy)
-    metrics = _train_metrics(rollouts, generated, batch)
+    metrics = _train_metrics(rollouts, generated)
     metrics.update({f"train_{k}": v for k, v in update.items()})
     metrics["train_dynamic_sampling/gen_batches"] = float(gen_batches)
     metrics["train_timing/generation"] = generated_at - started
@@ -257,6 +289,7 @@ def _build_run(
     opts: TrainOptions,
 ) -> tuple[_Run, int]:
     torch.manual_seed(cfg.seed)
+    announce_backend(cfg)
     optimizer = make_optimizer(policy.model.parameters(), cfg)
     scheduler = make_scheduler(optimizer, cfg, cfg.total_steps(len(rows)))
     needs_ref = cfg.loss.ref_policy_kl_penalty > 0 and not policy.is_lora

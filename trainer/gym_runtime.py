@@ -44,6 +44,7 @@ from envkit.gymvenv import GymVenv, ensure_gym_venv, uv_binary
 from envkit.isolation import isolated_env
 from envkit.trainer._procs import ProcessTree
 from envkit.trainer.adapter_harness import HarnessError, stage_harness
+from envkit.yamlio import YamlReadError, read_mapping
 
 __all__ = [
     "GymRuntime",
@@ -189,11 +190,11 @@ def _free_port() -> int:
 def _read_manifest(package: Path) -> tuple[str, list[str]]:
     manifest = package / "nemo-environment.yaml"
     try:
-        data = yaml.safe_load(manifest.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        msg = f"{manifest}: cannot read the manifest ({exc}); run `envkit validate {package}`"
+        data = read_mapping(manifest)
+    except YamlReadError as exc:
+        msg = f"{exc}; run `envkit validate {package}`"
         raise GymRuntimeError(msg, code="EK100" if not manifest.exists() else "EK101") from None
-    paths = data.get("config_paths") if isinstance(data, dict) else None
+    paths = data.get("config_paths")
     if not isinstance(paths, list) or not paths:
         msg = f"{manifest}: `config_paths` missing or empty; run `envkit validate {package}`"
         raise GymRuntimeError(msg, code="EK104")

@@ -24,9 +24,10 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
+    from envkit.trainer.config import GrpoConfig
     from envkit.trainer.policy import Policy
 
-__all__ = ["GymRolloutSource", "GymSourceOptions", "rollout_from_turns"]
+__all__ = ["GymRolloutSource", "GymSourceOptions", "gym_source_options", "rollout_from_turns"]
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,30 @@ class GymSourceOptions:
     timeout_s: float = 600.0
     backend: str = "hf"
     runtime: Any = field(default=None)  # gym_runtime.RuntimeOptions; None -> its defaults
+    engine: Any = field(default=None)  # rollout.EngineOptions; None -> its defaults
+
+
+def gym_source_options(cfg: GrpoConfig, backend: str, runtime: Any = None) -> GymSourceOptions:
+    """The source options a GRPO job asks for: sampling, turns, and the engine's settings.
+
+    Why the engine settings: the generation copy of the model must see the same
+    ``hf_config_overrides`` as the trained one, and vLLM takes the job's sizing.
+    """
+    from envkit.trainer.rollout import EngineOptions
+
+    engine = EngineOptions(
+        hf_config_overrides=dict(cfg.hf_config_overrides),
+        vllm_tensor_parallel_size=cfg.vllm_tensor_parallel_size,
+        vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
+    )
+    return GymSourceOptions(
+        temperature=cfg.temperature,
+        max_new_tokens=cfg.max_new_tokens,
+        max_rollout_turns=cfg.max_rollout_turns,
+        backend=backend,
+        runtime=runtime,
+        engine=engine,
+    )
 
 
 def rollout_from_turns(
@@ -122,7 +147,7 @@ class GymRolloutSource:
         from envkit.trainer.policy_server import PolicyServer
         from envkit.trainer.rollout import make_backend
 
-        self._backend = make_backend(self.model_dir, self.opts.backend)
+        self._backend = make_backend(self.model_dir, self.opts.backend, self.opts.engine)
         self._server = PolicyServer(self._backend)
         endpoint = PolicyEndpoint(
             self._server.base_url, self._server.api_key, self._backend.model_name

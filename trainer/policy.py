@@ -6,17 +6,29 @@ ratio and the importance weight compare like with like (NeMo-RL divides by T the
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
+
+from envkit.trainer.hf_overrides import apply_hf_overrides
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from envkit.trainer.config import GrpoConfig, LoraSettings
 
-__all__ = ["Policy", "generation_weights", "load_policy", "lora_config", "token_logprobs"]
+__all__ = [
+    "Policy",
+    "announce_backend",
+    "generation_weights",
+    "load_policy",
+    "lora_config",
+    "token_logprobs",
+]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -26,11 +38,15 @@ class Policy:
     is_lora: bool
 
     def reference_logprobs(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, temperature: float
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        temperature: float,
+        position_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Logprobs under the frozen base: the LoRA adapter disabled. Only for LoRA runs."""
         with torch.no_grad(), self.model.disable_adapter():
-            return token_logprobs(self.model, input_ids, attention_mask, temperature)
+            return token_logprobs(self.model, input_ids, attention_mask, temperature, position_ids)
 
     def save(self, out_dir: Path) -> None:
         """A PEFT adapter dir for LoRA, a full model dir otherwise; tokenizer alongside."""
@@ -59,15 +75,24 @@ def lora_config(settings: LoraSettings) -> Any:
 
 
 def load_policy(model_dir: str | Path, cfg: GrpoConfig) -> Policy:
-    """Load weights (float32 on CPU) and tokenizer; wrap in LoRA when asked."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """Load weights (float32 on CPU) and tokenizer; wrap in LoRA when asked.
+
+    ``hf_config_overrides`` go into the config before the weights load (as NeMo-RL passes
+    them as config kwargs); ``activation_checkpointing`` recomputes each decoder layer in the
+    backward pass instead of keeping its activations.
+    """
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    config = AutoConfig.from_pretrained(model_dir)
+    apply_hf_overrides(config, cfg.hf_config_overrides)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, config=config, dtype=torch.float32)
     if torch.cuda.is_available():  # train on the GPU when there is one (gpu_check.sh)
         model = model.to("cuda")
+    if cfg.activation_checkpointing:
+        _enable_checkpointing(model, lora=cfg.finetuning_type == "lora")
     if cfg.finetuning_type == "lora":
         from peft import get_peft_model
 
@@ -75,14 +100,62 @@ def load_policy(model_dir: str | Path, cfg: GrpoConfig) -> Policy:
     return Policy(model, tokenizer, cfg.finetuning_type == "lora")
 
 
-def token_logprobs(
-    model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, temperature: float
-) -> torch.Tensor:
-    """Logprob of each next token. input_ids, attention_mask (b, L) -> (b, L - 1).
+def _enable_checkpointing(model: Any, *, lora: bool) -> None:
+    """HF gradient checkpointing (it runs only in train mode; ``grpo`` trains in train mode).
 
-    Entry ``[i, t]`` is log p(input_ids[i, t + 1] | prefix), right padding assumed.
+    Why input grads for LoRA (peft's recipe): with the base weights frozen, nothing entering a
+    checkpointed layer requires grad, and a reentrant checkpoint (older transformers' default)
+    would then return no gradients for the adapters inside it.
     """
-    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1]
+    kwargs = {"use_reentrant": False}
+    if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5.x's new name
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+    if lora:
+        model.enable_input_require_grads()
+
+
+def announce_backend(cfg: GrpoConfig) -> None:
+    """Say once which ``policy_backend`` was asked for and what trains here (seed 001).
+
+    On the platform ``automodel`` and ``dtensor`` are different NeMo-RL workers; locally both
+    run the same HF transformers + torch code, so the choice changes nothing but EK607 checks.
+    """
+    log.info(
+        "policy_backend %r requested; locally it trains with HF transformers + torch in one "
+        "process (the platform runs NeMo-RL's %s worker)",
+        cfg.policy_backend,
+        cfg.policy_backend,
+    )
+    if cfg.automodel_kwargs:
+        log.warning(
+            "automodel_kwargs %s are not applied locally (only Automodel on the platform reads "
+            "them); the local run loads the model with stock HF modules",
+            sorted(cfg.automodel_kwargs),
+        )
+
+
+def token_logprobs(
+    model: Any,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    temperature: float,
+    position_ids: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Logprob of each next token. input_ids, attention_mask, position_ids (b, L) -> (b, L - 1).
+
+    Entry ``[i, t]`` is log p(input_ids[i, t + 1] | prefix), right padding assumed. For packed
+    rows pass ``attention_mask=None`` and position ids that restart per rollout: HF builds a
+    block-diagonal causal mask from them, but only without a KV cache, hence ``use_cache=False``
+    (with a cache the rollouts would attend to each other).
+    """
+    logits = model(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        position_ids=position_ids,
+        use_cache=False,
+    ).logits[:, :-1]
     logp = torch.log_softmax(logits.float() / temperature, dim=-1)
     return logp.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
 

@@ -316,15 +316,9 @@ def train_on_ray(
     from functools import partial
 
     from envkit.trainer.grpo import TrainOptions
-    from envkit.trainer.gym_source import GymRolloutSource, GymSourceOptions
+    from envkit.trainer.gym_source import GymRolloutSource, gym_source_options
 
-    source_opts = GymSourceOptions(
-        temperature=cfg.temperature,
-        max_new_tokens=cfg.max_new_tokens,
-        max_rollout_turns=cfg.max_rollout_turns,
-        backend=request.backend,
-        runtime=request.runtime,
-    )
+    source_opts = gym_source_options(cfg, request.backend, request.runtime)
     factory = partial(GymRolloutSource, inputs["environment"], inputs["model"], source_opts)
     opts = TrainOptions(request.output, resume=request.resume, save_period=request.save_period)
     labels = RayLabels(request.ray_rollout_resource, request.ray_trainer_resource)

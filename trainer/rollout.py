@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from envkit.trainer.gym_runtime import GymServers
 
 __all__ = [
+    "EngineOptions",
     "RolloutRequest",
     "RolloutSummary",
     "expand_rows",
@@ -34,6 +35,15 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """The job's settings for the generation engine (``training`` block, seed 001)."""
+
+    hf_config_overrides: dict[str, Any] = field(default_factory=dict)
+    vllm_tensor_parallel_size: int = 1
+    vllm_gpu_memory_utilization: float = 0.6
 
 
 @dataclass(frozen=True)
@@ -158,15 +168,23 @@ def write_results(path: Path, results: Sequence[RolloutResult]) -> Path | None:
     return sidecar
 
 
-def make_backend(model: Path, backend: str) -> GenerationBackend:
+def make_backend(
+    model: Path, backend: str, engine: EngineOptions | None = None
+) -> GenerationBackend:
     """The generation backend for ``--backend`` (hf on CPU, vllm on GPU)."""
+    engine = engine or EngineOptions()
     if backend == "vllm":
         from envkit.trainer.generation.vllm import VLLMBackend
 
-        return VLLMBackend(model)
+        return VLLMBackend(
+            model,
+            gpu_memory_utilization=engine.vllm_gpu_memory_utilization,
+            tensor_parallel_size=engine.vllm_tensor_parallel_size,
+            hf_config_overrides=engine.hf_config_overrides,
+        )
     from envkit.trainer.generation.hf import HFBackend
 
-    return HFBackend(model)
+    return HFBackend(model, hf_config_overrides=engine.hf_config_overrides)
 
 
 def rollout_package(

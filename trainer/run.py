@@ -155,16 +155,10 @@ def _train_local(
     cfg: Any, request: TrainRequest, inputs: dict[str, Path], rows: list, val_rows: list
 ) -> TrainResult:
     from envkit.trainer.grpo import TrainOptions, train
-    from envkit.trainer.gym_source import GymRolloutSource, GymSourceOptions
+    from envkit.trainer.gym_source import GymRolloutSource, gym_source_options
 
     policy = _load(inputs["model"], cfg)
-    opts = GymSourceOptions(
-        temperature=cfg.temperature,
-        max_new_tokens=cfg.max_new_tokens,
-        max_rollout_turns=cfg.max_rollout_turns,
-        backend=request.backend,
-        runtime=request.runtime,
-    )
+    opts = gym_source_options(cfg, request.backend, request.runtime)
     with GymRolloutSource(inputs["environment"], inputs["model"], opts) as source:
         source.refresh(policy)
         train_opts = TrainOptions(

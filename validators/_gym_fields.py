@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from envkit.gym_data import gym_data
-from envkit.package import safe_relpath
+from envkit.package import INSTALL_MARKERS, safe_relpath
 from envkit.validators._gym_model import Opaque, fmt_keypath, own_servers, view_of
 from envkit.validators._gym_rules import EK318
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = ["check_builtin_fields", "lax_accepts"]
 
-_MARKERS = ("requirements.txt", "pyproject.toml")
+_MARKERS = INSTALL_MARKERS
 _TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
 _FALSE = frozenset({"0", "off", "f", "false", "n", "no"})
 """The strings pydantic's lax mode reads as a bool (case-insensitive)."""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from envkit.diagnostics import Diagnostic, Severity
 from envkit.gym_data import gym_data
-from envkit.package import MAX_ENTRIES, display_path
+from envkit.package import INSTALL_MARKERS, MAX_ENTRIES, display_path
 from envkit.validators._base import Inputs, Rule
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["CHECKS", "MARKERS", "RULES", "WHEEL_FORMATS"]
 
 WHEEL_FORMATS = ("wheels-v1", "adapter-wheels-v1")
-MARKERS = ("requirements.txt", "pyproject.toml")
+MARKERS = INSTALL_MARKERS
 """Gym's install markers: a server dir is set up from exactly one of them."""
 
 EK200 = Rule(

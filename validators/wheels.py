@@ -19,17 +19,18 @@ from envkit.closure import (
     Egress,
     Missing,
     Root,
+    marker_roots,
     parse_requirement,
-    pyproject_roots,
     python_ok,
-    requirements_txt_roots,
     runtime_roots,
     usable,
     walk,
 )
 from envkit.diagnostics import Severity
 from envkit.gym_data import gym_data
+from envkit.package import INSTALL_MARKERS
 from envkit.validators._base import Inputs, Rule
+from envkit.validators._gym_model import view_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -174,21 +175,20 @@ def check_duplicates(inputs: Inputs) -> Iterator[Diagnostic]:
 
 
 def closure_roots(pkg: Package, inputs: Inputs) -> tuple[list[Root], list[Egress]]:
-    """What the cluster installs from: server requirements, adapter env wheels, runtime pins.
+    """What the cluster installs from: server requirements, adapter env wheels, runtime pins
+    and the built-in servers the configs run.
 
-    Without ``--offline`` the runtime pins count only for projects ``wheels/`` vendors (the
-    first install has an index for the rest).
+    Without ``--offline`` the runtime pins and the built-ins' requirements count only for
+    projects ``wheels/`` vendors (the first install has an index for the rest).
     """
     roots: list[Root] = []
     egress: list[Egress] = []
     for server in pkg.servers:
-        for name, reader in (("requirements.txt", requirements_txt_roots),
-                             ("pyproject.toml", pyproject_roots)):
-            if name in server.texts:
-                found, needs = reader(server.texts[name], f"{server.path}/{name}")
-                roots += found
-                egress += needs
-                break
+        name = next((m for m in INSTALL_MARKERS if m in server.texts), None)
+        if name is not None:
+            found, needs = marker_roots(name, server.texts[name], f"{server.path}/{name}")
+            roots += found
+            egress += needs
     if pkg.format == "adapter-wheels-v1":
         roots += _adapter_roots(pkg)
         if inputs.options.offline:
@@ -197,7 +197,49 @@ def closure_roots(pkg: Package, inputs: Inputs) -> tuple[list[Root], list[Egress
     runtime = runtime_roots(inputs.options.gym_version, gym_data().requires_dist, WHEELS_DIR)
     roots += [r for r in runtime
               if inputs.options.offline or canonicalize_name(r.requirement.name) in vendored]
+    found, needs = _builtin_server_roots(pkg)  # with an index: only what wheels/ offers
+    roots += [r for r in found
+              if inputs.options.offline or canonicalize_name(r.requirement.name) in vendored]
+    egress += needs if inputs.options.offline else []
     return roots, egress
+
+
+def _builtin_server_roots(pkg: Package) -> tuple[list[Root], list[Egress]]:
+    """Roots of the built-in servers the configs run but the package does not ship.
+
+    Gym builds a venv for every server instance, from the package's ``<type>/<impl>/`` when it
+    has an install marker, else from its own install root (``vllm_model`` for the policy, in
+    most packages): ``nemo-gym[dev]`` plus setuptools to build it. Offline, ``wheels/`` must
+    cover that too. The adapter's harness is left to ``_adapter_roots`` (staged offline).
+    """
+    view = view_of(pkg)
+    if view is None:
+        return [], []
+    shipped = {s.path for s in pkg.servers if s.files.intersection(INSTALL_MARKERS)}
+    harness = _harness_dir(pkg)
+    installs = gym_data().builtin_server_installs
+    roots: list[Root] = []
+    egress: list[Egress] = []
+    seen: set[str] = set()
+    for instance in view.servers():
+        rel = f"{instance.shape.server_type}/{instance.shape.impl}"
+        if rel in shipped or rel == harness or rel in seen or rel not in installs:
+            continue
+        seen.add(rel)
+        name, text = installs[rel]
+        found, needs = marker_roots(name, text, f"{rel}/{name}")
+        path, line = instance.locate()
+        origin = f"built-in {rel} (run by `{instance.name}`, {path})"
+        roots += [Root(r.requirement, origin, path, line) for r in found]
+        egress += [Egress(f"{e.text} (built-in {rel})", path, line) for e in needs]
+    return roots, egress
+
+
+def _harness_dir(pkg: Package) -> str | None:
+    adapter = pkg.manifest_data.get("adapter")
+    if pkg.format != "adapter-wheels-v1" or not isinstance(adapter, dict):
+        return None
+    return f"{adapter.get('agent_type')}/{adapter.get('agent')}"
 
 
 def _adapter_roots(pkg: Package) -> list[Root]:

@@ -23,6 +23,7 @@ from envkit.trainer.generation.interface import (
     Prompt,
     SamplingParams,
 )
+from envkit.trainer.hf_overrides import apply_hf_overrides
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -69,16 +70,19 @@ class HFBackend:
         model_name: str | None = None,
         device: str = "cpu",
         max_batch: int = 64,
+        hf_config_overrides: Mapping[str, Any] | None = None,
     ) -> None:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
         self.model_dir = Path(model_dir)
         self.model_name = model_name or self.model_dir.name
         self.device = torch.device(device)
         self.max_batch = max_batch
         self.tokenizer: PreTrainedTokenizerBase = AutoTokenizer.from_pretrained(self.model_dir)
+        config = AutoConfig.from_pretrained(self.model_dir)  # the trainer's overrides, too
+        apply_hf_overrides(config, dict(hf_config_overrides or {}))
         self.model: PreTrainedModel = AutoModelForCausalLM.from_pretrained(
-            self.model_dir, dtype=torch.float32
+            self.model_dir, config=config, dtype=torch.float32
         ).to(self.device).eval()
         self.max_model_len = int(getattr(self.model.config, "max_position_embeddings", 2048))
         self._lock = threading.Lock()

@@ -23,7 +23,7 @@ from envkit.trainer.generation.interface import (
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["VLLMBackend", "to_completion", "to_vllm_sampling_kwargs"]
+__all__ = ["VLLMBackend", "engine_kwargs", "to_completion", "to_vllm_sampling_kwargs"]
 
 
 def to_vllm_sampling_kwargs(params: SamplingParams) -> dict[str, Any]:
@@ -57,11 +57,33 @@ def to_completion(output: Any, top_k: int) -> Completion:
     return Completion(ids, logprobs, output.text, reason, tops)
 
 
+def engine_kwargs(model_dir: str | Path, gpu_memory_utilization: float,
+                  tensor_parallel_size: int,
+                  hf_config_overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Keyword arguments for ``vllm.LLM``: the job's sizing and its ``hf_config_overrides``.
+
+    vLLM applies ``hf_overrides`` (nested dicts kept) to the model config it loads, the same
+    overrides the trainer's copy gets (seed 001).
+
+    >>> engine_kwargs("m", 0.5, 2, {"rms_norm_eps": 1e-5})["hf_overrides"]
+    {'rms_norm_eps': 1e-05}
+    """
+    return {
+        "model": str(model_dir),
+        "gpu_memory_utilization": gpu_memory_utilization,
+        "tensor_parallel_size": tensor_parallel_size,
+        "hf_overrides": dict(hf_config_overrides) if hf_config_overrides else None,
+        "logprobs_mode": "processed_logprobs",
+        "enable_prefix_caching": True,
+    }
+
+
 class VLLMBackend:
     """``vllm.LLM`` behind ``GenerationBackend``; weights updated in place for GRPO."""
 
     def __init__(self, model_dir: str | Path, *, model_name: str | None = None,
-                 gpu_memory_utilization: float = 0.6, tensor_parallel_size: int = 1) -> None:
+                 gpu_memory_utilization: float = 0.6, tensor_parallel_size: int = 1,
+                 hf_config_overrides: Mapping[str, Any] | None = None) -> None:
         try:
             import vllm
         except ImportError:
@@ -69,9 +91,8 @@ class VLLMBackend:
             raise GenerationError(msg) from None
         self._vllm = vllm
         self.model_name = model_name or Path(model_dir).name
-        self.llm = vllm.LLM(model=str(model_dir), gpu_memory_utilization=gpu_memory_utilization,
-                            tensor_parallel_size=tensor_parallel_size,
-                            logprobs_mode="processed_logprobs", enable_prefix_caching=True)
+        self.llm = vllm.LLM(**engine_kwargs(model_dir, gpu_memory_utilization,
+                                            tensor_parallel_size, hf_config_overrides))
         self.tokenizer = self.llm.get_tokenizer()
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
 
