@@ -90,13 +90,17 @@ def cluster(monkeypatch):
     cmd += ["--include-dashboard=false", "--temp-dir", temp, "--block"]
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     env.pop("RAY_ADDRESS", None)
-    proc = subprocess.Popen(
-        cmd,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
     tree = ProcessTree(proc.pid)
     try:
         address = f"127.0.0.1:{port}"
