@@ -81,10 +81,20 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--allow-python-override", action="store_true")
     parser.add_argument(
-        "--task", choices=("digit_addition", "char_pattern"), default="digit_addition",
-        help="digit_addition: exact-match reward (the 135M model almost never answers a bare "
-        "digit, so rewards start at 0); char_pattern: a dense reward GRPO can climb")
-    parser.add_argument("--max-new-tokens", type=int, default=4)
+        "--task",
+        choices=("digit_addition", "char_pattern"),
+        default="digit_addition",
+        help="digit_addition: exact match on the reply's final number; char_pattern: a dense "
+        "reward",
+    )
+    parser.add_argument("--max-new-tokens", type=int, default=8)
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        default=0.7,
+        help="sampling temperature (at 1.0 the Q4_1 model mostly rambles)",
+    )
+    parser.add_argument("--lr", type=float, default=5e-4)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     args.work.mkdir(parents=True, exist_ok=True)
@@ -93,28 +103,51 @@ def main() -> None:
     if not pkg.exists():
         make_native_package(pkg, args.task)
     rows = digit_addition_rows if args.task == "digit_addition" else char_pattern_rows
-    cfg = grpo_config({"training": {
-        "type": "grpo", "finetuning_type": "lora", "lora": {"rank": 16, "alpha": 32},
-        "num_generations_per_prompt": 4, "batch_size": 16, "learning_rate": 5e-4,
-        "max_new_tokens": args.max_new_tokens, "micro_batch_size": 4, "max_steps": args.steps,
-        "epochs": 100,
-        "val_at_start": True, "val_at_end": True, "temperature": 1.0, "seed": 0}})
+    cfg = grpo_config(
+        {
+            "training": {
+                "type": "grpo",
+                "finetuning_type": "lora",
+                "lora": {"rank": 16, "alpha": 32},
+                "num_generations_per_prompt": 4,
+                "batch_size": 16,
+                "learning_rate": args.lr,
+                "max_new_tokens": args.max_new_tokens,
+                "micro_batch_size": 4,
+                "max_steps": args.steps,
+                "epochs": 100,
+                "val_at_start": True,
+                "val_at_end": True,
+                "temperature": args.temperature,
+                "seed": 0,
+            }
+        }
+    )
     policy = load_policy(model, cfg)
     opts = GymSourceOptions(
-        temperature=1.0, max_new_tokens=args.max_new_tokens,
-        runtime=RuntimeOptions(allow_python_override=args.allow_python_override))
+        temperature=args.temperature,
+        max_new_tokens=args.max_new_tokens,
+        runtime=RuntimeOptions(allow_python_override=args.allow_python_override),
+    )
     with GymRolloutSource(pkg, model, opts) as source:
         source.refresh(policy)
-        result = train(cfg, policy, source, rows(64, seed=0),
-                       TrainOptions(args.work / f"run-{args.task}", save_period=10_000),
-                       val_rows=rows(16, seed=1))
+        result = train(
+            cfg,
+            policy,
+            source,
+            rows(64, seed=0),
+            TrainOptions(args.work / f"run-{args.task}", save_period=10_000),
+            val_rows=rows(32, seed=1),
+        )
     records = read_metrics(result.metrics_path)
     vals = [r["val_accuracy"] for r in records if "val_accuracy" in r]
     print(f"val_accuracy before/after: {vals[0]:.3f} / {vals[-1]:.3f}")
     for r in records:
         if "train_reward" in r:
-            print(f"step {r['step']}: train_reward={r['train_reward']:.3f} "
-                  f"step_time={r['train_timing/total_step_time']:.1f}s")
+            print(
+                f"step {r['step']}: train_reward={r['train_reward']:.3f} "
+                f"step_time={r['train_timing/total_step_time']:.1f}s"
+            )
     print(f"adapter: {result.final_dir}")
 
 
