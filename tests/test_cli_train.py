@@ -93,3 +93,34 @@ def test_train_refuses_impossible_settings(tmp_path, inputs, capsys):
     rc = main(["train", str(job), "-o", str(tmp_path / "out")])
     assert rc == 1
     assert "temperature" in capsys.readouterr().err
+
+
+def test_a_fresh_run_refuses_an_output_holding_another_run(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "metrics.jsonl").write_text('{"step": 0, "val_accuracy": 0.5}\n')
+    job = _job(tmp_path, {"type": "grpo"})
+    assert main(["train", str(job), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "holds a previous run" in err and "--resume" in err
+    assert (out / "metrics.jsonl").read_text() == '{"step": 0, "val_accuracy": 0.5}\n'
+
+
+def test_sigterm_becomes_an_interrupt_so_servers_are_torn_down():
+    """`envkit train`/`rollout` run inside this: SIGTERM unwinds every `with` (Gym servers,
+    the policy endpoint) instead of killing envkit and orphaning Gym's own session."""
+    import os
+    import signal
+
+    from envkit.cli._common import sigterm_as_interrupt
+
+    before = signal.getsignal(signal.SIGTERM)
+    unwound = []
+    with pytest.raises(KeyboardInterrupt), sigterm_as_interrupt():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            signal.sigtimedwait([], 0.1)  # let the handler run
+        finally:
+            unwound.append(True)
+    assert unwound == [True]
+    assert signal.getsignal(signal.SIGTERM) is before

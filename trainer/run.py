@@ -122,6 +122,7 @@ def run_training(request: TrainRequest) -> TrainResult:
     """
     from envkit.trainer.config import ConfigError, grpo_config
 
+    _refuse_previous_run(request)
     job_data = _load_job(request.job)
     inputs = resolve_inputs(job_data, request)
     errors = preflight(request, inputs)
@@ -138,6 +139,27 @@ def run_training(request: TrainRequest) -> TrainResult:
 
         return train_on_ray(cfg, request, inputs, train_rows, val_rows)
     return _train_local(cfg, request, inputs, train_rows, val_rows)
+
+
+def _refuse_previous_run(request: TrainRequest) -> None:
+    """A fresh run never writes over another run's metrics and checkpoints.
+
+    Why: mixing them would give a curve with the old run's step 0 and a ``--resume`` that
+    continues the wrong run's checkpoint. Only ``--resume`` may reuse the directory.
+    """
+    if request.resume:
+        return
+    out = request.output
+    ckpts = out / "checkpoints"
+    previous = (out / "metrics.jsonl").is_file() or (
+        ckpts.is_dir() and any(ckpts.glob("step_*"))
+    )
+    if previous:
+        msg = (
+            f"{out} holds a previous run (metrics.jsonl / checkpoints/): pass --resume to "
+            "continue it, or choose another -o (or delete it) to start over"
+        )
+        raise TrainInputError(msg)
 
 
 def _load(model_dir: Path, cfg: Any) -> Any:

@@ -2,15 +2,43 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
 
 from envkit.target import ARCHES, Target
 
-__all__ = ["parse_codes", "parse_glibc", "parse_python", "target_from", "target_options"]
+__all__ = [
+    "parse_codes",
+    "parse_glibc",
+    "parse_python",
+    "sigterm_as_interrupt",
+    "target_from",
+    "target_options",
+]
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises ``KeyboardInterrupt`` while the block runs, as Ctrl-C does.
+
+    Why: Gym's servers and their Ray run in a session of their own (so a terminal's Ctrl-C
+    reaches envkit, which tears them down in order); the default SIGTERM action would kill
+    envkit alone and orphan them. ``main()`` maps the interrupt to exit status 130.
+    """
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def parse_python(value: str) -> tuple[int, int]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,13 +18,11 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.markup import escape
 
+from envkit.cli._common import sigterm_as_interrupt
+
 __all__ = ["rollout_command"]
 
 _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
-
-
-def _sigterm_to_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt  # so every `with` block tears its servers down
 
 
 @click.command("rollout")
@@ -74,9 +71,9 @@ def rollout_command(
         runtime=RuntimeOptions(gym_version=gym_version, gym_python=gym_python,
                                allow_python_override=allow_python_override, offline=offline),
     )
-    previous = signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
     try:
-        summary = rollout_package(request, on_result=lambda r: _progress(err, r))
+        with sigterm_as_interrupt():
+            summary = rollout_package(request, on_result=lambda r: _progress(err, r))
     except GymRuntimeError as exc:
         code = f"{exc.code} " if exc.code else ""
         err.print(f"[red]error:[/red] {escape(f'{code}{exc}')}")
@@ -85,8 +82,6 @@ def rollout_command(
         return 1
     except (GymVenvError, FileNotFoundError, ValueError) as exc:
         raise click.UsageError(str(exc)) from None
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     _render(summary, output_format, output)
     return summary.exit_code
 

@@ -16,6 +16,8 @@ import click
 from rich.console import Console
 from rich.logging import RichHandler
 
+from envkit.cli._common import sigterm_as_interrupt
+
 __all__ = ["train_command"]
 
 _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
@@ -121,7 +123,8 @@ def train_command(
         ),
     )
     try:
-        result = run_training(request)
+        with sigterm_as_interrupt():
+            result = run_training(request)
     except TrainInputError as exc:
         click.echo(f"envkit train: {exc}", err=True)
         for d in exc.diagnostics:
