@@ -24,6 +24,7 @@ from toy_envs import (
 from envkit.cli import main
 from envkit.trainer._procs import ProcessTree
 from envkit.trainer.env_client import (
+    RolloutAbortedError,
     collect,
     mean_reward_by_agent,
     result_from_record,
@@ -89,6 +90,29 @@ def test_collect_marks_unreachable_rows_failed_and_finishes_the_rest() -> None:
     assert "unreachable" in results[0].failure_reason
     assert "not running" in results[1].failure_reason
     assert mean_reward_by_agent(results) == {}
+
+
+def test_collect_aborts_rows_stuck_on_a_dead_server_without_waiting_for_the_timeout() -> None:
+    """Gym's agent retries a dead resources server forever: the row would hang to its timeout.
+    ``abort`` (a liveness probe) ends the batch at the next poll instead."""
+    import socket
+
+    with socket.socket() as hang:  # accepts connections, never answers: a stuck agent
+        hang.bind(("127.0.0.1", 0))
+        hang.listen(8)
+        url = f"http://127.0.0.1:{hang.getsockname()[1]}/run"
+        rows = [{"agent_ref": {"name": "a"}}] * 3
+        polls = []
+
+        def abort() -> str | None:
+            polls.append(time.monotonic())
+            return "resources server not accepting connections" if len(polls) >= 2 else None
+
+        started = time.monotonic()
+        with pytest.raises(RolloutAbortedError, match="not accepting connections"):
+            collect(rows, lambda _a: url, concurrency=2, timeout_s=60, abort=abort, poll_s=0.1)
+        assert len(polls) == 2
+        assert time.monotonic() - started < 30  # not the 60 s row timeout
 
 
 def test_expand_rows_sets_sampling_and_gym_indices() -> None:

@@ -16,11 +16,12 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "RolloutAbortedError",
     "RolloutResult",
     "TokenTurn",
     "collect",
@@ -132,6 +133,10 @@ def _one(index: int, row: Mapping[str, Any], url_for: Callable[[str], str],
     return result_from_record(index, agent, {**row, **record})
 
 
+class RolloutAbortedError(RuntimeError):
+    """``abort()`` named a reason (a server died) while rows were in flight."""
+
+
 def collect(
     rows: Sequence[Mapping[str, Any]],
     url_for: Callable[[str], str],
@@ -139,19 +144,36 @@ def collect(
     concurrency: int = 8,
     timeout_s: float = 600.0,
     on_result: Callable[[RolloutResult], None] | None = None,
+    abort: Callable[[], str | None] | None = None,
+    poll_s: float = 2.0,
 ) -> list[RolloutResult]:
     """Run every row (``concurrency`` in flight); results in row order.
 
     ``url_for(agent)`` gives the ``/run`` URL for an agent instance (``GymServers.run_url``).
+    ``abort()`` is polled every ``poll_s`` while rows are in flight. Why: Gym's clients retry a
+    refused connection forever, so a row whose resources server died waits out ``timeout_s``;
+    a liveness probe finds the death in seconds.
+
+    :raises RolloutAbortedError: ``abort()`` returned a reason; queued rows are cancelled and
+        rows in flight are left to fail when their servers go away.
     """
     results: list[RolloutResult | None] = [None] * len(rows)
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        futures = {pool.submit(_one, i, row, url_for, timeout_s): i for i, row in enumerate(rows)}
-        for future in as_completed(futures):
-            result = future.result()
-            results[result.index] = result
-            if on_result is not None:
-                on_result(result)
+    pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
+    pending = {pool.submit(_one, i, row, url_for, timeout_s) for i, row in enumerate(rows)}
+    try:
+        while pending:
+            done, pending = wait(pending, timeout=poll_s if abort else None,
+                                 return_when=FIRST_COMPLETED)
+            for future in done:
+                result = future.result()
+                results[result.index] = result
+                if on_result is not None:
+                    on_result(result)
+            reason = abort() if abort is not None and pending else None
+            if reason:
+                raise RolloutAbortedError(reason)
+    finally:
+        pool.shutdown(wait=not pending, cancel_futures=True)
     return [r for r in results if r is not None]
 
 

@@ -279,14 +279,14 @@ class GymRuntime:
         """adapter-wheels-v1: the built-in harness with offline requirements (adapter_harness)."""
         try:
             stage_harness(gym.root, work, work / "nemo-environment.yaml")
-        except (HarnessError, OSError, yaml.YAMLError) as exc:
+        except (HarnessError, OSError, YamlReadError) as exc:
             code = getattr(exc, "code", None)
             msg = f"cannot stage the adapter harness: {exc}"
             raise GymRuntimeError(msg, code=code) from None
 
-    def _stop_tree(self) -> None:
+    def _stop_tree(self, grace_s: float = 20.0) -> None:
         if self._tree is not None:
-            killed = self._tree.terminate()
+            killed = self._tree.terminate(grace_s=grace_s)
             if killed:
                 log.info("killed %d process(es) that ignored SIGINT", len(killed))
             self._tree = None
@@ -295,9 +295,13 @@ class GymRuntime:
                 self._proc.wait(timeout=5)  # reap: no zombie left behind
         self._proc = None
 
-    def close(self) -> None:
-        """Stop every process this runtime started; safe to call twice."""
-        self._stop_tree()
+    def close(self, grace_s: float = 20.0) -> None:
+        """Stop every process this runtime started; safe to call twice.
+
+        ``grace_s``: how long Gym's own SIGINT shutdown may take before the rest is killed;
+        a restart after a server died passes a short one (a broken tree rarely exits cleanly).
+        """
+        self._stop_tree(grace_s)
         if self._run_dir is not None:
             if self.options.keep_logs is not None:
                 self._keep_logs(self.options.keep_logs)

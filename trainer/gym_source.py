@@ -31,6 +31,10 @@ __all__ = ["GymRolloutSource", "GymSourceOptions", "gym_source_options", "rollou
 
 log = logging.getLogger(__name__)
 
+RESTART_GRACE_S = 5.0
+"""Shutdown grace when restarting after a failure: the tree is broken (a server died), and
+the step waits on the restart."""
+
 
 @dataclass(frozen=True)
 class GymSourceOptions:
@@ -163,7 +167,7 @@ class GymRolloutSource:
     def restart(self) -> None:
         """Bring the Gym servers up again (the policy endpoint keeps running)."""
         log.warning("restarting the Gym servers of %s", self.package)
-        self._runtime.close()
+        self._runtime.close(grace_s=RESTART_GRACE_S)
         self._servers = self._runtime.start()
 
     def close(self) -> None:
@@ -179,32 +183,42 @@ class GymRolloutSource:
         """New generation weights (a plain model's state dict), e.g. sent over Ray."""
         self._server.update_weights(state)
 
-    def rollouts(
-        self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0
-    ) -> list[Rollout]:
+    def _dead(self) -> str | None:
+        """Why the servers cannot serve (Gym exited, a port refuses connections), or None."""
         from envkit.trainer.gym_runtime import GymRuntimeError
-        from envkit.trainer.rollout import expand_rows, run_rollouts
 
         try:
             self._runtime.check_alive()
         except GymRuntimeError as exc:
-            raise RolloutFailedError(str(exc)) from None
+            return str(exc)
         dead = _unreachable(self._servers.servers)
-        if dead:
-            msg = f"Gym server(s) not accepting connections: {', '.join(dead)}"
-            raise RolloutFailedError(msg)
+        return f"Gym server(s) not accepting connections: {', '.join(dead)}" if dead else None
+
+    def rollouts(
+        self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0
+    ) -> list[Rollout]:
+        from envkit.trainer.env_client import RolloutAbortedError
+        from envkit.trainer.rollout import expand_rows, run_rollouts
+
+        reason = self._dead()
+        if reason:
+            raise RolloutFailedError(reason)
         expanded = expand_rows(
             rows,
             num_repeats=num_generations,
             temperature=self.opts.temperature,
             max_tokens=self.opts.max_new_tokens,
         )
-        summary = run_rollouts(
-            self._servers,
-            expanded,
-            concurrency=self.opts.concurrency,
-            timeout_s=self.opts.timeout_s,
-        )
+        try:
+            summary = run_rollouts(
+                self._servers,
+                expanded,
+                concurrency=self.opts.concurrency,
+                timeout_s=self.opts.timeout_s,
+                abort=self._dead,
+            )
+        except RolloutAbortedError as exc:
+            raise RolloutFailedError(str(exc)) from None
         if summary.failed:
             first = summary.failed[0]
             msg = f"{len(summary.failed)} rollout(s) failed, first: {first.failure_reason}"

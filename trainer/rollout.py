@@ -145,11 +145,12 @@ def run_rollouts(
     concurrency: int = 8,
     timeout_s: float = 600.0,
     on_result: Callable[[RolloutResult], None] | None = None,
+    abort: Callable[[], str | None] | None = None,
 ) -> RolloutSummary:
-    """Rows (already expanded) through running servers."""
+    """Rows (already expanded) through running servers; ``abort`` as in ``collect``."""
     start = time.monotonic()
     results = collect(rows, servers.run_url, concurrency=concurrency, timeout_s=timeout_s,
-                      on_result=on_result)
+                      on_result=on_result, abort=abort)
     return RolloutSummary(tuple(results), mean_reward_by_agent(results),
                           rollout_s=time.monotonic() - start)
 
