@@ -30,7 +30,7 @@ from envkit.diagnostics import Severity
 from envkit.gym_data import gym_data
 from envkit.package import INSTALL_MARKERS
 from envkit.validators._base import Inputs, Rule
-from envkit.validators._gym_model import view_of
+from envkit.validators.gym.model import view_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

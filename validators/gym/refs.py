@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from envkit.diagnostics import Severity
 from envkit.package import MANIFEST, safe_relpath
-from envkit.validators._gym_model import find_refs, fmt_keypath, own_servers, view_of
-from envkit.validators._gym_rules import (
+from envkit.validators.gym.model import find_refs, fmt_keypath, own_servers, view_of
+from envkit.validators.gym.rules import (
     AGENTS,
     EK304,
     EK305,
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from envkit.diagnostics import Diagnostic
     from envkit.package import Package
     from envkit.validators._base import Inputs
-    from envkit.validators._gym_model import GymView, Instance, Ref
+    from envkit.validators.gym.model import GymView, Instance, Ref
 
 __all__ = [
     "check_environment_relays",

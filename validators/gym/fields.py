@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from envkit.gym_data import gym_data
 from envkit.package import INSTALL_MARKERS, safe_relpath
-from envkit.validators._gym_model import Opaque, fmt_keypath, own_servers, view_of
-from envkit.validators._gym_rules import EK318
+from envkit.validators.gym.model import Opaque, fmt_keypath, own_servers, view_of
+from envkit.validators.gym.rules import EK318
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from envkit.gym_data import ServerModel
     from envkit.package import Package
     from envkit.validators._base import Inputs
-    from envkit.validators._gym_model import GymView, Instance
+    from envkit.validators.gym.model import GymView, Instance
 
 __all__ = ["check_builtin_fields", "lax_accepts"]
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 from envkit.diagnostics import Severity
 from envkit.gym_data import gym_data
 from envkit.package import safe_relpath
-from envkit.validators._gym_model import find_refs, fmt_keypath, own_servers, view_of
-from envkit.validators._gym_rules import (
+from envkit.validators.gym.model import find_refs, fmt_keypath, own_servers, view_of
+from envkit.validators.gym.rules import (
     AGENTS,
     EK300,
     EK301,
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from envkit.diagnostics import Diagnostic
     from envkit.package import Package
     from envkit.validators._base import Inputs, Rule
-    from envkit.validators._gym_model import GymView, Instance
+    from envkit.validators.gym.model import GymView, Instance
 
 __all__ = [
     "check_config_docs",

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from envkit.gym_data import gym_data
-from envkit.validators._gym_model import Opaque, classify
+from envkit.validators.gym.model import Opaque, classify
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from envkit.validators._gym_model import GymView
+    from envkit.validators.gym.model import GymView
 
 __all__ = ["JOB_KEYS", "Finding", "find_interpolation_problems", "interpolations"]
 

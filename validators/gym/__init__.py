@@ -7,30 +7,30 @@ server configs with Gym itself. Where a config is wrong in a way Gym aborts on, 
 error; where Gym accepts it but the run silently does something else (a skipped block, an
 override, a deferred failure), it is a warning.
 
-The checks read one merged view of the configs (``_gym_model``), built once per package.
+The checks read one merged view of the configs (``gym.model``), built once per package.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from envkit.validators._gym_fields import check_builtin_fields
-from envkit.validators._gym_refs import (
+from envkit.validators.gym.fields import check_builtin_fields
+from envkit.validators.gym.refs import (
     check_environment_relays,
     check_model_pairings,
     check_policy_endpoint,
     check_policy_model,
     check_refs,
 )
-from envkit.validators._gym_rules import RULES
-from envkit.validators._gym_servers import (
+from envkit.validators.gym.rules import RULES
+from envkit.validators.gym.servers import (
     check_config_docs,
     check_domains,
     check_duplicate_instances,
     check_impl_dirs,
     check_server_shapes,
 )
-from envkit.validators._gym_values import check_datasets, check_includes, check_interpolations
+from envkit.validators.gym.values import check_datasets, check_includes, check_interpolations
 
 if TYPE_CHECKING:
     from envkit.validators._base import Check
