@@ -1,8 +1,8 @@
 """The text of an adapter-wheels-v1 package: manifest, Gym configs and the wheel lock.
 
 Pure functions from a spec to ``{relative path: text}``; the caller writes them. The shapes
-follow seed 001 ("adapter-wheels-v1", "Every package needs a policy_model server") and Gym
-0.7.0's ``responses_api_agents/verifiers_agent/configs/verifiers_agent.yaml``.
+follow seed 001 ("adapter-wheels-v1", "Every package needs a policy_model server") and the
+pinned Gym version's ``responses_api_agents/verifiers_agent/configs/verifiers_agent.yaml``.
 """
 
 from __future__ import annotations

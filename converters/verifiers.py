@@ -24,7 +24,6 @@ from packaging.version import Version
 
 from envkit import resolve
 from envkit.atomic import make_temp_dir, stale_temp_dirs
-from envkit.build import runtime_requirements
 from envkit.cache import cache_root
 from envkit.closure import marker_roots
 from envkit.converters.adapter_pkg import (
@@ -55,10 +54,9 @@ from envkit.converters.sandbox import (
     install_into,
     run_loader,
 )
-from envkit.gym_data import gym_data
+from envkit.gym_data import DEFAULT_GYM_VERSION, gym_data, runtime_requirements
 from envkit.sdists import SdistBuildError
 from envkit.target import Target
-from envkit.validators._base import DEFAULT_GYM_VERSION
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -25,7 +25,6 @@ from envkit.atomic import (
     swap_into_place,
     write_files,
 )
-from envkit.closure import runtime_roots
 from envkit.converters.gym_tree import (
     SERVER_TYPES,
     GymTreeError,
@@ -35,7 +34,7 @@ from envkit.converters.gym_tree import (
     plan_tree,
     server_requirements,
 )
-from envkit.gym_data import gym_data
+from envkit.gym_data import DEFAULT_GYM_VERSION, gym_data, runtime_requirements
 from envkit.package import load_package
 from envkit.resolve import (
     PinnedWheel,
@@ -68,7 +67,6 @@ __all__ = [
     "BuildResult",
     "build",
     "convert_package",
-    "runtime_requirements",
 ]
 
 LOCK_NAME = "wheels.lock"
@@ -89,7 +87,7 @@ class BuildRequest:
     out: Path
     fmt: str = "wheels-v1"
     target: Target = field(default_factory=Target)
-    gym_version: str = "0.7.0"
+    gym_version: str = DEFAULT_GYM_VERSION
     name: str | None = None
     description: str | None = None
     dataset_dir: Path | None = None
@@ -116,14 +114,6 @@ class BuildResult:
     wheels: tuple[PinnedWheel, ...]
     report: Report
     notes: tuple[str, ...] = ()
-
-
-def runtime_requirements(gym_version: str) -> list[str]:
-    """What Gym adds to every server venv: ``nemo-gym==V``, ``ray[default]``, ``openai`` at
-    nemo-gym's own Requires-Dist (``envkit/data/gym.json``), and the ``pip`` its
-    ``uv venv --seed`` installs: the same roots ``validate --offline`` walks."""
-    roots = runtime_roots(gym_version, gym_data().requires_dist, "")
-    return [str(root.requirement) for root in roots]
 
 
 def _python_floor(target: Target) -> str | None:
@@ -300,8 +290,8 @@ def _vendor(root: Path, requirements: list[tuple[str, str]], request: BuildReque
 
 
 def _glibc_hint(message: str, target: Target) -> str:
-    """nemo-gym 0.7.0's closure (pyarrow >= 23) has no manylinux_2_17 x86_64 wheels: uv then
-    pins the sdist of a compiled project, which cannot be cross-built."""
+    """The pinned Gym version's closure (pyarrow >= 23) has no manylinux_2_17 x86_64 wheels:
+    uv then pins the sdist of a compiled project, which cannot be cross-built."""
     missing = "no usable wheels" in message or "cannot be cross-built" in message
     if not missing or target.glibc_floor >= (2, 28):
         return ""

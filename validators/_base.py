@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from envkit.diagnostics import Diagnostic, Severity
+from envkit.gym_data import DEFAULT_GYM_VERSION
 from envkit.target import Target
 
 if TYPE_CHECKING:
@@ -20,8 +21,6 @@ if TYPE_CHECKING:
     from envkit.package import Package
 
 __all__ = ["DEFAULT_GYM_VERSION", "Check", "CheckOptions", "Inputs", "Rule"]
-
-DEFAULT_GYM_VERSION = "0.7.0"
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """The Responses API input shapes Gym accepts in ``responses_create_params``, checked without Gym.
 
-Facts from nemo-gym 0.7.0 ``nemo_gym/openai_utils.py``: ``NeMoGymResponseCreateParamsNonStreaming``
-(``extra="forbid"``, ``input: str | list[item]``), ``NeMoGymEasyInputMessage`` (roles
-system/developer/user/assistant, content a string or a list of content parts),
+Facts from the pinned Gym version's ``nemo_gym/openai_utils.py``:
+``NeMoGymResponseCreateParamsNonStreaming`` (``extra="forbid"``, ``input: str | list[item]``),
+``NeMoGymEasyInputMessage`` (roles system/developer/user/assistant, content a string or a list
+of content parts),
 ``NeMoGymMessage`` (no assistant) and the ``NeMoGymResponseInputItem`` union. The slow test
 ``tests/test_dataset_rows.py::test_verdicts_match_real_gym`` compares these verdicts with Gym's
 own pydantic models, so a Gym upgrade that changes them fails loudly.

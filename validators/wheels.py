@@ -45,7 +45,7 @@ __all__ = ["CHECKS", "RULES", "closure_roots"]
 WHEEL_FORMATS = ("wheels-v1", "adapter-wheels-v1")
 WHEELS_DIR = "wheels/"
 HARNESS_EGRESS = "verifiers @ git+https://github.com/PrimeIntellect-ai/verifiers.git@v0.3.1"
-"""From nemo-gym 0.7.0 ``responses_api_agents/verifiers_agent/requirements.txt``: the
+"""From the pinned Gym version's ``responses_api_agents/verifiers_agent/requirements.txt``: the
 adapter harness installs verifiers from GitHub, so adapter packages always need egress."""
 
 EK400 = Rule(

@@ -1,4 +1,4 @@
-"""EK3xx: the package's Gym configs, checked the way nemo-gym 0.7 reads them at spin-up.
+"""EK3xx: the package's Gym configs, checked the way the pinned Gym version reads them at spin-up.
 
 Every fact here was checked against the real parser (``nemo_gym.global_config``,
 ``nemo_gym.config_types``, ``nemo_gym.cli.env``) and is re-checked by
