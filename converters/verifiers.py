@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from envkit import resolve
+from envkit import downloads, resolve, uvcmd
 from envkit.atomic import make_temp_dir, stale_temp_dirs
 from envkit.cache import cache_root
 from envkit.closure import marker_roots
@@ -57,6 +57,7 @@ from envkit.converters.sandbox import (
 from envkit.gym_data import DEFAULT_GYM_VERSION, gym_data, runtime_requirements
 from envkit.sdists import SdistBuildError
 from envkit.target import Target
+from envkit.wheelcache import WheelCache
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -149,8 +150,8 @@ def _fetch(pins: Sequence, dest: Path) -> list:
 
     Returns the vendored pins: an sdist-only pin becomes the pure wheel built from it."""
     try:
-        return resolve.vendor_pins(pins, dest, cache=resolve.WheelCache(cache_root() / "wheels"))
-    except resolve.FetchError as exc:
+        return downloads.vendor_pins(pins, dest, cache=WheelCache(cache_root() / "wheels"))
+    except downloads.FetchError as exc:
         raise ConvertError(str(exc), "check the network and the index, then rerun") from None
     except SdistBuildError as exc:
         raise ConvertError(str(exc), "pin a release that ships wheels for the target") from None
@@ -349,7 +350,7 @@ def _load_rows(req: ConvertRequest, hub: HubRef, pins: Sequence, wheels: Path,
             if p.name not in (name, "nemo-gym")]
     env_file = next(folder / p.filename for p in host_pins if p.name == name)
     logger.info("installing the environment into a throwaway venv (%s)", python)
-    uv = resolve.uv_bin()
+    uv = uvcmd.uv_bin()
     try:
         venv_python = cached_env(uv, cache_root() / "convert-venvs", python, deps)
         site = install_into(uv, venv_python, env_file, work / "run" / "site")
@@ -413,7 +414,7 @@ def _write_package(
     locked = [LockedWheel(p.name, p.version, p.filename, p.url, p.sha256,
                           tuple(p.requested_by)) for p in pins]
     lock = lock_data(locked, str(req.target), _requirements(req, hub, env_wheel),
-                     f"uv {resolve.uv_version()}")
+                     f"uv {uvcmd.uv_version()}")
     (pkg / LOCK_NAME).write_text(json.dumps(lock, indent=2) + "\n", "utf-8")
 
 

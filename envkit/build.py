@@ -25,6 +25,7 @@ from envkit.atomic import (
     swap_into_place,
     write_files,
 )
+from envkit.cache import cache_root
 from envkit.converters.gym_tree import (
     SERVER_TYPES,
     GymTreeError,
@@ -34,31 +35,24 @@ from envkit.converters.gym_tree import (
     plan_tree,
     server_requirements,
 )
+from envkit.downloads import vendor_pins
 from envkit.gym_data import DEFAULT_GYM_VERSION, gym_data, runtime_requirements
 from envkit.package import load_package
-from envkit.resolve import (
-    PinnedWheel,
-    ResolutionCache,
-    Runner,
-    SdistBuild,
-    WheelCache,
-    cache_root,
-    resolve_closure,
-    run_subprocess,
-    uv_version,
-    vendor_pins,
-)
+from envkit.resolve import PinnedWheel, ResolutionCache, resolve_closure
+from envkit.sdists import SdistBuild
 from envkit.target import Target
+from envkit.uvcmd import Runner, UvSources, run_subprocess, uv_version
 from envkit.validate import ValidateRequest, validate
 from envkit.validators import CheckOptions, Inputs
 from envkit.validators.wheels import closure_roots
+from envkit.wheelcache import WheelCache
 from envkit.yamlio import YamlReadError, read_mapping
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from envkit.downloads import FetchProgress
     from envkit.report import Report
-    from envkit.resolve import FetchProgress
 
 __all__ = [
     "LOCK_NAME",
@@ -278,8 +272,9 @@ def _vendor(root: Path, requirements: list[tuple[str, str]], request: BuildReque
             log(f"{pin.name}=={pin.version} has no wheel for {request.target}, only the sdist "
                 f"{pin.filename}: a pure wheel built from it is vendored if the project is pure "
                 "(built once, cached by the sdist's sha256)")
-        how = SdistBuild(request.index_url, request.extra_index_urls, request.wheels_dirs,
-                         cache / "uv", runner)
+        sources = UvSources(request.index_url, request.extra_index_urls, request.wheels_dirs,
+                            cache / "uv")
+        how = SdistBuild(sources, runner)
         pins = vendor_pins(pins, root / "wheels", cache=WheelCache(cache / "wheels"),
                            progress=progress, sdist_build=how)
     except (RuntimeError, OSError) as exc:
