@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from envkit.gym_data import gym_data
 from envkit.package import INSTALL_MARKERS, safe_relpath
-from envkit.validators.gym.model import Opaque, fmt_keypath, own_servers, view_of
+from envkit.validators.gym.model import Opaque, own_servers, view_of
 from envkit.validators.gym.rules import EK318
+from envkit.validators.gym.shapes import fmt_keypath
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

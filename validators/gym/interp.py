@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from envkit.gym_data import gym_data
-from envkit.validators.gym.model import Opaque, classify
+from envkit.validators.gym.model import Opaque
+from envkit.validators.gym.shapes import classify
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from envkit.diagnostics import Severity
 from envkit.package import MANIFEST, safe_relpath
-from envkit.validators.gym.model import find_refs, fmt_keypath, own_servers, view_of
+from envkit.validators.gym.model import own_servers, view_of
 from envkit.validators.gym.rules import (
     AGENTS,
     EK304,
@@ -22,6 +22,7 @@ from envkit.validators.gym.rules import (
     POLICY_MODEL,
     RESOURCES,
 )
+from envkit.validators.gym.shapes import find_refs, fmt_keypath
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -29,7 +30,8 @@ if TYPE_CHECKING:
     from envkit.diagnostics import Diagnostic
     from envkit.package import Package
     from envkit.validators._base import Inputs
-    from envkit.validators.gym.model import GymView, Instance, Ref
+    from envkit.validators.gym.model import GymView, Instance
+    from envkit.validators.gym.shapes import Ref
 
 __all__ = [
     "check_environment_relays",

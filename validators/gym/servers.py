@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from envkit.diagnostics import Severity
 from envkit.gym_data import gym_data
 from envkit.package import safe_relpath
-from envkit.validators.gym.model import find_refs, fmt_keypath, own_servers, view_of
+from envkit.validators.gym.model import own_servers, view_of
 from envkit.validators.gym.rules import (
     AGENTS,
     EK300,
@@ -24,6 +24,7 @@ from envkit.validators.gym.rules import (
     MODELS,
     RESOURCES,
 )
+from envkit.validators.gym.shapes import find_refs, fmt_keypath
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

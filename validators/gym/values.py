@@ -9,8 +9,9 @@ from envkit.diagnostics import Severity
 from envkit.gym_data import builtin_configs, gym_data
 from envkit.package import safe_relpath
 from envkit.validators.gym.interp import find_interpolation_problems
-from envkit.validators.gym.model import fmt_keypath, own_servers, view_of
+from envkit.validators.gym.model import own_servers, view_of
 from envkit.validators.gym.rules import EK311, EK313, EK315, EK316
+from envkit.validators.gym.shapes import fmt_keypath
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
