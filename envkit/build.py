@@ -27,7 +27,6 @@ from envkit.atomic import (
 )
 from envkit.cache import cache_root
 from envkit.converters.gym_tree import (
-    SERVER_TYPES,
     GymTreeError,
     ServerSource,
     TreePlan,
@@ -37,7 +36,7 @@ from envkit.converters.gym_tree import (
 )
 from envkit.downloads import vendor_pins
 from envkit.gym_data import DEFAULT_GYM_VERSION, gym_data, runtime_requirements
-from envkit.package import load_package
+from envkit.package import SERVER_TYPES, load_package
 from envkit.resolve import PinnedWheel, ResolutionCache, resolve_closure
 from envkit.sdists import SdistBuild
 from envkit.target import Target
