@@ -1,6 +1,6 @@
 """uv command lines, built in one place, and the runner that executes them.
 
-Every uv call envkit makes to resolve or build (``uv pip compile``, ``uv build``) goes through
+The resolver's and the sdist builder's uv calls (``uv pip compile``, ``uv build``) go through
 ``uv_command``: uv never sees the user's configuration (``--no-config``, and ``clean_env``
 keeps no inherited ``UV_*``/``PIP_*`` variable, ``PIP_CONFIG_FILE=/dev/null``), never
 downloads an interpreter, and takes its indexes, find-links and cache from one ``UvSources``.
