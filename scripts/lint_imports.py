@@ -24,16 +24,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def stage(dest: Path) -> None:
-    """Copy each package's ``.py`` files to where the wheel installs them, under ``dest``."""
+    """Copy every ``.py`` file of each ``package-dir`` folder to its place under ``dest``.
+
+    By folder, not by pyproject's ``packages`` list: a subpackage missing from that list is
+    still checked (and ``tests/test_packaging.py`` finds it missing from the wheel)."""
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"]
-    folders = setuptools["package-dir"]
-    for package in setuptools["packages"]:
-        top = max((p for p in folders if package == p or package.startswith(p + ".")), key=len)
-        source = ROOT / folders[top] / Path(*package.split(".")[len(top.split(".")):])
-        target = dest / Path(*package.split("."))
-        target.mkdir(parents=True, exist_ok=True)
-        for module in source.glob("*.py"):
-            shutil.copy2(module, target / module.name)
+    for package, folder in setuptools["package-dir"].items():
+        source = ROOT / folder
+        for module in source.rglob("*.py"):
+            target = dest / Path(*package.split(".")) / module.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(module, target)
 
 
 def main(argv: list[str]) -> int:
