@@ -23,6 +23,12 @@ from platform_venv import ensure_platform_venv
 __all__ = ["free_port", "register_model", "running_services"]
 
 _SERVICES = "files,entities,auth,secrets,jobs,models,customization"
+# The Files service stores under /data/files_storage unless told otherwise, whatever
+# NMP_DATA_DIR says: two instances (or two helpers) would share FileSet contents.
+_FILES_CONFIG = """\
+files:
+  default_storage_config: {{type: local, path: "{path}"}}
+"""
 _E2E_CONFIG = """\
 platform:
   runtime: kubernetes
@@ -64,12 +70,15 @@ def _command(workdir: Path, mode: str, port: int) -> tuple[list[str], dict[str, 
     nemo = str(ensure_platform_venv().parent / "nemo")
     cmd = [nemo, "services", "run", "--services", _SERVICES, "--port", str(port)]
     env = {**os.environ, "NEMO_TELEMETRY_ENABLED": "false", "NMP_DATA_DIR": str(workdir / "data")}
+    config = _FILES_CONFIG.format(path=workdir / "files")
     if mode == "e2e":
-        (workdir / "e2e.yaml").write_text(_E2E_CONFIG)
+        config += _E2E_CONFIG
         (workdir / "kubeconfig").write_text(_KUBECONFIG)
-        cmd += ["--controllers", "jobs", "--config", str(workdir / "e2e.yaml")]
+        cmd += ["--controllers", "jobs"]
         env.update(NMP_SANDBOX_CLUSTER_CAPABLE="true", NMP_RL_JOB_STORAGE_PVC_CLAIM="x",
                    POD_NAMESPACE="default", KUBECONFIG=str(workdir / "kubeconfig"))
+    (workdir / "platform.yaml").write_text(config)
+    cmd += ["--config", str(workdir / "platform.yaml")]
     for key in ("NMP_BASE_URL", "NMP_ACCESS_TOKEN", "NMP_WORKSPACE"):
         env.pop(key, None)
     return cmd, env
@@ -125,3 +134,91 @@ def register_model(base_url: str, workspace: str, name: str) -> str:
     status = _call("POST", models, body, "application/json")
     assert status in (200, 201, 409), status
     return f"{workspace}/{name}"
+
+
+def create_workspace(base_url: str, name: str) -> None:
+    body = json.dumps({"name": name}).encode()
+    status = _call("POST", f"{base_url}/apis/entities/v2/workspaces", body, "application/json")
+    assert status in (200, 201, 409), status
+
+
+class CountingProxy:
+    """A loopback HTTP proxy in front of the real services that records every request.
+
+    Why: "the rerun does not resend files already uploaded" is a statement about PUTs on the
+    wire; the services keep no such count. ``put_delay`` slows PUTs so a test can SIGKILL the
+    client mid-upload.
+    """
+
+    def __init__(self, upstream: str, put_delay: float = 0.0) -> None:
+        import http.server
+        import threading
+        from urllib.parse import urlsplit
+
+        self.upstream = urlsplit(upstream)
+        self.put_delay = put_delay
+        self.log: list[tuple[str, str, int]] = []  # (method, path, upstream status)
+        self._lock = threading.Lock()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _forward(self) -> None:
+                proxy.forward(self)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _forward
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._server.handle_error = lambda *_: None  # type: ignore[method-assign]  # SIGKILLed client
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def forward(self, handler) -> None:  # type: ignore[no-untyped-def]
+        import http.client
+
+        length = int(handler.headers.get("Content-Length") or 0)
+        body = handler.rfile.read(length) if length else None
+        if body is not None and len(body) < length:  # the client died mid-PUT: drop it
+            with self._lock:
+                self.log.append((handler.command, handler.path, 499))
+            handler.close_connection = True
+            return
+        if handler.command == "PUT" and self.put_delay:
+            time.sleep(self.put_delay)
+        conn = http.client.HTTPConnection(self.upstream.hostname, self.upstream.port, timeout=120)
+        try:
+            self._relay(handler, conn, body)
+        except OSError:  # the client went away (SIGKILL): nothing to answer
+            handler.close_connection = True
+        finally:
+            conn.close()
+
+    def _relay(self, handler, conn, body) -> None:  # type: ignore[no-untyped-def]
+        headers = {k: v for k, v in handler.headers.items() if k.lower() not in ("host",)}
+        conn.request(handler.command, handler.path, body=body, headers=headers)
+        reply = conn.getresponse()
+        data = reply.read()
+        with self._lock:
+            self.log.append((handler.command, handler.path, reply.status))
+        handler.send_response(reply.status)
+        for key, value in reply.getheaders():
+            if key.lower() not in ("transfer-encoding", "content-length", "connection"):
+                handler.send_header(key, value)
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        if handler.command != "HEAD":
+            handler.wfile.write(data)
+
+    def puts(self, ok_only: bool = True) -> list[str]:
+        with self._lock:
+            return [p for m, p, s in self.log if m == "PUT" and (s < 300 or not ok_only)]
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

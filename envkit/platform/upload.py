@@ -111,7 +111,9 @@ def complete_fileset(client: PlatformClient, fileset: RemoteFileSet, tree: Tree,
 
     :raises PlatformError: a PUT failed for good or a local file could not be read.
     """
-    todo = _missing(tree, remote_sizes(client, fileset))
+    # A FileSet this run created is empty by definition: listing it could only find stale
+    # bytes some other FileSet of that name left in the storage.
+    todo = list(tree.files) if fileset.created else _missing(tree, remote_sizes(client, fileset))
     progress.start(fileset.ref, len(todo), sum(f.size for f in todo))
     if not todo and fileset.complete:
         return UploadStats(0, 0)
