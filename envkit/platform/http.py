@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from envkit.platform.codes import ek_code_for
 from envkit.platform.errors import PlatformError, format_detail
 
 if TYPE_CHECKING:
@@ -118,4 +119,7 @@ class PlatformClient:
                 msg += f" ({detail})"
         else:
             msg = f"HTTP {status} from {method} {path}" + (f": {detail}" if detail else "")
-        return PlatformError(msg, status=status, detail=detail)
+        code = ek_code_for(detail) if status == 422 and detail else None
+        if code:
+            msg += f" [{code}: `envkit rule {code}` explains the fix]"
+        return PlatformError(msg, status=status, detail=detail, code=code)

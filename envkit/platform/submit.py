@@ -43,18 +43,27 @@ class SubmitResult:
     dataset: Published
 
 
-def environment_metadata(package: Path) -> tuple[str, dict[str, Any]]:
-    """``(stem, metadata.environment)`` from ``nemo-environment.yaml`` (already validated)."""
-    doc = yaml.safe_load((package / "nemo-environment.yaml").read_text(encoding="utf-8")) or {}
-    meta = doc.get("metadata") or {}
-    adapter = doc.get("adapter") or {}
+def environment_metadata(package: Path) -> tuple[str, dict[str, Any] | None]:
+    """``(stem, metadata)`` for the FileSet from ``nemo-environment.yaml``.
+
+    ``submit`` validates first, so a broken manifest only reaches here through the library;
+    the FileSet then goes up without the optional ``metadata.environment``.
+    """
+    try:
+        doc = yaml.safe_load((package / "nemo-environment.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        doc = None
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    if not isinstance(doc, dict) or not isinstance(meta, dict):
+        return package.name, None
+    adapter = doc.get("adapter") if isinstance(doc.get("adapter"), dict) else {}
     env = {
         "format": doc.get("format"),
         "name": meta.get("name") or package.name,
         "adapter_agent": adapter.get("agent") or meta.get("adapter_agent"),
         "hub_id": meta.get("hub_id"),
         "vf_env_id": meta.get("vf_env_id"),
-        "config_paths": list(doc.get("config_paths") or []),
+        "config_paths": [p for p in doc.get("config_paths") or [] if isinstance(p, str)],
     }
     return str(env["name"]), {"environment": env}
 
