@@ -82,7 +82,9 @@ class PlatformClient:
             try:
                 response = self._http.request(method, path, **kwargs)
             except httpx.TransportError as exc:
-                if attempt == _ATTEMPTS - 1 or isinstance(exc, httpx.UnsupportedProtocol):
+                # A refused connection is answered fast and rarely heals in seconds: 3 tries.
+                last = 2 if isinstance(exc, httpx.ConnectError) else _ATTEMPTS - 1
+                if attempt >= last or isinstance(exc, httpx.UnsupportedProtocol):
                     raise self._unreachable(exc) from None
                 self._sleep(retry_delay(attempt, None))
                 continue
