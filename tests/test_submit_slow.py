@@ -19,6 +19,8 @@ import pytest
 from platform_services import CountingProxy, create_workspace, register_model, running_services
 from toy_envs import char_pattern_rows, write_dataset
 
+from envkit.platform import PlatformError
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -205,3 +207,74 @@ def test_a_package_envkit_rejects_is_never_uploaded(default_platform):
     assert proc.returncode == 1
     assert "EK200" in proc.stderr and "nothing was uploaded" in proc.stderr
     assert _filesets(default_platform) == before
+
+
+def test_missing_model_and_a_taken_job_name_are_one_line_errors(e2e, tmp_path):
+    pkg = ROOT / "fixtures" / "packages" / "valid-wheels-v1" / "pkg"
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("training.jsonl", "validation.jsonl"):
+        text = (ROOT / "fixtures" / "packages" / "valid-dataset" / "data" / name).read_text()
+        (data / name).write_text(text.replace("verifiers_agent", "echo_match_simple_agent"))
+    base = ["submit", str(JOB), "--env", str(pkg), "--dataset", str(data)]
+    missing = envkit(*base, "--model", "default/no-such-model", url=e2e)
+    assert missing.returncode == 1 and missing.stdout == ""
+    assert missing.stderr.strip().splitlines()[-1].count("Model entity not found") == 1
+    first = envkit(*base, "--name", "rl-taken", url=e2e, check=True)
+    again = envkit(*base, "--name", "rl-taken", url=e2e, check=True)  # a retry attaches
+    assert json.loads(again.stdout)["id"] == json.loads(first.stdout)["id"]
+    assert "attached to existing job default/rl-taken" in again.stderr
+    register_model(e2e, "default", "other-model")
+    clash = envkit(*base, "--name", "rl-taken", "--model", "default/other-model", url=e2e)
+    assert clash.returncode == 1 and "Traceback" not in clash.stderr
+    assert "already exists with other model/dataset/environment" in clash.stderr
+
+
+def test_ctrl_c_and_a_vanished_file_mid_upload_leave_nothing_marked_complete(e2e, char_pkg,
+                                                                             tmp_path):
+    from envkit.platform import resolve_connection
+    from envkit.platform.http import PlatformClient
+    from envkit.platform.progress import CountingProgress
+    from envkit.platform.submit import publish_package
+
+    pkg, data = char_pkg
+    create_workspace(e2e, "inttest")
+    slow = CountingProxy(e2e, put_delay=0.1)
+    env = {**os.environ, "NMP_BASE_URL": slow.url}
+    proc = subprocess.Popen([sys.executable, "-m", "envkit", "submit", str(JOB), "--env",
+                             str(pkg), "--dataset", str(data), "--workspace", "inttest"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while len(slow.puts()) < 10 and proc.poll() is None:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        slow.close()
+    assert proc.returncode == 1 and out == "" and "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("envkit: interrupted during upload")
+    name = next(n for n in _filesets(e2e, "inttest") if n.startswith("char-pattern-"))
+    assert _fileset(e2e, f"inttest/{name}")["custom_fields"]["envkit_complete"] is False
+
+    # A file that vanishes between hashing and sending: one line, still not complete.
+    copy = tmp_path / "pkg"
+    subprocess.run(["cp", "-r", str(pkg), str(copy)], check=True)
+    from envkit.platform import submit as submit_mod
+
+    real_scan = submit_mod.scan_tree
+
+    def scan_then_lose_a_wheel(root, purpose):  # the disk fault happens after the hash
+        tree = real_scan(root, purpose)
+        sorted((root / "wheels").glob("*.whl"))[-1].unlink()  # not sent before the Ctrl-C
+        return tree
+
+    submit_mod.scan_tree = scan_then_lose_a_wheel
+    client = PlatformClient(resolve_connection(e2e, "inttest"))
+    try:
+        with pytest.raises(PlatformError) as exc:
+            publish_package(client, "inttest", copy, CountingProgress())
+    finally:
+        submit_mod.scan_tree = real_scan
+        client.close()
+    assert "mid-upload" in str(exc.value) and "\n" not in str(exc.value)
+    assert _fileset(e2e, f"inttest/{name}")["custom_fields"]["envkit_complete"] is False
