@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,12 +13,14 @@ from envkit.cli._common import parse_codes, target_from, target_options
 from envkit.cli.job import follow, platform_call, platform_options
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from envkit.platform.http import PlatformClient
     from envkit.platform.jobs import JobRef
     from envkit.platform.submit import SubmitResult
     from envkit.validate import ValidateRequest
 
-__all__ = ["submit_command"]
+__all__ = ["submit_command", "upload_options", "upload_outputs"]
 
 _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 
@@ -123,3 +125,36 @@ def _sent(result: SubmitResult) -> str:
     files = sum(s.files_sent for s in stats)
     nbytes = sum(s.bytes_sent for s in stats)
     return f"{files} files, {nbytes / 1e6:.1f} MB"
+
+
+def upload_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--upload`` (+ ``--workspace/--base-url``) for ``build`` and ``convert verifiers``."""
+    func = platform_options(func)
+    return click.option("--upload", is_flag=True,
+                        help="Also upload the package (and dataset) as NeMo Platform FileSets "
+                             "and print their refs on stderr.")(func)
+
+
+def upload_outputs(package: Path, dataset: Path | None, workspace: str | None,
+                   base_url: str | None) -> int:
+    """Upload what a build/convert wrote (content-addressed, as submit does); 0 or 1."""
+    from rich.console import Console
+
+    from envkit.platform.progress import RichProgress
+    from envkit.platform.submit import publish, publish_package
+
+    with platform_call(base_url, workspace) as client:
+        ws = client.connection.workspace
+        try:
+            with RichProgress(Console(file=sys.stderr)) as progress:
+                refs = [("environment", publish_package(client, ws, package, progress).ref)]
+                if dataset is not None and (dataset / "training.jsonl").is_file():
+                    refs.append(("dataset", publish(client, ws, dataset, "dataset",
+                                                    dataset.name, progress).ref))
+        except KeyboardInterrupt:
+            click.echo("envkit: interrupted during upload; nothing was marked complete. Run "
+                       "the upload again to finish it.", err=True)
+            return 1
+    for purpose, ref in refs:
+        click.echo(f"{purpose} FileSet: {ref}", err=True)
+    return 0
