@@ -278,3 +278,17 @@ def test_ctrl_c_and_a_vanished_file_mid_upload_leave_nothing_marked_complete(e2e
         client.close()
     assert "mid-upload" in str(exc.value) and "\n" not in str(exc.value)
     assert _fileset(e2e, f"inttest/{name}")["custom_fields"]["envkit_complete"] is False
+
+
+def test_build_upload_prints_the_refs_of_complete_filesets(e2e, tmp_path):
+    src = ROOT / "fixtures" / "gym_trees" / "resources_servers" / "char_pattern"
+    proc = envkit("build", str(src), "--format", "native-v1", "-o", str(tmp_path / "pkg"),
+                  "--upload", url=e2e)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["valid"] is True
+    ref = next(line.split(": ", 1)[1] for line in proc.stderr.splitlines()
+               if line.startswith("environment FileSet: "))
+    assert ref.startswith("default/char-pattern-")
+    body = _fileset(e2e, ref)
+    assert body["custom_fields"]["envkit_complete"] is True
+    assert body["metadata"]["environment"]["format"] == "native-v1"
