@@ -97,6 +97,8 @@ def test_submit_wait_completes_and_metrics_match_a_local_run(e2e, char_pkg, tmp_
     status = json.loads(envkit("job", "status", job["name"], url=e2e, check=True).stdout)
     assert status["status"] == "completed"
     assert [s["status"] for s in status["steps"]] == ["completed"] * 4
+    for args in ((), ("--tail", "5")):  # the e2e backend writes no log lines; the route works
+        envkit("job", "logs", job["name"], *args, url=e2e, check=True)
     env = _fileset(e2e, job["spec"]["environment"])
     assert env["purpose"] == "environment" and env["custom_fields"]["envkit_complete"] is True
     assert env["metadata"]["environment"]["format"] == "wheels-v1"

@@ -139,14 +139,12 @@ def logs_command(name: str, workspace: str | None, base_url: str | None, tail: i
     """Print the job's log lines (every page, or the last --tail N)."""
     with platform_call(base_url, workspace) as client:
         ref = _ref(client, name)
-        _print_logs(client, ref, limit=tail or limit, tail=tail is not None, once=tail is not None)
+        seen: set[tuple[str, str]] = set()
+        _print_logs(client, ref, seen, limit=tail or limit, tail=tail)
         while follow_logs and not _terminal(client, ref):
             time.sleep(2.0)
-            _print_logs(client, ref, limit=limit, tail=False, once=False, skip=_SEEN)
+            _print_logs(client, ref, seen, limit=limit, tail=None)
     return 0
-
-
-_SEEN: set[tuple[str, str]] = set()
 
 
 def _terminal(client: PlatformClient, ref: JobRef) -> bool:
@@ -155,8 +153,10 @@ def _terminal(client: PlatformClient, ref: JobRef) -> bool:
     return job_status(client, ref).get("status") in TERMINAL
 
 
-def _print_logs(client: PlatformClient, ref: JobRef, *, limit: int, tail: bool, once: bool,
-                skip: set[tuple[str, str]] | None = None) -> None:
+def _print_logs(client: PlatformClient, ref: JobRef, seen: set[tuple[str, str]], *,
+                limit: int, tail: int | None) -> None:
+    """Every page (or just the last ``limit`` lines with ``tail``); lines in ``seen`` skipped
+    so ``--follow`` prints each line once."""
     from envkit.platform.jobs import job_logs
 
     cursor = None
@@ -164,13 +164,13 @@ def _print_logs(client: PlatformClient, ref: JobRef, *, limit: int, tail: bool, 
         page = job_logs(client, ref, limit=limit, cursor=cursor, tail=tail)
         for item in page.get("data", []):
             key = (str(item.get("timestamp")), str(item.get("message")))
-            if skip is not None and key in skip:
+            if key in seen:
                 continue
-            _SEEN.add(key)
+            seen.add(key)
             click.echo(f"{item.get('timestamp', '')} {item.get('job_step', '')}: "
                        f"{item.get('message', '')}")
         cursor = page.get("next_page")
-        if once or not cursor:
+        if tail or not cursor:
             return
 
 

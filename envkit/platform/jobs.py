@@ -63,12 +63,12 @@ def job_status(client: PlatformClient, ref: JobRef) -> dict[str, Any]:
 
 
 def job_logs(client: PlatformClient, ref: JobRef, *, limit: int = 100, cursor: str | None = None,
-             tail: bool = False) -> dict[str, Any]:
-    params: dict[str, Any] = {"limit": limit}
+             tail: int | None = None) -> dict[str, Any]:
+    """One page of log lines; ``tail=N`` asks for the last N (the platform caps it at 10000)."""
+    # The platform refuses `tail` together with `limit` (HTTP 400).
+    params: dict[str, Any] = {"tail": min(int(tail), 10000)} if tail else {"limit": limit}
     if cursor:
         params["page_cursor"] = cursor
-    if tail:
-        params["tail"] = "true"
     return client.json("GET", f"{ref.url}/logs", params=params)
 
 
