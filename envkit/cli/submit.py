@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from envkit.platform.http import PlatformClient
     from envkit.platform.jobs import JobRef
     from envkit.platform.submit import SubmitResult
+    from envkit.target import Target
     from envkit.validate import ValidateRequest
 
 __all__ = ["submit_command", "upload_options", "upload_outputs"]
@@ -53,16 +55,19 @@ def submit_command(job: Path, package: Path, dataset: Path, workspace: str | Non
                    ignore: tuple[str, ...]) -> int:
     """Validate PKG + DATA + JOB, upload them as FileSets, and create the GRPO job.
 
-    Nothing is uploaded when validation fails. Uploads are content-addressed: an unchanged
-    package is not sent again and an interrupted upload resumes. The job is printed as JSON on
-    stdout; progress goes to stderr.
+    Nothing is uploaded when validation fails; the target is --arch/--python/--glibc when
+    given, else the one the package's wheels.lock records. Uploads are content-addressed: an
+    unchanged package is not sent again and an interrupted upload resumes. The job is printed
+    as JSON on stdout; progress goes to stderr.
     """
     from envkit.validate import ValidateRequest
     from envkit.validators import CheckOptions
 
+    target = _lock_target(package) if _defaulted("arch", "glibc", "python_version") else None
     request = ValidateRequest(
         package=package, dataset=dataset, job=job,
-        options=CheckOptions(target_from(arch, python_version, glibc), offline=offline),
+        options=CheckOptions(target or target_from(arch, python_version, glibc),
+                             offline=offline),
         select=parse_codes(select), ignore=parse_codes(ignore), strict=strict,
     )
     if not _validated(request, {"package": package, "dataset": dataset, "job": job.parent}):
@@ -75,6 +80,26 @@ def submit_command(job: Path, package: Path, dataset: Path, workspace: str | Non
         if not wait_:
             return 0
         return follow(client, _job_ref(client, result.job["name"]), out_dir)
+
+
+def _defaulted(*names: str) -> bool:
+    ctx = click.get_current_context()
+    return all(ctx.get_parameter_source(n) is click.core.ParameterSource.DEFAULT for n in names)
+
+
+def _lock_target(package: Path) -> Target | None:
+    """The target a wheels-v1 build recorded in ``wheels.lock`` (``cp313-manylinux_2_28_x86_64``):
+    checking a package against the platform it was built for unless told otherwise."""
+    from envkit.target import Target
+
+    try:
+        tag = json.loads((package / "wheels.lock").read_text(encoding="utf-8")).get("target", "")
+    except (OSError, ValueError, AttributeError):
+        return None
+    match = re.fullmatch(r"cp3(\d+)-manylinux_2_(\d+)_(x86_64|aarch64)", str(tag))
+    if not match:
+        return None
+    return Target(arch=match[3], python=(3, int(match[1])), glibc=(2, int(match[2])))
 
 
 def _validated(request: ValidateRequest, bases: dict[str, Path]) -> bool:
