@@ -182,3 +182,14 @@ def test_submit_usage_errors_exit_2(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "envkit", "submit", str(job)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "--env" in proc.stderr
+
+
+def test_a_missing_ca_bundle_is_one_line(tmp_path: Path) -> None:
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(CONFIG.replace("/etc/ca.pem", str(tmp_path / "missing.pem")))
+    proc = subprocess.run([sys.executable, "-m", "envkit", "job", "status", "rl-x"],
+                          capture_output=True, text=True, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "NMP_CONFIG_PATH": str(cfg)})
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1
+    assert "cannot set up the connection" in proc.stderr
+    assert "secret-from-config" not in proc.stderr

@@ -35,14 +35,16 @@ def platform_call(base_url: str | None, workspace: str | None) -> Iterator[Platf
     from envkit.platform import PlatformError, resolve_connection
     from envkit.platform.http import PlatformClient
 
-    client = PlatformClient(resolve_connection(base_url, workspace))
+    client = None
     try:
+        client = PlatformClient(resolve_connection(base_url, workspace))
         yield client
     except PlatformError as exc:
         click.echo(f"envkit: error: {exc}", err=True)
         raise click.exceptions.Exit(1) from None
     finally:
-        client.close()
+        if client is not None:
+            client.close()
 
 
 def _ref(client: PlatformClient, name: str) -> JobRef:

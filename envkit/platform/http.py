@@ -53,11 +53,15 @@ class PlatformClient:
             headers["Authorization"] = f"Bearer {connection.token}"
         self.connection = connection
         self._sleep = sleep
-        self._http = httpx.Client(
-            base_url=connection.base_url, headers=headers, verify=connection.verify,
-            timeout=httpx.Timeout(timeout, connect=10.0),
-            limits=httpx.Limits(max_connections=16, max_keepalive_connections=8),
-        )
+        try:
+            self._http = httpx.Client(
+                base_url=connection.base_url, headers=headers, verify=connection.verify,
+                timeout=httpx.Timeout(timeout, connect=10.0),
+                limits=httpx.Limits(max_connections=16, max_keepalive_connections=8),
+            )
+        except (OSError, ValueError) as exc:  # a missing or unreadable CA bundle, a bad URL
+            msg = f"cannot set up the connection to {connection.base_url}: {exc}"
+            raise PlatformError(msg) from None
 
     def close(self) -> None:
         self._http.close()
