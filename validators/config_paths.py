@@ -101,13 +101,14 @@ def _entry_problems(
     if ".." in re.split(r"[/\\]", value):
         yield EK105.at(MANIFEST, f"{where} {value!r} has a `..` segment", line=line)
         return
-    rel = safe_relpath(value) or value
-    if fmt == "native-v1" and not rel.startswith(NATIVE_PREFIXES):
+    # The platform's manifest schema tests the path as written (`str.startswith`), so
+    # `./resources_servers/...` is rejected at submit: no normalising here.
+    if fmt == "native-v1" and not value.startswith(NATIVE_PREFIXES):
         yield EK111.at(MANIFEST, f"{where} {value!r} is not under a server-type directory "
-                       "(native-v1)", line=line)
-    elif fmt == "adapter-wheels-v1" and not rel.startswith(ADAPTER_PREFIX):
-        yield EK112.at(MANIFEST, f"{where} {value!r} is not under `configs/` "
-                       "(adapter-wheels-v1)", line=line)
+                       "as written (native-v1; no leading `./`)", line=line)
+    elif fmt == "adapter-wheels-v1" and not value.startswith(ADAPTER_PREFIX):
+        yield EK112.at(MANIFEST, f"{where} {value!r} is not under `configs/` as written "
+                       "(adapter-wheels-v1; no leading `./`)", line=line)
 
 
 def _is_absolute(value: str) -> bool:

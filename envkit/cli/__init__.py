@@ -21,6 +21,8 @@ COMMANDS = {
     "convert": ("envkit.cli.convert", "convert_group"),
     "rollout": ("envkit.cli.rollout", "rollout_command"),
     "train": ("envkit.cli.train", "train_command"),
+    "submit": ("envkit.cli.submit", "submit_command"),
+    "job": ("envkit.cli.job", "job_group"),
     "schema": ("envkit.cli.validate", "schema_command"),
     "rule": ("envkit.cli.validate", "rule_command"),
 }

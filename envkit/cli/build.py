@@ -23,6 +23,7 @@ from rich.progress import (
 
 from envkit.build import BuildError, BuildRequest, BuildResult, build, convert_package
 from envkit.cli._common import target_from, target_options
+from envkit.cli.submit import upload_options, upload_outputs
 from envkit.converters.gym_tree import FORMATS
 from envkit.render import render_json
 from envkit.validators._base import DEFAULT_GYM_VERSION
@@ -114,6 +115,7 @@ def _run(call: Callable[..., BuildResult], request: BuildRequest) -> int:
               show_default=True)
 @click.option("--name", default=None, help="metadata.name (default: the first server's name).")
 @click.option("--description", default=None, help="metadata.description.")
+@upload_options
 @click.option("--dataset-dir", type=_OUT, default=None,
               help="Where the .jsonl rows go (default: OUT's sibling OUT-data).")
 @_build_options
@@ -122,7 +124,8 @@ def build_command(sources: tuple[Path, ...], fmt: str, name: str | None,
                   gym_version: str, wheels_dirs: tuple[Path, ...], index_url: str | None,
                   extra_index_urls: tuple[str, ...], no_runtime_pins: bool,
                   resolve_offline: bool, refresh: bool, arch: str, python_version: str,
-                  glibc: str | None) -> int:
+                  glibc: str | None, upload: bool = False, workspace: str | None = None,
+                  base_url: str | None = None) -> int:
     """Build a package from Gym server directories (resources_servers/<impl>/) or a Gym tree.
 
     wheels-v1 vendors the closure for the TARGET (--arch/--python/--glibc), never the
@@ -136,7 +139,10 @@ def build_command(sources: tuple[Path, ...], fmt: str, name: str | None,
         wheels_dirs=wheels_dirs, runtime_pins=not no_runtime_pins, index_url=index_url,
         extra_index_urls=extra_index_urls, resolve_offline=resolve_offline, refresh=refresh,
     )
-    return _run(build, request)
+    rc = _run(build, request)
+    if upload and rc == 0:  # a package envkit rejects is never uploaded
+        return upload_outputs(out, request.data_dir, workspace, base_url)
+    return rc
 
 
 @click.command("package")

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.logging import RichHandler
 
 from envkit.cli._common import target_from
+from envkit.cli.submit import upload_options, upload_outputs
 from envkit.converters.hub import HubIdError
 from envkit.converters.verifiers import (
     GYM_VERIFIERS_VERSION,
@@ -78,6 +79,7 @@ def _log_to_stderr() -> None:
               help="Validate as if the cluster had no egress (adapter-wheels-v1 needs egress: "
                    "verifiers_agent installs verifiers from GitHub).")
 @click.option("--force", is_flag=True, help="Replace existing output directories.")
+@upload_options
 def verifiers_command(**opts: Any) -> int:
     """Convert a verifiers / Prime hub environment into adapter-wheels-v1 + a rollout dataset.
 
@@ -106,6 +108,9 @@ def verifiers_command(**opts: Any) -> int:
                "dataset": str(result.dataset), "training_rows": result.training_rows,
                "validation_rows": result.validation_rows, "wheels": len(result.wheels)}
     click.echo(json.dumps(verdict, indent=2, ensure_ascii=False))
+    if opts["upload"] and report.valid:  # a package envkit rejects is never uploaded
+        return upload_outputs(result.package, result.dataset, opts["workspace"],
+                              opts["base_url"])
     return 0 if report.valid else 1
 
 

@@ -1,0 +1,50 @@
+"""A job's ``status_details.metrics`` as the records a local ``envkit train`` run writes.
+
+The platform keeps one series per name (``{"train_reward": [{step, epoch, value}], ...}``);
+``metrics.jsonl`` holds one object per step (``{"step": 3, "train_reward": 0.4, ...}``), the
+same field names as a local run, so one plotting path and one reader serve both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__all__ = ["latest", "metrics_records", "write_metrics"]
+
+
+def metrics_records(status: dict[str, Any]) -> list[dict[str, Any]]:
+    """Merge every series by step, in step order (``epoch`` dropped: a local run has none)."""
+    series = ((status.get("status_details") or {}).get("metrics")) or {}
+    by_step: dict[int, dict[str, Any]] = {}
+    for name, points in series.items() if isinstance(series, dict) else ():
+        for point in points if isinstance(points, list) else ():
+            if not isinstance(point, dict) or "step" not in point or "value" not in point:
+                continue
+            record = by_step.setdefault(int(point["step"]), {"step": int(point["step"])})
+            record[name] = point["value"]
+    return [by_step[s] for s in sorted(by_step)]
+
+
+def latest(records: list[dict[str, Any]], name: str) -> Any:
+    values = [r[name] for r in records if name in r]
+    return values[-1] if values else None
+
+
+def write_metrics(records: list[dict[str, Any]], out_dir: Path) -> Path:
+    """Write ``metrics.jsonl`` atomically (a reader never sees half a file)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "metrics.jsonl"
+    fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".metrics.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(r) + "\n" for r in records)
+        Path(tmp).replace(path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
