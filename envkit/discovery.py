@@ -32,16 +32,16 @@ def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Discovery:
 
     A directory holding ``nemo-environment.yaml`` is a package. Any other directory is a tree:
     every package below it (not descending into packages, hidden or ``SKIPPED_DIRS``
-    directories, or ``exclude`` globs) — and when it holds none, the directory itself, so that
-    validation says why it is no package (EK100) rather than passing silently. A file stands for
-    the package that contains it.
+    directories, or ``exclude`` globs). A directory holding none stands for the package it lies
+    in, else for itself, so that validation says why it is no package (EK100) rather than
+    passing silently. A file stands for the package that contains it.
     """
     found: list[Path] = []
     unmatched: list[Path] = []
     for path in paths:
         if path.is_dir():
             below = [path] if (path / MANIFEST).is_file() else list(_walk(path, exclude))
-            found += below or [path]
+            found += below or [_owning_package(path / MANIFEST) or path]
         else:
             owner = _owning_package(path)
             if owner is None:

@@ -19,14 +19,14 @@ def test_pre_commit_hook_definition() -> None:
     (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     assert hook["id"] == "envkit-validate"
     assert hook["language"] == "python"
-    assert hook["pass_filenames"] is False
+    assert hook["pass_filenames"] is True  # the touched files name the packages to validate
     assert hook["entry"] == "envkit validate"
-    assert hook["args"]
+    assert not hook.get("always_run")
 
 
 def test_pre_commit_entry_runs(capsys: pytest.CaptureFixture[str]) -> None:
     (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
-    argv = [*shlex.split(hook["entry"])[1:], str(VALID)]
+    argv = [*shlex.split(hook["entry"])[1:], str(VALID / "nemo-environment.yaml")]
     assert main(argv) == 0, capsys.readouterr()
 
 
