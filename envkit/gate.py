@@ -40,6 +40,8 @@ class GateRequest:
     verify_hashes: bool = False
     isolated: bool = False
     """Ignore configuration files (``--isolated``, as ruff)."""
+    ignore_unowned_files: bool = False
+    """Files in no package are skipped (pre-commit passes them all), not a usage error."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,11 @@ def run_gate(request: GateRequest) -> ValidationRun:
     :raises FileNotFoundError, NotADirectoryError: a named dataset or job does not exist.
     """
     found = discover(request.paths, request.exclude) if request.paths else Discovery(())
+    if found.unmatched_files and not request.ignore_unowned_files:
+        names = ", ".join(str(f) for f in found.unmatched_files[:3])
+        msg = (f"{names}: not in a package (no directory above holds nemo-environment.yaml); "
+               "name a package directory, or pass --ignore-unowned-files")
+        raise GateUsageError(msg)
     dataset, job = request.flags.dataset, request.flags.job
     if len(found.packages) > 1 and (dataset or job):
         msg = ("--dataset/--job belong to one package, but the paths hold "

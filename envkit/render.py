@@ -76,9 +76,15 @@ def _validation(run: ValidationRun, fmt: str) -> int:
 
 
 def _build(result: Any, fmt: str) -> int:
+    from dataclasses import replace
+
     from envkit.report import ValidationRun
 
-    return _validation(ValidationRun((result.report,)), fmt)
+    report = result.report
+    if report.root is None:
+        report = replace(report, root=str(result.out),
+                         dataset=str(result.dataset_dir) if result.dataset_dir else None)
+    return _validation(ValidationRun((report,)), fmt)
 
 
 def _convert(outcome: ConvertOutcome, fmt: str) -> int:

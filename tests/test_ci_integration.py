@@ -22,7 +22,7 @@ def test_pre_commit_hook_definition() -> None:
     assert hook["id"] == "envkit-validate"
     assert hook["language"] == "python"
     assert hook["pass_filenames"] is True  # the touched files name the packages to validate
-    assert hook["entry"] == "envkit validate"
+    assert hook["entry"] == "envkit validate --ignore-unowned-files"
     assert not hook.get("always_run")
 
 

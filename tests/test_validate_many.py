@@ -77,12 +77,14 @@ def test_files_stand_for_the_package_that_holds_them(tree: Path) -> None:
     assert found.packages == (tree / "envs" / "b", tree / "envs" / "a")
 
 
-def test_files_outside_packages_are_nothing_to_do(
+def test_files_outside_packages(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     (tmp_path / "README.md").write_text("hi\n")
-    rc, out, _ = _run(capsys, tmp_path / "README.md")
-    assert rc == 0 and "nothing to validate" in out
+    rc, out, err = _run(capsys, tmp_path / "README.md")
+    assert rc == 2 and "not in a package" in err  # named by hand: refused, no silent pass
+    rc, out, _ = _run(capsys, tmp_path / "README.md", "--ignore-unowned-files")
+    assert rc == 0 and "nothing to validate" in out  # as pre-commit passes it
 
 
 def test_a_directory_without_packages_is_validated_as_one(

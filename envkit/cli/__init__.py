@@ -83,15 +83,23 @@ class _LazyGroup(click.Group):
             return 130
         except Exception as exc:
             code, kind = classify(exc)
-            shown = isinstance(exc, click.ClickException)
-            if shown:
+            shown = isinstance(exc, click.ClickException) or kind == "usage"
+            if isinstance(exc, click.ClickException):
                 exc.show()
+            elif kind == "usage":
+                self._usage_error(ctx, argv, str(exc)).show()
             render.render_error(exc, kind, _requested_format(argv, state),
                                 shown=shown)
             return code
         if result is None or isinstance(result, int):
             return result or 0
         return render.render(result, str(state.get(FORMAT_KEY, "human")))
+
+    def _usage_error(self, ctx: click.Context, argv: list[str], message: str) -> click.UsageError:
+        """A usage error the library raised, shown as click shows its own (with the usage)."""
+        command = self.get_command(ctx, argv[0]) if argv else None
+        sub = click.Context(command, info_name=argv[0], parent=ctx) if command else ctx
+        return click.UsageError(message, ctx=sub)
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

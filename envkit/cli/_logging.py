@@ -1,30 +1,29 @@
-"""The one logging set-up: records go to stderr through rich, at a level ``-q/-v`` choose.
-
-The rich handler is built on the first record, so a command that logs nothing (``envkit
-validate`` in a pre-commit hook) never pays rich's import.
+"""The one logging set-up: records go to stderr as ``envkit: message``, at a level ``-q/-v``
+choose. Plain text (no rich): a command that logs little (``envkit validate`` in a pre-commit
+hook) should not pay for a rendering library, and CI logs stay greppable.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 
 __all__ = ["configure_logging", "level_for"]
 
+_PREFIX = {logging.WARNING: "warning: ", logging.ERROR: "error: ", logging.CRITICAL: "error: ",
+           logging.DEBUG: "debug: "}
 
-class _LazyRichHandler(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__()
-        self._inner: logging.Handler | None = None
+
+class _StderrHandler(logging.Handler):
+    """Writes to the *current* ``sys.stderr`` (pytest and click swap it)."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        if self._inner is None:
-            from rich.console import Console
-            from rich.logging import RichHandler
-
-            self._inner = RichHandler(console=Console(stderr=True), show_path=False,
-                                      show_time=False, markup=False)
-            self._inner.setFormatter(logging.Formatter("%(message)s"))
-        self._inner.handle(record)
+        try:
+            prefix = _PREFIX.get(record.levelno, "")
+            sys.stderr.write(f"envkit: {prefix}{record.getMessage()}\n")
+            sys.stderr.flush()
+        except Exception:  # logging must never raise into the caller
+            self.handleError(record)
 
 
 def level_for(verbosity: int) -> int:
@@ -36,4 +35,4 @@ def level_for(verbosity: int) -> int:
 
 def configure_logging(verbosity: int) -> None:
     """Route every logger to stderr at ``verbosity``; replaces earlier handlers."""
-    logging.basicConfig(level=level_for(verbosity), handlers=[_LazyRichHandler()], force=True)
+    logging.basicConfig(level=level_for(verbosity), handlers=[_StderrHandler()], force=True)

@@ -6,6 +6,7 @@ progress go to stderr through rich.
 
 from __future__ import annotations
 
+import logging
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["build_command", "package_command"]
+
+_LOG = logging.getLogger("envkit.build")
 
 _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 _OUT = click.Path(file_okay=False, path_type=Path)
@@ -63,7 +66,7 @@ def _reporting() -> Iterator[tuple[_RichFetchProgress, Callable[[str], None]]]:
     columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
                TransferSpeedColumn())
     with Progress(*columns, console=console, transient=True) as progress:
-        yield _RichFetchProgress(progress), lambda m: console.print(f"[dim]envkit:[/] {m}")
+        yield _RichFetchProgress(progress), _LOG.info
 
 
 def _build_options(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -50,6 +50,9 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...] | None:
 @click.option("--exclude", multiple=True, metavar="GLOB",
               help="Skip directories matching GLOB when searching a tree for packages.")
 @click.option("--isolated", is_flag=True, help="Ignore envkit.toml and [tool.envkit].")
+@click.option("--ignore-unowned-files", is_flag=True,
+              help="Skip named files that lie in no package instead of refusing them (the "
+                   "pre-commit hook passes every file a commit touches).")
 @click.option("--show-settings", is_flag=True,
               help="Print each package's resolved settings instead of validating.")
 @common_options(("human", "json", "github", "sarif"))
@@ -58,7 +61,8 @@ def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | 
                      gym_version: str | None, offline: bool | None, strict: bool | None,
                      verify_hashes: bool, select: tuple[str, ...], ignore: tuple[str, ...],
                      extend_select: tuple[str, ...], extend_ignore: tuple[str, ...],
-                     exclude: tuple[str, ...], isolated: bool, show_settings: bool) -> object:
+                     exclude: tuple[str, ...], isolated: bool, ignore_unowned_files: bool,
+                     show_settings: bool) -> object:
     """Check packages (and optionally a dataset and GRPO job) before upload.
 
     Each PATH is a package directory, a tree whose every directory holding
@@ -75,7 +79,8 @@ def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | 
                      glibc=glibc, python=python_version, gym_version=gym_version,
                      offline=offline, strict=strict, dataset=dataset, job=job)
     request = GateRequest(paths=paths, flags=flags, exclude=exclude,
-                          verify_hashes=verify_hashes, isolated=isolated)
+                          verify_hashes=verify_hashes, isolated=isolated,
+                          ignore_unowned_files=ignore_unowned_files)
     if show_settings:
         from envkit.discovery import discover
 
