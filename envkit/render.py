@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from envkit.render_report import render_github, render_human
+from envkit.render_report import Console, render_github, render_human
 
 if TYPE_CHECKING:
     from envkit.report import Report, ValidationRun
@@ -51,10 +51,8 @@ def _echo(text: str) -> None:
     sys.stdout.flush()
 
 
-def _stdout_console() -> Any:
-    from rich.console import Console  # lazy: only human output pays for rich
-
-    return Console(file=sys.stdout, soft_wrap=True)
+def _stdout_console() -> Console:
+    return Console(sys.stdout)
 
 
 def render_json(report: Report | ValidationRun) -> str:
