@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from envkit.columns import with_columns
 from envkit.diagnostics import parse_selectors
 from envkit.discovery import Discovery, discover
 from envkit.report import Report, ValidationRun
@@ -119,7 +120,9 @@ def _one(package: Path | None, request: GateRequest, dataset: Path | None,
         ignore=ignore, strict=bool(settings.strict), verify_hashes=request.verify_hashes,
     ))
     notes = (choice.note,) if choice.note else ()
-    return replace(report, root=str(package) if package else None,
+    bases = {"package": package, "dataset": dataset, "job": job.parent if job else None}
+    return replace(report, diagnostics=with_columns(report.diagnostics, bases),
+                   root=str(package) if package else None,
                    target_source=choice.source, notes=notes,
                    dataset=str(dataset) if dataset else None, job=str(job) if job else None)
 

@@ -48,7 +48,7 @@ def test_tree_is_one_run_with_a_section_per_package(
     assert rc == 1
     for name in ("envs/a", "envs/b", "envs/nested/c"):
         assert f"{tree / name}\n" in out
-    assert f"{tree}/envs/b/nemo-environment.yaml:8: EK102 " in out
+    assert f"{tree}/envs/b/nemo-environment.yaml:8:1: EK102 " in out
     assert out.rstrip().splitlines()[-1] == (
         "invalid: 3 packages checked, 2 valid, 1 invalid; 1 error, 0 warnings")
 
@@ -157,3 +157,35 @@ def test_sarif_with_relative_paths_keeps_them_relative(
     (result,) = json.loads(out)["runs"][0]["results"]
     uri = result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
     assert uri == "envs/b/nemo-environment.yaml"
+
+
+def test_columns_are_1_based_in_every_format(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pkg = tmp_path / "pkg"
+    shutil.copytree(VALID, pkg)
+    manifest = pkg / "nemo-environment.yaml"
+    text = manifest.read_text().replace("metadata:\n  name:", "metadata:\n  nme: x\n  name:")
+    manifest.write_text(text)
+    line = text.splitlines().index("  nme: x") + 1
+    _, out, _ = _run(capsys, pkg, "--output-format", "json")
+    (d,) = [d for d in json.loads(out)["diagnostics"] if d["code"] == "EK102"]
+    assert (d["line"], d["column"]) == (line, 3)
+    _, out, _ = _run(capsys, pkg, "--output-format", "github")
+    assert f"line={line},col=3,title=EK102" in out
+    _, out, _ = _run(capsys, pkg)
+    assert f"nemo-environment.yaml:{line}:3: EK102" in out
+    _, out, _ = _run(capsys, pkg, "--output-format", "sarif")
+    region = json.loads(out)["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]
+    assert region == {"startLine": line, "startColumn": 3}
+
+
+def test_yaml_syntax_errors_carry_the_parser_column(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pkg = tmp_path / "pkg"
+    shutil.copytree(VALID, pkg)
+    (pkg / "nemo-environment.yaml").write_text("format: native-v1\nconfig_paths: [a, b\n")
+    _, out, _ = _run(capsys, pkg, "--output-format", "json")
+    (d,) = [d for d in json.loads(out)["diagnostics"] if d["code"] == "EK101"]
+    assert d["line"] is not None and d["column"] is not None and d["column"] >= 1
