@@ -122,3 +122,12 @@ def test_old_output_spellings_still_parse_but_are_hidden(
     assert "-o, --output" in out and "--out-dir" not in out
     _, out, _ = _run(capsys, "validate", "--help")
     assert "--output-format" in out and "--format" not in out
+
+
+def test_validate_writes_its_report_to_output(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    report = tmp_path / "report.sarif"
+    rc, out, _ = _run(capsys, "validate", VALID, "--output-format", "sarif", "-o", report)
+    assert rc == 0 and not out
+    assert json.loads(report.read_text())["version"] == "2.1.0"

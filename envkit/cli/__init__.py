@@ -8,14 +8,16 @@ through the one logging set-up (``configure_logging``).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
 
 from envkit import __version__
-from envkit.cli._common import FORMAT_KEY, run_state
+from envkit.cli._common import FORMAT_KEY, REPORT_FILE_KEY, run_state
 from envkit.cli._logging import configure_logging
 
 __all__ = ["COMMANDS", "EXIT_CODES", "cli", "main"]
@@ -93,7 +95,12 @@ class _LazyGroup(click.Group):
             return code
         if result is None or isinstance(result, int):
             return result or 0
-        return render.render(result, str(state.get(FORMAT_KEY, "human")))
+        fmt = str(state.get(FORMAT_KEY, "human"))
+        target = state.get(REPORT_FILE_KEY)
+        if target is None:
+            return render.render(result, fmt)
+        with Path(target).open("w", encoding="utf-8") as fh, contextlib.redirect_stdout(fh):
+            return render.render(result, fmt)
 
     def _usage_error(self, ctx: click.Context, argv: list[str], message: str) -> click.UsageError:
         """A usage error the library raised, shown as click shows its own (with the usage)."""

@@ -22,12 +22,14 @@ from envkit.target import ARCHES, Target
 
 __all__ = [
     "FORMAT_KEY",
+    "REPORT_FILE_KEY",
     "VERBOSITY_KEY",
     "AliasOption",
     "common_options",
     "output_path_option",
     "parse_glibc",
     "parse_python",
+    "report_file_option",
     "run_state",
     "sigterm_as_interrupt",
     "target_from",
@@ -35,6 +37,7 @@ __all__ = [
 ]
 
 FORMAT_KEY = "envkit.output_format"
+REPORT_FILE_KEY = "envkit.report_file"
 VERBOSITY_KEY = "envkit.verbosity"
 
 
@@ -104,6 +107,14 @@ def _store(key: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
         run_state(ctx)[key] = value
         return value
     return callback
+
+
+def report_file_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``-o/--output FILE`` for commands whose only output is their report (as ruff's)."""
+    return click.option("-o", "--output", "report_file", default=None, expose_value=False,
+                        type=click.Path(dir_okay=False, writable=True),
+                        callback=_store(REPORT_FILE_KEY),
+                        help="Write the result to FILE instead of stdout.")(func)
 
 
 def _verbosity(ctx: click.Context, param: click.Parameter, value: int) -> int:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from envkit.cli._common import common_options
+from envkit.cli._common import common_options, report_file_option
 from envkit.diagnostics import parse_selectors
 from envkit.results import RuleDocs, SchemaText, SettingsView
 from envkit.schemas import SCHEMAS, schema_text
@@ -55,6 +55,7 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...] | None:
                    "pre-commit hook passes every file a commit touches).")
 @click.option("--show-settings", is_flag=True,
               help="Print each package's resolved settings instead of validating.")
+@report_file_option
 @common_options(("human", "json", "github", "sarif"))
 def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | None,
                      arch: str | None, python_version: str | None, glibc: str | None,
