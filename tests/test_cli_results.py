@@ -131,3 +131,62 @@ def test_validate_writes_its_report_to_output(
     rc, out, _ = _run(capsys, "validate", VALID, "--output-format", "sarif", "-o", report)
     assert rc == 0 and not out
     assert json.loads(report.read_text())["version"] == "2.1.0"
+
+
+def _schema_check(capsys: pytest.CaptureFixture[str], result: object, schema: str) -> dict:
+    from envkit import render
+
+    render.render(result, "json")
+    data = json.loads(capsys.readouterr().out)
+    Draft202012Validator(load_schema(schema)).validate(data)
+    return data
+
+
+def test_rollout_and_train_json_follow_their_schemas(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The renderer's side of the contract; the slow rollout/train tests run the real thing."""
+    from dataclasses import dataclass, field
+
+    from envkit.results import RolloutOutcome, TrainOutcome
+
+    @dataclass(frozen=True)
+    class Summary:  # the fields RolloutOutcome's protocol names, nothing else
+        results: tuple = ()
+        failed: tuple = ()
+        mean_reward: dict = field(default_factory=lambda: {"agent": 0.5})
+        ready_s: float = 1.0
+        rollout_s: float = 2.0
+        exit_code: int = 0
+
+        def to_json(self) -> dict:
+            return {"version": "1.0", "rollouts": 2, "failed": 0, "mean_reward": self.mean_reward,
+                    "truncation_rate": 0.0, "ready_s": 1.0, "rollout_s": 2.0, "failures": []}
+
+    @dataclass(frozen=True)
+    class Trained:
+        steps: int = 3
+        final_dir: Path = tmp_path / "final"
+        metrics_path: Path = tmp_path / "metrics.jsonl"
+        final_metrics: dict = field(default_factory=lambda: {"train_reward": 0.25})
+
+    data = _schema_check(capsys, RolloutOutcome(Summary(), tmp_path / "rows.jsonl"), "rollout")
+    assert data["output"] == str(tmp_path / "rows.jsonl")
+    assert _schema_check(capsys, TrainOutcome(Trained()), "train")["steps"] == 3
+
+
+def test_convert_failure_is_a_schema_valid_error_object(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from envkit.cli import cli
+
+    bad = tmp_path / "env-1.0-py3-none-any.whl"
+    bad.write_bytes(b"not a zip")
+    result = CliRunner().invoke(cli, [
+        "convert", "verifiers", "--hub-id", "o/env", "--wheel", str(bad),
+        "-o", str(tmp_path / "pkg"), "--dataset-dir", str(tmp_path / "data"),
+    ], standalone_mode=False)
+    assert result.return_value == 1
+    error = json.loads(result.stdout)
+    Draft202012Validator(load_schema("error")).validate(error)
+    assert error["error"]["kind"] == "failed"
