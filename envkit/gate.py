@@ -14,9 +14,9 @@ from pathlib import Path
 
 from envkit.columns import with_columns
 from envkit.diagnostics import parse_selectors
-from envkit.discovery import Discovery, discover
+from envkit.discovery import MANIFEST, Discovery, discover
 from envkit.report import Report, ValidationRun
-from envkit.settings import Settings, parse_glibc, parse_python, settings_for
+from envkit.settings import Settings, find_config, parse_glibc, parse_python, settings_for
 from envkit.target import Target
 from envkit.validate import ValidateRequest, validate
 from envkit.validators import RULES, CheckOptions
@@ -127,6 +127,45 @@ def _one(package: Path | None, request: GateRequest, dataset: Path | None,
                    dataset=str(dataset) if dataset else None, job=str(job) if job else None)
 
 
+def _claim_by_config(found: Discovery) -> Discovery:
+    """Files in a package's configured ``dataset`` dir or its ``job`` file stand for it.
+
+    Why: pre-commit passes the dataset rows and job files a commit touches; they live outside
+    the package, and only the configuration says which package they belong to.
+    """
+    packages = list(found.packages)
+    unmatched = []
+    for file in found.unmatched_files:
+        owners = _configured_owners(file.resolve())
+        packages += owners
+        if not owners:
+            unmatched.append(file)
+    return Discovery(tuple(dict.fromkeys(packages)), tuple(unmatched))
+
+
+def _configured_owners(file: Path) -> list[Path]:
+    config = find_config(file.parent)
+    if config is None:
+        return []
+    base = config.path.parent
+    owners = []
+    for glob, override in config.per_package:
+        claims = (override.job is not None and override.job.resolve() == file) or (
+            override.dataset is not None and file.is_relative_to(override.dataset.resolve()))
+        if claims:
+            owners += [_shown(p) for p in sorted(base.glob(glob.rstrip("/")))
+                       if (p / MANIFEST).is_file()]
+    return owners
+
+
+def _shown(path: Path) -> Path:
+    """Relative to the working directory when below it, as the user would name it."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
 def run_gate(request: GateRequest) -> ValidationRun:
     """Validate every package ``request.paths`` names.
 
@@ -135,6 +174,8 @@ def run_gate(request: GateRequest) -> ValidationRun:
     :raises FileNotFoundError, NotADirectoryError: a named dataset or job does not exist.
     """
     found = discover(request.paths, request.exclude) if request.paths else Discovery(())
+    if found.unmatched_files and not request.isolated:
+        found = _claim_by_config(found)
     if found.unmatched_files and not request.ignore_unowned_files:
         names = ", ".join(str(f) for f in found.unmatched_files[:3])
         msg = (f"{names}: not in a package (no directory above holds nemo-environment.yaml); "

@@ -99,3 +99,17 @@ def test_show_settings(capsys: pytest.CaptureFixture[str], repo: Path) -> None:
 
 def test_settings_error_is_a_value_error() -> None:
     assert issubclass(SettingsError, ValueError)
+
+
+def test_dataset_and_job_files_stand_for_their_configured_package(
+    capsys: pytest.CaptureFixture[str], repo: Path
+) -> None:
+    (repo / "data" / "b").mkdir(parents=True)
+    rows = repo / "data" / "b" / "training.jsonl"
+    rows.write_text("not json\n")  # EK501 in package b's dataset
+    (repo / "envkit.toml").write_text(
+        '[per-package."envs/b"]\ndataset = "data/b"\nselect = ["EK5"]\n')
+    rc = main(["validate", str(rows), "--output-format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert rc == 1 and [p["path"] for p in report["packages"]] == [str(repo / "envs" / "b")]
+    assert {d["code"] for d in report["diagnostics"]} == {"EK501"}
