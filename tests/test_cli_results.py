@@ -190,3 +190,21 @@ def test_convert_failure_is_a_schema_valid_error_object(tmp_path: Path) -> None:
     error = json.loads(result.stdout)
     Draft202012Validator(load_schema("error")).validate(error)
     assert error["error"]["kind"] == "failed"
+
+
+def test_shell_completion_as_documented(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    script = Path(sys.executable).parent / "envkit"
+    env = {**os.environ, "_ENVKIT_COMPLETE": "bash_complete", "COMP_WORDS": "envkit val",
+           "COMP_CWORD": "1"}
+    done = subprocess.run([str(script)], env=env, capture_output=True, text=True, check=False,
+                          timeout=60, cwd=tmp_path)
+    assert "validate" in done.stdout
+    env = {**os.environ, "_ENVKIT_COMPLETE": "bash_source"}
+    source = subprocess.run([str(script)], env=env, capture_output=True, text=True, check=False,
+                            timeout=60, cwd=tmp_path)
+    assert "_envkit_completion" in source.stdout
+    assert "_ENVKIT_COMPLETE=bash_source envkit" in (ROOT / "README.md").read_text()
