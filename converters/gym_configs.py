@@ -147,7 +147,7 @@ def add_policy_model(plan: TreePlan, fmt: str, instances: Mapping[str, Any]) -> 
     if _server_type(instances.get(POLICY_INSTANCE)) == "responses_api_models":
         return
     path = _POLICY_PATH[fmt]
-    text = "# Written by envkit build: the job's own vLLM engine (seed 001).\n"
+    text = "# Written by envkit build: the job's own vLLM engine.\n"
     plan.files[path] = (text + yaml.safe_dump(policy_model_config(), sort_keys=False)).encode()
     plan.config_paths.append(path)
 

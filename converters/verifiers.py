@@ -167,7 +167,7 @@ def _check_request(req: ConvertRequest) -> None:
         raise ConvertError("give at most one of --wheel and --source")
     if req.wheel is None and req.source is None and not (req.hub_version or req.allow_latest):
         msg = "--hub-version is not set: the index's newest release would be taken"
-        raise ConvertError(msg, "pin --hub-version X (seed 001), or pass --allow-latest")
+        raise ConvertError(msg, "pin --hub-version X (reproducible jobs), or pass --allow-latest")
     out, data = req.out_dir.resolve(), req.dataset_dir.resolve()
     if out == data or out.is_relative_to(data) or data.is_relative_to(out):
         raise ConvertError("--out-dir and --dataset-dir must be separate, non-nested directories",

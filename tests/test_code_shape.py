@@ -25,7 +25,6 @@ MODULE_ALLOWED = {
     "validators/job.py",  # job rules: being edited alongside the trainer's options
 }
 FUNCTION_ALLOWED = {
-    "envkit/cli/train.py::train_command",  # the CLI's parse -> call -> render rework
 }
 
 

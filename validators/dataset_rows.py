@@ -83,7 +83,7 @@ EK505 = Rule(
     "`vf_env_id` missing on a verifiers row, or not the manifest's",
     "verifiers_agent loads the environment named by the row's `vf_env_id` (falling back to the "
     "agent config's). A wrong id surfaces only as the environment failing to load in the job; "
-    "submit does not check it (seed 001).",
+    "submit does not check it (the \"GRPO and Reward Environments\" guide).",
     "Set `vf_env_id` on every row to the manifest's `metadata.vf_env_id`.",
 )
 EK506 = Rule(

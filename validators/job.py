@@ -35,7 +35,8 @@ EK600 = Rule(
     Severity.ERROR,
     "GRPO job: `training.type` missing",
     "`training.type` is the union discriminator and is required: omitting it fails at submit "
-    "with `union_tag_not_found` rather than defaulting (seed 000, seed 001).",
+    "with `union_tag_not_found` rather than defaulting (the NeMo Customizer guide; the \"GRPO "
+    "and Reward Environments\" guide).",
     'Set `"type": "grpo"` in the `training` block.',
 )
 EK601 = Rule(
@@ -60,7 +61,7 @@ EK603 = Rule(
     Severity.WARNING,
     "`max_steps` together with `epochs`",
     "`max_steps` is a global cap that stops mid-epoch; it sits in smoke-test fixtures so they "
-    "finish in a minute and is the most-copied wrong value (seed 000).",
+    "finish in a minute and is the most-copied wrong value (the NeMo Customizer guide).",
     "Drop `training.max_steps` for real runs and size the run with `epochs`.",
 )
 EK604 = Rule(
@@ -68,7 +69,7 @@ EK604 = Rule(
     Severity.ERROR,
     "`temperature <= 0`",
     "Greedy sampling makes every response in a group identical, so every advantage is zero "
-    "and the run is a no-op (seed 001: must be greater than 0).",
+    "and the run is a no-op (the \"GRPO and Reward Environments\" guide: must be greater than 0).",
     "Use `temperature` > 0; 1.0 is the default.",
 )
 EK605 = Rule(
@@ -83,7 +84,8 @@ EK606 = Rule(
     "EK606",
     Severity.ERROR,
     "`router_aux_loss_coef` both top level and in `hf_config_overrides`",
-    "Both write the same top-level HF config key, so the job is rejected (seed 001).",
+    "Both write the same top-level HF config key, so the job is rejected (the \"GRPO and Reward "
+    "Environments\" guide).",
     "Keep one: `hf_config_overrides` when the model nests the key (Qwen3.5: under `text_config`).",
 )
 EK607 = Rule(
@@ -91,15 +93,16 @@ EK607 = Rule(
     Severity.ERROR,
     "`policy_backend: dtensor` with an automodel-only feature",
     "`dtensor` runs stock HF modules on FSDP2 for pre-Hopper GPUs and supports none of LoRA, "
-    "`expert_parallel_size` above 1, or `automodel_kwargs`; submit rejects each (seed 001).",
+    "`expert_parallel_size` above 1, or `automodel_kwargs`; submit rejects each (the \"GRPO and "
+    "Reward Environments\" guide).",
     "Use `policy_backend: automodel` (Hopper or newer), or drop the automodel-only feature.",
 )
 EK608 = Rule(
     "EK608",
     Severity.ERROR,
     "`model`/`dataset`/`environment` not `workspace/name` strings",
-    "GRPO takes three plain string references `workspace/name`, not objects (seed 000 'String "
-    "refs'); the environment and dataset are two separate FileSets.",
+    "GRPO takes three plain string references `workspace/name`, not objects (the NeMo "
+    "Customizer guide, 'String refs'); the environment and dataset are two separate FileSets.",
     'Use strings such as `"environment": "default/my-env"`.',
 )
 EK609 = Rule(

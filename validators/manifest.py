@@ -51,7 +51,7 @@ EK100 = Rule(
     "The platform looks for the manifest only at the FileSet root and rejects the upload with "
     "'Missing nemo-environment.yaml at environment root'. The usual cause is an upload of "
     "`./pkg` instead of `./pkg/`: without the trailing slash the FileSet nests everything one "
-    "level deeper (seed 001, 'Upload both FileSets').",
+    "level deeper (the \"GRPO and Reward Environments\" guide, 'Upload both FileSets').",
     "Add `nemo-environment.yaml` at the package root (see `envkit schema manifest`).",
 )
 EK101 = Rule(

@@ -1,26 +1,22 @@
-"""``envkit convert verifiers``: parse options, call ``convert_verifiers``, validate, render."""
+"""``envkit convert verifiers``: parse options, call ``convert_verifiers``, validate the result."""
 
 from __future__ import annotations
 
 import json
-import logging
-import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.logging import RichHandler
 
-from envkit.cli._common import target_from
+from envkit.cli._common import common_options, output_path_option, target_from
 from envkit.cli.submit import upload_options, upload_outputs
-from envkit.converters.hub import HubIdError
 from envkit.converters.verifiers import (
     GYM_VERIFIERS_VERSION,
-    ConvertError,
     ConvertRequest,
     convert_verifiers,
 )
+from envkit.results import ConvertOutcome
 from envkit.target import ARCHES
 from envkit.validate import ValidateRequest, validate
 from envkit.validators import CheckOptions
@@ -42,21 +38,15 @@ def _env_args(value: str) -> dict[str, Any]:
     return data
 
 
-def _log_to_stderr() -> None:
-    logger = logging.getLogger("envkit")
-    if not logger.handlers:
-        handler = RichHandler(console=Console(stderr=True), show_path=False, show_time=False)
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-
-
 @click.command("verifiers")
 @click.option("--hub-id", required=True, help="owner/name on the Prime Intellect hub.")
 @click.option("--hub-version", default=None, help="Release to convert (pin it).")
 @click.option("--allow-latest", is_flag=True, help="Take the index's newest release.")
-@click.option("--out-dir", required=True, type=_DIR, help="Package directory to create.")
+@output_path_option(aliases=("--out-dir",), required=True, type=_DIR,
+                    help="Package directory to create.")
 @click.option("--dataset-dir", required=True, type=_DIR, help="Dataset directory to create.")
-@click.option("--validation-fraction", type=float, default=0.0, show_default=True)
+@click.option("--validation-fraction", type=float, default=0.0, show_default=True,
+              help="Share of the rows that go to validation.jsonl.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the split.")
 @click.option("--arch", type=click.Choice(ARCHES), default="x86_64", show_default=True,
               help="Cluster architecture.")
@@ -80,15 +70,16 @@ def _log_to_stderr() -> None:
                    "verifiers_agent installs verifiers from GitHub).")
 @click.option("--force", is_flag=True, help="Replace existing output directories.")
 @upload_options
-def verifiers_command(**opts: Any) -> int:
+@common_options(("json", "human", "github", "sarif"), default="json", format_alias=False)
+def verifiers_command(**opts: Any) -> ConvertOutcome:
     """Convert a verifiers / Prime hub environment into adapter-wheels-v1 + a rollout dataset.
 
-    Prints the validation verdict as JSON on stdout; exit 0 valid, 1 failed or invalid.
+    Prints the validation verdict on stdout (JSON by default); exit 0 valid, 1 failed or
+    invalid.
     """
-    _log_to_stderr()
     target = target_from(opts["arch"], "3.13", opts["glibc"])
     request = ConvertRequest(
-        hub_id=opts["hub_id"], out_dir=opts["out_dir"], dataset_dir=opts["dataset_dir"],
+        hub_id=opts["hub_id"], out_dir=opts["output"], dataset_dir=opts["dataset_dir"],
         hub_version=opts["hub_version"], allow_latest=opts["allow_latest"], target=target,
         index_url=opts["index_url"], wheel=opts["wheel"], source=opts["source"],
         verifiers_version=opts["verifiers_version"], env_args=_env_args(opts["env_args"]),
@@ -96,28 +87,15 @@ def verifiers_command(**opts: Any) -> int:
         seed=opts["seed"], timeout=opts["timeout"], force=opts["force"],
         gym_version=opts["gym_version"],
     )
-    try:
-        result = convert_verifiers(request)
-    except (ConvertError, HubIdError) as exc:
-        return _fail(exc)
+    result = convert_verifiers(request)
     options = CheckOptions(target=target, gym_version=opts["gym_version"],
                            offline=opts["offline"])
     report = validate(ValidateRequest(package=result.package, dataset=result.dataset,
                                       options=options))
-    verdict = {**report.to_dict(), "package": str(result.package),
-               "dataset": str(result.dataset), "training_rows": result.training_rows,
-               "validation_rows": result.validation_rows, "wheels": len(result.wheels)}
-    click.echo(json.dumps(verdict, indent=2, ensure_ascii=False))
+    report = replace(report, root=str(result.package), dataset=str(result.dataset))
     if opts["upload"] and report.valid:  # a package envkit rejects is never uploaded
-        return upload_outputs(result.package, result.dataset, opts["workspace"],
-                              opts["base_url"])
-    return 0 if report.valid else 1
-
-
-def _fail(exc: Exception) -> int:
-    hint = getattr(exc, "hint", "")
-    click.echo(f"error: {exc}" + (f"\n  = help: {hint}" if hint else ""), err=True)
-    click.echo(json.dumps({"valid": False, "format": None, "name": None,
-                           "error": {"message": str(exc), "hint": hint}}))
-    sys.stdout.flush()
-    return 1
+        status = upload_outputs(result.package, result.dataset, opts["workspace"],
+                                opts["base_url"])
+        if status:
+            raise click.exceptions.Exit(status)
+    return ConvertOutcome(result, report)

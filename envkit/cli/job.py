@@ -181,8 +181,8 @@ def _print_logs(client: PlatformClient, ref: JobRef, seen: set[tuple[str, str]],
 @platform_options
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=None, help="Write metrics.jsonl and reward_curve.png here.")
-@click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table",
-              show_default=True)
+@click.option("--output-format", "--format", "output_format", type=click.Choice(["table", "json"]),
+              default="table", show_default=True, help="A table for people, JSON for scripts.")
 def metrics_command(name: str, workspace: str | None, base_url: str | None,
                     out_dir: Path | None, output_format: str) -> int:
     """Training metrics (train_reward, val_accuracy, ...) by step, as a local run logs them."""

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from envkit.cli._common import parse_codes, target_from, target_options
+from envkit.cli._common import target_from, target_options
+from envkit.diagnostics import parse_selectors
 from envkit.cli.job import follow, platform_call, platform_options
 
 if TYPE_CHECKING:
@@ -61,14 +62,15 @@ def submit_command(job: Path, package: Path, dataset: Path, workspace: str | Non
     as JSON on stdout; progress goes to stderr.
     """
     from envkit.validate import ValidateRequest
-    from envkit.validators import CheckOptions
+    from envkit.validators import RULES, CheckOptions
 
     target = _lock_target(package) if _defaulted("arch", "glibc", "python_version") else None
     request = ValidateRequest(
         package=package, dataset=dataset, job=job,
         options=CheckOptions(target or target_from(arch, python_version, glibc),
                              offline=offline),
-        select=parse_codes(select), ignore=parse_codes(ignore), strict=strict,
+        select=parse_selectors(select, RULES), ignore=parse_selectors(ignore, RULES),
+        strict=strict,
     )
     if not _validated(request, {"package": package, "dataset": dataset, "job": job.parent}):
         return 1
