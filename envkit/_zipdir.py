@@ -10,6 +10,7 @@ entries) that was the largest single cost of checking a wheelhouse. This reader 
 
 from __future__ import annotations
 
+import bz2
 import struct
 import zipfile
 import zlib
@@ -54,7 +55,7 @@ class Archive:
         self._fh.seek(fields[10] + fields[11], 1)
         raw = self._fh.read(csize)
         try:
-            data = raw if method == zipfile.ZIP_STORED else zlib.decompress(raw, -15)
+            data = raw if method == zipfile.ZIP_STORED else _inflate(raw, size)
         except zlib.error as exc:
             msg = f"{name!r}: {exc}"
             raise zipfile.BadZipFile(msg) from None
@@ -62,6 +63,14 @@ class Archive:
             msg = f"bad CRC-32 or size for {name!r}"
             raise zipfile.BadZipFile(msg)
         return data
+
+
+def _inflate(raw: bytes, size: int) -> bytes:
+    """Raw deflate data, but never more than one byte past the declared ``size``: a member
+    declared as 50 bytes that inflates to a gigabyte costs 51 bytes, then fails the size check.
+    """
+    inflater = zlib.decompressobj(-15)
+    return inflater.decompress(raw, size + 1)
 
 
 class ZipfileArchive:
@@ -72,7 +81,46 @@ class ZipfileArchive:
         self.sizes = {i.filename: i.file_size for i in zf.infolist() if not i.is_dir()}
 
     def read(self, name: str) -> bytes:
-        return self._zf.read(name)
+        """Like ``ZipFile.read``, bounded by the declared size, with every failure a hostile
+        archive can cause (unknown compression method, encryption, bad data) raised as
+        ``BadZipFile``. bzip2 is inflated here with an output bound (``zipfile`` has none, and
+        81 bytes of bzip2 hold 50 MB of zeros); other methods are read 4 KiB of input at a time
+        so ``zipfile``'s own overshoot per read stays small."""
+        info = self._zf.getinfo(name)
+        try:
+            if info.compress_type == zipfile.ZIP_BZIP2 and not info.flag_bits & _ENCRYPTED:
+                data = self._bzip2(info)
+            else:
+                data, extra = self._stepwise(info)
+                if extra:
+                    data = b""
+        except (NotImplementedError, RuntimeError, ValueError, EOFError, OSError,
+                zlib.error) as exc:
+            msg = f"{name!r}: {type(exc).__name__}: {exc}"
+            raise zipfile.BadZipFile(msg) from None
+        if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
+            msg = f"bad CRC-32 or size for {name!r}"
+            raise zipfile.BadZipFile(msg)
+        return data
+
+    def _stepwise(self, info: zipfile.ZipInfo) -> tuple[bytes, bytes]:
+        chunks, left = [], info.file_size
+        with self._zf.open(info) as member:
+            while left > 0 and (chunk := member.read(min(left, 4096))):
+                chunks.append(chunk)
+                left -= len(chunk)
+            return b"".join(chunks), member.read(1)
+
+    def _bzip2(self, info: zipfile.ZipInfo) -> bytes:
+        fh = self._zf.fp
+        assert fh is not None  # an open ZipFile
+        fh.seek(info.header_offset)
+        fields = _LOCAL.unpack(fh.read(_LOCAL.size))
+        if fields[0] != b"PK\x03\x04":
+            msg = f"bad local header for {info.filename!r}"
+            raise zipfile.BadZipFile(msg)
+        fh.seek(fields[10] + fields[11], 1)
+        return bz2.BZ2Decompressor().decompress(fh.read(info.compress_size), info.file_size + 1)
 
 
 def open_archive(fh: BinaryIO) -> Archive:
@@ -111,7 +159,11 @@ def _entries(cd: bytes, count: int) -> dict[str, tuple[int, int, int, int, int]]
             raise Unsupported  # zip64 extra field carries the real values
         raw = cd[pos + _CDIR.size : pos + _CDIR.size + nlen]
         ascii_or_utf8 = flags & _UTF8_FLAG or raw.isascii()  # ASCII is the same in cp437
-        name = raw.decode() if ascii_or_utf8 else raw.decode("cp437")
+        try:
+            name = raw.decode() if ascii_or_utf8 else raw.decode("cp437")
+        except UnicodeDecodeError:
+            msg = f"member name flagged UTF-8 is not UTF-8: {raw[:60]!r}"
+            raise zipfile.BadZipFile(msg) from None
         entries[name] = (method, csize, usize, crc, offset)
         pos += _CDIR.size + nlen + elen + clen
     return entries

@@ -125,11 +125,14 @@ def python_ok(wheel: WheelFile, target: Target) -> bool:
     """Whether ``Requires-Python`` admits the target interpreter (unparsable counts as yes)."""
     if not wheel.requires_python:
         return True
+    if len(wheel.requires_python) > _MAX_REQUIREMENT_CHARS:
+        return True
     try:
         spec = SpecifierSet(wheel.requires_python)
-    except InvalidSpecifier:
+        # ValueError: a version with more digits than int() converts (>=999...9).
+        return spec.contains(target.full_version, prereleases=True)
+    except (InvalidSpecifier, ValueError):
         return True
-    return spec.contains(target.full_version, prereleases=True)
 
 
 def usable(wheel: WheelFile, target: Target) -> bool:
@@ -245,12 +248,18 @@ def runtime_roots(gym_version: str, gym_requires: Iterable[str], path: str) -> l
     return roots
 
 
+_MAX_REQUIREMENT_CHARS = 1024
+"""Real requirement strings are tens of characters; longer ones are not parsed."""
+
+
 @lru_cache(maxsize=8192)
 def parse_requirement(text: str) -> Requirement | None:
     """``Requirement(text)``, cached, or None when it does not parse (never raises)."""
+    if len(text) > _MAX_REQUIREMENT_CHARS:
+        return None
     try:
         return Requirement(text)
-    except InvalidRequirement:
+    except (InvalidRequirement, ValueError):
         return None
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -293,21 +294,42 @@ def _nested_config_paths(doc: YamlDoc) -> list[str]:
     return [p for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
 
 
+MAX_CONFIGS = 2_000
+"""Configs parsed per package (Gym packages ship a handful; the bench has 200)."""
+MAX_CONFIG_BYTES = 64 * 1024 * 1024
+"""YAML parsed per package, all configs together: bounds the time one validate run takes."""
+
+
 def _read_configs(root: Path, pkg: Package, errors: list) -> dict[str, YamlDoc]:
-    """Manifest ``config_paths`` first, then the in-package files they pull in, transitively."""
+    """Manifest ``config_paths`` first, then the in-package files they pull in, transitively.
+
+    Each distinct path is queued once (a FIFO, not a list popped from the front), so configs
+    that all list each other cost one pass, and the count and bytes parsed are capped.
+    """
     configs: dict[str, YamlDoc] = {}
-    pending = pkg.config_paths()
+    pending = deque(_unique(pkg.config_paths()))
+    queued = set(pending)
+    budget = MAX_CONFIG_BYTES
     while pending:
-        value = pending.pop(0)
-        rel = safe_relpath(value)
-        if rel is None or rel in configs:
-            continue
-        entry = pkg.entries.get(rel)
+        rel = safe_relpath(pending.popleft())
+        entry = pkg.entries.get(rel) if rel is not None and rel not in configs else None
         if entry is None or entry.kind != "file":
             continue  # missing / symlink / dir: EK106/EK107 report it, nothing to parse
+        if len(configs) >= MAX_CONFIGS or entry.size > budget:
+            errors.append((rel, f"not parsed: over {MAX_CONFIGS:,} configs or "
+                                f"{MAX_CONFIG_BYTES // 2**20} MiB of YAML in one package"))
+            break
+        budget -= entry.size
         configs[rel] = _read_yaml(root, rel, errors)
-        pending.extend(_nested_config_paths(configs[rel]))
+        fresh = [p for p in _unique(_nested_config_paths(configs[rel])) if p not in queued]
+        queued.update(fresh)
+        pending.extend(fresh)
     return configs
+
+
+def _unique(values: list[str]) -> list[str]:
+    """``values`` without repeats, first occurrence kept."""
+    return list(dict.fromkeys(values))
 
 
 def _read_servers(
