@@ -52,7 +52,7 @@ def _codes(report: dict) -> list[str]:
     return [d["code"] for d in report["diagnostics"]]
 
 
-def _peak_mb(func, *args):  # noqa: ANN001, ANN202 - a test helper
+def _peak_mb(func, *args):
     tracemalloc.start()
     try:
         result = func(*args)
@@ -89,15 +89,16 @@ def test_3_interpolation_index_that_int_refuses(
     capsys: pytest.CaptureFixture[str], pkg: Path, index: str
 ) -> None:
     config = pkg / CONFIG
-    config.write_text(config.read_text() + f"extra_list: [1, 2]\nextra_ref: ${{extra_list.{index}}}\n")
+    extra = f"extra_list: [1, 2]\nextra_ref: ${{extra_list.{index}}}\n"
+    config.write_text(config.read_text() + extra)
     _json_run(capsys, str(pkg))
 
 
 # 4. + 15. a huge integer in a job: json raises ValueError; a product past 4,300 digits
 @pytest.mark.parametrize("text", [
-    '{"training": {"batch_size": %s}}' % ("1" * 5000),
-    '{"training": {"batch_size": 2, "num_prompts_per_step": %s,\n'
-    ' "num_generations_per_prompt": %s}}' % ("3" * 2200, "7" * 2200),
+    '{"training": {"batch_size": ' + "1" * 5000 + "}}",
+    '{"training": {"batch_size": 2, "num_prompts_per_step": ' + "3" * 2200
+    + ',\n "num_generations_per_prompt": ' + "7" * 2200 + "}}",
 ])
 def test_4_15_job_with_huge_integers(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str
@@ -115,8 +116,8 @@ def test_5_dataset_row_with_a_huge_integer(
 ) -> None:
     data = tmp_path / "data"
     data.mkdir()
-    (data / "training.jsonl").write_text('{"responses_create_params": {"input": [%s]}}\n'
-                                         % ("9" * 5000))
+    row = '{"responses_create_params": {"input": [' + "9" * 5000 + "]}}\n"
+    (data / "training.jsonl").write_text(row)
     rc, report = _json_run(capsys, "--dataset", str(data))
     assert rc == 1 and "EK501" in _codes(report)
 
