@@ -94,8 +94,8 @@ class ZipfileArchive:
                 data, extra = self._stepwise(info)
                 if extra:
                     data = b""
-        except (NotImplementedError, RuntimeError, ValueError, EOFError, OSError,
-                zlib.error) as exc:
+        except (NotImplementedError, RuntimeError, ValueError, EOFError, OSError, IndexError,
+                KeyError, struct.error, zlib.error) as exc:
             msg = f"{name!r}: {type(exc).__name__}: {exc}"
             raise zipfile.BadZipFile(msg) from None
         if len(data) != info.file_size or zlib.crc32(data) != info.CRC:

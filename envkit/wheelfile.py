@@ -26,6 +26,7 @@ import base64
 import csv
 import hashlib
 import io
+import struct
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,8 +100,15 @@ def read_wheel(file: Path, rel: str | None = None, *, deep: bool = False) -> Whe
             return _read_archive(base, archive, deep=deep)
     except (zipfile.BadZipFile, OSError, EOFError, zipfile.LargeZipFile) as exc:
         return _replace(base, error=f"unreadable archive: {exc}")
-    except (ValueError, NotImplementedError, RuntimeError) as exc:  # zipfile on a hostile dir
+    except _ZIPFILE_ERRORS as exc:  # zipfile's parser on a hostile central directory
         return _replace(base, error=f"unreadable archive: {type(exc).__name__}: {exc}")
+
+
+_ZIPFILE_ERRORS = (ValueError, NotImplementedError, RuntimeError, IndexError, KeyError,
+                   struct.error)
+"""What ``zipfile`` raises besides ``BadZipFile`` on crafted archives (found by fuzzing: an
+empty member name is an ``IndexError``; method 99 ``NotImplementedError``; a bad UTF-8 name
+``UnicodeDecodeError``; encryption ``RuntimeError``)."""
 
 
 class _Members(Protocol):
