@@ -54,8 +54,9 @@ SUBPROCESS_SECONDS = 30.0
 SUBPROCESS_RSS_MIB = 512
 _COMMON = {"deadline": None, "database": None, "print_blob": True,
            "suppress_health_check": list(HealthCheck)}
-settings.register_profile("envkit-fuzz-fast", max_examples=30, derandomize=True, **_COMMON)
+settings.register_profile("envkit-fuzz-fast", max_examples=60, derandomize=True, **_COMMON)
 settings.register_profile("envkit-fuzz-nightly", max_examples=1500, **_COMMON)
+settings.register_profile("envkit-fuzz-medium", max_examples=300, **_COMMON)
 PROFILE = os.environ.get("ENVKIT_FUZZ_PROFILE", "fast")
 FUZZ = settings(settings.get_profile(f"envkit-fuzz-{PROFILE}"))
 FEW = settings(FUZZ, max_examples=max(3, FUZZ.max_examples // 10))
@@ -148,7 +149,13 @@ def test_fuzz_wheels(work: Path, wheel: tuple[str, bytes], deep: bool) -> None:
 def _apply(pkg: Path, op: tuple[str, str, str, str]) -> None:
     kind, folder, name, content = op
     base = pkg / folder
-    base.mkdir(parents=True, exist_ok=True)
+    if base.is_symlink() or (base.exists() and not base.is_dir()):
+        return  # an earlier edit put a link or a file where this one wants a directory
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return  # a link loop or a file on the way
+    name = {"requirements": "requirements.txt", "pyproject": "pyproject.toml"}.get(kind, name)
     target = base / name
     if target.is_dir() and not target.is_symlink():
         shutil.rmtree(target)
@@ -171,10 +178,10 @@ def _apply(pkg: Path, op: tuple[str, str, str, str]) -> None:
         Path(os.fsdecode(os.fsencode(base) + b"/bad\xff\n")).write_bytes(payload)
     elif kind == "requirements":
         lines = ["-r base.txt", "-c constraints.txt", "six \\", ">=1", "-e ../..", content]
-        (base / "requirements.txt").write_text("\n".join(lines) + "\n")
+        target.write_text("\n".join(lines) + "\n")
     elif kind == "pyproject":
         toml = f'[project]\nname = "x"\ndependencies = ["{content}"]\n'
-        (base / "pyproject.toml").write_text(toml)
+        target.write_text(toml)
     else:
         target.write_bytes(payload)
 
