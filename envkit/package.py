@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import errno
 import os
+import posixpath
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
+from envkit.reqfiles import include_target
 from envkit.wheelfile import WheelFile, read_wheel
 from envkit.yamlio import MAX_YAML_BYTES, YamlDoc, parse_yaml
 
@@ -360,11 +362,37 @@ def _read_servers(
 def _marker_texts(
     root: Path, prefix: str, names: set[str], entries: Mapping[str, FileEntry], errors: list
 ) -> dict[str, str]:
-    texts = {}
+    texts: dict[str, str] = {}
     for name in INSTALL_MARKERS:
         entry = entries.get(prefix + name)
         if name in names and entry is not None and entry.size <= _MAX_TEXT_BYTES:
             raw = _read_bytes(root, prefix + name, errors)
             if raw is not None:
                 texts[name] = raw.decode("utf-8", errors="replace")
+    if "requirements.txt" in texts:
+        _read_includes(root, prefix, texts, entries, errors)
     return texts
+
+
+_MAX_INCLUDES = 32
+
+
+def _read_includes(root: Path, prefix: str, texts: dict, entries: Mapping, errors: list) -> None:
+    """Files ``requirements.txt`` pulls in with ``-r``/``-c`` (transitively, relative to the
+    including file, as pip and uv resolve them), keyed by their path relative to the server
+    directory. Only regular files inside the package are read; at most ``_MAX_INCLUDES``."""
+    pending = ["requirements.txt"]
+    while pending and len(texts) < _MAX_INCLUDES:
+        rel = pending.pop()
+        for line in texts[rel].splitlines():
+            if (target := include_target(line.strip())) is None:
+                continue
+            key = posixpath.normpath(posixpath.join(posixpath.dirname(rel), target[1]))
+            full = posixpath.normpath(prefix + key)
+            entry = entries.get(full)
+            if key in texts or full.startswith("../") or entry is None or entry.kind != "file":
+                continue
+            raw = _read_bytes(root, full, errors, limit=_MAX_TEXT_BYTES)
+            if raw is not None and len(raw) <= _MAX_TEXT_BYTES:
+                texts[key] = raw.decode("utf-8", errors="replace")
+                pending.append(key)
