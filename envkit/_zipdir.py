@@ -14,7 +14,10 @@ import bz2
 import struct
 import zipfile
 import zlib
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = ["Archive", "Unsupported", "ZipfileArchive", "open_archive"]
 
@@ -46,13 +49,7 @@ class Archive:
         :raises zipfile.BadZipFile: corrupt header, data or CRC.
         """
         method, csize, size, crc, offset = self._entries[name]
-        self._fh.seek(offset)
-        header = self._fh.read(_LOCAL.size)
-        if len(header) != _LOCAL.size or header[:4] != b"PK\x03\x04":
-            msg = f"bad local header for {name!r}"
-            raise zipfile.BadZipFile(msg)
-        fields = _LOCAL.unpack(header)
-        self._fh.seek(fields[10] + fields[11], 1)
+        _seek_data(self._fh, offset, name)
         raw = self._fh.read(csize)
         try:
             data = raw if method == zipfile.ZIP_STORED else _inflate(raw, size)
@@ -63,6 +60,75 @@ class Archive:
             msg = f"bad CRC-32 or size for {name!r}"
             raise zipfile.BadZipFile(msg)
         return data
+
+    def chunks(self, name: str) -> Iterator[bytes]:
+        """The member in pieces of at most 1 MiB (for hashing big members in bounded memory).
+
+        :raises zipfile.BadZipFile: corrupt header or data, or a size or CRC that disagrees
+            with the directory (raised once the pieces run out).
+        """
+        method, csize, size, crc, offset = self._entries[name]
+        _seek_data(self._fh, offset, name)
+        return _stream(self._fh, name, method, csize, size, crc)
+
+
+_CHUNK = 1 << 20
+
+
+def _seek_data(fh: BinaryIO, offset: int, name: str) -> None:
+    """Position ``fh`` at the data of the member whose local header is at ``offset``."""
+    fh.seek(offset)
+    header = fh.read(_LOCAL.size)
+    if len(header) != _LOCAL.size or header[:4] != b"PK\x03\x04":
+        msg = f"bad local header for {name!r}"
+        raise zipfile.BadZipFile(msg)
+    fields = _LOCAL.unpack(header)
+    fh.seek(fields[10] + fields[11], 1)
+
+
+def _stream(
+    fh: BinaryIO, name: str, method: int, csize: int, size: int, crc: int
+) -> Iterator[bytes]:
+    """Decompressed pieces, stopped (``BadZipFile``) as soon as they pass the declared size."""
+    produced = running = 0
+    try:
+        for piece in _inflated(_raw(fh, csize), method):
+            produced += len(piece)
+            if produced > size:
+                break
+            running = zlib.crc32(piece, running)
+            yield piece
+    except (zlib.error, OSError, EOFError, ValueError) as exc:
+        msg = f"{name!r}: {type(exc).__name__}: {exc}"
+        raise zipfile.BadZipFile(msg) from None
+    if produced != size or running != crc:
+        msg = f"bad CRC-32 or size for {name!r}"
+        raise zipfile.BadZipFile(msg)
+
+
+def _raw(fh: BinaryIO, csize: int) -> Iterator[bytes]:
+    left = csize
+    while left > 0 and (raw := fh.read(min(left, _CHUNK))):
+        left -= len(raw)
+        yield raw
+
+
+def _inflated(raws: Iterator[bytes], method: int) -> Iterator[bytes]:
+    """Stored, deflate or bzip2 data, each call's output capped at ``_CHUNK``."""
+    if method == zipfile.ZIP_STORED:
+        yield from raws
+    elif method == zipfile.ZIP_DEFLATED:
+        inflater = zlib.decompressobj(-15)
+        for raw in raws:
+            while raw:
+                yield inflater.decompress(raw, _CHUNK)
+                raw = inflater.unconsumed_tail
+    else:  # bzip2: 81 bytes can hold 50 MB of zeros, so the cap matters most here
+        bunzip = bz2.BZ2Decompressor()
+        for raw in raws:
+            yield bunzip.decompress(raw, _CHUNK)
+            while not bunzip.needs_input and not bunzip.eof:
+                yield bunzip.decompress(b"", _CHUNK)
 
 
 def _inflate(raw: bytes, size: int) -> bytes:
@@ -83,44 +149,40 @@ class ZipfileArchive:
     def read(self, name: str) -> bytes:
         """Like ``ZipFile.read``, bounded by the declared size, with every failure a hostile
         archive can cause (unknown compression method, encryption, bad data) raised as
-        ``BadZipFile``. bzip2 is inflated here with an output bound (``zipfile`` has none, and
-        81 bytes of bzip2 hold 50 MB of zeros); other methods are read 4 KiB of input at a time
-        so ``zipfile``'s own overshoot per read stays small."""
+        ``BadZipFile``."""
+        return b"".join(self.chunks(name))
+
+    def chunks(self, name: str) -> Iterator[bytes]:
+        """The member in bounded pieces. Stored, deflate and bzip2 go through the same capped
+        decompression as the fast reader (``zipfile`` inflates bzip2 without an output bound);
+        anything else through ``zipfile``, 4 KiB of input per read so its overshoot is small.
+        """
         info = self._zf.getinfo(name)
+        fh = self._zf.fp
+        plain = not info.flag_bits & _ENCRYPTED and info.compress_type in _STREAMED
+        if plain and fh is not None:
+            _seek_data(fh, info.header_offset, name)
+            return _stream(fh, name, info.compress_type, info.compress_size, info.file_size,
+                           info.CRC)
+        return self._stepwise(info)
+
+    def _stepwise(self, info: zipfile.ZipInfo) -> Iterator[bytes]:
+        left = info.file_size
         try:
-            if info.compress_type == zipfile.ZIP_BZIP2 and not info.flag_bits & _ENCRYPTED:
-                data = self._bzip2(info)
-            else:
-                data, extra = self._stepwise(info)
-                if extra:
-                    data = b""
+            with self._zf.open(info) as member:
+                while left >= 0 and (piece := member.read(min(left + 1, 4096))):
+                    left -= len(piece)
+                    yield piece
         except (NotImplementedError, RuntimeError, ValueError, EOFError, OSError, IndexError,
                 KeyError, struct.error, zlib.error) as exc:
-            msg = f"{name!r}: {type(exc).__name__}: {exc}"
+            msg = f"{info.filename!r}: {type(exc).__name__}: {exc}"
             raise zipfile.BadZipFile(msg) from None
-        if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
-            msg = f"bad CRC-32 or size for {name!r}"
+        if left != 0:
+            msg = f"bad size for {info.filename!r}"
             raise zipfile.BadZipFile(msg)
-        return data
 
-    def _stepwise(self, info: zipfile.ZipInfo) -> tuple[bytes, bytes]:
-        chunks, left = [], info.file_size
-        with self._zf.open(info) as member:
-            while left > 0 and (chunk := member.read(min(left, 4096))):
-                chunks.append(chunk)
-                left -= len(chunk)
-            return b"".join(chunks), member.read(1)
 
-    def _bzip2(self, info: zipfile.ZipInfo) -> bytes:
-        fh = self._zf.fp
-        assert fh is not None  # an open ZipFile
-        fh.seek(info.header_offset)
-        fields = _LOCAL.unpack(fh.read(_LOCAL.size))
-        if fields[0] != b"PK\x03\x04":
-            msg = f"bad local header for {info.filename!r}"
-            raise zipfile.BadZipFile(msg)
-        fh.seek(fields[10] + fields[11], 1)
-        return bz2.BZ2Decompressor().decompress(fh.read(info.compress_size), info.file_size + 1)
+_STREAMED = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2)
 
 
 def open_archive(fh: BinaryIO) -> Archive:

@@ -44,7 +44,7 @@ from packaging.version import Version
 from envkit._zipdir import Unsupported, ZipfileArchive, open_archive
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable, Iterator, Mapping
 
 __all__ = [
     "SMALL_WHEEL_BYTES",
@@ -115,6 +115,8 @@ class _Members(Protocol):
     sizes: dict[str, int]
 
     def read(self, name: str) -> bytes: ...
+
+    def chunks(self, name: str) -> Iterator[bytes]: ...
 
 
 def _read_archive(base: WheelFile, zf: _Members, *, deep: bool) -> WheelFile:
@@ -277,7 +279,10 @@ def _hash_issues(zf: _Members, path: str, digest: str, data: bytes | None) -> li
     if algo not in hashlib.algorithms_guaranteed or algo in _WEAK_OR_XOF:
         return [f"{path!r}: unsupported RECORD hash {algo!r}"]
     try:
-        actual = _b64_digest(algo, zf.read(path) if data is None else data)
+        hasher = hashlib.new(algo)
+        for piece in zf.chunks(path) if data is None else (data,):  # bounded memory
+            hasher.update(piece)
+        actual = base64.urlsafe_b64encode(hasher.digest()).rstrip(b"=").decode()
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         return [f"{path!r} cannot be read: {exc}"]
     if actual != expected:
@@ -286,10 +291,6 @@ def _hash_issues(zf: _Members, path: str, digest: str, data: bytes | None) -> li
 
 
 _WEAK_OR_XOF = frozenset({"md5", "sha1", "shake_128", "shake_256"})
-
-
-def _b64_digest(algo: str, data: bytes) -> str:
-    return base64.urlsafe_b64encode(hashlib.new(algo, data).digest()).rstrip(b"=").decode()
 
 
 def _replace(wheel: WheelFile, **changes: object) -> WheelFile:

@@ -52,6 +52,8 @@ MANIFEST_KEYS = ("format", "config_paths", "metadata", "adapter", "description")
 IN_PROCESS_SECONDS = 10.0
 SUBPROCESS_SECONDS = 30.0
 SUBPROCESS_RSS_MIB = 512
+pytestmark = pytest.mark.timeout(600)  # the nightly profile; the fast one takes seconds
+
 _COMMON = {"deadline": None, "database": None, "print_blob": True,
            "suppress_health_check": list(HealthCheck)}
 settings.register_profile("envkit-fuzz-fast", max_examples=60, derandomize=True, **_COMMON)

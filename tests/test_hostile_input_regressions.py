@@ -4,6 +4,9 @@ input gives exit 0 or 1 with a report, within seconds, in bounded memory."""
 
 from __future__ import annotations
 
+import base64
+import bz2
+import hashlib
 import json
 import os
 import shutil
@@ -158,9 +161,9 @@ def test_7_config_fan_out_is_linear(pkg: Path) -> None:
     assert len(package.configs) >= n
 
 
-# 8. a member declared as 50 bytes that inflates to 256 MiB
+# 8. a member declared as 50 bytes that inflates to 128 MiB
 def test_8_deflate_bomb_is_bounded_by_the_declared_size(tmp_path: Path) -> None:
-    bomb, crc = deflate_zeros(256 * 2**20)
+    bomb, crc = deflate_zeros(128 * 2**20)
     wheel = tmp_path / "demo-1.0-py3-none-any.whl"
     wheel.write_bytes(build_zip([
         Member(f"{INFO}/METADATA".encode(), bomb, method=8, size=50, crc=crc),
@@ -168,6 +171,34 @@ def test_8_deflate_bomb_is_bounded_by_the_declared_size(tmp_path: Path) -> None:
     ]))
     result, peak = _peak_mb(read_wheel, wheel)
     assert result.error is not None and "METADATA" in result.error
+    assert peak < 40
+
+
+@pytest.mark.parametrize("prefix", [b"", b"#!/bin/sh\n"])  # the fast reader, zipfile's
+def test_8_honest_big_member_is_hashed_in_bounded_memory(tmp_path: Path, prefix: bytes) -> None:
+    """--verify-hashes over a member that really is 64 MiB: streamed, not held."""
+    size = 64 * 2**20
+    big, crc = deflate_zeros(size)
+    digest = "sha256=" + base64.urlsafe_b64encode(
+        hashlib.sha256(bytes(size)).digest()).rstrip(b"=").decode()
+    wheel = tmp_path / "demo-1.0-py3-none-any.whl"
+    wheel.write_bytes(build_zip([
+        *_wheel_members(**{"demo/big.bin": f"{digest},{size}"}),
+        Member(b"demo/big.bin", big, method=8, size=size, crc=crc)], prefix=prefix))
+    result, peak = _peak_mb(lambda: read_wheel(wheel, deep=True))
+    assert result.error is None and not [i for i in result.record_issues if "big.bin" in i]
+    assert peak < 40
+
+
+def test_8_bzip2_bomb_through_zipfile_is_bounded(tmp_path: Path) -> None:
+    """81 bytes of bzip2 hold 50 MB of zeros; ``zipfile`` would inflate them unbounded."""
+    bomb = bz2.compress(bytes(64 * 2**20))
+    wheel = tmp_path / "demo-1.0-py3-none-any.whl"
+    wheel.write_bytes(build_zip([
+        *_wheel_members(**{"demo/x.py": "sha256=x,50"}),
+        Member(b"demo/x.py", bomb, method=12, size=50, crc=0)], prefix=b"#!/bin/sh\n"))
+    result, peak = _peak_mb(lambda: read_wheel(wheel, deep=True))
+    assert any("demo/x.py" in issue for issue in result.record_issues)
     assert peak < 40
 
 
