@@ -148,9 +148,10 @@ class _TooLarge(Exception):
 
 
 _INDICATORS = (b"[", b"{", b"-", b"?", b":")
-_SAFE_INDICATORS = 10_000
+_SAFE_INDICATORS = 5_000
 """Every nesting level needs one of ``_INDICATORS``; libyaml's composer recurses in C and
-overflows the stack (a segfault, not an exception) somewhere past 20,000 levels."""
+overflows an 8 MiB stack (a segfault, not an exception) somewhere between 20,000 and 50,000
+levels, so fewer indicators than this cannot crash it even on a smaller thread stack."""
 _OPEN = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
 _CLOSE = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
 
