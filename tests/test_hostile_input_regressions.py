@@ -10,6 +10,8 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 import tracemalloc
 from pathlib import Path
@@ -84,6 +86,17 @@ def test_2_recursive_alias_is_refused_in_bounded_memory(text: bytes) -> None:
     doc, peak = _peak_mb(parse_yaml, "x.yaml", text)
     assert doc.error is not None and "recursive alias" in doc.error
     assert peak < 20
+
+
+# 2b. (found while fixing 2) libyaml's composer recurses in C: with PyYAML builds whose libyaml
+# has no nesting limit, 50,000 levels was a segfault (refused here before composing)
+@pytest.mark.parametrize("unit", ["[", "{a: ", "- ", "? "])
+def test_2b_nesting_past_libyaml_stack_is_refused_not_a_segfault(unit: str) -> None:
+    code = ("import sys; from envkit.yamlio import parse_yaml; "
+            f"doc = parse_yaml('x.yaml', {unit!r}.encode() * 60_000); print(doc.error)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.returncode == 0 and "nest" in proc.stdout, proc.stderr[-500:]
 
 
 # 3. `${list.²}` and a 5,000-digit index in an interpolation
