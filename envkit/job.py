@@ -45,8 +45,8 @@ def load_job(path: str | Path) -> JobDoc:
     with os.fdopen(fd, "rb") as fh:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            kind = "a directory" if stat.S_ISDIR(mode) else "a special file"
-            return JobDoc(path.name, error=f"is {kind}, not a regular file")
+            kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO, socket or device"
+            return JobDoc(path.name, error=f"not a regular file ({kind}); not read")
         try:
             raw = fh.read(MAX_JOB_BYTES + 1)
         except OSError as exc:
