@@ -110,7 +110,10 @@ def work() -> object:
 
 def _fresh(work: Path, source: Path) -> Path:
     dest = work / "pkg"
-    shutil.rmtree(dest, ignore_errors=True)
+    if dest.is_dir() and not dest.is_symlink():
+        shutil.rmtree(dest)
+    elif dest.exists() or dest.is_symlink():
+        dest.unlink()
     return Path(shutil.copytree(source, dest, symlinks=True))
 
 
@@ -150,6 +153,8 @@ def test_fuzz_wheels(work: Path, wheel: tuple[str, bytes], deep: bool) -> None:
 
 def _apply(pkg: Path, op: tuple[str, str, str, str]) -> None:
     kind, folder, name, content = op
+    if name in (".", ".."):
+        return  # would name the folder itself (or its parent), not an entry in it
     base = pkg / folder
     if base.is_symlink() or (base.exists() and not base.is_dir()):
         return  # an earlier edit put a link or a file where this one wants a directory
