@@ -166,7 +166,7 @@ def _check_nesting(raw: bytes, text: str) -> None:
     :raises _TooLarge: nested too deeply.
     :raises yaml.MarkedYAMLError: not YAML (reported the same as when composing).
     """
-    if sum(raw.count(c) for c in _INDICATORS) <= _SAFE_INDICATORS:
+    if len(raw) <= _SAFE_INDICATORS or sum(map(raw.count, _INDICATORS)) <= _SAFE_INDICATORS:
         return
     loader = _BaseLoader(text)
     try:
