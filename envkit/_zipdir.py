@@ -10,7 +10,6 @@ entries) that was the largest single cost of checking a wheelhouse. This reader 
 
 from __future__ import annotations
 
-import bz2
 import struct
 import zipfile
 import zlib
@@ -124,6 +123,8 @@ def _inflated(raws: Iterator[bytes], method: int) -> Iterator[bytes]:
                 yield inflater.decompress(raw, _CHUNK)
                 raw = inflater.unconsumed_tail
     else:  # bzip2: 81 bytes can hold 50 MB of zeros, so the cap matters most here
+        import bz2  # lazy: wheels do not use bzip2, and every validate run imports this module
+
         bunzip = bz2.BZ2Decompressor()
         for raw in raws:
             yield bunzip.decompress(raw, _CHUNK)
