@@ -38,7 +38,12 @@ def _yaml_error_column(path: Path, line: int) -> int | None:
     import yaml
 
     try:
-        yaml.safe_load(path.read_text("utf-8"))
+        if path.stat().st_size > _MAX_BYTES:
+            return None
+        # Events only: a syntax error's mark comes from the scanner/parser, and no node is
+        # composed or constructed, so alias bombs, huge ints and deep nesting cost nothing.
+        for _ in yaml.parse(path.read_text("utf-8"), Loader=yaml.SafeLoader):
+            pass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         if mark is not None and mark.line + 1 == line:

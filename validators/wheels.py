@@ -186,7 +186,8 @@ def closure_roots(pkg: Package, inputs: Inputs) -> tuple[list[Root], list[Egress
     for server in pkg.servers:
         name = next((m for m in INSTALL_MARKERS if m in server.texts), None)
         if name is not None:
-            found, needs = marker_roots(name, server.texts[name], f"{server.path}/{name}")
+            found, needs = marker_roots(name, server.texts[name], f"{server.path}/{name}",
+                                        server.texts)
             roots += found
             egress += needs
     if pkg.format == "adapter-wheels-v1":

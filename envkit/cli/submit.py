@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from envkit.cli._common import target_from, target_options
-from envkit.diagnostics import parse_selectors
 from envkit.cli.job import follow, platform_call, platform_options
+from envkit.diagnostics import parse_selectors
 
 if TYPE_CHECKING:
     from collections.abc import Callable

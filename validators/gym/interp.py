@@ -97,11 +97,17 @@ def _lookup(merged: Mapping[str, Any], segments: list[str]) -> bool:
             return True  # goes through another interpolation: judged where it is written
         if isinstance(node, Mapping) and seg in node:
             node = node[seg]
-        elif isinstance(node, list) and seg.isdigit() and int(seg) < len(node):
+        elif isinstance(node, list) and _index(seg) < len(node):
             node = node[int(seg)]
         else:
             return False
     return True
+
+
+def _index(seg: str) -> int:
+    """``seg`` as a list index: ASCII digits only (``"²".isdigit()`` is true too) and short (a
+    5,000-digit index is past ``int()``'s limit); anything else is an index no list reaches."""
+    return int(seg) if seg.isascii() and seg.isdigit() and len(seg) < 10 else 1 << 62
 
 
 def _key_problem(expr: str, view: GymView, direct: bool) -> str | None:
