@@ -16,10 +16,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft202012Validator
 from platform_services import CountingProxy, create_workspace, register_model, running_services
 from toy_envs import char_pattern_rows, write_dataset
-
-from jsonschema import Draft202012Validator
 
 from envkit.platform import PlatformError
 from envkit.schemas import load_schema

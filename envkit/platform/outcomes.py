@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from envkit.platform.jobs import JobRef
     from envkit.platform.submit import Published
 
-__all__ = ["JobLogs", "JobMetrics", "JobReply", "SubmitOutcome", "VERSION"]
+__all__ = ["VERSION", "JobLogs", "JobMetrics", "JobReply", "SubmitOutcome"]
 
 VERSION = "1.0"
 
