@@ -20,6 +20,7 @@ from envkit.cli.job import platform_options, where_from
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from envkit.gate import GateRequest
     from envkit.platform.outcomes import SubmitOutcome
 
 __all__ = ["submit_command", "upload_options", "upload_outputs"]
@@ -100,7 +101,7 @@ def _gate_request(arch: str | None, python_version: str | None, glibc: str | Non
                   gym_version: str | None, offline: bool | None, strict: bool | None,
                   select: tuple[str, ...], ignore: tuple[str, ...],
                   extend_select: tuple[str, ...], extend_ignore: tuple[str, ...],
-                  isolated: bool) -> Any:
+                  isolated: bool) -> GateRequest:
     from envkit.gate import GateRequest
     from envkit.settings import Settings
 

@@ -12,7 +12,7 @@ import contextlib
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from envkit.gate import GateRequest, gate_package
@@ -83,8 +83,6 @@ def check_submission(request: SubmitRequest) -> ValidationRun:
 
     :raises SubmitRejected: the run is not valid (errors, or warnings under ``strict``).
     """
-    from dataclasses import replace
-
     flags = replace(request.gate.flags, dataset=request.dataset, job=request.job)
     run = gate_package(request.package, replace(request.gate, flags=flags))
     if not run.valid:
