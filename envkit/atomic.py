@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 __all__ = ["TMP_PREFIX", "EscapingPathError", "make_temp_dir", "stale_temp_dirs",
-           "swap_into_place", "write_files"]
+           "swap_into_place", "write_files", "write_text"]
 
 TMP_PREFIX = ".envkit-tmp-"
 _RENAME_EXCHANGE = 2
@@ -103,3 +103,19 @@ def _exchange(a: Path, b: Path) -> bool:
     except (OSError, AttributeError):
         return False
     return func(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0
+
+
+def write_text(path: Path, text: str, *, mode: int = 0o644) -> Path:
+    """One file, whole or not at all: ``mkstemp`` beside it, then ``os.replace`` (a reader
+    never sees half a file; a crash leaves the old one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        Path(tmp).replace(path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -22,7 +22,8 @@ from envkit.validate import ValidateRequest, validate
 from envkit.validators import RULES, CheckOptions
 from envkit.validators._base import DEFAULT_GYM_VERSION
 
-__all__ = ["GateRequest", "GateUsageError", "TargetChoice", "resolve_settings", "run_gate"]
+__all__ = ["GateRequest", "GateUsageError", "TargetChoice", "gate_package", "resolve_settings",
+           "run_gate"]
 
 LOCK_NAME = "wheels.lock"
 _LOCK_TARGET = re.compile(r"cp(\d)(\d+)-manylinux_(\d+)_(\d+)_(\w+)")
@@ -194,3 +195,9 @@ def run_gate(request: GateRequest) -> ValidationRun:
             return ValidationRun(())
         return ValidationRun((_one(None, request, dataset, job),))
     return ValidationRun(tuple(_one(p, request, dataset, job) for p in found.packages))
+
+
+def gate_package(package: Path, request: GateRequest) -> ValidationRun:
+    """One package exactly as named (no discovery: a directory without a manifest is checked
+    and reported, not skipped), with ``request.flags``' dataset and job: ``envkit submit``."""
+    return ValidationRun((_one(package, request, request.flags.dataset, request.flags.job),))

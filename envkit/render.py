@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from envkit.render_report import Console, render_github, render_human
 
 if TYPE_CHECKING:
+    from envkit.platform.outcomes import JobLogs, JobMetrics, JobReply, SubmitOutcome
     from envkit.report import Report, ValidationRun
     from envkit.results import (
         ConvertOutcome,
@@ -35,6 +36,10 @@ JSON_SCHEMAS = {
     "TrainOutcome": "train",
     "RuleDocs": "rules",
     "SettingsView": "settings",
+    "SubmitOutcome": "submit",
+    "JobReply": "job-output",
+    "JobMetrics": "job-output",
+    "JobLogs": "job-output",
     "error": "error",
 }
 """Result type -> the schema (``envkit schema NAME``) its JSON output follows."""
@@ -157,6 +162,67 @@ def _settings(view: SettingsView, fmt: str) -> int:
     return 0
 
 
+def _submit(outcome: SubmitOutcome, fmt: str) -> int:
+    if fmt == "json":
+        _echo(_dump(outcome.to_json()))
+        return outcome.exit_code
+    from envkit.platform.progress import status_line
+
+    verb = "created" if outcome.created else "attached to"
+    lines = [f"{verb} job {outcome.ref.workspace}/{outcome.ref.name}",
+             f"environment {outcome.environment.ref}", f"dataset {outcome.dataset.ref}"]
+    if outcome.final_status is not None:
+        lines.append(status_line(outcome.final_status))
+    _echo("\n".join(lines + [f"wrote {p}" for p in outcome.written]))
+    return outcome.exit_code
+
+
+def _job_reply(outcome: JobReply, fmt: str) -> int:
+    if fmt == "json":
+        _echo(_dump(outcome.to_json()))
+        return outcome.exit_code
+    from envkit.platform.progress import status_line
+
+    _echo(f"{outcome.ref.name}: {status_line(outcome.reply)}")
+    return outcome.exit_code
+
+
+def _job_metrics(outcome: JobMetrics, fmt: str) -> int:
+    if fmt == "json":
+        _echo(_dump(outcome.to_json()))
+        return 0
+    from rich.console import Console as RichConsole
+    from rich.table import Table
+
+    records = outcome.records
+    names = sorted({k for r in records for k in r} - {"step"})
+    table = Table("step", *names)
+    for r in records:
+        table.add_row(str(r["step"]), *(f"{r[n]:.4g}" if n in r else "" for n in names))
+    RichConsole(file=sys.stdout).print(table)
+    return 0
+
+
+def _job_logs(outcome: JobLogs, fmt: str) -> int:
+    """Lines as they come (``--follow``); a failure mid-way is an error after what was shown."""
+    from envkit.platform.errors import PlatformError
+
+    collected: list[dict[str, Any]] = []
+    try:
+        for item in outcome.lines:
+            if fmt == "json":
+                collected.append(item)
+            else:
+                _echo(f"{item.get('timestamp', '')} {item.get('job_step', '')}: "
+                      f"{item.get('message', '')}")
+    except PlatformError as exc:
+        render_error(exc, "failed", fmt)
+        return 1
+    if fmt == "json":
+        _echo(_dump(outcome.to_json(collected)))
+    return 0
+
+
 _RENDERERS: dict[str, Callable[[Any, str], int]] = {
     "ValidationRun": _validation,
     "BuildResult": _build,
@@ -166,6 +232,10 @@ _RENDERERS: dict[str, Callable[[Any, str], int]] = {
     "SchemaText": _schema,
     "RuleDocs": _rules,
     "SettingsView": _settings,
+    "SubmitOutcome": _submit,
+    "JobReply": _job_reply,
+    "JobMetrics": _job_metrics,
+    "JobLogs": _job_logs,
 }
 
 

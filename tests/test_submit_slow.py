@@ -16,10 +16,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft202012Validator
 from platform_services import CountingProxy, create_workspace, register_model, running_services
 from toy_envs import char_pattern_rows, write_dataset
 
 from envkit.platform import PlatformError
+from envkit.schemas import load_schema
 
 pytestmark = pytest.mark.slow
 
@@ -57,6 +59,13 @@ def char_pkg(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return root / "pkg", data
 
 
+def _shaped(stdout: str, schema: str) -> dict:
+    """The command's JSON output, checked against the schema ``envkit schema`` ships."""
+    data = json.loads(stdout)
+    Draft202012Validator(load_schema(schema)).validate(data)
+    return data
+
+
 def _get(url: str) -> dict:
     with urllib.request.urlopen(url, timeout=30) as reply:
         return json.loads(reply.read())
@@ -90,15 +99,23 @@ def test_submit_wait_completes_and_metrics_match_a_local_run(e2e, char_pkg, tmp_
     proc = envkit("submit", str(JOB), "--env", str(pkg), "--dataset", str(data), "--offline",
                   "--wait", "-o", str(out), url=e2e)
     assert proc.returncode == 0, proc.stderr
-    job = json.loads(proc.stdout)
-    assert job["status"] == "created"
+    result = _shaped(proc.stdout, "submit")
+    assert result["created"] is True and result["final_status"]["status"] == "completed"
+    assert sorted(Path(p).name for p in result["written"]) == ["metrics.jsonl"]
+    job = result["job"]
+    assert job["status"] == "created" and result["name"] == job["name"]
     assert job["spec"]["environment"].startswith("default/char-pattern-")
     assert job["spec"]["dataset"].startswith("default/data-")
-    status = json.loads(envkit("job", "status", job["name"], url=e2e, check=True).stdout)
-    assert status["status"] == "completed"
+    reply = _shaped(envkit("job", "status", job["name"], url=e2e, check=True).stdout, "job-output")
+    status = reply["reply"]
+    assert reply["command"] == "status" and status["status"] == "completed"
     assert [s["status"] for s in status["steps"]] == ["completed"] * 4
     for args in ((), ("--tail", "5")):  # the e2e backend writes no log lines; the route works
-        envkit("job", "logs", job["name"], *args, url=e2e, check=True)
+        logs = envkit("job", "logs", job["name"], *args, "--output-format", "json", url=e2e,
+                      check=True)
+        assert _shaped(logs.stdout, "job-output")["lines"] == []
+    waited = envkit("job", "wait", job["name"], "-q", url=e2e, check=True)
+    assert waited.stdout.startswith(f"{job['name']}: status completed") and not waited.stderr
     env = _fileset(e2e, job["spec"]["environment"])
     assert env["purpose"] == "environment" and env["custom_fields"]["envkit_complete"] is True
     assert env["metadata"]["environment"]["format"] == "wheels-v1"
@@ -109,6 +126,8 @@ def test_submit_wait_completes_and_metrics_match_a_local_run(e2e, char_pkg, tmp_
            {"metrics": series})
     table = envkit("job", "metrics", job["name"], "-o", str(tmp_path / "m"), url=e2e, check=True)
     assert "train_reward" in table.stdout and "0.3" in table.stdout
+    as_json = envkit("job", "metrics", job["name"], "--format", "json", url=e2e, check=True)
+    assert _shaped(as_json.stdout, "job-output")["records"][-1]["val_accuracy"] == 0.5
     records = [json.loads(x) for x in (tmp_path / "m" / "metrics.jsonl").read_text().splitlines()]
     assert records == [{"step": 1, "train_reward": 0.1}, {"step": 2, "train_reward": 0.2},
                        {"step": 3, "train_reward": 0.3, "val_accuracy": 0.5}]
@@ -196,8 +215,10 @@ def test_default_mode_422_is_one_line_with_the_platform_detail(default_platform,
                   url=default_platform)
     assert proc.returncode == 1, proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith("envkit: error: HTTP 422") and "kubernetes" in last, proc.stderr
-    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert last.startswith("error: HTTP 422") and "kubernetes" in last, proc.stderr
+    error = _shaped(proc.stdout, "error")["error"]
+    assert error["kind"] == "failed" and error["type"] == "PlatformError"
+    assert "Traceback" not in proc.stderr
 
 
 def test_a_package_envkit_rejects_is_never_uploaded(default_platform):
@@ -208,6 +229,8 @@ def test_a_package_envkit_rejects_is_never_uploaded(default_platform):
                   url=default_platform)
     assert proc.returncode == 1
     assert "EK200" in proc.stderr and "nothing was uploaded" in proc.stderr
+    error = _shaped(proc.stdout, "error")
+    assert error["error"]["kind"] == "invalid" and error["diagnostics"][0]["code"] == "EK200"
     assert _filesets(default_platform) == before
 
 
@@ -220,11 +243,12 @@ def test_missing_model_and_a_taken_job_name_are_one_line_errors(e2e, tmp_path):
         (data / name).write_text(text.replace("verifiers_agent", "echo_match_simple_agent"))
     base = ["submit", str(JOB), "--env", str(pkg), "--dataset", str(data)]
     missing = envkit(*base, "--model", "default/no-such-model", url=e2e)
-    assert missing.returncode == 1 and missing.stdout == ""
+    assert missing.returncode == 1 and _shaped(missing.stdout, "error")["error"]["kind"] == "failed"
     assert missing.stderr.strip().splitlines()[-1].count("Model entity not found") == 1
     first = envkit(*base, "--name", "rl-taken", url=e2e, check=True)
     again = envkit(*base, "--name", "rl-taken", url=e2e, check=True)  # a retry attaches
-    assert json.loads(again.stdout)["id"] == json.loads(first.stdout)["id"]
+    assert _shaped(again.stdout, "submit")["job"]["id"] == json.loads(first.stdout)["job"]["id"]
+    assert json.loads(again.stdout)["created"] is False
     assert "attached to existing job default/rl-taken" in again.stderr
     register_model(e2e, "default", "other-model")
     clash = envkit(*base, "--name", "rl-taken", "--model", "default/other-model", url=e2e)
@@ -253,8 +277,9 @@ def test_ctrl_c_and_a_vanished_file_mid_upload_leave_nothing_marked_complete(e2e
         out, err = proc.communicate(timeout=60)
     finally:
         slow.close()
-    assert proc.returncode == 1 and out == "" and "Traceback" not in err
-    assert err.strip().splitlines()[-1].startswith("envkit: interrupted during upload")
+    assert proc.returncode == 1 and "Traceback" not in err
+    assert _shaped(out, "error")["error"]["type"] == "UploadInterrupted"
+    assert err.strip().splitlines()[-1].startswith("error: interrupted during upload")
     name = next(n for n in _filesets(e2e, "inttest") if n.startswith("char-pattern-"))
     assert _fileset(e2e, f"inttest/{name}")["custom_fields"]["envkit_complete"] is False
 
@@ -288,8 +313,8 @@ def test_build_upload_prints_the_refs_of_complete_filesets(e2e, tmp_path):
                   "--upload", url=e2e)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["valid"] is True
-    ref = next(line.split(": ", 1)[1] for line in proc.stderr.splitlines()
-               if line.startswith("environment FileSet: "))
+    ref = next(line.rsplit(": ", 1)[1] for line in proc.stderr.splitlines()
+               if line.startswith("envkit: environment FileSet: "))
     assert ref.startswith("default/char-pattern-")
     body = _fileset(e2e, ref)
     assert body["custom_fields"]["envkit_complete"] is True

@@ -54,6 +54,8 @@ EXIT_CODES: dict[str, tuple[int, str]] = {
     "HubIdError": (1, "failed"),
     "TrainInputError": (1, "invalid"),
     "GymRuntimeError": (1, "failed"),
+    "SubmitRejected": (1, "invalid"),
+    "PlatformError": (1, "failed"),
 }
 """Every exception a command lets through, by class name (its module need not be imported,
 and survives moves), most specific first along the exception's MRO. Anything else is an

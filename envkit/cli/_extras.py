@@ -1,6 +1,7 @@
 """Optional extras: name the install line instead of failing on an import deep inside.
 
-``envkit rollout`` and ``envkit train`` need the ``train`` extra (torch, transformers, Ray ...).
+``envkit rollout`` and ``envkit train`` need the ``train`` extra (torch, transformers, Ray ...);
+``envkit submit``, ``envkit job`` and ``--upload`` need the ``platform`` extra (httpx).
 Without it they check their inputs first (cheap, and what the user is about to fix anyway),
 then stop with the ``pip install`` line that fixes the environment: exit 2.
 """
@@ -18,6 +19,7 @@ DIST_NAME = "nemo-envkit"
 
 EXTRAS: dict[str, tuple[str, ...]] = {
     "train": ("torch", "transformers", "openai", "psutil", "ray"),
+    "platform": ("httpx",),
 }
 """Extra -> the modules whose absence means the extra is not installed."""
 

@@ -1,31 +1,60 @@
-"""``envkit submit``: validate, upload the package and dataset FileSets, create the GRPO job."""
+"""``envkit submit``: parse, call ``envkit.platform.commands.submit``, return its outcome.
+
+Validation is ``envkit validate``'s gate (target from the package's wheels.lock unless flags or
+the configuration say otherwise; selectors as ruff's); then the package and dataset go up as
+content-addressed FileSets and the GRPO job is created. The outcome is rendered by
+``envkit.render`` (JSON by default: ``envkit schema submit``); progress goes to stderr.
+"""
 
 from __future__ import annotations
 
-import json
-import re
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from envkit.cli._common import target_from, target_options
-from envkit.cli.job import follow, platform_call, platform_options
-from envkit.diagnostics import parse_selectors
+from envkit.cli._common import VERBOSITY_KEY, common_options, output_path_option, run_state
+from envkit.cli._extras import missing_modules, require_extra
+from envkit.cli.job import platform_options, where_from
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from envkit.platform.http import PlatformClient
-    from envkit.platform.jobs import JobRef
-    from envkit.platform.submit import SubmitResult
-    from envkit.target import Target
-    from envkit.validate import ValidateRequest
+    from envkit.gate import GateRequest
+    from envkit.platform.outcomes import SubmitOutcome
 
 __all__ = ["submit_command", "upload_options", "upload_outputs"]
 
 _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
+_GATE_OPTIONS = (
+    click.option("--arch", type=click.Choice(["x86_64", "aarch64"]), default=None,
+                 help="Cluster architecture (default: the package's wheels.lock, else x86_64)."),
+    click.option("--python", "python_version", default=None, metavar="3.N",
+                 help="Target CPython (default: the package's wheels.lock, else 3.13)."),
+    click.option("--glibc", default=None, metavar="2_N",
+                 help="Cluster glibc floor, 2_17..2_40 (default: the package's wheels.lock, "
+                      "else 2_28)."),
+    click.option("--gym-version", default=None,
+                 help="nemo-gym version of the training image (default 0.7.0)."),
+    click.option("--offline/--no-offline", default=None,
+                 help="The cluster has no egress: wheels/ must cover everything."),
+    click.option("--strict/--no-strict", default=None, help="Warnings fail too."),
+    click.option("--select", multiple=True, metavar="CODES",
+                 help="Only these codes or prefixes; replaces the configuration's."),
+    click.option("--ignore", multiple=True, metavar="CODES",
+                 help="Skip these codes or prefixes; replaces the configuration's."),
+    click.option("--extend-select", multiple=True, metavar="CODES",
+                 help="Add codes or prefixes to the selection."),
+    click.option("--extend-ignore", multiple=True, metavar="CODES",
+                 help="Add codes or prefixes to skip."),
+    click.option("--isolated", is_flag=True, help="Ignore envkit.toml and [tool.envkit]."),
+)
+
+
+def _gate_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(_GATE_OPTIONS):
+        func = option(func)
+    return func
 
 
 @click.command("submit")
@@ -39,119 +68,47 @@ _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
                    "with the same inputs is attached to, not duplicated.")
 @click.option("--model", default=None, metavar="WS/NAME",
               help="Model entity (overrides the job's).")
-@click.option("--wait", "wait_", is_flag=True, help="Follow the job to its end; exit 0 only if "
-              "it completes.")
-@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              default=None, help="With --wait: write metrics.jsonl and reward_curve.png here.")
-@target_options
-@click.option("--offline", is_flag=True, help="The cluster has no egress: wheels/ must cover "
-              "everything.")
-@click.option("--strict", is_flag=True, help="Warnings fail too.")
-@click.option("--select", multiple=True, metavar="CODES", help="Only these codes or prefixes.")
-@click.option("--ignore", multiple=True, metavar="CODES", help="Skip these codes or prefixes.")
+@click.option("--wait", "wait_", is_flag=True,
+              help="Follow the job to its end; exit 0 only if it completes.")
+@output_path_option(type=click.Path(file_okay=False, path_type=Path), default=None,
+                    help="With --wait: write metrics.jsonl and reward_curve.png here.")
+@_gate_options
+@common_options(("json", "human"), default="json")
 def submit_command(job: Path, package: Path, dataset: Path, workspace: str | None,
                    base_url: str | None, name: str | None, model: str | None, wait_: bool,
-                   out_dir: Path | None, arch: str, python_version: str, glibc: str | None,
-                   offline: bool, strict: bool, select: tuple[str, ...],
-                   ignore: tuple[str, ...]) -> int:
+                   output: Path | None, **gate: Any) -> SubmitOutcome:
     """Validate PKG + DATA + JOB, upload them as FileSets, and create the GRPO job.
 
-    Nothing is uploaded when validation fails; the target is --arch/--python/--glibc when
-    given, else the one the package's wheels.lock records. Uploads are content-addressed: an
-    unchanged package is not sent again and an interrupted upload resumes. The job is printed
-    as JSON on stdout; progress goes to stderr.
+    Validation is `envkit validate`'s (settings from envkit.toml or [tool.envkit]; flags
+    win); nothing is uploaded when it fails. Uploads are content-addressed: an unchanged
+    package is not sent again and an interrupted upload resumes. Exit 0 when the job was
+    created (with --wait: when it completed), 1 when validation or the platform refused, 2 on
+    usage errors or without the `platform` extra.
     """
-    from envkit.validate import ValidateRequest
-    from envkit.validators import RULES, CheckOptions
+    from envkit.platform.commands import SubmitRequest, check_submission, submit
 
-    target = _lock_target(package) if _defaulted("arch", "glibc", "python_version") else None
-    request = ValidateRequest(
-        package=package, dataset=dataset, job=job,
-        options=CheckOptions(target or target_from(arch, python_version, glibc),
-                             offline=offline),
-        select=parse_selectors(select, RULES), ignore=parse_selectors(ignore, RULES),
-        strict=strict,
-    )
-    if not _validated(request, {"package": package, "dataset": dataset, "job": job.parent}):
-        return 1
-    with platform_call(base_url, workspace) as client:
-        result = _upload_and_create(client, job, package, dataset, name, model)
-        if result is None:
-            return 1
-        click.echo(json.dumps(result.job, indent=2))
-        if not wait_:
-            return 0
-        return follow(client, _job_ref(client, result.job["name"]), out_dir)
+    request = SubmitRequest(
+        package=package, dataset=dataset, job=job, gate=_gate_request(**gate),
+        where=where_from(base_url, workspace), name=name, model=model, wait=wait_,
+        output=output)
+    if missing_modules("platform"):  # the inputs first: they need fixing either way
+        check_submission(request)
+        require_extra("submit", "platform")
+    return submit(request)
 
 
-def _defaulted(*names: str) -> bool:
-    ctx = click.get_current_context()
-    return all(ctx.get_parameter_source(n) is click.core.ParameterSource.DEFAULT for n in names)
+def _gate_request(arch: str | None, python_version: str | None, glibc: str | None,
+                  gym_version: str | None, offline: bool | None, strict: bool | None,
+                  select: tuple[str, ...], ignore: tuple[str, ...],
+                  extend_select: tuple[str, ...], extend_ignore: tuple[str, ...],
+                  isolated: bool) -> GateRequest:
+    from envkit.gate import GateRequest
+    from envkit.settings import Settings
 
-
-def _lock_target(package: Path) -> Target | None:
-    """The target a wheels-v1 build recorded in ``wheels.lock`` (``cp313-manylinux_2_28_x86_64``):
-    checking a package against the platform it was built for unless told otherwise."""
-    from envkit.target import Target
-
-    try:
-        tag = json.loads((package / "wheels.lock").read_text(encoding="utf-8")).get("target", "")
-    except (OSError, ValueError, AttributeError):
-        return None
-    match = re.fullmatch(r"cp3(\d+)-manylinux_2_(\d+)_(x86_64|aarch64)", str(tag))
-    if not match:
-        return None
-    return Target(arch=match[3], python=(3, int(match[1])), glibc=(2, int(match[2])))
-
-
-def _validated(request: ValidateRequest, bases: dict[str, Path]) -> bool:
-    from rich.console import Console
-
-    from envkit.render import render_human
-    from envkit.validate import validate
-
-    report = validate(request)
-    if report.valid:
-        return True
-    render_human(report, Console(file=sys.stderr), bases)
-    click.echo("envkit: validation failed; nothing was uploaded", err=True)
-    return False
-
-
-def _job_ref(client: PlatformClient, name: str) -> JobRef:
-    from envkit.platform.jobs import JobRef
-
-    return JobRef(client.connection.workspace, name)
-
-
-def _upload_and_create(client: PlatformClient, job: Path, package: Path, dataset: Path,
-                       name: str | None, model: str | None) -> SubmitResult | None:
-    """Upload and post; Ctrl-C mid-upload is one line and exit 1, nothing marked complete."""
-    from rich.console import Console
-
-    from envkit.platform.jobs import new_job_name
-    from envkit.platform.progress import RichProgress
-    from envkit.platform.submit import submit_job
-
-    ref = _job_ref(client, name or new_job_name())
-    try:
-        with RichProgress(Console(file=sys.stderr)) as progress:
-            result = submit_job(client, ref, job, package, dataset, progress, model)
-    except KeyboardInterrupt:
-        click.echo("envkit: interrupted during upload; nothing was marked complete. Run the same "
-                   "command again to finish the upload without resending what is there.", err=True)
-        return None
-    verb = "created" if result.created else "attached to existing"
-    click.echo(f"{verb} job {ref.workspace}/{ref.name} (environment {result.environment.ref}, "
-               f"dataset {result.dataset.ref}; sent {_sent(result)})", err=True)
-    return result
-
-
-def _sent(result: SubmitResult) -> str:
-    stats = (result.environment.stats, result.dataset.stats)
-    files = sum(s.files_sent for s in stats)
-    nbytes = sum(s.bytes_sent for s in stats)
-    return f"{files} files, {nbytes / 1e6:.1f} MB"
+    flags = Settings(select=select or None, ignore=ignore or None, extend_select=extend_select,
+                     extend_ignore=extend_ignore, arch=arch, glibc=glibc, python=python_version,
+                     gym_version=gym_version, offline=offline, strict=strict)
+    return GateRequest(flags=flags, isolated=isolated)
 
 
 def upload_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -159,29 +116,19 @@ def upload_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = platform_options(func)
     return click.option("--upload", is_flag=True,
                         help="Also upload the package (and dataset) as NeMo Platform FileSets "
-                             "and print their refs on stderr.")(func)
+                             "and log their refs on stderr.")(func)
 
 
 def upload_outputs(package: Path, dataset: Path | None, workspace: str | None,
                    base_url: str | None) -> int:
-    """Upload what a build/convert wrote (content-addressed, as submit does); 0 or 1."""
-    from rich.console import Console
+    """Upload what a build/convert wrote (content-addressed, as submit does).
 
-    from envkit.platform.progress import RichProgress
-    from envkit.platform.submit import publish, publish_package
+    Returns 0; failures are exceptions the entry point maps (``PlatformError``: exit 1,
+    ``MissingExtra``: exit 2).
+    """
+    require_extra("build --upload", "platform")
+    from envkit.platform.commands import upload_outputs as upload
 
-    with platform_call(base_url, workspace) as client:
-        ws = client.connection.workspace
-        try:
-            with RichProgress(Console(file=sys.stderr)) as progress:
-                refs = [("environment", publish_package(client, ws, package, progress).ref)]
-                if dataset is not None and (dataset / "training.jsonl").is_file():
-                    refs.append(("dataset", publish(client, ws, dataset, "dataset",
-                                                    dataset.name, progress).ref))
-        except KeyboardInterrupt:
-            click.echo("envkit: interrupted during upload; nothing was marked complete. Run "
-                       "the upload again to finish it.", err=True)
-            return 1
-    for purpose, ref in refs:
-        click.echo(f"{purpose} FileSet: {ref}", err=True)
+    quiet = run_state(click.get_current_context()).get(VERBOSITY_KEY, 0) < 0
+    upload(where_from(base_url, workspace, quiet=quiet), package, dataset)
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["PlatformError", "format_detail"]
+__all__ = ["PlatformError", "SubmitRejected", "UploadInterrupted", "format_detail"]
 
 
 class PlatformError(Exception):
@@ -37,3 +37,16 @@ def format_detail(body: Any) -> str:
     if isinstance(detail, dict):
         return "; ".join(f"{k}: {v}" for k, v in detail.items())
     return str(detail)
+
+
+class UploadInterrupted(PlatformError):
+    """Ctrl-C mid-upload: nothing was marked complete, so the same command resumes (exit 1)."""
+
+
+class SubmitRejected(Exception):
+    """envkit's own validation failed: nothing was uploaded (exit 1, the diagnostics shown)."""
+
+    def __init__(self, diagnostics: list) -> None:
+        super().__init__(f"{len(diagnostics)} validation problem(s); nothing was uploaded")
+        self.diagnostics = diagnostics
+        self.hint = "fix them (`envkit rule CODE` explains each), then submit again"

@@ -8,10 +8,12 @@ same field names as a local run, so one plotting path and one reader serve both.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from envkit.atomic import write_text
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["latest", "metrics_records", "write_metrics"]
 
@@ -36,15 +38,4 @@ def latest(records: list[dict[str, Any]], name: str) -> Any:
 
 def write_metrics(records: list[dict[str, Any]], out_dir: Path) -> Path:
     """Write ``metrics.jsonl`` atomically (a reader never sees half a file)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "metrics.jsonl"
-    fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".metrics.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.writelines(json.dumps(r) + "\n" for r in records)
-        Path(tmp).replace(path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_text(out_dir / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in records))

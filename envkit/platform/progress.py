@@ -1,16 +1,20 @@
-"""Upload progress on stderr: one rich bar per FileSet with bytes, files and rate."""
+"""Progress on stderr: one rich bar per FileSet while uploading, one live line while a job runs."""
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
     from rich.console import Console
     from rich.progress import Progress as RichBar
     from rich.progress import TaskID
 
-__all__ = ["CountingProgress", "RichProgress"]
+__all__ = ["CountingProgress", "RichProgress", "live_status", "status_line", "upload_progress"]
 
 
 class CountingProgress:
@@ -85,3 +89,48 @@ class RichProgress(CountingProgress):
             done = self._files_done
         if self._task is not None:
             self._bar.update(self._task, files=f"{done}/{self._files_total} files")
+
+
+@contextlib.contextmanager
+def upload_progress(show: bool) -> Iterator[CountingProgress]:
+    """Bars on stderr, or (``-q``) just the counts."""
+    if not show:
+        yield CountingProgress()
+        return
+    from rich.console import Console
+
+    with RichProgress(Console(file=sys.stderr)) as progress:
+        yield progress
+
+
+def status_line(status: dict[str, Any]) -> str:
+    """``status running  step training  training step 3  train_reward 0.4``."""
+    from envkit.platform.metrics import latest, metrics_records
+
+    records = metrics_records(status)
+    steps = status.get("steps") or []
+    current = next((s.get("name") for s in steps if s.get("status") not in ("completed",)), None)
+    parts = [f"status {status.get('status')}"]
+    if current:
+        parts.append(f"step {current}")
+    if records:
+        parts.append(f"training step {records[-1]['step']}")
+    for key in ("train_reward", "val_accuracy"):
+        value = latest(records, key)
+        if value is not None:
+            parts.append(f"{key} {value:.4g}")
+    return "  ".join(parts)
+
+
+@contextlib.contextmanager
+def live_status(show: bool) -> Iterator[Callable[[str], None]]:
+    """One line on stderr, redrawn in place as the job moves (nothing with ``-q``)."""
+    if not show:
+        yield lambda text: None
+        return
+    from rich.console import Console
+    from rich.live import Live
+
+    with Live("", console=Console(file=sys.stderr), refresh_per_second=4,
+              transient=False) as live:
+        yield live.update

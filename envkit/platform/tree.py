@@ -11,16 +11,15 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from envkit.atomic import write_text
 from envkit.cache import cache_root
 from envkit.platform.errors import PlatformError
+from envkit.wheelcache import sha256_file
 
 __all__ = ["Tree", "TreeFile", "scan_tree"]
-
-_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -39,14 +38,6 @@ class Tree:
     @property
     def total_bytes(self) -> int:
         return sum(f.size for f in self.files)
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _walk(root: Path) -> list[str]:
@@ -74,11 +65,7 @@ def _load_cache(path: Path) -> dict[str, list]:
 def _save_cache(path: Path, data: dict[str, list]) -> None:
     """Best effort, atomic: a lost cache only costs a re-hash."""
     with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh)
-        Path(tmp).replace(path)
+        write_text(path, json.dumps(data))
 
 
 def _hash_file(path: Path, rel: str, cache: dict[str, list], fresh: dict[str, list]) -> TreeFile:
@@ -89,7 +76,7 @@ def _hash_file(path: Path, rel: str, cache: dict[str, list], fresh: dict[str, li
     st = path.stat()
     stamp = [st.st_size, st.st_mtime_ns, st.st_ino]
     hit = cache.get(rel)
-    digest = hit[3] if hit and hit[:3] == stamp else _sha256(path)
+    digest = hit[3] if hit and hit[:3] == stamp else sha256_file(path)
     fresh[rel] = [*stamp, digest]
     return TreeFile(rel, st.st_size, digest)
 
