@@ -195,8 +195,11 @@ def compile_command(
     cache_dir: Path | None = None,
     offline: bool = False,
     python_version: str | None = None,
+    extra_args: Sequence[str] = (),
 ) -> list[str]:
-    """argv for ``uv pip compile`` of ``requirements.in`` for ``target`` (never the host)."""
+    """argv for ``uv pip compile`` of ``requirements.in`` for ``target`` (never the host).
+
+    ``extra_args`` (e.g. ``--constraints FILE``, ``--exclude-newer DATE``) go to uv as given."""
     cmd = [
         uv, "pip", "compile", _INPUT_NAME, "--no-config", "--system-certs", "--no-header",
         "--python-platform", python_platform(target),
@@ -216,7 +219,7 @@ def compile_command(
         cmd += ["--cache-dir", str(cache_dir)]
     if offline:
         cmd.append("--offline")
-    return cmd
+    return [*cmd, *extra_args]
 
 
 def parse_pylock(
@@ -372,6 +375,7 @@ def resolve_closure(
     offline: bool = False,
     python_version: str | None = None,
     refresh: bool = False,
+    extra_args: Sequence[str] = (),
 ) -> list[PinnedWheel]:
     """Pin every wheel ``requirements`` need on ``target``, sorted by name.
 
@@ -383,13 +387,14 @@ def resolve_closure(
     :raises ResolveError: uv failed (no matching wheel for the target, conflict, no network).
     """
     indexes = [index_url or DEFAULT_INDEX_URL, *extra_index_urls]
-    key = cache.key(requirements, target, [*indexes, python_version or ""], find_links) \
+    key = cache.key(requirements, target, [*indexes, python_version or "",
+                                           *_arg_digests(extra_args)], find_links) \
         if cache else ""
     if cache and not refresh and (hit := cache.get(key)) is not None:
         return hit
     flags = {"find_links": find_links, "index_url": index_url,
              "extra_index_urls": extra_index_urls, "cache_dir": uv_cache_dir,
-             "python_version": python_version}
+             "python_version": python_version, "extra_args": extra_args}
     with tempfile.TemporaryDirectory(prefix="envkit-resolve-") as tmp:
         work = Path(tmp)
         (work / _INPUT_NAME).write_text("\n".join(requirements) + "\n", "utf-8")
@@ -405,6 +410,11 @@ def resolve_closure(
     if cache:
         cache.put(key, pins)
     return pins
+
+
+def _arg_digests(args: Sequence[str]) -> list[str]:
+    """``extra_args`` for the cache key: a file argument by its content, not its path."""
+    return [_sha256(Path(a)) if Path(a).is_file() else a for a in args]
 
 
 def _run_uv(runner: Runner, cmd: list[str], cwd: Path, target: Target) -> str:

@@ -20,14 +20,14 @@ from envkit.converters.verifiers import (
     ConvertRequest,
     convert_verifiers,
 )
+from envkit.converters.vf_request import GYM_RELEASE_DATE
 from envkit.target import ARCHES
-from envkit.validate import ValidateRequest, validate
-from envkit.validators import CheckOptions
 from envkit.validators._base import DEFAULT_GYM_VERSION
 
 __all__ = ["verifiers_command"]
 
 _DIR = click.Path(file_okay=False, path_type=Path)
+_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 def _env_args(value: str) -> dict[str, Any]:
@@ -68,7 +68,21 @@ def _log_to_stderr() -> None:
               help="Build the environment wheel from this source tree.")
 @click.option("--verifiers-version", default=GYM_VERIFIERS_VERSION, show_default=True,
               help="verifiers to vendor (Gym's verifiers_agent pin).")
-@click.option("--env-args", default="{}", help="JSON object passed to load_environment().")
+@click.option("--env-args", default="{}",
+              help="JSON object passed to load_environment(); secrets as '${oc.env:VAR}'.")
+@click.option("--allow-literal-secrets", is_flag=True,
+              help="Accept literal values for secret-looking env-arg keys (written into the "
+                   "package).")
+@click.option("--constraint", "constraints", multiple=True, type=_FILE,
+              help="Requirements file bounding the closure's versions (uv --constraints).")
+@click.option("--override", "overrides", multiple=True, type=_FILE,
+              help="Requirements file replacing what any package asks for (uv --overrides).")
+@click.option("--wheels-dir", "wheels_dirs", multiple=True,
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Folder of prebuilt wheels offered to the resolver before the indexes.")
+@click.option("--exclude-newer", default=GYM_RELEASE_DATE, show_default=True,
+              help="Only uploads before this date are candidates (the harness's release; "
+                   "'none': no bound).")
 @click.option("--num-examples", type=int, default=-1, help="Rows to take (-1: all).")
 @click.option("--timeout", type=float, default=600.0, show_default=True,
               help="Seconds load_environment() may take.")
@@ -81,7 +95,8 @@ def _log_to_stderr() -> None:
 def verifiers_command(**opts: Any) -> int:
     """Convert a verifiers / Prime hub environment into adapter-wheels-v1 + a rollout dataset.
 
-    Prints the validation verdict as JSON on stdout; exit 0 valid, 1 failed or invalid.
+    Prints the validation verdict as JSON on stdout; exit 0 valid, 1 failed or invalid
+    (then nothing is written).
     """
     _log_to_stderr()
     target = target_from(opts["arch"], "3.13", opts["glibc"])
@@ -92,16 +107,16 @@ def verifiers_command(**opts: Any) -> int:
         verifiers_version=opts["verifiers_version"], env_args=_env_args(opts["env_args"]),
         num_examples=opts["num_examples"], validation_fraction=opts["validation_fraction"],
         seed=opts["seed"], timeout=opts["timeout"], force=opts["force"],
-        gym_version=opts["gym_version"],
+        gym_version=opts["gym_version"], allow_literal_secrets=opts["allow_literal_secrets"],
+        constraints=opts["constraints"], overrides=opts["overrides"],
+        wheels_dirs=opts["wheels_dirs"], offline=opts["offline"],
+        exclude_newer=None if opts["exclude_newer"] == "none" else opts["exclude_newer"],
     )
     try:
         result = convert_verifiers(request)
     except (ConvertError, HubIdError) as exc:
         return _fail(exc)
-    options = CheckOptions(target=target, gym_version=opts["gym_version"],
-                           offline=opts["offline"])
-    report = validate(ValidateRequest(package=result.package, dataset=result.dataset,
-                                      options=options))
+    report = result.report
     verdict = {**report.to_dict(), "package": str(result.package),
                "dataset": str(result.dataset), "training_rows": result.training_rows,
                "validation_rows": result.validation_rows, "wheels": len(result.wheels)}
@@ -111,8 +126,11 @@ def verifiers_command(**opts: Any) -> int:
 
 def _fail(exc: Exception) -> int:
     hint = getattr(exc, "hint", "")
+    report = getattr(exc, "report", None)
     click.echo(f"error: {exc}" + (f"\n  = help: {hint}" if hint else ""), err=True)
-    click.echo(json.dumps({"valid": False, "format": None, "name": None,
-                           "error": {"message": str(exc), "hint": hint}}))
+    base = report.to_dict() if report is not None else {"format": None, "name": None}
+    click.echo(json.dumps({**base, "valid": False, "package": None, "dataset": None,
+                           "error": {"message": str(exc), "hint": hint}}, indent=2,
+                          ensure_ascii=False))
     sys.stdout.flush()
     return 1
