@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.addaudithook(guard)
     sys.addaudithook(net)
     try:
-        result = _load(opts, args)
+        result = {**_load(opts, args), "hosts": net.hosts}
     except BaseException as exc:
         result = _failure(exc, opts.module, net)
     if guard.violations:

@@ -29,10 +29,14 @@ class SourceError(RuntimeError):
 
 @dataclass(frozen=True)
 class EnvWheel:
-    """A local environment wheel (``--wheel`` / ``--source``) and its metadata."""
+    """The environment wheel, local before anything else is resolved, and its metadata."""
 
     path: Path
     meta: WheelFile
+    index: str | None = None
+    """The hub index it was downloaded from (None for ``--wheel`` / ``--source``)."""
+    url: str | None = None
+    """Its URL on that index."""
 
     @property
     def requirement(self) -> str:
@@ -47,7 +51,8 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def local_wheel(path: Path, dest: Path) -> EnvWheel:
+def local_wheel(path: Path, dest: Path, *, index: str | None = None,
+                url: str | None = None) -> EnvWheel:
     """Copy ``path`` into ``dest`` (a find-links dir of its own) and read its metadata.
 
     :raises SourceError: not a readable wheel.
@@ -57,8 +62,9 @@ def local_wheel(path: Path, dest: Path) -> EnvWheel:
         msg = f"{str(path)!r} is not a usable wheel: {meta.error or 'no name'}"
         raise SourceError(msg)
     dest.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(path, dest / path.name)
-    return EnvWheel(dest / path.name, meta)
+    if path.resolve() != (dest / path.name).resolve():
+        shutil.copy2(path, dest / path.name)
+    return EnvWheel(dest / path.name, meta, index, url)
 
 
 def build_source(src: Path, dest: Path, *, timeout: float = 600) -> Path:

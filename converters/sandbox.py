@@ -65,6 +65,8 @@ class LoadResult:
     verifiers_version: str
     env_class: str
     log: str = field(default="", repr=False)
+    hosts: tuple[str, ...] = ()
+    """Hosts the load looked up or connected to (loopback aside)."""
 
 
 def uv_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -254,4 +256,4 @@ def _result(out: Path, log_path: Path, returncode: int | None) -> LoadResult:
         output = "\n".join(filter(None, [log, data.get("traceback")]))
         raise LoadError(data.get("kind", "load"), data.get("message", "unknown error"), output)
     return LoadResult(data["examples"], data["source"], data["verifiers_version"],
-                      data["env_class"], log)
+                      data["env_class"], log, tuple(data.get("hosts") or ()))

@@ -16,7 +16,6 @@ import logging
 from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from packaging.version import Version
 
@@ -35,7 +34,7 @@ from envkit.converters.hub import HubRef, parse_hub_id
 from envkit.converters.rows import build_rows, split_rows, write_jsonl
 from envkit.converters.staging import InstallError, install, remove_stale, stage
 from envkit.converters.verifiers_pin import CLASSIC_MAX, requires_conflict
-from envkit.converters.vf_closure import fetch, indexes, pin_sources, requirements, resolve_target
+from envkit.converters.vf_closure import fetch, hub_wheel, pin_sources, requirements, resolve_target
 from envkit.converters.vf_load import load_rows
 from envkit.converters.vf_request import GYM_VERIFIERS_VERSION, ConvertError, ConvertRequest
 from envkit.validate import ValidateRequest, validate
@@ -79,9 +78,9 @@ def convert_verifiers(req: ConvertRequest) -> ConvertResult:
         pkg, data = stage(stack, req.out_dir), stage(stack, req.dataset_dir)
         work = stage(stack, req.out_dir.with_name(req.out_dir.name + "-work"))
         env_wheel = _env_wheel(req, hub, work / "src")
-        name = env_wheel.meta.name if env_wheel else hub.dist_name.replace("_", "-")
+        name = env_wheel.meta.name
         pins = fetch(resolve_target(req, hub, env_wheel, name), pkg / "wheels")
-        _check_closure(req, hub, pins, pkg / "wheels", env_wheel, name)
+        _check_closure(req, pins, pkg / "wheels", env_wheel, name)
         loaded = load_rows(req, hub, pins, pkg / "wheels", env_wheel, name, work)
         counts = _write_dataset(req, hub, loaded, data)
         _write_package(req, hub, pins, env_wheel, name, pkg)
@@ -133,9 +132,9 @@ def _check_env_args(req: ConvertRequest) -> None:
         raise ConvertError(str(exc), exc.hint) from None
 
 
-def _env_wheel(req: ConvertRequest, hub: HubRef, dest: Path) -> EnvWheel | None:
-    """The local env wheel for --wheel/--source (None for the hub path), checked before
-    anything is resolved."""
+def _env_wheel(req: ConvertRequest, hub: HubRef, dest: Path) -> EnvWheel:
+    """The env wheel (built, given, or downloaded alone from the hub index), checked before
+    anything else is resolved."""
     try:
         if req.source is not None:
             logger.info("building a wheel from %s", req.source)
@@ -143,7 +142,9 @@ def _env_wheel(req: ConvertRequest, hub: HubRef, dest: Path) -> EnvWheel | None:
         elif req.wheel is not None:
             wheel = local_wheel(req.wheel, dest)
         else:
-            return None
+            logger.info("downloading %s from %s", hub.requirement(req.hub_version),
+                        req.index_url or hub.index_url)
+            wheel = hub_wheel(req, hub, dest)
     except SourceError as exc:
         raise ConvertError(str(exc), "--wheel takes a .whl file; --source a project with a "
                                      "pyproject.toml") from None
@@ -166,18 +167,14 @@ def _check_wheel_meta(req: ConvertRequest, path: Path, who: str | None = None) -
         raise ConvertError(msg, "use a release of it that supports Python 3.13 (EK406)")
 
 
-def _check_closure(req: ConvertRequest, hub: HubRef, pins: Sequence, wheels: Path,
-                   env_wheel: EnvWheel | None, name: str) -> None:
+def _check_closure(req: ConvertRequest, pins: Sequence, wheels: Path, env_wheel: EnvWheel,
+                   name: str) -> None:
     """Before any env code runs: the vendored env wheel is the one meant (no same-named
     project from another index), and every wheel admits the target's Python."""
     pin = next((p for p in pins if p.name == name), None)
     if pin is None:
         raise ConvertError(f"the resolved closure has no wheel for {name!r}")
-    host = urlsplit(pin.url).netloc
-    if env_wheel is None and host != urlsplit(indexes(req, hub, None)[0]).netloc:
-        logger.warning("%s was served from %s, not by the hub index: check it is the env you "
-                       "meant (a same-named project on another index?)", pin.filename, host)
-    if env_wheel and pin.sha256 and pin.sha256 != sha256_of(env_wheel.path):
+    if pin.sha256 and pin.sha256 != sha256_of(env_wheel.path):
         msg = (f"an index served a different {pin.filename} than the wheel given "
                "(dependency confusion?)")
         raise ConvertError(msg, "rename the project or bump its version")
@@ -207,16 +204,18 @@ def _write_dataset(
     return len(split.training), len(split.validation)
 
 
-def _write_package(req: ConvertRequest, hub: HubRef, pins: Sequence,
-                   env_wheel: EnvWheel | None, name: str, pkg: Path) -> None:
+def _write_package(req: ConvertRequest, hub: HubRef, pins: Sequence, env_wheel: EnvWheel,
+                   name: str, pkg: Path) -> None:
     spec = AdapterSpec(name=hub.name, hub_id=hub.hub_id, vf_env_id=hub.vf_env_id,
                        vf_env_args=req.env_args)
     for rel, text in package_texts(spec).items():
         (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
         (pkg / rel).write_text(text, "utf-8")
-    sources = pin_sources(req, pins, name)
-    locked = [LockedWheel(p.name, p.version, p.filename, p.url, p.sha256,
-                          tuple(p.requested_by), sources.get(p.name, "")) for p in pins]
+    sources = pin_sources(req, pins, name, env_wheel)
+    locked = [LockedWheel(p.name, p.version, p.filename,
+                          env_wheel.url if p.name == name and env_wheel.url else p.url,
+                          p.sha256, tuple(p.requested_by), sources.get(p.name, ""))
+              for p in pins]
     lock = lock_data(locked, str(req.target), requirements(req, hub, env_wheel),
                      f"uv {resolve.uv_version()}")
     (pkg / LOCK_NAME).write_text(json.dumps(lock, indent=2) + "\n", "utf-8")

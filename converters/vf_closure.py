@@ -24,7 +24,7 @@ from envkit.build import runtime_requirements
 from envkit.cache import cache_root
 from envkit.closure import marker_roots
 from envkit.converters.adapter_pkg import POLICY_MODEL_IMPL
-from envkit.converters.env_source import builder_error
+from envkit.converters.env_source import builder_error, local_wheel
 from envkit.converters.verifiers_pin import conflict_in_uv_message
 from envkit.converters.vf_request import ConvertError
 from envkit.gym_data import gym_data
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from envkit.converters.vf_request import ConvertRequest
     from envkit.target import Target
 
-__all__ = ["fetch", "indexes", "pin_sources", "requirements", "resolve_target"]
+__all__ = ["fetch", "hub_wheel", "indexes", "pin_sources", "requirements", "resolve_target"]
 
 logger = logging.getLogger("envkit.convert")
 
@@ -81,11 +81,36 @@ def _python_floor(target: Target) -> str | None:
 
 def indexes(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None) -> list[str]:
     """Extra indexes (searched before PyPI): the owner's hub index, for the hub path."""
-    return [] if env_wheel else [req.index_url or hub.index_url]
+    if env_wheel is None:
+        return [req.index_url or hub.index_url]
+    return [env_wheel.index] if env_wheel.index else []
 
 
 def _find_links(req: ConvertRequest, env_wheel: EnvWheel | None) -> list[Path]:
     return [*([env_wheel.path.parent] if env_wheel else []), *req.wheels_dirs]
+
+
+def hub_wheel(req: ConvertRequest, hub: HubRef, dest: Path) -> EnvWheel:
+    """Download the env wheel alone (``--no-deps``) before anything else is resolved.
+
+    Its metadata can then be checked before the full resolution, and the full resolution
+    finds it as a local file: uv's second, ``--offline`` pass cannot read a wheel's metadata
+    back from its cache when the index's link carries no ``#sha256=`` (PEP 503 makes it
+    optional: ``python -m http.server``, many mirrors).
+    """
+    index = req.index_url or hub.index_url
+    args = ["--no-deps", *_uv_args(req, hub.dist_name.replace("_", "-"))]
+    try:
+        (pin,) = resolve.resolve_closure(
+            [hub.requirement(req.hub_version)], req.target, extra_index_urls=[index],
+            cache=None, python_version=_python_floor(req.target), extra_args=args)
+    except resolve.ResolveError as exc:
+        raise _resolve_error(str(exc), req) from None
+    except ValueError:
+        raise ConvertError(f"{hub.requirement(req.hub_version)!r} resolved to more than one "
+                           "file") from None
+    (vendored,) = fetch([pin], dest)
+    return local_wheel(dest / vendored.filename, dest, index=index, url=pin.url)
 
 
 def _uv_args(req: ConvertRequest, env_name: str) -> list[str]:
@@ -93,7 +118,8 @@ def _uv_args(req: ConvertRequest, env_name: str) -> list[str]:
     plain directory serves no upload times), constraints and overrides."""
     args: list[str] = []
     if req.exclude_newer:
-        args += ["--exclude-newer", req.exclude_newer]
+        args += ["--exclude-newer", req.exclude_newer, "--exclude-newer-package",
+                 f"{env_name}=false"]
     for path in req.constraints:
         args += ["--constraints", str(Path(path).resolve())]
     for path in req.overrides:
@@ -122,7 +148,7 @@ def resolve_target(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None,
         return pins
     # a cached resolution may name an earlier run's temp copy of the same (same-hash) wheel
     local = env_wheel.path.resolve().as_uri()
-    return [replace(p, url=local) if p.name == env_wheel.meta.name else p for p in pins]
+    return [replace(p, url=local) if p.name == env_name else p for p in pins]
 
 
 def _resolve_error(message: str, req: ConvertRequest) -> ConvertError:
@@ -172,14 +198,17 @@ def _named_in(files: Sequence[Path]) -> dict[str, str]:
     return out
 
 
-def pin_sources(req: ConvertRequest, pins: Sequence, env_name: str) -> dict[str, str]:
+def pin_sources(req: ConvertRequest, pins: Sequence, env_name: str,
+                env_wheel: EnvWheel | None) -> dict[str, str]:
     """Where each pin came from, by name, for ``wheels.lock``."""
     dirs = {str(Path(d).resolve()): str(d) for d in req.wheels_dirs}
     overrides, constraints = _named_in(req.overrides), _named_in(req.constraints)
     out: dict[str, str] = {}
     for pin in pins:
         url = urlsplit(pin.url)
-        if pin.name == env_name and url.scheme == "file":
+        if pin.name == env_name and env_wheel and env_wheel.index:
+            where = f"index {urlsplit(env_wheel.index).netloc} (the environment)"
+        elif pin.name == env_name and url.scheme == "file":
             where = "the environment wheel (--wheel/--source)"
         elif url.scheme == "file":
             folder = str(Path(unquote(url.path)).parent)

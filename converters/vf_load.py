@@ -86,14 +86,20 @@ def _run(req: ConvertRequest, hub: HubRef, venv_python: Path, work: Path,
     logger.info("loading %s with load_environment(**%s)", hub.vf_env_id,
                 redacted(req.env_args))
     try:
-        return run_loader(venv_python, hub.module, hub.vf_env_id, resolved(req.env_args),
-                          work / "run", timeout=req.timeout, num_examples=req.num_examples,
-                          path=[site])
+        loaded = run_loader(venv_python, hub.module, hub.vf_env_id, resolved(req.env_args),
+                            work / "run", timeout=req.timeout, num_examples=req.num_examples,
+                            path=[site])
     except LoadError as exc:
         if exc.log.strip() and exc.kind in ("load", "crash"):
             logger.error("output of the environment's load:\n%s", exc.log[-3000:])
         raise ConvertError(f"loading {hub.vf_env_id!r} failed: {exc}",
                            _hint(exc.kind, req)) from None
+    if loaded.hosts:
+        logger.warning("load_environment reached the network (%s): the agent's load on the "
+                       "cluster will need it too", ", ".join(loaded.hosts))
+    logger.info("loaded %s (%s, verifiers %s): %d examples", hub.vf_env_id, loaded.env_class,
+                loaded.verifiers_version, len(loaded.examples))
+    return loaded
 
 
 def _hint(kind: str, req: ConvertRequest) -> str:
