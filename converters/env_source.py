@@ -92,13 +92,24 @@ def build_source(src: Path, dest: Path, *, timeout: float = 600) -> Path:
 
 
 def builder_error(output: str, limit: int = 1500) -> str:
-    """The builder's own words: its ``error:``/exception lines first (a ``setup.py`` that
-    exits with a sentence keeps that sentence), then the tail, without uv's progress lines."""
-    lines = [ln.rstrip() for ln in output.splitlines() if ln.strip()]
-    lines = [ln for ln in lines if not ln.lstrip().startswith(("Building ", "Resolved ",
-                                                                "Installed ", "Prepared "))]
-    text = "\n".join(lines)
+    """The builder's own words: uv's progress lines and Python traceback frames dropped, so a
+    ``setup.py`` that exits with a sentence ("renamed to 'hud'") keeps that sentence."""
+    kept: list[str] = []
+    frame = False
+    for line in output.splitlines():
+        stripped = line.strip()
+        if frame and line.startswith("    "):  # the source line under a frame
+            continue
+        frame = stripped.startswith("File \"")
+        if not stripped or frame or stripped.startswith(_NOISE):
+            continue
+        kept.append(line.rstrip())
+    text = "\n".join(kept)
     return text[-limit:] if len(text) > limit else text or "no wheel was produced"
+
+
+_NOISE = ("Building ", "Resolved ", "Installed ", "Prepared ", "Downloading ", "Downloaded ",
+          "Traceback (most recent call last)", "^", "~")
 
 
 def _uv_path() -> str:

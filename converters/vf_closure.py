@@ -180,7 +180,10 @@ def fetch(pins: Sequence, dest: Path) -> list:
     except resolve.FetchError as exc:
         raise ConvertError(str(exc), "check the network and the index, then rerun") from None
     except SdistBuildError as exc:
-        raise ConvertError(builder_error(str(exc), 3000),
+        output = getattr(exc, "output", "")
+        first = str(exc).split(": ", 1)[0]
+        raise ConvertError(f"{first}: building its sdist failed:\n{builder_error(output)}"
+                           if output else str(exc),
                            "pin a release of that dependency that ships wheels with --override "
                            "FILE (e.g. 'name==1.2.3'), or add a wheel built for the target "
                            "with --wheels-dir DIR") from None
