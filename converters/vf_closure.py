@@ -26,7 +26,12 @@ from envkit.closure import marker_roots
 from envkit.converters.adapter_pkg import POLICY_MODEL_IMPL
 from envkit.converters.env_source import builder_error, local_wheel
 from envkit.converters.verifiers_pin import conflict_in_uv_message
-from envkit.converters.vf_request import ConvertError
+from envkit.converters.vf_request import (
+    GYM_VERIFIERS_VERSION,
+    VERIFIERS_ONLY_DEPS,
+    VERIFIERS_RELEASE_DATE,
+    ConvertError,
+)
 from envkit.gym_data import gym_data
 from envkit.sdists import SdistBuildError
 
@@ -114,18 +119,21 @@ def hub_wheel(req: ConvertRequest, hub: HubRef, dest: Path) -> EnvWheel:
 
 
 def _uv_args(req: ConvertRequest, env_name: str) -> list[str]:
-    """Date bound (not for the env itself, nor for the user's local wheels: a hub index or a
-    plain directory serves no upload times), constraints and overrides."""
+    """Date bounds (not for the env itself: a hub index or a plain directory serves no upload
+    times; not for what the user pins in a file), constraints and overrides."""
     args: list[str] = []
     if req.exclude_newer:
         args += ["--exclude-newer", req.exclude_newer, "--exclude-newer-package",
                  f"{env_name}=false"]
+        if req.verifiers_version == GYM_VERIFIERS_VERSION:
+            pinned = set(_named_in([*req.constraints, *req.overrides]))
+            args += [a for name in VERIFIERS_ONLY_DEPS if name not in pinned
+                     for a in ("--exclude-newer-package", f"{name}={VERIFIERS_RELEASE_DATE}")]
     for path in req.constraints:
         args += ["--constraints", str(Path(path).resolve())]
     for path in req.overrides:
         args += ["--overrides", str(Path(path).resolve())]
     return args
-
 
 def resolve_target(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None,
                    env_name: str) -> list:

@@ -9,7 +9,8 @@ from typing import Any
 from envkit.target import Target
 from envkit.validators._base import DEFAULT_GYM_VERSION
 
-__all__ = ["GYM_RELEASE_DATE", "GYM_VERIFIERS_VERSION", "ConvertError", "ConvertRequest"]
+__all__ = ["GYM_RELEASE_DATE", "GYM_VERIFIERS_VERSION", "VERIFIERS_ONLY_DEPS",
+           "VERIFIERS_RELEASE_DATE", "ConvertError", "ConvertRequest"]
 
 GYM_VERIFIERS_VERSION = "0.3.1"
 """What nemo-gym 0.7.0's ``responses_api_agents/verifiers_agent/requirements.txt`` installs
@@ -20,6 +21,20 @@ GYM_RELEASE_DATE = "2026-10-13T00:00:00Z"
 existed when the harness (nemo-gym 0.7.0, uploaded 2026-10-12, running verifiers 0.3.1) was
 released, so no dependency newer than the harness can break verifiers (prime-sandboxes 0.5 no
 longer takes the string ``start_command`` that verifiers 0.3.1 passes)."""
+
+
+VERIFIERS_RELEASE_DATE = "2026-08-25T00:00:00Z"
+"""verifiers 0.3.1 was uploaded 2026-08-24: the dependencies only verifiers brings are bounded
+by its own release, not Gym's. The Gym date alone is not enough: prime-sandboxes 0.3/0.4
+(September-October) already reject the string ``start_command`` that verifiers 0.3.1's
+``SandboxEnv`` passes; 0.2.39 (the newest before the bound) accepts it."""
+VERIFIERS_ONLY_DEPS = (
+    "aiolimiter", "gepa", "httpx", "loguru", "math-verify", "msgpack", "numpy", "openai-agents",
+    "prime-pydantic-config", "prime-sandboxes", "prime-tunnel", "pyzmq", "renderers",
+    "requests", "setproctitle", "tenacity", "tomli-w", "typing-extensions",
+)
+"""verifiers 0.3.1's Requires-Dist names that nemo-gym 0.7.0 does not require itself (those it
+shares, e.g. aiohttp, need Gym-era releases: nemo-gym 0.7.0 asks for aiohttp>=3.14.4)."""
 
 
 class ConvertError(RuntimeError):

@@ -124,7 +124,16 @@ def test_sandbox_env_converts_offline_in_a_harness_era_closure(tmp_path: Path) -
     assert "reached the network" not in proc.stderr  # no sandbox, no API call at load
     assert "SandboxEnv" in proc.stderr
     sandboxes = _lock(tmp_path)["prime-sandboxes"]
-    assert tuple(map(int, sandboxes["version"].split(".")[:2])) < (0, 5)
+    assert tuple(map(int, sandboxes["version"].split(".")[:2])) < (0, 3)
+
+
+def test_sandbox_env_without_the_bound_fails_on_the_newer_client(tmp_path: Path) -> None:
+    """The reason for the bound: the newest prime-sandboxes rejects verifiers 0.3.1's call."""
+    proc = _convert(tmp_path, "envkit/sandbox-env", "--source", str(ENVS / "sandbox-env"),
+                    "--exclude-newer", "none")
+    error = _refused(proc, tmp_path)
+    assert "ValidationError" in error["message"] and "start_command" in error["message"]
+    assert "--override" in error["hint"]
 
 
 def test_wheels_dir_constraint_and_override(tmp_path: Path) -> None:
