@@ -93,13 +93,26 @@ def _run(req: ConvertRequest, hub: HubRef, venv_python: Path, work: Path,
         if exc.log.strip() and exc.kind in ("load", "crash"):
             logger.error("output of the environment's load:\n%s", exc.log[-3000:])
         raise ConvertError(f"loading {hub.vf_env_id!r} failed: {exc}",
-                           _hint(exc.kind, req)) from None
+                           _known_hint(str(exc)) or _hint(exc.kind, req)) from None
     if loaded.hosts:
         logger.warning("load_environment reached the network (%s): the agent's load on the "
                        "cluster will need it too", ", ".join(loaded.hosts))
     logger.info("loaded %s (%s, verifiers %s): %d examples", hub.vf_env_id, loaded.env_class,
                 loaded.verifiers_version, len(loaded.examples))
     return loaded
+
+
+_KNOWN = (
+    (("CreateSandboxRequest", "start_command"),
+     "verifiers 0.3.1's SandboxEnv passes start_command as a string, which prime-sandboxes "
+     ">= 0.2.38 refuses (every release verifiers 0.3.1 admits): put 'prime-sandboxes==0.2.35' "
+     "in a file and pass --override FILE"),
+)
+"""Failures of the harness's own verifiers with its dependencies, and the way out."""
+
+
+def _known_hint(message: str) -> str | None:
+    return next((hint for words, hint in _KNOWN if all(w in message for w in words)), None)
 
 
 def _hint(kind: str, req: ConvertRequest) -> str:

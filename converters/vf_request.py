@@ -19,15 +19,15 @@ installed Gym when one is present."""
 GYM_RELEASE_DATE = "2026-10-13T00:00:00Z"
 """Upper bound for candidate uploads (uv ``--exclude-newer``): the closure is chosen from what
 existed when the harness (nemo-gym 0.7.0, uploaded 2026-10-12, running verifiers 0.3.1) was
-released, so no dependency newer than the harness can break verifiers (prime-sandboxes 0.5 no
-longer takes the string ``start_command`` that verifiers 0.3.1 passes)."""
+released, so no dependency newer than the harness can break it (prime-sandboxes 0.5, from
+2026-10-20, no longer takes the string ``start_command`` that verifiers 0.3.1 passes)."""
 
 
 VERIFIERS_RELEASE_DATE = "2026-08-25T00:00:00Z"
 """verifiers 0.3.1 was uploaded 2026-08-24: the dependencies only verifiers brings are bounded
-by its own release, not Gym's. The Gym date alone is not enough: prime-sandboxes 0.3/0.4
-(September-October) already reject the string ``start_command`` that verifiers 0.3.1's
-``SandboxEnv`` passes; 0.2.39 (the newest before the bound) accepts it."""
+by its own release, not Gym's, so they are the releases verifiers 0.3.1 was built against
+(Gym's date alone picks prime-sandboxes 0.4, whose ``start_command`` no longer takes a string
+at all; the bound picks 0.2.39)."""
 VERIFIERS_ONLY_DEPS = (
     "aiolimiter", "gepa", "httpx", "loguru", "math-verify", "msgpack", "numpy", "openai-agents",
     "prime-pydantic-config", "prime-sandboxes", "prime-tunnel", "pyzmq", "renderers",

@@ -114,9 +114,20 @@ def test_env_reference_converts_and_the_secret_stays_out(tmp_path: Path,
 
 # -- closures ---------------------------------------------------------------------------------
 
-def test_sandbox_env_converts_offline_in_a_harness_era_closure(tmp_path: Path) -> None:
+def test_sandbox_env_names_the_client_incompatibility(tmp_path: Path) -> None:
+    """verifiers 0.3.1's SandboxEnv passes a string start_command; every prime-sandboxes it
+    admits (>= 0.2.39) refuses that: the load fails naming it, with the way out."""
+    error = _refused(_convert(tmp_path, "envkit/sandbox-env", "--source",
+                              str(ENVS / "sandbox-env")), tmp_path)
+    assert "ValidationError" in error["message"] and "start_command" in error["message"]
+    assert "'prime-sandboxes==0.2.35'" in error["hint"] and "--override FILE" in error["hint"]
+
+
+def test_sandbox_env_converts_offline_with_the_override(tmp_path: Path) -> None:
+    (tmp_path / "pins.txt").write_text("prime-sandboxes==0.2.35\n")
     proc = _convert(tmp_path, "envkit/sandbox-env", "--source", str(ENVS / "sandbox-env"),
-                    "--env-args", '{"num_examples": 3}')
+                    "--env-args", '{"num_examples": 3}', "--override",
+                    str(tmp_path / "pins.txt"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = _rows(tmp_path)
     assert [r["answer"] for r in rows] == ["0", "2", "4"]
@@ -124,16 +135,8 @@ def test_sandbox_env_converts_offline_in_a_harness_era_closure(tmp_path: Path) -
     assert "reached the network" not in proc.stderr  # no sandbox, no API call at load
     assert "SandboxEnv" in proc.stderr
     sandboxes = _lock(tmp_path)["prime-sandboxes"]
-    assert tuple(map(int, sandboxes["version"].split(".")[:2])) < (0, 3)
-
-
-def test_sandbox_env_without_the_bound_fails_on_the_newer_client(tmp_path: Path) -> None:
-    """The reason for the bound: the newest prime-sandboxes rejects verifiers 0.3.1's call."""
-    proc = _convert(tmp_path, "envkit/sandbox-env", "--source", str(ENVS / "sandbox-env"),
-                    "--exclude-newer", "none")
-    error = _refused(proc, tmp_path)
-    assert "ValidationError" in error["message"] and "start_command" in error["message"]
-    assert "--override" in error["hint"]
+    assert sandboxes["version"] == "0.2.35"
+    assert sandboxes["source"].endswith("--override pins.txt: prime-sandboxes==0.2.35")
 
 
 def test_wheels_dir_constraint_and_override(tmp_path: Path) -> None:
