@@ -118,13 +118,22 @@ def hub_wheel(req: ConvertRequest, hub: HubRef, dest: Path) -> EnvWheel:
     return local_wheel(dest / vendored.filename, dest, index=index, url=pin.url)
 
 
+def _runtime_names(gym_version: str) -> list[str]:
+    """What Gym pins in every server venv (nemo-gym, openai, ray at the *head's* version:
+    ``ray[default]==<installed>``): the training image decides those, not a date."""
+    return sorted({canonicalize_name(Requirement(r).name)
+                   for r in runtime_requirements(gym_version)})
+
+
 def _uv_args(req: ConvertRequest, env_name: str) -> list[str]:
     """Date bounds (not for the env itself: a hub index or a plain directory serves no upload
-    times; not for what the user pins in a file), constraints and overrides."""
+    times; not for Gym's runtime pins; not for what the user pins in a file), constraints and
+    overrides."""
     args: list[str] = []
     if req.exclude_newer:
-        args += ["--exclude-newer", req.exclude_newer, "--exclude-newer-package",
-                 f"{env_name}=false"]
+        args += ["--exclude-newer", req.exclude_newer]
+        args += [a for name in (env_name, *_runtime_names(req.gym_version))
+                 for a in ("--exclude-newer-package", f"{name}=false")]
         if req.verifiers_version == GYM_VERIFIERS_VERSION:
             pinned = set(_named_in([*req.constraints, *req.overrides]))
             args += [a for name in VERIFIERS_ONLY_DEPS if name not in pinned

@@ -97,9 +97,8 @@ def test_load_failure_names_its_cause(tmp_path: Path, broken_wheel: Path, module
 
 # -- secrets ---------------------------------------------------------------------------------
 
-def test_env_reference_converts_and_the_secret_stays_out(tmp_path: Path,
-                                                         broken_wheel: Path) -> None:
-    proc = _convert(tmp_path, "envkit/secret-echo", "--wheel", str(broken_wheel),
+def test_env_reference_converts_and_the_secret_stays_out(tmp_path: Path) -> None:
+    proc = _convert(tmp_path, "envkit/secret-echo", "--source", str(ENVS / "secret-echo"),
                     "--env-args", '{"api_key": "${oc.env:ENVKIT_FIXTURE_API_KEY}"}',
                     env={"ENVKIT_FIXTURE_API_KEY": SECRET})
     assert proc.returncode == 0, proc.stderr[-3000:]

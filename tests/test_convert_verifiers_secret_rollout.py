@@ -16,7 +16,6 @@ import pytest
 
 pytest.importorskip("torch")
 
-from envkit.converters.env_source import build_source
 from envkit.trainer.generation.hf import HFBackend
 from envkit.trainer.gym_runtime import GymRuntime, PolicyEndpoint, RuntimeOptions
 from envkit.trainer.policy_server import PolicyServer
@@ -34,11 +33,11 @@ OPTIONS = RuntimeOptions(allow_python_override=True, startup_timeout_s=900)
 def test_env_reference_is_resolved_by_gym_at_spin_up(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    wheel = build_source(ROOT / "fixtures" / "verifiers_envs" / "broken", tmp_path / "whl")
     monkeypatch.setenv(VAR, SECRET)
     proc = subprocess.run(
         [sys.executable, "-m", "envkit", "convert", "verifiers", "--hub-id",
-         "envkit/secret-echo", "--wheel", str(wheel), "--arch", "x86_64",
+         "envkit/secret-echo", "--source", str(ROOT / "fixtures" / "verifiers_envs" /
+                                               "secret-echo"), "--arch", "x86_64",
          "--out-dir", str(tmp_path / "pkg"), "--dataset-dir", str(tmp_path / "data"),
          "--env-args", json.dumps({"api_key": f"${{oc.env:{VAR}}}", "num_examples": 2})],
         capture_output=True, text=True, timeout=900, check=False)
