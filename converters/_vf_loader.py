@@ -18,6 +18,7 @@ import argparse
 import importlib
 import json
 import os
+import socket
 import sys
 import traceback
 
@@ -166,8 +167,10 @@ def _failure(exc: BaseException, module: str, net: _Net) -> dict:
     if isinstance(exc, ImportError):
         return {"ok": False, **_import_failure(exc, module)}
     first = (str(exc).strip().splitlines() or [""])[0][:300]
-    chain = [type(e).__name__ for e in (exc, exc.__cause__, exc.__context__) if e is not None]
-    if net.hosts and (any(n in _NET_ERRORS for n in chain) or isinstance(exc, OSError)):
+    chain = [e for e in (exc, exc.__cause__, exc.__context__) if e is not None]
+    if net.hosts and any(type(e).__name__ in _NET_ERRORS
+                         or isinstance(e, (ConnectionError, TimeoutError, socket.gaierror))
+                         for e in chain):
         return {"ok": False, "kind": "network", "message": f"needs the network at load: "
                 f"{', '.join(net.hosts[:3])} ({type(exc).__name__}: {first})"}
     return {"ok": False, "kind": "load", "message": f"{type(exc).__name__}: {exc}",

@@ -229,3 +229,16 @@ def test_pin_sources_name_index_wheels_dir_and_files(tmp_path: Path) -> None:
                                           "prime-sandboxes==0.2.39")
     assert sources["tenacity"] == "index files.example; --constraint c.txt: tenacity<9.1  # older"
     assert sources["helper"] == f"--wheels-dir {tmp_path / 'wh'}"
+
+
+def test_unrelated_error_after_a_lookup_is_not_called_network(bare_venv: Path,
+                                                              tmp_path: Path) -> None:
+    site = next(bare_venv.parent.parent.glob("lib/python3.*/site-packages"))
+    (site / "looked_up.py").write_text(
+        "import socket\ndef load_environment(**kw):\n"
+        "    try:\n        socket.getaddrinfo('datasets.envkit-fixture.invalid', 443)\n"
+        "    except OSError:\n        pass\n"
+        "    open('/nonexistent/envkit-rows.json')\n")
+    with pytest.raises(LoadError) as err:
+        run_loader(bare_venv, "looked_up", "looked_up", {}, tmp_path / "run", timeout=60)
+    assert err.value.kind == "load" and "FileNotFoundError" in str(err.value)
