@@ -109,7 +109,7 @@ def builder_error(output: str, limit: int = 1500) -> str:
 
 
 _NOISE = ("Building ", "Resolved ", "Installed ", "Prepared ", "Downloading ", "Downloaded ",
-          "Traceback (most recent call last)", "^", "~")
+          "Traceback (most recent call last)", "^", "~", "[Previous line repeated", "hint: ")
 
 
 def _uv_path() -> str:
