@@ -201,3 +201,13 @@ def test_hashless_index_through_the_offline_second_run(tmp_path: Path) -> None:
     lock = _lock(tmp_path)["reverse-text"]
     assert lock["url"].startswith(url) and lock["source"].startswith("index 127.0.0.1:")
     assert len(_rows(tmp_path)) == 3
+
+
+def test_source_build_failure_shows_the_builders_words(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "setup.py").write_text(
+        "import sys\nsys.exit('this project was renamed to \"hud\": depend on hud instead')\n")
+    error = _refused(_convert(tmp_path, "envkit/renamed", "--source", str(src)), tmp_path)
+    assert 'renamed to "hud": depend on hud instead' in error["message"]
+    assert error["message"].startswith(f"building a wheel from {str(src)!r} failed")
