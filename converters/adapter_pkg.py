@@ -59,6 +59,8 @@ class LockedWheel:
     url: str
     sha256: str | None
     requested_by: tuple[str, ...] = ()
+    source: str = ""
+    """Where the pin came from (index, --wheels-dir, the env wheel; --constraint/--override)."""
 
 
 def manifest(spec: AdapterSpec) -> dict[str, Any]:
@@ -134,6 +136,7 @@ def lock_data(wheels: Sequence[LockedWheel], target: str, requirements: Sequence
             "name": w.name, "version": w.version, "filename": w.filename, "sha256": w.sha256,
             "url": None if w.url.startswith("file:") else w.url,
             "requested_by": list(w.requested_by),
+            **({"source": w.source} if w.source else {}),
         } for w in sorted(wheels, key=lambda w: (w.name, w.filename))],
     }
 

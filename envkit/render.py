@@ -97,9 +97,12 @@ def _convert(outcome: ConvertOutcome, fmt: str) -> int:
     result = outcome.result
     if fmt != "json":
         return _validation(run, fmt)
-    _echo(_dump({**run.to_dict(), "package": str(result.package),
-                 "dataset": str(result.dataset), "training_rows": result.training_rows,
-                 "validation_rows": result.validation_rows, "wheels": len(result.wheels)}))
+    written = {"package": None, "dataset": None, "training_rows": 0, "validation_rows": 0,
+               "wheels": 0} if result is None else {
+        "package": str(result.package), "dataset": str(result.dataset),
+        "training_rows": result.training_rows, "validation_rows": result.validation_rows,
+        "wheels": len(result.wheels)}
+    _echo(_dump({**run.to_dict(), **written}))
     return run.exit_code
 
 

@@ -238,6 +238,7 @@ def resolve_closure(
     offline: bool = False,
     python_version: str | None = None,
     refresh: bool = False,
+    extra_args: Sequence[str] = (),
 ) -> list[PinnedWheel]:
     """Pin every wheel ``requirements`` need on ``target``, sorted by name.
 
@@ -249,13 +250,14 @@ def resolve_closure(
     :raises ResolveError: uv failed (no matching wheel for the target, conflict, no network).
     """
     indexes = [index_url or DEFAULT_INDEX_URL, *extra_index_urls]
-    key = cache.key(requirements, target, [*indexes, python_version or ""], find_links) \
+    key = cache.key(requirements, target, [*indexes, python_version or "",
+                                           *_arg_digests(extra_args)], find_links) \
         if cache else ""
     if cache and not refresh and (hit := cache.get(key)) is not None:
         return hit
     flags = {"find_links": find_links, "index_url": index_url,
              "extra_index_urls": extra_index_urls, "cache_dir": uv_cache_dir,
-             "python_version": python_version}
+             "python_version": python_version, "extra_args": extra_args}
     with tempfile.TemporaryDirectory(prefix="envkit-resolve-") as tmp:
         work = Path(tmp)
         (work / INPUT_NAME).write_text("\n".join(requirements) + "\n", "utf-8")
@@ -271,6 +273,15 @@ def resolve_closure(
     if cache:
         cache.put(key, pins)
     return pins
+
+
+def _arg_digests(args: Sequence[str]) -> list[str]:
+    """``extra_args`` for the cache key: a file argument by its content, not its path."""
+    return [_file_digest(Path(a)) if Path(a).is_file() else a for a in args]
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _run_uv(runner: Runner, cmd: list[str], cwd: Path, target: Target) -> str:

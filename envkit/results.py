@@ -92,7 +92,8 @@ class _Converted(Protocol):
 
 @dataclass(frozen=True)
 class ConvertOutcome:
-    """A conversion and the validation of what it wrote."""
+    """A conversion and the validation of what it wrote (``result`` is None when the converted
+    package failed validation: then nothing was written and ``report`` says why)."""
 
-    result: _Converted
+    result: _Converted | None
     report: Report

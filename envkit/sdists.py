@@ -133,7 +133,9 @@ def build_pure_wheel(sdist: Path, project: str, sdist_sha256: str, cache_root: P
             tail = " ".join((result.stderr or result.stdout).strip().splitlines()[-6:])
             msg = (f"{project}: PyPI has only an sdist ({sdist.name}) and building a wheel "
                    f"from it failed: {tail or 'no wheel was produced'}")
-            raise SdistBuildError(msg)
+            error = SdistBuildError(msg)
+            error.output = result.stderr or result.stdout  # the builder's full text
+            raise error
         wheel = wheels[0]
         if not is_pure(wheel.name):
             msg = (f"{project}: PyPI has no wheel for the target, only an sdist, and it builds "

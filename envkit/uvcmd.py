@@ -152,8 +152,11 @@ def compile_command(
     cache_dir: Path | None = None,
     offline: bool = False,
     python_version: str | None = None,
+    extra_args: Sequence[str] = (),
 ) -> list[str]:
-    """argv for ``uv pip compile`` of ``requirements.in`` for ``target`` (never the host)."""
+    """argv for ``uv pip compile`` of ``requirements.in`` for ``target`` (never the host).
+
+    ``extra_args`` (e.g. ``--constraints FILE``, ``--exclude-newer DATE``) go to uv as given."""
     args = [
         "pip", "compile", INPUT_NAME, "--no-header",
         "--python-platform", python_platform(target),
@@ -161,7 +164,7 @@ def compile_command(
         "--format", output_format,
     ]
     sources = UvSources(index_url, extra_index_urls, find_links, cache_dir, offline)
-    return uv_command(uv, args, sources)
+    return [*uv_command(uv, args, sources), *extra_args]
 
 
 def build_command(uv: str, sdist: Path, out_dir: Path, sources: UvSources) -> list[str]:

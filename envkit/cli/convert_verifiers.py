@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -13,18 +14,21 @@ from envkit.cli._common import common_options, output_path_option, target_from
 from envkit.cli.submit import upload_options, upload_outputs
 from envkit.converters.verifiers import (
     GYM_VERIFIERS_VERSION,
+    ConvertError,
     ConvertRequest,
     convert_verifiers,
 )
+from envkit.converters.vf_request import GYM_RELEASE_DATE
 from envkit.results import ConvertOutcome
 from envkit.target import ARCHES
-from envkit.validate import ValidateRequest, validate
-from envkit.validators import CheckOptions
 from envkit.validators._base import DEFAULT_GYM_VERSION
 
 __all__ = ["verifiers_command"]
 
+_log = logging.getLogger("envkit")
+
 _DIR = click.Path(file_okay=False, path_type=Path)
+_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 def _env_args(value: str) -> dict[str, Any]:
@@ -59,7 +63,21 @@ def _env_args(value: str) -> dict[str, Any]:
               help="Build the environment wheel from this source tree.")
 @click.option("--verifiers-version", default=GYM_VERIFIERS_VERSION, show_default=True,
               help="verifiers to vendor (Gym's verifiers_agent pin).")
-@click.option("--env-args", default="{}", help="JSON object passed to load_environment().")
+@click.option("--env-args", default="{}",
+              help="JSON object passed to load_environment(); secrets as '${oc.env:VAR}'.")
+@click.option("--allow-literal-secrets", is_flag=True,
+              help="Accept literal values for secret-looking env-arg keys (written into the "
+                   "package).")
+@click.option("--constraint", "constraints", multiple=True, type=_FILE,
+              help="Requirements file bounding the closure's versions (uv --constraints).")
+@click.option("--override", "overrides", multiple=True, type=_FILE,
+              help="Requirements file replacing what any package asks for (uv --overrides).")
+@click.option("--wheels-dir", "wheels_dirs", multiple=True,
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Folder of prebuilt wheels offered to the resolver before the indexes.")
+@click.option("--exclude-newer", default=GYM_RELEASE_DATE, show_default=True,
+              help="Only uploads before this date are candidates (the harness's release; "
+                   "'none': no bound).")
 @click.option("--num-examples", type=int, default=-1, help="Rows to take (-1: all).")
 @click.option("--timeout", type=float, default=600.0, show_default=True,
               help="Seconds load_environment() may take.")
@@ -75,7 +93,7 @@ def verifiers_command(**opts: Any) -> ConvertOutcome:
     """Convert a verifiers / Prime hub environment into adapter-wheels-v1 + a rollout dataset.
 
     Prints the validation verdict on stdout (JSON by default); exit 0 valid, 1 failed or
-    invalid.
+    invalid (then nothing is written).
     """
     target = target_from(opts["arch"], "3.13", opts["glibc"])
     request = ConvertRequest(
@@ -85,14 +103,19 @@ def verifiers_command(**opts: Any) -> ConvertOutcome:
         verifiers_version=opts["verifiers_version"], env_args=_env_args(opts["env_args"]),
         num_examples=opts["num_examples"], validation_fraction=opts["validation_fraction"],
         seed=opts["seed"], timeout=opts["timeout"], force=opts["force"],
-        gym_version=opts["gym_version"],
+        gym_version=opts["gym_version"], allow_literal_secrets=opts["allow_literal_secrets"],
+        constraints=opts["constraints"], overrides=opts["overrides"],
+        wheels_dirs=opts["wheels_dirs"], offline=opts["offline"],
+        exclude_newer=None if opts["exclude_newer"] == "none" else opts["exclude_newer"],
     )
-    result = convert_verifiers(request)
-    options = CheckOptions(target=target, gym_version=opts["gym_version"],
-                           offline=opts["offline"])
-    report = validate(ValidateRequest(package=result.package, dataset=result.dataset,
-                                      options=options))
-    report = replace(report, root=str(result.package), dataset=str(result.dataset))
+    try:
+        result = convert_verifiers(request)
+    except ConvertError as exc:
+        if exc.report is None:
+            raise
+        _log.error("%s", exc)  # refused after validation: the report says why
+        return ConvertOutcome(None, exc.report)
+    report = replace(result.report, root=str(result.package), dataset=str(result.dataset))
     if opts["upload"] and report.valid:  # a package envkit rejects is never uploaded
         status = upload_outputs(result.package, result.dataset, opts["workspace"],
                                 opts["base_url"])
