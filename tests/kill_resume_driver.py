@@ -17,7 +17,7 @@ import torch
 from envkit.trainer.config import grpo_config
 from envkit.trainer.grpo import TrainOptions, train
 from envkit.trainer.policy import load_policy
-from envkit.trainer.rollout_source import LocalRolloutSource
+from envkit.trainer.sources.local import LocalRolloutSource
 
 __all__ = ["MAX_STEPS", "ROWS", "main"]
 

@@ -21,7 +21,7 @@ from envkit.trainer.grpo import (  # noqa: E402
 )
 from envkit.trainer.metrics import read_metrics  # noqa: E402
 from envkit.trainer.policy import load_policy  # noqa: E402
-from envkit.trainer.rollout_source import LocalRolloutSource  # noqa: E402
+from envkit.trainer.sources.local import LocalRolloutSource  # noqa: E402
 from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
 
 pytestmark = pytest.mark.slow

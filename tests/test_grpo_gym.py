@@ -18,12 +18,12 @@ psutil = pytest.importorskip("psutil")
 
 from toy_envs import char_pattern_rows, make_native_package  # noqa: E402
 
+from envkit.gym.types import RuntimeOptions  # noqa: E402
 from envkit.trainer.config import grpo_config  # noqa: E402
 from envkit.trainer.grpo import TrainOptions, train  # noqa: E402
-from envkit.trainer.gym_runtime import RuntimeOptions  # noqa: E402
-from envkit.trainer.gym_source import GymRolloutSource, gym_source_options  # noqa: E402
 from envkit.trainer.metrics import read_metrics  # noqa: E402
 from envkit.trainer.policy import load_policy  # noqa: E402
+from envkit.trainer.sources.gym import GymRolloutSource, gym_source_options  # noqa: E402
 from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -65,7 +65,7 @@ def gym(tmp_path_factory):
         RuntimeOptions(allow_python_override=True),
     )
     # a row normally takes seconds; a dead server should fail fast
-    opts = replace(job_opts, timeout_s=60.0)
+    opts = replace(job_opts, requests=replace(job_opts.requests, timeout_s=60.0))
     with GymRolloutSource(package, model, opts) as source:
         yield model, source
 

@@ -17,7 +17,7 @@ from envkit.trainer.config import grpo_config  # noqa: E402
 from envkit.trainer.grpo import TrainOptions  # noqa: E402
 from envkit.trainer.metrics import read_metrics  # noqa: E402
 from envkit.trainer.ray_run import train_with_actors  # noqa: E402
-from envkit.trainer.rollout_source import local_source  # noqa: E402
+from envkit.trainer.sources.local import local_source  # noqa: E402
 from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
 
 pytestmark = pytest.mark.slow

@@ -19,7 +19,7 @@ pytest.importorskip("psutil")
 from proc_marks import new_mark, survivors
 from toy_envs import char_pattern_rows, make_native_package, write_dataset
 
-from envkit.trainer.gym_runtime import GymRuntimeError, RuntimeOptions
+from envkit.gym.types import GymRuntimeError, RuntimeOptions
 from envkit.trainer.metrics import read_metrics
 from envkit.trainer.run import TrainRequest, run_training
 from envkit.trainer.tiny_model import make_tiny_model

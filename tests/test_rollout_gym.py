@@ -25,15 +25,12 @@ pytest.importorskip("torch")
 from tiny_model import make_tiny_char_model
 from toy_envs import char_pattern_rows, make_native_package, write_dataset
 
+from envkit.gym.rows import expand_rows
+from envkit.gym.servers import GymRuntime
+from envkit.gym.types import GymRuntimeError, PolicyEndpoint, RuntimeOptions
 from envkit.trainer.generation.hf import HFBackend
-from envkit.trainer.gym_runtime import (
-    GymRuntime,
-    GymRuntimeError,
-    PolicyEndpoint,
-    RuntimeOptions,
-)
 from envkit.trainer.policy_server import PolicyServer
-from envkit.trainer.rollout import expand_rows, run_rollouts
+from envkit.trainer.rollout import run_rollouts
 
 pytestmark = pytest.mark.slow
 
@@ -70,8 +67,8 @@ def test_a_rollouts_have_numeric_rewards_and_token_data(gym) -> None:
         # the reward is char_pattern's: fraction of 'a' over max(len, target_len)
         text = _text(result.record)
         assert result.reward == pytest.approx(text.count("a") / max(len(text), 8))
-        assert result.prompt_token_ids
-        assert 0 < len(result.generation_token_ids) == len(result.generation_logprobs) <= 8
+        assert result.prompt_ids
+        assert 0 < len(result.completion_ids) == len(result.generation_logprobs) <= 8
         assert all(lp <= 0 for lp in result.generation_logprobs)
 
 

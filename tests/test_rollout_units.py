@@ -22,31 +22,22 @@ from toy_envs import (
 )
 
 from envkit.cli import main
-from envkit.trainer._procs import ProcessTree
-from envkit.trainer.env_client import (
+from envkit.gym.client import (
     RolloutAbortedError,
     collect,
     mean_reward_by_agent,
     result_from_record,
-)
-from envkit.trainer.generation import SamplingParams
-from envkit.trainer.generation.vllm import to_completion, to_vllm_sampling_kwargs
-from envkit.trainer.gym_runtime import (
-    GymRuntime,
-    GymRuntimeError,
-    PolicyEndpoint,
-    RuntimeOptions,
-    ServerInfo,
-    _relays,
-    diagnose_log,
-    package_key,
-)
-from envkit.trainer.rollout import (
-    RolloutSummary,
-    expand_rows,
-    load_rows,
     write_results,
 )
+from envkit.gym.diagnose import diagnose_log
+from envkit.gym.install import package_key
+from envkit.gym.processes import ProcessTree
+from envkit.gym.rows import expand_rows, load_rows
+from envkit.gym.servers import GymRuntime, _relays
+from envkit.gym.types import GymRuntimeError, PolicyEndpoint, RuntimeOptions, ServerInfo
+from envkit.trainer.generation import SamplingParams
+from envkit.trainer.generation.vllm import to_completion, to_vllm_sampling_kwargs
+from envkit.trainer.rollout import RolloutSummary
 
 RECORD = {
     "responses_create_params": {"input": [{"role": "user", "content": "hi"}]},
@@ -65,8 +56,8 @@ def test_result_from_record_carries_tokens_logprobs_and_truncation() -> None:
     result = result_from_record(0, "a", RECORD)
     assert result.ok
     assert result.reward == 0.25
-    assert result.prompt_token_ids == (1, 2)
-    assert result.generation_token_ids == (5, 6, 7)
+    assert result.prompt_ids == (1, 2)
+    assert result.completion_ids == (5, 6, 7)
     assert result.generation_logprobs == (-1.0, -2.0, -0.5)
     assert result.truncated
 

@@ -58,16 +58,18 @@ def rollout_command(
     output: Path | None, output_format: str,
 ) -> int:
     """Roll out PACKAGE's real Gym servers against MODEL on the dataset's rows."""
-    from envkit.gymvenv import GymVenvError
-    from envkit.trainer.gym_runtime import GymRuntimeError, RuntimeOptions
+    from envkit.gym.client import RequestOptions
+    from envkit.gym.types import GymRuntimeError, RuntimeOptions
+    from envkit.gym.venv import GymVenvError
     from envkit.trainer.rollout import RolloutRequest, rollout_package
 
     err = Console(stderr=True)
     _setup_logging(err)
     request = RolloutRequest(
         package=package, dataset=dataset, model=model, output=output, split=split, limit=limit,
-        num_repeats=num_repeats, concurrency=concurrency, temperature=temperature,
-        max_tokens=max_tokens, timeout_s=timeout_s, backend=backend,
+        num_repeats=num_repeats, backend=backend,
+        requests=RequestOptions(temperature=temperature, max_tokens=max_tokens,
+                                concurrency=concurrency, timeout_s=timeout_s),
         runtime=RuntimeOptions(gym_version=gym_version, gym_python=gym_python,
                                allow_python_override=allow_python_override, offline=offline),
     )

@@ -101,7 +101,7 @@ def train_command(
     output_format: str,
 ) -> int:
     """Train a policy with GRPO as the job JSON describes (seed 000 "Fast path — rl (GRPO)")."""
-    from envkit.trainer.gym_runtime import GymRuntimeError, RuntimeOptions
+    from envkit.gym.types import GymRuntimeError, RuntimeOptions
     from envkit.trainer.run import TrainInputError, TrainRequest, run_training
 
     _install_logging()
