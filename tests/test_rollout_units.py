@@ -209,3 +209,40 @@ def test_cli_rollout_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureF
     rc = main(["rollout", str(pkg), "--dataset", str(empty), "--model", str(tmp_path)])
     assert rc == 2
     assert "EK500" in capsys.readouterr().err
+
+
+def test_a_dead_server_ends_a_rollout_run_at_the_next_probe_not_the_row_timeout(
+    tmp_path: Path,
+) -> None:
+    """The liveness probe ``envkit rollout`` polls (``GymSession.dead``): a resources server
+    whose port refuses connections ends the run in seconds; every unfinished row fails with
+    the reason and the run's exit code is 1."""
+    import socket
+
+    from envkit.gym.session import GymSession
+    from envkit.gym.types import GymServers
+    from envkit.trainer.rollout import run_rollouts
+
+    pkg = make_native_package(tmp_path / "pkg")
+    session = GymSession(pkg, PolicyEndpoint("http://127.0.0.1:9/v1", "k", "m"), RuntimeOptions())
+    with socket.socket() as hang, socket.socket() as dead:
+        hang.bind(("127.0.0.1", 0))
+        hang.listen(8)  # the agent: accepts, never answers (it retries the dead server)
+        dead.bind(("127.0.0.1", 0))  # the resources server: bound, not listening
+        agent = f"http://127.0.0.1:{hang.getsockname()[1]}"
+        gone = f"http://127.0.0.1:{dead.getsockname()[1]}"
+        session.servers = GymServers(agent, {
+            "agent": ServerInfo("agent", "responses_api_agents", "simple_agent", agent),
+            "res": ServerInfo("res", "resources_servers", "char_pattern", gone),
+        }, {}, tmp_path / "logs")
+        rows = [{"agent_ref": {"name": "agent"}}] * 3
+        started = time.monotonic()
+        summary = run_rollouts(session.servers, rows, concurrency=2, timeout_s=120,
+                               abort=session.dead)
+    assert time.monotonic() - started < 30  # not the 120 s row timeout
+    assert "not accepting connections: res" in summary.aborted
+    assert len(summary.results) == 3 and len(summary.failed) == 3
+    assert all("aborted" in r.failure_reason for r in summary.failed)
+    assert summary.exit_code == 1
+    assert summary.to_json()["aborted"] == summary.aborted
+    session.close()
