@@ -117,3 +117,49 @@ def test_gym_failing_inside_the_rollout_actor_is_reported_and_cleaned_up(
         run_training(_request(job, tmp_path / "out", startup_timeout_s=5.0))
     assert not ray.is_initialized()
     assert survivors(mark) == []
+
+
+def test_ctrl_c_while_the_rollout_actor_brings_gym_up_leaves_no_process(
+    job, monkeypatch, tmp_path
+):
+    """SIGINT to `envkit train --ray` while Gym is still starting inside the rollout actor:
+    the actor's close runs beside its start, stops the bring-up and tears down what it had
+    started (Gym's head, its Ray, the servers), and nothing starts after it."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    mark = new_mark(monkeypatch)
+    log = tmp_path / "stderr.log"
+    cmd = [sys.executable, "-m", "envkit", "train", str(job), "--ray", "--allow-python-override",
+           "-o", str(tmp_path / "out")]
+    with log.open("w") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            deadline = time.monotonic() + 900
+            while not _gym_starting(mark) and time.monotonic() < deadline:
+                assert proc.poll() is None, log.read_text()[-3000:]
+                time.sleep(0.2)
+            assert _gym_starting(mark), log.read_text()[-3000:]
+            proc.send_signal(signal.SIGINT)
+            rc = proc.wait(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert rc == 130, log.read_text()[-3000:]
+    assert survivors(mark) == [], log.read_text()[-3000:]
+
+
+def _gym_starting(mark: str) -> bool:
+    """Gym's head (`gym env start`) runs under the mark: the bring-up is under way."""
+    import psutil
+    from proc_marks import MARK
+
+    for proc in psutil.process_iter():
+        try:
+            if "env start" in " ".join(proc.cmdline()) and proc.environ().get(MARK) == mark:
+                return True
+        except psutil.Error:
+            continue
+    return False
