@@ -16,10 +16,10 @@ import pytest
 pytest.importorskip("torch")
 psutil = pytest.importorskip("psutil")
 
+from grpo_jobs import grpo_cfg  # noqa: E402
 from toy_envs import char_pattern_rows, make_native_package  # noqa: E402
 
 from envkit.gym.types import RuntimeOptions  # noqa: E402
-from envkit.trainer.config import grpo_config  # noqa: E402
 from envkit.trainer.grpo import TrainOptions, train  # noqa: E402
 from envkit.trainer.metrics import read_metrics  # noqa: E402
 from envkit.trainer.policy import load_policy  # noqa: E402
@@ -33,23 +33,10 @@ SERVED_OVERRIDES = {"router_aux_loss_coef": 0.0}
 
 
 def _cfg(max_steps, **extra):
-    return grpo_config(
-        {
-            "training": {
-                "type": "grpo",
-                "num_generations_per_prompt": 8,
-                "batch_size": 32,
-                "learning_rate": 3e-3,
-                "weight_decay": 0.0,
-                "max_new_tokens": MAX_NEW_TOKENS,
-                "micro_batch_size": 32,
-                "epochs": 1000,
-                "max_steps": max_steps,
-                "seed": 1,
-                **extra,
-            }
-        }
-    )
+    return grpo_cfg(**{
+        "num_generations_per_prompt": 8, "batch_size": 32, "max_new_tokens": MAX_NEW_TOKENS,
+        "micro_batch_size": 32, "epochs": 1000, "max_steps": max_steps, **extra,
+    })
 
 
 @pytest.fixture(scope="module")

@@ -8,14 +8,13 @@ marker variable from the test (``proc_marks``), so a survivor is found by its en
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("ray")
 pytest.importorskip("psutil")
 
+from grpo_jobs import training, write_job
 from proc_marks import new_mark, survivors
 from toy_envs import char_pattern_rows, make_native_package, write_dataset
 
@@ -38,22 +37,9 @@ def job(tmp_path_factory):
     model = make_tiny_model(root / "model", seed=0)
     package = make_native_package(root / "pkg", "char_pattern")
     data = write_dataset(root / "data", char_pattern_rows(8, chars=TARGET))
-    training = {
-        "type": "grpo",
-        "num_generations_per_prompt": 4,
-        "batch_size": 32,
-        "learning_rate": 3e-3,
-        "weight_decay": 0.0,
-        "max_new_tokens": 24,
-        "micro_batch_size": 32,
-        "max_steps": 2,
-        "epochs": 10,
-        "seed": 1,
-    }
-    refs = {"model": str(model), "dataset": str(data), "environment": str(package)}
-    path = root / "job.json"
-    path.write_text(json.dumps({**refs, "training": training}))
-    return path
+    block = training(batch_size=32, max_new_tokens=24, micro_batch_size=32, max_steps=2,
+                     epochs=10)
+    return write_job(root / "job.json", block, model=model, dataset=data, environment=package)
 
 
 def _request(job, out, **runtime):
