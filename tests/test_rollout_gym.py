@@ -220,7 +220,8 @@ def test_cli_rollout_with_a_dead_server_stops_in_seconds_not_at_the_row_timeout(
     assert proc.returncode == 1, log.read_text()[-3000:]
     assert stopped_in < 120, stopped_in  # probe + teardown, far below the 600 s row timeout
     summary = json.loads(stdout)
-    assert "not accepting connections" in summary["aborted"]
+    # the probe's reason: Gym's head noticed first ("Gym exited") or a port refused
+    assert any(why in summary["aborted"] for why in ("Gym exited", "not accepting connections"))
     assert summary["failed"] >= 1
     assert _leftovers(tag) == []
 
