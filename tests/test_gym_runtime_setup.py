@@ -3,6 +3,7 @@ diagnosis, agent relays, refusing a package without a manifest, process-tree tea
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -19,6 +20,7 @@ from envkit.gym.install import package_key
 from envkit.gym.processes import ProcessTree
 from envkit.gym.servers import GymRuntime, _relays
 from envkit.gym.types import GymRuntimeError, PolicyEndpoint, RuntimeOptions, ServerInfo
+from envkit.validators.runtime_signatures import RUNTIME_SIGNATURES, Signature
 
 
 def test_package_key_follows_content(tmp_path: Path) -> None:
@@ -69,3 +71,14 @@ def test_process_tree_terminate_leaves_no_orphan() -> None:
     tree.terminate(grace_s=0.5)
     proc.wait(timeout=5)
     assert tree.alive() == []
+
+
+@pytest.mark.parametrize("signature", RUNTIME_SIGNATURES, ids=lambda s: s.code or "host")
+def test_every_runtime_signature_names_a_known_rule(
+    signature: Signature,
+) -> None:
+    """The log table lives with the rules: each code it names is a registered rule."""
+    from envkit.validators import RULES
+
+    assert signature.code is None or signature.code in RULES
+    re.compile(signature.pattern)

@@ -174,7 +174,7 @@ class GymRuntime:
         try:
             stage_harness(gym.root, work, self._model)
         except (HarnessError, OSError) as exc:
-            code = getattr(exc, "code", None)
+            code = exc.code if isinstance(exc, HarnessError) else None
             msg = f"cannot stage the adapter harness: {exc}"
             raise GymRuntimeError(msg, code=code) from None
 

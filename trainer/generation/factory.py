@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -17,7 +17,8 @@ __all__ = ["EngineOptions", "make_backend"]
 class EngineOptions:
     """The job's settings for the generation engine (the job's ``training`` block)."""
 
-    hf_config_overrides: dict[str, Any] = field(default_factory=dict)
+    hf_config_overrides: dict[str, object] = field(default_factory=dict)
+    """Keys set on the model's HF config before loading (JSON values from the job)."""
     vllm_tensor_parallel_size: int = 1
     vllm_gpu_memory_utilization: float = 0.6
 
