@@ -105,12 +105,14 @@ def test_gym_failing_inside_the_rollout_actor_is_reported_and_cleaned_up(
     assert survivors(mark) == []
 
 
+@pytest.mark.parametrize("when", ["actor_started", "gym_starting"])
 def test_ctrl_c_while_the_rollout_actor_brings_gym_up_leaves_no_process(
-    job, monkeypatch, tmp_path
+    job, monkeypatch, tmp_path, when
 ):
-    """SIGINT to `envkit train --ray` while Gym is still starting inside the rollout actor:
-    the actor's close runs beside its start, stops the bring-up and tears down what it had
-    started (Gym's head, its Ray, the servers), and nothing starts after it."""
+    """SIGINT to `envkit train --ray` while the rollout actor is bringing Gym up (as soon as
+    the actor runs: loading the model; or once Gym's head is starting): the actor's close runs
+    beside its start, tears down what was started (Gym's head, its Ray, the servers, the policy
+    endpoint), and nothing starts after it."""
     import signal
     import subprocess
     import sys
@@ -124,10 +126,11 @@ def test_ctrl_c_while_the_rollout_actor_brings_gym_up_leaves_no_process(
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
         try:
             deadline = time.monotonic() + 900
-            while not _gym_starting(mark) and time.monotonic() < deadline:
+            needle = "RolloutWorker" if when == "actor_started" else "env start"
+            while not _running(needle, mark) and time.monotonic() < deadline:
                 assert proc.poll() is None, log.read_text()[-3000:]
-                time.sleep(0.2)
-            assert _gym_starting(mark), log.read_text()[-3000:]
+                time.sleep(0.1)
+            assert _running(needle, mark), log.read_text()[-3000:]
             proc.send_signal(signal.SIGINT)
             rc = proc.wait(timeout=300)
         finally:
@@ -137,14 +140,15 @@ def test_ctrl_c_while_the_rollout_actor_brings_gym_up_leaves_no_process(
     assert survivors(mark) == [], log.read_text()[-3000:]
 
 
-def _gym_starting(mark: str) -> bool:
-    """Gym's head (`gym env start`) runs under the mark: the bring-up is under way."""
+def _running(needle: str, mark: str) -> bool:
+    """A process of this run whose command line has ``needle`` (the rollout actor's Ray title,
+    Gym's head `gym env start`) is running."""
     import psutil
     from proc_marks import MARK
 
     for proc in psutil.process_iter():
         try:
-            if "env start" in " ".join(proc.cmdline()) and proc.environ().get(MARK) == mark:
+            if needle in " ".join(proc.cmdline()) and proc.environ().get(MARK) == mark:
                 return True
         except psutil.Error:
             continue
