@@ -97,7 +97,7 @@ def test_one_step_packs_checkpoints_and_serves_the_overrides(gym, tmp_path):
     assert step["train_padding_fraction"] == 0.0
     assert step["train_grad_norm"] > 0.0
     assert policy.model.config.router_aux_loss_coef == 0.0
-    assert source._backend.model.config.router_aux_loss_coef == 0.0  # the served copy
+    assert source.engine.model.config.router_aux_loss_coef == 0.0  # the served copy
 
 
 class KillsServerOnce:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from envkit.gym.rollout import Rollout, TokenTurn
     from envkit.gym.types import GymServers
     from envkit.trainer.config import GrpoConfig
+    from envkit.trainer.generation.interface import GenerationBackend
     from envkit.trainer.policy import Policy
     from envkit.trainer.policy_server import PolicyServer
 
@@ -187,6 +188,14 @@ class GymRolloutSource:
             msg = "the Gym source is not started"
             raise RolloutFailedError(msg)
         return self._session
+
+    @property
+    def engine(self) -> GenerationBackend:
+        """The generation engine serving the policy to Gym (a copy of the trained model)."""
+        if self._server is None:
+            msg = "the Gym source is not started"
+            raise RolloutFailedError(msg)
+        return self._server.backend
 
     @property
     def servers(self) -> GymServers | None:
