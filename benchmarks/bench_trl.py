@@ -38,7 +38,7 @@ def run_envkit(model_dir: Path, out: Path, steps: int, seed: int) -> tuple[float
     from envkit.trainer.grpo import TrainOptions, train
     from envkit.trainer.metrics import read_metrics
     from envkit.trainer.policy import load_policy
-    from envkit.trainer.rollout_source import LocalRolloutSource
+    from envkit.trainer.sources.local import LocalRolloutSource
 
     cfg = grpo_config({"training": {
         "type": "grpo", "num_generations_per_prompt": GENERATIONS,

@@ -129,7 +129,7 @@ def main() -> None:
           f"of {args.runs} ({full / count * 1000:.1f} ms per package)")
     print(f"envkit validate SMALL_PKG: {small:.3f} s wall, {small_cpu:.3f} s CPU; python -c pass: "
           f"{floor:.3f} s wall, {floor_cpu:.3f} s CPU (medians of 11; load average {load:.1f})")
-    from envkit.gymvenv import ensure_gym_venv
+    from envkit.gym.venv import ensure_gym_venv
 
     gym = ensure_gym_venv(allow_python_override=True).python.parent / "gym"
     sample = sorted(packages.iterdir())[:: max(1, count // args.gym_sample)][: args.gym_sample]

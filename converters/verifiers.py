@@ -97,7 +97,8 @@ def _check_request(req: ConvertRequest) -> None:
     if Version(req.verifiers_version) >= CLASSIC_MAX:
         msg = (f"verifiers {req.verifiers_version} has only the v1 API; Gym's verifiers_agent "
                "calls the classic API (vf.load_environment, Environment.run_group)")
-        hint = f"use --verifiers-version {GYM_VERIFIERS_VERSION} (Gym 0.7.0's pin)"
+        hint = (f"use --verifiers-version {GYM_VERIFIERS_VERSION} "
+                f"(Gym {req.gym_version}'s verifiers_agent pin)")
         raise ConvertError(msg, hint)
     if sum(x is not None for x in (req.wheel, req.source)) > 1:
         raise ConvertError("give at most one of --wheel and --source")

@@ -112,6 +112,8 @@ def _rollout(outcome: RolloutOutcome, fmt: str) -> int:
         _echo(_dump({**summary.to_json(), "output": str(output) if output else None}))
         return summary.exit_code
     lines = [f"{agent}\tmean_reward={mean:.4f}" for agent, mean in summary.mean_reward.items()]
+    if getattr(summary, "aborted", None):
+        lines.append(f"aborted: {summary.aborted}")
     lines.append(f"rollouts={len(summary.results)} failed={len(summary.failed)} "
                  f"ready_s={summary.ready_s:.1f} rollout_s={summary.rollout_s:.1f}"
                  + (f" output={output}" if output else ""))

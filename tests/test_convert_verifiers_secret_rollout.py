@@ -16,10 +16,12 @@ import pytest
 
 pytest.importorskip("torch")
 
+from envkit.gym.rows import expand_rows, load_rows
+from envkit.gym.servers import GymRuntime
+from envkit.gym.types import PolicyEndpoint, RuntimeOptions
 from envkit.trainer.generation.hf import HFBackend
-from envkit.trainer.gym_runtime import GymRuntime, PolicyEndpoint, RuntimeOptions
 from envkit.trainer.policy_server import PolicyServer
-from envkit.trainer.rollout import expand_rows, load_rows, run_rollouts
+from envkit.trainer.rollout import run_rollouts
 from envkit.trainer.tiny_model import make_tiny_model
 
 pytestmark = pytest.mark.slow

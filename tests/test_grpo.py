@@ -12,7 +12,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from envkit.trainer.config import grpo_config  # noqa: E402
+from grpo_jobs import grpo_cfg  # noqa: E402
+
 from envkit.trainer.grpo import (  # noqa: E402
     DynamicSamplingError,
     RolloutFailedError,
@@ -21,7 +22,7 @@ from envkit.trainer.grpo import (  # noqa: E402
 )
 from envkit.trainer.metrics import read_metrics  # noqa: E402
 from envkit.trainer.policy import load_policy  # noqa: E402
-from envkit.trainer.rollout_source import LocalRolloutSource  # noqa: E402
+from envkit.trainer.sources.local import LocalRolloutSource  # noqa: E402
 from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -40,19 +41,7 @@ def base_model(tmp_path_factory):
 
 
 def _cfg(**extra):
-    training = {
-        "type": "grpo",
-        "num_generations_per_prompt": 8,
-        "batch_size": 32,
-        "learning_rate": 3e-3,
-        "weight_decay": 0.0,
-        "max_new_tokens": 8,
-        "micro_batch_size": 16,
-        "epochs": 100,
-        "seed": 1,
-        **extra,
-    }
-    return grpo_config({"training": training})
+    return grpo_cfg(**{"num_generations_per_prompt": 8, "batch_size": 32, **extra})
 
 
 def _run(base_model, out, cfg, reward=share_of_a, source_wrapper=None, **opts):

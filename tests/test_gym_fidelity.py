@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from envkit.gym.venv import GymVenv, ensure_gym_venv
 from envkit.gym_data import gym_data
-from envkit.gymvenv import GymVenv, ensure_gym_venv
 from envkit.package import load_package
 from envkit.validate import ValidateRequest, validate
 from envkit.validators.gym.fields import _resolve, lax_accepts

@@ -11,12 +11,12 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from envkit.trainer.config import grpo_config  # noqa: E402
+from envkit.trainer.generation.factory import make_backend  # noqa: E402
 from envkit.trainer.generation.hf import HFBackend  # noqa: E402
 from envkit.trainer.generation.vllm import engine_kwargs  # noqa: E402
-from envkit.trainer.gym_source import gym_source_options  # noqa: E402
 from envkit.trainer.hf_overrides import apply_hf_overrides  # noqa: E402
 from envkit.trainer.policy import announce_backend, load_policy  # noqa: E402
-from envkit.trainer.rollout import make_backend  # noqa: E402
+from envkit.trainer.sources.gym import gym_source_options  # noqa: E402
 from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.gymvenv import uv_binary
+from envkit.gym.venv import uv_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -4,13 +4,14 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from envkit.gym.rollout import Rollout  # noqa: E402
 from envkit.trainer.batch import to_batch  # noqa: E402
 from envkit.trainer.checkpoint import Checkpoint, prune  # noqa: E402
 from envkit.trainer.config import ConfigError, grpo_config  # noqa: E402
 from envkit.trainer.optim import lr_at  # noqa: E402
 from envkit.trainer.policy import lora_config  # noqa: E402
-from envkit.trainer.rollout_source import Rollout, row_messages  # noqa: E402
 from envkit.trainer.sampler import PromptSampler, SamplerState  # noqa: E402
+from envkit.trainer.sources.local import row_messages  # noqa: E402
 
 
 def test_config_defaults_follow_the_seed():

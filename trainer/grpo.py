@@ -33,14 +33,16 @@ from envkit.trainer.microbatch import plan_microbatches
 from envkit.trainer.optim import make_optimizer, make_scheduler
 from envkit.trainer.policy import announce_backend, token_logprobs
 from envkit.trainer.sampler import PromptSampler
+from envkit.trainer.sources.base import RolloutFailedError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
+    from envkit.gym.rollout import Rollout
     from envkit.trainer.config import GrpoConfig
     from envkit.trainer.policy import Policy
-    from envkit.trainer.rollout_source import Rollout, RolloutSource
+    from envkit.trainer.sources.base import RolloutSource
 
 __all__ = [
     "DynamicSamplingError",
@@ -57,10 +59,6 @@ MAX_GRAD_NORM = 1.0  # NeMo-RL's policy default
 
 class DynamicSamplingError(RuntimeError):
     """Too few prompt groups with mixed rewards within ``dynamic_sampling_max_gen_batches``."""
-
-
-class RolloutFailedError(RuntimeError):
-    """A rollout source failed in a way it can recover from (e.g. a Gym server died)."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +106,7 @@ def _generate_with_retry(run: _Run, rows: list[dict[str, Any]], first_group: int
             if attempt == run.opts.max_rollout_retries:
                 raise
             log.warning("rollout failed (%s); restarting the source and retrying", exc)
-            getattr(run.source, "restart", lambda: None)()
+            run.source.restart()
             torch.set_rng_state(rng)
     raise AssertionError  # unreachable: the loop returns or raises
 

@@ -15,6 +15,7 @@ import click
 
 from envkit.cli._common import common_options, output_path_option, sigterm_as_interrupt
 from envkit.cli._extras import precheck
+from envkit.gym_data import DEFAULT_GYM_VERSION
 from envkit.results import RolloutOutcome
 
 __all__ = ["rollout_command"]
@@ -41,7 +42,7 @@ _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
               type=click.FloatRange(min=1), help="Per-row request timeout (s).")
 @click.option("--backend", default="hf", show_default=True, type=click.Choice(["hf", "vllm"]),
               help="hf: transformers on CPU; vllm: GPU.")
-@click.option("--gym-version", default="0.7.0", show_default=True,
+@click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
               help="nemo-gym version the package's servers run on.")
 @click.option("--gym-python", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="CPython 3.13 for Gym (default: PATH, pyenv, $ENVKIT_GYM_PYTHON).")
@@ -61,14 +62,16 @@ def rollout_command(
     precheck("rollout", "train", package=package, dataset=dataset)
     from rich.console import Console
 
-    from envkit.trainer.gym_runtime import RuntimeOptions
+    from envkit.gym.client import RequestOptions
+    from envkit.gym.types import RuntimeOptions
     from envkit.trainer.rollout import RolloutRequest, rollout_package
 
     err = Console(stderr=True)
     request = RolloutRequest(
         package=package, dataset=dataset, model=model, output=output, split=split, limit=limit,
-        num_repeats=num_repeats, concurrency=concurrency, temperature=temperature,
-        max_tokens=max_tokens, timeout_s=timeout_s, backend=backend,
+        num_repeats=num_repeats, backend=backend,
+        requests=RequestOptions(temperature=temperature, max_tokens=max_tokens,
+                                concurrency=concurrency, timeout_s=timeout_s),
         runtime=RuntimeOptions(gym_version=gym_version, gym_python=gym_python,
                                allow_python_override=allow_python_override, offline=offline),
     )

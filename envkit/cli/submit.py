@@ -16,6 +16,7 @@ import click
 from envkit.cli._common import VERBOSITY_KEY, common_options, output_path_option, run_state
 from envkit.cli._extras import missing_modules, require_extra
 from envkit.cli.job import platform_options, where_from
+from envkit.gym_data import DEFAULT_GYM_VERSION
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -35,7 +36,7 @@ _GATE_OPTIONS = (
                  help="Cluster glibc floor, 2_17..2_40 (default: the package's wheels.lock, "
                       "else 2_28)."),
     click.option("--gym-version", default=None,
-                 help="nemo-gym version of the training image (default 0.7.0)."),
+                 help=f"nemo-gym version of the training image (default {DEFAULT_GYM_VERSION})."),
     click.option("--offline/--no-offline", default=None,
                  help="The cluster has no egress: wheels/ must cover everything."),
     click.option("--strict/--no-strict", default=None, help="Warnings fail too."),

@@ -14,6 +14,7 @@ import click
 
 from envkit.cli._common import common_options, output_path_option, sigterm_as_interrupt
 from envkit.cli._extras import precheck
+from envkit.gym_data import DEFAULT_GYM_VERSION
 from envkit.results import TrainOutcome
 
 __all__ = ["train_command"]
@@ -59,7 +60,7 @@ _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
     type=click.Choice(["hf", "vllm"]),
     help="Generation engine: hf (CPU) or vllm (GPU).",
 )
-@click.option("--gym-version", default="0.7.0", show_default=True,
+@click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
               help="nemo-gym version the package's servers run on.")
 @click.option(
     "--allow-python-override",
@@ -88,7 +89,7 @@ def train_command(
     """Train a policy with GRPO as the platform's `rl` job JSON describes (the "Fast path —
     rl (GRPO)" of the platform's customization guide)."""
     precheck("train", "train", package=env, dataset=dataset, job=job)
-    from envkit.trainer.gym_runtime import RuntimeOptions
+    from envkit.gym.types import RuntimeOptions
     from envkit.trainer.run import TrainRequest, run_training
 
     request = TrainRequest(

@@ -8,6 +8,7 @@ import click
 
 from envkit.cli._common import common_options, report_file_option
 from envkit.diagnostics import parse_selectors
+from envkit.gym_data import DEFAULT_GYM_VERSION
 from envkit.results import RuleDocs, SchemaText, SettingsView
 from envkit.schemas import SCHEMAS, schema_text
 
@@ -33,7 +34,7 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...] | None:
               help="Cluster glibc floor, 2_17..2_40 (default: the package's wheels.lock, "
                    "else 2_28).")
 @click.option("--gym-version", default=None,
-              help="nemo-gym version of the training image (default 0.7.0).")
+              help=f"nemo-gym version of the training image (default {DEFAULT_GYM_VERSION}).")
 @click.option("--offline/--no-offline", default=None,
               help="The cluster has no egress: wheels/ must cover everything.")
 @click.option("--strict/--no-strict", default=None, help="Warnings fail too.")

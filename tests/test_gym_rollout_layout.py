@@ -1,3 +1,6 @@
+"""The Gym source's sample layout (multi-turn masks, the turn cap) and the session's liveness
+probe (a dead port is found without waiting for a row timeout)."""
+
 from __future__ import annotations
 
 import socket
@@ -7,14 +10,20 @@ import pytest
 
 pytest.importorskip("torch")
 
+from envkit.gym.rollout import Rollout, TokenTurn
+from envkit.gym.session import unreachable as _unreachable
 from envkit.trainer.batch import to_batch
-from envkit.trainer.gym_source import _unreachable, rollout_from_turns
+from envkit.trainer.sources.gym import rollout_from_turns as _layout
 
 
 def _turn(prompt, gen, lps):
-    return SimpleNamespace(
-        prompt_token_ids=tuple(prompt), generation_token_ids=tuple(gen), generation_logprobs=lps
-    )
+    return TokenTurn(tuple(prompt), tuple(gen), tuple(lps))
+
+
+def rollout_from_turns(group, turns, reward, truncated, max_turns):
+    """The client's sample for these policy calls, laid out as the Gym source does."""
+    answer = Rollout.from_turns(0, "agent", reward, tuple(turns), truncated, {})
+    return _layout(answer, group, max_turns)
 
 
 def test_single_turn_rollout():

@@ -1,6 +1,6 @@
 """Stage Gym's built-in ``verifiers_agent`` harness so an adapter-wheels-v1 package runs offline.
 
-On the platform the training image provides the harness (issue #5 item 4) and its
+On the platform the training image provides the harness and its
 ``requirements.txt`` installs ``verifiers`` from GitHub, the env from the Prime hub's extra index
 and an example env (``acereason-math``): none of that is reachable here, and none of it is what
 the package vendors. Locally envkit copies the harness out of the ``nemo-gym`` wheel into the
@@ -20,10 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envkit.yamlio import read_mapping
+from envkit.validators.config_paths import EK112
+from envkit.validators.manifest import EK110
+from envkit.validators.wheels import EK403
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
+
+    from envkit.package import Package
 
 __all__ = [
     "BUILT_IN_HARNESSES",
@@ -39,7 +43,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 BUILT_IN_HARNESSES = ("verifiers_agent",)
-"""Harnesses the training image provides (SPEC EK110); only these are rewritten."""
+"""Harnesses the training image provides (rule EK110); only these are rewritten."""
 AGENT_TYPE = "responses_api_agents"
 _VERIFIERS = "verifiers"
 
@@ -68,7 +72,7 @@ def _normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def adapter_of(manifest: dict[str, Any]) -> tuple[str, str] | None:
+def adapter_of(manifest: Mapping[str, Any]) -> tuple[str, str] | None:
     """``(adapter.agent, metadata.vf_env_id)`` of an adapter-wheels-v1 manifest, else None."""
     if manifest.get("format") != "adapter-wheels-v1":
         return None
@@ -100,7 +104,7 @@ def vendored_pins(wheels: Sequence[str], vf_env_id: str) -> tuple[str, ...]:
         if name not in found:
             msg = (f"wheels/ has no `{name}` wheel; the verifiers_agent harness needs the "
                    "vendored verifiers and env wheel (re-run `envkit convert verifiers`)")
-            raise HarnessError(msg, code="EK403")
+            raise HarnessError(msg, code=EK403.code)
         pins.append(f"{name}=={found[name]}")
     return tuple(pins)
 
@@ -142,17 +146,19 @@ def find_built_in(site_packages_root: Path, agent: str) -> Path:
     found = sorted(site_packages_root.glob(f"lib/python3*/site-packages/{AGENT_TYPE}/{agent}"))
     if not found or not (found[0] / "requirements.txt").is_file():
         msg = f"the Gym install at {site_packages_root} has no built-in `{agent}` harness"
-        raise HarnessError(msg, code="EK110")
+        raise HarnessError(msg, code=EK110.code)
     return found[0]
 
 
-def stage_harness(gym_root: Path, work: Path, manifest_path: Path) -> StagedHarness | None:
-    """Copy the built-in harness into ``work`` with offline requirements; None when the package
-    is not an adapter package on a built-in harness.
+def stage_harness(gym_root: Path, work: Path, package: Package) -> StagedHarness | None:
+    """Copy the built-in harness into ``work`` (a copy of ``package``) with offline
+    requirements; None when the package is not an adapter package on a built-in harness.
+
+    ``package`` is the model ``envkit.package.load_package`` read, the validator's own.
 
     :raises HarnessError: the harness or a vendored wheel is missing.
     """
-    adapter = adapter_of(read_mapping(manifest_path))  # the runtime read it once already
+    adapter = adapter_of(package.manifest_data)
     if adapter is None or adapter[0] not in BUILT_IN_HARNESSES:
         return None
     agent, vf_env_id = adapter
@@ -160,7 +166,7 @@ def stage_harness(gym_root: Path, work: Path, manifest_path: Path) -> StagedHarn
     if dest.exists():
         msg = f"{dest.relative_to(work)} already exists in the package; it would shadow the " \
               f"built-in `{agent}` harness"
-        raise HarnessError(msg, code="EK112")
+        raise HarnessError(msg, code=EK112.code)
     wheels = work / "wheels"
     pins = vendored_pins(sorted(p.name for p in wheels.glob("*.whl")), vf_env_id)
     source = find_built_in(gym_root, agent)

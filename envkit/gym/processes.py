@@ -11,11 +11,12 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import time
 
 import psutil
 
-__all__ = ["ProcessTree"]
+__all__ = ["ProcessTree", "free_port"]
 
 
 class ProcessTree:
@@ -70,3 +71,10 @@ class ProcessTree:
     def _signal_group(self, sig: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, sig)
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now (Gym's head server and Ray take one each)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

@@ -1,50 +1,23 @@
-"""Where rollouts come from: the narrow ``RolloutSource`` interface and its local implementation.
+"""The local rollout source: HF ``generate`` on the policy itself plus a Python reward function.
 
-Why an interface: the loop in ``grpo.py`` must not care whether a reward came from a Python
-function (fast tests) or from the package's Gym servers through the agent (real runs). A source
-turns prompt rows into scored samples carrying the token ids and the sampler's logprobs.
+Fast tests and the Ray unit tests train through it; real runs use the Gym source
+(``sources/gym.py``). Both return :class:`envkit.gym.rollout.Rollout`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+from envkit.gym.rollout import Rollout
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from envkit.trainer.policy import Policy
 
-__all__ = ["LocalRolloutSource", "Rollout", "RolloutSource", "local_source", "row_messages"]
-
-
-@dataclass(frozen=True)
-class Rollout:
-    """One sampled response. ``group`` ties the samples of one prompt together."""
-
-    group: int
-    prompt_ids: tuple[int, ...]
-    completion_ids: tuple[int, ...]
-    generation_logprobs: tuple[float, ...]
-    reward: float
-    truncated: bool
-    #: Multi-turn: 1 on tokens the policy generated, 0 on tokens the environment inserted
-    #: between turns (tool results, user replies). ``None`` means all generated.
-    completion_mask: tuple[int, ...] | None = None
-
-
-class RolloutSource(Protocol):
-    def rollouts(
-        self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0
-    ) -> list[Rollout]:
-        """``num_generations`` scored samples per row, grouped by ``first_group + row index``."""
-        ...
-
-    def refresh(self, policy: Policy) -> None:
-        """Make generation use the policy's current weights (after every optimizer step)."""
-        ...
+__all__ = ["LocalRolloutSource", "local_source", "row_messages"]
 
 
 def row_messages(row: dict[str, Any]) -> list[dict[str, Any]]:
@@ -81,6 +54,15 @@ class LocalRolloutSource:
 
     def refresh(self, policy: Policy) -> None:
         self._policy = policy
+
+    def restart(self) -> None:
+        """Nothing to restart: generation runs in this process."""
+
+    def start(self) -> None:
+        """Nothing to bring up: the policy module generates."""
+
+    def close(self) -> None:
+        """Nothing to stop."""
 
     def load_weights(self, state: dict[str, Any]) -> None:
         """Weights from another process (the Ray trainer actor) into the generating module."""

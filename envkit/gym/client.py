@@ -7,7 +7,8 @@ output items carry ``prompt_token_ids``, ``generation_token_ids`` and ``generati
 which is everything GRPO needs from a rollout.
 
 A row whose request fails (a server died, a timeout, an HTTP error) is returned as failed with a
-``failure_reason``; the other rows go on.
+``failure_reason``; the other rows go on. Each answer becomes one
+:class:`~envkit.gym.rollout.Rollout`.
 """
 
 from __future__ import annotations
@@ -17,56 +18,33 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from envkit.gym.rollout import Rollout, TokenTurn
+
 __all__ = [
+    "RequestOptions",
     "RolloutAbortedError",
-    "RolloutResult",
-    "TokenTurn",
     "collect",
     "mean_reward_by_agent",
     "post_row",
     "result_from_record",
+    "write_results",
 ]
 
 
 @dataclass(frozen=True)
-class TokenTurn:
-    """One policy call inside a rollout."""
+class RequestOptions:
+    """How rows are sent: the sampling overrides put into each row, and the request limits."""
 
-    prompt_token_ids: tuple[int, ...]
-    generation_token_ids: tuple[int, ...]
-    generation_logprobs: tuple[float, ...]
-
-
-@dataclass(frozen=True)
-class RolloutResult:
-    """One rollout: what the trainer needs plus Gym's full rollout row in ``record``."""
-
-    index: int
-    agent: str
-    reward: float | None
-    failure_reason: str | None = None
-    turns: tuple[TokenTurn, ...] = ()
-    truncated: bool = False
-    record: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        return self.failure_reason is None
-
-    @property
-    def prompt_token_ids(self) -> tuple[int, ...]:
-        return self.turns[0].prompt_token_ids if self.turns else ()
-
-    @property
-    def generation_token_ids(self) -> tuple[int, ...]:
-        return tuple(t for turn in self.turns for t in turn.generation_token_ids)
-
-    @property
-    def generation_logprobs(self) -> tuple[float, ...]:
-        return tuple(lp for turn in self.turns for lp in turn.generation_logprobs)
+    temperature: float = 1.0
+    max_tokens: int = 64
+    """``responses_create_params.max_output_tokens`` (the trainer's ``max_new_tokens``)."""
+    concurrency: int = 8
+    timeout_s: float = 600.0
+    """Per-row request timeout."""
 
 
 def _turns(response: Mapping[str, Any]) -> tuple[TokenTurn, ...]:
@@ -84,15 +62,15 @@ def _truncated(response: Mapping[str, Any]) -> bool:
     return response.get("status") == "incomplete" and details.get("reason") == "max_output_tokens"
 
 
-def result_from_record(index: int, agent: str, record: Mapping[str, Any]) -> RolloutResult:
-    """Gym's ``/run`` answer -> ``RolloutResult`` (a missing/non-numeric reward is a failure)."""
+def result_from_record(index: int, agent: str, record: Mapping[str, Any]) -> Rollout:
+    """Gym's ``/run`` answer -> ``Rollout`` (a missing/non-numeric reward is a failure)."""
     response = record.get("response") if isinstance(record.get("response"), Mapping) else {}
     reward = record.get("reward")
     if not isinstance(reward, int | float) or isinstance(reward, bool):
-        return RolloutResult(index, agent, None, f"no numeric `reward` in the answer: {reward!r}",
-                             record=dict(record))
-    return RolloutResult(index, agent, float(reward), None, _turns(response), _truncated(response),
-                         dict(record))
+        return Rollout.failed(index, agent, f"no numeric `reward` in the answer: {reward!r}",
+                              dict(record))
+    return Rollout.from_turns(index, agent, float(reward), _turns(response),
+                              _truncated(response), dict(record))
 
 
 def post_row(url: str, row: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
@@ -119,22 +97,30 @@ def post_row(url: str, row: Mapping[str, Any], timeout_s: float) -> dict[str, An
 
 
 def _one(index: int, row: Mapping[str, Any], url_for: Callable[[str], str],
-         timeout_s: float) -> RolloutResult:
+         timeout_s: float) -> Rollout:
     agent = str((row.get("agent_ref") or {}).get("name", ""))
     try:
         url = url_for(agent)
     except KeyError:
-        return RolloutResult(index, agent, None, f"agent {agent!r} is not running in this package",
-                             record=dict(row))
+        return Rollout.failed(index, agent, f"agent {agent!r} is not running in this package",
+                              dict(row))
     try:
         record = post_row(url, row, timeout_s)
     except RuntimeError as exc:
-        return RolloutResult(index, agent, None, str(exc), record=dict(row))
+        return Rollout.failed(index, agent, str(exc), dict(row))
     return result_from_record(index, agent, {**row, **record})
 
 
 class RolloutAbortedError(RuntimeError):
-    """``abort()`` named a reason (a server died) while rows were in flight."""
+    """``abort()`` named a reason (a server died) while rows were in flight.
+
+    ``results`` has one :class:`Rollout` per row, in row order: those that finished, and the
+    others failed with the reason.
+    """
+
+    def __init__(self, reason: str, results: Sequence[Rollout] = ()) -> None:
+        super().__init__(reason)
+        self.results = list(results)
 
 
 def collect(
@@ -143,10 +129,10 @@ def collect(
     *,
     concurrency: int = 8,
     timeout_s: float = 600.0,
-    on_result: Callable[[RolloutResult], None] | None = None,
+    on_result: Callable[[Rollout], None] | None = None,
     abort: Callable[[], str | None] | None = None,
     poll_s: float = 2.0,
-) -> list[RolloutResult]:
+) -> list[Rollout]:
     """Run every row (``concurrency`` in flight); results in row order.
 
     ``url_for(agent)`` gives the ``/run`` URL for an agent instance (``GymServers.run_url``).
@@ -157,7 +143,7 @@ def collect(
     :raises RolloutAbortedError: ``abort()`` returned a reason; queued rows are cancelled and
         rows in flight are left to fail when their servers go away.
     """
-    results: list[RolloutResult | None] = [None] * len(rows)
+    results: list[Rollout | None] = [None] * len(rows)
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
     pending = {pool.submit(_one, i, row, url_for, timeout_s) for i, row in enumerate(rows)}
     try:
@@ -171,13 +157,35 @@ def collect(
                     on_result(result)
             reason = abort() if abort is not None and pending else None
             if reason:
-                raise RolloutAbortedError(reason)
+                raise RolloutAbortedError(reason, _with_aborted(results, rows, reason))
     finally:
         pool.shutdown(wait=not pending, cancel_futures=True)
     return [r for r in results if r is not None]
 
 
-def mean_reward_by_agent(results: Iterable[RolloutResult]) -> dict[str, float]:
+def write_results(path: Path, results: Sequence[Rollout]) -> Path | None:
+    """Gym's rollout rows (with ``reward``) to ``path``; failed rows to ``<path>.failures.jsonl``
+    (Gym's failures sidecar). Returns the sidecar path when there were failures."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    failed = [r for r in results if not r.ok]
+    path.write_text("".join(json.dumps(r.record) + "\n" for r in results if r.ok))
+    if not failed:
+        return None
+    sidecar = path.with_name(path.name.removesuffix(".jsonl") + ".failures.jsonl")
+    sidecar.write_text("".join(
+        json.dumps({**r.record, "failure_reason": r.failure_reason}) + "\n" for r in failed))
+    return sidecar
+
+
+def _with_aborted(results: Sequence[Rollout | None], rows: Sequence[Mapping[str, Any]],
+                  reason: str) -> list[Rollout]:
+    """Every row's result, the unfinished ones failed with ``reason``."""
+    return [r if r is not None else Rollout.failed(
+        i, str((rows[i].get("agent_ref") or {}).get("name", "")), f"aborted: {reason}",
+        dict(rows[i])) for i, r in enumerate(results)]
+
+
+def mean_reward_by_agent(results: Iterable[Rollout]) -> dict[str, float]:
     """Mean reward per agent over the rollouts that finished."""
     sums: dict[str, list[float]] = {}
     for result in results:

@@ -1,14 +1,11 @@
-"""Fast tests of the rollout pieces that need no Gym servers: parsing, routing, diagnosis,
-process teardown, the vLLM mapping, and the CLI's argument handling."""
+"""The Gym client and rows, no servers needed: answers parsed into Rollouts, routing, the
+liveness probe that ends a batch early, row loading and expansion, the results files."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -21,32 +18,16 @@ from toy_envs import (
     write_dataset,
 )
 
-from envkit.cli import main
-from envkit.trainer._procs import ProcessTree
-from envkit.trainer.env_client import (
+from envkit.gym.client import (
     RolloutAbortedError,
     collect,
     mean_reward_by_agent,
     result_from_record,
-)
-from envkit.trainer.generation import SamplingParams
-from envkit.trainer.generation.vllm import to_completion, to_vllm_sampling_kwargs
-from envkit.trainer.gym_runtime import (
-    GymRuntime,
-    GymRuntimeError,
-    PolicyEndpoint,
-    RuntimeOptions,
-    ServerInfo,
-    _relays,
-    diagnose_log,
-    package_key,
-)
-from envkit.trainer.rollout import (
-    RolloutSummary,
-    expand_rows,
-    load_rows,
     write_results,
 )
+from envkit.gym.rows import expand_rows, load_rows
+from envkit.gym.types import PolicyEndpoint, RuntimeOptions, ServerInfo
+from envkit.trainer.rollout import RolloutSummary
 
 RECORD = {
     "responses_create_params": {"input": [{"role": "user", "content": "hi"}]},
@@ -61,12 +42,13 @@ RECORD = {
 }
 
 
+
 def test_result_from_record_carries_tokens_logprobs_and_truncation() -> None:
     result = result_from_record(0, "a", RECORD)
     assert result.ok
     assert result.reward == 0.25
-    assert result.prompt_token_ids == (1, 2)
-    assert result.generation_token_ids == (5, 6, 7)
+    assert result.prompt_ids == (1, 2)
+    assert result.completion_ids == (5, 6, 7)
     assert result.generation_logprobs == (-1.0, -2.0, -0.5)
     assert result.truncated
 
@@ -145,76 +127,38 @@ def test_write_results_puts_failures_in_a_sidecar(tmp_path: Path) -> None:
     assert RolloutSummary((ok,), {}).exit_code == 0
 
 
-def test_package_key_follows_content(tmp_path: Path) -> None:
-    pkg = make_native_package(tmp_path / "p")
-    key = package_key(pkg, "0.7.0")
-    assert key == package_key(pkg, "0.7.0")
-    assert key != package_key(pkg, "0.7.1")
-    (pkg / "resources_servers/char_pattern/app.py").write_text("# changed\n")
-    assert key != package_key(pkg, "0.7.0")
+def test_a_dead_server_ends_a_rollout_run_at_the_next_probe_not_the_row_timeout(
+    tmp_path: Path,
+) -> None:
+    """The liveness probe ``envkit rollout`` polls (``GymSession.dead``): a resources server
+    whose port refuses connections ends the run in seconds; every unfinished row fails with
+    the reason and the run's exit code is 1."""
+    import socket
 
+    from envkit.gym.session import GymSession
+    from envkit.gym.types import GymServers
+    from envkit.trainer.rollout import run_rollouts
 
-@pytest.mark.parametrize(("log", "code"), [
-    ("AlmostServerError: Found 1 almost-server(s)", "EK302"),
-    ("ServerRefNotFoundError: Available responses_api_models: (none)", "EK304"),
-    ("Missing pyproject.toml or requirements.txt for uv venv setup", "EK205"),
-    ("Because foo was not found in the provided package locations and you require foo", "EK403"),
-    ("ModuleNotFoundError: No module named 'numpy'", "EK403"),
-    ("the current Python version (3.13.0) does not satisfy Python>=3.13.14", "EK406"),
-    ("Config value 'x' references 'y', which is not set after merging.", "EK313"),
-])
-def test_diagnose_log_names_the_likely_rule(log: str, code: str) -> None:
-    assert diagnose_log(log)[0] == code
-
-
-def test_relays_map_agents_to_their_environment_server() -> None:
-    config = {"env": {"environment_servers": {"legacy_agent": {"agent_server": {
-        "type": "responses_api_agents", "name": "agent"}}}}, "agent": {}}
-    servers = {n: ServerInfo(n, "x", "y", f"http://h/{n}") for n in ("env", "agent")}
-    assert _relays(config, servers) == {"agent": "env"}
-
-
-def test_runtime_rejects_a_package_without_manifest(tmp_path: Path) -> None:
-    with pytest.raises(GymRuntimeError) as info:
-        GymRuntime(tmp_path, PolicyEndpoint("u", "k", "m"), RuntimeOptions())
-    assert info.value.code == "EK100"
-
-
-def test_process_tree_terminate_leaves_no_orphan() -> None:
-    # A leader that ignores SIGINT with a grandchild: both must be gone afterwards.
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "import signal,subprocess,time;"
-         "signal.signal(signal.SIGINT, signal.SIG_IGN);"
-         "subprocess.Popen(['sleep','300']); time.sleep(300)"],
-        start_new_session=True)
-    time.sleep(0.5)
-    tree = ProcessTree(proc.pid)
-    assert len(tree.alive()) == 2
-    tree.terminate(grace_s=0.5)
-    proc.wait(timeout=5)
-    assert tree.alive() == []
-
-
-def test_vllm_mapping_without_vllm() -> None:
-    kwargs = to_vllm_sampling_kwargs(SamplingParams(n=2, temperature=0.5, max_tokens=7,
-                                                    top_logprobs=1, stop=("x",)))
-    assert kwargs == {"n": 2, "temperature": 0.5, "top_p": 1.0, "max_tokens": 7, "seed": None,
-                      "logprobs": 1, "stop": ["x"]}
-    lp = SimpleNamespace
-    out = SimpleNamespace(token_ids=[4, 9], text="ab", finish_reason="length",
-                          logprobs=[{4: lp(logprob=-0.1), 2: lp(logprob=-3.0)},
-                                    {9: lp(logprob=-0.7), 4: lp(logprob=-0.2)}])
-    comp = to_completion(out, top_k=1)
-    assert comp.logprobs == (-0.1, -0.7)
-    assert comp.top_logprobs == (((4, -0.1),), ((4, -0.2),))
-    assert comp.truncated
-
-
-def test_cli_rollout_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    pkg = make_native_package(tmp_path / "p")
-    assert main(["rollout", str(pkg), "--model", str(tmp_path)]) == 2  # --dataset missing
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    rc = main(["rollout", str(pkg), "--dataset", str(empty), "--model", str(tmp_path)])
-    assert rc == 2
-    assert "EK500" in capsys.readouterr().err
+    pkg = make_native_package(tmp_path / "pkg")
+    session = GymSession(pkg, PolicyEndpoint("http://127.0.0.1:9/v1", "k", "m"), RuntimeOptions())
+    with socket.socket() as hang, socket.socket() as dead:
+        hang.bind(("127.0.0.1", 0))
+        hang.listen(8)  # the agent: accepts, never answers (it retries the dead server)
+        dead.bind(("127.0.0.1", 0))  # the resources server: bound, not listening
+        agent = f"http://127.0.0.1:{hang.getsockname()[1]}"
+        gone = f"http://127.0.0.1:{dead.getsockname()[1]}"
+        session.servers = GymServers(agent, {
+            "agent": ServerInfo("agent", "responses_api_agents", "simple_agent", agent),
+            "res": ServerInfo("res", "resources_servers", "char_pattern", gone),
+        }, {}, tmp_path / "logs")
+        rows = [{"agent_ref": {"name": "agent"}}] * 3
+        started = time.monotonic()
+        summary = run_rollouts(session.servers, rows, concurrency=2, timeout_s=120,
+                               abort=session.dead)
+    assert time.monotonic() - started < 30  # not the 120 s row timeout
+    assert "not accepting connections: res" in summary.aborted
+    assert len(summary.results) == 3 and len(summary.failed) == 3
+    assert all("aborted" in r.failure_reason for r in summary.failed)
+    assert summary.exit_code == 1
+    assert summary.to_json()["aborted"] == summary.aborted
+    session.close()

@@ -19,8 +19,16 @@ from pathlib import Path
 
 from envkit.cache import cache_root
 from envkit.isolation import isolated_env
+from envkit.validators._base import DEFAULT_GYM_VERSION
 
-__all__ = ["GymVenv", "GymVenvError", "ensure_gym_venv", "find_python313", "uv_binary"]
+__all__ = [
+    "DEFAULT_GYM_VERSION",
+    "GymVenv",
+    "GymVenvError",
+    "ensure_gym_venv",
+    "find_python313",
+    "uv_binary",
+]
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +109,7 @@ def find_python313(explicit: Path | None = None) -> Path:
 
 
 def ensure_gym_venv(
-    gym_version: str = "0.7.0",
+    gym_version: str = DEFAULT_GYM_VERSION,
     *,
     python: Path | None = None,
     allow_python_override: bool = False,
