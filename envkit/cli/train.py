@@ -76,6 +76,11 @@ def _install_logging() -> None:
 )
 @click.option("--offline", is_flag=True, help="No index for any install: wheels/ must cover all.")
 @click.option(
+    "--print-config",
+    is_flag=True,
+    help="Print the NeMo-RL config the job compiles to, and what cannot apply here; no training.",
+)
+@click.option(
     "--format",
     "output_format",
     default="human",
@@ -98,9 +103,19 @@ def train_command(
     gym_version: str,
     allow_python_override: bool,
     offline: bool,
+    print_config: bool,
     output_format: str,
 ) -> int:
     """Train a policy with GRPO as the job JSON describes (seed 000 "Fast path — rl (GRPO)")."""
+    if print_config:
+        from envkit.trainer.nemo_config import PrintConfigError, report_for_job
+
+        try:
+            sys.stdout.write(json.dumps(report_for_job(job, dataset), indent=2) + "\n")
+        except PrintConfigError as exc:
+            click.echo(f"envkit train: {exc}", err=True)
+            return 1
+        return 0
     from envkit.trainer.gym_runtime import GymRuntimeError, RuntimeOptions
     from envkit.trainer.run import TrainInputError, TrainRequest, run_training
 
