@@ -218,9 +218,11 @@ def job_diagnostics(job: JobDoc, *, allow_local_refs: bool = False) -> Iterator[
         return
     for found in findings(settings):
         rule = _BY_CODE[found.code]
+        where = ".".join(found.path)
+        text = found.message if f"`{where}`" in found.message else f"`{where}`: {found.message}"
         yield rule.at(
             job.path,
-            found.message,
+            text,
             line=job.line_of(*found.path) or job.line_of(*found.path[:-1]),
             severity=Severity.WARNING if found.warning else None,
         )
