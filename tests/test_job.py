@@ -13,7 +13,7 @@ import pytest
 from envkit.cli import main
 from envkit.diagnostics import Diagnostic, Severity
 from envkit.job import parse_job
-from envkit.jobspec import GrpoSettings, JobSpecError, LoraSettings, grpo_settings
+from envkit.jobspec import GrpoSettings, JobSpecError, LoraSettings, grpo_settings, job_schema
 from envkit.schemas import load_schema
 from envkit.validate import ValidateRequest, validate
 from envkit.validators import CheckOptions
@@ -484,3 +484,48 @@ def test_grpo_settings_type_errors_name_the_key(training: dict[str, Any], where:
 def test_grpo_settings_needs_training() -> None:
     with pytest.raises(JobSpecError):
         grpo_settings({"model": "default/x"})
+
+
+def test_schema_file_is_generated_from_the_model() -> None:
+    """`envkit/schemas/job.schema.json` is `envkit.jobspec.job_schema()` written out with
+    `json.dumps(..., indent=2)`: regenerate it after changing the model."""
+    assert load_schema("job") == json.loads(json.dumps(job_schema()))
+    training = load_schema("job")["properties"]["training"]
+    assert training["additionalProperties"] is False
+    assert set(training["properties"]) == set(GrpoSettings.__dataclass_fields__)
+
+
+def test_every_training_field_is_in_the_docs_table() -> None:
+    text = (Path(__file__).parents[1] / "docs" / "training.md").read_text(encoding="utf-8")
+    table = text[text.index("## Job fields") :]
+    table = table[: table.index("\n## ")]
+    missing = [name for name in GrpoSettings.__dataclass_fields__ if f"`{name}" not in table]
+    assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "code", "where"),
+    [
+        ({"truncated_importance_sampling_type": "icepop",
+          "truncated_importance_sampling_ratio": 5.0}, "EK612",
+         "training.truncated_importance_sampling_ratio_min"),
+        ({"batch_multiplier": 2.0}, "EK612", "training.batch_multiplier"),
+        ({"min_learning_rate": 1.0}, "EK612", "training.min_learning_rate"),
+        ({"reward_shaping": {"overlong_buffer_length": 8}}, "EK612", "training.reward_shaping"),
+        ({"parallelism": {"tensor_parallel_size": 2}}, "EK613", "training.parallelism"),
+        ({"micro_batch_size": 3}, "EK613", "training.batch_size"),
+        ({"top_p": 0.9}, "EK610", "training.top_p"),
+    ],
+)  # fmt: skip
+def test_platform_rules_have_codes_and_paths(
+    changes: dict[str, Any], code: str, where: str
+) -> None:
+    [diag] = check(with_training(**changes))
+    assert (diag.code, diag.severity) == (code, E)
+    assert f"`{where}`" in diag.message
+
+
+def test_values_the_platform_converts_are_warnings() -> None:
+    [diag] = check(with_training(batch_size="32", normalize_rewards="yes"))[:1]
+    assert (diag.code, diag.severity) == ("EK609", W)
+    assert "reads it as" in diag.message

@@ -36,6 +36,7 @@ from envkit.trainer.dynamic_sampling import (
 from envkit.trainer.loss import LossOutput, grpo_loss
 from envkit.trainer.metrics import MetricsLogger
 from envkit.trainer.microbatch import plan_microbatches
+from envkit.trainer.nemo_config import announce_not_applied
 from envkit.trainer.optim import make_optimizer, make_scheduler
 from envkit.trainer.policy import announce_backend, token_logprobs
 from envkit.trainer.sampler import PromptSampler
@@ -275,6 +276,8 @@ def _build_run(
 ) -> tuple[_Run, int]:
     torch.manual_seed(cfg.seed)
     announce_backend(cfg)
+    for line in announce_not_applied(cfg):
+        log.warning(line)
     optimizer = make_optimizer(policy.model.parameters(), cfg)
     scheduler = make_scheduler(optimizer, cfg, cfg.total_steps(len(rows)))
     needs_ref = cfg.loss.ref_policy_kl_penalty > 0 and not policy.is_lora

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CANNOT_APPLY",
     "PrintConfigError",
+    "announce_not_applied",
     "cannot_apply_here",
     "config_report",
     "count_rows",
@@ -44,8 +45,8 @@ CANNOT_APPLY: dict[str, str] = {
     "policy.megatron_cfg": "Megatron is off on the platform too",
     "policy.make_sequence_length_divisible_by": "no tensor parallelism to divide by",
     "policy.generation.backend": "HF generation (`--backend hf`), or vLLM on a GPU",
-    "policy.generation.vllm_cfg": "no vLLM engine sizing: `vllm_tensor_parallel_size` and "
-    "`vllm_gpu_memory_utilization` are announced and not applied",
+    "policy.generation.vllm_cfg": "one local engine: `--backend vllm` takes "
+    "`vllm_tensor_parallel_size` and `vllm_gpu_memory_utilization`; HF generation ignores them",
     "policy.generation.colocated": "generation shares the one local process or GPU",
     "policy.generation.port_range_low": "local ports are picked free",
     "policy.generation.port_range_high": "local ports are picked free",
@@ -248,22 +249,40 @@ def nemo_rl_config(cfg: GrpoConfig, train_rows: int, val_rows: int) -> dict[str,
     }
 
 
+def _not_applied(cfg: GrpoConfig) -> dict[str, str]:
+    """Job fields set here that this machine does not apply, with what happens instead."""
+    found = {
+        "top_k": (cfg.top_k is not None, "local generation samples the full distribution"),
+        "vllm_tensor_parallel_size": (
+            cfg.vllm_tensor_parallel_size is not None,
+            "applies with `--backend vllm` only",
+        ),
+        "execution_profile": (cfg.execution_profile is not None, "a platform GPU profile"),
+        "lora.use_triton": (
+            cfg.finetuning_type == "lora" and cfg.lora.use_triton is not None,
+            "peft's LoRA layers, no Triton kernels",
+        ),
+        "automodel_kwargs": (bool(cfg.automodel_kwargs), "stock HF modules load the model"),
+    }
+    return {name: text for name, (is_set, text) in found.items() if is_set}
+
+
 def cannot_apply_here(cfg: GrpoConfig) -> list[dict[str, str]]:
     """The :data:`CANNOT_APPLY` entries, plus the job fields set here that they swallow."""
     notes = [{"key": key, "here": text} for key, text in CANNOT_APPLY.items()]
-    set_fields = {
-        "top_k": cfg.top_k is not None,
-        "vllm_tensor_parallel_size": cfg.vllm_tensor_parallel_size is not None,
-        "execution_profile": cfg.execution_profile is not None,
-        "lora.use_triton": cfg.finetuning_type == "lora" and cfg.lora.use_triton is not None,
-        "automodel_kwargs": bool(cfg.automodel_kwargs),
-    }
     notes += [
-        {"key": f"training.{name}", "here": "set in the job; not applied on this machine"}
-        for name, is_set in set_fields.items()
-        if is_set
+        {"key": f"training.{name}", "here": f"set in the job, not applied here: {text}"}
+        for name, text in _not_applied(cfg).items()
     ]
     return notes
+
+
+def announce_not_applied(cfg: GrpoConfig) -> list[str]:
+    """One line per job field that is set but cannot apply on this machine (logged at start)."""
+    return [
+        f"`training.{name}` is set but not applied on this machine: {text}"
+        for name, text in _not_applied(cfg).items()
+    ]
 
 
 def count_rows(path: Path) -> int:
