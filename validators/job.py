@@ -269,7 +269,15 @@ def _problem(job: JobDoc, problem: Problem) -> Diagnostic:
     return EK609.at(job.path, problem.message, line=line, severity=severity)
 
 
+_NOT_KNOBS = {
+    "top_p": "The platform compiles `top_p: 1.0` and has no job field for it; remove the key.",
+}
+"""Keys users write from other trainers, with why they are not fields here."""
+
+
 def _did_you_mean(path: tuple[str, ...]) -> str | None:
+    if path[-1] in _NOT_KNOBS:
+        return _NOT_KNOBS[path[-1]]
     cls: Any = JobSettings
     for key in path[:-1]:
         fld = {f.name: f for f in dataclasses.fields(cls)}.get(key)
