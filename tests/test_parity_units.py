@@ -291,3 +291,43 @@ def test_advantage_clipping_by_hand():
 def test_pct_metrics_are_percent_of_samples():
     stats = group_stats(torch.tensor([0.0, 1 / 3, 1 / 3, 1 / 3]))
     assert (stats.pct_0, stats.pct_1, stats.pct_mixed) == pytest.approx((25.0, 0.0, 75.0))
+
+
+# -- envkit train --print-config ---------------------------------------------------------------
+
+
+def test_print_config_cli(tmp_path, capsys):
+    import json
+
+    from envkit.cli import main
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "training.jsonl").write_text('{"responses_create_params": {"input": "hi"}}\n' * 9)
+    job = tmp_path / "job.json"
+    training = {"type": "grpo", "batch_size": 8, "num_generations_per_prompt": 4, "top_k": 5}
+    job.write_text(
+        json.dumps({"model": "m", "dataset": "d", "environment": "e", "training": training})
+    )
+    assert main(["train", str(job), "--print-config", "--dataset", str(data)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["train_rows"] == 9
+    config = report["config"]
+    assert config["grpo"]["max_num_steps"] == 5  # ceil(9 / 2) x 1 epoch
+    assert config["policy"]["scheduler"][1]["kwargs"] == {"T_max": 4, "eta_min": 0.0}
+    assert config["data"]["shuffle"] is False
+    keys = [note["key"] for note in report["cannot_apply_here"]]
+    assert "policy.generation.vllm_cfg" in keys
+    assert "training.top_k" in keys  # set in the job, announced
+    training["top_p"] = 0.9
+    job.write_text(
+        json.dumps({"model": "m", "dataset": "d", "environment": "e", "training": training})
+    )
+    assert main(["train", str(job), "--print-config", "--dataset", str(data)]) == 1
+    assert "EK610 `training.top_p`" in capsys.readouterr().err
+    del training["top_p"]
+    job.write_text(
+        json.dumps({"model": "m", "dataset": "d", "environment": "e", "training": training})
+    )
+    assert main(["train", str(job), "--print-config"]) == 1
+    assert "--dataset" in capsys.readouterr().err
