@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from envkit.platform.outcomes import JobLogs, JobMetrics, JobReply, SubmitOutcome
     from envkit.report import Report, ValidationRun
     from envkit.results import (
+        CompiledConfig,
         ConvertOutcome,
         RolloutOutcome,
         RuleDocs,
@@ -134,6 +135,11 @@ def _train(outcome: TrainOutcome, fmt: str) -> int:
     return 0
 
 
+def _compiled_config(result: CompiledConfig, fmt: str) -> int:
+    _echo(_dump(result.report))
+    return 0
+
+
 def _schema(result: SchemaText, fmt: str) -> int:
     sys.stdout.write(result.text)
     return 0
@@ -235,6 +241,7 @@ _RENDERERS: dict[str, Callable[[Any, str], int]] = {
     "RolloutOutcome": _rollout,
     "TrainOutcome": _train,
     "SchemaText": _schema,
+    "CompiledConfig": _compiled_config,
     "RuleDocs": _rules,
     "SettingsView": _settings,
     "SubmitOutcome": _submit,

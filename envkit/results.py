@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from envkit.validators import Rule
 
 __all__ = [
+    "CompiledConfig",
     "ConvertOutcome",
     "RolloutOutcome",
     "RuleDocs",
@@ -25,6 +26,14 @@ __all__ = [
     "SettingsView",
     "TrainOutcome",
 ]
+
+
+@dataclass(frozen=True)
+class CompiledConfig:
+    """``envkit train --print-config``: the NeMo-RL config the job compiles to as envkit runs
+    it, and the fields that cannot apply on this machine (JSON in every output format)."""
+
+    report: dict[str, Any]
 
 
 @dataclass(frozen=True)

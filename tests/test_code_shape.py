@@ -19,7 +19,6 @@ MAX_FUNCTION_LINES = 60
 # Over the limits today, each being reshaped in its own change; delete an entry once its file
 # fits (the tests below fail on an entry that is no longer needed, so the list only shrinks).
 MODULE_ALLOWED = {
-    "validators/job.py",  # job rules: being edited alongside the trainer's options
 }
 FUNCTION_ALLOWED = {
 }

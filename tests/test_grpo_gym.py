@@ -35,6 +35,9 @@ SERVED_OVERRIDES = {"router_aux_loss_coef": 0.0}
 def _cfg(max_steps, **extra):
     return grpo_cfg(**{
         "num_generations_per_prompt": 8, "batch_size": 32, "max_new_tokens": MAX_NEW_TOKENS,
+        # the platform's default decays the LR to 0 by the last step (cosine) and starts at
+        # lr x 1e-5; a flat LR keeps 40 steps enough to learn the pattern
+        "optimizer_type": "adamw_with_flat_lr",
         "micro_batch_size": 32, "epochs": 1000, "max_steps": max_steps, **extra,
     })
 

@@ -96,7 +96,9 @@ def test_engine_settings_travel_to_the_generation_backends(model_dir):
 
 
 def test_backend_choice_and_automodel_kwargs_are_logged(caplog):
-    cfg = grpo_config({"training": {"type": "grpo", "automodel_kwargs": {"force_hf": True}}})
+    training = {"type": "grpo", "policy_backend": "automodel",
+                "automodel_kwargs": {"force_hf": True}}
+    cfg = grpo_config({"training": training})
     assert cfg.automodel_kwargs == {"force_hf": True}
     with caplog.at_level(logging.INFO, logger="envkit.trainer.policy"):
         announce_backend(cfg)

@@ -53,6 +53,7 @@ EXIT_CODES: dict[str, tuple[int, str]] = {
     "ConvertError": (1, "failed"),
     "HubIdError": (1, "failed"),
     "TrainInputError": (1, "invalid"),
+    "PrintConfigError": (1, "invalid"),
     "GymRuntimeError": (1, "failed"),
     "SubmitRejected": (1, "invalid"),
     "PlatformError": (1, "failed"),

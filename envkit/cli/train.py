@@ -15,7 +15,7 @@ import click
 from envkit.cli._common import common_options, output_path_option, sigterm_as_interrupt
 from envkit.cli._extras import precheck
 from envkit.gym_data import DEFAULT_GYM_VERSION
-from envkit.results import TrainOutcome
+from envkit.results import CompiledConfig, TrainOutcome
 
 __all__ = ["train_command"]
 
@@ -68,6 +68,11 @@ _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
     help="Install nemo-gym on a 3.13 older than its Requires-Python floor.",
 )
 @click.option("--offline", is_flag=True, help="No index for any install: wheels/ must cover all.")
+@click.option(
+    "--print-config",
+    is_flag=True,
+    help="Print the NeMo-RL config the job compiles to, and what cannot apply here; no training.",
+)
 @common_options()
 def train_command(
     job: Path,
@@ -85,9 +90,15 @@ def train_command(
     gym_version: str,
     allow_python_override: bool,
     offline: bool,
-) -> TrainOutcome:
+    print_config: bool,
+) -> TrainOutcome | CompiledConfig:
     """Train a policy with GRPO as the platform's `rl` job JSON describes (the "Fast path —
     rl (GRPO)" of the platform's customization guide)."""
+    if print_config:  # no Gym, no model: the job (and dataset) alone
+        precheck("train", "train", dataset=dataset, job=job)
+        from envkit.trainer.nemo_config import report_for_job
+
+        return CompiledConfig(report_for_job(job, dataset))
     precheck("train", "train", package=env, dataset=dataset, job=job)
     from envkit.gym.types import RuntimeOptions
     from envkit.trainer.run import TrainRequest, run_training
