@@ -84,8 +84,11 @@ def test_one_step_packs_checkpoints_and_serves_the_overrides(gym, tmp_path):
     """The job's model settings through real Gym: packed rows and activation checkpointing
     train, and the engine behind the policy endpoint loaded the job's hf_config_overrides."""
     model, source = gym
+    # 32 prompts x 8 = 256 rollouts: a fresh random policy writes the target character about
+    # once in 100-150 tokens, so 32 rollouts of 8 tokens often scored all zeros (no gradient)
     cfg = _cfg(
         1,
+        batch_size=256,
         batching_strategy="sequence_packing",
         train_mb_tokens=256,
         activation_checkpointing=True,
@@ -93,10 +96,10 @@ def test_one_step_packs_checkpoints_and_serves_the_overrides(gym, tmp_path):
     )
     policy = load_policy(model, cfg)
     source.refresh(policy)
-    rows = char_pattern_rows(16, chars="a")
+    rows = char_pattern_rows(32, chars="a")
     result = train(cfg, policy, source, rows, TrainOptions(tmp_path, save_period=1000))
     [step] = read_metrics(result.metrics_path)
-    assert step["train_num_microbatches"] > 1  # 32 rollouts of ~40 tokens, 256 per row
+    assert step["train_num_microbatches"] > 1  # 256 rollouts of ~40 tokens, 256 per row
     assert step["train_padding_fraction"] == 0.0
     assert step["train_grad_norm"] > 0.0
     assert policy.model.config.router_aux_loss_coef == 0.0
