@@ -20,6 +20,7 @@ COMMANDS = {
     "build": ("envkit.cli.build", "build_command"),
     "convert": ("envkit.cli.convert", "convert_group"),
     "rollout": ("envkit.cli.rollout", "rollout_command"),
+    "smoke": ("envkit.cli.smoke", "smoke_command"),
     "train": ("envkit.cli.train", "train_command"),
     "schema": ("envkit.cli.validate", "schema_command"),
     "rule": ("envkit.cli.validate", "rule_command"),

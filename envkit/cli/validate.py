@@ -39,6 +39,8 @@ _EXISTING = click.Path(exists=True, path_type=Path)
 @click.option("--ignore", multiple=True, metavar="CODES", help="Skip these codes or prefixes.")
 @click.option("--format", "output_format", type=click.Choice(["human", "json", "github"]),
               default="human", show_default=True)
+@click.option("--smoke", is_flag=True,
+              help="Then bring the package's servers up and score rows (`envkit smoke`).")
 def validate_command(
     package: Path | None,
     dataset: Path | None,
@@ -53,6 +55,7 @@ def validate_command(
     select: tuple[str, ...],
     ignore: tuple[str, ...],
     output_format: str,
+    smoke: bool = False,
 ) -> int:
     """Check a package (and optionally its dataset and GRPO job) before upload.
 
@@ -60,6 +63,13 @@ def validate_command(
     """
     if package is None and dataset is None and job is None:
         raise click.UsageError("give a PACKAGE directory, --dataset DIR or --job FILE")
+    if smoke:  # the smoke run validates first (same options) and reports both
+        from envkit.cli.smoke import smoke_from_validate
+
+        return smoke_from_validate(package, dataset, target_from(arch, python_version, glibc),
+                                   gym_version, offline, output_format,
+                                   {"select": select, "ignore": ignore, "strict": strict,
+                                    "verify_hashes": verify_hashes})
     request = ValidateRequest(
         package=package,
         dataset=dataset,

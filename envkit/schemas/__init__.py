@@ -9,7 +9,7 @@ from typing import Any
 
 __all__ = ["SCHEMAS", "load_schema", "schema_text"]
 
-SCHEMAS = ("manifest", "diagnostics", "job")
+SCHEMAS = ("manifest", "diagnostics", "job", "smoke")
 
 
 def schema_text(name: str) -> str:
