@@ -189,3 +189,20 @@ def test_interrupt_leaves_no_process(tmp_path: Path, monkeypatch, sig: signal.Si
                 proc.kill()
     assert rc == 130, log.read_text()[-3000:]
     assert survivors(mark) == [], log.read_text()[-3000:]
+
+
+def test_converted_verifiers_package_passes(tmp_path: Path) -> None:
+    """reverse-text through `envkit convert verifiers`, then smoke on its own rows (the
+    scripted policy answers each row's `answer`)."""
+    source = FIXTURES / "verifiers_envs" / "reverse-text"
+    proc = _envkit("convert", "verifiers", "--hub-id", "envkit/reverse-text", "--source",
+                   str(source), "--arch", "x86_64", "--out-dir", str(tmp_path / "pkg"),
+                   "--dataset-dir", str(tmp_path / "data"), "--validation-fraction", "0",
+                   "--env-args", json.dumps({"num_examples": 2, "seed": 11}), timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    pkg, data = tmp_path / "pkg", tmp_path / "data"
+    _validates(pkg, "--dataset", str(data))
+    rc, report = _smoke(pkg, "--dataset", str(data))
+    assert rc == 0, report
+    assert report["agents"] and all(a["ok"] and not a["synthetic_rows"]
+                                    for a in report["agents"])

@@ -43,18 +43,20 @@ def render_human(report: SmokeReport, console: Console, package: Path) -> None:
     if report.static is not None and report.static.diagnostics:
         render_static_human(report.static, console, {"package": package})
     if report.isolation:
-        console.print(f"offline: {escape(report.isolation['detail'])}", highlight=False)
+        console.print(f"offline: {escape(report.isolation['detail'])}", highlight=False,
+                      soft_wrap=True)
     for s in report.servers:
         mark = "[green]ready[/]" if s.ready else "[red]not ready[/]"
         reward = "" if s.first_reward is None else f"  first reward {s.first_reward:g}"
         console.print(f"{escape(s.name)} ({escape(str(s.server_type))}): {mark} "
-                      f"{_secs(s.ready_s)}{reward}", highlight=False)
+                      f"{_secs(s.ready_s)}{reward}", highlight=False, soft_wrap=True)
         if s.failure is not None:
             _failure_lines(console, s.failure)
     for a in report.agents:
         rewards = ", ".join(f"{r:g}" for r in a.rewards) or "none"
         note = " (minimal row: no dataset row named it)" if a.synthetic_rows else ""
-        console.print(f"agent {escape(a.agent)}: rewards {rewards}{note}", highlight=False)
+        console.print(f"agent {escape(a.agent)}: rewards {rewards}{note}", highlight=False,
+                      soft_wrap=True)
         for failure in a.failures:
             _failure_lines(console, failure)
     shown = {id(s.failure) for s in report.servers}
@@ -63,7 +65,7 @@ def render_human(report: SmokeReport, console: Console, package: Path) -> None:
     t = report.timings
     times = " ".join(f"{k.removesuffix('_s')}={v:.1f}s" for k, v in t.items())
     verdict = "[green bold]passed:[/]" if report.passed else "[red bold]failed:[/]"
-    console.print(f"{verdict} smoke ({report.stage}) {times}", highlight=False)
+    console.print(f"{verdict} smoke ({report.stage}) {times}", highlight=False, soft_wrap=True)
 
 
 def _escape(value: str, *, prop: bool = False) -> str:

@@ -31,6 +31,10 @@ __all__ = ["SmokeRequest", "run_smoke"]
 
 log = logging.getLogger(__name__)
 
+_TEARDOWN_GRACE_S = 3.0
+"""Gym's SIGINT shutdown gets this long before the rest is killed: a smoke run keeps nothing,
+and Ray's daemons ignore SIGINT (the default 20 s grace made teardown a fifth of the run)."""
+
 
 @dataclass(frozen=True)
 class SmokeRequest:
@@ -131,7 +135,7 @@ def _spin_up(request: SmokeRequest, static: Report, isolation: Isolation | None,
             synthetic = {a for a in servers.agents() if not by_agent.get(a)}
             return rollout_report(base, runtime, servers, results, synthetic, backend.requests)
         finally:
-            runtime.close()
+            runtime.close(grace_s=_TEARDOWN_GRACE_S)
             if isolation is not None and isolation.refused:
                 log.warning("offline: refused %s", ", ".join(sorted(set(isolation.refused))))
 
