@@ -97,6 +97,9 @@ def test_rows_from_dataset_and_minimal_rows(tmp_path: Path) -> None:
     ("socket.gaierror: [Errno -3] Temporary failure in name resolution", True, "EK703"),
     ("servers not ready after 30s", False, "EK701"),
     ("reward\n  Input should be a valid number, unable to parse string", False, "EK702"),
+    ("Requires-Python >=3.13.14\n(graded) | reward\n(graded) |   Input should be a valid number",
+     False, "EK702"),
+    ('Response content: "1 error\\nreward\\n  Input should be a valid number', False, "EK702"),
 ])
 def test_diagnosis(text: str, offline: bool, code: str) -> None:
     assert diagnose(text, offline=offline)[0] == code
