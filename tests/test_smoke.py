@@ -16,11 +16,11 @@ import jsonschema
 import pytest
 
 from envkit.schemas import load_schema
+from envkit.smoke._runtime import PolicyServer
 from envkit.smoke.diagnose import diagnose, diagnose_rollout
 from envkit.smoke.isolation import offline_network
 from envkit.smoke.rows import SMOKE_PROMPT, dataset_rows, rows_for, scripted_answers
 from envkit.smoke.scripted import ScriptedBackend
-from envkit.trainer.policy_server import PolicyServer
 
 ROOT = Path(__file__).resolve().parents[1]
 MESSAGES = [{"role": "system", "content": "be brief"},
