@@ -31,7 +31,7 @@ __all__ = ["SmokeRequest", "run_smoke"]
 
 log = logging.getLogger(__name__)
 
-_TEARDOWN_GRACE_S = 3.0
+_TEARDOWN_GRACE_S = 1.0
 """Gym's SIGINT shutdown gets this long before the rest is killed: a smoke run keeps nothing,
 and Ray's daemons ignore SIGINT (the default 20 s grace made teardown a fifth of the run)."""
 
