@@ -11,7 +11,7 @@ import re
 
 from envkit.smoke._runtime import diagnose_log
 
-__all__ = ["SMOKE_CODES", "diagnose", "diagnose_rollout"]
+__all__ = ["SMOKE_CODES", "diagnose", "diagnose_rollout", "diagnose_specific"]
 
 SMOKE_CODES = {
     "EK701": "a server did not become ready within the spin-up timeout",
@@ -39,7 +39,7 @@ _IMPORT = re.compile(r"ModuleNotFoundError|ImportError")
 _NOT_READY = re.compile(r"servers not ready after|Timed out after .* waiting for Gym servers")
 
 
-def _specific(text: str, offline: bool) -> tuple[str | None, str]:
+def diagnose_specific(text: str, offline: bool) -> tuple[str | None, str]:
     """What only a smoke run reads from a log; ``(None, "")`` when nothing matches."""
     if match := _REMOVED.search(text):
         return "EK406", (f"a wheel imports `{match.group(1)}`, which CPython 3.13 removed from "
@@ -55,7 +55,7 @@ def _specific(text: str, offline: bool) -> tuple[str | None, str]:
 
 def diagnose(text: str, *, offline: bool) -> tuple[str | None, str]:
     """The likely EK code and a one-line reason for a failed spin-up's log text."""
-    code, reason = _specific(text, offline)
+    code, reason = diagnose_specific(text, offline)
     if code is not None:
         return code, reason
     if _NOT_READY.search(text):
@@ -71,7 +71,7 @@ def diagnose_rollout(failure: str, logs: str, *, offline: bool) -> tuple[str, st
     """
     if "no numeric `reward`" in failure:
         return "EK702", f"{SMOKE_CODES['EK702']}: {failure.split(': ', 1)[-1]}"
-    code, reason = _specific(f"{failure}\n{logs}", offline)
+    code, reason = diagnose_specific(f"{failure}\n{logs}", offline)
     if code is not None:
         return code, reason
     if _IMPORT.search(logs):

@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from envkit.smoke import _runtime as rt
-from envkit.smoke.diagnose import SMOKE_CODES, diagnose, diagnose_rollout
+from envkit.smoke.diagnose import SMOKE_CODES, diagnose, diagnose_rollout, diagnose_specific
 from envkit.smoke.report import AgentResult, Failure, ServerResult, SmokeReport
 
 __all__ = ["rollout_report", "start_failure_report"]
@@ -27,7 +27,8 @@ def start_failure_report(base: SmokeReport, runtime: rt.WatchedRuntime,
     failed = rt.failed_server_of(exc)
     watch = runtime.watch
     stage = "start" if runtime.setup_s is not None else "setup"
-    failure = Failure(code, f"{exc}" if code == exc.code else f"{exc} -> {reason}", exc.log_tail)
+    what = str(exc).split(": ", 1)[0]  # the runtime's own reading follows the colon
+    failure = Failure(code, str(exc) if code == exc.code else f"{what}: {reason}", exc.log_tail)
     servers = []
     for name, inst in sorted(watch.instances.items()):
         ready = name in watch.ready_s
@@ -36,7 +37,7 @@ def start_failure_report(base: SmokeReport, runtime: rt.WatchedRuntime,
             why = failure
         elif not ready:
             log = runtime.server_log(name)
-            c, r = diagnose(log, offline=offline) if log else (None, "")
+            c, r = diagnose_specific(log, offline)  # not the whole table: install noise
             timeout = "not ready after" in str(exc)
             why = Failure(c or ("EK701" if timeout else None),
                           r if c else (SMOKE_CODES["EK701"] if timeout else
