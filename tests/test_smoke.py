@@ -191,3 +191,16 @@ def test_usage_errors_exit_2() -> None:
     assert _cli("smoke", "/nonexistent").returncode == 2
     assert _cli("validate", "--dataset", str(ROOT / "fixtures/packages/valid-dataset"),
                 "--smoke").returncode == 2
+
+
+def test_pre_commit_smoke_hook_and_documented_cache_key() -> None:
+    import yaml
+
+    hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    hook = hooks["envkit-smoke"]
+    assert hook["entry"] == "envkit smoke"
+    assert hook["pass_filenames"] is False
+    assert "pre-push" in hook["stages"]
+    doc = (ROOT / "docs" / "ci.md").read_text()
+    assert "envkit smoke pkg/ --offline --format github" in doc
+    assert ".envkit-cache/server-venvs" in doc and "hashFiles('pkg/**')" in doc
