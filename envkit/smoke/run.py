@@ -12,7 +12,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from envkit.report import Report
@@ -83,6 +83,8 @@ def run_smoke(request: SmokeRequest) -> SmokeReport:
                        allow_python_override=request.allow_python_override)
     with _isolation(request.offline) as isolation:
         report = _spin_up(request, static, isolation, timings)
+        if isolation is not None:  # the hosts the proxy refused are known only now
+            report = replace(report, isolation=isolation.to_dict())
     timings["total_s"] = time.monotonic() - start
     return report
 

@@ -41,7 +41,8 @@ def start_failure_report(base: SmokeReport, runtime: rt.WatchedRuntime,
             timeout = "not ready after" in str(exc)
             why = Failure(c or ("EK701" if timeout else None),
                           r if c else (SMOKE_CODES["EK701"] if timeout else
-                                       "not ready when another server failed"), _tail(log))
+                                       "not ready when another server failed"),
+                          _tail(log) if c or timeout else "")  # else: only start-up chatter
         servers.append(ServerResult(name, inst.get("server_type"), inst.get("name"), ready,
                                     watch.ready_s.get(name), None, why))
     if failed and failed not in watch.instances:
