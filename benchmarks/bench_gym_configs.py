@@ -15,7 +15,7 @@ import yaml
 
 from envkit.converters.adapter_pkg import policy_model_config
 from envkit.package import load_package
-from envkit.validators import Inputs, gym_configs
+from envkit.validators import Inputs, gym
 
 POLICY = yaml.safe_dump(policy_model_config(), sort_keys=False)
 
@@ -67,7 +67,7 @@ def main(n: int = 200, repeat: int = 5) -> None:
             pkg = load_package(tmp)
             loaded = min(loaded, time.perf_counter() - start)
             start = time.perf_counter()
-            found = [d for check in gym_configs.CHECKS for d in check(Inputs(package=pkg))]
+            found = [d for check in gym.CHECKS for d in check(Inputs(package=pkg))]
             best = min(best, time.perf_counter() - start)
     print(f"{n} servers x3 instances, {n + 1} configs: load {loaded * 1e3:.0f} ms, "
           f"EK3xx checks {best * 1e3:.0f} ms (best of {repeat} each), {len(found)} diagnostics")

@@ -28,10 +28,10 @@ from pathlib import Path
 
 import torch
 
+from envkit.gym.rollout import Rollout
 from envkit.trainer.config import grpo_config
 from envkit.trainer.grpo import TrainOptions, _build_run, _update
 from envkit.trainer.policy import load_policy
-from envkit.trainer.rollout_source import Rollout
 from envkit.trainer.tiny_model import make_tiny_model
 
 

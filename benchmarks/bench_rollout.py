@@ -24,18 +24,15 @@ from tiny_model import make_tiny_char_model  # noqa: E402
 from toy_envs import char_pattern_rows, make_native_package, write_dataset  # noqa: E402
 
 from envkit.cache import cache_root  # noqa: E402
-from envkit.gymvenv import ensure_gym_venv  # noqa: E402
-from envkit.trainer._procs import ProcessTree  # noqa: E402
+from envkit.gym.install import RunPaths, gym_args, gym_env, package_key, write_uv_toml  # noqa: E402
+from envkit.gym.processes import ProcessTree, free_port  # noqa: E402
+from envkit.gym.rows import expand_rows  # noqa: E402
+from envkit.gym.servers import GymRuntime, _ready  # noqa: E402
+from envkit.gym.types import PolicyEndpoint, RuntimeOptions  # noqa: E402
+from envkit.gym.venv import ensure_gym_venv  # noqa: E402
 from envkit.trainer.generation.hf import HFBackend  # noqa: E402
-from envkit.trainer.gym_runtime import (  # noqa: E402
-    GymRuntime,
-    PolicyEndpoint,
-    RuntimeOptions,
-    _free_port,
-    _ready,
-)
 from envkit.trainer.policy_server import PolicyServer  # noqa: E402
-from envkit.trainer.rollout import expand_rows, run_rollouts  # noqa: E402
+from envkit.trainer.rollout import run_rollouts  # noqa: E402
 
 
 def bench_envkit(pkg: Path, endpoint: PolicyEndpoint, rows: list[dict], opts: RuntimeOptions,
@@ -54,17 +51,16 @@ def bench_gym(pkg: Path, endpoint: PolicyEndpoint, data: Path, args: argparse.Na
     """Plain Gym: `gym env start` by hand, then `gym eval run --no-serve` against it."""
     gym = ensure_gym_venv(opts.gym_version, allow_python_override=opts.allow_python_override)
     runtime = GymRuntime(pkg, endpoint, opts)  # only for the same venv dir, env and overrides
-    runtime._run_dir = workdir
-    work = workdir / "pkg"
+    paths = RunPaths(workdir, workdir / "ray")
+    paths.ray_tmp.mkdir()
+    work = paths.work
     shutil.copytree(pkg, work)
-    env = runtime._env(gym, work)
-    from envkit.trainer.gym_runtime import package_key
-
+    env = gym_env(gym, paths, runtime.format, write_uv_toml(gym, workdir, offline=opts.offline))
     key = package_key(pkg, gym.gym_version, gym.python_version,
                       f"override={gym.python_override}", f"offline={opts.offline}")
     venv_dir = (opts.cache_dir or cache_root()) / "server-venvs" / key
-    port = _free_port()
-    common = runtime._gym_args(work, venv_dir, port)
+    port = free_port()
+    common = gym_args(runtime.config_paths, endpoint, venv_dir, workdir, port)
     start = time.monotonic()
     proc = subprocess.Popen([str(gym.bin / "gym"), "env", "start", *common], cwd=work, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -38,13 +38,17 @@ def run_envkit(model_dir: Path, out: Path, steps: int, seed: int) -> tuple[float
     from envkit.trainer.grpo import TrainOptions, train
     from envkit.trainer.metrics import read_metrics
     from envkit.trainer.policy import load_policy
-    from envkit.trainer.rollout_source import LocalRolloutSource
+    from envkit.trainer.sources.local import LocalRolloutSource
 
     cfg = grpo_config({"training": {
         "type": "grpo", "num_generations_per_prompt": GENERATIONS,
         "batch_size": GENERATIONS * PROMPTS_PER_STEP, "learning_rate": LR, "weight_decay": 0.0,
         "max_new_tokens": MAX_NEW, "micro_batch_size": GENERATIONS * PROMPTS_PER_STEP,
-        "max_steps": steps, "epochs": 10_000, "seed": seed}})
+        "max_steps": steps, "epochs": 10_000, "seed": seed,
+        # TRL's side: constant LR, symmetric clip 0.2, no IS correction (the job's defaults
+        # are the platform's: cosine to 0, clip 0.2/0.28, IS correction on)
+        "optimizer_type": "adamw_with_flat_lr", "ratio_clip_max": 0.2,
+        "use_importance_sampling_correction": False}})
     policy = load_policy(model_dir, cfg)
     source = LocalRolloutSource(policy, lambda row, text: char_pattern_reward(text),
                                 temperature=1.0, max_new_tokens=MAX_NEW)

@@ -26,7 +26,7 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "fixtures")]
 from gym_tree_packages import build_tree_packages, site_packages  # noqa: E402
 from test_gym_fidelity import _gym_rejects  # noqa: E402
 
-from envkit.gymvenv import ensure_gym_venv  # noqa: E402
+from envkit.gym.venv import ensure_gym_venv  # noqa: E402
 from envkit.validate import ValidateRequest, validate  # noqa: E402
 
 

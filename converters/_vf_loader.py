@@ -7,7 +7,7 @@ result goes to ``--out``, a file opened before any environment code is imported.
 (PEP 578) refuses writes outside ``--root`` (the run's temp HOME/cwd/TMPDIR) and records them:
 a guard against careless environments, not a security boundary against native code.
 
-Usage: python -I _vf_loader.py --module M --env-id ID --args JSON --out FILE --root DIR
+Usage: python -I _vf_loader.py --module M --env-id ID --args-file F --out FILE --root DIR
        [--num-examples N] [--path DIR ...]
 """
 
@@ -18,6 +18,7 @@ import argparse
 import importlib
 import json
 import os
+import socket
 import sys
 import traceback
 
@@ -108,16 +109,81 @@ def _examples(dataset: object) -> list[dict]:
     return list(to_list()) if callable(to_list) else [dict(row) for row in dataset]
 
 
-def _load(opts: argparse.Namespace) -> dict:
+_NET_ERRORS = ("ConnectionError", "ConnectError", "ConnectTimeout", "URLError", "gaierror",
+               "MaxRetryError", "NameResolutionError", "LocalEntryNotFoundError",
+               "OfflineModeIsEnabled", "APIConnectionError")
+
+
+class _Net:
+    """Audit hook: remember the hosts the load tried to reach (not refused: an env may fetch
+    its dataset; the record only explains a failure)."""
+
+    def __init__(self) -> None:
+        self.hosts: list[str] = []
+
+    def __call__(self, event: str, args: tuple) -> None:
+        host = None
+        if event == "socket.getaddrinfo" and args:
+            host = args[0]
+        elif event == "socket.connect" and len(args) > 1 and isinstance(args[1], tuple):
+            host = args[1][0]
+        if isinstance(host, bytes):
+            host = host.decode(errors="replace")
+        if isinstance(host, str) and host not in ("localhost", "127.0.0.1", "::1", "",
+                                                  *self.hosts):
+            self.hosts.append(host)
+
+
+def _dist_of(module: str) -> str:
+    """``verifiers 0.3.1`` for ``verifiers.utils.x`` (the installed distribution), or the name."""
+    from importlib import metadata
+
+    top = module.split(".")[0]
     try:
-        module = importlib.import_module(opts.module)
-    except ImportError as exc:
-        return {"ok": False, "kind": "import", "message": f"cannot import {opts.module!r}: {exc}"}
+        dists = metadata.packages_distributions().get(top) or [top]
+        return f"{dists[0]} {metadata.version(dists[0])}"
+    except Exception:
+        return top
+
+
+def _import_failure(exc: ImportError, module: str) -> dict:
+    """Which kind of import failure: the env's own module missing, a dependency missing,
+    or a name the installed dependency does not have (an API of another version)."""
+    missing = getattr(exc, "name", None) or ""
+    if isinstance(exc, ModuleNotFoundError):
+        if missing.split(".")[0] == module.split(".")[0]:
+            return {"kind": "module", "message": f"cannot import {module!r}: {exc}"}
+        return {"kind": "missing", "message": f"{module!r} imports {missing!r}, which no "
+                f"installed distribution provides ({exc})"}
+    text = str(exc)
+    name = text.split("'")[1] if text.startswith("cannot import name '") else text
+    if missing:
+        return {"kind": "api", "message": f"{module!r} imports {name!r} from {missing!r}, "
+                f"which {_dist_of(missing)} does not have"}
+    return {"kind": "missing", "message": f"{module!r}: {text}"}
+
+
+def _failure(exc: BaseException, module: str, net: _Net) -> dict:
+    if isinstance(exc, ImportError):
+        return {"ok": False, **_import_failure(exc, module)}
+    first = (str(exc).strip().splitlines() or [""])[0][:300]
+    chain = [e for e in (exc, exc.__cause__, exc.__context__) if e is not None]
+    if net.hosts and any(type(e).__name__ in _NET_ERRORS
+                         or isinstance(e, (ConnectionError, TimeoutError, socket.gaierror))
+                         for e in chain):
+        return {"ok": False, "kind": "network", "message": f"needs the network at load: "
+                f"{', '.join(net.hosts[:3])} ({type(exc).__name__}: {first})"}
+    return {"ok": False, "kind": "load", "message": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(limit=20)}
+
+
+def _load(opts: argparse.Namespace, args: dict) -> dict:
+    module = importlib.import_module(opts.module)
     api = _classify_module(module)
     if api != "classic":
         msg = f"module {opts.module!r} has no load_environment"
         return {"ok": False, "kind": api, "message": msg}
-    env = module.load_environment(**json.loads(opts.args))
+    env = module.load_environment(**args)
     source, dataset = _dataset(env, opts.num_examples)
     verifiers = sys.modules.get("verifiers")
     return {"ok": True, "api": "classic", "source": source,
@@ -127,7 +193,7 @@ def _load(opts: argparse.Namespace) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
-    for flag in ("--module", "--env-id", "--args", "--out", "--root"):
+    for flag in ("--module", "--env-id", "--args-file", "--out", "--root"):
         parser.add_argument(flag, required=True)
     parser.add_argument("--num-examples", type=int, default=-1)
     parser.add_argument("--path", action="append", default=[], help="prepend to sys.path")
@@ -136,13 +202,16 @@ def main(argv: list[str] | None = None) -> int:
     out_fd = os.open(opts.out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     os.dup2(2, 1)  # the environment's prints go to the log, never into the protocol
     sys.stdout = sys.stderr
-    guard = _Guard(opts.root, sys.prefix)
+    with open(opts.args_file, encoding="utf-8") as fh:  # noqa: PTH123 (stdlib-only, no pathlib)
+        args = json.load(fh)
+    os.remove(opts.args_file)  # noqa: PTH107 - resolved secrets stay on disk only until here
+    guard, net = _Guard(opts.root, sys.prefix), _Net()
     sys.addaudithook(guard)
+    sys.addaudithook(net)
     try:
-        result = _load(opts)
+        result = {**_load(opts, args), "hosts": net.hosts}
     except BaseException as exc:
-        result = {"ok": False, "kind": "load", "message": f"{type(exc).__name__}: {exc}",
-                  "traceback": traceback.format_exc(limit=20)}
+        result = _failure(exc, opts.module, net)
     if guard.violations:
         result = {"ok": False, "kind": "escape",
                   "message": "wrote outside its temp dir: " + "; ".join(guard.violations[:5])}

@@ -1,8 +1,8 @@
 """The text of an adapter-wheels-v1 package: manifest, Gym configs and the wheel lock.
 
 Pure functions from a spec to ``{relative path: text}``; the caller writes them. The shapes
-follow seed 001 ("adapter-wheels-v1", "Every package needs a policy_model server") and Gym
-0.7.0's ``responses_api_agents/verifiers_agent/configs/verifiers_agent.yaml``.
+follow seed 001 ("adapter-wheels-v1", "Every package needs a policy_model server") and the
+pinned Gym version's ``responses_api_agents/verifiers_agent/configs/verifiers_agent.yaml``.
 """
 
 from __future__ import annotations
@@ -59,6 +59,8 @@ class LockedWheel:
     url: str
     sha256: str | None
     requested_by: tuple[str, ...] = ()
+    source: str = ""
+    """Where the pin came from (index, --wheels-dir, the env wheel; --constraint/--override)."""
 
 
 def manifest(spec: AdapterSpec) -> dict[str, Any]:
@@ -134,6 +136,7 @@ def lock_data(wheels: Sequence[LockedWheel], target: str, requirements: Sequence
             "name": w.name, "version": w.version, "filename": w.filename, "sha256": w.sha256,
             "url": None if w.url.startswith("file:") else w.url,
             "requested_by": list(w.requested_by),
+            **({"source": w.source} if w.source else {}),
         } for w in sorted(wheels, key=lambda w: (w.name, w.filename))],
     }
 

@@ -65,6 +65,8 @@ class LoadResult:
     verifiers_version: str
     env_class: str
     log: str = field(default="", repr=False)
+    hosts: tuple[str, ...] = ()
+    """Hosts the load looked up or connected to (loopback aside)."""
 
 
 def uv_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -206,9 +208,13 @@ def run_loader(
     env = loader_env(root)
     out, log_path = root / "result.json", root / "loader.log"
     # absolute, not resolved: the venv's python is a symlink that must stay inside the venv
+    args_file = root / "args.json"  # not argv: resolved ${oc.env:...} values are secrets
+    fd = os.open(args_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(dict(env_args), fh)
     cmd = [str(Path.cwd() / python), "-I", str(_LOADER), "--module", module,
            "--env-id", env_id,
-           "--args", json.dumps(dict(env_args)), "--out", str(out), "--root", str(root),
+           "--args-file", str(args_file), "--out", str(out), "--root", str(root),
            "--num-examples", str(num_examples)]
     cmd += [arg for p in path for arg in ("--path", str(Path(p).resolve()))]
     with log_path.open("wb") as log:
@@ -250,4 +256,4 @@ def _result(out: Path, log_path: Path, returncode: int | None) -> LoadResult:
         output = "\n".join(filter(None, [log, data.get("traceback")]))
         raise LoadError(data.get("kind", "load"), data.get("message", "unknown error"), output)
     return LoadResult(data["examples"], data["source"], data["verifiers_version"],
-                      data["env_class"], log)
+                      data["env_class"], log, tuple(data.get("hosts") or ()))

@@ -1,115 +1,56 @@
 """``envkit convert verifiers``: a verifiers / Prime hub environment -> adapter-wheels-v1 + rows.
 
-Steps, each in its own module: pick the env wheel (``env_source``), resolve and fetch the
-closure of the env + ``verifiers==<Gym's pin>`` for the *target* (``envkit.resolve``), load the env
-in a throwaway venv built for the *host* (``sandbox``), turn its dataset into rollout rows
-and split them (``rows``), write manifest/configs/lock (``adapter_pkg``). Everything is
-staged in temp dirs next to the outputs and renamed into place at the end, so a failure
-leaves neither PKG nor DATA behind.
+Steps, each in its own module: check what can be checked without running anything (request,
+env args, the env wheel's verifiers pin and Requires-Python), pick the env wheel
+(``env_source``), resolve and fetch the closure for the *target* (``vf_closure``), load the env
+in a throwaway venv built for the *host* (``vf_load``), turn its dataset into rollout rows
+(``rows``), write manifest/configs/lock (``adapter_pkg``) and validate them. Everything is
+staged in temp dirs next to the outputs and renamed into place only when the staged package
+validates (``staging``), so a failure at any step leaves neither PKG nor DATA behind.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import shutil
 from contextlib import ExitStack
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from envkit import resolve
-from envkit.atomic import make_temp_dir, stale_temp_dirs
-from envkit.build import runtime_requirements
-from envkit.cache import cache_root
-from envkit.closure import marker_roots
+from envkit import uvcmd
+from envkit.closure import python_ok
 from envkit.converters.adapter_pkg import (
     LOCK_NAME,
-    POLICY_MODEL_IMPL,
     AdapterSpec,
     LockedWheel,
     lock_data,
     package_texts,
 )
-from envkit.converters.env_source import (
-    EnvWheel,
-    SourceError,
-    build_source,
-    local_wheel,
-    sha256_of,
-    verifiers_conflict,
-)
+from envkit.converters.env_args import EnvArgsError, literal_secrets, resolved
+from envkit.converters.env_source import EnvWheel, SourceError, build_source, local_wheel, sha256_of
 from envkit.converters.hub import HubRef, parse_hub_id
 from envkit.converters.rows import build_rows, split_rows, write_jsonl
-from envkit.converters.sandbox import (
-    LoadError,
-    LoadResult,
-    SandboxError,
-    cached_env,
-    find_host_python,
-    host_platform,
-    install_into,
-    run_loader,
-)
-from envkit.gym_data import gym_data
-from envkit.sdists import SdistBuildError
-from envkit.target import Target
-from envkit.validators._base import DEFAULT_GYM_VERSION
+from envkit.converters.staging import InstallError, install, remove_stale, stage
+from envkit.converters.verifiers_pin import CLASSIC_MAX, requires_conflict
+from envkit.converters.vf_closure import fetch, hub_wheel, pin_sources, requirements, resolve_target
+from envkit.converters.vf_load import load_rows
+from envkit.converters.vf_request import GYM_VERIFIERS_VERSION, ConvertError, ConvertRequest
+from envkit.validate import ValidateRequest, validate
+from envkit.validators import CheckOptions
+from envkit.wheelfile import read_wheel
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from pathlib import Path
 
-__all__ = [
-    "CLASSIC_MAX",
-    "GYM_VERIFIERS_VERSION",
-    "ConvertError",
-    "ConvertRequest",
-    "ConvertResult",
-    "convert_verifiers",
-]
+    from envkit.converters.sandbox import LoadResult
+
+__all__ = ["CLASSIC_MAX", "GYM_VERIFIERS_VERSION", "ConvertError", "ConvertRequest",
+           "ConvertResult", "convert_verifiers"]
 
 logger = logging.getLogger("envkit.convert")
-
-GYM_VERIFIERS_VERSION = "0.3.1"
-"""What nemo-gym 0.7.0's ``responses_api_agents/verifiers_agent/requirements.txt`` installs
-(``verifiers @ git+...@v0.3.1``); ``tests/test_convert_verifiers.py`` checks it against the
-installed Gym when one is present."""
-CLASSIC_MAX = Version("0.4")
-"""verifiers 0.4 is v1-only: no ``vf.load_environment``/``Environment.run_group``."""
-
-
-class ConvertError(RuntimeError):
-    """The conversion cannot proceed; ``hint`` says what to do about it."""
-
-    def __init__(self, message: str, hint: str = "") -> None:
-        super().__init__(message)
-        self.hint = hint
-
-
-@dataclass(frozen=True)
-class ConvertRequest:
-    hub_id: str
-    out_dir: Path
-    dataset_dir: Path
-    hub_version: str | None = None
-    allow_latest: bool = False
-    target: Target = field(default_factory=lambda: Target(glibc=(2, 28)))
-    index_url: str | None = None
-    wheel: Path | None = None
-    source: Path | None = None
-    verifiers_version: str = GYM_VERIFIERS_VERSION
-    gym_version: str = DEFAULT_GYM_VERSION
-    env_args: dict[str, Any] = field(default_factory=dict)
-    num_examples: int = -1
-    validation_fraction: float = 0.0
-    seed: int = 0
-    timeout: float = 600.0
-    force: bool = False
-    host_python: str | None = None
 
 
 @dataclass(frozen=True)
@@ -120,55 +61,50 @@ class ConvertResult:
     validation_rows: int
     wheels: tuple[str, ...]
     dataset_source: str
+    report: object = None
+    """The validation report of the (valid) package, as installed."""
 
 
 def convert_verifiers(req: ConvertRequest) -> ConvertResult:
     """Convert; returns where things went.
 
-    :raises ConvertError: any failure, with a hint; no output is left behind.
+    :raises ConvertError: any failure, with a hint; no output is left behind (an invalid
+        package raises with ``report`` set).
     """
     hub = parse_hub_id(req.hub_id)
     _check_request(req)
-    _remove_stale(req.out_dir, req.dataset_dir)
+    remove_stale(req.out_dir, req.dataset_dir)
     with ExitStack() as stack:
-        pkg = _stage(stack, req.out_dir)
-        data = _stage(stack, req.dataset_dir)
-        work = _stage(stack, req.out_dir.with_name(req.out_dir.name + "-work"))
+        pkg, data = stage(stack, req.out_dir), stage(stack, req.dataset_dir)
+        work = stage(stack, req.out_dir.with_name(req.out_dir.name + "-work"))
         env_wheel = _env_wheel(req, hub, work / "src")
-        pins = _resolve_target(req, hub, env_wheel)
-        pins = _fetch(pins, pkg / "wheels")
-        _check_env_wheel(req, hub, pins, env_wheel)
-        loaded = _load_rows(req, hub, pins, pkg / "wheels", env_wheel, work)
+        name = env_wheel.meta.name
+        pins = fetch(resolve_target(req, hub, env_wheel, name), pkg / "wheels")
+        _check_closure(req, pins, pkg / "wheels", env_wheel, name)
+        loaded = load_rows(req, hub, pins, pkg / "wheels", env_wheel, name, work)
         counts = _write_dataset(req, hub, loaded, data)
-        _write_package(req, hub, pins, env_wheel, pkg)
-        _install(pkg, req.out_dir, data, req.dataset_dir, force=req.force)
+        _write_package(req, hub, pins, env_wheel, name, pkg)
+        report = _validate_staged(req, pkg, data)
+        try:
+            install([(pkg, req.out_dir), (data, req.dataset_dir)], force=req.force)
+        except InstallError as exc:
+            raise ConvertError(str(exc)) from None
     return ConvertResult(req.out_dir, req.dataset_dir, *counts,
-                         tuple(p.filename for p in pins), loaded.source)
-
-
-def _fetch(pins: Sequence, dest: Path) -> list:
-    """Exact files, sha256-checked, through the wheel cache ``envkit build`` uses too.
-
-    Returns the vendored pins: an sdist-only pin becomes the pure wheel built from it."""
-    try:
-        return resolve.vendor_pins(pins, dest, cache=resolve.WheelCache(cache_root() / "wheels"))
-    except resolve.FetchError as exc:
-        raise ConvertError(str(exc), "check the network and the index, then rerun") from None
-    except SdistBuildError as exc:
-        raise ConvertError(str(exc), "pin a release that ships wheels for the target") from None
+                         tuple(p.filename for p in pins), loaded.source, report)
 
 
 def _check_request(req: ConvertRequest) -> None:
     if Version(req.verifiers_version) >= CLASSIC_MAX:
         msg = (f"verifiers {req.verifiers_version} has only the v1 API; Gym's verifiers_agent "
                "calls the classic API (vf.load_environment, Environment.run_group)")
-        hint = f"use --verifiers-version {GYM_VERIFIERS_VERSION} (Gym 0.7.0's pin)"
+        hint = (f"use --verifiers-version {GYM_VERIFIERS_VERSION} "
+                f"(Gym {req.gym_version}'s verifiers_agent pin)")
         raise ConvertError(msg, hint)
     if sum(x is not None for x in (req.wheel, req.source)) > 1:
         raise ConvertError("give at most one of --wheel and --source")
     if req.wheel is None and req.source is None and not (req.hub_version or req.allow_latest):
         msg = "--hub-version is not set: the index's newest release would be taken"
-        raise ConvertError(msg, "pin --hub-version X (seed 001), or pass --allow-latest")
+        raise ConvertError(msg, "pin --hub-version X, or pass --allow-latest")
     out, data = req.out_dir.resolve(), req.dataset_dir.resolve()
     if out == data or out.is_relative_to(data) or data.is_relative_to(out):
         raise ConvertError("--out-dir and --dataset-dir must be separate, non-nested directories",
@@ -176,27 +112,30 @@ def _check_request(req: ConvertRequest) -> None:
     for path in (req.out_dir, req.dataset_dir):
         if path.exists() and not req.force:
             raise ConvertError(f"{str(path)!r} already exists", "remove it or pass --force")
+    for path in (*req.constraints, *req.overrides):
+        if not path.is_file():
+            raise ConvertError(f"{str(path)!r} is not a file",
+                               "--constraint/--override take a requirements file")
+    _check_env_args(req)
 
 
-def _remove_stale(*finals: Path) -> None:
-    """Temp dirs that killed conversions (or builds) left beside the outputs; done before
-    staging, since ``envkit.atomic`` counts this process's own temp dirs as stale."""
-    for parent in {f.resolve().parent for f in finals}:
-        if parent.is_dir():
-            for stale in stale_temp_dirs(parent):
-                shutil.rmtree(stale, ignore_errors=True)
+def _check_env_args(req: ConvertRequest) -> None:
+    """Secrets never reach the package as literals (it is uploaded as a FileSet)."""
+    found = literal_secrets(req.env_args)
+    if found and not req.allow_literal_secrets:
+        msg = (f"--env-args has a literal value for {', '.join(map(repr, found))}, which "
+               "looks like a secret and would be written into configs/verifiers_agent.yaml")
+        raise ConvertError(msg, "pass it as '${oc.env:VAR}' (Gym resolves it at spin-up; "
+                                "export VAR for the conversion), or --allow-literal-secrets")
+    try:
+        resolved(req.env_args)
+    except EnvArgsError as exc:
+        raise ConvertError(str(exc), exc.hint) from None
 
 
-def _stage(stack: ExitStack, final: Path) -> Path:
-    """A temp dir beside ``final`` (same filesystem, so the last step is a rename)."""
-    final.resolve().parent.mkdir(parents=True, exist_ok=True)
-    tmp = make_temp_dir(final.resolve())
-    stack.callback(shutil.rmtree, tmp, ignore_errors=True)
-    return tmp
-
-
-def _env_wheel(req: ConvertRequest, hub: HubRef, dest: Path) -> EnvWheel | None:
-    """The local env wheel for --wheel/--source (None for the hub path)."""
+def _env_wheel(req: ConvertRequest, hub: HubRef, dest: Path) -> EnvWheel:
+    """The env wheel (built, given, or downloaded alone from the hub index), checked before
+    anything else is resolved."""
     try:
         if req.source is not None:
             logger.info("building a wheel from %s", req.source)
@@ -204,188 +143,50 @@ def _env_wheel(req: ConvertRequest, hub: HubRef, dest: Path) -> EnvWheel | None:
         elif req.wheel is not None:
             wheel = local_wheel(req.wheel, dest)
         else:
-            return None
+            logger.info("downloading %s from %s", hub.requirement(req.hub_version),
+                        req.index_url or hub.index_url)
+            wheel = hub_wheel(req, hub, dest)
     except SourceError as exc:
         raise ConvertError(str(exc), "--wheel takes a .whl file; --source a project with a "
                                      "pyproject.toml") from None
     if wheel.meta.name != hub.dist_name.replace("_", "-"):
         logger.warning("the wheel is %s, but hub id %s names %s", wheel.meta.name, hub.hub_id,
                        hub.dist_name)
-    _refuse_v1(req, wheel)
+    _check_wheel_meta(req, wheel.path)
     return wheel
 
 
-def _refuse_v1(req: ConvertRequest, wheel: EnvWheel) -> None:
-    """Refuse before resolving: the wheel's own metadata says it needs verifiers >= 0.4."""
-    why = verifiers_conflict(wheel.meta, req.verifiers_version)
-    if why:
-        msg = (f"{wheel.path.name} is written for the verifiers v1 API ({why}); Gym 0.7's "
-               f"verifiers_agent runs verifiers {req.verifiers_version} and its classic API")
-        raise ConvertError(msg, "use a release of the environment built on verifiers < 0.4, "
-                                "or package it as wheels-v1 with a Gym server of your own")
+def _check_wheel_meta(req: ConvertRequest, path: Path, who: str | None = None) -> None:
+    """The env's own metadata: its verifiers pin and its Requires-Python."""
+    meta = read_wheel(path, rel=path.name)
+    conflict = requires_conflict(meta.requires_dist, req.verifiers_version)
+    if conflict:
+        raise ConvertError(conflict.message(who or path.name, req.gym_version), conflict.hint())
+    if not python_ok(meta, req.target):
+        msg = (f"{who or path.name} declares Requires-Python {meta.requires_python!r}, which "
+               f"excludes the training image's CPython {req.target.full_version}")
+        raise ConvertError(msg, "use a release of it that supports Python 3.13 (EK406)")
 
 
-_GYM_FLOORS = ("hydra-core>=1.1",)
-"""nemo-gym requires ``hydra-core`` unpinned; hydra 1.x needs antlr4-python3-runtime 4.9.x,
-which PyPI ships only as an sdist; a wheels-only resolution backtracked to hydra-core 0.11.3,
-which imports ``pkg_resources`` (no setuptools in a 3.13 venv), and every Gym server died on
-start. The resolver now builds pure sdists into wheels (``envkit.sdists``); the floor makes a
-regression fail at resolution instead of at spin-up (tests/test_rollout_verifiers.py)."""
-
-
-def _requirements(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None) -> list[str]:
-    """The env, Gym's verifiers pin, and what Gym adds to the agent's venv (nemo-gym, ray,
-    openai): resolving them together keeps the vendored closure installable into that venv
-    (verifiers alone would pick openai 3.x and anthropic 2.x; nemo-gym 0.7.0 pins
-    ``openai==2.44.0`` and ``anthropic<=0.109.2``)."""
-    env_req = env_wheel.requirement if env_wheel else hub.requirement(req.hub_version)
-    return [env_req, f"verifiers=={req.verifiers_version}",
-            *runtime_requirements(req.gym_version), *_GYM_FLOORS, *_policy_model_requirements()]
-
-
-def _policy_model_requirements() -> list[str]:
-    """What Gym builds the built-in ``vllm_model`` venv from (``policy_model`` runs it):
-    ``nemo-gym[dev]`` and setuptools for its editable install. Vendored, the only thing an
-    offline spin-up still lacks is the harness's verifiers from GitHub (seed 001)."""
-    rel = f"responses_api_models/{POLICY_MODEL_IMPL}"
-    name, text = gym_data().builtin_server_installs[rel]
-    roots, _egress = marker_roots(name, text, rel)
-    return [str(root.requirement) for root in roots]
-
-
-def _python_floor(target: Target) -> str | None:
-    """nemo-gym declares ``Requires-Python >=3.13.14``; the image's 3.13 satisfies it, so the
-    resolution uses that patch floor instead of plain 3.13 (= 3.13.0)."""
-    for spec in SpecifierSet(gym_data().requires_python):
-        if spec.operator == ">=" and tuple(map(int, spec.version.split(".")[:2])) == target.python:
-            return spec.version
-    return None
-
-
-def _indexes(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None) -> list[str]:
-    """Extra indexes (searched before PyPI): the owner's hub index, for the hub path."""
-    return [] if env_wheel else [req.index_url or hub.index_url]
-
-
-def _resolve_target(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None) -> list:
-    requirements = _requirements(req, hub, env_wheel)
-    logger.info("resolving %s for %s", ", ".join(requirements), req.target)
-    try:
-        pins = resolve.resolve_closure(
-            requirements, req.target,
-            find_links=[env_wheel.path.parent] if env_wheel else (),
-            extra_index_urls=_indexes(req, hub, env_wheel),
-            cache=resolve.ResolutionCache(cache_root() / "resolutions"),
-            python_version=_python_floor(req.target),
-        )
-    except resolve.ResolveError as exc:
-        hint = _resolve_hint(str(exc), req.target)
-        raise ConvertError(str(exc), hint) from None
-    if env_wheel is None:
-        return pins
-    # a cached resolution may name an earlier run's temp copy of the same (same-hash) wheel
-    local = env_wheel.path.resolve().as_uri()
-    return [replace(p, url=local) if p.name == env_wheel.meta.name else p for p in pins]
-
-
-def _resolve_hint(message: str, target: Target) -> str:
-    if "Failed to fetch" in message or "dns error" in message:
-        return "an index could not be reached: check --index-url and the network"
-    if "verifiers" in message and "unsatisfiable" in message:
-        return "an environment that needs verifiers >= 0.4 uses the v1-only API"
-    return (f"check that every dependency has a wheel for {target}; raise --glibc if your "
-            "cluster's image has a newer glibc")
-
-
-def _check_env_wheel(
-    req: ConvertRequest, hub: HubRef, pins: Sequence, env_wheel: EnvWheel | None
-) -> None:
-    """The vendored env wheel is the local one (no same-named project from an index), and its
-    verifiers requirement is classic."""
-    name = _env_name(hub, env_wheel)
+def _check_closure(req: ConvertRequest, pins: Sequence, wheels: Path, env_wheel: EnvWheel,
+                   name: str) -> None:
+    """Before any env code runs: the vendored env wheel is the one meant (no same-named
+    project from another index), and every wheel admits the target's Python."""
     pin = next((p for p in pins if p.name == name), None)
     if pin is None:
         raise ConvertError(f"the resolved closure has no wheel for {name!r}")
-    host = urlsplit(pin.url).netloc
-    if env_wheel is None and host != urlsplit(_indexes(req, hub, None)[0]).netloc:
-        logger.warning("%s was served from %s, not by the hub index: check it is the env you "
-                       "meant (a same-named project on another index?)", pin.filename, host)
-    if env_wheel and pin.sha256 and pin.sha256 != sha256_of(env_wheel.path):
+    if pin.sha256 and pin.sha256 != sha256_of(env_wheel.path):
         msg = (f"an index served a different {pin.filename} than the wheel given "
                "(dependency confusion?)")
         raise ConvertError(msg, "rename the project or bump its version")
-
-
-def _host_closure(req: ConvertRequest, hub: HubRef, pins: Sequence, wheels: Path,
-                  env_wheel: EnvWheel | None, python: str, work: Path) -> tuple[list, Path]:
-    """Pins and a folder of wheels for the interpreter that loads the env.
-
-    When the host is the target's platform (same machine, CPython 3.13) that is the vendored
-    closure itself, so the load also proves ``wheels/`` installs. Otherwise the same
-    requirements are resolved for the host (glibc 2.28 floor) and fetched separately.
-    """
-    machine, version = host_platform(python)
-    if machine == req.target.arch and version == req.target.python:
-        return list(pins), wheels
-    host = Target(arch=machine, python=version, glibc=(2, 28))
-    logger.info("the host (%s) is not the target: resolving the host closure too", host)
-    host_pins = _resolve_target(replace(req, target=host), hub, env_wheel)
-    dest = work / "host-wheels"
-    return _fetch(host_pins, dest), dest
-
-
-def _load_rows(req: ConvertRequest, hub: HubRef, pins: Sequence, wheels: Path,
-               env_wheel: EnvWheel | None, work: Path) -> LoadResult:
-    """Load the env in a subprocess of a venv built from the host closure.
-
-    The dependencies go into a venv cached by their exact hashes (shared by every env with
-    the same closure); the env wheel itself is installed per run into a directory the
-    loader puts first on ``sys.path``.
-    """
-    python = req.host_python or find_host_python()
-    host_pins, folder = _host_closure(req, hub, pins, wheels, env_wheel, python, work)
-    name = _env_name(hub, env_wheel)
-    # nemo-gym is the agent's runtime, never imported by a load, and its Requires-Python
-    # floor (3.13.14) is above what a local 3.13 may be
-    deps = [(p.sha256 or p.filename, folder / p.filename) for p in host_pins
-            if p.name not in (name, "nemo-gym")]
-    env_file = next(folder / p.filename for p in host_pins if p.name == name)
-    logger.info("installing the environment into a throwaway venv (%s)", python)
-    uv = resolve.uv_bin()
-    try:
-        venv_python = cached_env(uv, cache_root() / "convert-venvs", python, deps)
-        site = install_into(uv, venv_python, env_file, work / "run" / "site")
-    except SandboxError as exc:
-        raise ConvertError(str(exc), "the host needs the same closure the target gets") from None
-    return _run(req, hub, venv_python, work, site)
-
-
-def _env_name(hub: HubRef, env_wheel: EnvWheel | None) -> str:
-    return env_wheel.meta.name if env_wheel else hub.dist_name.replace("_", "-")
-
-
-def _run(req: ConvertRequest, hub: HubRef, venv_python: Path, work: Path,
-         site: Path) -> LoadResult:
-    logger.info("loading %s with load_environment(**%s)", hub.vf_env_id, req.env_args)
-    try:
-        return run_loader(venv_python, hub.module, hub.vf_env_id, req.env_args, work / "run",
-                          timeout=req.timeout, num_examples=req.num_examples, path=[site])
-    except LoadError as exc:
-        if exc.log.strip():
-            logger.error("output of the environment's load:\n%s", exc.log[-3000:])
-        raise ConvertError(f"loading {hub.vf_env_id!r} failed ({exc.kind}): {exc}",
-                           _LOAD_HINTS.get(exc.kind, "see the log above")) from None
-
-
-_LOAD_HINTS = {
-    "v1": "the module exports a verifiers v1 Taskset; Gym's verifiers_agent needs the classic "
-          "load_environment(**kwargs) API (verifiers < 0.4)",
-    "none": "the module must define load_environment(**kwargs) (verifiers classic API)",
-    "timeout": "raise --timeout if loading legitimately takes longer",
-    "escape": "an environment may write only under its HOME/TMPDIR during conversion",
-    "import": "the wheel's top-level module must be named after the hub id (dashes -> underscores)",
-    "load": "check --env-args; the traceback is in the log",
-}
+    _check_wheel_meta(req, wheels / pin.filename, f"{name} {pin.version}")
+    for other in pins:
+        meta = read_wheel(wheels / other.filename, rel=other.filename)
+        if meta.error is None and not python_ok(meta, req.target):
+            msg = (f"{other.filename} declares Requires-Python {meta.requires_python!r}, "
+                   f"which excludes the training image's CPython {req.target.full_version}")
+            raise ConvertError(msg, f"pin another release of {other.name} with --override "
+                                    "FILE (EK406)")
 
 
 def _write_dataset(
@@ -404,38 +205,29 @@ def _write_dataset(
     return len(split.training), len(split.validation)
 
 
-def _write_package(
-    req: ConvertRequest, hub: HubRef, pins: Sequence, env_wheel: EnvWheel | None, pkg: Path
-) -> None:
+def _write_package(req: ConvertRequest, hub: HubRef, pins: Sequence, env_wheel: EnvWheel,
+                   name: str, pkg: Path) -> None:
     spec = AdapterSpec(name=hub.name, hub_id=hub.hub_id, vf_env_id=hub.vf_env_id,
                        vf_env_args=req.env_args)
     for rel, text in package_texts(spec).items():
         (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
         (pkg / rel).write_text(text, "utf-8")
-    locked = [LockedWheel(p.name, p.version, p.filename, p.url, p.sha256,
-                          tuple(p.requested_by)) for p in pins]
-    lock = lock_data(locked, str(req.target), _requirements(req, hub, env_wheel),
-                     f"uv {resolve.uv_version()}")
+    sources = pin_sources(req, pins, name, env_wheel)
+    locked = [LockedWheel(p.name, p.version, p.filename,
+                          env_wheel.url if p.name == name and env_wheel.url else p.url,
+                          p.sha256, tuple(p.requested_by), sources.get(p.name, ""))
+              for p in pins]
+    lock = lock_data(locked, str(req.target), requirements(req, hub, env_wheel),
+                     f"uv {uvcmd.uv_version()}")
     (pkg / LOCK_NAME).write_text(json.dumps(lock, indent=2) + "\n", "utf-8")
 
 
-def _install(pkg: Path, out: Path, data: Path, dataset_dir: Path, *, force: bool) -> None:
-    """Rename both staged dirs into place; if the second rename fails, undo the first."""
-    backups: list[tuple[Path, Path]] = []
-    done: list[Path] = []
-    try:
-        for staged, final in ((pkg, out), (data, dataset_dir)):
-            if final.exists() and force:
-                backup = final.with_name(f".{final.name}.envkit-old")
-                final.rename(backup)
-                backups.append((backup, final))
-            staged.rename(final)
-            done.append(final)
-    except OSError as exc:
-        for final in done:
-            shutil.rmtree(final, ignore_errors=True)
-        for backup, final in backups:
-            backup.rename(final)
-        raise ConvertError(f"could not move the output into place: {exc}") from None
-    for backup, _ in backups:
-        shutil.rmtree(backup, ignore_errors=True)
+def _validate_staged(req: ConvertRequest, pkg: Path, data: Path) -> object:
+    """Validate before anything is installed: an invalid package is refused with its report
+    and leaves nothing behind."""
+    options = CheckOptions(target=req.target, gym_version=req.gym_version, offline=req.offline)
+    report = validate(ValidateRequest(package=pkg, dataset=data, options=options))
+    if not report.valid:
+        raise ConvertError("the converted package does not validate; nothing was written",
+                           "see the diagnostics", report=report)
+    return report

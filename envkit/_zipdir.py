@@ -13,7 +13,10 @@ from __future__ import annotations
 import struct
 import zipfile
 import zlib
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = ["Archive", "Unsupported", "ZipfileArchive", "open_archive"]
 
@@ -45,16 +48,10 @@ class Archive:
         :raises zipfile.BadZipFile: corrupt header, data or CRC.
         """
         method, csize, size, crc, offset = self._entries[name]
-        self._fh.seek(offset)
-        header = self._fh.read(_LOCAL.size)
-        if len(header) != _LOCAL.size or header[:4] != b"PK\x03\x04":
-            msg = f"bad local header for {name!r}"
-            raise zipfile.BadZipFile(msg)
-        fields = _LOCAL.unpack(header)
-        self._fh.seek(fields[10] + fields[11], 1)
+        _seek_data(self._fh, offset, name)
         raw = self._fh.read(csize)
         try:
-            data = raw if method == zipfile.ZIP_STORED else zlib.decompress(raw, -15)
+            data = raw if method == zipfile.ZIP_STORED else _inflate(raw, size)
         except zlib.error as exc:
             msg = f"{name!r}: {exc}"
             raise zipfile.BadZipFile(msg) from None
@@ -62,6 +59,85 @@ class Archive:
             msg = f"bad CRC-32 or size for {name!r}"
             raise zipfile.BadZipFile(msg)
         return data
+
+    def chunks(self, name: str) -> Iterator[bytes]:
+        """The member in pieces of at most 1 MiB (for hashing big members in bounded memory).
+
+        :raises zipfile.BadZipFile: corrupt header or data, or a size or CRC that disagrees
+            with the directory (raised once the pieces run out).
+        """
+        method, csize, size, crc, offset = self._entries[name]
+        _seek_data(self._fh, offset, name)
+        return _stream(self._fh, name, method, csize, size, crc)
+
+
+_CHUNK = 1 << 20
+
+
+def _seek_data(fh: BinaryIO, offset: int, name: str) -> None:
+    """Position ``fh`` at the data of the member whose local header is at ``offset``."""
+    fh.seek(offset)
+    header = fh.read(_LOCAL.size)
+    if len(header) != _LOCAL.size or header[:4] != b"PK\x03\x04":
+        msg = f"bad local header for {name!r}"
+        raise zipfile.BadZipFile(msg)
+    fields = _LOCAL.unpack(header)
+    fh.seek(fields[10] + fields[11], 1)
+
+
+def _stream(
+    fh: BinaryIO, name: str, method: int, csize: int, size: int, crc: int
+) -> Iterator[bytes]:
+    """Decompressed pieces, stopped (``BadZipFile``) as soon as they pass the declared size."""
+    produced = running = 0
+    try:
+        for piece in _inflated(_raw(fh, csize), method):
+            produced += len(piece)
+            if produced > size:
+                break
+            running = zlib.crc32(piece, running)
+            yield piece
+    except (zlib.error, OSError, EOFError, ValueError) as exc:
+        msg = f"{name!r}: {type(exc).__name__}: {exc}"
+        raise zipfile.BadZipFile(msg) from None
+    if produced != size or running != crc:
+        msg = f"bad CRC-32 or size for {name!r}"
+        raise zipfile.BadZipFile(msg)
+
+
+def _raw(fh: BinaryIO, csize: int) -> Iterator[bytes]:
+    left = csize
+    while left > 0 and (raw := fh.read(min(left, _CHUNK))):
+        left -= len(raw)
+        yield raw
+
+
+def _inflated(raws: Iterator[bytes], method: int) -> Iterator[bytes]:
+    """Stored, deflate or bzip2 data, each call's output capped at ``_CHUNK``."""
+    if method == zipfile.ZIP_STORED:
+        yield from raws
+    elif method == zipfile.ZIP_DEFLATED:
+        inflater = zlib.decompressobj(-15)
+        for raw in raws:
+            while raw:
+                yield inflater.decompress(raw, _CHUNK)
+                raw = inflater.unconsumed_tail
+    else:  # bzip2: 81 bytes can hold 50 MB of zeros, so the cap matters most here
+        import bz2  # lazy: wheels do not use bzip2, and every validate run imports this module
+
+        bunzip = bz2.BZ2Decompressor()
+        for raw in raws:
+            yield bunzip.decompress(raw, _CHUNK)
+            while not bunzip.needs_input and not bunzip.eof:
+                yield bunzip.decompress(b"", _CHUNK)
+
+
+def _inflate(raw: bytes, size: int) -> bytes:
+    """Raw deflate data, but never more than one byte past the declared ``size``: a member
+    declared as 50 bytes that inflates to a gigabyte costs 51 bytes, then fails the size check.
+    """
+    inflater = zlib.decompressobj(-15)
+    return inflater.decompress(raw, size + 1)
 
 
 class ZipfileArchive:
@@ -72,7 +148,42 @@ class ZipfileArchive:
         self.sizes = {i.filename: i.file_size for i in zf.infolist() if not i.is_dir()}
 
     def read(self, name: str) -> bytes:
-        return self._zf.read(name)
+        """Like ``ZipFile.read``, bounded by the declared size, with every failure a hostile
+        archive can cause (unknown compression method, encryption, bad data) raised as
+        ``BadZipFile``."""
+        return b"".join(self.chunks(name))
+
+    def chunks(self, name: str) -> Iterator[bytes]:
+        """The member in bounded pieces. Stored, deflate and bzip2 go through the same capped
+        decompression as the fast reader (``zipfile`` inflates bzip2 without an output bound);
+        anything else through ``zipfile``, 4 KiB of input per read so its overshoot is small.
+        """
+        info = self._zf.getinfo(name)
+        fh = self._zf.fp
+        plain = not info.flag_bits & _ENCRYPTED and info.compress_type in _STREAMED
+        if plain and fh is not None:
+            _seek_data(fh, info.header_offset, name)
+            return _stream(fh, name, info.compress_type, info.compress_size, info.file_size,
+                           info.CRC)
+        return self._stepwise(info)
+
+    def _stepwise(self, info: zipfile.ZipInfo) -> Iterator[bytes]:
+        left = info.file_size
+        try:
+            with self._zf.open(info) as member:
+                while left >= 0 and (piece := member.read(min(left + 1, 4096))):
+                    left -= len(piece)
+                    yield piece
+        except (NotImplementedError, RuntimeError, ValueError, EOFError, OSError, IndexError,
+                KeyError, struct.error, zlib.error) as exc:
+            msg = f"{info.filename!r}: {type(exc).__name__}: {exc}"
+            raise zipfile.BadZipFile(msg) from None
+        if left != 0:
+            msg = f"bad size for {info.filename!r}"
+            raise zipfile.BadZipFile(msg)
+
+
+_STREAMED = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2)
 
 
 def open_archive(fh: BinaryIO) -> Archive:
@@ -111,7 +222,11 @@ def _entries(cd: bytes, count: int) -> dict[str, tuple[int, int, int, int, int]]
             raise Unsupported  # zip64 extra field carries the real values
         raw = cd[pos + _CDIR.size : pos + _CDIR.size + nlen]
         ascii_or_utf8 = flags & _UTF8_FLAG or raw.isascii()  # ASCII is the same in cp437
-        name = raw.decode() if ascii_or_utf8 else raw.decode("cp437")
+        try:
+            name = raw.decode() if ascii_or_utf8 else raw.decode("cp437")
+        except UnicodeDecodeError:
+            msg = f"member name flagged UTF-8 is not UTF-8: {raw[:60]!r}"
+            raise zipfile.BadZipFile(msg) from None
         entries[name] = (method, csize, usize, crc, offset)
         pos += _CDIR.size + nlen + elen + clen
     return entries

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 __all__ = ["TMP_PREFIX", "EscapingPathError", "make_temp_dir", "stale_temp_dirs",
-           "swap_into_place", "write_files"]
+           "swap_into_place", "write_files", "write_text"]
 
 TMP_PREFIX = ".envkit-tmp-"
 _RENAME_EXCHANGE = 2
@@ -30,7 +30,16 @@ class EscapingPathError(ValueError):
 def make_temp_dir(out: Path) -> Path:
     """A fresh temp dir next to ``out`` (same filesystem, so the final rename is atomic)."""
     prefix = f"{TMP_PREFIX}{out.name}-{os.getpid()}-"
-    return Path(tempfile.mkdtemp(prefix=prefix, dir=out.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=out.parent))
+    tmp.chmod(0o777 & ~_umask())  # mkdtemp makes it 0700; the output follows the umask
+    return tmp
+
+
+def _umask() -> int:
+    """The process umask (reading it means setting it; set straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_files(root: Path, files: dict[str, Path | bytes]) -> None:
@@ -94,3 +103,19 @@ def _exchange(a: Path, b: Path) -> bool:
     except (OSError, AttributeError):
         return False
     return func(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0
+
+
+def write_text(path: Path, text: str, *, mode: int = 0o644) -> Path:
+    """One file, whole or not at all: ``mkstemp`` beside it, then ``os.replace`` (a reader
+    never sees half a file; a crash leaves the old one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        Path(tmp).replace(path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -25,9 +25,8 @@ from envkit.atomic import (
     swap_into_place,
     write_files,
 )
-from envkit.closure import runtime_roots
+from envkit.cache import cache_root
 from envkit.converters.gym_tree import (
-    SERVER_TYPES,
     GymTreeError,
     ServerSource,
     TreePlan,
@@ -35,31 +34,24 @@ from envkit.converters.gym_tree import (
     plan_tree,
     server_requirements,
 )
-from envkit.gym_data import gym_data
-from envkit.package import load_package
-from envkit.resolve import (
-    PinnedWheel,
-    ResolutionCache,
-    Runner,
-    SdistBuild,
-    WheelCache,
-    cache_root,
-    resolve_closure,
-    run_subprocess,
-    uv_version,
-    vendor_pins,
-)
+from envkit.downloads import vendor_pins
+from envkit.gym_data import DEFAULT_GYM_VERSION, gym_data, runtime_requirements
+from envkit.package import SERVER_TYPES, load_package
+from envkit.resolve import PinnedWheel, ResolutionCache, resolve_closure
+from envkit.sdists import SdistBuild
 from envkit.target import Target
+from envkit.uvcmd import Runner, UvSources, run_subprocess, uv_version
 from envkit.validate import ValidateRequest, validate
 from envkit.validators import CheckOptions, Inputs
 from envkit.validators.wheels import closure_roots
+from envkit.wheelcache import WheelCache
 from envkit.yamlio import YamlReadError, read_mapping
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from envkit.downloads import FetchProgress
     from envkit.report import Report
-    from envkit.resolve import FetchProgress
 
 __all__ = [
     "LOCK_NAME",
@@ -68,7 +60,6 @@ __all__ = [
     "BuildResult",
     "build",
     "convert_package",
-    "runtime_requirements",
 ]
 
 LOCK_NAME = "wheels.lock"
@@ -89,7 +80,7 @@ class BuildRequest:
     out: Path
     fmt: str = "wheels-v1"
     target: Target = field(default_factory=Target)
-    gym_version: str = "0.7.0"
+    gym_version: str = DEFAULT_GYM_VERSION
     name: str | None = None
     description: str | None = None
     dataset_dir: Path | None = None
@@ -116,14 +107,6 @@ class BuildResult:
     wheels: tuple[PinnedWheel, ...]
     report: Report
     notes: tuple[str, ...] = ()
-
-
-def runtime_requirements(gym_version: str) -> list[str]:
-    """What Gym adds to every server venv: ``nemo-gym==V``, ``ray[default]``, ``openai`` at
-    nemo-gym's own Requires-Dist (``envkit/data/gym.json``), and the ``pip`` its
-    ``uv venv --seed`` installs: the same roots ``validate --offline`` walks."""
-    roots = runtime_roots(gym_version, gym_data().requires_dist, "")
-    return [str(root.requirement) for root in roots]
 
 
 def _python_floor(target: Target) -> str | None:
@@ -288,8 +271,9 @@ def _vendor(root: Path, requirements: list[tuple[str, str]], request: BuildReque
             log(f"{pin.name}=={pin.version} has no wheel for {request.target}, only the sdist "
                 f"{pin.filename}: a pure wheel built from it is vendored if the project is pure "
                 "(built once, cached by the sdist's sha256)")
-        how = SdistBuild(request.index_url, request.extra_index_urls, request.wheels_dirs,
-                         cache / "uv", runner)
+        sources = UvSources(request.index_url, request.extra_index_urls, request.wheels_dirs,
+                            cache / "uv")
+        how = SdistBuild(sources, runner)
         pins = vendor_pins(pins, root / "wheels", cache=WheelCache(cache / "wheels"),
                            progress=progress, sdist_build=how)
     except (RuntimeError, OSError) as exc:
@@ -300,8 +284,8 @@ def _vendor(root: Path, requirements: list[tuple[str, str]], request: BuildReque
 
 
 def _glibc_hint(message: str, target: Target) -> str:
-    """nemo-gym 0.7.0's closure (pyarrow >= 23) has no manylinux_2_17 x86_64 wheels: uv then
-    pins the sdist of a compiled project, which cannot be cross-built."""
+    """The pinned Gym version's closure (pyarrow >= 23) has no manylinux_2_17 x86_64 wheels:
+    uv then pins the sdist of a compiled project, which cannot be cross-built."""
     missing = "no usable wheels" in message or "cannot be cross-built" in message
     if not missing or target.glibc_floor >= (2, 28):
         return ""

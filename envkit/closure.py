@@ -12,20 +12,29 @@ say ``openai==2.44.0 <- nemo-gym==0.7.0 <- runtime pin``.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections import deque
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from packaging.markers import Marker, UndefinedComparison, UndefinedEnvironmentName
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion
 
+from envkit.reqfiles import (  # re-exported: the closure's callers read roots from here
+    MAX_REQUIREMENT_CHARS,
+    Egress,
+    Root,
+    marker_roots,
+    parse_requirement,
+    pyproject_roots,
+    requirements_txt_roots,
+)
+
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping
+    from collections.abc import Iterable, Mapping
 
     from packaging.version import Version
 
@@ -51,31 +60,8 @@ __all__ = [
 
 RUNTIME_ORIGIN = "runtime pin"
 SEED_ORIGIN = "venv seed (Gym runs `uv venv --seed`)"
-_OPTION = re.compile(r"\s+--?[a-zA-Z]")
 _LAST_EXTRA = re.compile(r"(?:;|\band)\s*extra\s*==\s*[\"']([^\"']+)[\"']\s*$")
-_EDITABLE = re.compile(r"^(?:-e|--editable)(?:\s+|=)")
 _PARENS = re.compile(r"\([^()]*\)")
-_URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://|^git\+|^hg\+|^svn\+|^bzr\+")
-
-
-@dataclass(frozen=True)
-class Root:
-    """A requirement the install starts from, and where it is written."""
-
-    requirement: Requirement
-    origin: str
-    """Last link of every chain through it: ``path:line`` or ``runtime pin``."""
-    path: str
-    line: int | None = None
-
-
-@dataclass(frozen=True)
-class Egress:
-    """A requirement only a network can satisfy (URL, VCS ref): never covered by wheels/."""
-
-    text: str
-    path: str
-    line: int | None
 
 
 @dataclass(frozen=True)
@@ -125,108 +111,19 @@ def python_ok(wheel: WheelFile, target: Target) -> bool:
     """Whether ``Requires-Python`` admits the target interpreter (unparsable counts as yes)."""
     if not wheel.requires_python:
         return True
+    if len(wheel.requires_python) > MAX_REQUIREMENT_CHARS:
+        return True
     try:
         spec = SpecifierSet(wheel.requires_python)
-    except InvalidSpecifier:
+        # ValueError: a version with more digits than int() converts (>=999...9).
+        return spec.contains(target.full_version, prereleases=True)
+    except (InvalidSpecifier, ValueError):
         return True
-    return spec.contains(target.full_version, prereleases=True)
 
 
 def usable(wheel: WheelFile, target: Target) -> bool:
     """Readable, tag-compatible with the target, and its Requires-Python admits it."""
     return wheel.error is None and target.accepts(wheel.tags) and python_ok(wheel, target)
-
-
-def requirements_txt_roots(text: str, path: str) -> tuple[list[Root], list[Egress]]:
-    """Roots of a ``requirements.txt`` as Gym's server setup reads it.
-
-    Comments, blank lines, options (``--extra-index-url``, ``-r``, ``-c``, ``--hash``) and
-    lines containing ``../..`` (dropped by Gym) are skipped; URLs and VCS refs need egress.
-    """
-    roots: list[Root] = []
-    egress: list[Egress] = []
-    for line_no, raw in _logical_lines(text):
-        line = _EDITABLE.sub("", raw)  # `-e git+https://...` needs egress like a plain VCS ref
-        if "../.." in line or line.startswith("-"):
-            continue
-        req_text = _OPTION.split(line, maxsplit=1)[0].strip()
-        if raw != line and not _URL.match(req_text):
-            continue  # an editable local path: built from the tree, not from wheels/
-        if _URL.match(req_text):
-            egress.append(Egress(req_text, path, line_no))
-            continue
-        req = parse_requirement(req_text)
-        if req is None:
-            continue
-        if req.url:
-            egress.append(Egress(req_text, path, line_no))
-        else:
-            roots.append(Root(req, f"{path}:{line_no}", path, line_no))
-    return roots, egress
-
-
-def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
-    """``(first line number, line)`` with comments cut and ``\\`` continuations joined."""
-    pending, start = "", 0
-    for no, raw in enumerate(text.splitlines(), 1):
-        line = re.sub(r"(^|\s)#.*$", "", raw).rstrip()
-        if not pending:
-            start = no
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
-            continue
-        full, pending = (pending + line).strip(), ""
-        if full:
-            yield start, full
-
-
-def pyproject_roots(text: str, path: str) -> tuple[list[Root], list[Egress]]:
-    """Roots from ``[project] dependencies`` and ``[build-system] requires``.
-
-    Gym installs a pyproject server with ``uv pip install --no-sources -e .``: its
-    ``nemo-gym[dev]`` dependency keeps the extra (so the walk expands it), and building the
-    editable project needs the build requirements too. A malformed file yields no roots
-    (EK205/EK3xx own it).
-    """
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        return [], []
-    roots: list[Root] = []
-    egress: list[Egress] = []
-    for table, key in (("project", "dependencies"), ("build-system", "requires")):
-        section = doc.get(table)
-        deps = section.get(key, []) if isinstance(section, dict) else []
-        for dep in deps if isinstance(deps, list) else []:
-            _pyproject_dep(dep, text, path, roots, egress)
-    return roots, egress
-
-
-def _pyproject_dep(
-    dep: object, text: str, path: str, roots: list[Root], egress: list[Egress]
-) -> None:
-    req = parse_requirement(dep) if isinstance(dep, str) else None
-    if req is None or not isinstance(dep, str):
-        return
-    line = _line_of(text, dep)
-    if req.url:
-        if "../.." not in req.url:
-            egress.append(Egress(dep, path, line))
-        return
-    roots.append(Root(req, f"{path}:{line}" if line else path, path, line))
-
-
-def _line_of(text: str, needle: str) -> int | None:
-    for no, line in enumerate(text.splitlines(), 1):
-        if needle in line:
-            return no
-    return None
-
-
-def marker_roots(file_name: str, text: str, path: str) -> tuple[list[Root], list[Egress]]:
-    """Roots of a server's install marker, ``requirements.txt`` or ``pyproject.toml``."""
-    reader = requirements_txt_roots if file_name == "requirements.txt" else pyproject_roots
-    return reader(text, path)
 
 
 def runtime_roots(gym_version: str, gym_requires: Iterable[str], path: str) -> list[Root]:
@@ -243,15 +140,6 @@ def runtime_roots(gym_version: str, gym_requires: Iterable[str], path: str) -> l
             roots.append(Root(req, RUNTIME_ORIGIN, path))
     roots.append(Root(Requirement("pip"), SEED_ORIGIN, path))
     return roots
-
-
-@lru_cache(maxsize=8192)
-def parse_requirement(text: str) -> Requirement | None:
-    """``Requirement(text)``, cached, or None when it does not parse (never raises)."""
-    try:
-        return Requirement(text)
-    except InvalidRequirement:
-        return None
 
 
 @lru_cache(maxsize=16384)

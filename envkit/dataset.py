@@ -9,6 +9,7 @@ the only place that opens the files; the validators consume its rows.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -79,6 +80,11 @@ def load_dataset(root: str | Path) -> Dataset:
     for name in DATASET_FILES:
         path = root / name
         if not path.exists():
+            if path.is_symlink():
+                errors.append((name, "a dangling symlink"))
+            continue
+        if path.is_symlink() and not _inside(root, path):
+            errors.append((name, "a symlink out of the directory (not followed)"))
             continue
         if not path.is_file():
             errors.append((name, "not a regular file"))
@@ -90,6 +96,14 @@ def load_dataset(root: str | Path) -> Dataset:
             continue
         files.append(name)
     return Dataset(root, tuple(files), tuple(errors))
+
+
+def _inside(root: Path, path: Path) -> bool:
+    """Whether ``path`` resolves inside ``root``: the upload carries the directory, not what
+    its links point at, so a link out of it validates a file the platform never sees."""
+    real_root = os.path.realpath(root)
+    resolved = os.path.realpath(path)
+    return resolved.startswith(real_root + os.sep)
 
 
 def _lines(fh: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
@@ -121,3 +135,5 @@ def _parse_line(file: str, number: int, raw: bytes) -> Row:
         return Row(file, number, error=f"invalid JSON: {exc.msg} (column {exc.colno})")
     except RecursionError:
         return Row(file, number, error="invalid JSON: nested too deeply")
+    except ValueError as exc:  # an integer past Python's 4,300-digit conversion limit
+        return Row(file, number, error=f"invalid JSON: {exc}")

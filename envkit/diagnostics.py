@@ -6,10 +6,13 @@ that ruff's JSON output carries, so editors and CI annotations can consume it un
 
 from __future__ import annotations
 
+import difflib
 import enum
+import re
+from collections.abc import Iterable
 from typing import NamedTuple
 
-__all__ = ["Diagnostic", "Severity", "selected"]
+__all__ = ["Diagnostic", "SelectorError", "Severity", "parse_selectors", "selected"]
 
 DOCS_URL = "https://envkit.readthedocs.io/en/latest/rules/{code}.html"
 
@@ -59,3 +62,38 @@ def selected(code: str, select: tuple[str, ...], ignore: tuple[str, ...]) -> boo
     if select and not code.startswith(select):
         return False
     return not (ignore and code.startswith(ignore))
+
+
+class SelectorError(ValueError):
+    """A ``--select``/``--ignore`` value names no rule: a typo must not switch the gate off."""
+
+
+def parse_selectors(values: Iterable[str], known: Iterable[str]) -> tuple[str, ...]:
+    """``EK1,EK204`` and repeated values, upper-cased; every one must match a known code.
+
+    A selector is a code or a prefix of one (``EK``, ``EK1``, ``EK10``, ``EK105``). An unknown
+    one raises with the nearest known selector, as ruff refuses ``--select E999``.
+
+    >>> parse_selectors(["ek1,EK204"], ["EK105", "EK204"])
+    ('EK1', 'EK204')
+    """
+    codes = sorted(set(known))
+    prefixes = {code[:n] for code in codes for n in range(2, len(code) + 1)}
+    out: list[str] = []
+    for value in values:
+        for raw in value.split(","):
+            sel = raw.strip().upper()
+            if not sel:
+                continue
+            if not re.fullmatch(r"EK\d{0,3}", sel) or sel not in prefixes:
+                raise SelectorError(_unknown(raw.strip(), prefixes))
+            out.append(sel)
+    return tuple(dict.fromkeys(out))
+
+
+def _unknown(raw: str, prefixes: set[str]) -> str:
+    same_length = sorted(p for p in prefixes if len(p) > 2 and abs(len(p) - len(raw)) <= 1)
+    near = difflib.get_close_matches(raw.upper(), same_length, n=1, cutoff=0.6)
+    maybe = f"; did you mean {near[0]!r}?" if near else ""
+    return (f"unknown rule selector {raw!r}: no rule code starts with it{maybe} "
+            "(`envkit rule --all` lists the codes)")

@@ -1,6 +1,9 @@
 """Facts about the nemo-gym release the training image runs, generated from its wheel.
 
 ``envkit/data/gym.json`` is written by ``scripts/gen_gym_data.py``; never edit it by hand.
+``DEFAULT_GYM_VERSION`` is the one place the pinned release is written: every default,
+runtime pin and docstring derives from it (``tests/test_gym_data.py`` checks the generated
+data was read off that same release).
 """
 
 from __future__ import annotations
@@ -11,7 +14,19 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-__all__ = ["GymData", "ServerModel", "builtin_configs", "gym_data"]
+from envkit.closure import runtime_roots
+
+__all__ = [
+    "DEFAULT_GYM_VERSION",
+    "GymData",
+    "ServerModel",
+    "builtin_configs",
+    "gym_data",
+    "runtime_requirements",
+]
+
+DEFAULT_GYM_VERSION = "0.7.0"
+"""The pinned Gym version: the nemo-gym release the training image runs."""
 
 
 @dataclass(frozen=True)
@@ -117,3 +132,11 @@ def builtin_configs() -> dict[str, dict]:
     text = resources.files("envkit").joinpath("data/gym_configs.json").read_text("utf-8")
     configs: dict[str, dict] = json.loads(text)["configs"]
     return configs
+
+
+def runtime_requirements(gym_version: str) -> list[str]:
+    """What Gym adds to every server venv: ``nemo-gym==V``, ``ray[default]``, ``openai`` at
+    nemo-gym's own Requires-Dist, and the ``pip`` its ``uv venv --seed`` installs: the same
+    roots ``validate --offline`` walks."""
+    roots = runtime_roots(gym_version, gym_data().requires_dist, "")
+    return [str(root.requirement) for root in roots]

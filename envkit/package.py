@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import errno
 import os
+import posixpath
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
+from envkit.reqfiles import include_target
 from envkit.wheelfile import WheelFile, read_wheel
 from envkit.yamlio import MAX_YAML_BYTES, YamlDoc, parse_yaml
 
@@ -293,21 +296,42 @@ def _nested_config_paths(doc: YamlDoc) -> list[str]:
     return [p for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
 
 
+MAX_CONFIGS = 2_000
+"""Configs parsed per package (Gym packages ship a handful; the bench has 200)."""
+MAX_CONFIG_BYTES = 64 * 1024 * 1024
+"""YAML parsed per package, all configs together: bounds the time one validate run takes."""
+
+
 def _read_configs(root: Path, pkg: Package, errors: list) -> dict[str, YamlDoc]:
-    """Manifest ``config_paths`` first, then the in-package files they pull in, transitively."""
+    """Manifest ``config_paths`` first, then the in-package files they pull in, transitively.
+
+    Each distinct path is queued once (a FIFO, not a list popped from the front), so configs
+    that all list each other cost one pass, and the count and bytes parsed are capped.
+    """
     configs: dict[str, YamlDoc] = {}
-    pending = pkg.config_paths()
+    pending = deque(_unique(pkg.config_paths()))
+    queued = set(pending)
+    budget = MAX_CONFIG_BYTES
     while pending:
-        value = pending.pop(0)
-        rel = safe_relpath(value)
-        if rel is None or rel in configs:
-            continue
-        entry = pkg.entries.get(rel)
+        rel = safe_relpath(pending.popleft())
+        entry = pkg.entries.get(rel) if rel is not None and rel not in configs else None
         if entry is None or entry.kind != "file":
             continue  # missing / symlink / dir: EK106/EK107 report it, nothing to parse
+        if len(configs) >= MAX_CONFIGS or entry.size > budget:
+            errors.append((rel, f"not parsed: over {MAX_CONFIGS:,} configs or "
+                                f"{MAX_CONFIG_BYTES // 2**20} MiB of YAML in one package"))
+            break
+        budget -= entry.size
         configs[rel] = _read_yaml(root, rel, errors)
-        pending.extend(_nested_config_paths(configs[rel]))
+        fresh = [p for p in _unique(_nested_config_paths(configs[rel])) if p not in queued]
+        queued.update(fresh)
+        pending.extend(fresh)
     return configs
+
+
+def _unique(values: list[str]) -> list[str]:
+    """``values`` without repeats, first occurrence kept."""
+    return list(dict.fromkeys(values))
 
 
 def _read_servers(
@@ -338,11 +362,37 @@ def _read_servers(
 def _marker_texts(
     root: Path, prefix: str, names: set[str], entries: Mapping[str, FileEntry], errors: list
 ) -> dict[str, str]:
-    texts = {}
+    texts: dict[str, str] = {}
     for name in INSTALL_MARKERS:
         entry = entries.get(prefix + name)
         if name in names and entry is not None and entry.size <= _MAX_TEXT_BYTES:
             raw = _read_bytes(root, prefix + name, errors)
             if raw is not None:
                 texts[name] = raw.decode("utf-8", errors="replace")
+    if "requirements.txt" in texts:
+        _read_includes(root, prefix, texts, entries, errors)
     return texts
+
+
+_MAX_INCLUDES = 32
+
+
+def _read_includes(root: Path, prefix: str, texts: dict, entries: Mapping, errors: list) -> None:
+    """Files ``requirements.txt`` pulls in with ``-r``/``-c`` (transitively, relative to the
+    including file, as pip and uv resolve them), keyed by their path relative to the server
+    directory. Only regular files inside the package are read; at most ``_MAX_INCLUDES``."""
+    pending = ["requirements.txt"]
+    while pending and len(texts) < _MAX_INCLUDES:
+        rel = pending.pop()
+        for line in texts[rel].splitlines():
+            if (target := include_target(line.strip())) is None:
+                continue
+            key = posixpath.normpath(posixpath.join(posixpath.dirname(rel), target[1]))
+            full = posixpath.normpath(prefix + key)
+            entry = entries.get(full)
+            if key in texts or full.startswith("../") or entry is None or entry.kind != "file":
+                continue
+            raw = _read_bytes(root, full, errors, limit=_MAX_TEXT_BYTES)
+            if raw is not None and len(raw) <= _MAX_TEXT_BYTES:
+                texts[key] = raw.decode("utf-8", errors="replace")
+                pending.append(key)

@@ -1,4 +1,4 @@
-"""Resolve a wheel closure for a *foreign* target with uv, and fetch the exact files.
+"""Resolve a wheel closure for a *foreign* target with uv: the pins, not the files.
 
 pip and pip-tools evaluate markers against the host (pip-tools ignores ``--platform``
 silently), so the closure is resolved by ``uv pip compile --python-platform
@@ -11,9 +11,9 @@ that is an sdist is built into a wheel on the host and must come out pure
 output (PEP 751) carries each file's URL and sha256; a second, ``--offline`` run in the
 annotated requirements.txt format, served from uv's own cache, says who asked for what.
 
-uv never sees the user's configuration: ``--no-config``, no inherited ``UV_*``/``PIP_*``
-variables, ``PIP_CONFIG_FILE=/dev/null``. Resolutions are cached by (requirements, target,
-indexes, find-links contents, uv version) and files by sha256, so a warm build makes no
+uv's argv comes from ``envkit.uvcmd`` (never the user's configuration). Resolutions are
+cached by (requirements, target, indexes, find-links contents, uv version), and the files
+by sha256 (``envkit.wheelcache``, filled by ``envkit.downloads``), so a warm build makes no
 network request at all.
 """
 
@@ -22,30 +22,26 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import subprocess
-import sys
 import tempfile
 import tomllib
-import urllib.request
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from envkit.cache import cache_root
-from envkit.sdists import (
-    build_command,
-    build_pure_wheel,
-    platform_wheels,
-    refuse_compiled,
-    sdist_cache_dir,
+from envkit.uvcmd import (
+    DEFAULT_INDEX_URL,
+    INPUT_NAME,
+    Runner,
+    clean_env,
+    compile_command,
+    run_subprocess,
+    uv_bin,
+    uv_version,
 )
 
 if TYPE_CHECKING:
@@ -54,40 +50,15 @@ if TYPE_CHECKING:
     from envkit.target import Target
 
 __all__ = [
-    "DEFAULT_INDEX_URL",
-    "CompletedRun",
-    "FetchError",
-    "FetchProgress",
     "PinnedWheel",
     "ResolutionCache",
     "ResolveError",
-    "Runner",
-    "SdistBuild",
-    "WheelCache",
-    "cache_root",
-    "clean_env",
-    "compile_command",
-    "fetch_wheels",
     "parse_annotations",
     "parse_pylock",
-    "python_platform",
     "resolve_closure",
-    "run_subprocess",
     "target_tags",
-    "uv_bin",
-    "uv_version",
-    "vendor_pins",
 ]
 
-DEFAULT_INDEX_URL = "https://pypi.org/simple"
-_INPUT_NAME = "requirements.in"
-_KEEP_ENV = (
-    "PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR",
-    "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
-    "http_proxy", "https_proxy", "all_proxy", "no_proxy",
-)
-"""Only what locating binaries, TLS and proxies need; never ``UV_*``/``PIP_*`` user settings."""
-_CHUNK = 1 << 16
 _RESOLVER_MODE = "wheels-else-sdist"
 """Part of the resolution cache key: entries made under ``--only-binary :all:`` (which pinned
 hydra-core 0.11.3) must not be reused now that sdist-only releases are allowed."""
@@ -95,10 +66,6 @@ hydra-core 0.11.3) must not be reused now that sdist-only releases are allowed."
 
 class ResolveError(RuntimeError):
     """uv could not resolve the requirements for the target (message carries uv's reason)."""
-
-
-class FetchError(RuntimeError):
-    """A wheel could not be downloaded, or its sha256 did not match the lock."""
 
 
 @dataclass(frozen=True)
@@ -116,107 +83,6 @@ class PinnedWheel:
     """``filename``/``url``/``sha256`` are an sdist's: the release has no wheel for the target."""
     built_from: tuple[str, str] | None = None
     """``(sdist url, sdist sha256)`` when this wheel was built here from that sdist."""
-
-
-@dataclass(frozen=True)
-class CompletedRun:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-class Runner(Protocol):
-    """Runs one command; tests pass a recorder instead of running uv."""
-
-    def __call__(self, cmd: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> CompletedRun:
-        ...
-
-
-class FetchProgress(Protocol):
-    """Progress sink for downloads (the CLI draws rich bars on stderr; the library never prints)."""
-
-    def begin(self, filename: str, size: int | None) -> None: ...
-    def advance(self, filename: str, nbytes: int) -> None: ...
-    def end(self, filename: str, *, cached: bool) -> None: ...
-
-
-def run_subprocess(cmd: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> CompletedRun:
-    """The real runner: capture output, never raise on a non-zero exit."""
-    proc = subprocess.run(
-        list(cmd), env=dict(env), cwd=cwd, capture_output=True, text=True, check=False
-    )
-    return CompletedRun(proc.returncode, proc.stdout, proc.stderr)
-
-
-def clean_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A subprocess environment free of the user's pip/uv configuration.
-
-    An allowlist (stricter than ``envkit.isolation.isolated_env``): the resolver must not
-    see anything that can change a resolution, only what PATH, TLS and proxies need."""
-    env = os.environ if environ is None else environ
-    kept = {k: env[k] for k in _KEEP_ENV if k in env}
-    kept.setdefault("PATH", os.defpath)
-    kept["PIP_CONFIG_FILE"] = os.devnull
-    kept["UV_NO_CONFIG"] = "1"
-    return kept
-
-
-def uv_version() -> str:
-    """Version of the ``uv`` distribution envkit runs (part of the resolution cache key)."""
-    try:
-        return version("uv")
-    except PackageNotFoundError:
-        return "unknown"
-
-
-def uv_bin() -> str:
-    """The uv executable shipped with the ``uv`` wheel envkit depends on (else PATH's)."""
-    try:
-        from uv import find_uv_bin
-    except ImportError:
-        return shutil.which("uv") or "uv"
-    return find_uv_bin()
-
-
-def python_platform(target: Target) -> str:
-    """uv's ``--python-platform`` value, e.g. ``aarch64-manylinux_2_28``."""
-    major, minor = target.glibc_floor
-    return f"{target.arch}-manylinux_{major}_{minor}"
-
-
-def compile_command(
-    uv: str,
-    target: Target,
-    *,
-    output_format: str,
-    find_links: Sequence[Path] = (),
-    index_url: str | None = None,
-    extra_index_urls: Sequence[str] = (),
-    cache_dir: Path | None = None,
-    offline: bool = False,
-    python_version: str | None = None,
-) -> list[str]:
-    """argv for ``uv pip compile`` of ``requirements.in`` for ``target`` (never the host)."""
-    cmd = [
-        uv, "pip", "compile", _INPUT_NAME, "--no-config", "--system-certs", "--no-header",
-        "--python-platform", python_platform(target),
-        "--python-version", python_version or f"{target.python[0]}.{target.python[1]}",
-        "--no-python-downloads", "--format", output_format,
-        # Any interpreter will do (it only reads an sdist-only project's metadata); naming one
-        # skips uv's search of PATH, which costs seconds behind pyenv shims. The target comes
-        # from the flags above.
-        "--python", sys.executable,
-        "--index-url", index_url or DEFAULT_INDEX_URL,
-    ]
-    for url in extra_index_urls:
-        cmd += ["--extra-index-url", url]
-    for link in find_links:
-        cmd += ["--find-links", str(Path(link).resolve())]
-    if cache_dir is not None:
-        cmd += ["--cache-dir", str(cache_dir)]
-    if offline:
-        cmd.append("--offline")
-    return cmd
 
 
 def parse_pylock(
@@ -372,6 +238,7 @@ def resolve_closure(
     offline: bool = False,
     python_version: str | None = None,
     refresh: bool = False,
+    extra_args: Sequence[str] = (),
 ) -> list[PinnedWheel]:
     """Pin every wheel ``requirements`` need on ``target``, sorted by name.
 
@@ -383,16 +250,17 @@ def resolve_closure(
     :raises ResolveError: uv failed (no matching wheel for the target, conflict, no network).
     """
     indexes = [index_url or DEFAULT_INDEX_URL, *extra_index_urls]
-    key = cache.key(requirements, target, [*indexes, python_version or ""], find_links) \
+    key = cache.key(requirements, target, [*indexes, python_version or "",
+                                           *_arg_digests(extra_args)], find_links) \
         if cache else ""
     if cache and not refresh and (hit := cache.get(key)) is not None:
         return hit
     flags = {"find_links": find_links, "index_url": index_url,
              "extra_index_urls": extra_index_urls, "cache_dir": uv_cache_dir,
-             "python_version": python_version}
+             "python_version": python_version, "extra_args": extra_args}
     with tempfile.TemporaryDirectory(prefix="envkit-resolve-") as tmp:
         work = Path(tmp)
-        (work / _INPUT_NAME).write_text("\n".join(requirements) + "\n", "utf-8")
+        (work / INPUT_NAME).write_text("\n".join(requirements) + "\n", "utf-8")
         uv = uv_bin()
         lock = _run_uv(runner, compile_command(uv, target, output_format="pylock.toml",
                                                offline=offline, **flags), work, target)
@@ -405,6 +273,15 @@ def resolve_closure(
     if cache:
         cache.put(key, pins)
     return pins
+
+
+def _arg_digests(args: Sequence[str]) -> list[str]:
+    """``extra_args`` for the cache key: a file argument by its content, not its path."""
+    return [_file_digest(Path(a)) if Path(a).is_file() else a for a in args]
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _run_uv(runner: Runner, cmd: list[str], cwd: Path, target: Target) -> str:
@@ -420,169 +297,6 @@ def _uv_reason(stderr: str) -> str:
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
     useful = [ln for ln in lines if not ln.startswith("warning:")]
     return " ".join(useful[-8:]) or "uv exited non-zero without a message"
-
-
-class WheelCache:
-    """Content-addressed wheel store: ``<root>/<sha256[:2]>/<sha256>/<filename>``."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = Path(root)
-
-    def path_for(self, sha256: str, filename: str) -> Path:
-        return self.root / sha256[:2] / sha256 / filename
-
-    def lookup(self, pin: PinnedWheel) -> Path | None:
-        if pin.sha256 is None:
-            return None
-        path = self.path_for(pin.sha256, pin.filename)
-        return path if path.is_file() else None
-
-    def store(self, source: Path, sha256: str, filename: str) -> Path:
-        """Move ``source`` (already verified) into the store; first writer wins."""
-        final = self.path_for(sha256, filename)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        source.chmod(0o444)  # hard-linked into packages: nobody may edit the cached bytes
-        source.replace(final)
-        return final
-
-
-@dataclass(frozen=True)
-class SdistBuild:
-    """Where an sdist's build dependencies come from (the build's own indexes)."""
-
-    index_url: str | None = None
-    extra_index_urls: tuple[str, ...] = ()
-    find_links: tuple[Path, ...] = ()
-    uv_cache_dir: Path | None = None
-    runner: Runner = run_subprocess
-
-    def command(self, sdist: Path, out_dir: Path) -> list[str]:
-        return build_command(uv_bin(), sdist, out_dir,
-                             index_url=self.index_url or DEFAULT_INDEX_URL,
-                             extra_index_urls=self.extra_index_urls,
-                             find_links=self.find_links, cache_dir=self.uv_cache_dir)
-
-
-def fetch_wheels(
-    pins: Sequence[PinnedWheel],
-    dest: Path,
-    *,
-    cache: WheelCache,
-    progress: FetchProgress | None = None,
-    workers: int = 4,
-    sdist_build: SdistBuild | None = None,
-) -> list[Path]:
-    """Put the wheels of ``pins`` into ``dest`` (see ``vendor_pins``); their paths, sorted."""
-    vendored = vendor_pins(pins, dest, cache=cache, progress=progress, workers=workers,
-                           sdist_build=sdist_build)
-    return sorted(dest / p.filename for p in vendored)
-
-
-def vendor_pins(
-    pins: Sequence[PinnedWheel],
-    dest: Path,
-    *,
-    cache: WheelCache,
-    progress: FetchProgress | None = None,
-    workers: int = 4,
-    sdist_build: SdistBuild | None = None,
-) -> list[PinnedWheel]:
-    """Put the exact files of ``pins`` into ``dest`` (fresh copies, sha256-verified).
-
-    Cached files are linked/copied without touching the network. An sdist pin is vendored
-    as the pure wheel built from it (cached by the sdist's sha256: a warm run neither
-    downloads nor rebuilds); its returned pin names that wheel and records ``built_from``.
-
-    :raises FetchError: a download failed or a file's sha256 differs from the lock.
-    :raises SdistBuildError: an sdist did not build, or built a platform wheel.
-    """
-    dest.mkdir(parents=True, exist_ok=True)
-    wheels = [p for p in pins if not p.sdist]
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        cached = list(pool.map(lambda p: _ensure_cached(p, cache, progress), wheels))
-    out = list(wheels)
-    for pin, source in zip(wheels, cached, strict=True):
-        _link_or_copy(source, dest / pin.filename)
-    for pin in (p for p in pins if p.sdist):
-        built = _built_wheel(pin, cache, progress, sdist_build or SdistBuild())
-        _link_or_copy(built, dest / built.name)
-        out.append(PinnedWheel(pin.name, pin.version, built.name, pin.url, _sha256(built),
-                               pin.requested_by, built_from=(pin.url, pin.sha256 or "")))
-    return sorted(out, key=lambda p: (p.name, p.filename))
-
-
-def _built_wheel(pin: PinnedWheel, cache: WheelCache, progress: FetchProgress | None,
-                 how: SdistBuild) -> Path:
-    if pin.sha256 is None:
-        msg = f"{pin.name}: the lock gives no sha256 for its sdist {pin.filename}"
-        raise FetchError(msg)
-    hit = sorted(sdist_cache_dir(cache.root, pin.sha256).glob("*.whl"))
-    if hit:
-        return hit[0]
-    refuse_compiled(f"{pin.name}=={pin.version}",
-                    platform_wheels(how.index_url or DEFAULT_INDEX_URL, pin.name, pin.version))
-    sdist = _ensure_cached(pin, cache, progress)
-    return build_pure_wheel(sdist, f"{pin.name}=={pin.version}", pin.sha256, cache.root,
-                            runner=how.runner, env=clean_env(), make_command=how.command)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _ensure_cached(pin: PinnedWheel, cache: WheelCache, progress: FetchProgress | None) -> Path:
-    hit = cache.lookup(pin)
-    if hit is not None:
-        if progress:
-            progress.end(pin.filename, cached=True)
-        return hit
-    cache.root.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=".dl-", suffix=".part", dir=cache.root)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            digest = _download(pin, out, progress)
-        if pin.sha256 is not None and digest != pin.sha256:
-            msg = (f"sha256 mismatch for {pin.filename}: the lock says {pin.sha256}, "
-                   f"the download is {digest}")
-            raise FetchError(msg)
-        stored = cache.store(tmp, digest, pin.filename)
-    finally:
-        tmp.unlink(missing_ok=True)
-    if progress:
-        progress.end(pin.filename, cached=False)
-    return stored
-
-
-def _download(pin: PinnedWheel, out: object, progress: FetchProgress | None) -> str:
-    digest = hashlib.sha256()
-    try:
-        with urllib.request.urlopen(pin.url, timeout=120) as resp:
-            size = resp.headers.get("Content-Length")
-            if progress:
-                progress.begin(pin.filename, int(size) if size else None)
-            while chunk := resp.read(_CHUNK):
-                digest.update(chunk)
-                out.write(chunk)  # type: ignore[attr-defined]
-                if progress:
-                    progress.advance(pin.filename, len(chunk))
-    except (OSError, ValueError) as exc:
-        msg = f"could not download {pin.filename} from {pin.url}: {exc}"
-        raise FetchError(msg) from None
-    return digest.hexdigest()
-
-
-def _link_or_copy(source: Path, target: Path) -> None:
-    """Hard-link when the cache shares the filesystem (free), else copy."""
-    target.unlink(missing_ok=True)
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copy2(source, target)
 
 
 def _atomic_write(path: Path, text: str) -> None:

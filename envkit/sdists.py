@@ -12,11 +12,10 @@ from __future__ import annotations
 import html
 import re
 import shutil
-import sys
 import tempfile
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from packaging.utils import (
     InvalidWheelFilename,
@@ -25,14 +24,19 @@ from packaging.utils import (
     parse_wheel_filename,
 )
 
-if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-
-    from envkit.resolve import Runner
+from envkit.uvcmd import (
+    DEFAULT_INDEX_URL,
+    Runner,
+    UvSources,
+    build_command,
+    clean_env,
+    run_subprocess,
+    uv_bin,
+)
 
 __all__ = [
+    "SdistBuild",
     "SdistBuildError",
-    "build_command",
     "build_pure_wheel",
     "is_pure",
     "platform_wheels",
@@ -95,29 +99,24 @@ def sdist_cache_dir(root: Path, sdist_sha256: str) -> Path:
     return Path(root) / "built" / sdist_sha256[:2] / sdist_sha256
 
 
-def build_command(uv: str, sdist: Path, out_dir: Path, *, index_url: str,
-                  extra_index_urls: Sequence[str] = (), find_links: Sequence[Path] = (),
-                  cache_dir: Path | None = None) -> list[str]:
-    """argv for an isolated ``uv build --wheel`` of one sdist (build deps from the indexes)."""
-    cmd = [uv, "build", "--wheel", str(sdist), "--out-dir", str(out_dir), "--no-config",
-           "--system-certs", "--no-python-downloads", "--python", sys.executable,
-           "--index-url", index_url]
-    for url in extra_index_urls:
-        cmd += ["--extra-index-url", url]
-    for link in find_links:
-        cmd += ["--find-links", str(Path(link).resolve())]
-    if cache_dir is not None:
-        cmd += ["--cache-dir", str(cache_dir)]
-    return cmd
+@dataclass(frozen=True)
+class SdistBuild:
+    """How to build an sdist: its build dependencies come from the build's own sources."""
+
+    sources: UvSources = field(default_factory=UvSources)
+    runner: Runner = run_subprocess
+
+    @property
+    def index_url(self) -> str:
+        return self.sources.index_url or DEFAULT_INDEX_URL
+
+    def command(self, sdist: Path, out_dir: Path) -> list[str]:
+        return build_command(uv_bin(), sdist, out_dir, self.sources)
 
 
 def build_pure_wheel(sdist: Path, project: str, sdist_sha256: str, cache_root: Path, *,
-                     runner: Runner, env: dict[str, str],
-                     make_command: Callable[[Path, Path], list[str]]) -> Path:
-    """The cached pure wheel built from ``sdist`` (built now on a miss).
-
-    ``make_command(sdist, out_dir)`` is the argv that builds it (``build_command``, bound to
-    the build's indexes).
+                     how: SdistBuild) -> Path:
+    """The cached pure wheel built from ``sdist`` (built now on a miss, as ``how`` says).
 
     :raises SdistBuildError: the build failed or produced a platform-specific wheel.
     """
@@ -128,13 +127,15 @@ def build_pure_wheel(sdist: Path, project: str, sdist_sha256: str, cache_root: P
     final_dir.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".build-", dir=final_dir.parent) as tmp:
         out = Path(tmp) / "dist"
-        result = runner(make_command(sdist, out), env=env, cwd=Path(tmp))
+        result = how.runner(how.command(sdist, out), env=clean_env(), cwd=Path(tmp))
         wheels = sorted(out.glob("*.whl")) if out.is_dir() else []
         if result.returncode != 0 or len(wheels) != 1:
             tail = " ".join((result.stderr or result.stdout).strip().splitlines()[-6:])
             msg = (f"{project}: PyPI has only an sdist ({sdist.name}) and building a wheel "
                    f"from it failed: {tail or 'no wheel was produced'}")
-            raise SdistBuildError(msg)
+            error = SdistBuildError(msg)
+            error.output = result.stderr or result.stdout  # the builder's full text
+            raise error
         wheel = wheels[0]
         if not is_pure(wheel.name):
             msg = (f"{project}: PyPI has no wheel for the target, only an sdist, and it builds "

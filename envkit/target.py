@@ -35,14 +35,14 @@ __all__ = [
 ]
 
 ARCHES = ("x86_64", "aarch64")
-# SPEC §4 says 2_17 for x86_64, but the training image runs nemo-gym 0.7.0, whose closure
+# SPEC §4 says 2_17 for x86_64, but the training image runs the pinned Gym version, whose closure
 # (pyarrow >= 23, pyzmq >= 27.1 for verifiers) ships no manylinux_2_17 x86_64 wheels: an image
 # that can install it has glibc >= 2.28, and a 2_17 default makes every default build fail.
 DEFAULT_GLIBC = {"x86_64": (2, 28), "aarch64": (2, 28)}
 GLIBC_MIN = (2, 17)
 GLIBC_MAX = (2, 40)
 IMAGE_PATCH = {(3, 13): 14}
-"""Patch level assumed for the image's CPython minor: nemo-gym 0.7.0 declares
+"""Patch level assumed for the image's CPython minor: the pinned Gym version declares
 ``Requires-Python >=3.13.14`` and the image runs it, so its interpreter is at least 3.13.14."""
 
 _LEGACY_ALIASES = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}

@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envkit.dataset import load_dataset
-from envkit.diagnostics import selected
+from envkit.diagnostics import Diagnostic, Severity, selected
 from envkit.job import load_job
 from envkit.package import load_package
 from envkit.report import Report
-from envkit.validators import CheckOptions, Inputs, run_checks
+from envkit.validators import CHECKS, CheckOptions, Inputs, run_checks
 
-__all__ = ["ValidateRequest", "validate"]
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from envkit.validators import Check
+
+__all__ = ["INTERNAL_ERROR", "ValidateRequest", "validate"]
+
+INTERNAL_ERROR = "EK000"
+"""The code of the safety net: a check that raised. No input is meant to reach it (every
+fixture is tested not to); it exists so that a bug still yields a report, not a traceback."""
 
 
 @dataclass(frozen=True)
@@ -44,12 +55,54 @@ def validate(request: ValidateRequest) -> Report:
         options=request.options,
     )
     diagnostics = [
-        d for d in run_checks(inputs) if selected(d.code, request.select, request.ignore)
+        _printable(d)
+        for d in run_checks(inputs, [_guarded(check) for check in CHECKS])
+        if d.code == INTERNAL_ERROR or selected(d.code, request.select, request.ignore)
     ]
     return Report(
-        format=package.format if package else None,
-        name=package.name if package else None,
+        format=_text(package.format) if package and package.format else None,
+        name=_text(package.name) if package and package.name else None,
         target=str(request.options.target),
         diagnostics=tuple(diagnostics),
         strict=request.strict,
     )
+
+
+def _guarded(check: Check) -> Check:
+    """``check``, with an exception it raises turned into one EK000 diagnostic naming it; what
+    it found before raising is kept."""
+
+    @functools.wraps(check)
+    def guarded(inputs: Inputs) -> Iterable[Diagnostic]:
+        found: list[Diagnostic] = []
+        try:
+            found.extend(check(inputs))
+        except Exception as exc:  # the safety net: reported, never hidden
+            name = getattr(check, "__name__", repr(check))
+            message = f"internal error in check `{name}`: {type(exc).__name__}: {exc}"
+            found.append(Diagnostic(
+                INTERNAL_ERROR, Severity.ERROR, "", None, message[:500],
+                "This is a bug in envkit, not a verdict on the input: report it with this "
+                "message. The other checks ran; their findings are listed.",
+            ))
+        return found
+
+    return guarded
+
+
+def _text(value: str) -> str:
+    """``value`` encodable as UTF-8: lone surrogates (undecodable file-name bytes, or a
+    ``"\\udcff"`` escape in YAML or JSON) become ``\\xNN`` / ``\\udcff`` text, so every output
+    format can write it and JSON output stays valid UTF-8."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        try:  # bytes a file name carried: shown as \xNN, as display_path does
+            return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:  # any other lone surrogate: shown as \udNNN
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
+
+
+def _printable(diag: Diagnostic) -> Diagnostic:
+    return diag._replace(path=_text(diag.path), message=_text(diag.message), hint=_text(diag.hint))

@@ -26,6 +26,7 @@ import base64
 import csv
 import hashlib
 import io
+import struct
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +44,7 @@ from packaging.version import Version
 from envkit._zipdir import Unsupported, ZipfileArchive, open_archive
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable, Iterator, Mapping
 
 __all__ = [
     "SMALL_WHEEL_BYTES",
@@ -57,6 +58,9 @@ __all__ = [
 SMALL_WHEEL_BYTES = 64 * 1024
 """Wheels whose members total at most this are hash-verified in full by default."""
 _MAX_ISSUES = 20
+MAX_META_BYTES = 32 * 1024 * 1024
+"""METADATA and RECORD declared larger than this are not read (ray's RECORD is ~1 MiB)."""
+_MAX_SIZE_DIGITS = 20
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,15 @@ def read_wheel(file: Path, rel: str | None = None, *, deep: bool = False) -> Whe
             return _read_archive(base, archive, deep=deep)
     except (zipfile.BadZipFile, OSError, EOFError, zipfile.LargeZipFile) as exc:
         return _replace(base, error=f"unreadable archive: {exc}")
+    except _ZIPFILE_ERRORS as exc:  # zipfile's parser on a hostile central directory
+        return _replace(base, error=f"unreadable archive: {type(exc).__name__}: {exc}")
+
+
+_ZIPFILE_ERRORS = (ValueError, NotImplementedError, RuntimeError, IndexError, KeyError,
+                   struct.error)
+"""What ``zipfile`` raises besides ``BadZipFile`` on crafted archives (found by fuzzing: an
+empty member name is an ``IndexError``; method 99 ``NotImplementedError``; a bad UTF-8 name
+``UnicodeDecodeError``; encryption ``RuntimeError``)."""
 
 
 class _Members(Protocol):
@@ -103,11 +116,15 @@ class _Members(Protocol):
 
     def read(self, name: str) -> bytes: ...
 
+    def chunks(self, name: str) -> Iterator[bytes]: ...
+
 
 def _read_archive(base: WheelFile, zf: _Members, *, deep: bool) -> WheelFile:
     metas = [n for n in zf.sizes if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
     if not metas:
         return _replace(base, error="no *.dist-info/METADATA in the archive")
+    if zf.sizes[metas[0]] > MAX_META_BYTES:
+        return _replace(base, error=f"METADATA is over {MAX_META_BYTES // 2**20} MiB; not read")
     try:
         meta_bytes = zf.read(metas[0])
     except zipfile.BadZipFile as exc:
@@ -207,9 +224,11 @@ def record_issues(
     record_name = f"{dist_info}/RECORD"
     if record_name not in infos:
         return (*issues, f"{record_name} is missing")[:_MAX_ISSUES]
+    if infos[record_name] > MAX_META_BYTES:
+        return (*issues, f"{record_name} is over {MAX_META_BYTES // 2**20} MiB; not read")
     try:
         rows = _record_rows(zf.read(record_name))
-    except (ValueError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
+    except (ValueError, csv.Error, zipfile.BadZipFile) as exc:
         return (*issues, f"{record_name} unreadable: {exc}")[:_MAX_ISSUES]
     issues += [f"unsafe path {p!r} in RECORD" for p in _unsafe(rows)]
     unlisted = sorted(n for n in infos.keys() - rows.keys() if not _is_signature(n, dist_info))
@@ -246,7 +265,8 @@ def _is_signature(name: str, dist_info: str) -> bool:
 
 
 def _size_issues(path: str, actual: int, digest: str, size: str) -> list[str]:
-    if size and size.isdigit() and int(size) != actual:
+    # isascii: str.isdigit() is also true for "²", which int() refuses.
+    if size.isascii() and size.isdigit() and len(size) <= _MAX_SIZE_DIGITS and int(size) != actual:
         return [f"{path!r}: RECORD says {size} bytes, the archive holds {actual}"]
     if not digest:
         return [f"{path!r} has no hash in RECORD"]
@@ -255,10 +275,14 @@ def _size_issues(path: str, actual: int, digest: str, size: str) -> list[str]:
 
 def _hash_issues(zf: _Members, path: str, digest: str, data: bytes | None) -> list[str]:
     algo, _, expected = digest.partition("=")
-    if algo not in hashlib.algorithms_guaranteed or algo in ("md5", "sha1"):
+    # shake_* need a digest length RECORD cannot give; md5/sha1 are too weak for the spec.
+    if algo not in hashlib.algorithms_guaranteed or algo in _WEAK_OR_XOF:
         return [f"{path!r}: unsupported RECORD hash {algo!r}"]
     try:
-        actual = _b64_digest(algo, zf.read(path) if data is None else data)
+        hasher = hashlib.new(algo)
+        for piece in zf.chunks(path) if data is None else (data,):  # bounded memory
+            hasher.update(piece)
+        actual = base64.urlsafe_b64encode(hasher.digest()).rstrip(b"=").decode()
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         return [f"{path!r} cannot be read: {exc}"]
     if actual != expected:
@@ -266,8 +290,7 @@ def _hash_issues(zf: _Members, path: str, digest: str, data: bytes | None) -> li
     return []
 
 
-def _b64_digest(algo: str, data: bytes) -> str:
-    return base64.urlsafe_b64encode(hashlib.new(algo, data).digest()).rstrip(b"=").decode()
+_WEAK_OR_XOF = frozenset({"md5", "sha1", "shake_128", "shake_256"})
 
 
 def _replace(wheel: WheelFile, **changes: object) -> WheelFile:

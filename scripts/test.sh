@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[test,train]'
+# The layering contracts (pyproject.toml [tool.importlinter]) before any test runs.
+.venv/bin/python scripts/lint_imports.py
 .venv/bin/python -m pytest -m "not slow" -q
 # --durations: the slow group is most of CI's time (~19 of 21 min here); show where it goes
 .venv/bin/python -m pytest -m slow -q --durations=25

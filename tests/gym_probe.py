@@ -1,6 +1,6 @@
 """Load packages' Gym configs with the REAL nemo-gym config machinery; never starts a server.
 
-Run with the interpreter of a venv that has nemo-gym installed (``envkit.gymvenv``). Reads a
+Run with the interpreter of a venv that has nemo-gym installed (``envkit.gym.venv``). Reads a
 JSON list of ``{"id", "root", "config_paths"}`` on stdin and writes one JSON list to stdout.
 
 For each package it does what ``gym env start`` does up to the point where processes spawn:

@@ -13,11 +13,11 @@ import argparse
 from pathlib import Path
 
 import torch
+from grpo_jobs import grpo_cfg
 
-from envkit.trainer.config import grpo_config
 from envkit.trainer.grpo import TrainOptions, train
 from envkit.trainer.policy import load_policy
-from envkit.trainer.rollout_source import LocalRolloutSource
+from envkit.trainer.sources.local import LocalRolloutSource
 
 __all__ = ["MAX_STEPS", "ROWS", "main"]
 
@@ -38,22 +38,7 @@ def main() -> None:
     parser.add_argument("--stop-after", type=int)
     args = parser.parse_args()
     torch.set_num_threads(1)  # same kernels in every run: bitwise-comparable losses
-    cfg = grpo_config(
-        {
-            "training": {
-                "type": "grpo",
-                "num_generations_per_prompt": 4,
-                "batch_size": 16,
-                "learning_rate": 3e-3,
-                "weight_decay": 0.0,
-                "max_new_tokens": 8,
-                "micro_batch_size": 16,
-                "max_steps": MAX_STEPS,
-                "epochs": 100,
-                "seed": 1,
-            }
-        }
-    )
+    cfg = grpo_cfg(max_steps=MAX_STEPS)
     policy = load_policy(args.model, cfg)
     source = LocalRolloutSource(
         policy, share_of_a, temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens

@@ -1,4 +1,5 @@
-"""Staging Gym's built-in ``verifiers_agent`` with offline requirements (fast, no servers)."""
+"""Staging Gym's built-in ``verifiers_agent`` with offline requirements (no servers; the test of
+the real harness builds envkit's cached nemo-gym venv and is slow)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from envkit.trainer.adapter_harness import (
+from envkit.gym.harness import (
     HarnessError,
     adapter_of,
     offline_requirements,
     stage_harness,
     vendored_pins,
 )
+from envkit.gym.venv import ensure_gym_venv
+from envkit.package import load_package
 
 GYM_REQS = (
     "-e nemo-gym[dev] @ ../../\n"
@@ -25,7 +28,6 @@ GYM_REQS = (
 )
 WHEELS = ("verifiers-0.3.1-py3-none-any.whl", "reverse_text-0.1.0-py3-none-any.whl",
           "nemo_gym-0.7.0-py3-none-any.whl")
-REAL_GYM = Path("/tmp/gymvenv")
 
 
 def _gym_root(tmp_path: Path, reqs: str = GYM_REQS) -> Path:
@@ -82,7 +84,7 @@ def test_stage_copies_the_harness_and_logs_each_replacement(
 ) -> None:
     work = _work(tmp_path, _manifest())
     caplog.set_level(logging.WARNING)
-    staged = stage_harness(_gym_root(tmp_path), work, work / "nemo-environment.yaml")
+    staged = stage_harness(_gym_root(tmp_path), work, load_package(work))
     assert staged is not None
     dest = work / "responses_api_agents" / "verifiers_agent"
     assert staged.path == dest and (dest / "app.py").is_file()
@@ -96,7 +98,7 @@ def test_stage_copies_the_harness_and_logs_each_replacement(
 @pytest.mark.parametrize("manifest", [_manifest("wheels-v1"), _manifest(agent="other_agent")])
 def test_other_packages_and_harnesses_are_left_alone(tmp_path: Path, manifest: dict) -> None:
     work = _work(tmp_path, manifest)
-    assert stage_harness(_gym_root(tmp_path), work, work / "nemo-environment.yaml") is None
+    assert stage_harness(_gym_root(tmp_path), work, load_package(work)) is None
     assert not (work / "responses_api_agents").exists()
 
 
@@ -104,35 +106,34 @@ def test_a_package_that_would_shadow_the_harness_is_refused(tmp_path: Path) -> N
     work = _work(tmp_path, _manifest())
     (work / "responses_api_agents" / "verifiers_agent").mkdir(parents=True)
     with pytest.raises(HarnessError, match="shadow") as info:
-        stage_harness(_gym_root(tmp_path), work, work / "nemo-environment.yaml")
+        stage_harness(_gym_root(tmp_path), work, load_package(work))
     assert info.value.code == "EK112"
 
 
 def test_a_gym_without_the_harness_is_ek110(tmp_path: Path) -> None:
     work = _work(tmp_path, _manifest())
     with pytest.raises(HarnessError, match="no built-in") as info:
-        stage_harness(tmp_path / "empty", work, work / "nemo-environment.yaml")
+        stage_harness(tmp_path / "empty", work, load_package(work))
     assert info.value.code == "EK110"
 
 
-@pytest.mark.skipif(not REAL_GYM.is_dir(), reason="needs the nemo-gym 0.7.0 venv")
+@pytest.mark.slow
 def test_the_real_harness_needs_only_what_wheels_vendor(tmp_path: Path) -> None:
-    """Gym 0.7.0's own requirements.txt: every line is replaced, app.py comes along."""
+    """Gym 0.7.0's own requirements.txt: every line is replaced, app.py comes along.
+
+    Slow: builds (or reuses) envkit's cached nemo-gym venv, the one a rollout runs."""
     work = _work(tmp_path, _manifest())
-    staged = stage_harness(REAL_GYM, work, work / "nemo-environment.yaml")
+    gym = ensure_gym_venv(allow_python_override=True)
+    staged = stage_harness(gym.root, work, load_package(work))
     assert staged is not None and (staged.path / "app.py").is_file()
     assert any("git+https://github.com" in line for line in staged.dropped)
     assert "acereason-math" in staged.dropped
 
 
 def test_the_runtime_reports_a_staging_failure_with_its_code(tmp_path: Path) -> None:
-    from envkit.gymvenv import GymVenv
-    from envkit.trainer.gym_runtime import (
-        GymRuntime,
-        GymRuntimeError,
-        PolicyEndpoint,
-        RuntimeOptions,
-    )
+    from envkit.gym.servers import GymRuntime
+    from envkit.gym.types import GymRuntimeError, PolicyEndpoint, RuntimeOptions
+    from envkit.gym.venv import GymVenv
 
     work = _work(tmp_path, _manifest())
     runtime = GymRuntime(work, PolicyEndpoint("http://x", "k", "m"), RuntimeOptions())

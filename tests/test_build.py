@@ -21,8 +21,8 @@ from wheelfactory import make_wheel
 
 from envkit.build import LOCK_NAME, BuildError, BuildRequest, build, convert_package
 from envkit.cli import main
-from envkit.resolve import CompletedRun
 from envkit.target import Target
+from envkit.uvcmd import CompletedRun
 
 ROOT = Path(__file__).resolve().parent.parent
 NATIVE = ROOT / "fixtures" / "packages" / "valid-native-v1" / "pkg"

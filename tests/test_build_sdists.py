@@ -18,9 +18,9 @@ from sdistfactory import make_sdist
 from wheelfactory import make_wheel
 
 from envkit.build import LOCK_NAME, BuildError, BuildRequest, build
-from envkit.resolve import CompletedRun, run_subprocess
 from envkit.sdists import is_pure
 from envkit.target import Target
+from envkit.uvcmd import CompletedRun, run_subprocess
 
 
 def _request(tmp_path: Path, server: Path, index_url: str) -> BuildRequest:

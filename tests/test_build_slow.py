@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from gym_trees.fetch_gym_servers import fetch_gym_servers
 
-from envkit.resolve import clean_env, python_platform
 from envkit.target import Target
+from envkit.uvcmd import clean_env, python_platform
 from envkit.validators import RULES
 
 pytestmark = pytest.mark.slow

@@ -47,7 +47,7 @@ def test_human_format(capsys: pytest.CaptureFixture[str], broken: Path) -> None:
     assert rc == 1
     lines = out.splitlines()
     first = next(i for i, line in enumerate(lines) if " EK102 " in line)
-    assert lines[first] == f"{broken}/nemo-environment.yaml:8: EK102 unknown key `version`"
+    assert lines[first] == f"{broken}/nemo-environment.yaml:8:1: EK102 unknown key `version`"
     assert lines[first + 1].startswith("  = help: ")
     assert f"{broken}/pyproject.toml: EK203 " in out
     assert re.search(r"^invalid: \d+ errors?, 0 warnings$", out, re.MULTILINE)
@@ -83,7 +83,8 @@ def test_json_for_a_valid_package(capsys: pytest.CaptureFixture[str]) -> None:
 def test_github_annotations(capsys: pytest.CaptureFixture[str], broken: Path) -> None:
     rc, out, _ = _cli(capsys, broken, "--format", "github")
     assert rc == 1
-    assert f"::error file={broken}/nemo-environment.yaml,line=8,title=EK102::unknown key " in out
+    expected = f"::error file={broken}/nemo-environment.yaml,line=8,col=1,title=EK102::unknown key "
+    assert expected in out
     assert all(line.startswith(("::error ", "::warning ")) for line in out.splitlines())
 
 

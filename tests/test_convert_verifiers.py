@@ -17,12 +17,12 @@ from wheelfactory import make_wheel
 
 from envkit.cli import cli
 from envkit.converters.adapter_pkg import AdapterSpec, LockedWheel, lock_data, package_texts
-from envkit.converters.env_source import verifiers_conflict
 from envkit.converters.hub import HubIdError, parse_hub_id
 from envkit.converters.rows import SplitError, build_row, build_rows, split_rows
 from envkit.converters.sandbox import LoadError, run_loader
 from envkit.converters.verifiers import GYM_VERIFIERS_VERSION, ConvertError, ConvertRequest
 from envkit.converters.verifiers import _check_request as check_request
+from envkit.converters.verifiers_pin import requires_conflict
 from envkit.target import Target
 from envkit.validate import ValidateRequest, validate
 from envkit.validators import CheckOptions
@@ -30,9 +30,6 @@ from envkit.wheelfile import read_wheel
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = ROOT / "fixtures" / "verifiers_envs" / "hostile"
-GYM_AGENT_REQS = Path(
-    "/tmp/gymvenv/lib/python3.13/site-packages/responses_api_agents/verifiers_agent/requirements.txt"
-)
 
 PROMPT = [
     {"role": "system", "content": "Reverse the text."},
@@ -182,10 +179,14 @@ def test_lock_has_envkit_builds_shape() -> None:
 
 # -- verifiers API generations -------------------------------------------------------------
 
+@pytest.mark.slow
 def test_gym_pin_matches_the_installed_gym() -> None:
-    if not GYM_AGENT_REQS.is_file():
-        pytest.skip("no nemo-gym install at /tmp/gymvenv")
-    assert f"@v{GYM_VERIFIERS_VERSION}" in GYM_AGENT_REQS.read_text()
+    """Slow: builds (or reuses) envkit's cached nemo-gym venv and reads its harness."""
+    from envkit.gym.harness import find_built_in
+    from envkit.gym.venv import ensure_gym_venv
+
+    harness = find_built_in(ensure_gym_venv(allow_python_override=True).root, "verifiers_agent")
+    assert f"@v{GYM_VERIFIERS_VERSION}" in (harness / "requirements.txt").read_text()
 
 
 @pytest.mark.parametrize(("requires", "conflict"), [
@@ -198,10 +199,10 @@ def test_gym_pin_matches_the_installed_gym() -> None:
 ])
 def test_v1_only_requirement_is_detected(tmp_path: Path, requires: tuple, conflict: bool) -> None:
     meta = read_wheel(make_wheel(tmp_path, "some-env", "1.0", requires=requires))
-    found = verifiers_conflict(meta, GYM_VERIFIERS_VERSION)
+    found = requires_conflict(meta.requires_dist, GYM_VERIFIERS_VERSION)
     assert bool(found) is conflict
     if conflict:
-        assert "excludes verifiers 0.3.1" in found
+        assert found.kind == "v1" and "v1 API" in found.message("w", "0.7.0")
 
 
 def _request(tmp_path: Path, **kw: object) -> ConvertRequest:
@@ -289,7 +290,7 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("hostile_raise", "load", "needs an API key"),
     ("printer", "load", "after printing"),
     ("taskset_only", "v1", "no load_environment"),
-    ("no_such_env", "import", "cannot import"),
+    ("no_such_env", "module", "cannot import"),
 ])
 def test_loader_reports_failures_by_kind(bare_venv: Path, tmp_path: Path, module: str,
                                          kind: str, text: str) -> None:
@@ -347,13 +348,13 @@ def test_loader_file_runs_on_stdlib_only() -> None:
     ("pyzmq>=27.1.0 has no usable wheels", "raise --glibc"),
 ])
 def test_resolver_failures_get_a_matching_hint(message: str, hint: str) -> None:
-    from envkit.converters.verifiers import _resolve_hint
+    from envkit.converters.vf_closure import resolve_hint
 
-    assert hint in _resolve_hint(message, Target(glibc=(2, 28)))
+    assert hint in resolve_hint(message, Target(glibc=(2, 28)))
 
 
 def test_temp_dirs_of_killed_conversions_are_removed(tmp_path: Path) -> None:
-    from envkit.converters.verifiers import _remove_stale
+    from envkit.converters.staging import remove_stale as _remove_stale
 
     dead = tmp_path / ".envkit-tmp-pkg-999999999-abc"  # no such pid
     (dead / "wheels").mkdir(parents=True)

@@ -14,7 +14,7 @@ from envkit import dataset as dataset_mod
 from envkit.cli import main
 from envkit.dataset import load_dataset
 from envkit.diagnostics import Diagnostic, Severity
-from envkit.gymvenv import ensure_gym_venv
+from envkit.gym.venv import ensure_gym_venv
 from envkit.package import load_package
 from envkit.validators import Inputs
 from envkit.validators._responses import input_problems

@@ -20,10 +20,12 @@ from test_digit_addition_answer import fa
 from tiny_model import make_tiny_char_model
 from toy_envs import digit_addition_rows, make_native_package
 
+from envkit.gym.rows import expand_rows
+from envkit.gym.servers import GymRuntime
+from envkit.gym.types import PolicyEndpoint, RuntimeOptions
 from envkit.trainer.generation.hf import HFBackend
-from envkit.trainer.gym_runtime import GymRuntime, PolicyEndpoint, RuntimeOptions
 from envkit.trainer.policy_server import PolicyServer
-from envkit.trainer.rollout import expand_rows, run_rollouts
+from envkit.trainer.rollout import run_rollouts
 
 pytestmark = pytest.mark.slow
 

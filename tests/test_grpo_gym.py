@@ -16,14 +16,14 @@ import pytest
 pytest.importorskip("torch")
 psutil = pytest.importorskip("psutil")
 
+from grpo_jobs import grpo_cfg  # noqa: E402
 from toy_envs import char_pattern_rows, make_native_package  # noqa: E402
 
-from envkit.trainer.config import grpo_config  # noqa: E402
+from envkit.gym.types import RuntimeOptions  # noqa: E402
 from envkit.trainer.grpo import TrainOptions, train  # noqa: E402
-from envkit.trainer.gym_runtime import RuntimeOptions  # noqa: E402
-from envkit.trainer.gym_source import GymRolloutSource, gym_source_options  # noqa: E402
 from envkit.trainer.metrics import read_metrics  # noqa: E402
 from envkit.trainer.policy import load_policy  # noqa: E402
+from envkit.trainer.sources.gym import GymRolloutSource, gym_source_options  # noqa: E402
 from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -33,23 +33,13 @@ SERVED_OVERRIDES = {"router_aux_loss_coef": 0.0}
 
 
 def _cfg(max_steps, **extra):
-    return grpo_config(
-        {
-            "training": {
-                "type": "grpo",
-                "num_generations_per_prompt": 8,
-                "batch_size": 32,
-                "learning_rate": 3e-3,
-                "weight_decay": 0.0,
-                "max_new_tokens": MAX_NEW_TOKENS,
-                "micro_batch_size": 32,
-                "epochs": 1000,
-                "max_steps": max_steps,
-                "seed": 1,
-                **extra,
-            }
-        }
-    )
+    return grpo_cfg(**{
+        "num_generations_per_prompt": 8, "batch_size": 32, "max_new_tokens": MAX_NEW_TOKENS,
+        # the platform's default decays the LR to 0 by the last step (cosine) and starts at
+        # lr x 1e-5; a flat LR keeps 40 steps enough to learn the pattern
+        "optimizer_type": "adamw_with_flat_lr",
+        "micro_batch_size": 32, "epochs": 1000, "max_steps": max_steps, **extra,
+    })
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +55,7 @@ def gym(tmp_path_factory):
         RuntimeOptions(allow_python_override=True),
     )
     # a row normally takes seconds; a dead server should fail fast
-    opts = replace(job_opts, timeout_s=60.0)
+    opts = replace(job_opts, requests=replace(job_opts.requests, timeout_s=60.0))
     with GymRolloutSource(package, model, opts) as source:
         yield model, source
 
@@ -110,7 +100,7 @@ def test_one_step_packs_checkpoints_and_serves_the_overrides(gym, tmp_path):
     assert step["train_padding_fraction"] == 0.0
     assert step["train_grad_norm"] > 0.0
     assert policy.model.config.router_aux_loss_coef == 0.0
-    assert source._backend.model.config.router_aux_loss_coef == 0.0  # the served copy
+    assert source.engine.model.config.router_aux_loss_coef == 0.0  # the served copy
 
 
 class KillsServerOnce:

@@ -13,11 +13,12 @@ import pytest
 pytest.importorskip("torch")
 ray = pytest.importorskip("ray")
 
-from envkit.trainer.config import grpo_config  # noqa: E402
+from grpo_jobs import grpo_cfg  # noqa: E402
+
 from envkit.trainer.grpo import TrainOptions  # noqa: E402
 from envkit.trainer.metrics import read_metrics  # noqa: E402
 from envkit.trainer.ray_run import train_with_actors  # noqa: E402
-from envkit.trainer.rollout_source import local_source  # noqa: E402
+from envkit.trainer.sources.local import local_source  # noqa: E402
 from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -32,22 +33,7 @@ def _share_of_a():
 
 def test_ray_actors_train_and_refresh_weights(tmp_path):
     model = make_tiny_model(tmp_path / "model", seed=0)
-    cfg = grpo_config(
-        {
-            "training": {
-                "type": "grpo",
-                "num_generations_per_prompt": 4,
-                "batch_size": 16,
-                "learning_rate": 3e-3,
-                "weight_decay": 0.0,
-                "max_new_tokens": 8,
-                "micro_batch_size": 16,
-                "max_steps": 3,
-                "epochs": 100,
-                "seed": 1,
-            }
-        }
-    )
+    cfg = grpo_cfg(max_steps=3)
     rows = [{"responses_create_params": {"input": f"say a {i}"}} for i in range(8)]
     factory = partial(local_source, str(model), _share_of_a(), 1.0, 8)
     try:

@@ -8,18 +8,17 @@ marker variable from the test (``proc_marks``), so a survivor is found by its en
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("ray")
 pytest.importorskip("psutil")
 
+from grpo_jobs import training, write_job
 from proc_marks import new_mark, survivors
 from toy_envs import char_pattern_rows, make_native_package, write_dataset
 
-from envkit.trainer.gym_runtime import GymRuntimeError, RuntimeOptions
+from envkit.gym.types import GymRuntimeError, RuntimeOptions
 from envkit.trainer.metrics import read_metrics
 from envkit.trainer.run import TrainRequest, run_training
 from envkit.trainer.tiny_model import make_tiny_model
@@ -38,22 +37,9 @@ def job(tmp_path_factory):
     model = make_tiny_model(root / "model", seed=0)
     package = make_native_package(root / "pkg", "char_pattern")
     data = write_dataset(root / "data", char_pattern_rows(8, chars=TARGET))
-    training = {
-        "type": "grpo",
-        "num_generations_per_prompt": 4,
-        "batch_size": 32,
-        "learning_rate": 3e-3,
-        "weight_decay": 0.0,
-        "max_new_tokens": 24,
-        "micro_batch_size": 32,
-        "max_steps": 2,
-        "epochs": 10,
-        "seed": 1,
-    }
-    refs = {"model": str(model), "dataset": str(data), "environment": str(package)}
-    path = root / "job.json"
-    path.write_text(json.dumps({**refs, "training": training}))
-    return path
+    block = training(batch_size=32, max_new_tokens=24, micro_batch_size=32, max_steps=2,
+                     epochs=10)
+    return write_job(root / "job.json", block, model=model, dataset=data, environment=package)
 
 
 def _request(job, out, **runtime):
@@ -117,3 +103,65 @@ def test_gym_failing_inside_the_rollout_actor_is_reported_and_cleaned_up(
         run_training(_request(job, tmp_path / "out", startup_timeout_s=5.0))
     assert not ray.is_initialized()
     assert survivors(mark) == []
+
+
+@pytest.mark.parametrize("when", ["actor_started", "gym_starting"])
+def test_ctrl_c_while_the_rollout_actor_brings_gym_up_leaves_no_process(
+    job, monkeypatch, tmp_path, when
+):
+    """SIGINT to `envkit train --ray` while the rollout actor is bringing Gym up (as soon as
+    the actor runs: loading the model; or once Gym's head is starting): the actor's close runs
+    beside its start, tears down what was started (Gym's head, its Ray, the servers, the policy
+    endpoint), and nothing starts after it."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    mark = new_mark(monkeypatch)
+    log = tmp_path / "stderr.log"
+    cmd = [sys.executable, "-m", "envkit", "train", str(job), "--ray", "--allow-python-override",
+           "-o", str(tmp_path / "out")]
+    with log.open("w") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            deadline = time.monotonic() + 600
+            needle = "RolloutWorker" if when == "actor_started" else "env start"
+            while not _running(needle, mark) and time.monotonic() < deadline:
+                assert proc.poll() is None, log.read_text()[-3000:]
+                time.sleep(0.1)
+            assert _running(needle, mark), log.read_text()[-3000:]
+            proc.send_signal(signal.SIGINT)
+            rc = proc.wait(timeout=180)
+        finally:
+            _stop(proc)
+    assert rc == 130, log.read_text()[-3000:]
+    assert survivors(mark) == [], log.read_text()[-3000:]
+
+
+def _running(needle: str, mark: str) -> bool:
+    """A process of this run whose command line has ``needle`` (the rollout actor's Ray title,
+    Gym's head `gym env start`) is running."""
+    import psutil
+    from proc_marks import MARK
+
+    for proc in psutil.process_iter():
+        try:
+            if needle in " ".join(proc.cmdline()) and proc.environ().get(MARK) == mark:
+                return True
+        except psutil.Error:
+            continue
+    return False
+
+
+def _stop(proc) -> None:
+    """A run still going (a failed check) gets Ctrl-C first, so it takes its Ray down too."""
+    import signal
+    import subprocess
+
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()

@@ -10,8 +10,8 @@ import yaml
 
 from envkit.package import load_package
 from envkit.validators import Inputs, run_checks
-from envkit.validators._gym_interp import interpolations
-from envkit.validators._gym_model import build_view, merge_order
+from envkit.validators.gym.interp import interpolations
+from envkit.validators.gym.model import build_view, merge_order
 
 if TYPE_CHECKING:
     from pathlib import Path

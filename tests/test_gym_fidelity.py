@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from envkit.gym.venv import GymVenv, ensure_gym_venv
 from envkit.gym_data import gym_data
-from envkit.gymvenv import GymVenv, ensure_gym_venv
 from envkit.package import load_package
 from envkit.validate import ValidateRequest, validate
-from envkit.validators._gym_fields import _resolve, lax_accepts
-from envkit.validators._gym_model import own_servers, view_of
+from envkit.validators.gym.fields import _resolve, lax_accepts
+from envkit.validators.gym.model import own_servers, view_of
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ROOT / "fixtures" / "packages"

@@ -11,7 +11,7 @@ from test_gym_configs import AGENT, POLICY, ek3, make_pkg
 from envkit.cli import main
 from envkit.gym_data import gym_data
 from envkit.validators import RULES
-from envkit.validators._gym_fields import lax_accepts
+from envkit.validators.gym.fields import lax_accepts
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -11,12 +11,12 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from envkit.trainer.config import grpo_config  # noqa: E402
+from envkit.trainer.generation.factory import make_backend  # noqa: E402
 from envkit.trainer.generation.hf import HFBackend  # noqa: E402
 from envkit.trainer.generation.vllm import engine_kwargs  # noqa: E402
-from envkit.trainer.gym_source import gym_source_options  # noqa: E402
 from envkit.trainer.hf_overrides import apply_hf_overrides  # noqa: E402
 from envkit.trainer.policy import announce_backend, load_policy  # noqa: E402
-from envkit.trainer.rollout import make_backend  # noqa: E402
+from envkit.trainer.sources.gym import gym_source_options  # noqa: E402
 from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
 
 
@@ -96,7 +96,9 @@ def test_engine_settings_travel_to_the_generation_backends(model_dir):
 
 
 def test_backend_choice_and_automodel_kwargs_are_logged(caplog):
-    cfg = grpo_config({"training": {"type": "grpo", "automodel_kwargs": {"force_hf": True}}})
+    training = {"type": "grpo", "policy_backend": "automodel",
+                "automodel_kwargs": {"force_hf": True}}
+    cfg = grpo_config({"training": training})
     assert cfg.automodel_kwargs == {"force_hf": True}
     with caplog.at_level(logging.INFO, logger="envkit.trainer.policy"):
         announce_backend(cfg)

@@ -13,7 +13,7 @@ import pytest
 from envkit.cli import main
 from envkit.diagnostics import Diagnostic, Severity
 from envkit.job import parse_job
-from envkit.jobspec import GrpoSettings, JobSpecError, LoraSettings, grpo_settings
+from envkit.jobspec import GrpoSettings, JobSpecError, LoraSettings, grpo_settings, job_schema
 from envkit.schemas import load_schema
 from envkit.validate import ValidateRequest, validate
 from envkit.validators import CheckOptions
@@ -145,7 +145,9 @@ def test_ek601_lora(changes: dict[str, Any], expected: list[Any]) -> None:
 )
 def test_ek602_use_triton(use_triton: Any, tp: int | None, expected: list[Any]) -> None:
     lora: dict[str, Any] = {"rank": 16} if use_triton is ... else {"use_triton": use_triton}
-    parallelism = {"num_nodes": 1} if tp is None else {"tensor_parallel_size": tp}
+    parallelism = (
+        {"num_nodes": 1} if tp is None else {"tensor_parallel_size": tp, "num_gpus_per_node": tp}
+    )
     job = with_training(finetuning_type="lora", lora=lora, parallelism=parallelism)
     assert found(job) == expected
 
@@ -164,8 +166,10 @@ def test_ek603_max_steps_alone_is_fine() -> None:
         (1e-9, []),
         (float("nan"), [("EK604", E)]),
         (1.0, []),
-        (True, [("EK609", E)]),  # a boolean is not a temperature, and not EK604
-        ("1.0", [("EK609", E)]),
+        (True, [("EK609", W)]),  # the platform reads true as 1.0: converted, a warning
+        ("1.0", [("EK609", W)]),
+        ("hot", [("EK609", E)]),
+        (2.5, [("EK609", E)]),  # the platform caps temperature at 2
     ],
 )
 def test_ek604_temperature_boundary(temperature: Any, expected: list[Any]) -> None:
@@ -201,7 +205,8 @@ def test_ek605_batch_arithmetic(changes: dict[str, Any], expected: list[Any]) ->
 def test_ek605_hint_names_the_derived_value() -> None:
     job = with_training(batch_size=512, num_generations_per_prompt=16, num_prompts_per_step=30)
     [diag] = check(job)
-    assert "`num_prompts_per_step` 32" in diag.hint
+    assert diag.code == "EK605"
+    assert "30 prompts x 16 generations = 480 rollouts" in diag.message
 
 
 @pytest.mark.parametrize(
@@ -231,7 +236,7 @@ def test_ek607_reports_every_conflict_at_once() -> None:
         policy_backend="dtensor",
         finetuning_type="lora",
         automodel_kwargs={"force_hf": True},
-        parallelism={"expert_parallel_size": 2},
+        parallelism={"expert_parallel_size": 2, "num_gpus_per_node": 2},
     )
     diags = check(job)
     assert [d.code for d in diags] == ["EK607"] * 3
@@ -330,7 +335,7 @@ def test_ek609_training_not_an_object() -> None:
 
 def test_ek610_unknown_field_did_you_mean() -> None:
     [diag] = check(with_training(num_generation_per_prompt=8))
-    assert (diag.code, diag.severity) == ("EK610", W)
+    assert (diag.code, diag.severity) == ("EK610", E)  # the platform forbids extra keys
     assert diag.hint == "Did you mean `training.num_generations_per_prompt`?"
 
 
@@ -343,7 +348,11 @@ def test_ek610_automodel_blocks_at_top_level() -> None:
 
 
 def test_ek610_free_form_blocks_are_not_checked() -> None:
-    job = with_training(hf_config_overrides={"anything": {"nested": 1}}, automodel_kwargs={"x": 1})
+    job = with_training(
+        hf_config_overrides={"anything": {"nested": 1}},
+        automodel_kwargs={"x": 1},
+        policy_backend="automodel",
+    )
     assert check(job) == []
 
 
@@ -385,17 +394,10 @@ def test_schema_accepts_seed_examples(job: dict[str, Any]) -> None:
     [
         {"type": ...},
         {"finetuning_type": "lora_merged"},
-        {"lora": {"rank": 16}},
         {"temperature": 0},
-        {"policy_backend": "dtensor", "finetuning_type": "lora"},
-        {"policy_backend": "dtensor", "automodel_kwargs": {"force_hf": True}},
-        {
-            "finetuning_type": "lora",
-            "lora": {"use_triton": True},
-            "parallelism": {"tensor_parallel_size": 2},
-        },
-        {"router_aux_loss_coef": 0.0, "hf_config_overrides": {"router_aux_loss_coef": 0.0}},
-        {"num_generations_per_prompt": "8"},
+        {"top_p": 0.9},  # not a field: the platform forbids extra keys
+        {"lora": {"rank": 0}, "finetuning_type": "lora"},
+        {"num_generations_per_prompt": "8"},  # the schema is strict; the validator converts
     ],
 )
 def test_schema_rejects_bad_jobs(changes: dict[str, Any]) -> None:
@@ -426,7 +428,15 @@ def test_grpo_settings_defaults_from_the_seeds() -> None:
     assert settings.num_generations_per_prompt == 8
     assert settings.temperature == 1.0
     assert settings.finetuning_type == "all_weights"
-    assert settings.policy_backend == "automodel"
+    assert settings.policy_backend is None
+    assert settings.backend == "dtensor"  # all_weights; lora gets automodel
+    assert (settings.learning_rate, settings.adam_eps, settings.ratio_clip_max) == (
+        1e-4,
+        1e-5,
+        0.28,
+    )
+    assert settings.use_importance_sampling_correction is True
+    assert settings.val_at_end is True
     assert settings.batching_strategy == "dynamic"
     assert settings.sequence_length_round == 64
     assert settings.lora is None
@@ -441,21 +451,25 @@ def test_grpo_settings_reads_the_lora_default_job() -> None:
 
 
 def test_grpo_settings_derived_values() -> None:
-    settings = grpo_settings({"training": {"batch_size": 64, "num_generations_per_prompt": 16}})
-    assert settings.prompts_per_step == 4
-    assert grpo_settings({"training": {"finetuning_type": "lora"}}).lora == LoraSettings()
+    training = {"type": "grpo", "batch_size": 64, "num_generations_per_prompt": 16}
+    assert grpo_settings({"training": training}).prompts_per_step == 4
+    lora = grpo_settings({"training": {"type": "grpo", "finetuning_type": "lora"}})
+    assert lora.lora == LoraSettings()
+    assert lora.backend == "automodel"
+    odd = {"type": "grpo", "batch_size": 32, "num_generations_per_prompt": 5}
+    assert grpo_settings({"training": odd}).prompts_per_step == 6  # max(32 // 5, 1)
 
 
-def test_grpo_settings_keeps_unknown_fields() -> None:
-    settings = grpo_settings({"training": {"type": "grpo", "future_knob": 3}})
-    assert settings.extra == {"future_knob": 3}
+def test_grpo_settings_refuses_unknown_fields() -> None:
+    with pytest.raises(JobSpecError, match=r"`training\.future_knob`"):
+        grpo_settings({"training": {"type": "grpo", "future_knob": 3}})
 
 
 @pytest.mark.parametrize(
     ("training", "where"),
     [
         ({"temperature": "hot"}, "training.temperature"),
-        ({"batch_size": True}, "training.batch_size"),
+        ({"batch_size": "many"}, "training.batch_size"),
         ({"lora": {"rank": 1.5}}, "training.lora.rank"),
         ({"lora": {"target_modules": [1]}}, "training.lora.target_modules"),
         ({"policy_backend": "fsdp"}, "training.policy_backend"),
@@ -464,9 +478,54 @@ def test_grpo_settings_keeps_unknown_fields() -> None:
 )
 def test_grpo_settings_type_errors_name_the_key(training: dict[str, Any], where: str) -> None:
     with pytest.raises(JobSpecError, match=f"`{where}`"):
-        grpo_settings({"training": training})
+        grpo_settings({"training": {"type": "grpo", **training}})
 
 
 def test_grpo_settings_needs_training() -> None:
     with pytest.raises(JobSpecError):
         grpo_settings({"model": "default/x"})
+
+
+def test_schema_file_is_generated_from_the_model() -> None:
+    """`envkit/schemas/job.schema.json` is `envkit.jobspec.job_schema()` written out with
+    `json.dumps(..., indent=2)`: regenerate it after changing the model."""
+    assert load_schema("job") == json.loads(json.dumps(job_schema()))
+    training = load_schema("job")["properties"]["training"]
+    assert training["additionalProperties"] is False
+    assert set(training["properties"]) == set(GrpoSettings.__dataclass_fields__)
+
+
+def test_every_training_field_is_in_the_docs_table() -> None:
+    text = (Path(__file__).parents[1] / "docs" / "training.md").read_text(encoding="utf-8")
+    table = text[text.index("## Job fields") :]
+    table = table[: table.index("\n## ")]
+    missing = [name for name in GrpoSettings.__dataclass_fields__ if f"`{name}" not in table]
+    assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "code", "where"),
+    [
+        ({"truncated_importance_sampling_type": "icepop",
+          "truncated_importance_sampling_ratio": 5.0}, "EK612",
+         "training.truncated_importance_sampling_ratio_min"),
+        ({"batch_multiplier": 2.0}, "EK612", "training.batch_multiplier"),
+        ({"min_learning_rate": 1.0}, "EK612", "training.min_learning_rate"),
+        ({"reward_shaping": {"overlong_buffer_length": 8}}, "EK612", "training.reward_shaping"),
+        ({"parallelism": {"tensor_parallel_size": 2}}, "EK613", "training.parallelism"),
+        ({"micro_batch_size": 3}, "EK613", "training.batch_size"),
+        ({"top_p": 0.9}, "EK610", "training.top_p"),
+    ],
+)  # fmt: skip
+def test_platform_rules_have_codes_and_paths(
+    changes: dict[str, Any], code: str, where: str
+) -> None:
+    [diag] = check(with_training(**changes))
+    assert (diag.code, diag.severity) == (code, E)
+    assert f"`{where}`" in diag.message
+
+
+def test_values_the_platform_converts_are_warnings() -> None:
+    [diag] = check(with_training(batch_size="32", normalize_rewards="yes"))[:1]
+    assert (diag.code, diag.severity) == ("EK609", W)
+    assert "reads it as" in diag.message

@@ -10,13 +10,13 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from envkit.gym.rollout import Rollout  # noqa: E402
 from envkit.trainer.advantages import compute_advantages  # noqa: E402
 from envkit.trainer.batch import build_microbatch  # noqa: E402
 from envkit.trainer.config import BatchingSettings, grpo_config  # noqa: E402
 from envkit.trainer.grpo import TrainOptions, _build_run, _update  # noqa: E402
 from envkit.trainer.microbatch import MicroBatchPlan, plan_microbatches  # noqa: E402
 from envkit.trainer.policy import load_policy, token_logprobs  # noqa: E402
-from envkit.trainer.rollout_source import Rollout  # noqa: E402
 from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
 
 # peft reads transformers' deprecated `is_gradient_checkpointing` alias

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.gymvenv import uv_binary
+from envkit.gym.venv import uv_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,7 +40,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
          str(ROOT)],
         check=True, capture_output=True, timeout=600,
     )
-    (built,) = out.glob("envkit-*.whl")
+    (built,) = out.glob("nemo_envkit-*.whl")  # the PyPI name; the import is envkit
     return built
 
 
@@ -53,16 +53,24 @@ def test_wheel_maps_the_design_card_folders(wheel: Path) -> None:
     assert not any(n.startswith(("validators/", "trainer/", "converters/")) for n in names)
 
 
-def test_fresh_venv_imports_all_four(wheel: Path, tmp_path: Path) -> None:
-    import json
-
+@pytest.fixture(scope="module")
+def bare_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """envkit from its wheel without extras: no torch, no psutil, no Ray."""
     uv = uv_binary()
-    venv = tmp_path / "venv"
+    venv = tmp_path_factory.mktemp("bare") / "venv"
     subprocess.run([uv, "venv", "--no-config", "-q", "--python", sys.executable, str(venv)],
                    check=True, timeout=120)
     python = venv / "bin" / "python"
     subprocess.run([uv, "pip", "install", "--no-config", "-q", "--python", str(python), str(wheel)],
                    check=True, timeout=600)
+    return venv
+
+
+def test_fresh_venv_imports_all_four(bare_venv: Path, tmp_path: Path) -> None:
+    import json
+
+    venv = bare_venv
+    python = venv / "bin" / "python"
     out = subprocess.run([str(python), "-c", _PROBE], check=True, capture_output=True, text=True,
                          cwd=tmp_path, timeout=120)
     probe = json.loads(out.stdout)
@@ -72,3 +80,23 @@ def test_fresh_venv_imports_all_four(wheel: Path, tmp_path: Path) -> None:
     cli = subprocess.run([str(venv / "bin" / "envkit"), "rule", "EK105"], capture_output=True,
                          text=True, timeout=60, check=True)
     assert "EK105" in cli.stdout
+
+
+@pytest.mark.parametrize("command", ["train", "rollout"])
+def test_without_the_train_extra_the_install_line_is_named(
+    bare_venv: Path, tmp_path: Path, command: str
+) -> None:
+    pkg = ROOT / "fixtures" / "packages" / "valid-native-v1" / "pkg"
+    args = ([str(ROOT / "examples" / "tiny_grpo.json"), "--env", str(pkg)] if command == "train"
+            else [str(pkg), "--dataset", str(tmp_path), "--model", str(tmp_path)])
+    (tmp_path / "training.jsonl").write_text("")
+    done = subprocess.run([str(bare_venv / "bin" / "envkit"), command, *args, "-o",
+                           str(tmp_path / "out"), "--output-format", "json"],
+                          capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "pip install 'nemo-envkit[train]'" in done.stderr
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+    import json
+
+    error = json.loads(done.stdout)["error"]
+    assert error["kind"] == "missing-extra" and error["hint"] == "pip install 'nemo-envkit[train]'"

@@ -40,31 +40,57 @@ def pre_commit(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return env_dir / "bin" / "pre-commit"
 
 
-def test_hook_passes_then_fails_on_a_broken_package(pre_commit: Path, tmp_path: Path) -> None:
+def _consumer(tmp_path: Path, args: str) -> Path:
     if not (ROOT / ".git").exists():
         pytest.skip("needs envkit as a git checkout (pre-commit clones the hook repository)")
     repo = tmp_path / "consumer"
     repo.mkdir()
     _git(repo, "init", "-q")
     shutil.copytree(VALID, repo / "my-env")
+    shutil.copytree(VALID, repo / "other-env")
     rev = _git(ROOT, "rev-parse", "HEAD")
     (repo / ".pre-commit-config.yaml").write_text(
         f"repos:\n  - repo: {ROOT}\n    rev: {rev}\n    hooks:\n"
-        "      - id: envkit-validate\n        args: [my-env/]\n")
+        f"      - id: envkit-validate\n        args: {args}\n")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "init")
+    return repo
+
+
+def _run(pre_commit: Path, repo: Path, tmp_path: Path, *args: str
+         ) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "home")}
+    return subprocess.run([str(pre_commit), "run", *args], cwd=repo, env=env,
+                          capture_output=True, text=True, check=False)
 
-    def run() -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(pre_commit), "run", "--all-files"], cwd=repo, env=env,
-                              capture_output=True, text=True, check=False)
 
-    first = run()
+def test_hook_passes_then_fails_on_a_broken_package(pre_commit: Path, tmp_path: Path) -> None:
+    repo = _consumer(tmp_path, "[my-env/]")
+    first = _run(pre_commit, repo, tmp_path, "--all-files")
     assert first.returncode == 0, first.stdout + first.stderr
     assert "envkit validate" in first.stdout and "Passed" in first.stdout
     (repo / "my-env" / "rows.jsonl").write_text("{}\n")
     _git(repo, "add", "-A")
-    second = run()
+    second = _run(pre_commit, repo, tmp_path, "--all-files")
     assert second.returncode == 1, second.stdout + second.stderr
     assert "my-env/rows.jsonl: EK200 " in second.stdout
 
+
+def test_hook_validates_only_the_packages_a_commit_touches(
+    pre_commit: Path, tmp_path: Path
+) -> None:
+    repo = _consumer(tmp_path, "[]")
+    # other-env is broken but untouched: a commit that touches only my-env passes.
+    (repo / "other-env" / "rows.jsonl").write_text("{}\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "break other-env", "--no-verify")
+    manifest = repo / "my-env" / "nemo-environment.yaml"
+    manifest.write_text(manifest.read_text() + "# touched\n")
+    _git(repo, "add", "-A")
+    touched = _run(pre_commit, repo, tmp_path)  # the staged files only, as on `git commit`
+    assert touched.returncode == 0, touched.stdout + touched.stderr
+    assert "Passed" in touched.stdout and "other-env" not in touched.stdout
+    everything = _run(pre_commit, repo, tmp_path, "--all-files")
+    assert everything.returncode == 1
+    assert "other-env/rows.jsonl: EK200 " in everything.stdout
+    assert "2 packages checked, 1 valid, 1 invalid" in everything.stdout

@@ -12,7 +12,7 @@ ray = pytest.importorskip("ray")
 
 from toy_envs import char_pattern_rows, make_native_package, write_dataset  # noqa: E402
 
-from envkit.trainer.gym_runtime import _free_port  # noqa: E402
+from envkit.gym.processes import free_port as _free_port  # noqa: E402
 from envkit.trainer.ray_run import RayStartError, init_ray  # noqa: E402
 
 
@@ -49,7 +49,7 @@ def test_cli_reports_an_unreachable_cluster_without_a_traceback(tmp_path, capsys
 
 
 def test_actor_errors_envkit_reports_cleanly_are_unwrapped():
-    from envkit.trainer.gym_runtime import GymRuntimeError
+    from envkit.gym.types import GymRuntimeError
     from envkit.trainer.ray_run import _unwrap
 
     gym = GymRuntimeError("servers not ready after 5s", code="EK313")

@@ -22,13 +22,13 @@ import pytest
 pytest.importorskip("torch")
 ray = pytest.importorskip("ray")
 
-from envkit.trainer._procs import ProcessTree  # noqa: E402
+from envkit.gym.processes import ProcessTree  # noqa: E402
+from envkit.gym.processes import free_port as _free_port  # noqa: E402
 from envkit.trainer.config import grpo_config  # noqa: E402
 from envkit.trainer.grpo import TrainOptions  # noqa: E402
-from envkit.trainer.gym_runtime import _free_port  # noqa: E402
 from envkit.trainer.metrics import read_metrics  # noqa: E402
 from envkit.trainer.ray_run import train_with_actors  # noqa: E402
-from envkit.trainer.rollout_source import local_source  # noqa: E402
+from envkit.trainer.sources.local import local_source  # noqa: E402
 from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
 
 pytestmark = pytest.mark.slow

@@ -1,4 +1,5 @@
-"""envkit.resolve: uv command lines, env isolation, lock parsing, caches (no network)."""
+"""envkit.resolve, uvcmd, wheelcache, downloads: uv command lines, env isolation, lock parsing,
+caches (no network)."""
 
 from __future__ import annotations
 
@@ -9,22 +10,19 @@ from pathlib import Path
 import pytest
 from wheelfactory import make_wheel
 
+from envkit.downloads import FetchError, fetch_wheels
 from envkit.resolve import (
-    CompletedRun,
-    FetchError,
     PinnedWheel,
     ResolutionCache,
     ResolveError,
-    WheelCache,
-    clean_env,
-    compile_command,
-    fetch_wheels,
     parse_annotations,
     parse_pylock,
     resolve_closure,
     target_tags,
 )
 from envkit.target import Target
+from envkit.uvcmd import CompletedRun, clean_env, compile_command
+from envkit.wheelcache import WheelCache
 
 AARCH64 = Target("aarch64")
 

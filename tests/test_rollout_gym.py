@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -25,15 +26,12 @@ pytest.importorskip("torch")
 from tiny_model import make_tiny_char_model
 from toy_envs import char_pattern_rows, make_native_package, write_dataset
 
+from envkit.gym.rows import expand_rows
+from envkit.gym.servers import GymRuntime
+from envkit.gym.types import GymRuntimeError, PolicyEndpoint, RuntimeOptions
 from envkit.trainer.generation.hf import HFBackend
-from envkit.trainer.gym_runtime import (
-    GymRuntime,
-    GymRuntimeError,
-    PolicyEndpoint,
-    RuntimeOptions,
-)
 from envkit.trainer.policy_server import PolicyServer
-from envkit.trainer.rollout import expand_rows, run_rollouts
+from envkit.trainer.rollout import run_rollouts
 
 pytestmark = pytest.mark.slow
 
@@ -70,8 +68,8 @@ def test_a_rollouts_have_numeric_rewards_and_token_data(gym) -> None:
         # the reward is char_pattern's: fraction of 'a' over max(len, target_len)
         text = _text(result.record)
         assert result.reward == pytest.approx(text.count("a") / max(len(text), 8))
-        assert result.prompt_token_ids
-        assert 0 < len(result.generation_token_ids) == len(result.generation_logprobs) <= 8
+        assert result.prompt_ids
+        assert 0 < len(result.completion_ids) == len(result.generation_logprobs) <= 8
         assert all(lp <= 0 for lp in result.generation_logprobs)
 
 
@@ -185,3 +183,52 @@ def test_wheels_v1_uses_wheels_in_both_installs(tmp_path: Path) -> None:
     for venv in pythons:
         assert list(venv.glob("lib/python3.13/site-packages/envkit_toy_scorer-1.0.dist-info")), venv
     assert (venvs / ".envkit-ready").exists()
+
+
+def test_cli_rollout_with_a_dead_server_stops_in_seconds_not_at_the_row_timeout(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    """`envkit rollout` polls the same liveness probe as the trainer: once the resources
+    server is killed, the run ends at the next probe (exit 1, the reason on stderr) instead of
+    each row waiting out its 600 s timeout in the agent's retry loop."""
+    pkg = make_native_package(tmp_path / "pkg")
+    data = write_dataset(tmp_path / "data", char_pattern_rows(64))
+    tag = uuid.uuid4().hex
+    log = tmp_path / "stderr.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "envkit", "rollout", str(pkg), "--dataset", str(data),
+             "--model", str(model_dir), "--max-tokens", "4", "--concurrency", "2",
+             "--timeout", "600", "--allow-python-override", "--format", "json"],
+            stdout=subprocess.PIPE, stderr=err, text=True,
+            env={**os.environ, "ENVKIT_TEST_TAG": tag})
+        try:
+            deadline = time.monotonic() + 900
+            while "reward=" not in log.read_text() and time.monotonic() < deadline:
+                assert proc.poll() is None, log.read_text()[-3000:]
+                time.sleep(0.5)
+            victims = [p for p in psutil.process_iter() if _is_resources_server(p, tag)]
+            assert victims, log.read_text()[-3000:]
+            for victim in victims:
+                victim.kill()
+            killed_at = time.monotonic()
+            stdout, _ = proc.communicate(timeout=300)
+            stopped_in = time.monotonic() - killed_at
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 1, log.read_text()[-3000:]
+    assert stopped_in < 120, stopped_in  # probe + teardown, far below the 600 s row timeout
+    summary = json.loads(stdout)
+    # the probe's reason: Gym's head noticed first ("Gym exited") or a port refused
+    assert any(why in summary["aborted"] for why in ("Gym exited", "not accepting connections"))
+    assert summary["failed"] >= 1
+    assert _leftovers(tag) == []
+
+
+def _is_resources_server(proc: psutil.Process, tag: str) -> bool:
+    try:
+        return (proc.environ().get("ENVKIT_TEST_TAG") == tag
+                and "resources_servers/char_pattern" in " ".join(proc.cmdline()))
+    except psutil.Error:
+        return False

@@ -2,7 +2,7 @@
 
 The reverse-text fixture env is converted by the real CLI (``--source``, x86_64), its Gym
 servers brought up with the harness's GitHub/hub requirements replaced by the vendored
-verifiers + env wheel, installed offline (``envkit.trainer.adapter_harness``), and its rows
+verifiers + env wheel, installed offline (``envkit.gym.harness``), and its rows
 rolled out against a tiny random-init policy. Each reward must equal the env's own rubric
 applied to the completion recorded in the rollout row, scored in a separate subprocess of a
 venv that holds the vendored wheels. Slow: PyPI resolution for the conversion (cached),
@@ -21,10 +21,12 @@ import pytest
 
 pytest.importorskip("torch")
 
+from envkit.gym.rows import expand_rows, load_rows
+from envkit.gym.servers import GymRuntime
+from envkit.gym.types import PolicyEndpoint, RuntimeOptions
 from envkit.trainer.generation.hf import HFBackend
-from envkit.trainer.gym_runtime import GymRuntime, PolicyEndpoint, RuntimeOptions
 from envkit.trainer.policy_server import PolicyServer
-from envkit.trainer.rollout import expand_rows, load_rows, run_rollouts
+from envkit.trainer.rollout import run_rollouts
 from envkit.trainer.tiny_model import make_tiny_model
 
 pytestmark = pytest.mark.slow
@@ -83,7 +85,7 @@ def test_verifiers_agent_rewards_match_the_env_rubric(
     pkg, data = converted
     model = make_tiny_model(tmp_path / "tiny")
     rows = expand_rows(load_rows(data), num_repeats=2, temperature=1.0, max_tokens=24)
-    caplog.set_level(logging.WARNING, logger="envkit.trainer.adapter_harness")
+    caplog.set_level(logging.WARNING, logger="envkit.gym.harness")
     with PolicyServer(HFBackend(model, model_name="tiny")) as policy:
         runtime = GymRuntime(pkg, PolicyEndpoint(policy.base_url, policy.api_key, "tiny"),
                              OPTIONS)
@@ -96,7 +98,7 @@ def test_verifiers_agent_rewards_match_the_env_rubric(
     # the replacement is logged: verifiers from GitHub and the hub index are gone
     assert "git+https" in caplog.text and "verifiers==0.3.1" in caplog.text
     records = [r.record for r in summary.results]
-    assert all(r.generation_token_ids for r in summary.results)  # trainable tokens came back
+    assert all(r.completion_ids for r in summary.results)  # trainable tokens came back
     assert venv is not None
     python = venv / "responses_api_agents" / AGENT / ".venv" / "bin" / "python"
     *scores, perfect = _rubric_scores(python, rows, records, tmp_path)

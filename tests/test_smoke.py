@@ -186,11 +186,43 @@ def test_static_errors_human_and_github() -> None:
     assert "EK310" in gh.stdout
 
 
+def test_static_errors_sarif() -> None:
+    pkg = ROOT / "fixtures/packages/EK310-missing-entrypoint/pkg"
+    proc = _cli("smoke", str(pkg), "--output-format", "sarif")
+    assert proc.returncode == 1, proc.stderr
+    (run,) = json.loads(proc.stdout)["runs"]
+    assert "EK310" in {r["ruleId"] for r in run["results"]}
+
+
 def test_usage_errors_exit_2() -> None:
     assert _cli("smoke").returncode == 2
     assert _cli("smoke", "/nonexistent").returncode == 2
     assert _cli("validate", "--dataset", str(ROOT / "fixtures/packages/valid-dataset"),
                 "--smoke").returncode == 2
+    two = _cli("validate", "--smoke", str(ROOT / "fixtures/packages/valid-wheels-v1/pkg"),
+               str(ROOT / "fixtures/packages/EK310-missing-entrypoint/pkg"), "--format", "json")
+    assert two.returncode == 2
+    assert json.loads(two.stdout)["error"]["kind"] == "usage"
+    typo = _cli("validate", "--smoke", "--select", "EK9Z",
+                str(ROOT / "fixtures/packages/valid-wheels-v1/pkg"))
+    assert typo.returncode == 2 and "Traceback" not in typo.stderr
+
+
+@pytest.mark.parametrize("code", ["EK701", "EK702", "EK703", "EK704"])
+def test_spin_up_codes_are_rules(code: str) -> None:
+    proc = _cli("rule", code)
+    assert proc.returncode == 0, proc.stderr
+    assert f"({code})" in proc.stdout
+    assert "## Why is this bad?" in proc.stdout and "## How to fix" in proc.stdout
+
+
+def test_smoke_json_schema_is_registered() -> None:
+    from envkit.render import JSON_SCHEMAS
+    from envkit.schemas import SCHEMAS
+
+    assert JSON_SCHEMAS["SmokeOutcome"] == "smoke"
+    assert "smoke" in SCHEMAS
+    assert json.loads(_cli("schema", "smoke").stdout)["title"]
 
 
 def test_pre_commit_smoke_hook_and_documented_cache_key() -> None:
@@ -202,5 +234,5 @@ def test_pre_commit_smoke_hook_and_documented_cache_key() -> None:
     assert hook["pass_filenames"] is False
     assert "pre-push" in hook["stages"]
     doc = (ROOT / "docs" / "ci.md").read_text()
-    assert "envkit smoke pkg/ --offline --format github" in doc
+    assert "envkit smoke pkg/ --offline --output-format github" in doc
     assert ".envkit-cache/server-venvs" in doc and "hashFiles('pkg/**')" in doc

@@ -4,13 +4,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from envkit.gym.rollout import Rollout  # noqa: E402
 from envkit.trainer.batch import to_batch  # noqa: E402
 from envkit.trainer.checkpoint import Checkpoint, prune  # noqa: E402
 from envkit.trainer.config import ConfigError, grpo_config  # noqa: E402
-from envkit.trainer.optim import lr_at  # noqa: E402
 from envkit.trainer.policy import lora_config  # noqa: E402
-from envkit.trainer.rollout_source import Rollout, row_messages  # noqa: E402
 from envkit.trainer.sampler import PromptSampler, SamplerState  # noqa: E402
+from envkit.trainer.sources.local import row_messages  # noqa: E402
 
 
 def test_config_defaults_follow_the_seed():
@@ -46,7 +46,7 @@ def test_config_reads_loss_and_lora_fields():
     assert cfg.loss.ratio_clip_c == 10.0
     assert cfg.loss.ratio_clip_max == 0.28
     assert cfg.lora.target_modules == ("q_proj",)
-    assert cfg.total_steps(10) == 4  # 2 epochs x (10 // 4) steps
+    assert cfg.total_steps(10) == 6  # 2 epochs x ceil(10 / 4) steps, as the platform counts
     assert (
         grpo_config({"training": {"type": "grpo", "max_steps": 3, "epochs": 5}}).total_steps(1000)
         == 3
@@ -69,18 +69,6 @@ def test_config_errors_name_the_key(training, match):
         grpo_config({})
     with pytest.raises(ConfigError, match="EK600"):
         grpo_config({"training": {"temperature": 1.0}})
-
-
-def test_lr_schedule_by_hand():
-    kw = {"lr": 1.0, "min_lr": 0.1, "warmup": 2, "total": 12}
-    assert lr_at(0, **kw) == pytest.approx(0.5)
-    assert lr_at(1, **kw) == pytest.approx(1.0)
-    assert lr_at(2, **kw) == pytest.approx(1.0)
-    assert lr_at(7, **kw) == pytest.approx(0.55)  # halfway through cosine
-    assert lr_at(12, **kw) == pytest.approx(0.1)
-    assert lr_at(7, **kw, decay="linear") == pytest.approx(0.55)
-    assert lr_at(4, **kw, decay="linear") == pytest.approx(1.0 - 0.9 * 0.2)
-    assert lr_at(9, **kw, decay="constant") == 1.0
 
 
 def test_sampler_is_a_seeded_cursor():

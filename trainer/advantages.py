@@ -1,4 +1,4 @@
-"""GRPO advantages: leave-one-out baseline per prompt group, optional std normalisation.
+"""GRPO rewards and advantages: scaling, shaping, leave-one-out baseline, std, clipping.
 
 Why these exact definitions: envkit trains with NeMo-RL's semantics (SPEC §8), so a reward curve
 from ``envkit train`` reads the same as one from the platform's ``rl`` backend. The baseline and
@@ -8,15 +8,29 @@ prompts are identified here by an integer group id instead of their token tensor
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import torch
 
-__all__ = ["GroupStats", "baseline_and_std", "compute_advantages", "group_stats"]
+if TYPE_CHECKING:
+    from envkit.jobspec import RewardScaling, RewardShaping
+
+__all__ = [
+    "GroupStats",
+    "baseline_and_std",
+    "clip_advantages",
+    "compute_advantages",
+    "group_stats",
+    "scale_rewards",
+    "shape_rewards",
+]
+
+_STD_EPS = 1e-6
+"""NeMo-RL divides by ``std + 1e-6`` where ``std > 0``."""
 
 
 class GroupStats(NamedTuple):
-    """Share of prompt groups by reward spread (``train_baseline_reward/pct_*``)."""
+    """Percent of *samples* whose baseline is 0, 1 or between (``baseline_reward/pct_*``)."""
 
     pct_mixed: float
     pct_0: float
@@ -29,11 +43,12 @@ def _group_rows(group_ids: torch.Tensor) -> list[torch.Tensor]:
 
 
 def _one_group(
-    rewards: torch.Tensor, valid: torch.Tensor, *, leave_one_out: bool
+    rewards: torch.Tensor, valid: torch.Tensor, std_rewards: torch.Tensor, *, leave_one_out: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Baseline and std for one group. rewards, valid: (n,) -> (n,), (n,).
+    """Baseline and std for one group. rewards, valid, std_rewards: (n,) -> (n,), (n,).
 
     Fewer than two valid samples: baseline = reward (advantage 0), std 0, as NeMo-RL does.
+    The std is taken over ``std_rewards`` (the unshaped rewards when shaping is on).
     """
     n = rewards.numel()
     if valid.sum() <= 1:
@@ -43,9 +58,10 @@ def _one_group(
         weights -= torch.eye(n, dtype=rewards.dtype)
     count = valid.sum().to(rewards.dtype) - int(leave_one_out)
     mean = weights @ (rewards * valid) / count
-    mean_sq = weights @ (rewards.square() * valid) / count
-    std = ((mean_sq - mean.square()) * (count / (count - 1))).clamp_min(0).sqrt().nan_to_num(0)
-    return mean, std
+    std_mean = weights @ (std_rewards * valid) / count
+    mean_sq = weights @ (std_rewards.square() * valid) / count
+    var = (mean_sq - std_mean.square()) * (count / (count - 1))
+    return mean, var.clamp_min(0).sqrt().nan_to_num(0)
 
 
 def baseline_and_std(
@@ -54,17 +70,19 @@ def baseline_and_std(
     valid_mask: torch.Tensor | None = None,
     *,
     leave_one_out: bool = True,
+    std_rewards: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-sample baseline and std of the other samples of the same prompt.
 
     group_ids: (b,) int, rewards: (b,) float, valid_mask: (b,) 0/1 -> baseline (b,), std (b,).
     """
     valid = torch.ones_like(rewards) if valid_mask is None else valid_mask.to(rewards.dtype)
+    spread = rewards if std_rewards is None else std_rewards
     baseline = torch.zeros_like(rewards)
     std = torch.zeros_like(rewards)
     for rows in _group_rows(group_ids):
         baseline[rows], std[rows] = _one_group(
-            rewards[rows], valid[rows], leave_one_out=leave_one_out
+            rewards[rows], valid[rows], spread[rows], leave_one_out=leave_one_out
         )
     return baseline, std
 
@@ -77,7 +95,7 @@ def compute_advantages(
     normalize: bool = True,
     valid_mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """advantage = reward - baseline, divided by std only where std > 0. (b,) -> (b,).
+    """advantage = reward - baseline, divided by ``std + 1e-6`` only where std > 0. (b,) -> (b,).
 
     Dividing where std == 0 would blow up a group whose other samples all agree; NeMo-RL
     leaves those advantages unscaled.
@@ -86,20 +104,60 @@ def compute_advantages(
     advantages = rewards - baseline
     if normalize:
         nonzero = std > 0
-        advantages[nonzero] = advantages[nonzero] / std[nonzero]
+        advantages[nonzero] = advantages[nonzero] / (std[nonzero] + _STD_EPS)
     return advantages
 
 
-def group_stats(group_ids: torch.Tensor, rewards: torch.Tensor) -> GroupStats:
-    """Fractions of groups whose rewards disagree (mixed), are all 0, are all 1.
+def clip_advantages(
+    advantages: torch.Tensor, low: float | None, high: float | None
+) -> torch.Tensor:
+    """Clamp normalised advantages to ``[low, high]``; an unset side is unbounded. (b,)."""
+    if low is not None:
+        advantages = advantages.clamp(min=low)
+    if high is not None:
+        advantages = advantages.clamp(max=high)
+    return advantages
 
-    A group with all-equal rewards has zero advantage everywhere: no gradient.
+
+def scale_rewards(rewards: torch.Tensor, scaling: RewardScaling | None) -> torch.Tensor:
+    """Clamp to ``[source_min, source_max]``, map linearly onto the target range. (b,)."""
+    if scaling is None:
+        return rewards
+    clamped = rewards.clamp(min=scaling.source_min, max=scaling.source_max)
+    share = (clamped - scaling.source_min) / (scaling.source_max - scaling.source_min)
+    return scaling.target_min + share * (scaling.target_max - scaling.target_min)
+
+
+def shape_rewards(
+    rewards: torch.Tensor,
+    response_lengths: torch.Tensor,
+    truncated: torch.Tensor,
+    shaping: RewardShaping | None,
+) -> torch.Tensor:
+    """DAPO shaping. (b,) each -> (b,).
+
+    ``stop_properly_penalty_coef`` scales the reward of truncated responses; otherwise a
+    response longer than ``max_response_length - overlong_buffer_length`` loses
+    ``excess / overlong_buffer_length * overlong_buffer_penalty`` (never a bonus).
     """
-    groups = [rewards[rows] for rows in _group_rows(group_ids)]
-    if not groups:
+    if shaping is None:
+        return rewards
+    if shaping.stop_properly_penalty_coef is not None:
+        return torch.where(truncated.bool(), rewards * shaping.stop_properly_penalty_coef, rewards)
+    buffer, penalty = shaping.overlong_buffer_length, shaping.overlong_buffer_penalty
+    if buffer is None or penalty is None or shaping.max_response_length is None:
+        return rewards
+    excess = response_lengths.to(rewards.dtype) - (shaping.max_response_length - buffer)
+    return rewards + (-excess / buffer * penalty).clamp(max=0.0)
+
+
+def group_stats(baseline: torch.Tensor) -> GroupStats:
+    """Percent of samples whose baseline is exactly 0, exactly 1, or neither. (b,) -> stats.
+
+    With the leave-one-out baseline, pct_0 counts samples whose *other* samples all scored 0.
+    """
+    if baseline.numel() == 0:
         return GroupStats(0.0, 0.0, 0.0)
-    mixed = sum(bool((g != g[0]).any()) for g in groups)
-    zeros = sum(bool((g == 0).all()) for g in groups)
-    ones = sum(bool((g == 1).all()) for g in groups)
-    n = len(groups)
-    return GroupStats(mixed / n, zeros / n, ones / n)
+    pct_0 = 100 * float((baseline == 0).float().mean())
+    pct_1 = 100 * float((baseline == 1).float().mean())
+    return GroupStats(100 - pct_0 - pct_1, pct_0, pct_1)

@@ -15,8 +15,8 @@ import torch
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from envkit.gym.rollout import Rollout
     from envkit.trainer.microbatch import MicroBatchPlan
-    from envkit.trainer.rollout_source import Rollout
 
 __all__ = ["MicroBatch", "TrainBatch", "build_microbatch", "to_batch"]
 

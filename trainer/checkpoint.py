@@ -109,5 +109,10 @@ def prune(root: Path, keep_top_k: int | None) -> list[Path]:
     keep = {c.path for c in ranked[-keep_top_k:]} | {found[-1].path}
     removed = [c.path for c in found if c.path not in keep]
     for path in removed:
-        shutil.rmtree(path)
+        # rename first: a kill mid-delete leaves a hidden dir, never a half-deleted step_*
+        doomed = path.with_name(f".pruned-{path.name}")
+        path.rename(doomed)
+        shutil.rmtree(doomed)
+    for stale in root.glob(".pruned-*"):
+        shutil.rmtree(stale, ignore_errors=True)
     return removed

@@ -1,17 +1,25 @@
-"""GRPO settings read from the job JSON ``training`` block (seed 000 "Fast path — rl (GRPO)").
+"""The run configuration the trainer executes, derived from the job model.
 
-Why a private adapter: the job-schema part owns validation (``validators/job.py``, EK6xx) and
-``envkit.jobspec``; the trainer only needs typed values with the seed's defaults, so
-:func:`grpo_config` reads the block leniently and can be swapped for ``jobspec.grpo_settings``.
+Why a view and not a second model: every job field's name, type and default lives in
+``envkit.jobspec.GrpoSettings``; :class:`GrpoConfig` wraps those settings, resolves what the
+platform's compiler resolves (seed 42, ``max_new_tokens`` = ``max_seq_length``, LoRA defaults,
+the step count) and groups the loss and batching knobs for the modules that take them.
+Attribute access falls through to the settings, so ``cfg.learning_rate`` is the job's value.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field, fields
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any
 
-from envkit.jobspec import ParallelismSettings
+from envkit.jobspec import (
+    GrpoSettings,
+    JobSpecError,
+    LoraSettings,
+    ParallelismSettings,
+    grpo_settings,
+)
 from envkit.trainer.loss import LossConfig
 
 __all__ = [
@@ -23,204 +31,129 @@ __all__ = [
     "grpo_config",
 ]
 
+DEFAULT_SEED = 42
+"""What the platform's compiler puts in for an unset ``seed``."""
+
 
 class ConfigError(ValueError):
     """The ``training`` block cannot drive a run (wrong type, impossible sizes)."""
 
 
 @dataclass(frozen=True)
-class LoraSettings:
-    """seed 001 "LoRA fields"; neither module list set -> every linear layer."""
-
-    rank: int = 16
-    alpha: int = 32
-    dropout: float = 0.0
-    target_modules: tuple[str, ...] | None = None
-    exclude_modules: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True)
 class BatchingSettings:
-    """seed 001 "Key hyperparameters": how rollouts become training micro-batches.
+    """How rollouts become training micro-batches (``batching_strategy`` and its budget)."""
 
-    ``mb_tokens`` is ``train_mb_tokens`` or, unset, ``max_seq_length * micro_batch_size``.
-    """
-
-    strategy: str = "dynamic"  # "dynamic" | "static" | "sequence_packing"
+    strategy: str = "dynamic"
     mb_tokens: int = 2048
     sequence_length_round: int = 64
 
 
+def _default_settings() -> GrpoSettings:
+    return GrpoSettings(type="grpo")
+
+
 @dataclass(frozen=True)
 class GrpoConfig:
-    num_generations_per_prompt: int = 8
-    batch_size: int = 32
-    num_prompts_per_step: int | None = None
-    temperature: float = 1.0
-    max_new_tokens: int = 512
-    max_seq_length: int = 2048
-    max_rollout_turns: int = 1
-    learning_rate: float = 1e-5
-    min_learning_rate: float | None = None
-    adam_eps: float = 1e-8
-    warmup_steps: int = 0
-    weight_decay: float = 0.01
-    lr_decay: str = "cosine"
-    epochs: int = 1
-    max_steps: int | None = None
-    micro_batch_size: int = 1
-    use_dynamic_sampling: bool = False
-    batch_multiplier: float = 1.0
-    dynamic_sampling_max_gen_batches: int = 10
-    normalize_rewards: bool = True
-    use_leave_one_out_baseline: bool = True
-    overlong_filtering: bool = False
-    val_at_start: bool = False
-    val_at_end: bool = False
-    val_check_interval: int | None = None
-    keep_top_k: int | None = None
-    seed: int = 42
-    finetuning_type: str = "all_weights"
-    activation_checkpointing: bool = False
-    policy_backend: str = "automodel"
-    hf_config_overrides: dict[str, Any] = field(default_factory=dict)
-    """``hf_config_overrides`` with ``router_aux_loss_coef`` folded in at the top level."""
-    automodel_kwargs: dict[str, Any] = field(default_factory=dict)
-    """Passed to Automodel on the platform; not applied locally (``policy.announce_backend``)."""
-    vllm_tensor_parallel_size: int = 1
-    vllm_gpu_memory_utilization: float = 0.6
-    lora: LoraSettings = field(default_factory=LoraSettings)
-    loss: LossConfig = field(default_factory=LossConfig)
-    batching: BatchingSettings = field(default_factory=BatchingSettings)
-    parallelism: ParallelismSettings = field(default_factory=ParallelismSettings)
+    """The job's settings plus what the trainer derives from them."""
+
+    settings: GrpoSettings = field(default_factory=_default_settings)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "settings":  # not yet set (unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.settings, name)
 
     @property
-    def prompts_per_step(self) -> int:
-        """``num_prompts_per_step``, else ``batch_size / num_generations_per_prompt``."""
-        if self.num_prompts_per_step is not None:
-            return self.num_prompts_per_step
-        return max(1, self.batch_size // self.num_generations_per_prompt)
+    def seed(self) -> int:
+        return DEFAULT_SEED if self.settings.seed is None else self.settings.seed
+
+    @property
+    def max_new_tokens(self) -> int:
+        return self.settings.max_new_tokens or self.settings.max_seq_length
+
+    @property
+    def policy_backend(self) -> str:
+        return self.settings.backend
+
+    @property
+    def lora(self) -> LoraSettings:
+        return self.settings.lora or LoraSettings()
+
+    @property
+    def loss(self) -> LossConfig:
+        s = self.settings
+        names = [f.name for f in dataclasses.fields(LossConfig)]
+        return LossConfig(**{n: getattr(s, n) for n in names})
+
+    @property
+    def batching(self) -> BatchingSettings:
+        s = self.settings
+        return BatchingSettings(s.batching_strategy, s.mb_tokens, s.sequence_length_round)
+
+    @property
+    def hf_config_overrides(self) -> dict[str, Any]:
+        """``hf_config_overrides`` with ``router_aux_loss_coef`` layered on top (as compiled)."""
+        overrides = dict(self.settings.hf_config_overrides or {})
+        if self.settings.router_aux_loss_coef is not None:
+            overrides["router_aux_loss_coef"] = float(self.settings.router_aux_loss_coef)
+        return overrides
+
+    @property
+    def automodel_kwargs(self) -> dict[str, Any]:
+        return dict(self.settings.automodel_kwargs or {})
+
+    @property
+    def optimizer_steps_per_step(self) -> int:
+        """``rollouts // batch_size``: NeMo-RL trains one GRPO step in this many updates."""
+        rollouts = self.prompts_per_step * self.settings.num_generations_per_prompt
+        return max(rollouts // self.settings.batch_size, 1)
+
+    def steps_per_epoch(self, num_rows: int) -> int:
+        """``ceil(rows / prompts_per_step)``, at least 1, as the platform's compiler counts."""
+        return max(-(-num_rows // self.prompts_per_step), 1)
 
     def total_steps(self, num_rows: int) -> int:
-        """``epochs`` over the rows (last partial batch dropped), capped by ``max_steps``."""
-        per_epoch = max(1, num_rows // self.prompts_per_step)
-        steps = self.epochs * per_epoch
-        return min(steps, self.max_steps) if self.max_steps is not None else steps
+        """``steps_per_epoch x epochs``, capped by ``max_steps``."""
+        total = self.steps_per_epoch(num_rows) * self.settings.epochs
+        cap = self.settings.max_steps
+        return min(cap, total) if cap else total
 
+    def val_period(self, num_rows: int) -> int:
+        """Steps between validations, as the platform compiles ``val_check_interval``.
 
-_LOSS_KEYS = {f.name for f in fields(LossConfig)}
-_NESTED = {"lora", "loss", "batching", "parallelism", "hf_config_overrides", "automodel_kwargs"}
-_TOP_KEYS = {f.name for f in fields(GrpoConfig)} - _NESTED
-
-
-def _lora(block: Any) -> LoraSettings:
-    if block is None:
-        return LoraSettings()
-    if not isinstance(block, dict):
-        msg = f"`training.lora` must be an object, got {type(block).__name__}"
-        raise ConfigError(msg)
-    known = {k: v for k, v in block.items() if k in {f.name for f in fields(LoraSettings)}}
-    for key in ("target_modules", "exclude_modules"):
-        if known.get(key) is not None:
-            known[key] = tuple(known[key])
-    return LoraSettings(**known)
-
-
-def _object(block: dict[str, Any], key: str) -> dict[str, Any]:
-    value = block.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        msg = f"`training.{key}` must be an object, got {type(value).__name__}"
-        raise ConfigError(msg)
-    return value
-
-
-def _batching(block: dict[str, Any]) -> BatchingSettings:
-    mb_tokens = block.get("train_mb_tokens")
-    if mb_tokens is None:
-        seq = block.get("max_seq_length", GrpoConfig.max_seq_length)
-        mb_tokens = seq * block.get("micro_batch_size", GrpoConfig.micro_batch_size)
-    return BatchingSettings(
-        strategy=block.get("batching_strategy", "dynamic"),
-        mb_tokens=mb_tokens,
-        sequence_length_round=block.get("sequence_length_round", 64),
-    )
-
-
-def _hf_overrides(block: dict[str, Any]) -> dict[str, Any]:
-    """seed 001: ``router_aux_loss_coef`` is a top-level HF config override."""
-    overrides = dict(_object(block, "hf_config_overrides"))
-    if block.get("router_aux_loss_coef") is not None:
-        if "router_aux_loss_coef" in overrides:  # EK606
-            msg = (
-                "`router_aux_loss_coef` is set both on `training` and in "
-                "`training.hf_config_overrides`; keep one (EK606)"
-            )
-            raise ConfigError(msg)
-        overrides["router_aux_loss_coef"] = block["router_aux_loss_coef"]
-    return overrides
-
-
-def _parallelism(block: dict[str, Any]) -> ParallelismSettings:
-    known = {f.name for f in fields(ParallelismSettings)}
-    values = {k: v for k, v in _object(block, "parallelism").items() if k in known}
-    return ParallelismSettings(**{k: v for k, v in values.items() if v is not None})
-
-
-def _check(cfg: GrpoConfig) -> GrpoConfig:
-    if cfg.temperature <= 0:
-        msg = "`training.temperature` must be > 0: greedy groups are identical (no signal)"
-        raise ConfigError(msg)
-    if cfg.finetuning_type not in {"all_weights", "lora"}:
-        msg = f"`training.finetuning_type` {cfg.finetuning_type!r}: use 'all_weights' or 'lora'"
-        raise ConfigError(msg)
-    if cfg.num_generations_per_prompt < 2:  # a group needs two samples
-        msg = "`training.num_generations_per_prompt` must be >= 2 (the group is the signal)"
-        raise ConfigError(msg)
-    if not math.isfinite(cfg.batch_multiplier) or cfg.batch_multiplier < 1:
-        msg = "`training.batch_multiplier` must be >= 1"
-        raise ConfigError(msg)
-    if cfg.batching.strategy not in {"dynamic", "static", "sequence_packing"}:
-        msg = (
-            f"`training.batching_strategy` {cfg.batching.strategy!r}: use 'dynamic', 'static' "
-            "or 'sequence_packing'"
-        )
-        raise ConfigError(msg)
-    if cfg.batching.mb_tokens < 1 or cfg.batching.sequence_length_round < 1:
-        msg = "`training.train_mb_tokens` and `training.sequence_length_round` must be >= 1"
-        raise ConfigError(msg)
-    return cfg
+        Unset or 0: once per epoch; <= 1: that fraction of an epoch; above: a step count.
+        Capped at one epoch, and below ``total_steps`` so validation runs before the end.
+        """
+        per_epoch, total = self.steps_per_epoch(num_rows), self.total_steps(num_rows)
+        effective = min(per_epoch, total)
+        interval = self.settings.val_check_interval
+        if not interval:
+            return effective
+        steps = max(1, int(interval * per_epoch)) if interval <= 1 else int(interval)
+        steps = min(steps, effective)
+        return max(1, total - 1) if steps >= total else steps
 
 
 def grpo_config(job_data: dict[str, Any]) -> GrpoConfig:
-    """Typed settings from a job dict; unknown ``training`` keys are left to the validator.
+    """The run configuration of a job dict.
 
-    :raises ConfigError: when ``training`` is not an object or a value cannot train.
+    :raises ConfigError: ``training`` is missing, has a wrong field, or cannot train.
     """
-    block = job_data.get("training") if isinstance(job_data, dict) else None
-    if not isinstance(block, dict):
-        msg = "job has no `training` object"
-        raise ConfigError(msg)
-    if block.get("type") != "grpo":
+    training = job_data.get("training") if isinstance(job_data, dict) else None
+    if isinstance(training, dict) and "type" not in training:
         msg = (
-            f'`training.type` is {block.get("type")!r}; GRPO needs "grpo" '
+            '`training.type` is missing; GRPO needs "grpo" '
             "(the platform rejects a missing type with union_tag_not_found, EK600)"
         )
         raise ConfigError(msg)
-    top = {k: v for k, v in block.items() if k in _TOP_KEYS and v is not None}
-    loss = LossConfig(**{k: v for k, v in block.items() if k in _LOSS_KEYS})
     try:
-        cfg = GrpoConfig(
-            **top,
-            lora=_lora(block.get("lora")),
-            loss=loss,
-            batching=_batching(block),
-            parallelism=_parallelism(block),
-            hf_config_overrides=_hf_overrides(block),
-            automodel_kwargs=dict(_object(block, "automodel_kwargs")),
-        )
-    except TypeError as exc:
-        msg = f"`training` block: {exc}"
-        raise ConfigError(msg) from None
-    return _check(cfg)
+        settings = grpo_settings(job_data)
+    except JobSpecError as exc:
+        raise ConfigError(str(exc)) from None
+    if settings.use_leave_one_out_baseline and settings.num_generations_per_prompt < 2:
+        msg = "`training.num_generations_per_prompt` must be >= 2 (the group is the signal)"
+        raise ConfigError(msg)
+    if settings.finetuning_type == "all_weights" and settings.lora is not None:
+        msg = "`training.lora` is given but `training.finetuning_type` is all_weights (EK601)"
+        raise ConfigError(msg)
+    return GrpoConfig(settings)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import json
 import logging
-import math
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from envkit.trainer.advantages import compute_advantages, group_stats
+from envkit.trainer.advantages import clip_advantages, compute_advantages
 from envkit.trainer.batch import MicroBatch, build_microbatch
 from envkit.trainer.checkpoint import (
     latest_checkpoint,
@@ -27,20 +26,30 @@ from envkit.trainer.checkpoint import (
     prune,
     save_checkpoint,
 )
+from envkit.trainer.dynamic_sampling import (
+    DynamicSamplingError,
+    Sampled,
+    groups_of,
+    sample_step,
+    train_metrics,
+)
 from envkit.trainer.loss import LossOutput, grpo_loss
 from envkit.trainer.metrics import MetricsLogger
 from envkit.trainer.microbatch import plan_microbatches
+from envkit.trainer.nemo_config import announce_not_applied
 from envkit.trainer.optim import make_optimizer, make_scheduler
 from envkit.trainer.policy import announce_backend, token_logprobs
 from envkit.trainer.sampler import PromptSampler
+from envkit.trainer.sources.base import RolloutFailedError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
+    from envkit.gym.rollout import Rollout
     from envkit.trainer.config import GrpoConfig
     from envkit.trainer.policy import Policy
-    from envkit.trainer.rollout_source import Rollout, RolloutSource
+    from envkit.trainer.sources.base import RolloutSource
 
 __all__ = [
     "DynamicSamplingError",
@@ -51,16 +60,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-MAX_GRAD_NORM = 1.0  # NeMo-RL's policy default
-
-
-class DynamicSamplingError(RuntimeError):
-    """Too few prompt groups with mixed rewards within ``dynamic_sampling_max_gen_batches``."""
-
-
-class RolloutFailedError(RuntimeError):
-    """A rollout source failed in a way it can recover from (e.g. a Gym server died)."""
 
 
 @dataclass(frozen=True)
@@ -108,41 +107,19 @@ def _generate_with_retry(run: _Run, rows: list[dict[str, Any]], first_group: int
             if attempt == run.opts.max_rollout_retries:
                 raise
             log.warning("rollout failed (%s); restarting the source and retrying", exc)
-            getattr(run.source, "restart", lambda: None)()
+            run.source.restart()
             torch.set_rng_state(rng)
     raise AssertionError  # unreachable: the loop returns or raises
 
 
-def _mixed_groups(rollouts: list[Rollout]) -> list[list[Rollout]]:
-    groups: dict[int, list[Rollout]] = {}
-    for r in rollouts:
-        groups.setdefault(r.group, []).append(r)
-    return [g for g in groups.values() if len({r.reward for r in g}) > 1]
+def _sample(run: _Run) -> Sampled:
+    """The step's samples (``dynamic_sampling.sample_step``) from this run's prompts."""
 
+    def generate(num_prompts: int, first_group: int) -> list[Rollout]:
+        rows = [row for _, row in run.sampler.take(num_prompts)]
+        return _generate_with_retry(run, rows, first_group)
 
-def _sample(run: _Run) -> tuple[list[Rollout], list[Rollout], int]:
-    """Rollouts to train on, every rollout generated, and the number of generation batches."""
-    cfg, wanted = run.cfg, run.cfg.prompts_per_step
-    if not cfg.use_dynamic_sampling:
-        rows = [row for _, row in run.sampler.take(wanted)]
-        rollouts = _generate_with_retry(run, rows, 0)
-        return rollouts, rollouts, 1
-    kept: list[list[Rollout]] = []
-    generated: list[Rollout] = []
-    per_batch = math.ceil(wanted * cfg.batch_multiplier)
-    for batch_index in range(cfg.dynamic_sampling_max_gen_batches):
-        rows = [row for _, row in run.sampler.take(per_batch)]
-        rollouts = _generate_with_retry(run, rows, batch_index * per_batch)
-        generated += rollouts
-        kept += _mixed_groups(rollouts)
-        if len(kept) >= wanted:
-            return [r for g in kept[:wanted] for r in g], generated, batch_index + 1
-    msg = (
-        f"dynamic sampling found {len(kept)} of {wanted} prompt groups with mixed rewards in "
-        f"{cfg.dynamic_sampling_max_gen_batches} generation batches; raise "
-        "`dynamic_sampling_max_gen_batches` or `batch_multiplier`, or check the reward"
-    )
-    raise DynamicSamplingError(msg)
+    return sample_step(run.cfg, generate)
 
 
 def _logprobs(model: Any, mb: MicroBatch, temperature: float) -> torch.Tensor:
@@ -208,7 +185,25 @@ def _microbatch_loss(run: _Run, mb: MicroBatch, tokens: float) -> LossOutput:
 
 
 def _update(run: _Run, rollouts: list[Rollout], advantages: torch.Tensor) -> dict[str, float]:
-    """One optimizer step over micro-batches; the loss is normalised by the step's tokens."""
+    """``rollouts // batch_size`` optimizer steps, each normalised by its own token count (the
+    remainder is dropped, as NeMo-RL shards); the scheduler steps once afterwards."""
+    size = run.cfg.batch_size
+    updates = max(len(rollouts) // size, 1)
+    chunks = [slice(i * size, (i + 1) * size) for i in range(updates)]
+    if updates == 1 and len(rollouts) < size:
+        chunks = [slice(0, len(rollouts))]
+    totals: dict[str, float] = {}
+    for chunk in chunks:
+        for name, value in _one_update(run, rollouts[chunk], advantages[chunk]).items():
+            totals[name] = totals.get(name, 0.0) + value / len(chunks)
+    totals["lr"] = run.optimizer.param_groups[0]["lr"]
+    totals["optimizer_steps"] = float(len(chunks))
+    run.scheduler.step()
+    return totals
+
+
+def _one_update(run: _Run, rollouts: list[Rollout], advantages: torch.Tensor) -> dict[str, float]:
+    """One optimizer step over micro-batches; the loss is normalised by these rollouts' tokens."""
     mbs = _microbatches(run, rollouts, advantages)
     tokens = sum(float(mb.loss_mask.sum()) for mb in mbs)
     run.optimizer.zero_grad(set_to_none=True)
@@ -222,10 +217,9 @@ def _update(run: _Run, rollouts: list[Rollout], advantages: torch.Tensor) -> dic
         for name, value in out.metrics.items():
             totals[name] = totals.get(name, 0.0) + value * share
     params = [p for p in run.policy.model.parameters() if p.requires_grad]
-    totals["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, MAX_GRAD_NORM))
-    totals["lr"] = run.optimizer.param_groups[0]["lr"]
+    norm = torch.nn.utils.clip_grad_norm_(params, run.cfg.max_grad_norm)
+    totals["grad_norm"] = float(norm)
     run.optimizer.step()
-    run.scheduler.step()
     return {**totals, **_layout_metrics(mbs)}
 
 
@@ -236,37 +230,27 @@ def _layout_metrics(mbs: list[MicroBatch]) -> dict[str, float]:
     return {"num_microbatches": float(len(mbs)), "padding_fraction": 1.0 - real / max(padded, 1)}
 
 
-def _train_metrics(rollouts: list[Rollout], generated: list[Rollout]) -> dict[str, float]:
-    all_groups = torch.tensor([r.group for r in generated])
-    all_rewards = torch.tensor([r.reward for r in generated])
-    stats = group_stats(all_groups, all_rewards)
-    return {
-        "train_reward": sum(r.reward for r in rollouts) / len(rollouts),
-        "train_baseline_reward/pct_mixed": stats.pct_mixed,
-        "train_baseline_reward/pct_0": stats.pct_0,
-        "train_baseline_reward/pct_1": stats.pct_1,
-        "train_truncation_rate": sum(r.truncated for r in rollouts) / len(rollouts),
-        "train_mean_gen_tokens": sum(len(r.completion_ids) for r in rollouts) / len(rollouts),
-    }
-
-
 def _step(run: _Run, step: int) -> dict[str, float]:
-    """generate -> score -> advantages -> loss -> optimizer step -> refresh generation."""
+    """generate -> score -> advantages -> loss -> optimizer steps -> refresh generation."""
     started = time.perf_counter()
-    _reseed(run.cfg.seed, step)
-    rollouts, generated, gen_batches = _sample(run)  # generate + score (the source scores)
+    cfg = run.cfg
+    _reseed(cfg.seed, step)
+    sampled = _sample(run)  # generate + score (the source scores), dynamic sampling
     generated_at = time.perf_counter()
-    advantages = compute_advantages(
-        torch.tensor([r.group for r in rollouts]),
-        torch.tensor([r.reward for r in rollouts], dtype=torch.float32),
-        leave_one_out=run.cfg.use_leave_one_out_baseline,
-        normalize=run.cfg.normalize_rewards,
+    advantages = compute_advantages(  # recomputed on the kept batch, as NeMo-RL does
+        groups_of(sampled.rollouts),
+        sampled.rewards,
+        leave_one_out=cfg.use_leave_one_out_baseline,
+        normalize=cfg.normalize_rewards,
     )
-    update = _update(run, rollouts, advantages)
+    advantages = clip_advantages(advantages, cfg.advantage_clip_low, cfg.advantage_clip_high)
+    update = _update(run, sampled.rollouts, advantages)
     run.source.refresh(run.policy)
-    metrics = _train_metrics(rollouts, generated)
+    metrics = train_metrics(sampled, advantages)
     metrics.update({f"train_{k}": v for k, v in update.items()})
-    metrics["train_dynamic_sampling/gen_batches"] = float(gen_batches)
+    if cfg.use_dynamic_sampling:
+        metrics["train_dynamic_sampling_num_gen_batches"] = float(sampled.gen_batches)
+        metrics["train_dynamic_sampling_num_discarded_valid_samples"] = float(sampled.discarded)
     metrics["train_timing/generation"] = generated_at - started
     metrics["train_timing/total_step_time"] = time.perf_counter() - started
     return metrics
@@ -290,13 +274,14 @@ def _build_run(
 ) -> tuple[_Run, int]:
     torch.manual_seed(cfg.seed)
     announce_backend(cfg)
+    for line in announce_not_applied(cfg):
+        log.warning(line)
     optimizer = make_optimizer(policy.model.parameters(), cfg)
     scheduler = make_scheduler(optimizer, cfg, cfg.total_steps(len(rows)))
     needs_ref = cfg.loss.ref_policy_kl_penalty > 0 and not policy.is_lora
     reference = copy.deepcopy(policy.model).eval() if needs_ref else None
-    run = _Run(
-        cfg, policy, source, PromptSampler(rows, cfg.seed), optimizer, scheduler, reference, opts
-    )
+    sampler = PromptSampler(rows, cfg.seed)
+    run = _Run(cfg, policy, source, sampler, optimizer, scheduler, reference, opts)
     ckpt = latest_checkpoint(opts.output / "checkpoints") if opts.resume else None
     if ckpt is None:
         return run, 0
@@ -313,9 +298,9 @@ def _checkpoint(run: _Run, step: int, metrics: dict[str, float]) -> None:
     prune(root, run.cfg.keep_top_k)
 
 
-def _is_val_step(cfg: GrpoConfig, step: int, total: int) -> bool:
-    interval = cfg.val_check_interval
-    return bool(interval and step % interval == 0) or (cfg.val_at_end and step == total)
+def _is_val_step(cfg: GrpoConfig, period: int, step: int, total: int) -> bool:
+    """Every ``period`` steps (the compiled ``val_check_interval``) and at the end."""
+    return bool(period and step % period == 0) or (cfg.val_at_end and step == total)
 
 
 def train(
@@ -341,7 +326,7 @@ def train(
     metrics: dict[str, float] = {}
     for step in range(done + 1, total + 1):
         metrics = _step(run, step)
-        if _is_val_step(cfg, step, total):
+        if _is_val_step(cfg, cfg.val_period(len(rows)), step, total):
             metrics.update(_validate(run, val_rows, step))
         logger.log(step, metrics)
         log.info(_progress_line(step, total, metrics))

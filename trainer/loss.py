@@ -1,4 +1,4 @@
-"""GRPO policy loss: NeMo-RL's clipped surrogate with dual clip, k3 KL and truncated IS.
+"""GRPO policy loss: NeMo-RL's clipped surrogate with dual clip, weighted k3 KL and truncated IS.
 
 Why token-level: NeMo-RL's ``ClippedPGLossFn`` averages over every valid token of the global
 batch (``masked_mean`` with a global normaliser), so long and short responses weigh per token.
@@ -8,10 +8,13 @@ All tensors are (b, s) over response tokens unless stated.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
+
+from envkit.jobspec import GrpoSettings
 
 __all__ = [
     "LossConfig",
@@ -20,22 +23,38 @@ __all__ = [
     "grpo_loss",
     "importance_weights",
     "k3_kl",
+    "kl_weights",
     "masked_mean",
     "token_mask_without_overlong",
 ]
 
 
+def _job_default(name: str) -> Any:
+    return _SETTINGS_FIELDS[name].default
+
+
+_SETTINGS_FIELDS = {f.name: f for f in dataclasses.fields(GrpoSettings)}
+
+
 @dataclass(frozen=True)
 class LossConfig:
-    """The loss knobs of the job's ``training`` block (seed 000 / NeMo-RL names)."""
+    """The loss fields of the job (names and defaults from ``envkit.jobspec``)."""
 
-    ratio_clip_min: float = 0.2
-    ratio_clip_max: float = 0.2
-    ratio_clip_c: float | None = None
-    ref_policy_kl_penalty: float = 0.0
-    use_importance_sampling_correction: bool = False
-    truncated_importance_sampling_type: str | None = None  # "tis" caps the IS weight
-    truncated_importance_sampling_ratio: float | None = None
+    ratio_clip_min: float = _job_default("ratio_clip_min")
+    ratio_clip_max: float = _job_default("ratio_clip_max")
+    ratio_clip_c: float | None = _job_default("ratio_clip_c")
+    ref_policy_kl_penalty: float = _job_default("ref_policy_kl_penalty")
+    use_on_policy_kl_approximation: bool = _job_default("use_on_policy_kl_approximation")
+    use_importance_sampling_correction: bool = _job_default("use_importance_sampling_correction")
+    truncated_importance_sampling_type: str | None = _job_default(
+        "truncated_importance_sampling_type"
+    )
+    truncated_importance_sampling_ratio: float | None = _job_default(
+        "truncated_importance_sampling_ratio"
+    )
+    truncated_importance_sampling_ratio_min: float | None = _job_default(
+        "truncated_importance_sampling_ratio_min"
+    )
 
 
 class LossOutput(NamedTuple):
@@ -54,12 +73,32 @@ def masked_mean(
 def k3_kl(
     logprobs: torch.Tensor,
     ref_logprobs: torch.Tensor,
+    weights: torch.Tensor | None = None,
     clamp_in: float = 20.0,
     clamp_out: float = 10.0,
 ) -> torch.Tensor:
-    """Schulman's k3 estimator exp(r) - 1 - r, r = ref - cur, clamped as NeMo-RL does. (b, s)."""
-    logr = (ref_logprobs - logprobs).clamp(-clamp_in, clamp_in)
-    return (logr.exp() - 1 - logr).clamp(-clamp_out, clamp_out)
+    """Schulman's k3 estimator exp(r) - 1 - r, r = ref - cur, as NeMo-RL's ``calculate_kl``.
+
+    ``weights`` multiply the KL before the output clamp; where the input clamp bites, the
+    weight is detached so the clamp stops both gradients. (b, s).
+    """
+    logr = ref_logprobs - logprobs
+    clamped = logr.clamp(-clamp_in, clamp_in)
+    kl = clamped.exp() - 1 - clamped
+    if weights is not None:
+        kl = torch.where(logr == clamped, weights, weights.detach()) * kl
+    return kl.clamp(-clamp_out, clamp_out)
+
+
+def kl_weights(
+    curr_logprobs: torch.Tensor, generation_logprobs: torch.Tensor, *, on_policy: bool
+) -> torch.Tensor:
+    """KL gradient weights: exp(cur - gen) (on-policy approximation) or exp(cur - sg(cur)).
+
+    The second is 1 in value but carries the score-function gradient; NaN/inf become 0. (b, s).
+    """
+    base = generation_logprobs if on_policy else curr_logprobs.detach()
+    return torch.nan_to_num((curr_logprobs - base).exp(), nan=0.0, posinf=0.0, neginf=0.0)
 
 
 def clipped_surrogate(
@@ -79,20 +118,37 @@ def clipped_surrogate(
 
 
 def importance_weights(
-    prev_logprobs: torch.Tensor, generation_logprobs: torch.Tensor, cfg: LossConfig
+    prev_logprobs: torch.Tensor,
+    generation_logprobs: torch.Tensor,
+    cfg: LossConfig,
+    mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """pi_train / pi_gen per token, capped at the TIS ratio; ones when correction is off. (b, s).
+    """pi_train / pi_gen per token (NaN/inf -> 0), bounded by the TIS type. (b, s).
 
-    The generation engine (vLLM, a served HF model) and the trainer compute slightly different
-    probabilities for the same token; the weight corrects the surrogate for that drift.
+    ``tis`` clamps into [ratio_min or 0, ratio]; ``icepop`` zeroes tokens outside
+    [ratio_min, ratio]; ``seq-mask-tis`` zeroes whole sequences whose geometric-mean ratio over
+    ``mask`` is outside it. The weights are always computed (``sampling_importance_ratio``
+    reports them); the loss applies them only with ``use_importance_sampling_correction``.
     """
-    if not cfg.use_importance_sampling_correction:
-        return torch.ones_like(prev_logprobs)
-    weights = (prev_logprobs - generation_logprobs).exp()
-    if cfg.truncated_importance_sampling_type == "tis":
-        cap = cfg.truncated_importance_sampling_ratio or 2.0
-        weights = weights.clamp(max=cap)
-    return weights.detach()
+    log_ratio = prev_logprobs - generation_logprobs
+    weights = torch.nan_to_num(log_ratio.exp(), nan=0.0, posinf=0.0, neginf=0.0).detach()
+    kind, high = cfg.truncated_importance_sampling_type, cfg.truncated_importance_sampling_ratio
+    if kind is None or high is None:
+        return weights
+    low = cfg.truncated_importance_sampling_ratio_min
+    if kind == "tis":
+        return weights.clamp(min=low or 0.0, max=high)
+    if kind == "icepop":
+        return torch.where((weights >= low) & (weights <= high), weights, 0.0)
+    seq_mask = torch.ones_like(weights) if mask is None else mask
+    finite = torch.nan_to_num(log_ratio, nan=0.0, posinf=0.0, neginf=0.0)
+    geo = masked_mean_rows(finite, seq_mask).exp()
+    return weights * ((geo >= low) & (geo <= high)).to(weights.dtype).unsqueeze(-1)
+
+
+def masked_mean_rows(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Per-row masked mean. (b, s) -> (b,)."""
+    return (values * mask).sum(-1) / (mask.sum(-1) + 1e-8)
 
 
 def token_mask_without_overlong(
@@ -132,22 +188,26 @@ def grpo_loss(
 
     ``prev_logprobs`` are the trainer's logprobs before the update (the ratio's denominator);
     ``generation_logprobs`` come from the sampler and drive importance sampling only.
+    The KL term is not multiplied by the IS weights (NeMo-RL adds it separately).
     """
     adv = advantages.unsqueeze(-1) if advantages.dim() == 1 else advantages
     ratio = (curr_logprobs - prev_logprobs).exp()
-    weights = importance_weights(prev_logprobs, generation_logprobs, cfg)
-    per_token = weights * clipped_surrogate(ratio, adv, cfg)
-    kl_value = torch.zeros((), device=curr_logprobs.device)
+    weights = importance_weights(prev_logprobs, generation_logprobs, cfg, token_mask)
+    applied = weights if cfg.use_importance_sampling_correction else torch.ones_like(weights)
+    loss = masked_mean(applied * clipped_surrogate(ratio, adv, cfg), token_mask, global_tokens)
+    kl_value = 0.0
     if cfg.ref_policy_kl_penalty > 0:
         if ref_logprobs is None:
             msg = "ref_policy_kl_penalty > 0 needs ref_logprobs"
             raise ValueError(msg)
-        kl = weights * k3_kl(curr_logprobs, ref_logprobs)
-        per_token = per_token + cfg.ref_policy_kl_penalty * kl
-        kl_value = masked_mean(kl.detach(), token_mask)
-    loss = masked_mean(per_token, token_mask, global_tokens)
+        w = kl_weights(
+            curr_logprobs, generation_logprobs, on_policy=cfg.use_on_policy_kl_approximation
+        )
+        per_token = k3_kl(curr_logprobs, ref_logprobs, w)
+        loss = loss + cfg.ref_policy_kl_penalty * masked_mean(per_token, token_mask, global_tokens)
+        kl_value = float(masked_mean(per_token.detach(), token_mask))
     metrics = _drift_metrics(curr_logprobs, prev_logprobs, generation_logprobs, token_mask, weights)
-    metrics["kl_penalty"] = float(kl_value)
+    metrics["kl_penalty"] = kl_value
     clamped = (ratio < 1 - cfg.ratio_clip_min) | (ratio > 1 + cfg.ratio_clip_max)
     metrics["probs_ratio_clamped_fraction"] = float(masked_mean(clamped.float(), token_mask))
     return LossOutput(loss, metrics)

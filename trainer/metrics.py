@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from envkit.plot import reward_curve as _plot
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -76,26 +78,3 @@ def _tensorboard(log_dir: Path) -> Any:
     except ImportError:  # tensorboard is in the `train` extra, not a hard requirement
         return None
     return SummaryWriter(log_dir=str(log_dir))
-
-
-def _plot(records: list[dict[str, Any]], png: Path) -> Path | None:
-    train = [(r["step"], r["train_reward"]) for r in records if "train_reward" in r]
-    val = [(r["step"], r["val_accuracy"]) for r in records if "val_accuracy" in r]
-    if not train and not val:
-        return None
-    import matplotlib as mpl
-
-    mpl.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    if train:
-        ax.plot(*zip(*train, strict=True), label="train_reward")
-    if val:
-        ax.plot(*zip(*val, strict=True), "o-", label="val_accuracy")
-    ax.set_xlabel("step")
-    ax.set_ylabel("reward")
-    ax.legend()
-    fig.savefig(png, dpi=80)
-    plt.close(fig)
-    return png

@@ -1,7 +1,10 @@
-"""AdamW plus NeMo-RL's schedule: linear warmup, then cosine (or linear) decay to the minimum.
+"""The optimizer and LR schedule the platform compiles for a GRPO job, in closed form.
 
-Why a pure :func:`lr_at`: the schedule is tested by value, and a resumed run rebuilds the
-scheduler from the step count alone, so there is no hidden scheduler state to drift.
+Why closed form: the platform compiles ``optimizer_type`` into torch's ``LinearLR`` warmup then
+``CosineAnnealingLR`` (in ``SequentialLR``) or a ``ConstantLR``; :func:`lr_at` gives the same
+value for any scheduler step, so it is tested by value and a resumed run rebuilds the
+schedule from the step count alone. The scheduler steps once per GRPO step (NeMo-RL steps it
+after all of a step's optimizer updates), so every update of a step shares one LR.
 """
 
 from __future__ import annotations
@@ -16,33 +19,51 @@ if TYPE_CHECKING:
 
     from envkit.trainer.config import GrpoConfig
 
-__all__ = ["lr_at", "make_optimizer", "make_scheduler"]
+__all__ = ["DEFAULT_OPTIMIZER", "is_flat", "lr_at", "make_optimizer", "make_scheduler"]
+
+DEFAULT_OPTIMIZER = "adamw_with_cosine_annealing"
+"""What the compiler picks for an unset ``optimizer_type``."""
+
+_MIN_START_FACTOR = 1e-5
+"""The compiler's floor on the warmup start factor (``max(min_lr / lr, 1e-5)``)."""
+
+
+def is_flat(optimizer_type: str | None) -> bool:
+    return (optimizer_type or DEFAULT_OPTIMIZER).endswith("_flat_lr")
 
 
 def lr_at(
-    step: int, *, lr: float, min_lr: float, warmup: int, total: int, decay: str = "cosine"
+    step: int, *, lr: float, min_lr: float | None, warmup: int, total: int, flat: bool = False
 ) -> float:
-    """Learning rate for optimizer step ``step`` (0-based).
+    """LR after ``step`` scheduler steps (0-based: step 0 is the first GRPO step).
 
-    Warmup ramps linearly to ``lr`` over ``warmup`` steps, then decays to ``min_lr`` at
-    ``total``; ``decay="constant"`` holds ``lr``.
+    Cosine: warmup ``W = max(warmup, 1)`` steps from ``lr * max(min_lr / lr, 1e-5)``
+    linearly towards ``lr``, then cosine from ``lr`` to ``min_lr or 0`` over
+    ``max(total - W, 1)`` steps. Flat: ``lr`` throughout.
     """
-    if warmup > 0 and step < warmup:
-        return lr * (step + 1) / warmup
-    if decay == "constant" or total <= warmup:
+    if flat:
         return lr
-    progress = min(1.0, (step - warmup) / max(1, total - warmup))
-    if decay == "linear":
-        return lr + (min_lr - lr) * progress
-    return min_lr + (lr - min_lr) * 0.5 * (1 + math.cos(math.pi * progress))
+    floor = min_lr or 0.0
+    w = max(warmup, 1)
+    if step < w:
+        start = max(floor / lr, _MIN_START_FACTOR)
+        return lr * (start + (1.0 - start) * step / w)
+    span = max(total - w, 1)
+    return floor + (lr - floor) * 0.5 * (1 + math.cos(math.pi * (step - w) / span))
 
 
-def make_optimizer(params: Iterable[torch.nn.Parameter], cfg: GrpoConfig) -> torch.optim.AdamW:
-    return torch.optim.AdamW(
+def make_optimizer(params: Iterable[torch.nn.Parameter], cfg: GrpoConfig) -> torch.optim.Optimizer:
+    """``torch.optim.AdamW``, or ``Adam`` for the ``adam_*`` types (still given the weight
+    decay, as the compiler passes it)."""
+    kind = cfg.optimizer_type or DEFAULT_OPTIMIZER
+    cls = torch.optim.Adam if kind.startswith("adam_") else torch.optim.AdamW
+    return cls(
         [p for p in params if p.requires_grad],
         lr=cfg.learning_rate,
+        betas=(cfg.adam_beta1, cfg.adam_beta2),
         eps=cfg.adam_eps,
         weight_decay=cfg.weight_decay,
+        foreach=False,
     )
 
 
@@ -50,16 +71,16 @@ def make_scheduler(
     optimizer: torch.optim.Optimizer, cfg: GrpoConfig, total_steps: int
 ) -> torch.optim.lr_scheduler.LambdaLR:
     """LambdaLR over :func:`lr_at`, as a multiplier of the base ``learning_rate``."""
-    min_lr = cfg.learning_rate if cfg.min_learning_rate is None else cfg.min_learning_rate
+    flat = is_flat(cfg.optimizer_type)
 
     def factor(step: int) -> float:
         value = lr_at(
             step,
             lr=cfg.learning_rate,
-            min_lr=min_lr,
+            min_lr=cfg.min_learning_rate,
             warmup=cfg.warmup_steps,
             total=total_steps,
-            decay=cfg.lr_decay,
+            flat=flat,
         )
         return value / cfg.learning_rate
 

@@ -14,23 +14,22 @@ docs/training.md for a multi-node layout.
 from __future__ import annotations
 
 import logging
-import os
 import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from envkit.trainer.run import TrainInputError
+from envkit.trainer.sources.ray import RaySourceProxy, RolloutWorker, where
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path
 
     from envkit.trainer.config import GrpoConfig
-    from envkit.trainer.grpo import TrainResult
+    from envkit.trainer.grpo import TrainOptions, TrainResult
     from envkit.trainer.placement import ActorPlacement
-    from envkit.trainer.policy import Policy
-    from envkit.trainer.rollout_source import Rollout
     from envkit.trainer.run import TrainRequest
+    from envkit.trainer.sources.base import RolloutSource
 
 __all__ = [
     "RayLabels",
@@ -44,7 +43,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_RAY_ENV = ("RAY_ADDRESS", "RAY_NAMESPACE", "RAY_JOB_ID")
 _CLOSE_TIMEOUT_S = 120.0
 
 
@@ -110,89 +108,13 @@ def init_ray(address: str | None) -> bool:
     return True
 
 
-class _RolloutWorker:
-    """Owns a RolloutSource (built by ``factory`` in :meth:`start`) inside its actor process."""
-
-    def __init__(self, factory: Callable[[], Any]) -> None:
-        for key in _RAY_ENV:  # Gym starts its own Ray: keep it off this cluster
-            os.environ.pop(key, None)
-        self._factory = factory
-        self._ctx: Any = None
-        self._source: Any = None
-
-    def start(self) -> dict[str, Any]:
-        """Bring the source up (Gym servers, policy endpoint); a failure raises to the driver."""
-        import ray
-
-        self._ctx = self._factory()
-        self._source = self._ctx.__enter__() if hasattr(self._ctx, "__enter__") else self._ctx
-        return _where(ray.get_runtime_context())
-
-    def rollouts(self, rows: list[dict[str, Any]], n: int, first_group: int) -> list[Rollout]:
-        return self._source.rollouts(rows, n, first_group=first_group)
-
-    def load_weights(self, state: dict[str, Any]) -> None:
-        self._source.load_weights(state)
-
-    def restart(self) -> None:
-        getattr(self._source, "restart", lambda: None)()
-
-    def close(self) -> None:
-        ctx, self._ctx, self._source = self._ctx, None, None
-        if ctx is not None and hasattr(ctx, "__exit__"):
-            ctx.__exit__(None, None, None)
-
-
-def _where(ctx: Any) -> dict[str, Any]:
-    """Where an actor runs: node, job, and the GPUs Ray gave it."""
-    return {
-        "node_id": ctx.get_node_id(),
-        "job_id": ctx.get_job_id(),
-        "gpu_ids": [str(g) for g in ctx.get_accelerator_ids().get("GPU", [])],
-        "pid": os.getpid(),
-    }
-
-
-class RaySourceProxy:
-    """A RolloutSource in the trainer that forwards to the rollout actor."""
-
-    def __init__(self, actor: Any) -> None:
-        self._actor = actor
-
-    def rollouts(
-        self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0
-    ) -> list[Rollout]:
-        import ray
-
-        from envkit.trainer.grpo import RolloutFailedError
-
-        try:
-            return ray.get(self._actor.rollouts.remote(list(rows), num_generations, first_group))
-        except ray.exceptions.RayTaskError as exc:
-            if isinstance(exc.cause, RolloutFailedError):
-                raise exc.cause from None
-            raise
-
-    def refresh(self, policy: Policy) -> None:
-        import ray
-
-        from envkit.trainer.policy import generation_weights
-
-        ray.get(self._actor.load_weights.remote(generation_weights(policy)))
-
-    def restart(self) -> None:
-        import ray
-
-        ray.get(self._actor.restart.remote())
-
-
 class _TrainerWorker:
     """Loads the policy and runs the GRPO loop against the rollout actor."""
 
     def where(self) -> dict[str, Any]:
         import ray
 
-        return _where(ray.get_runtime_context())
+        return where(ray.get_runtime_context())
 
     def run(
         self,
@@ -201,7 +123,7 @@ class _TrainerWorker:
         rollout_actor: Any,
         rows: list,
         val_rows: list,
-        opts: Any,
+        opts: TrainOptions,
     ) -> TrainResult:
         from envkit.trainer.grpo import train
         from envkit.trainer.policy import load_policy
@@ -214,8 +136,8 @@ class _TrainerWorker:
 
 def _unwrap(exc: BaseException) -> BaseException:
     """The actor's own exception for the errors envkit reports cleanly (no remote traceback)."""
-    from envkit.trainer.grpo import RolloutFailedError
-    from envkit.trainer.gym_runtime import GymRuntimeError
+    from envkit.gym.types import GymRuntimeError
+    from envkit.trainer.sources.base import RolloutFailedError
 
     cause = getattr(exc, "cause", None)
     clean = (TrainInputError, GymRuntimeError, RolloutFailedError, OSError)
@@ -269,10 +191,10 @@ def _stop(rollout: Any, trainer: Any) -> None:
 def train_with_actors(
     cfg: GrpoConfig,
     model_dir: Path,
-    source_factory: Callable[[], Any],
+    source_factory: Callable[[], RolloutSource],
     rows: list[dict[str, Any]],
     val_rows: list[dict[str, Any]],
-    opts: Any,
+    opts: TrainOptions,
     address: str | None = None,
     *,
     backend: str = "hf",
@@ -292,7 +214,7 @@ def train_with_actors(
         plan = plan_for_nodes(ray.nodes(), cfg, backend, attached=bool(address), labels=labels)
         # 2 threads: close() must not queue behind a rollout call still running (Ctrl-C, or a
         # trainer that died mid-step), or the Gym servers would outlive a killed actor
-        rollout_cls = ray.remote(**plan.rollout, max_concurrency=2)(_RolloutWorker)
+        rollout_cls = ray.remote(**plan.rollout, max_concurrency=2)(RolloutWorker)
         rollout = rollout_cls.remote(source_factory)
         trainer = ray.remote(**plan.trainer)(_TrainerWorker).remote()
         try:
@@ -316,7 +238,7 @@ def train_on_ray(
     from functools import partial
 
     from envkit.trainer.grpo import TrainOptions
-    from envkit.trainer.gym_source import GymRolloutSource, gym_source_options
+    from envkit.trainer.sources.gym import GymRolloutSource, gym_source_options
 
     source_opts = gym_source_options(cfg, request.backend, request.runtime)
     factory = partial(GymRolloutSource, inputs["environment"], inputs["model"], source_opts)

@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envkit.diagnostics import Severity
+from envkit.gym.types import RuntimeOptions
 
 if TYPE_CHECKING:
     from envkit.diagnostics import Diagnostic
+    from envkit.trainer.config import GrpoConfig
     from envkit.trainer.grpo import TrainResult
+    from envkit.trainer.policy import Policy
 
 __all__ = ["TrainInputError", "TrainRequest", "preflight", "resolve_inputs", "run_training"]
 
@@ -51,7 +54,7 @@ class TrainRequest:
     """A custom Ray resource the rollout actor asks 1 unit of (pins it to labelled nodes)."""
     ray_trainer_resource: str | None = None
     save_period: int = 10
-    runtime: Any = None  # gym_runtime.RuntimeOptions
+    runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
     backend: str = "hf"
 
 
@@ -108,10 +111,11 @@ def _load_job(path: Path) -> dict[str, Any]:
 
 
 def _rows(dataset: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    from envkit.trainer.rollout import load_rows
+    from envkit.dataset import load_dataset
+    from envkit.gym.rows import load_rows
 
     train_rows = load_rows(dataset, "training")
-    has_val = (dataset / "validation.jsonl").is_file()
+    has_val = "validation.jsonl" in load_dataset(dataset).files
     return train_rows, load_rows(dataset, "validation") if has_val else []
 
 
@@ -162,7 +166,7 @@ def _refuse_previous_run(request: TrainRequest) -> None:
         raise TrainInputError(msg)
 
 
-def _load(model_dir: Path, cfg: Any) -> Any:
+def _load(model_dir: Path, cfg: GrpoConfig) -> Policy:
     from envkit.trainer.policy import load_policy
 
     try:
@@ -174,10 +178,10 @@ def _load(model_dir: Path, cfg: Any) -> Any:
 
 
 def _train_local(
-    cfg: Any, request: TrainRequest, inputs: dict[str, Path], rows: list, val_rows: list
+    cfg: GrpoConfig, request: TrainRequest, inputs: dict[str, Path], rows: list, val_rows: list
 ) -> TrainResult:
     from envkit.trainer.grpo import TrainOptions, train
-    from envkit.trainer.gym_source import GymRolloutSource, gym_source_options
+    from envkit.trainer.sources.gym import GymRolloutSource, gym_source_options
 
     policy = _load(inputs["model"], cfg)
     opts = gym_source_options(cfg, request.backend, request.runtime)

@@ -1,4 +1,5 @@
-"""Prompt order: a seeded shuffle per epoch and a cursor, so a resumed run sees the same rows.
+"""Prompt order: the file's row order every epoch (the platform compiles ``shuffle: false``) and
+a cursor, so a resumed run sees the same rows.
 
 Why a cursor and not ``step * prompts_per_step``: dynamic sampling draws a variable number of
 prompts per step, so the position is state that the checkpoint carries.
@@ -6,7 +7,6 @@ prompts per step, so the position is state that the checkpoint carries.
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,12 +29,12 @@ class PromptSampler:
         self.state = state or SamplerState()
 
     def _order(self, epoch: int) -> list[int]:
-        order = list(range(len(self._rows)))
-        random.Random(self._seed * 1_000_003 + epoch).shuffle(order)
-        return order
+        """Row order of ``epoch``: unshuffled, as the platform's data config has it."""
+        del epoch
+        return list(range(len(self._rows)))
 
     def take(self, n: int) -> list[tuple[int, dict[str, Any]]]:
-        """Next ``n`` (row index, row) pairs; rolls into the next epoch's shuffle."""
+        """Next ``n`` (row index, row) pairs; rolls over into the next epoch."""
         taken = []
         epoch, pos = self.state.epoch, self.state.position
         order = self._order(epoch)

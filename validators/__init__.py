@@ -6,21 +6,23 @@ This package never imports ``envkit.trainer``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
-from envkit.validators import dataset_rows, gym_configs, job, layout, manifest, wheels
+from envkit.validators import dataset_rows, gym, job, layout, manifest, spinup, wheels
 from envkit.validators._base import Check, CheckOptions, Inputs, Rule
 
 __all__ = ["CHECKS", "RULES", "Check", "CheckOptions", "Inputs", "Rule", "run_checks"]
 
-_MODULES = (manifest, layout, gym_configs, wheels, dataset_rows, job)
+_MODULES = (manifest, layout, gym, wheels, dataset_rows, job, spinup)
 
 CHECKS: tuple[Check, ...] = tuple(check for module in _MODULES for check in module.CHECKS)
 RULES: dict[str, Rule] = {rule.code: rule for module in _MODULES for rule in module.RULES}
 
 
-def run_checks(inputs: Inputs) -> list:
-    """Run every check and return all diagnostics, sorted by place.
+def run_checks(inputs: Inputs, checks: Iterable[Check] = CHECKS) -> list:
+    """Run ``checks`` (every check; the CLI passes them guarded) and return all diagnostics,
+    sorted by place.
 
     A package whose walk stopped at the entry cap (EK208) is reported alone: checks over a
     partial tree would invent missing configs, markers and implementation dirs.
@@ -29,5 +31,5 @@ def run_checks(inputs: Inputs) -> list:
     if inputs.package is not None and inputs.package.truncated:
         found += layout.check_walk_complete(inputs)
         inputs = replace(inputs, package=None)
-    found += [diag for check in CHECKS for diag in check(inputs)]
+    found += [diag for check in checks for diag in check(inputs)]
     return sorted(set(found), key=lambda d: d.sort_key())

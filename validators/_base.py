@@ -12,16 +12,24 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from envkit.diagnostics import Diagnostic, Severity
+from envkit.gym_data import DEFAULT_GYM_VERSION
 from envkit.target import Target
 
 if TYPE_CHECKING:
     from envkit.dataset import Dataset
     from envkit.job import JobDoc
     from envkit.package import Package
+    from envkit.yamlio import YamlDoc
 
-__all__ = ["DEFAULT_GYM_VERSION", "Check", "CheckOptions", "Inputs", "Rule"]
-
-DEFAULT_GYM_VERSION = "0.7.0"
+__all__ = [
+    "DEFAULT_GYM_VERSION",
+    "Check",
+    "CheckOptions",
+    "Inputs",
+    "Rule",
+    "yaml_line",
+    "yaml_type",
+]
 
 
 @dataclass(frozen=True)
@@ -68,3 +76,15 @@ class Inputs:
 
 
 Check = Callable[[Inputs], Iterable[Diagnostic]]
+
+
+def yaml_line(doc: YamlDoc | None, *keypath: str | int) -> int | None:
+    """The line of ``keypath`` in ``doc``; None when the value was not read from a file."""
+    return doc.line_of(*keypath) if doc is not None else None
+
+
+def yaml_type(value: object) -> str:
+    """The YAML name of a parsed value's type, for messages written for the file's author."""
+    names = {dict: "mapping", list: "list", str: "string", bool: "boolean", int: "integer",
+             float: "number", type(None): "null"}
+    return next((n for t, n in names.items() if isinstance(value, t)), type(value).__name__)

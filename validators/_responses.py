@@ -1,8 +1,9 @@
 """The Responses API input shapes Gym accepts in ``responses_create_params``, checked without Gym.
 
-Facts from nemo-gym 0.7.0 ``nemo_gym/openai_utils.py``: ``NeMoGymResponseCreateParamsNonStreaming``
-(``extra="forbid"``, ``input: str | list[item]``), ``NeMoGymEasyInputMessage`` (roles
-system/developer/user/assistant, content a string or a list of content parts),
+Facts from the pinned Gym version's ``nemo_gym/openai_utils.py``:
+``NeMoGymResponseCreateParamsNonStreaming`` (``extra="forbid"``, ``input: str | list[item]``),
+``NeMoGymEasyInputMessage`` (roles system/developer/user/assistant, content a string or a list
+of content parts),
 ``NeMoGymMessage`` (no assistant) and the ``NeMoGymResponseInputItem`` union. The slow test
 ``tests/test_dataset_rows.py::test_verdicts_match_real_gym`` compares these verdicts with Gym's
 own pydantic models, so a Gym upgrade that changes them fails loudly.
@@ -108,12 +109,13 @@ def input_problems(value: Any) -> Iterator[tuple[str, str]]:
         yield from _item_problems(f"input[{index}]", item)
 
 
+_MESSAGE_OBJECT = 'a message object {"role": "user", "content": "..."}'
+_CONTENT_PART = 'a content part {"type": "input_text", "text": "..."}'
+
+
 def _item_problems(where: str, item: Any) -> Iterator[tuple[str, str]]:
     if not isinstance(item, dict):
-        yield (
-            where,
-            f'is {_kind(item)}; expected a message object {{"role": "user", "content": "..."}}',
-        )
+        yield where, f"is {_kind(item)}; expected {_MESSAGE_OBJECT}"
         return
     item_type = item.get("type")
     if item_type is None and "role" not in item:
@@ -147,10 +149,7 @@ def _message_problems(where: str, item: Mapping[str, Any]) -> Iterator[tuple[str
 
 def _part_problems(where: str, part: Any, role: Any) -> Iterator[tuple[str, str]]:
     if not isinstance(part, dict):
-        yield (
-            where,
-            f'is {_kind(part)}; expected a content part {{"type": "input_text", "text": "..."}}',
-        )
+        yield where, f"is {_kind(part)}; expected {_CONTENT_PART}"
         return
     part_type = part.get("type")
     allowed = _OUTPUT_PART_TYPES | _INPUT_PART_TYPES if role == "assistant" else _INPUT_PART_TYPES

@@ -11,24 +11,21 @@ from __future__ import annotations
 import difflib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from envkit.diagnostics import Diagnostic, Severity
 from envkit.validators._base import Inputs, Rule
 from envkit.validators._responses import CREATE_PARAMS_FIELDS, input_problems
+from envkit.validators.row_context import AGENT_TYPE, RowContext, row_context
 
 if TYPE_CHECKING:
     from envkit.dataset import Dataset, Row
-    from envkit.package import Package
 
 __all__ = [
     "CHECKS",
     "MAX_PER_CODE",
     "ROW_CHECKS",
     "RULES",
-    "RowContext",
-    "agent_instances",
     "check_dataset_files",
     "check_dataset_rows",
 ]
@@ -36,8 +33,6 @@ __all__ = [
 MAX_PER_CODE = 20
 """Diagnostics shown per code per file; the rest are counted in one summary line."""
 
-AGENT_TYPE = "responses_api_agents"
-ADAPTER_FORMAT = "adapter-wheels-v1"
 
 EK500 = Rule(
     "EK500",
@@ -88,7 +83,7 @@ EK505 = Rule(
     "`vf_env_id` missing on a verifiers row, or not the manifest's",
     "verifiers_agent loads the environment named by the row's `vf_env_id` (falling back to the "
     "agent config's). A wrong id surfaces only as the environment failing to load in the job; "
-    "submit does not check it (seed 001).",
+    "submit does not check it (the \"GRPO and Reward Environments\" guide).",
     "Set `vf_env_id` on every row to the manifest's `metadata.vf_env_id`.",
 )
 EK506 = Rule(
@@ -103,47 +98,6 @@ EK506 = Rule(
 )
 
 RULES = (EK500, EK501, EK502, EK503, EK504, EK505, EK506)
-
-
-@dataclass
-class RowContext:
-    """What one pass over one file knows besides the row: package facts and seen indices."""
-
-    file: str
-    agents: frozenset[str] | None
-    """Agent instance names of the package; None when there is no package to check against."""
-    instance_types: Mapping[str, str]
-    adapter: bool
-    vf_env_id: str | None
-    agent_vf_env_ids: Mapping[str, str]
-    agent_impls: Mapping[str, str] = field(default_factory=dict)
-    """Implementation key -> agent instance, to catch rows that name the directory."""
-    seen_task_idx: _SeenInts = field(default_factory=lambda: _SeenInts())
-
-
-class _SeenInts:
-    """Membership for task indices in bounded memory: a bitmap for 0 <= i < 2**24, else a set."""
-
-    _LIMIT = 1 << 24
-
-    def __init__(self) -> None:
-        self._bits = bytearray()  # 2 MiB, allocated on first use
-        self._other: set[int] = set()
-
-    def add(self, value: int) -> bool:
-        """Record ``value``; False when it was already there."""
-        if 0 <= value < self._LIMIT:
-            if not self._bits:
-                self._bits = bytearray(self._LIMIT >> 3)
-            byte, bit = divmod(value, 8)
-            if self._bits[byte] >> bit & 1:
-                return False
-            self._bits[byte] |= 1 << bit
-            return True
-        if value in self._other:
-            return False
-        self._other.add(value)
-        return True
 
 
 def check_dataset_files(inputs: Inputs) -> Iterator[Diagnostic]:
@@ -169,7 +123,7 @@ def check_dataset_rows(inputs: Inputs) -> Iterator[Diagnostic]:
     if dataset is None:
         return
     for name in dataset.files:
-        context = _context(name, inputs.package)
+        context = row_context(name, inputs.package)
         yield from _capped(_file_diagnostics(dataset, name, context), name)
 
 
@@ -358,74 +312,6 @@ ROW_CHECKS: tuple[RowCheck, ...] = (
 CHECKS = (check_dataset_files, check_dataset_rows)
 
 _BY_CODE = {rule.code: rule for rule in RULES}
-
-
-def _context(file: str, package: Package | None) -> RowContext:
-    if package is None:
-        return RowContext(file, None, {}, adapter=False, vf_env_id=None, agent_vf_env_ids={})
-    instances = _instance_types(package)
-    configs_ok = bool(package.configs) and all(doc.ok for doc in package.configs.values())
-    meta = package.manifest_data.get("metadata")
-    vf_env_id = meta.get("vf_env_id") if isinstance(meta, Mapping) else None
-    return RowContext(
-        file,
-        agents=agent_instances(package) if configs_ok else None,
-        instance_types=instances,
-        adapter=package.format == ADAPTER_FORMAT,
-        vf_env_id=vf_env_id if isinstance(vf_env_id, str) else None,
-        agent_vf_env_ids=_agent_vf_env_ids(package),
-        agent_impls=_agent_impls(package),
-    )
-
-
-def _blocks(package: Package) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    """Every ``instance: {server_type: ...}`` block of the parsed configs, in file order."""
-    for doc in package.configs.values():
-        if isinstance(doc.data, Mapping):
-            for name, body in doc.data.items():
-                if isinstance(name, str) and isinstance(body, Mapping) and body:
-                    yield name, body
-
-
-def _agent_blocks(package: Package) -> Iterator[tuple[str, str, Any]]:
-    """``(instance, implementation, fields)`` of every ``responses_api_agents`` block."""
-    for name, body in _blocks(package):
-        impls = body.get(AGENT_TYPE)
-        if isinstance(impls, Mapping):
-            for impl, fields in impls.items():
-                yield name, str(impl), fields
-
-
-def _instance_types(package: Package) -> dict[str, str]:
-    """``instance -> server type`` over every parsed config (first server-type key wins)."""
-    found: dict[str, str] = {}
-    for name, body in _blocks(package):
-        kind = next(iter(body))
-        found.setdefault(name, kind if isinstance(kind, str) else "?")
-    return found
-
-
-def agent_instances(package: Package) -> frozenset[str]:
-    """Top-level keys whose block is a ``responses_api_agents`` server: what rows may name."""
-    return frozenset(name for name, body in _blocks(package) if AGENT_TYPE in body)
-
-
-def _agent_impls(package: Package) -> dict[str, str]:
-    """Implementation key under ``responses_api_agents`` -> the first instance using it."""
-    found: dict[str, str] = {}
-    for name, impl, _fields in _agent_blocks(package):
-        found.setdefault(impl, name)
-    return found
-
-
-def _agent_vf_env_ids(package: Package) -> dict[str, str]:
-    """Agent instance -> the ``vf_env_id`` its implementation block sets (verifiers_agent)."""
-    found: dict[str, str] = {}
-    for name, _impl, fields in _agent_blocks(package):
-        value = fields.get("vf_env_id") if isinstance(fields, Mapping) else None
-        if isinstance(value, str) and value:
-            found[name] = value
-    return found
 
 
 def _typo_hint(name: str, known: Iterable[str]) -> str | None:

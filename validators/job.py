@@ -1,41 +1,41 @@
 """EK6xx: the platform's ``rl`` GRPO job JSON, checked before submit.
 
-Facts from seed 000 ("Fast path — rl (GRPO)", "rl (DPO / GRPO) gotchas") and seed 001 ("Key
-hyperparameters", "LoRA fields"). Types and ranges come from ``envkit schema job``
-(``envkit/schemas/job.schema.json``), so the schema users see and the check that runs agree;
-the cross-field rules the seeds name each have their own code.
+Names, types, ranges and defaults come from the one job model (``envkit.jobspec``), which also
+generates ``envkit schema job``; the cross-field rules are the platform's own
+(``job_rules.py``). A job passes here exactly when the platform's job model and its pre-compile
+layout check accept it; every rejection carries a code and the key path.
 """
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import difflib
 import re
 from collections.abc import Iterator, Mapping
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from envkit.diagnostics import Diagnostic, Severity
-from envkit.schemas import load_schema
+from envkit.jobspec import JobSettings, read_job
 from envkit.validators._base import Inputs, Rule
+from envkit.validators.job_rules import findings
 
 if TYPE_CHECKING:
-    import jsonschema
-
     from envkit.job import JobDoc
+    from envkit.jobspec import Problem
 
 __all__ = ["CHECKS", "REF_FIELDS", "RULES", "is_local_ref", "is_workspace_ref", "job_diagnostics"]
 
 REF_FIELDS = ("model", "dataset", "environment")
 _WORKSPACE_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
-_DEFAULT_GENERATIONS = 8  # seed 001 "Key hyperparameters": num_generations_per_prompt default
+_PLAIN_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 EK600 = Rule(
     "EK600",
     Severity.ERROR,
     "GRPO job: `training.type` missing",
     "`training.type` is the union discriminator and is required: omitting it fails at submit "
-    "with `union_tag_not_found` rather than defaulting (seed 000, seed 001).",
+    "with `union_tag_not_found` rather than defaulting (the NeMo Customizer guide; the \"GRPO "
+    "and Reward Environments\" guide).",
     'Set `"type": "grpo"` in the `training` block.',
 )
 EK601 = Rule(
@@ -60,7 +60,7 @@ EK603 = Rule(
     Severity.WARNING,
     "`max_steps` together with `epochs`",
     "`max_steps` is a global cap that stops mid-epoch; it sits in smoke-test fixtures so they "
-    "finish in a minute and is the most-copied wrong value (seed 000).",
+    "finish in a minute and is the most-copied wrong value (the NeMo Customizer guide).",
     "Drop `training.max_steps` for real runs and size the run with `epochs`.",
 )
 EK604 = Rule(
@@ -68,22 +68,26 @@ EK604 = Rule(
     Severity.ERROR,
     "`temperature <= 0`",
     "Greedy sampling makes every response in a group identical, so every advantage is zero "
-    "and the run is a no-op (seed 001: must be greater than 0).",
+    "and the run is a no-op (the \"GRPO and Reward Environments\" guide: must be greater than 0).",
     "Use `temperature` > 0; 1.0 is the default.",
 )
 EK605 = Rule(
     "EK605",
     Severity.ERROR,
-    "`batch_size` not divisible by `num_generations_per_prompt`",
-    "A step holds whole prompt groups: `num_prompts_per_step` is derived as `batch_size / "
-    "num_generations_per_prompt`, and their product must be a multiple of `batch_size`.",
-    "Pick `batch_size` as a multiple of `num_generations_per_prompt` (default 8).",
+    "rollouts per step not a multiple of `batch_size`",
+    "A GRPO step generates `num_prompts_per_step x num_generations_per_prompt` rollouts and "
+    "trains on them in optimizer steps of `batch_size`; `num_prompts_per_step` defaults to "
+    "`max(batch_size // num_generations_per_prompt, 1)`, so a group size that does not divide "
+    "`batch_size` leaves a remainder the platform rejects before compiling.",
+    "Pick `batch_size` as a multiple of `num_generations_per_prompt` (default 8), or set "
+    "`num_prompts_per_step` so the product is a multiple of `batch_size`.",
 )
 EK606 = Rule(
     "EK606",
     Severity.ERROR,
     "`router_aux_loss_coef` both top level and in `hf_config_overrides`",
-    "Both write the same top-level HF config key, so the job is rejected (seed 001).",
+    "Both write the same top-level HF config key, so the job is rejected (the \"GRPO and Reward "
+    "Environments\" guide).",
     "Keep one: `hf_config_overrides` when the model nests the key (Qwen3.5: under `text_config`).",
 )
 EK607 = Rule(
@@ -91,32 +95,33 @@ EK607 = Rule(
     Severity.ERROR,
     "`policy_backend: dtensor` with an automodel-only feature",
     "`dtensor` runs stock HF modules on FSDP2 for pre-Hopper GPUs and supports none of LoRA, "
-    "`expert_parallel_size` above 1, or `automodel_kwargs`; submit rejects each (seed 001).",
+    "`expert_parallel_size` above 1, or `automodel_kwargs`; submit rejects each (the \"GRPO and "
+    "Reward Environments\" guide).",
     "Use `policy_backend: automodel` (Hopper or newer), or drop the automodel-only feature.",
 )
 EK608 = Rule(
     "EK608",
     Severity.ERROR,
     "`model`/`dataset`/`environment` not `workspace/name` strings",
-    "GRPO takes three plain string references `workspace/name`, not objects (seed 000 'String "
-    "refs'); the environment and dataset are two separate FileSets.",
+    "GRPO takes three plain string references `workspace/name`, not objects (the NeMo "
+    "Customizer guide, 'String refs'); the environment and dataset are two separate FileSets.",
     'Use strings such as `"environment": "default/my-env"`.',
 )
 EK609 = Rule(
     "EK609",
     Severity.ERROR,
-    "job field has the wrong type or is out of range",
-    "The platform validates the job against its schema at submit; a wrong type or an "
-    "out-of-range value fails there. Types and ranges: `envkit schema job`.",
+    "job field has the wrong type or is out of range (warn when converted)",
+    "The platform validates the job against its model at submit; a wrong type or an "
+    "out-of-range value fails there. A number or boolean written as a string is converted "
+    "there, so it is a warning here. Types and ranges: `envkit schema job`.",
     "Fix the value to the type and range `envkit schema job` gives for the field.",
 )
 EK610 = Rule(
     "EK610",
-    Severity.WARNING,
+    Severity.ERROR,
     "unknown job field",
-    "A key the platform docs do not list is most often a typo or a field from another backend "
-    "(automodel's `schedule`/`batch` blocks) and is rejected or ignored. The seeds say the "
-    "installed build's `nemo customization rl explain` is authoritative, so this warns.",
+    "The platform's job model forbids keys it does not define: a typo or a field from another "
+    "backend (automodel's `schedule`/`batch` blocks, `top_p`) fails submit.",
     "Check the spelling against `envkit schema job` / `nemo customization rl explain`.",
 )
 EK611 = Rule(
@@ -127,7 +132,43 @@ EK611 = Rule(
     "Write the job as one JSON object (UTF-8).",
 )
 
-RULES = (EK600, EK601, EK602, EK603, EK604, EK605, EK606, EK607, EK608, EK609, EK610, EK611)
+EK612 = Rule(
+    "EK612",
+    Severity.ERROR,
+    "training fields that conflict",
+    "The platform's job model rejects pairs of fields that NeMo-RL would assert against after "
+    "the GPUs are claimed, or that would silently do nothing: truncated IS without its ratios, "
+    "incomplete reward shaping, reversed ranges, `batch_multiplier` without dynamic sampling, "
+    "`max_new_tokens` above `max_seq_length`, and the like.",
+    "Make the fields agree as the message says.",
+)
+EK613 = Rule(
+    "EK613",
+    Severity.ERROR,
+    "GPU layout does not divide",
+    "Before compiling, the platform checks that the GPUs divide by the model-parallel size, "
+    "that `batch_size` divides by `micro_batch_size` x data-parallel size, and that the vLLM "
+    "engine's tensor parallel size fits a node.",
+    "Adjust `parallelism`, `batch_size` or `micro_batch_size` so the sizes divide.",
+)
+
+RULES = (
+    EK600,
+    EK601,
+    EK602,
+    EK603,
+    EK604,
+    EK605,
+    EK606,
+    EK607,
+    EK608,
+    EK609,
+    EK610,
+    EK611,
+    EK612,
+    EK613,
+)
+_BY_CODE = {rule.code: rule for rule in RULES}
 
 
 def is_workspace_ref(value: object) -> bool:
@@ -137,6 +178,17 @@ def is_workspace_ref(value: object) -> bool:
     (True, False, False)
     """
     return isinstance(value, str) and _WORKSPACE_REF.fullmatch(value) is not None
+
+
+def is_platform_ref(value: object) -> bool:
+    """``workspace/name`` or a bare ``name`` (resolved in the request's workspace).
+
+    >>> is_platform_ref("qwen3"), is_platform_ref("default/qwen3"), is_platform_ref("./x")
+    (True, True, False)
+    """
+    return is_workspace_ref(value) or (
+        isinstance(value, str) and _PLAIN_REF.fullmatch(value) is not None
+    )
 
 
 def is_local_ref(value: object) -> bool:
@@ -149,7 +201,7 @@ def is_local_ref(value: object) -> bool:
 
 
 def check_job(inputs: Inputs) -> Iterator[Diagnostic]:
-    """EK600–EK611 over ``inputs.job`` (strict refs unless ``options.allow_local_refs``)."""
+    """EK600–EK613 over ``inputs.job`` (strict refs unless ``options.allow_local_refs``)."""
     if inputs.job is None:
         return
     yield from job_diagnostics(inputs.job, allow_local_refs=inputs.options.allow_local_refs)
@@ -160,15 +212,26 @@ def job_diagnostics(job: JobDoc, *, allow_local_refs: bool = False) -> Iterator[
     if job.error is not None or not isinstance(job.data, Mapping):
         yield _not_object(job)
         return
-    data = job.data
-    training = data.get("training")
-    yield from _refs(job, data, allow_local_refs)
-    yield from _schema_errors(job)
-    yield from _unknown_keys(job)
-    if not isinstance(training, Mapping):
+    settings, problems = read_job(job.data)
+    for problem in problems:
+        yield _problem(job, problem)
+    yield from _refs(job, job.data, allow_local_refs)
+    yield from _steps(job, job.data.get("training"))
+    if settings is None:
         return
-    for rule_check in TRAINING_CHECKS:
-        yield from rule_check(job, training)
+    for found in findings(settings):
+        rule = _BY_CODE[found.code]
+        where = ".".join(found.path)
+        text = found.message if f"`{where}`" in found.message else f"`{where}`: {found.message}"
+        yield rule.at(
+            job.path,
+            text,
+            line=job.line_of(*found.path) or job.line_of(*found.path[:-1]),
+            severity=Severity.WARNING if found.warning else None,
+        )
+
+
+CHECKS = (check_job,)
 
 
 def _not_object(job: JobDoc) -> Diagnostic:
@@ -177,79 +240,88 @@ def _not_object(job: JobDoc) -> Diagnostic:
     return EK611.at(job.path, f"job file is {_kind(job.data)}, not a JSON object", line=1)
 
 
+def _problem(job: JobDoc, problem: Problem) -> Diagnostic:
+    """A model problem under its code: unknown EK610, missing type EK600, refs EK608, ..."""
+    path, where = problem.path, ".".join(problem.path)
+    line = job.line_of(*path) or job.line_of(*path[:-1]) or 1
+    if problem.kind == "unknown":
+        return EK610.at(
+            job.path,
+            f"`{where}` is not a field of the GRPO job",
+            line=line,
+            hint=_did_you_mean(path),
+        )
+    if path == ("training", "type") and problem.kind == "required":
+        return EK600.at(
+            job.path,
+            "`training.type` is missing (submit fails with union_tag_not_found)",
+            line=line,
+        )
+    if path == ("training", "finetuning_type") and _get(job.data, *path) == "lora_merged":
+        return EK601.at(
+            job.path,
+            "`training.finetuning_type: lora_merged` is rejected: GRPO does not merge adapters",
+            line=line,
+            hint="Use `lora` (adapter) or `all_weights` (a deployable model).",
+        )
+    if path == ("training", "temperature") and "must be > " in problem.message:
+        return EK604.at(job.path, f"{problem.message} (greedy groups carry no signal)", line=line)
+    if len(path) == 1 and path[0] in REF_FIELDS:
+        return EK608.at(job.path, problem.message, line=line)
+    severity = Severity.WARNING if problem.kind == "converted" else None
+    return EK609.at(job.path, problem.message, line=line, severity=severity)
+
+
+_NOT_KNOBS = {
+    "top_p": "The platform compiles `top_p: 1.0` and has no job field for it; remove the key.",
+}
+"""Keys users write from other trainers, with why they are not fields here."""
+
+
+def _did_you_mean(path: tuple[str, ...]) -> str | None:
+    if path[-1] in _NOT_KNOBS:
+        return _NOT_KNOBS[path[-1]]
+    cls: Any = JobSettings
+    for key in path[:-1]:
+        fld = {f.name: f for f in dataclasses.fields(cls)}.get(key)
+        cls = _model_of(fld.type if fld else None)
+        if cls is None:
+            return None
+    names = [f.name for f in dataclasses.fields(cls)]
+    match = difflib.get_close_matches(path[-1], names, n=1, cutoff=0.8)
+    return f"Did you mean `{'.'.join((*path[:-1], match[0]))}`?" if match else None
+
+
+def _model_of(hint: Any) -> Any:
+    import envkit.jobspec as model
+
+    name = str(hint).split("|")[0].strip()
+    found = getattr(model, name, None)
+    return found if dataclasses.is_dataclass(found) else None
+
+
 def _refs(job: JobDoc, data: Mapping[str, Any], allow_local: bool) -> Iterator[Diagnostic]:
-    """EK608: the three references are ``workspace/name`` strings (or paths, run locally)."""
+    """EK608: ``workspace/name`` (or ``name``) strings; paths only for a local run."""
     for key in REF_FIELDS:
         value = data.get(key)
-        if is_workspace_ref(value) or (allow_local and is_local_ref(value)):
+        if not isinstance(value, str) and value is not None:
+            continue  # a wrong type is already reported by the model
+        if is_platform_ref(value) or (allow_local and is_local_ref(value)):
             continue
         line = job.line_of(key)
         if value is None:
-            yield EK608.at(job.path, f"`{key}` is missing", line=line)
-        elif isinstance(value, Mapping):
-            yield EK608.at(
-                job.path, f"`{key}` is an object; GRPO takes a plain string ref", line=line
-            )
+            if key == "environment":  # the model leaves it optional; GRPO needs it
+                yield EK608.at(job.path, "`environment` is missing (GRPO needs one)", line=line)
         else:
             yield EK608.at(
                 job.path, f"`{key}` is {value!r}, not a `workspace/name` string", line=line
             )
 
 
-def _check_type(job: JobDoc, training: Mapping[str, Any]) -> Iterator[Diagnostic]:
-    """EK600: the union discriminator is required."""
-    if "type" not in training:
-        yield EK600.at(
-            job.path,
-            "`training.type` is missing (submit fails with union_tag_not_found)",
-            line=job.line_of("training"),
-        )
-
-
-def _check_lora(job: JobDoc, training: Mapping[str, Any]) -> Iterator[Diagnostic]:
-    """EK601: a ``lora`` block only with ``finetuning_type: lora``; never ``lora_merged``."""
-    kind = training.get("finetuning_type")
-    if kind == "lora_merged":
-        yield EK601.at(
-            job.path,
-            "`training.finetuning_type: lora_merged` is rejected: GRPO does not merge adapters",
-            line=job.line_of("training", "finetuning_type"),
-            hint="Use `lora` (adapter) or `all_weights` (a deployable model entity).",
-        )
-    elif "lora" in training and kind in (None, "all_weights"):
-        shown = "is not set (default `all_weights`)" if kind is None else "is `all_weights`"
-        yield EK601.at(
-            job.path,
-            f"`training.lora` is given but `training.finetuning_type` {shown}",
-            line=job.line_of("training", "lora"),
-        )
-
-
-def _check_triton(job: JobDoc, training: Mapping[str, Any]) -> Iterator[Diagnostic]:
-    """EK602: ``lora.use_triton`` must be left unset; ``true`` with TP > 1 is rejected."""
-    lora = training.get("lora")
-    if not isinstance(lora, Mapping) or "use_triton" not in lora:
+def _steps(job: JobDoc, training: Any) -> Iterator[Diagnostic]:
+    """EK603: ``max_steps`` caps mid-epoch; not together with an explicit ``epochs``."""
+    if not isinstance(training, Mapping):
         return
-    tp = _get(training, "parallelism", "tensor_parallel_size")
-    line = job.line_of("training", "lora", "use_triton")
-    if lora["use_triton"] is True and _int(tp) and tp > 1:
-        yield EK602.at(
-            job.path,
-            f"`training.lora.use_triton: true` with `tensor_parallel_size` {tp} "
-            "is rejected at submit",
-            line=line,
-        )
-    else:
-        yield EK602.at(
-            job.path,
-            "`training.lora.use_triton` is set; leave it unset so the compiler picks",
-            line=line,
-            severity=Severity.WARNING,
-        )
-
-
-def _check_steps(job: JobDoc, training: Mapping[str, Any]) -> Iterator[Diagnostic]:
-    """EK603: ``max_steps`` caps mid-epoch; not together with ``epochs``."""
     if training.get("max_steps") is not None and training.get("epochs") is not None:
         yield EK603.at(
             job.path,
@@ -258,199 +330,7 @@ def _check_steps(job: JobDoc, training: Mapping[str, Any]) -> Iterator[Diagnosti
         )
 
 
-def _check_temperature(job: JobDoc, training: Mapping[str, Any]) -> Iterator[Diagnostic]:
-    """EK604: sampling must not be greedy."""
-    value = training.get("temperature")
-    if _number(value) and not value > 0:  # `not >` also catches NaN, which json accepts
-        yield EK604.at(
-            job.path,
-            f"`training.temperature` is {value}; it must be > 0 (greedy groups carry no signal)",
-            line=job.line_of("training", "temperature"),
-        )
-
-
-def _check_batch(job: JobDoc, training: Mapping[str, Any]) -> Iterator[Diagnostic]:
-    """EK605: whole prompt groups per step."""
-    batch = training.get("batch_size")
-    groups = training.get("num_generations_per_prompt", _DEFAULT_GENERATIONS)
-    if not (_int(batch) and _int(groups) and batch > 0 and groups > 0):
-        return
-    if batch % groups:
-        shown = "" if "num_generations_per_prompt" in training else " (default)"
-        yield EK605.at(
-            job.path,
-            f"`training.batch_size` {batch} is not divisible by "
-            f"`num_generations_per_prompt` {groups}{shown}",
-            line=job.line_of("training", "batch_size"),
-        )
-    prompts = training.get("num_prompts_per_step")
-    if _int(prompts) and prompts > 0 and (prompts * groups) % batch:
-        yield EK605.at(
-            job.path,
-            f"`num_prompts_per_step` {prompts} x `num_generations_per_prompt` {groups} "
-            f"= {prompts * groups} is not a multiple of `batch_size` {batch}",
-            line=job.line_of("training", "num_prompts_per_step"),
-            hint=f"Use `num_prompts_per_step` {batch // groups} "
-            "(= batch_size / num_generations_per_prompt)."
-            if batch % groups == 0
-            else None,
-        )
-
-
-def _check_router_coef(job: JobDoc, training: Mapping[str, Any]) -> Iterator[Diagnostic]:
-    """EK606: one writer for the top-level ``router_aux_loss_coef`` HF key."""
-    overrides = training.get("hf_config_overrides")
-    if training.get("router_aux_loss_coef") is None or not isinstance(overrides, Mapping):
-        return
-    if "router_aux_loss_coef" in overrides:
-        yield EK606.at(
-            job.path,
-            "`training.router_aux_loss_coef` and "
-            "`training.hf_config_overrides.router_aux_loss_coef` are both set",
-            line=job.line_of("training", "hf_config_overrides", "router_aux_loss_coef"),
-        )
-
-
-def _check_backend(job: JobDoc, training: Mapping[str, Any]) -> Iterator[Diagnostic]:
-    """EK607: every automodel-only feature under ``dtensor``, reported at once as submit does."""
-    if training.get("policy_backend") != "dtensor":
-        return
-    ep = _get(training, "parallelism", "expert_parallel_size")
-    conflicts = (
-        (
-            training.get("finetuning_type") == "lora",
-            ("finetuning_type",),
-            "LoRA (`finetuning_type: lora`)",
-        ),
-        (
-            _int(ep) and ep > 1,
-            ("parallelism", "expert_parallel_size"),
-            f"`expert_parallel_size` {ep}",
-        ),
-        (training.get("automodel_kwargs") is not None, ("automodel_kwargs",), "`automodel_kwargs`"),
-    )
-    for present, keypath, what in conflicts:
-        if present:
-            yield EK607.at(
-                job.path,
-                f"{what} needs `policy_backend: automodel`, not `dtensor`",
-                line=job.line_of("training", *keypath),
-            )
-
-
-TRAINING_CHECKS = (
-    _check_type,
-    _check_lora,
-    _check_triton,
-    _check_steps,
-    _check_temperature,
-    _check_batch,
-    _check_router_coef,
-    _check_backend,
-)
-"""Cross-field rules over ``training``, one per code, in code order."""
-
-CHECKS = (check_job,)
-
-
-# -- schema-level checks (EK609 types/ranges, EK610 unknown keys) -------------------------------
-
-_OWNED = {
-    (("training", "temperature"), "exclusiveMinimum"),  # EK604
-}
-"""Schema failures another code reports with a better message."""
-
-
-def _schema_errors(job: JobDoc) -> Iterator[Diagnostic]:
-    """EK609: JSON Schema types and ranges, minus what a dedicated rule reports."""
-    for error in _type_validator().iter_errors(job.data):
-        path = tuple(error.absolute_path)
-        if _owned(path, error):
-            continue
-        where = _dotted(path)
-        yield EK609.at(
-            job.path,
-            f"`{where}` {_describe(error)}" if where else _describe(error),
-            line=job.line_of(*path) if path else 1,
-        )
-
-
-def _owned(path: tuple[Any, ...], error: jsonschema.ValidationError) -> bool:
-    if path[:1] and path[0] in REF_FIELDS:
-        return True  # EK608
-    if error.validator == "required":
-        return path == () or (path == ("training",) and "'type'" in error.message)  # EK608, EK600
-    if path == ("training", "finetuning_type") and error.instance == "lora_merged":
-        return True  # EK601
-    return (path, error.validator) in _OWNED
-
-
-def _describe(error: jsonschema.ValidationError) -> str:
-    value, schema = error.instance, error.schema
-    if error.validator == "type":
-        expected = (
-            schema["type"] if isinstance(schema["type"], str) else " or ".join(schema["type"])
-        )
-        return f"is {_kind(value)}; expected {expected}"
-    if error.validator in ("enum", "const"):
-        allowed = schema.get("enum", [schema.get("const")])
-        return f"is {value!r}; expected {' or '.join(map(repr, allowed))}"
-    if error.validator in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
-        ops = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
-        return f"is {value!r}; must be {ops[error.validator]} {schema[error.validator]}"
-    if error.validator == "required":
-        return error.message.replace("is a required property", "is required")
-    return error.message
-
-
-def _unknown_keys(job: JobDoc) -> Iterator[Diagnostic]:
-    """EK610: keys the schema does not list, at every level that lists its keys."""
-    stack: list[tuple[tuple[str, ...], Any, Mapping[str, Any]]] = [
-        ((), job.data, load_schema("job"))
-    ]
-    while stack:
-        path, value, schema = stack.pop()
-        known = schema.get("properties")
-        if not isinstance(value, Mapping) or not isinstance(known, Mapping):
-            continue
-        for key, item in value.items():
-            if key in known:
-                stack.append(((*path, key), item, known[key]))
-                continue
-            match = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.8)
-            hint = f"Did you mean `{_dotted((*path, match[0]))}`?" if match else None
-            yield EK610.at(
-                job.path,
-                f"`{_dotted((*path, key))}` is not a known GRPO job field",
-                line=job.line_of(*path, key),
-                hint=hint,
-            )
-
-
-@cache
-def _type_validator() -> jsonschema.Draft202012Validator:
-    """The job schema without its cross-field ``allOf`` rules: those have their own codes."""
-    import jsonschema
-
-    schema = _strip(copy.deepcopy(load_schema("job")), "allOf")
-    return jsonschema.Draft202012Validator(schema)
-
-
-def _strip(node: Any, key: str) -> Any:
-    if isinstance(node, dict):
-        node.pop(key, None)
-        for value in node.values():
-            _strip(value, key)
-    elif isinstance(node, list):
-        for value in node:
-            _strip(value, key)
-    return node
-
-
-# -- small helpers ---------------------------------------------------------------------------
-
-
-def _get(mapping: Mapping[str, Any], *keys: str) -> Any:
+def _get(mapping: Any, *keys: str) -> Any:
     for key in keys:
         if not isinstance(mapping, Mapping):
             return None
@@ -458,27 +338,6 @@ def _get(mapping: Mapping[str, Any], *keys: str) -> Any:
     return mapping
 
 
-def _int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _dotted(path: tuple[Any, ...]) -> str:
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
-
 def _kind(value: Any) -> str:
-    names = {
-        dict: "an object",
-        list: "an array",
-        str: "a string",
-        bool: "a boolean",
-        type(None): "null",
-    }
-    return names.get(type(value), "a number")
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+    return "null" if value is None else names.get(type(value), "a number")

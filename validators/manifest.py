@@ -1,25 +1,26 @@
 """EK1xx: ``nemo-environment.yaml``, the manifest every package declares itself in.
 
-Two kinds of checks live here. The *static* ones (EK101-EK112 except the file-system half of
-EK105-EK107) look only at the parsed mapping; ``static_problems`` runs them and is what
+The *static* checks (EK101-EK112 except the file-system half of EK105-EK107) look only at
+the parsed mapping; ``static_problems`` runs them and is what
 ``envkit/schemas/manifest.schema.json`` encodes, so a test can prove the two agree. The
-*file* checks compare ``config_paths`` with the tree ``load_package`` read: existence, kind,
-symlinks and escapes. Facts: SPEC section 2 and seed 001 ("Choose an environment format").
+``config_paths`` entries have their own module (``config_paths``: EK104-EK107, EK111-EK113),
+whose checks this module's ``CHECKS`` and ``RULES`` include. Facts: SPEC section 2 and
+seed 001 ("Choose an environment format").
 """
 
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from envkit.diagnostics import Diagnostic, Severity
-from envkit.package import MANIFEST, display_path, safe_relpath
-from envkit.validators._base import Inputs, Rule
+from envkit.package import MANIFEST, display_path
+from envkit.validators import config_paths
+from envkit.validators._base import Inputs, Rule, yaml_line, yaml_type
+from envkit.validators.config_paths import config_path_problems
 
 if TYPE_CHECKING:
-    from envkit.package import Package
     from envkit.yamlio import YamlDoc
 
 __all__ = [
@@ -41,19 +42,16 @@ ADAPTER_KEYS = ("agent", "agent_type", "image_config_root")
 ADAPTER_AGENTS = ("verifiers_agent",)
 """Harnesses built into the training image (seed 001: "the only harness built into the image")."""
 ADAPTER_AGENT_TYPE = "responses_api_agents"
-NATIVE_PREFIXES = ("responses_api_agents/", "resources_servers/", "responses_api_models/")
-ADAPTER_PREFIX = "configs/"
 MAX_NAME = 255
 MAX_DESCRIPTION = 2048
 _TYPO_RATIO = 0.8  # pypa/build _find_typo uses the same cut-off
-_DRIVE = re.compile(r"^[A-Za-z]:")
 
 EK100 = Rule(
     "EK100", Severity.ERROR, "`nemo-environment.yaml` missing at the package root",
     "The platform looks for the manifest only at the FileSet root and rejects the upload with "
     "'Missing nemo-environment.yaml at environment root'. The usual cause is an upload of "
     "`./pkg` instead of `./pkg/`: without the trailing slash the FileSet nests everything one "
-    "level deeper (seed 001, 'Upload both FileSets').",
+    "level deeper (the \"GRPO and Reward Environments\" guide, 'Upload both FileSets').",
     "Add `nemo-environment.yaml` at the package root (see `envkit schema manifest`).",
 )
 EK101 = Rule(
@@ -73,29 +71,6 @@ EK103 = Rule(
     "`format` is the discriminator that decides where `config_paths` may live and whether "
     "`wheels/` is installed.",
     f"Set `format` to one of {', '.join(FORMATS)}.",
-)
-EK104 = Rule(
-    "EK104", Severity.ERROR, "`config_paths` missing, empty, or not a list of strings",
-    "Gym starts only the servers whose configs `config_paths` names; a package needs at "
-    "least one (the `policy_model` config).",
-    "Set `config_paths` to a non-empty list of relative paths, policy model config first.",
-)
-EK105 = Rule(
-    "EK105", Severity.ERROR, "`config_paths` entry absolute, with `..`, or escaping the root",
-    "Entries are resolved against the package root on the cluster; absolute paths and `..` "
-    "point at files that are not uploaded.",
-    "Use a path relative to the package root, without `..`, that stays inside the package.",
-)
-EK106 = Rule(
-    "EK106", Severity.ERROR, "`config_paths` entry missing from the package or not a file",
-    "The platform rejects the upload: 'config_paths reference files that are not in the "
-    "package'.",
-    "Add the file at that path, or fix the entry (paths are relative to the package root).",
-)
-EK107 = Rule(
-    "EK107", Severity.ERROR, "`config_paths` entry is a symlink",
-    "FileSet uploads do not preserve symlinks and the platform rejects symlinked configs.",
-    "Replace the symlink with a copy of the file.",
 )
 EK108 = Rule(
     "EK108", Severity.ERROR, "`metadata` invalid: `name` missing/empty/too long, "
@@ -121,28 +96,9 @@ EK110 = Rule(
     f"Use `agent: {ADAPTER_AGENTS[0]}` and `agent_type: {ADAPTER_AGENT_TYPE}`, or switch "
     "to wheels-v1 and ship the agent.",
 )
-EK111 = Rule(
-    "EK111", Severity.ERROR, "native-v1 `config_paths` entry outside the server-type dirs",
-    "native-v1 configs must live in the Gym tree: 'native-v1 config_paths must be under "
-    "(responses_api_agents/, resources_servers/, responses_api_models/)'.",
-    "Move the config under `responses_api_agents/`, `resources_servers/` or "
-    "`responses_api_models/`, or switch to wheels-v1.",
-)
-EK112 = Rule(
-    "EK112", Severity.ERROR, "adapter-wheels-v1 `config_paths` entry outside `configs/`",
-    "The platform expects converter output: 'adapter-wheels-v1 config_paths should live "
-    "under configs/'.",
-    "Move the config under `configs/` and update `config_paths`.",
-)
-EK113 = Rule(
-    "EK113", Severity.WARNING, "duplicate `config_paths` entry",
-    "Gym merges the same file twice; harmless today, but usually a copy-paste slip that "
-    "hides a missing config.",
-    "Remove the repeated entry.",
-)
 
-RULES = (EK100, EK101, EK102, EK103, EK104, EK105, EK106, EK107, EK108, EK109, EK110, EK111,
-         EK112, EK113)
+RULES = tuple(sorted((EK100, EK101, EK102, EK103, EK108, EK109, EK110, *config_paths.RULES),
+                    key=lambda rule: rule.code))
 STATIC_CODES = frozenset({"EK101", "EK102", "EK103", "EK104", "EK105", "EK108", "EK109",
                           "EK110", "EK111", "EK112"})
 """Codes the JSON Schema can express; ``static_problems`` yields only these."""
@@ -178,7 +134,7 @@ def check_manifest_parses(inputs: Inputs) -> Iterator[Diagnostic]:
     if not doc.ok:
         yield EK101.at(MANIFEST, f"`{MANIFEST}`: {doc.error}", line=doc.error_line)
     elif not isinstance(doc.data, Mapping):
-        kind = "empty" if doc.data is None else f"a {_yaml_type(doc.data)}"
+        kind = "empty" if doc.data is None else f"a {yaml_type(doc.data)}"
         yield EK101.at(MANIFEST, f"`{MANIFEST}` is {kind}, not a mapping", line=doc.line_of())
 
 
@@ -192,12 +148,12 @@ def static_problems(data: Any, doc: YamlDoc | None = None) -> list[Diagnostic]:
     the test that proves this module and ``manifest.schema.json`` agree.
     """
     if not isinstance(data, Mapping):
-        kind = "empty" if data is None else f"a {_yaml_type(data)}"
-        return [EK101.at(MANIFEST, f"`{MANIFEST}` is {kind}, not a mapping", line=_line(doc))]
+        kind = "empty" if data is None else f"a {yaml_type(data)}"
+        return [EK101.at(MANIFEST, f"`{MANIFEST}` is {kind}, not a mapping", line=yaml_line(doc))]
     found: list[Diagnostic] = []
     found += _unknown_keys(data, (), TOP_LEVEL_KEYS, doc)
     found += _format_problems(data, doc)
-    found += _config_path_problems(data, doc)
+    found += config_path_problems(data, doc)
     found += _metadata_problems(data, doc)
     found += _adapter_problems(data, doc)
     return found
@@ -211,21 +167,11 @@ def check_manifest_static(inputs: Inputs) -> Iterator[Diagnostic]:
     yield from static_problems(doc.data, doc)
 
 
-def _line(doc: YamlDoc | None, *keypath: str | int) -> int | None:
-    return doc.line_of(*keypath) if doc is not None else None
-
-
 def _key_path(*keypath: str | int) -> str:
     out = ""
     for part in keypath:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
-
-
-def _yaml_type(value: object) -> str:
-    names = {dict: "mapping", list: "list", str: "string", bool: "boolean", int: "integer",
-             float: "number", type(None): "null"}
-    return next((n for t, n in names.items() if isinstance(value, t)), type(value).__name__)
 
 
 def _find_typo(key: str, allowed: tuple[str, ...]) -> str | None:
@@ -259,73 +205,30 @@ def _unknown_keys(
             hint = f"Move it to `{home}`."
         else:
             hint = f"Allowed keys here: {', '.join(f'`{k}`' for k in allowed)}."
-        yield EK102.at(MANIFEST, f"unknown key `{where}`", line=_line(doc, *here, str(key)),
+        yield EK102.at(MANIFEST, f"unknown key `{where}`", line=yaml_line(doc, *here, str(key)),
                        hint=hint)
 
 
 def _format_problems(data: Mapping[str, Any], doc: YamlDoc | None) -> Iterator[Diagnostic]:
     value = data.get("format")
     if "format" not in data:
-        yield EK103.at(MANIFEST, "`format` is missing", line=_line(doc))
+        yield EK103.at(MANIFEST, "`format` is missing", line=yaml_line(doc))
     elif value not in FORMATS:
         typo = _find_typo(value, FORMATS) if isinstance(value, str) else None
         hint = f"Did you mean `{typo}`?" if typo else None
         yield EK103.at(MANIFEST, f"`format` is {value!r}, not one of {', '.join(FORMATS)}",
-                       line=_line(doc, "format"), hint=hint)
-
-
-def _config_path_problems(data: Mapping[str, Any], doc: YamlDoc | None) -> Iterator[Diagnostic]:
-    paths = data.get("config_paths")
-    line = _line(doc, "config_paths")
-    if "config_paths" not in data:
-        yield EK104.at(MANIFEST, "`config_paths` is missing", line=_line(doc))
-        return
-    if not isinstance(paths, list):
-        yield EK104.at(MANIFEST, f"`config_paths` is a {_yaml_type(paths)}, not a list",
-                       line=line)
-        return
-    if not paths:
-        yield EK104.at(MANIFEST, "`config_paths` is empty", line=line)
-    for index, value in enumerate(paths):
-        yield from _entry_problems(data.get("format"), index, value, doc)
-
-
-def _entry_problems(
-    fmt: object, index: int, value: object, doc: YamlDoc | None,
-) -> Iterator[Diagnostic]:
-    where, line = f"`config_paths[{index}]`", _line(doc, "config_paths", index)
-    if not isinstance(value, str) or not value:
-        what = "empty" if value == "" else f"a {_yaml_type(value)}"
-        yield EK104.at(MANIFEST, f"{where} is {what}, not a path string", line=line)
-        return
-    if _is_absolute(value):
-        yield EK105.at(MANIFEST, f"{where} {value!r} is absolute", line=line)
-        return
-    if ".." in re.split(r"[/\\]", value):
-        yield EK105.at(MANIFEST, f"{where} {value!r} has a `..` segment", line=line)
-        return
-    rel = safe_relpath(value) or value
-    if fmt == "native-v1" and not rel.startswith(NATIVE_PREFIXES):
-        yield EK111.at(MANIFEST, f"{where} {value!r} is not under a server-type directory "
-                       "(native-v1)", line=line)
-    elif fmt == "adapter-wheels-v1" and not rel.startswith(ADAPTER_PREFIX):
-        yield EK112.at(MANIFEST, f"{where} {value!r} is not under `configs/` "
-                       "(adapter-wheels-v1)", line=line)
-
-
-def _is_absolute(value: str) -> bool:
-    return value.startswith(("/", "\\")) or bool(_DRIVE.match(value))
+                       line=yaml_line(doc, "format"), hint=hint)
 
 
 def _metadata_problems(data: Mapping[str, Any], doc: YamlDoc | None) -> Iterator[Diagnostic]:
     meta = data.get("metadata")
     if "metadata" not in data:
         yield EK108.at(MANIFEST, "`metadata` is missing (it needs at least `metadata.name`)",
-                       line=_line(doc))
+                       line=yaml_line(doc))
         return
     if not isinstance(meta, Mapping):
-        yield EK108.at(MANIFEST, f"`metadata` is a {_yaml_type(meta)}, not a mapping",
-                       line=_line(doc, "metadata"))
+        yield EK108.at(MANIFEST, f"`metadata` is a {yaml_type(meta)}, not a mapping",
+                       line=yaml_line(doc, "metadata"))
         return
     yield from _unknown_keys(meta, ("metadata",), METADATA_KEYS, doc)
     yield from _metadata_values(meta, doc)
@@ -334,20 +237,21 @@ def _metadata_problems(data: Mapping[str, Any], doc: YamlDoc | None) -> Iterator
 def _metadata_values(meta: Mapping[str, Any], doc: YamlDoc | None) -> Iterator[Diagnostic]:
     name = meta.get("name")
     if "name" not in meta:
-        yield EK108.at(MANIFEST, "`metadata.name` is missing", line=_line(doc, "metadata"))
+        yield EK108.at(MANIFEST, "`metadata.name` is missing", line=yaml_line(doc, "metadata"))
     elif isinstance(name, str) and not name:
-        yield EK108.at(MANIFEST, "`metadata.name` is empty", line=_line(doc, "metadata", "name"))
+        yield EK108.at(MANIFEST, "`metadata.name` is empty",
+                       line=yaml_line(doc, "metadata", "name"))
     elif isinstance(name, str) and len(name) > MAX_NAME:
         yield EK108.at(MANIFEST, f"`metadata.name` is {len(name)} characters (max {MAX_NAME})",
-                       line=_line(doc, "metadata", "name"))
+                       line=yaml_line(doc, "metadata", "name"))
     desc = meta.get("description")
     if isinstance(desc, str) and len(desc) > MAX_DESCRIPTION:
         yield EK108.at(MANIFEST, f"`metadata.description` is {len(desc)} characters "
-                       f"(max {MAX_DESCRIPTION})", line=_line(doc, "metadata", "description"))
+                       f"(max {MAX_DESCRIPTION})", line=yaml_line(doc, "metadata", "description"))
     for key in METADATA_KEYS:
         if key in meta and not isinstance(meta[key], str):
-            yield EK108.at(MANIFEST, f"`metadata.{key}` is a {_yaml_type(meta[key])}, not a "
-                           "string", line=_line(doc, "metadata", key),
+            yield EK108.at(MANIFEST, f"`metadata.{key}` is a {yaml_type(meta[key])}, not a "
+                           "string", line=yaml_line(doc, "metadata", key),
                            hint=f"Quote the value of `metadata.{key}`.")
 
 
@@ -358,15 +262,15 @@ def _adapter_problems(data: Mapping[str, Any], doc: YamlDoc | None) -> Iterator[
     if fmt != "adapter-wheels-v1":
         if "adapter" in data:
             yield EK109.at(MANIFEST, f"`adapter` is only allowed with format adapter-wheels-v1, "
-                           f"not {fmt}", line=_line(doc, "adapter"),
+                           f"not {fmt}", line=yaml_line(doc, "adapter"),
                            hint="Remove the `adapter` block, or use format adapter-wheels-v1.")
         return
     if "adapter" not in data:
         yield EK109.at(MANIFEST, "`adapter` is missing (required for adapter-wheels-v1)",
-                       line=_line(doc))
+                       line=yaml_line(doc))
     elif not isinstance(adapter, Mapping):
-        yield EK109.at(MANIFEST, f"`adapter` is a {_yaml_type(adapter)}, not a mapping",
-                       line=_line(doc, "adapter"))
+        yield EK109.at(MANIFEST, f"`adapter` is a {yaml_type(adapter)}, not a mapping",
+                       line=yaml_line(doc, "adapter"))
     else:
         yield from _unknown_keys(adapter, ("adapter",), ADAPTER_KEYS, doc)
         yield from _adapter_values(adapter, doc)
@@ -377,83 +281,20 @@ def _adapter_values(adapter: Mapping[str, Any], doc: YamlDoc | None) -> Iterator
     if agent not in ADAPTER_AGENTS:
         what = "missing" if "agent" not in adapter else f"{agent!r}"
         yield EK110.at(MANIFEST, f"`adapter.agent` is {what}; the training image only has "
-                       f"{', '.join(ADAPTER_AGENTS)}", line=_line(doc, "adapter", "agent"))
+                       f"{', '.join(ADAPTER_AGENTS)}", line=yaml_line(doc, "adapter", "agent"))
     if agent_type != ADAPTER_AGENT_TYPE:
         what = "missing" if "agent_type" not in adapter else f"{agent_type!r}"
         yield EK110.at(MANIFEST, f"`adapter.agent_type` is {what}, not "
-                       f"{ADAPTER_AGENT_TYPE!r}", line=_line(doc, "adapter", "agent_type"))
+                       f"{ADAPTER_AGENT_TYPE!r}", line=yaml_line(doc, "adapter", "agent_type"))
     root = adapter.get("image_config_root")
     if "image_config_root" in adapter and not isinstance(root, str):
-        yield EK110.at(MANIFEST, f"`adapter.image_config_root` is a {_yaml_type(root)}, not a "
-                       "string", line=_line(doc, "adapter", "image_config_root"))
-
-
-# --- file checks: config_paths against the tree ---------------------------------------------
-
-
-def check_config_files(inputs: Inputs) -> Iterator[Diagnostic]:
-    """EK105 (escape through a symlinked dir), EK106, EK107 for each lexically sane entry."""
-    pkg = inputs.package
-    if pkg is None:
-        return
-    doc, paths = pkg.manifest, pkg.manifest_data.get("config_paths")
-    if not isinstance(paths, list):
-        return
-    for index, value in enumerate(paths):
-        rel = safe_relpath(value) if isinstance(value, str) and value else None
-        if rel is not None and ".." not in re.split(r"[/\\]", value):
-            diag = _file_problem(pkg, rel, f"`config_paths[{index}]` {value!r}",
-                                 _line(doc, "config_paths", index))
-            if diag is not None:
-                yield diag
-
-
-def _file_problem(pkg: Package, rel: str, where: str, line: int | None) -> Diagnostic | None:
-    parts = rel.split("/")
-    for depth in range(1, len(parts)):
-        prefix = pkg.entries.get("/".join(parts[:depth]))
-        if prefix is not None and prefix.kind == "symlink":
-            if not prefix.link_inside:
-                return EK105.at(MANIFEST, f"{where} escapes the package through symlink "
-                                f"`{display_path(prefix.path)}`", line=line)
-            return EK107.at(MANIFEST, f"{where} goes through symlink "
-                            f"`{display_path(prefix.path)}`", line=line)
-    entry = pkg.entries.get(rel)
-    if entry is None:
-        hint = ("Use `/` between path segments: the cluster is Linux, where `\\` is part of a "
-                "file name." if "\\" in rel else None)
-        return EK106.at(MANIFEST, f"{where} is not in the package", line=line, hint=hint)
-    if entry.kind == "symlink":
-        return EK107.at(MANIFEST, f"{where} is a symlink (to {entry.link_target!r})", line=line)
-    if entry.kind != "file":
-        what = "a directory" if entry.kind == "dir" else "not a regular file"
-        return EK106.at(MANIFEST, f"{where} is {what}", line=line)
-    return None
-
-
-def check_duplicate_config_paths(inputs: Inputs) -> Iterator[Diagnostic]:
-    """EK113: the same config listed twice (after normalising `./` and `//`)."""
-    pkg = inputs.package
-    paths = pkg.manifest_data.get("config_paths") if pkg else None
-    if not isinstance(paths, list):
-        return
-    seen: dict[str, int] = {}
-    for index, value in enumerate(paths):
-        rel = safe_relpath(value) if isinstance(value, str) and value else None
-        if rel is None:
-            continue
-        if rel in seen:
-            yield EK113.at(MANIFEST, f"`config_paths[{index}]` {value!r} repeats "
-                           f"`config_paths[{seen[rel]}]`",
-                           line=_line(pkg.manifest, "config_paths", index))
-        else:
-            seen[rel] = index
+        yield EK110.at(MANIFEST, f"`adapter.image_config_root` is a {yaml_type(root)}, not a "
+                       "string", line=yaml_line(doc, "adapter", "image_config_root"))
 
 
 CHECKS = (
     check_manifest_present,  # EK100
     check_manifest_parses,  # EK101
     check_manifest_static,  # EK101-EK105, EK108-EK112
-    check_config_files,  # EK105, EK106, EK107
-    check_duplicate_config_paths,  # EK113
+    *config_paths.CHECKS,  # EK105-EK107, EK113
 )

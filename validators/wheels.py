@@ -30,7 +30,7 @@ from envkit.diagnostics import Severity
 from envkit.gym_data import gym_data
 from envkit.package import INSTALL_MARKERS
 from envkit.validators._base import Inputs, Rule
-from envkit.validators._gym_model import view_of
+from envkit.validators.gym.model import view_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -45,7 +45,7 @@ __all__ = ["CHECKS", "RULES", "closure_roots"]
 WHEEL_FORMATS = ("wheels-v1", "adapter-wheels-v1")
 WHEELS_DIR = "wheels/"
 HARNESS_EGRESS = "verifiers @ git+https://github.com/PrimeIntellect-ai/verifiers.git@v0.3.1"
-"""From nemo-gym 0.7.0 ``responses_api_agents/verifiers_agent/requirements.txt``: the
+"""From the pinned Gym version's ``responses_api_agents/verifiers_agent/requirements.txt``: the
 adapter harness installs verifiers from GitHub, so adapter packages always need egress."""
 
 EK400 = Rule(
@@ -186,7 +186,8 @@ def closure_roots(pkg: Package, inputs: Inputs) -> tuple[list[Root], list[Egress
     for server in pkg.servers:
         name = next((m for m in INSTALL_MARKERS if m in server.texts), None)
         if name is not None:
-            found, needs = marker_roots(name, server.texts[name], f"{server.path}/{name}")
+            found, needs = marker_roots(name, server.texts[name], f"{server.path}/{name}",
+                                        server.texts)
             roots += found
             egress += needs
     if pkg.format == "adapter-wheels-v1":

@@ -1,19 +1,26 @@
-"""The ``envkit`` command: a thin click layer. Commands parse, call one core function, render.
+"""The ``envkit`` command: a thin click layer. Commands parse, call one core function, and
+return a typed result; ``main`` renders it (``envkit.render``) and decides the exit status.
 
-Exit codes are decided in one place (``main``): 0 success/valid, 1 invalid/failed,
-2 usage or internal error. Results go to stdout; logs and progress to stderr.
+Exit codes are decided here and nowhere else: 0 success/valid, 1 invalid/failed, 2 usage,
+missing extra or internal error, 130 interrupted. Results go to stdout; logs go to stderr
+through the one logging set-up (``configure_logging``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
+from pathlib import Path
+from typing import Any
 
 import click
 
 from envkit import __version__
+from envkit.cli._common import FORMAT_KEY, REPORT_FILE_KEY, run_state
+from envkit.cli._logging import configure_logging
 
-__all__ = ["COMMANDS", "cli", "main"]
+__all__ = ["COMMANDS", "EXIT_CODES", "cli", "main"]
 
 COMMANDS = {
     "validate": ("envkit.cli.validate", "validate_command"),
@@ -22,11 +29,39 @@ COMMANDS = {
     "rollout": ("envkit.cli.rollout", "rollout_command"),
     "smoke": ("envkit.cli.smoke", "smoke_command"),
     "train": ("envkit.cli.train", "train_command"),
+    "submit": ("envkit.cli.submit", "submit_command"),
+    "job": ("envkit.cli.job", "job_group"),
     "schema": ("envkit.cli.validate", "schema_command"),
     "rule": ("envkit.cli.validate", "rule_command"),
 }
 """Command name -> (module, attribute). Imported on first use: `envkit validate` in a
 pre-commit hook should not pay for the builder's, the trainer's or torch's imports."""
+
+EXIT_CODES: dict[str, tuple[int, str]] = {
+    # exception class name -> (exit status, kind in the JSON error object)
+    "MissingExtra": (2, "missing-extra"),
+    "InvalidInputs": (1, "invalid"),
+    "UsageError": (2, "usage"),
+    "ClickException": (2, "usage"),
+    "GateUsageError": (2, "usage"),
+    "SettingsError": (2, "usage"),
+    "SelectorError": (2, "usage"),
+    "TargetError": (2, "usage"),
+    "FileNotFoundError": (2, "usage"),
+    "NotADirectoryError": (2, "usage"),
+    "GymVenvError": (2, "usage"),
+    "BuildError": (2, "failed"),
+    "ConvertError": (1, "failed"),
+    "HubIdError": (1, "failed"),
+    "TrainInputError": (1, "invalid"),
+    "PrintConfigError": (1, "invalid"),
+    "GymRuntimeError": (1, "failed"),
+    "SubmitRejected": (1, "invalid"),
+    "PlatformError": (1, "failed"),
+}
+"""Every exception a command lets through, by class name (its module need not be imported,
+and survives moves), most specific first along the exception's MRO. Anything else is an
+internal error: exit 2 and a request to report it."""
 
 
 class _LazyGroup(click.Group):
@@ -40,6 +75,45 @@ class _LazyGroup(click.Group):
         command: click.Command = getattr(importlib.import_module(module), attr)
         return command
 
+    def invoke(self, ctx: click.Context) -> int:
+        """Run the command, then render its result or its error: the one exit path."""
+        from envkit import render
+
+        state = run_state(ctx)
+        argv = [*getattr(ctx, "_protected_args", ()), *ctx.args]  # the command's, for errors
+        try:
+            result = super().invoke(ctx)
+        except click.exceptions.Exit:
+            raise
+        except (click.exceptions.Abort, KeyboardInterrupt):
+            # click turns Ctrl-C into Abort; 130 = 128 + SIGINT, as shells report it.
+            click.echo("Interrupted.", err=True)
+            return 130
+        except Exception as exc:
+            code, kind = classify(exc)
+            shown = isinstance(exc, click.ClickException) or kind == "usage"
+            if isinstance(exc, click.ClickException):
+                exc.show()
+            elif kind == "usage":
+                self._usage_error(ctx, argv, str(exc)).show()
+            render.render_error(exc, kind, _requested_format(argv, state),
+                                shown=shown)
+            return code
+        if result is None or isinstance(result, int):
+            return result or 0
+        fmt = str(state.get(FORMAT_KEY, "human"))
+        target = state.get(REPORT_FILE_KEY)
+        if target is None:
+            return render.render(result, fmt)
+        with Path(target).open("w", encoding="utf-8") as fh, contextlib.redirect_stdout(fh):
+            return render.render(result, fmt)
+
+    def _usage_error(self, ctx: click.Context, argv: list[str], message: str) -> click.UsageError:
+        """A usage error the library raised, shown as click shows its own (with the usage)."""
+        command = self.get_command(ctx, argv[0]) if argv else None
+        sub = click.Context(command, info_name=argv[0], parent=ctx) if command else ctx
+        return click.UsageError(message, ctx=sub)
+
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="envkit")
@@ -47,23 +121,41 @@ def cli() -> None:
     """Build, validate and convert NeMo Gym environment packages; train on them with GRPO."""
 
 
+def classify(exc: BaseException) -> tuple[int, str]:
+    """(exit status, kind) for an exception that ended a command."""
+    for cls in type(exc).__mro__:
+        if cls.__name__ in EXIT_CODES:
+            return EXIT_CODES[cls.__name__]
+    return 2, "internal"
+
+
+def _requested_format(argv: list[str], state: dict[str, Any]) -> str:
+    """The output format, also when parsing failed before the option was read."""
+    if FORMAT_KEY in state:
+        return str(state[FORMAT_KEY])
+    for i, arg in enumerate(argv):
+        for flag in ("--output-format", "--format"):
+            if arg == flag and i + 1 < len(argv):
+                return argv[i + 1]
+            if arg.startswith(flag + "="):
+                return arg.split("=", 1)[1]
+    return "human"
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the CLI and map every outcome to 0/1/2."""
+    """Entry point: set up logging once, run the CLI, and map what is left to a code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    configure_logging(0)
     try:
-        rc = cli.main(args=argv, prog_name="envkit", standalone_mode=False)
+        rc = cli.main(args=args, prog_name="envkit", standalone_mode=False, obj={})
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except click.ClickException as exc:
+    except click.ClickException as exc:  # before any command ran: `envkit nosuchcommand`
         exc.show()
         return 2
     except (click.exceptions.Abort, KeyboardInterrupt):
-        # click turns Ctrl-C into Abort; 130 = 128 + SIGINT, as shells report it.
         click.echo("Interrupted.", err=True)
         return 130
-    except Exception as exc:
-        click.echo(f"envkit: internal error: {type(exc).__name__}: {exc}", err=True)
-        click.echo("Please report this with the command you ran.", err=True)
-        return 2
     return rc if isinstance(rc, int) else 0
 
 

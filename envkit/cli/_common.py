@@ -1,25 +1,44 @@
-"""Options and helpers shared by several commands."""
+"""Options and helpers shared by several commands: one vocabulary across the CLI.
+
+Every command takes ``-q/-v`` and ``--output-format`` (where it prints a result) through
+``common_options``; the main output path is ``-o/--output`` everywhere, older spellings stay as
+hidden aliases. The chosen format and verbosity go into ``ctx.meta``, where the entry point
+(``envkit.cli.main``) reads them to set up logging and render the command's result.
+"""
 
 from __future__ import annotations
 
 import contextlib
-import re
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import click
 
+from envkit.settings import SettingsError
+from envkit.settings import parse_glibc as _parse_glibc
+from envkit.settings import parse_python as _parse_python
 from envkit.target import ARCHES, Target
 
 __all__ = [
-    "parse_codes",
+    "FORMAT_KEY",
+    "REPORT_FILE_KEY",
+    "VERBOSITY_KEY",
+    "AliasOption",
+    "common_options",
+    "output_path_option",
     "parse_glibc",
     "parse_python",
+    "report_file_option",
+    "run_state",
     "sigterm_as_interrupt",
     "target_from",
     "target_options",
 ]
+
+FORMAT_KEY = "envkit.output_format"
+REPORT_FILE_KEY = "envkit.report_file"
+VERBOSITY_KEY = "envkit.verbosity"
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
@@ -42,31 +61,95 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 def parse_python(value: str) -> tuple[int, int]:
-    match = re.fullmatch(r"(?:cp)?3\.?(\d+)", value.strip())
-    if not match:
-        msg = f"--python must look like 3.13, not {value!r}"
-        raise click.BadParameter(msg)
-    return 3, int(match.group(1))
+    try:
+        return _parse_python(value)
+    except SettingsError as exc:
+        raise click.BadParameter(f"--{exc}") from None
 
 
 def parse_glibc(value: str | None) -> tuple[int, int] | None:
-    if value is None:
-        return None
-    match = re.fullmatch(r"(?:manylinux_)?(\d+)[._](\d+)", value.strip())
-    if not match or not (17 <= int(match.group(2)) <= 40) or match.group(1) != "2":
-        msg = f"--glibc must be 2_17 .. 2_40 (e.g. 2_28), not {value!r}"
-        raise click.BadParameter(msg)
-    return 2, int(match.group(2))
+    try:
+        return _parse_glibc(value)
+    except SettingsError as exc:
+        raise click.BadParameter(f"--{exc}") from None
 
 
-def parse_codes(values: tuple[str, ...]) -> tuple[str, ...]:
-    """``--select EK1,EK204`` and repeated flags both work, as in ruff."""
-    codes = tuple(c.strip().upper() for v in values for c in v.split(",") if c.strip())
-    bad = [c for c in codes if not re.fullmatch(r"EK\d{0,3}", c)]
-    if bad:
-        msg = f"rule codes look like EK105 or a prefix such as EK1, not {', '.join(map(repr, bad))}"
-        raise click.BadParameter(msg)
-    return codes
+class AliasOption(click.Option):
+    """An option whose older spellings still parse but stay out of ``--help``."""
+
+    def __init__(self, *args: Any, hidden_aliases: Sequence[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.hidden_aliases = tuple(hidden_aliases)
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        visible = [o for o in self.opts if o not in self.hidden_aliases]
+        saved, self.opts = self.opts, visible
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.opts = saved
+
+
+def output_path_option(*, aliases: Sequence[str] = (), **kwargs: Any) -> Callable[..., Any]:
+    """``-o/--output`` (the command's main output path); ``aliases`` parse but are hidden."""
+    return click.option("-o", "--output", *aliases, "output", cls=AliasOption,
+                        hidden_aliases=aliases, **kwargs)
+
+
+def run_state(ctx: click.Context) -> dict[str, Any]:
+    """The dict ``main`` hands to click as ``obj``: where options leave what ``main`` needs."""
+    state: dict[str, Any] = ctx.ensure_object(dict)
+    return state
+
+
+def _store(key: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        run_state(ctx)[key] = value
+        return value
+    return callback
+
+
+def report_file_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``-o/--output FILE`` for commands whose only output is their report (as ruff's)."""
+    return click.option("-o", "--output", "report_file", default=None, expose_value=False,
+                        type=click.Path(dir_okay=False, writable=True),
+                        callback=_store(REPORT_FILE_KEY),
+                        help="Write the result to FILE instead of stdout.")(func)
+
+
+def _verbosity(ctx: click.Context, param: click.Parameter, value: int) -> int:
+    """``-v`` and ``-q`` add up; the level applies at once (the handler is ``main``'s)."""
+    import logging
+
+    from envkit.cli._logging import level_for
+
+    state = run_state(ctx)
+    sign = 1 if param.name == "verbose" else -1
+    state[VERBOSITY_KEY] = state.get(VERBOSITY_KEY, 0) + sign * value
+    logging.getLogger().setLevel(level_for(state[VERBOSITY_KEY]))
+    return value
+
+
+def common_options(formats: Sequence[str] | None = ("human", "json"),
+                   default: str = "human", format_alias: bool = True) -> Callable[..., Any]:
+    """``-q/-v`` and (when the command prints a result) ``--output-format``.
+
+    ``format_alias`` keeps ``--format`` as a hidden spelling of ``--output-format`` (commands
+    where ``--format`` means something else, like ``build``, turn it off).
+    """
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        if formats:
+            aliases = ("--format",) if format_alias else ()
+            func = click.option(
+                "--output-format", *aliases, "output_format", cls=AliasOption,
+                hidden_aliases=aliases, type=click.Choice(list(formats)), default=default,
+                show_default=True, expose_value=False, callback=_store(FORMAT_KEY),
+                is_eager=True, help="How the result is printed on stdout.")(func)
+        func = click.option("-q", "--quiet", count=True, expose_value=False,
+                            callback=_verbosity, help="Less on stderr (-qq: errors only).")(func)
+        return click.option("-v", "--verbose", count=True, expose_value=False,
+                            callback=_verbosity, help="More on stderr (-vv: debug).")(func)
+    return decorate
 
 
 def target_options(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -1,11 +1,12 @@
-"""``envkit build`` and ``envkit convert package``: parse, call ``envkit.build``, render.
+"""``envkit build`` and ``envkit convert package``: parse, call ``envkit.build``, return it.
 
-The verdict (the package's validate report) goes to stdout as JSON; logs and download
+The verdict (the package's validate report) goes to stdout, JSON by default; logs and download
 progress go to stderr through rich.
 """
 
 from __future__ import annotations
 
+import logging
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,10 +22,10 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from envkit.build import BuildError, BuildRequest, BuildResult, build, convert_package
-from envkit.cli._common import target_from, target_options
+from envkit.build import BuildRequest, BuildResult, build, convert_package
+from envkit.cli._common import common_options, output_path_option, target_from, target_options
+from envkit.cli.submit import upload_options, upload_outputs
 from envkit.converters.gym_tree import FORMATS
-from envkit.render import render_json
 from envkit.validators._base import DEFAULT_GYM_VERSION
 
 if TYPE_CHECKING:
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["build_command", "package_command"]
+
+_LOG = logging.getLogger("envkit.build")
 
 _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 _OUT = click.Path(file_okay=False, path_type=Path)
@@ -64,20 +67,21 @@ def _reporting() -> Iterator[tuple[_RichFetchProgress, Callable[[str], None]]]:
     columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
                TransferSpeedColumn())
     with Progress(*columns, console=console, transient=True) as progress:
-        yield _RichFetchProgress(progress), lambda m: console.print(f"[dim]envkit:[/] {m}")
+        yield _RichFetchProgress(progress), _LOG.info
 
 
 def _build_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Options shared by ``build`` and ``convert package``."""
     options = [
-        click.option("-o", "--out", required=True, type=_OUT,
-                     help="Package directory to write (replaced atomically)."),
+        output_path_option(aliases=("--out",), required=True, type=_OUT,
+                           help="Package directory to write (replaced atomically)."),
         click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
                      help="nemo-gym version of the training image (pinned as nemo-gym==V)."),
         click.option("--wheels-dir", "wheels_dirs", multiple=True, type=_DIR,
                      help="Extra local wheels offered to the resolver (uv --find-links)."),
         click.option("--index-url", default=None, help="Package index (default: PyPI)."),
-        click.option("--extra-index-url", "extra_index_urls", multiple=True),
+        click.option("--extra-index-url", "extra_index_urls", multiple=True,
+                     help="Further package index (repeatable)."),
         click.option("--no-runtime-pins", is_flag=True,
                      help="Vendor only the servers' own closure, not nemo-gym/ray/openai: "
                           "the package then needs egress at spin-up."),
@@ -89,54 +93,55 @@ def _build_options(func: Callable[..., Any]) -> Callable[..., Any]:
     ]
     for option in reversed(options):
         func = option(func)
+    func = common_options(("json", "human", "github", "sarif"), default="json",
+                          format_alias=False)(func)
     return target_options(func)
 
 
-def _finish(result: BuildResult) -> int:
-    click.echo(render_json(result.report))
-    return 0 if result.report.valid else 1
-
-
-def _run(call: Callable[..., BuildResult], request: BuildRequest) -> int:
+def _run(call: Callable[..., BuildResult], request: BuildRequest) -> BuildResult:
     with _reporting() as (progress, log):
-        try:
-            result = call(request, progress=progress, log=log)
-        except BuildError as exc:
-            raise click.ClickException(str(exc)) from None
+        result = call(request, progress=progress, log=log)
         if progress.cached:
             log(f"{progress.cached} wheels came from the cache")
-    return _finish(result)
+    return result
 
 
 @click.command("build")
 @click.argument("sources", nargs=-1, required=True, type=_DIR)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="wheels-v1",
-              show_default=True)
+              show_default=True, help="Package format to build.")
 @click.option("--name", default=None, help="metadata.name (default: the first server's name).")
 @click.option("--description", default=None, help="metadata.description.")
+@upload_options
 @click.option("--dataset-dir", type=_OUT, default=None,
               help="Where the .jsonl rows go (default: OUT's sibling OUT-data).")
 @_build_options
 def build_command(sources: tuple[Path, ...], fmt: str, name: str | None,
-                  description: str | None, dataset_dir: Path | None, out: Path,
+                  description: str | None, dataset_dir: Path | None, output: Path,
                   gym_version: str, wheels_dirs: tuple[Path, ...], index_url: str | None,
                   extra_index_urls: tuple[str, ...], no_runtime_pins: bool,
                   resolve_offline: bool, refresh: bool, arch: str, python_version: str,
-                  glibc: str | None) -> int:
+                  glibc: str | None, upload: bool = False, workspace: str | None = None,
+                  base_url: str | None = None) -> BuildResult:
     """Build a package from Gym server directories (resources_servers/<impl>/) or a Gym tree.
 
     wheels-v1 vendors the closure for the TARGET (--arch/--python/--glibc), never the
     host, plus nemo-gym==GYM_VERSION, ray[default] and openai at Gym's pins, so the package
     installs with no egress. The .jsonl rows move to the dataset directory. Prints the
-    package's validate verdict as JSON on stdout; exit 0 valid, 1 invalid, 2 error.
+    package's validate verdict on stdout (JSON by default); exit 0 valid, 1 invalid, 2 error.
     """
     request = BuildRequest(
-        sources=sources, out=out, fmt=fmt, target=target_from(arch, python_version, glibc),
+        sources=sources, out=output, fmt=fmt, target=target_from(arch, python_version, glibc),
         gym_version=gym_version, name=name, description=description, dataset_dir=dataset_dir,
         wheels_dirs=wheels_dirs, runtime_pins=not no_runtime_pins, index_url=index_url,
         extra_index_urls=extra_index_urls, resolve_offline=resolve_offline, refresh=refresh,
     )
-    return _run(build, request)
+    result = _run(build, request)
+    if upload and result.report.valid:  # a package envkit rejects is never uploaded
+        status = upload_outputs(result.out, result.dataset_dir, workspace, base_url)
+        if status:
+            raise click.exceptions.Exit(status)
+    return result
 
 
 @click.command("package")
@@ -144,14 +149,14 @@ def build_command(sources: tuple[Path, ...], fmt: str, name: str | None,
 @click.option("--to", "to_format", type=click.Choice(["wheels-v1"]), default="wheels-v1",
               show_default=True, help="Format to convert to.")
 @_build_options
-def package_command(package: Path, to_format: str, out: Path,
+def package_command(package: Path, to_format: str, output: Path,
                             gym_version: str, wheels_dirs: tuple[Path, ...],
                             index_url: str | None, extra_index_urls: tuple[str, ...],
                             no_runtime_pins: bool, resolve_offline: bool, refresh: bool,
-                            arch: str, python_version: str, glibc: str | None) -> int:
+                            arch: str, python_version: str, glibc: str | None) -> BuildResult:
     """native-v1 PACKAGE -> wheels-v1: vendor its servers' closure for the target."""
     request = BuildRequest(
-        sources=(package,), out=out, fmt=to_format,
+        sources=(package,), out=output, fmt=to_format,
         target=target_from(arch, python_version, glibc), gym_version=gym_version,
         wheels_dirs=wheels_dirs, runtime_pins=not no_runtime_pins, index_url=index_url,
         extra_index_urls=extra_index_urls, resolve_offline=resolve_offline, refresh=refresh,

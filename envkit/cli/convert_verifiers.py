@@ -1,33 +1,34 @@
-"""``envkit convert verifiers``: parse options, call ``convert_verifiers``, validate, render."""
+"""``envkit convert verifiers``: parse options, call ``convert_verifiers``, validate the result."""
 
 from __future__ import annotations
 
 import json
 import logging
-import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.logging import RichHandler
 
-from envkit.cli._common import target_from
-from envkit.converters.hub import HubIdError
+from envkit.cli._common import common_options, output_path_option, target_from
+from envkit.cli.submit import upload_options, upload_outputs
 from envkit.converters.verifiers import (
     GYM_VERIFIERS_VERSION,
     ConvertError,
     ConvertRequest,
     convert_verifiers,
 )
+from envkit.converters.vf_request import GYM_RELEASE_DATE
+from envkit.results import ConvertOutcome
 from envkit.target import ARCHES
-from envkit.validate import ValidateRequest, validate
-from envkit.validators import CheckOptions
 from envkit.validators._base import DEFAULT_GYM_VERSION
 
 __all__ = ["verifiers_command"]
 
+_log = logging.getLogger("envkit")
+
 _DIR = click.Path(file_okay=False, path_type=Path)
+_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 def _env_args(value: str) -> dict[str, Any]:
@@ -41,21 +42,15 @@ def _env_args(value: str) -> dict[str, Any]:
     return data
 
 
-def _log_to_stderr() -> None:
-    logger = logging.getLogger("envkit")
-    if not logger.handlers:
-        handler = RichHandler(console=Console(stderr=True), show_path=False, show_time=False)
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-
-
 @click.command("verifiers")
 @click.option("--hub-id", required=True, help="owner/name on the Prime Intellect hub.")
 @click.option("--hub-version", default=None, help="Release to convert (pin it).")
 @click.option("--allow-latest", is_flag=True, help="Take the index's newest release.")
-@click.option("--out-dir", required=True, type=_DIR, help="Package directory to create.")
+@output_path_option(aliases=("--out-dir",), required=True, type=_DIR,
+                    help="Package directory to create.")
 @click.option("--dataset-dir", required=True, type=_DIR, help="Dataset directory to create.")
-@click.option("--validation-fraction", type=float, default=0.0, show_default=True)
+@click.option("--validation-fraction", type=float, default=0.0, show_default=True,
+              help="Share of the rows that go to validation.jsonl.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the split.")
 @click.option("--arch", type=click.Choice(ARCHES), default="x86_64", show_default=True,
               help="Cluster architecture.")
@@ -68,7 +63,21 @@ def _log_to_stderr() -> None:
               help="Build the environment wheel from this source tree.")
 @click.option("--verifiers-version", default=GYM_VERIFIERS_VERSION, show_default=True,
               help="verifiers to vendor (Gym's verifiers_agent pin).")
-@click.option("--env-args", default="{}", help="JSON object passed to load_environment().")
+@click.option("--env-args", default="{}",
+              help="JSON object passed to load_environment(); secrets as '${oc.env:VAR}'.")
+@click.option("--allow-literal-secrets", is_flag=True,
+              help="Accept literal values for secret-looking env-arg keys (written into the "
+                   "package).")
+@click.option("--constraint", "constraints", multiple=True, type=_FILE,
+              help="Requirements file bounding the closure's versions (uv --constraints).")
+@click.option("--override", "overrides", multiple=True, type=_FILE,
+              help="Requirements file replacing what any package asks for (uv --overrides).")
+@click.option("--wheels-dir", "wheels_dirs", multiple=True,
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Folder of prebuilt wheels offered to the resolver before the indexes.")
+@click.option("--exclude-newer", default=GYM_RELEASE_DATE, show_default=True,
+              help="Only uploads before this date are candidates (the harness's release; "
+                   "'none': no bound).")
 @click.option("--num-examples", type=int, default=-1, help="Rows to take (-1: all).")
 @click.option("--timeout", type=float, default=600.0, show_default=True,
               help="Seconds load_environment() may take.")
@@ -78,41 +87,38 @@ def _log_to_stderr() -> None:
               help="Validate as if the cluster had no egress (adapter-wheels-v1 needs egress: "
                    "verifiers_agent installs verifiers from GitHub).")
 @click.option("--force", is_flag=True, help="Replace existing output directories.")
-def verifiers_command(**opts: Any) -> int:
+@upload_options
+@common_options(("json", "human", "github", "sarif"), default="json", format_alias=False)
+def verifiers_command(**opts: Any) -> ConvertOutcome:
     """Convert a verifiers / Prime hub environment into adapter-wheels-v1 + a rollout dataset.
 
-    Prints the validation verdict as JSON on stdout; exit 0 valid, 1 failed or invalid.
+    Prints the validation verdict on stdout (JSON by default); exit 0 valid, 1 failed or
+    invalid (then nothing is written).
     """
-    _log_to_stderr()
     target = target_from(opts["arch"], "3.13", opts["glibc"])
     request = ConvertRequest(
-        hub_id=opts["hub_id"], out_dir=opts["out_dir"], dataset_dir=opts["dataset_dir"],
+        hub_id=opts["hub_id"], out_dir=opts["output"], dataset_dir=opts["dataset_dir"],
         hub_version=opts["hub_version"], allow_latest=opts["allow_latest"], target=target,
         index_url=opts["index_url"], wheel=opts["wheel"], source=opts["source"],
         verifiers_version=opts["verifiers_version"], env_args=_env_args(opts["env_args"]),
         num_examples=opts["num_examples"], validation_fraction=opts["validation_fraction"],
         seed=opts["seed"], timeout=opts["timeout"], force=opts["force"],
-        gym_version=opts["gym_version"],
+        gym_version=opts["gym_version"], allow_literal_secrets=opts["allow_literal_secrets"],
+        constraints=opts["constraints"], overrides=opts["overrides"],
+        wheels_dirs=opts["wheels_dirs"], offline=opts["offline"],
+        exclude_newer=None if opts["exclude_newer"] == "none" else opts["exclude_newer"],
     )
     try:
         result = convert_verifiers(request)
-    except (ConvertError, HubIdError) as exc:
-        return _fail(exc)
-    options = CheckOptions(target=target, gym_version=opts["gym_version"],
-                           offline=opts["offline"])
-    report = validate(ValidateRequest(package=result.package, dataset=result.dataset,
-                                      options=options))
-    verdict = {**report.to_dict(), "package": str(result.package),
-               "dataset": str(result.dataset), "training_rows": result.training_rows,
-               "validation_rows": result.validation_rows, "wheels": len(result.wheels)}
-    click.echo(json.dumps(verdict, indent=2, ensure_ascii=False))
-    return 0 if report.valid else 1
-
-
-def _fail(exc: Exception) -> int:
-    hint = getattr(exc, "hint", "")
-    click.echo(f"error: {exc}" + (f"\n  = help: {hint}" if hint else ""), err=True)
-    click.echo(json.dumps({"valid": False, "format": None, "name": None,
-                           "error": {"message": str(exc), "hint": hint}}))
-    sys.stdout.flush()
-    return 1
+    except ConvertError as exc:
+        if exc.report is None:
+            raise
+        _log.error("%s", exc)  # refused after validation: the report says why
+        return ConvertOutcome(None, exc.report)
+    report = replace(result.report, root=str(result.package), dataset=str(result.dataset))
+    if opts["upload"] and report.valid:  # a package envkit rejects is never uploaded
+        status = upload_outputs(result.package, result.dataset, opts["workspace"],
+                                opts["base_url"])
+        if status:
+            raise click.exceptions.Exit(status)
+    return ConvertOutcome(result, report)

@@ -1,31 +1,25 @@
 """``envkit train``: GRPO on a job JSON against a package's real Gym servers.
 
-Parse -> ``envkit.trainer.run.run_training`` -> render. Final metrics go to stdout (JSON with
-``--format json``); the per-step progress line and logs go to stderr. Exit 0 when training
-finished, 1 when the inputs fail validation or a run cannot start, 2 on usage errors.
+Parse -> ``envkit.trainer.run.run_training`` -> a ``TrainOutcome`` that ``envkit.render``
+prints. Final metrics go to stdout (JSON with ``--output-format json``); the per-step progress
+line and logs go to stderr. Exit 0 when training finished, 1 when the inputs fail validation or
+a run cannot start, 2 on usage errors or without the ``train`` extra.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.logging import RichHandler
 
-from envkit.cli._common import sigterm_as_interrupt
+from envkit.cli._common import common_options, output_path_option, sigterm_as_interrupt
+from envkit.cli._extras import precheck
+from envkit.gym_data import DEFAULT_GYM_VERSION
+from envkit.results import CompiledConfig, TrainOutcome
 
 __all__ = ["train_command"]
 
 _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
-
-
-def _install_logging() -> None:
-    handler = RichHandler(console=Console(stderr=True), show_path=False, markup=False)
-    logging.basicConfig(level=logging.INFO, handlers=[handler], format="%(message)s", force=True)
 
 
 @click.command("train")
@@ -33,9 +27,7 @@ def _install_logging() -> None:
 @click.option("--env", type=_DIR, help="Environment package dir (stands in for `environment`).")
 @click.option("--dataset", type=_DIR, help="Dataset dir with training.jsonl (for `dataset`).")
 @click.option("--model", type=_DIR, help="HF model dir, the initial policy (for `model`).")
-@click.option(
-    "-o",
-    "--output",
+@output_path_option(
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("envkit-train"),
     show_default=True,
@@ -68,7 +60,8 @@ def _install_logging() -> None:
     type=click.Choice(["hf", "vllm"]),
     help="Generation engine: hf (CPU) or vllm (GPU).",
 )
-@click.option("--gym-version", default="0.7.0", show_default=True)
+@click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
+              help="nemo-gym version the package's servers run on.")
 @click.option(
     "--allow-python-override",
     is_flag=True,
@@ -76,12 +69,11 @@ def _install_logging() -> None:
 )
 @click.option("--offline", is_flag=True, help="No index for any install: wheels/ must cover all.")
 @click.option(
-    "--format",
-    "output_format",
-    default="human",
-    show_default=True,
-    type=click.Choice(["human", "json"]),
+    "--print-config",
+    is_flag=True,
+    help="Print the NeMo-RL config the job compiles to, and what cannot apply here; no training.",
 )
+@common_options()
 def train_command(
     job: Path,
     env: Path | None,
@@ -98,13 +90,19 @@ def train_command(
     gym_version: str,
     allow_python_override: bool,
     offline: bool,
-    output_format: str,
-) -> int:
-    """Train a policy with GRPO as the job JSON describes (seed 000 "Fast path — rl (GRPO)")."""
-    from envkit.trainer.gym_runtime import GymRuntimeError, RuntimeOptions
-    from envkit.trainer.run import TrainInputError, TrainRequest, run_training
+    print_config: bool,
+) -> TrainOutcome | CompiledConfig:
+    """Train a policy with GRPO as the platform's `rl` job JSON describes (the "Fast path —
+    rl (GRPO)" of the platform's customization guide)."""
+    if print_config:  # no Gym, no model: the job (and dataset) alone
+        precheck("train", "train", dataset=dataset, job=job)
+        from envkit.trainer.nemo_config import report_for_job
 
-    _install_logging()
+        return CompiledConfig(report_for_job(job, dataset))
+    precheck("train", "train", package=env, dataset=dataset, job=job)
+    from envkit.gym.types import RuntimeOptions
+    from envkit.trainer.run import TrainRequest, run_training
+
     request = TrainRequest(
         job=job,
         output=output,
@@ -122,31 +120,5 @@ def train_command(
             gym_version=gym_version, allow_python_override=allow_python_override, offline=offline
         ),
     )
-    try:
-        with sigterm_as_interrupt():
-            result = run_training(request)
-    except TrainInputError as exc:
-        click.echo(f"envkit train: {exc}", err=True)
-        for d in exc.diagnostics:
-            where = f"{d.path}:{d.line}" if d.line else d.path
-            click.echo(f"{where}: {d.code} {d.message} (fix: {d.hint})", err=True)
-        return 1
-    except GymRuntimeError as exc:
-        code = f" ({exc.code})" if exc.code else ""
-        click.echo(f"envkit train: Gym servers failed{code}: {exc}", err=True)
-        return 1
-    summary = {
-        "version": "1.0",
-        "steps": result.steps,
-        "final_dir": str(result.final_dir),
-        "metrics": str(result.metrics_path),
-        "final_metrics": result.final_metrics,
-    }
-    if output_format == "json":
-        sys.stdout.write(json.dumps(summary) + "\n")
-    else:
-        reward = result.final_metrics.get("train_reward")
-        click.echo(
-            f"trained {result.steps} steps; train_reward={reward}; model: {result.final_dir}"
-        )
-    return 0
+    with sigterm_as_interrupt():
+        return TrainOutcome(run_training(request))

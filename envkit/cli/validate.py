@@ -1,123 +1,126 @@
-"""``envkit validate``, ``envkit schema`` and ``envkit rule``."""
+"""``envkit validate``, ``envkit schema`` and ``envkit rule``: parse, call, return a result."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from envkit.cli._common import parse_codes, target_from, target_options
-from envkit.render import render_github, render_human, render_json
+from envkit.cli._common import common_options, report_file_option
+from envkit.diagnostics import parse_selectors
+from envkit.gym_data import DEFAULT_GYM_VERSION
+from envkit.results import RuleDocs, SchemaText, SettingsView
 from envkit.schemas import SCHEMAS, schema_text
-from envkit.validate import ValidateRequest, validate
-from envkit.validators import RULES, CheckOptions
-from envkit.validators._base import DEFAULT_GYM_VERSION
 
 __all__ = ["rule_command", "schema_command", "validate_command"]
 
-_EXISTING = click.Path(exists=True, path_type=Path)
+
+def _codes(values: tuple[str, ...]) -> tuple[str, ...] | None:
+    """Flags as given (checked against the rules later, with the config's); ``None``: unset."""
+    return tuple(values) if values else None
 
 
 @click.command("validate")
-@click.argument("package", required=False,
-                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--dataset", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Prompt dataset directory (training.jsonl, validation.jsonl).")
 @click.option("--job", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="GRPO job JSON to check (EK6xx).")
-@target_options
-@click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
-              help="nemo-gym version of the training image.")
-@click.option("--offline", is_flag=True,
+@click.option("--arch", type=click.Choice(["x86_64", "aarch64"]), default=None,
+              help="Cluster architecture (default: the package's wheels.lock, else x86_64).")
+@click.option("--python", "python_version", default=None,
+              help="Target CPython version (default: the package's wheels.lock, else 3.13).")
+@click.option("--glibc", default=None, metavar="2_N",
+              help="Cluster glibc floor, 2_17..2_40 (default: the package's wheels.lock, "
+                   "else 2_28).")
+@click.option("--gym-version", default=None,
+              help=f"nemo-gym version of the training image (default {DEFAULT_GYM_VERSION}).")
+@click.option("--offline/--no-offline", default=None,
               help="The cluster has no egress: wheels/ must cover everything.")
-@click.option("--strict", is_flag=True, help="Warnings fail too.")
+@click.option("--strict/--no-strict", default=None, help="Warnings fail too.")
 @click.option("--verify-hashes", is_flag=True,
               help="Check every wheel member against RECORD (default: small wheels only).")
 @click.option("--select", multiple=True, metavar="CODES",
-              help="Only these codes or prefixes (EK1,EK204).")
-@click.option("--ignore", multiple=True, metavar="CODES", help="Skip these codes or prefixes.")
-@click.option("--format", "output_format", type=click.Choice(["human", "json", "github"]),
-              default="human", show_default=True)
+              help="Only these codes or prefixes (EK1,EK204); replaces the config's.")
+@click.option("--ignore", multiple=True, metavar="CODES",
+              help="Skip these codes or prefixes; replaces the config's.")
+@click.option("--extend-select", multiple=True, metavar="CODES",
+              help="Add codes or prefixes to the selection.")
+@click.option("--extend-ignore", multiple=True, metavar="CODES",
+              help="Add codes or prefixes to skip.")
+@click.option("--exclude", multiple=True, metavar="GLOB",
+              help="Skip directories matching GLOB when searching a tree for packages.")
+@click.option("--isolated", is_flag=True, help="Ignore envkit.toml and [tool.envkit].")
+@click.option("--ignore-unowned-files", is_flag=True,
+              help="Skip named files that lie in no package instead of refusing them (the "
+                   "pre-commit hook passes every file a commit touches).")
+@click.option("--show-settings", is_flag=True,
+              help="Print each package's resolved settings instead of validating.")
 @click.option("--smoke", is_flag=True,
-              help="Then bring the package's servers up and score rows (`envkit smoke`).")
-def validate_command(
-    package: Path | None,
-    dataset: Path | None,
-    job: Path | None,
-    arch: str,
-    python_version: str,
-    glibc: str | None,
-    gym_version: str,
-    offline: bool,
-    strict: bool,
-    verify_hashes: bool,
-    select: tuple[str, ...],
-    ignore: tuple[str, ...],
-    output_format: str,
-    smoke: bool = False,
-) -> int:
-    """Check a package (and optionally its dataset and GRPO job) before upload.
+              help="Then bring the package's servers up and score rows, as `envkit smoke` "
+                   "does (one package; JSON: `envkit schema smoke`).")
+@report_file_option
+@common_options(("human", "json", "github", "sarif"))
+def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | None,
+                     arch: str | None, python_version: str | None, glibc: str | None,
+                     gym_version: str | None, offline: bool | None, strict: bool | None,
+                     verify_hashes: bool, select: tuple[str, ...], ignore: tuple[str, ...],
+                     extend_select: tuple[str, ...], extend_ignore: tuple[str, ...],
+                     exclude: tuple[str, ...], isolated: bool, ignore_unowned_files: bool,
+                     show_settings: bool, smoke: bool) -> object:
+    """Check packages (and optionally a dataset and GRPO job) before upload.
 
-    Reports every violation in one run. Exit 0 when valid, 1 when not, 2 on usage errors.
+    Each PATH is a package directory, a tree whose every directory holding
+    nemo-environment.yaml is a package, or a file inside a package (as pre-commit passes
+    them). Settings come from the closest envkit.toml or [tool.envkit] in pyproject.toml;
+    flags win. Reports every violation in one run. Exit 0 when all are valid, 1 when any is
+    not, 2 on usage errors.
     """
-    if package is None and dataset is None and job is None:
-        raise click.UsageError("give a PACKAGE directory, --dataset DIR or --job FILE")
-    if smoke:  # the smoke run validates first (same options) and reports both
+    from envkit.gate import GateRequest, resolve_settings, run_gate
+    from envkit.settings import Settings
+
+    flags = Settings(select=_codes(select), ignore=_codes(ignore),
+                     extend_select=extend_select, extend_ignore=extend_ignore, arch=arch,
+                     glibc=glibc, python=python_version, gym_version=gym_version,
+                     offline=offline, strict=strict, dataset=dataset, job=job)
+    request = GateRequest(paths=paths, flags=flags, exclude=exclude,
+                          verify_hashes=verify_hashes, isolated=isolated,
+                          ignore_unowned_files=ignore_unowned_files)
+    if show_settings:
+        from envkit.discovery import discover
+
+        packages = discover(paths, exclude).packages if paths else ()
+        return SettingsView(tuple((str(p), resolve_settings(p, request).as_dict())
+                                  for p in packages or (Path(),)))
+    if smoke:  # the smoke run validates first (same settings) and reports both
         from envkit.cli.smoke import smoke_from_validate
 
-        return smoke_from_validate(package, dataset, target_from(arch, python_version, glibc),
-                                   gym_version, offline, output_format,
-                                   {"select": select, "ignore": ignore, "strict": strict,
-                                    "verify_hashes": verify_hashes})
-    request = ValidateRequest(
-        package=package,
-        dataset=dataset,
-        job=job,
-        options=CheckOptions(target_from(arch, python_version, glibc), gym_version, offline),
-        select=parse_codes(select),
-        ignore=parse_codes(ignore),
-        strict=strict,
-        verify_hashes=verify_hashes,
-    )
-    try:
-        report = validate(request)
-    except (FileNotFoundError, NotADirectoryError) as exc:  # validate()'s documented usage errors
-        raise click.UsageError(str(exc)) from None
-    bases = {"package": package, "dataset": dataset, "job": job.parent if job else None}
-    if output_format == "json":
-        click.echo(render_json(report))
-    elif output_format == "github":
-        text = render_github(report, bases)
-        if text:
-            click.echo(text)
-    else:
-        from rich.console import Console  # lazy: only human output pays for rich
-
-        render_human(report, Console(file=sys.stdout), bases)
-    return 0 if report.valid else 1
+        return smoke_from_validate(request)
+    return run_gate(request)
 
 
 @click.command("schema")
 @click.argument("name", type=click.Choice(SCHEMAS))
-def schema_command(name: str) -> int:
-    """Print a JSON Schema shipped with envkit (manifest, diagnostics report, GRPO job)."""
-    click.echo(schema_text(name), nl=False)
-    return 0
+@common_options(formats=None)
+def schema_command(name: str) -> SchemaText:
+    """Print a JSON Schema shipped with envkit: the manifest, the GRPO job, or the shape of a
+    command's JSON output (diagnostics, convert, rollout, train, rules, settings, smoke, error)."""
+    return SchemaText(name, schema_text(name))
 
 
 @click.command("rule")
-@click.argument("code", required=False)
+@click.argument("selectors", nargs=-1)
 @click.option("--all", "show_all", is_flag=True, help="List every rule.")
-def rule_command(code: str | None, show_all: bool) -> int:
-    """Explain a rule code, as `ruff rule` does."""
-    if show_all or code is None:
-        for rule in RULES.values():
-            click.echo(f"{rule.code}  {rule.severity.value:<7}  {rule.title}")
-        return 0
-    rule = RULES.get(code.upper())
-    if rule is None:
-        raise click.BadParameter(f"unknown rule {code!r}; `envkit rule --all` lists them")
-    click.echo(f"# {rule.title} ({rule.code})\n\nSeverity: {rule.severity.value}\n")
-    click.echo(f"## Why is this bad?\n{rule.why}\n\n## How to fix\n{rule.fix}")
-    return 0
+@common_options()
+def rule_command(selectors: tuple[str, ...], show_all: bool) -> RuleDocs:
+    """Explain a rule (EK105), or list the rules a prefix selects (EK1), as `ruff rule` does."""
+    from envkit.validators import RULES
+
+    if show_all or not selectors:
+        return RuleDocs(tuple(RULES.values()), detail=False)
+    try:
+        chosen = parse_selectors(selectors, RULES.keys())
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="SELECTORS") from None
+    rules = tuple(r for code, r in RULES.items() if code.startswith(chosen))
+    return RuleDocs(rules, detail=len(rules) == 1 and chosen[0] in RULES)

@@ -1,4 +1,4 @@
-"""JSON Schemas shipped with envkit: the manifest, the validate report, the GRPO job."""
+"""JSON Schemas shipped with envkit: its inputs, and every JSON shape a command prints."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from typing import Any
 
 __all__ = ["SCHEMAS", "load_schema", "schema_text"]
 
-SCHEMAS = ("manifest", "diagnostics", "job", "smoke")
+SCHEMAS = ("manifest", "diagnostics", "job", "convert", "rollout", "train", "rules", "settings",
+           "error", "submit", "job-output", "smoke")
+"""The inputs envkit reads (manifest, job) and the JSON every command can print."""
 
 
 def schema_text(name: str) -> str:

@@ -6,7 +6,14 @@ policy endpoint (no model) and N rows per agent, each of which must return a num
 
 from __future__ import annotations
 
-from envkit.smoke.report import SMOKE_VERSION, AgentResult, Failure, ServerResult, SmokeReport
+from envkit.smoke.report import (
+    SMOKE_VERSION,
+    AgentResult,
+    Failure,
+    ServerResult,
+    SmokeOutcome,
+    SmokeReport,
+)
 from envkit.smoke.run import SmokeRequest, run_smoke
 
 __all__ = [
@@ -14,6 +21,7 @@ __all__ = [
     "AgentResult",
     "Failure",
     "ServerResult",
+    "SmokeOutcome",
     "SmokeReport",
     "SmokeRequest",
     "run_smoke",

@@ -1,9 +1,10 @@
 """The one place ``envkit smoke`` touches the Gym runtime (venvs, launch, client, diagnosis).
 
-Why one module: the runtime is being reorganised into a package of its own; every name smoke
-needs from it is imported here, so re-pointing smoke at the new layout is an edit to this file.
-What the runtime lacks for a spin-up gate is added here by wrapping, never by editing it:
-``WatchedRuntime`` times each server's readiness while ``gym env start`` waits for all of them.
+Why one module: every name smoke needs from ``envkit.gym`` (and the trainer's policy server) is
+imported here, so a change of the runtime's layout is an edit to this file. What the runtime
+lacks for a spin-up gate is added by wrapping: ``WatchedRuntime`` times each server's readiness
+while ``gym env start`` waits for all of them (the readiness bound itself is the runtime's
+``RuntimeOptions.ready_timeout_s``).
 """
 
 from __future__ import annotations
@@ -12,20 +13,16 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from envkit.gymvenv import GymVenvError, ensure_gym_venv
-from envkit.trainer.env_client import RolloutAbortedError, RolloutResult, collect
+from envkit.gym.client import RolloutAbortedError, collect
+from envkit.gym.diagnose import diagnose_log
+from envkit.gym.rollout import Rollout as RolloutResult
+from envkit.gym.servers import GymRuntime
+from envkit.gym.types import GymRuntimeError, GymServers, PolicyEndpoint, RuntimeOptions
+from envkit.gym.venv import GymVenvError, ensure_gym_venv
 from envkit.trainer.generation.interface import Completion, GenerationOutput
-from envkit.trainer.gym_runtime import (
-    GymRuntime,
-    GymRuntimeError,
-    GymServers,
-    PolicyEndpoint,
-    RuntimeOptions,
-    diagnose_log,
-)
 from envkit.trainer.policy_server import PolicyServer
 
 __all__ = [
@@ -83,36 +80,32 @@ class WatchedRuntime(GymRuntime):
     launch phase, timed from ``gym env start``.
     """
 
-    def __init__(self, *args: Any, ready_timeout_s: float | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.ready_timeout_s = ready_timeout_s
-        """Bounds readiness only; installs keep the runtime's own (longer) limit."""
         self.watch = ReadyWatch()
         self.setup_s: float | None = None
         self._t0 = time.monotonic()
         self._launching = False
         self._thread: threading.Thread | None = None
 
-    def _launch(self, gym: Any, work: Any, venv_dir: Any, env: Any) -> GymServers:
+    def _launch(self, gym: Any, venv_dir: Any, env: Any) -> GymServers:
         if self.setup_s is None:
             self.setup_s = time.monotonic() - self._t0
         self._launching = True
-        if self.ready_timeout_s is not None:
-            self.options = replace(self.options, startup_timeout_s=self.ready_timeout_s)
         try:
-            return super()._launch(gym, work, venv_dir, env)
+            return super()._launch(gym, venv_dir, env)
         finally:
             self._launching = False
 
-    def _gym_args(self, work: Any, venv_dir: Any, head_port: int) -> list[str]:
-        if self._launching:
+    def _args(self, venv_dir: Any, head_port: int) -> list[str]:
+        if self._launching:  # ``gym env start``'s arguments (prefetch builds them too)
             self._stop_watch()
             self.watch = ReadyWatch(started=time.monotonic())
             head = f"http://127.0.0.1:{head_port}"
             self._thread = threading.Thread(target=self.watch.poll, args=(head,), daemon=True,
                                             name="envkit-smoke-ready-watch")
             self._thread.start()
-        return super()._gym_args(work, venv_dir, head_port)
+        return super()._args(venv_dir, head_port)
 
     def _stop_watch(self) -> None:
         self.watch.stop.set()
@@ -120,20 +113,20 @@ class WatchedRuntime(GymRuntime):
             self._thread.join(timeout=10)
             self._thread = None
 
-    def close(self, grace_s: float = 20.0) -> None:
+    def close(self, grace_s: float = 20.0, *, final: bool = True) -> None:
         self._stop_watch()
-        super().close(grace_s)
+        super().close(grace_s, final=final)
 
     def server_log(self, name: str) -> str:
         """A server's log so far (the run dir goes with ``close``: read it before)."""
-        run_dir = self._run_dir
+        run_dir = self._paths.run_dir if self._paths is not None else None
         path = run_dir / "logs" / f"{name}.log" if run_dir is not None else None
         return path.read_text(errors="replace") if path is not None and path.exists() else ""
 
     def all_logs(self) -> str:
-        run_dir = self._run_dir
-        if run_dir is None:
+        if self._paths is None:
             return ""
+        run_dir = self._paths.run_dir
         return "\n".join(p.read_text(errors="replace")
                          for p in sorted((run_dir / "logs").glob("*.log")))
 

@@ -10,16 +10,12 @@ from __future__ import annotations
 import re
 
 from envkit.smoke._runtime import diagnose_log
+from envkit.validators.spinup import RULES as SPINUP_RULES
 
 __all__ = ["SMOKE_CODES", "diagnose", "diagnose_rollout", "diagnose_specific"]
 
-SMOKE_CODES = {
-    "EK701": "a server did not become ready within the spin-up timeout",
-    "EK702": "a rollout returned no numeric reward",
-    "EK703": "a server reached for the network at spin-up although the package claims offline",
-    "EK704": "a rollout failed (the agent or a server answered with an error)",
-}
-"""Runtime-only codes: what ``envkit smoke`` alone can find."""
+SMOKE_CODES = {rule.code: rule.title for rule in SPINUP_RULES}
+"""Runtime-only codes (rules in ``validators/spinup.py``): what ``envkit smoke`` alone finds."""
 
 # Modules CPython 3.13 removed (PEP 594 and lib2to3): a wheel importing one installs fine
 # (pure, py3-none-any) and dies at import on the training image.

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from envkit.report import Report
 
-__all__ = ["SMOKE_VERSION", "AgentResult", "Failure", "ServerResult", "SmokeReport"]
+__all__ = ["SMOKE_VERSION", "AgentResult", "Failure", "ServerResult", "SmokeOutcome", "SmokeReport"]
 
 SMOKE_VERSION = "1.0"
 
@@ -105,3 +106,12 @@ class SmokeReport:
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "policy_requests": self.policy_requests,
         }
+
+
+@dataclass(frozen=True)
+class SmokeOutcome:
+    """``envkit smoke`` (and ``validate --smoke``): the report and the package it is about,
+    for ``envkit.render`` (JSON: ``envkit schema smoke``)."""
+
+    report: SmokeReport
+    package: Path

@@ -25,7 +25,7 @@ from envkit.smoke.verdict import rollout_report, start_failure_report
 from envkit.target import Target
 from envkit.validate import ValidateRequest, validate
 from envkit.validators import CheckOptions
-from envkit.validators._base import DEFAULT_GYM_VERSION
+from envkit.gym_data import DEFAULT_GYM_VERSION
 
 __all__ = ["SmokeRequest", "run_smoke"]
 
@@ -103,7 +103,8 @@ def _options(request: SmokeRequest) -> rt.RuntimeOptions:
     return rt.RuntimeOptions(
         gym_version=request.gym_version, gym_python=request.gym_python,
         allow_python_override=request.allow_python_override, offline=request.offline,
-        startup_timeout_s=request.install_timeout_s, cache_dir=request.cache_dir,
+        startup_timeout_s=request.install_timeout_s, ready_timeout_s=request.ready_timeout_s,
+        cache_dir=request.cache_dir,
         keep_logs=request.keep_logs)
 
 
@@ -117,8 +118,7 @@ def _spin_up(request: SmokeRequest, static: Report, isolation: Isolation | None,
                        isolation.to_dict() if isolation else None, timings=timings)
     with rt.PolicyServer(backend) as policy:
         endpoint = rt.PolicyEndpoint(policy.base_url, policy.api_key, backend.model_name)
-        runtime = rt.WatchedRuntime(request.package, endpoint, _options(request),
-                                    ready_timeout_s=request.ready_timeout_s)
+        runtime = rt.WatchedRuntime(request.package, endpoint, _options(request))
         try:
             t0 = time.monotonic()
             try:

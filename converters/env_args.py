@@ -1,0 +1,96 @@
+"""``--env-args``: what reaches ``load_environment`` now, and what is written into the package.
+
+The package's ``configs/verifiers_agent.yaml`` is uploaded as a FileSet, so a secret typed as a
+literal would travel with it. Values may instead be OmegaConf references, ``${oc.env:VAR}`` or
+``${oc.env:VAR,default}``: the package keeps the reference (Gym resolves it when the agent
+server spins up), and the conversion's own load gets the value from this process's
+environment. A literal string under a key that looks like a secret is refused unless the
+user says otherwise, and logs only ever show references or ``***``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+
+__all__ = ["EnvArgsError", "literal_secrets", "redacted", "resolved", "secret_key"]
+
+_REF = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)(?:,([^}]*))?\}")
+_SECRET = re.compile(r"key|token|secret|password", re.IGNORECASE)
+
+
+class EnvArgsError(ValueError):
+    """An env arg cannot be used as given; ``hint`` says how to fix it."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+def secret_key(key: object) -> bool:
+    """``api_key``, ``HF_TOKEN``, ``client_secret``, ``db_password``... (case-insensitive)."""
+    return isinstance(key, str) and bool(_SECRET.search(key))
+
+
+def _walk(value: Any, path: str, secret: bool) -> Iterator[tuple[str, Any, bool]]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _walk(item, f"{path}.{key}" if path else str(key),
+                             secret or secret_key(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _walk(item, f"{path}[{i}]", secret)
+    else:
+        yield path, value, secret
+
+
+def literal_secrets(args: Mapping[str, Any]) -> list[str]:
+    """Paths of secret-looking keys whose value is a literal (not only ``${oc.env:...}``)."""
+    return [path for path, value, secret in _walk(dict(args), "", False)
+            if secret and isinstance(value, str) and value and _REF.sub("", value) != ""]
+
+
+def _map(value: Any, leaf: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _map(v, leaf) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_map(v, leaf) for v in value]
+    return leaf(value)
+
+
+def resolved(args: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> dict:
+    """``args`` with every ``${oc.env:VAR[,default]}`` replaced by its value, for the load.
+
+    :raises EnvArgsError: a referenced variable is unset and has no default.
+    """
+    env = os.environ if environ is None else environ
+
+    def one(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        if name in env:
+            return env[name]
+        if default is not None:
+            return default
+        msg = f"--env-args refers to ${{oc.env:{name}}}, but {name} is not set"
+        raise EnvArgsError(msg, f"export {name} for the conversion (the package keeps only "
+                                "the reference; Gym resolves it on the cluster)")
+
+    return _map(dict(args), lambda v: _REF.sub(one, v) if isinstance(v, str) else v)
+
+
+def redacted(args: Mapping[str, Any]) -> dict:
+    """``args`` for logs: references kept, literal values under secret-looking keys masked."""
+    def walk(value: Any, secret: bool) -> Any:
+        if isinstance(value, dict):
+            return {k: walk(v, secret or secret_key(k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v, secret) for v in value]
+        if secret and isinstance(value, str) and _REF.sub("", value):
+            return "***"
+        return value
+
+    return walk(dict(args), False)

@@ -1,0 +1,135 @@
+"""Load the environment (its code runs here, in a throwaway venv) and explain a failed load.
+
+The dependencies go into a venv cached by their exact hashes (shared by every env with the
+same closure); the env wheel itself is installed per run into a directory the loader puts
+first on ``sys.path``. The loader classifies failures (``_vf_loader.py``); this module turns
+each kind into one line that names the cause and a hint that names a real option.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from envkit import uvcmd
+from envkit.cache import cache_root
+from envkit.converters.env_args import redacted, resolved
+from envkit.converters.sandbox import (
+    LoadError,
+    SandboxError,
+    cached_env,
+    find_host_python,
+    host_platform,
+    install_into,
+    run_loader,
+)
+from envkit.converters.vf_closure import fetch, resolve_target
+from envkit.converters.vf_request import ConvertError
+from envkit.target import Target
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+
+    from envkit.converters.env_source import EnvWheel
+    from envkit.converters.hub import HubRef
+    from envkit.converters.sandbox import LoadResult
+    from envkit.converters.vf_request import ConvertRequest
+
+__all__ = ["load_rows"]
+
+logger = logging.getLogger("envkit.convert")
+
+
+def _host_closure(req: ConvertRequest, hub: HubRef, pins: Sequence, wheels: Path,
+                  env_wheel: EnvWheel | None, name: str, python: str,
+                  work: Path) -> tuple[list, Path]:
+    """Pins and a folder of wheels for the interpreter that loads the env.
+
+    When the host is the target's platform (same machine, CPython 3.13) that is the vendored
+    closure itself, so the load also proves ``wheels/`` installs. Otherwise the same
+    requirements are resolved for the host (glibc 2.28 floor) and fetched separately.
+    """
+    machine, version = host_platform(python)
+    if machine == req.target.arch and version == req.target.python:
+        return list(pins), wheels
+    host = Target(arch=machine, python=version, glibc=(2, 28))
+    logger.info("the host (%s) is not the target: resolving the host closure too", host)
+    host_pins = resolve_target(replace(req, target=host), hub, env_wheel, name)
+    dest = work / "host-wheels"
+    return fetch(host_pins, dest), dest
+
+
+def load_rows(req: ConvertRequest, hub: HubRef, pins: Sequence, wheels: Path,
+              env_wheel: EnvWheel | None, name: str, work: Path) -> LoadResult:
+    """Load the env in a subprocess of a venv built from the host closure."""
+    python = req.host_python or find_host_python()
+    host_pins, folder = _host_closure(req, hub, pins, wheels, env_wheel, name, python, work)
+    # nemo-gym is the agent's runtime, never imported by a load, and its Requires-Python
+    # floor (3.13.14) is above what a local 3.13 may be
+    deps = [(p.sha256 or p.filename, folder / p.filename) for p in host_pins
+            if p.name not in (name, "nemo-gym")]
+    env_file = next(folder / p.filename for p in host_pins if p.name == name)
+    logger.info("installing the environment into a throwaway venv (%s)", python)
+    uv = uvcmd.uv_bin()
+    try:
+        venv_python = cached_env(uv, cache_root() / "convert-venvs", python, deps)
+        site = install_into(uv, venv_python, env_file, work / "run" / "site")
+    except SandboxError as exc:
+        raise ConvertError(str(exc), "the host needs the same closure the target gets") from None
+    return _run(req, hub, venv_python, work, site)
+
+
+def _run(req: ConvertRequest, hub: HubRef, venv_python: Path, work: Path,
+         site: Path) -> LoadResult:
+    logger.info("loading %s with load_environment(**%s)", hub.vf_env_id,
+                redacted(req.env_args))
+    try:
+        loaded = run_loader(venv_python, hub.module, hub.vf_env_id, resolved(req.env_args),
+                            work / "run", timeout=req.timeout, num_examples=req.num_examples,
+                            path=[site])
+    except LoadError as exc:
+        if exc.log.strip() and exc.kind in ("load", "crash"):
+            logger.error("output of the environment's load:\n%s", exc.log[-3000:])
+        raise ConvertError(f"loading {hub.vf_env_id!r} failed: {exc}",
+                           _known_hint(str(exc)) or _hint(exc.kind, req)) from None
+    if loaded.hosts:
+        logger.warning("load_environment reached the network (%s): the agent's load on the "
+                       "cluster will need it too", ", ".join(loaded.hosts))
+    logger.info("loaded %s (%s, verifiers %s): %d examples", hub.vf_env_id, loaded.env_class,
+                loaded.verifiers_version, len(loaded.examples))
+    return loaded
+
+
+_KNOWN = (
+    (("CreateSandboxRequest", "start_command"),
+     "verifiers 0.3.1's SandboxEnv passes start_command as a string, which prime-sandboxes "
+     ">= 0.2.38 refuses (every release verifiers 0.3.1 admits): put 'prime-sandboxes==0.2.35' "
+     "in a file and pass --override FILE"),
+)
+"""Failures of the harness's own verifiers with its dependencies, and the way out."""
+
+
+def _known_hint(message: str) -> str | None:
+    return next((hint for words, hint in _KNOWN if all(w in message for w in words)), None)
+
+
+def _hint(kind: str, req: ConvertRequest) -> str:
+    harness = f"verifiers {req.verifiers_version} (Gym {req.gym_version}'s verifiers_agent)"
+    return {
+        "v1": "the module exports a verifiers v1 Taskset; Gym's verifiers_agent needs the "
+              "classic load_environment(**kwargs) API (verifiers < 0.4)",
+        "none": "the module must define load_environment(**kwargs) (verifiers classic API)",
+        "timeout": "raise --timeout if loading legitimately takes longer",
+        "escape": "an environment may write only under its HOME/TMPDIR during conversion",
+        "module": "the wheel's top-level module must be named after the hub id "
+                  "(dashes -> underscores)",
+        "api": f"use a release of the environment written for {harness}",
+        "missing": "the environment does not declare that dependency: add it to its "
+                   "Requires-Dist, or add its wheel with --wheels-dir DIR",
+        "network": "convert where that host is reachable, or make the environment build its "
+                   "dataset without the network (env args, a bundled file)",
+        "load": "check --env-args; the traceback is in the log above; a dependency newer "
+                "than the harness can be pinned with --override FILE",
+    }.get(kind, "see the log above")

@@ -1,0 +1,38 @@
+"""The one logging set-up: records go to stderr as ``envkit: message``, at a level ``-q/-v``
+choose. Plain text (no rich): a command that logs little (``envkit validate`` in a pre-commit
+hook) should not pay for a rendering library, and CI logs stay greppable.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+__all__ = ["configure_logging", "level_for"]
+
+_PREFIX = {logging.WARNING: "warning: ", logging.ERROR: "error: ", logging.CRITICAL: "error: ",
+           logging.DEBUG: "debug: "}
+
+
+class _StderrHandler(logging.Handler):
+    """Writes to the *current* ``sys.stderr`` (pytest and click swap it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            prefix = _PREFIX.get(record.levelno, "")
+            sys.stderr.write(f"envkit: {prefix}{record.getMessage()}\n")
+            sys.stderr.flush()
+        except Exception:  # logging must never raise into the caller
+            self.handleError(record)
+
+
+def level_for(verbosity: int) -> int:
+    """0: INFO; -1: WARNING; -2 and below: ERROR; 1 and above: DEBUG."""
+    if verbosity >= 1:
+        return logging.DEBUG
+    return {0: logging.INFO, -1: logging.WARNING}.get(verbosity, logging.ERROR)
+
+
+def configure_logging(verbosity: int) -> None:
+    """Route every logger to stderr at ``verbosity``; replaces earlier handlers."""
+    logging.basicConfig(level=level_for(verbosity), handlers=[_StderrHandler()], force=True)

@@ -1,0 +1,194 @@
+"""Send prompt rows to a package's agents and collect rewards, as NeMo-RL and ``gym eval run`` do.
+
+Each row's body is POSTed to ``/run`` of the environment server relaying its ``agent_ref`` agent
+(or of the agent itself when nothing relays it); the answer is Gym's rollout row: the row, the
+policy's ``response`` and the ``reward``. With ``return_token_id_information`` the response's
+output items carry ``prompt_token_ids``, ``generation_token_ids`` and ``generation_log_probs``,
+which is everything GRPO needs from a rollout.
+
+A row whose request fails (a server died, a timeout, an HTTP error) is returned as failed with a
+``failure_reason``; the other rows go on. Each answer becomes one
+:class:`~envkit.gym.rollout.Rollout`.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from envkit.gym.rollout import Rollout, TokenTurn
+
+__all__ = [
+    "RequestOptions",
+    "RolloutAbortedError",
+    "collect",
+    "mean_reward_by_agent",
+    "post_row",
+    "result_from_record",
+    "write_results",
+]
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    """How rows are sent: the sampling overrides put into each row, and the request limits."""
+
+    temperature: float = 1.0
+    max_tokens: int = 64
+    """``responses_create_params.max_output_tokens`` (the trainer's ``max_new_tokens``)."""
+    concurrency: int = 8
+    timeout_s: float = 600.0
+    """Per-row request timeout."""
+
+
+def _turns(response: Mapping[str, Any]) -> tuple[TokenTurn, ...]:
+    turns = []
+    for item in response.get("output") or []:
+        if isinstance(item, Mapping) and item.get("generation_token_ids") is not None:
+            turns.append(TokenTurn(tuple(item.get("prompt_token_ids") or ()),
+                                   tuple(item["generation_token_ids"]),
+                                   tuple(item.get("generation_log_probs") or ())))
+    return tuple(turns)
+
+
+def _truncated(response: Mapping[str, Any]) -> bool:
+    details = response.get("incomplete_details") or {}
+    return response.get("status") == "incomplete" and details.get("reason") == "max_output_tokens"
+
+
+def result_from_record(index: int, agent: str, record: Mapping[str, Any]) -> Rollout:
+    """Gym's ``/run`` answer -> ``Rollout`` (a missing/non-numeric reward is a failure)."""
+    response = record.get("response") if isinstance(record.get("response"), Mapping) else {}
+    reward = record.get("reward")
+    if not isinstance(reward, int | float) or isinstance(reward, bool):
+        return Rollout.failed(index, agent, f"no numeric `reward` in the answer: {reward!r}",
+                              dict(record))
+    return Rollout.from_turns(index, agent, float(reward), _turns(response),
+                              _truncated(response), dict(record))
+
+
+def post_row(url: str, row: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
+    """POST one row; returns the JSON answer.
+
+    :raises RuntimeError: with a one-line reason on HTTP errors, refused connections, timeouts.
+    """
+    request = urllib.request.Request(url, data=json.dumps(row).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as resp:
+            return json.load(resp)
+    except urllib.error.HTTPError as exc:
+        body = exc.read().decode(errors="replace")[:300]
+        msg = f"HTTP {exc.code} from {url}: {body}"
+        raise RuntimeError(msg) from None
+    except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        msg = f"{url} unreachable: {reason}"
+        raise RuntimeError(msg) from None
+    except json.JSONDecodeError as exc:
+        msg = f"{url} answered with invalid JSON: {exc}"
+        raise RuntimeError(msg) from None
+
+
+def _one(index: int, row: Mapping[str, Any], url_for: Callable[[str], str],
+         timeout_s: float) -> Rollout:
+    agent = str((row.get("agent_ref") or {}).get("name", ""))
+    try:
+        url = url_for(agent)
+    except KeyError:
+        return Rollout.failed(index, agent, f"agent {agent!r} is not running in this package",
+                              dict(row))
+    try:
+        record = post_row(url, row, timeout_s)
+    except RuntimeError as exc:
+        return Rollout.failed(index, agent, str(exc), dict(row))
+    return result_from_record(index, agent, {**row, **record})
+
+
+class RolloutAbortedError(RuntimeError):
+    """``abort()`` named a reason (a server died) while rows were in flight.
+
+    ``results`` has one :class:`Rollout` per row, in row order: those that finished, and the
+    others failed with the reason.
+    """
+
+    def __init__(self, reason: str, results: Sequence[Rollout] = ()) -> None:
+        super().__init__(reason)
+        self.results = list(results)
+
+
+def collect(
+    rows: Sequence[Mapping[str, Any]],
+    url_for: Callable[[str], str],
+    *,
+    concurrency: int = 8,
+    timeout_s: float = 600.0,
+    on_result: Callable[[Rollout], None] | None = None,
+    abort: Callable[[], str | None] | None = None,
+    poll_s: float = 2.0,
+) -> list[Rollout]:
+    """Run every row (``concurrency`` in flight); results in row order.
+
+    ``url_for(agent)`` gives the ``/run`` URL for an agent instance (``GymServers.run_url``).
+    ``abort()`` is polled every ``poll_s`` while rows are in flight. Why: Gym's clients retry a
+    refused connection forever, so a row whose resources server died waits out ``timeout_s``;
+    a liveness probe finds the death in seconds.
+
+    :raises RolloutAbortedError: ``abort()`` returned a reason; queued rows are cancelled and
+        rows in flight are left to fail when their servers go away.
+    """
+    results: list[Rollout | None] = [None] * len(rows)
+    pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
+    pending = {pool.submit(_one, i, row, url_for, timeout_s) for i, row in enumerate(rows)}
+    try:
+        while pending:
+            done, pending = wait(pending, timeout=poll_s if abort else None,
+                                 return_when=FIRST_COMPLETED)
+            for future in done:
+                result = future.result()
+                results[result.index] = result
+                if on_result is not None:
+                    on_result(result)
+            reason = abort() if abort is not None and pending else None
+            if reason:
+                raise RolloutAbortedError(reason, _with_aborted(results, rows, reason))
+    finally:
+        pool.shutdown(wait=not pending, cancel_futures=True)
+    return [r for r in results if r is not None]
+
+
+def write_results(path: Path, results: Sequence[Rollout]) -> Path | None:
+    """Gym's rollout rows (with ``reward``) to ``path``; failed rows to ``<path>.failures.jsonl``
+    (Gym's failures sidecar). Returns the sidecar path when there were failures."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    failed = [r for r in results if not r.ok]
+    path.write_text("".join(json.dumps(r.record) + "\n" for r in results if r.ok))
+    if not failed:
+        return None
+    sidecar = path.with_name(path.name.removesuffix(".jsonl") + ".failures.jsonl")
+    sidecar.write_text("".join(
+        json.dumps({**r.record, "failure_reason": r.failure_reason}) + "\n" for r in failed))
+    return sidecar
+
+
+def _with_aborted(results: Sequence[Rollout | None], rows: Sequence[Mapping[str, Any]],
+                  reason: str) -> list[Rollout]:
+    """Every row's result, the unfinished ones failed with ``reason``."""
+    return [r if r is not None else Rollout.failed(
+        i, str((rows[i].get("agent_ref") or {}).get("name", "")), f"aborted: {reason}",
+        dict(rows[i])) for i, r in enumerate(results)]
+
+
+def mean_reward_by_agent(results: Iterable[Rollout]) -> dict[str, float]:
+    """Mean reward per agent over the rollouts that finished."""
+    sums: dict[str, list[float]] = {}
+    for result in results:
+        if result.ok and result.reward is not None:
+            sums.setdefault(result.agent, []).append(result.reward)
+    return {agent: sum(v) / len(v) for agent, v in sorted(sums.items())}

@@ -1,0 +1,63 @@
+"""Prompt rows for Gym: read from a dataset directory, expanded as ``gym eval run`` does.
+
+Rows are read through the validator's own dataset model (``envkit.dataset``), so a file that
+trains or rolls out here is read exactly as ``envkit validate --dataset`` read it.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from envkit.dataset import load_dataset
+from envkit.validators.dataset_rows import EK500, EK501
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from pathlib import Path
+
+__all__ = ["expand_rows", "load_rows"]
+
+
+def load_rows(dataset: Path, split: str = "training",
+              limit: int | None = None) -> list[dict[str, Any]]:
+    """Rows of ``<dataset>/<split>.jsonl`` (first ``limit``).
+
+    :raises FileNotFoundError: the split's file is missing (EK500).
+    :raises ValueError: a line that is not a JSON object (with its line number; EK501).
+    """
+    name = f"{split}.jsonl"
+    model = load_dataset(dataset)
+    path = dataset / name
+    if name not in model.files:
+        msg = f"{path} does not exist ({EK500.code}: the dataset needs {name})"
+        raise FileNotFoundError(msg)
+    rows: list[dict[str, Any]] = []
+    for row in model.iter_rows(name):
+        if row.error is not None:
+            msg = f"{path}:{row.line}: {EK501.code} line is not JSON ({row.error})"
+            raise ValueError(msg)
+        if not isinstance(row.data, dict):
+            msg = f"{path}:{row.line}: {EK501.code} line is not a JSON object"
+            raise ValueError(msg)
+        rows.append(row.data)
+        if limit is not None and len(rows) >= limit:
+            break
+    return rows
+
+
+def expand_rows(rows: Sequence[Mapping[str, Any]], *, num_repeats: int, temperature: float,
+                max_tokens: int) -> list[dict[str, Any]]:
+    """Repeat each row ``num_repeats`` times with Gym's indices and the sampling overrides
+    ``gym eval run`` applies to ``responses_create_params``."""
+    out = []
+    for task_index, row in enumerate(rows):
+        for repeat in range(num_repeats):
+            new = copy.deepcopy(dict(row))
+            params = new.setdefault("responses_create_params", {})
+            params["temperature"] = temperature
+            params["max_output_tokens"] = max_tokens
+            new["_ng_task_index"] = task_index
+            new["_ng_rollout_index"] = repeat
+            out.append(new)
+    return out

@@ -1,0 +1,111 @@
+"""One Gym session: a policy endpoint + the package's Gym servers, up together, down together.
+
+Both ``envkit rollout`` and the trainer's Gym source hold one. The session owns the servers'
+lifecycle (start, restart after a failure, close) and the liveness probe :meth:`dead`, which
+``envkit.gym.client.collect`` polls so a dead server ends a batch in seconds instead of at the
+row timeout (Gym's clients retry a refused connection forever).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from typing import TYPE_CHECKING, Protocol
+from urllib.parse import urlsplit
+
+from envkit.gym.servers import GymRuntime
+from envkit.gym.types import GymRuntimeError, GymServers, PolicyEndpoint, RuntimeOptions
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from pathlib import Path
+
+    from envkit.gym.types import ServerInfo
+
+__all__ = ["RESTART_GRACE_S", "GymSession", "SupportsClose", "unreachable"]
+
+log = logging.getLogger(__name__)
+
+RESTART_GRACE_S = 5.0
+"""Shutdown grace when restarting after a failure: the tree is broken (a server died), and
+the caller waits on the restart."""
+
+
+class SupportsClose(Protocol):
+    def close(self) -> None: ...
+
+
+def unreachable(servers: Mapping[str, ServerInfo], timeout_s: float = 2.0) -> list[str]:
+    """Names of servers whose port refuses a TCP connection (the process died).
+
+    Why probe: a request to a dead server can sit in an agent's retry loop until the row
+    timeout; a connect check finds the dead server in milliseconds.
+    """
+    dead = []
+    for name, info in servers.items():
+        parts = urlsplit(info.url)
+        if parts.hostname is None or parts.port is None:
+            continue
+        try:
+            with socket.create_connection((parts.hostname, parts.port), timeout=timeout_s):
+                pass
+        except OSError:
+            dead.append(name)
+    return dead
+
+
+class GymSession:
+    """``with GymSession(pkg, endpoint, options, owned=(server, backend)) as servers:``.
+
+    ``owned`` are the policy side's parts (the endpoint's server, its engine), closed after the
+    Gym servers in the order given. The package is read (``load_package``) on construction, so
+    a package Gym cannot start fails before anything runs.
+    """
+
+    def __init__(self, package: Path, endpoint: PolicyEndpoint, options: RuntimeOptions,
+                 owned: Sequence[SupportsClose] = ()) -> None:
+        self.package = package
+        self.endpoint = endpoint
+        self._owned = list(owned)
+        self._runtime = GymRuntime(package, endpoint, options)
+        self.servers: GymServers | None = None
+
+    def __enter__(self) -> GymServers:
+        try:
+            return self.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> GymServers:
+        """Bring the servers up; :raises GymRuntimeError: with the likely EK code."""
+        self.servers = self._runtime.start()
+        return self.servers
+
+    def restart(self) -> GymServers:
+        """Bring the Gym servers up again (the policy endpoint keeps running)."""
+        log.warning("restarting the Gym servers of %s", self.package)
+        self._runtime.close(grace_s=RESTART_GRACE_S, final=False)
+        return self.start()
+
+    def close(self) -> None:
+        """Gym servers first (they call the policy), then the policy side; safe to call twice."""
+        self.servers = None
+        self._runtime.close()
+        owned, self._owned = self._owned, []
+        for part in owned:
+            part.close()
+
+    def dead(self) -> str | None:
+        """Why the servers cannot serve (Gym exited, a port refuses connections), or None."""
+        if self.servers is None:
+            return "the Gym servers are not running"
+        try:
+            self._runtime.check_alive()
+        except GymRuntimeError as exc:
+            return str(exc)
+        dead = unreachable(self.servers.servers)
+        return f"Gym server(s) not accepting connections: {', '.join(dead)}" if dead else None

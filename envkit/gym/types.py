@@ -1,0 +1,83 @@
+"""The Gym runtime's small value types: its options, the policy it serves, the running servers.
+
+One options object per layer: :class:`RuntimeOptions` is everything that decides how Gym is
+brought up; what is sampled and how rows are sent belongs to the layers above.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envkit.gym.venv import DEFAULT_GYM_VERSION
+
+__all__ = ["GymRuntimeError", "GymServers", "PolicyEndpoint", "RuntimeOptions", "ServerInfo"]
+
+
+class GymRuntimeError(RuntimeError):
+    """Servers could not be brought up.
+
+    ``code`` is the likely EK rule, ``log_tail`` the evidence (the failing server's log).
+    """
+
+    def __init__(self, message: str, *, code: str | None = None, log_tail: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.log_tail = log_tail
+
+
+@dataclass(frozen=True)
+class PolicyEndpoint:
+    """What Gym's ``policy_model`` needs: ``${policy_base_url}``, ``${policy_api_key}``, name."""
+
+    base_url: str
+    api_key: str
+    model_name: str
+
+
+@dataclass(frozen=True)
+class RuntimeOptions:
+    gym_version: str = DEFAULT_GYM_VERSION
+    gym_python: Path | None = None
+    allow_python_override: bool = False
+    offline: bool = False
+    startup_timeout_s: float = 600.0
+    ready_timeout_s: float | None = None
+    """Bounds the wait for the launched servers' readiness only (``envkit smoke --timeout``);
+    ``None``: ``startup_timeout_s``, which also bounds the venv installs."""
+    cache_dir: Path | None = None
+    keep_logs: Path | None = None
+    """Copy the run's logs here on close (else they go with the run dir)."""
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    name: str
+    server_type: str
+    implementation: str
+    url: str
+    pid: int | None = None
+
+
+@dataclass
+class GymServers:
+    """The running servers, addressed by instance name."""
+
+    head_url: str
+    servers: dict[str, ServerInfo]
+    config: dict[str, Any]
+    log_dir: Path
+    env_server_for_agent: dict[str, str] = field(default_factory=dict)
+
+    def agents(self) -> list[str]:
+        return sorted(n for n, s in self.servers.items() if s.server_type == "responses_api_agents")
+
+    def run_url(self, agent: str) -> str:
+        """Where a row for ``agent`` is posted: its environment server if one relays it (as Gym's
+        rollout collection does), else the agent itself."""
+        target = self.env_server_for_agent.get(agent, agent)
+        return f"{self.servers[target].url}/run"
+
+    def server_of_type(self, server_type: str) -> list[ServerInfo]:
+        return [s for s in self.servers.values() if s.server_type == server_type]

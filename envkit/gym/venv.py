@@ -1,0 +1,193 @@
+"""A Python 3.13 venv with the real ``nemo-gym`` installed: the head process of a local Gym run.
+
+nemo-gym 0.7.0 declares ``Requires-Python >=3.13.14``. Where only an older 3.13 patch release
+exists (this repo's CI machine has 3.13.0), uv can install it anyway with
+``--python-version 3.13.14``; the servers then run fine. That override is a lie to the resolver,
+so it is opt-in (``allow_python_override``), logged, and recorded in the venv's marker file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from envkit.cache import cache_root
+from envkit.isolation import isolated_env
+from envkit.validators._base import DEFAULT_GYM_VERSION
+
+__all__ = [
+    "DEFAULT_GYM_VERSION",
+    "GymVenv",
+    "GymVenvError",
+    "ensure_gym_venv",
+    "find_python313",
+    "uv_binary",
+]
+
+log = logging.getLogger(__name__)
+
+_MARKER = "envkit-gym-venv.json"
+
+
+class GymVenvError(RuntimeError):
+    """The Gym venv could not be created (no 3.13 interpreter, install failure)."""
+
+
+@dataclass(frozen=True)
+class GymVenv:
+    root: Path
+    gym_version: str
+    python_version: str
+    python_override: bool
+
+    @property
+    def python(self) -> Path:
+        return self.root / "bin" / "python"
+
+    @property
+    def bin(self) -> Path:
+        return self.root / "bin"
+
+
+def uv_binary() -> str:
+    """The uv that ships as a dependency of envkit (never a random one on PATH first)."""
+    try:
+        from uv import find_uv_bin
+    except ImportError:  # pragma: no cover - uv is a hard dependency
+        found = shutil.which("uv")
+        if found is None:
+            msg = "uv is not installed; `pip install uv`"
+            raise GymVenvError(msg) from None
+        return found
+    return find_uv_bin()
+
+
+def _python_version(python: Path) -> str | None:
+    """The interpreter's version, or None when it does not run (e.g. an unselected pyenv shim)."""
+    try:
+        out = subprocess.run(
+            [str(python), "-c", "import platform; print(platform.python_version())"],
+            capture_output=True, text=True, check=True, timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
+def _candidates() -> list[Path]:
+    found: list[Path] = []
+    if env := os.environ.get("ENVKIT_GYM_PYTHON"):
+        found.append(Path(env))
+    if which := shutil.which("python3.13"):
+        found.append(Path(which))
+    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    found.extend(sorted((pyenv_root / "versions").glob("3.13*/bin/python3.13"), reverse=True))
+    found.extend(Path(p) for p in ("/usr/bin/python3.13", "/usr/local/bin/python3.13"))
+    return [p for p in found if p.exists()]
+
+
+def find_python313(explicit: Path | None = None) -> Path:
+    """Locate a CPython 3.13: ``explicit`` (``--gym-python``), ``$ENVKIT_GYM_PYTHON``, PATH, pyenv.
+
+    :raises GymVenvError: when none is found.
+    """
+    for candidate in ([explicit] if explicit else _candidates()):
+        version = _python_version(candidate) if candidate.exists() else None
+        if version and version.startswith("3.13."):
+            return candidate
+    msg = (
+        "no CPython 3.13 found (nemo-gym needs it); pass --gym-python PATH or set "
+        "ENVKIT_GYM_PYTHON (e.g. `pyenv install 3.13`)"
+    )
+    raise GymVenvError(msg)
+
+
+def ensure_gym_venv(
+    gym_version: str = DEFAULT_GYM_VERSION,
+    *,
+    python: Path | None = None,
+    allow_python_override: bool = False,
+    cache_dir: Path | None = None,
+) -> GymVenv:
+    """Return a cached venv with ``nemo-gym==gym_version``; build it (atomically) if missing.
+
+    :raises GymVenvError: no 3.13 interpreter, or the install failed (uv's stderr included).
+    """
+    interpreter = find_python313(python)
+    py_version = _python_version(interpreter) or "3.13"
+    override = _needs_override(py_version) and allow_python_override
+    if _needs_override(py_version) and not allow_python_override:
+        msg = (
+            f"nemo-gym {gym_version} requires Python >=3.13.14 but {interpreter} is {py_version}; "
+            "pass --allow-python-override to install it anyway (uv --python-version 3.13.14)"
+        )
+        raise GymVenvError(msg)
+    root = (cache_dir or cache_root() / "gym-venvs") / f"nemo-gym-{gym_version}-py{py_version}"
+    marker = root / _MARKER
+    if marker.exists():
+        return GymVenv(root, gym_version, py_version, override)
+    if override:
+        log.warning(
+            "installing nemo-gym %s into Python %s with --python-version 3.13.14 "
+            "(explicit override of its Requires-Python floor)", gym_version, py_version,
+        )
+    root.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}-", dir=root.parent))
+    try:
+        _install(tmp, interpreter, gym_version, override)
+        (tmp / _MARKER).write_text(json.dumps(
+            {"gym_version": gym_version, "python": py_version, "python_override": override}
+        ))
+        _relocate(tmp, root)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return GymVenv(root, gym_version, py_version, override)
+
+
+def _needs_override(py_version: str) -> bool:
+    parts = tuple(int(p) for p in py_version.split(".")[:3] if p.isdigit())
+    return parts < (3, 13, 14)
+
+
+def _install(venv: Path, interpreter: Path, gym_version: str, override: bool) -> None:
+    uv = uv_binary()
+    env = isolated_env()
+    _run([uv, "venv", "--no-config", "--quiet", "--python", str(interpreter), str(venv)], env)
+    cmd = [uv, "pip", "install", "--no-config", "--quiet", "--python", str(venv / "bin" / "python")]
+    if override:
+        cmd += ["--python-version", "3.13.14"]
+    _run([*cmd, f"nemo-gym=={gym_version}"], env)
+
+
+def _relocate(tmp: Path, root: Path) -> None:
+    """venvs hard-code their path in scripts; recreate at the final path instead of renaming."""
+    # `uv venv` writes absolute paths into bin/ scripts and pyvenv.cfg, so a rename would break
+    # console scripts like `gym`. Rewrite those paths, then rename atomically.
+    old, new = str(tmp), str(root)
+    for script in (tmp / "bin").iterdir():
+        if script.is_file() and not script.is_symlink():
+            data = script.read_bytes()
+            if old.encode() in data[:4096]:
+                script.write_bytes(data.replace(old.encode(), new.encode()))
+    for cfg in (tmp / "pyvenv.cfg",):
+        cfg.write_text(cfg.read_text().replace(old, new))
+    try:
+        tmp.rename(root)
+    except OSError:  # another process won the race: keep theirs
+        if not (root / _MARKER).exists():
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run(cmd: list[str], env: dict[str, str]) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=1800)
+    if proc.returncode != 0:
+        msg = f"`{' '.join(cmd[:4])} ...` failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}"
+        raise GymVenvError(msg)

@@ -1,0 +1,253 @@
+"""The library behind ``envkit submit`` and ``envkit job``: one function per command.
+
+Each takes a request, talks to the platform and returns an outcome (``envkit.platform.outcomes``)
+for ``envkit.render``; failures are exceptions (``PlatformError``, ``SubmitRejected``). httpx
+is imported only once a client is opened, after the inputs were checked, so a missing
+``platform`` extra is reported by name instead of as an ImportError deep inside.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from envkit.gate import GateRequest, gate_package
+from envkit.platform import jobs
+from envkit.platform.connection import resolve_connection
+from envkit.platform.errors import SubmitRejected, UploadInterrupted
+from envkit.platform.metrics import metrics_records, write_metrics
+from envkit.platform.outcomes import JobLogs, JobMetrics, JobReply, SubmitOutcome
+from envkit.platform.progress import live_status, status_line, upload_progress
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+    from envkit.platform.http import PlatformClient
+    from envkit.platform.submit import SubmitResult
+    from envkit.report import ValidationRun
+
+__all__ = ["SubmitRequest", "Where", "cancel", "check_submission", "logs", "metrics", "status",
+           "submit", "upload_outputs", "wait"]
+
+_LOG = logging.getLogger("envkit.platform")
+_RESUME = "Run the same command again to finish the upload without resending what is there."
+
+
+@dataclass(frozen=True)
+class Where:
+    """``--base-url/--workspace`` as given (``None``: environment, then the nemo CLI's context)."""
+
+    base_url: str | None = None
+    workspace: str | None = None
+    show_progress: bool = True
+    """Bars and the live status line on stderr (off with ``-q``)."""
+
+
+@dataclass(frozen=True)
+class SubmitRequest:
+    package: Path
+    dataset: Path
+    job: Path
+    gate: GateRequest = field(default_factory=GateRequest)
+    """Validation settings as flags gave them (``flags.dataset``/``flags.job`` are set from the
+    three inputs by ``check_submission``)."""
+    where: Where = field(default_factory=Where)
+    name: str | None = None
+    model: str | None = None
+    wait: bool = False
+    output: Path | None = None
+
+
+@contextlib.contextmanager
+def _client(where: Where) -> Iterator[PlatformClient]:
+    from envkit.platform.http import PlatformClient
+
+    client = PlatformClient(resolve_connection(where.base_url, where.workspace))
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def _ref(client: PlatformClient, name: str) -> jobs.JobRef:
+    return jobs.JobRef(client.connection.workspace, name)
+
+
+def check_submission(request: SubmitRequest) -> ValidationRun:
+    """The package, dataset and job through the same gate as ``envkit validate``.
+
+    :raises SubmitRejected: the run is not valid (errors, or warnings under ``strict``).
+    """
+    flags = replace(request.gate.flags, dataset=request.dataset, job=request.job)
+    run = gate_package(request.package, replace(request.gate, flags=flags))
+    if not run.valid:
+        raise SubmitRejected([d for r in run.reports for d in r.diagnostics])
+    return run
+
+
+def submit(request: SubmitRequest) -> SubmitOutcome:
+    """Validate, upload both FileSets (content-addressed, resumable), create the job; with
+    ``wait``, follow it to its end.
+
+    :raises SubmitRejected: validation failed; nothing was uploaded.
+    :raises PlatformError: the platform refused or could not be reached.
+    """
+    from envkit.platform.submit import job_spec
+
+    check_submission(request)
+    job_spec(request.job, request.model)  # a job without a model sends nothing
+    with _client(request.where) as client:
+        ref = _ref(client, request.name or jobs.new_job_name())
+        result = _upload_and_create(client, ref, request)
+        outcome = SubmitOutcome(ref, result.job, result.created, result.environment,
+                                result.dataset)
+        if not request.wait:
+            return outcome
+        final, written = _follow(client, ref, request.output, request.where.show_progress)
+    return SubmitOutcome(ref, result.job, result.created, result.environment, result.dataset,
+                         final, written)
+
+
+def _upload_and_create(client: PlatformClient, ref: jobs.JobRef,
+                       request: SubmitRequest) -> SubmitResult:
+    from envkit.platform.submit import submit_job
+
+    try:
+        with upload_progress(request.where.show_progress) as progress:
+            result = submit_job(client, ref, request.job, request.package, request.dataset,
+                                progress, request.model)
+    except KeyboardInterrupt:
+        msg = f"interrupted during upload; nothing was marked complete. {_RESUME}"
+        raise UploadInterrupted(msg) from None
+    stats = (result.environment.stats, result.dataset.stats)
+    sent = (f"{sum(s.files_sent for s in stats)} files, "
+            f"{sum(s.bytes_sent for s in stats) / 1e6:.1f} MB")
+    verb = "created" if result.created else "attached to existing"
+    _LOG.info("%s job %s/%s (environment %s, dataset %s; sent %s)", verb, ref.workspace,
+              ref.name, result.environment.ref, result.dataset.ref, sent)
+    return result
+
+
+def _follow(client: PlatformClient, ref: jobs.JobRef, output: Path | None,
+            show: bool) -> tuple[dict[str, Any], tuple[Path, ...]]:
+    """Poll to a terminal status with one live line; Ctrl-C detaches (the job keeps running)."""
+    try:
+        with live_status(show) as update:
+            final = jobs.wait_job(client, ref, lambda s: update(f"{ref.name}: {status_line(s)}"))
+    except KeyboardInterrupt:
+        _LOG.warning("detached; the job keeps running. Follow it again with: envkit job wait "
+                     "%s --workspace %s", ref.name, ref.workspace)
+        raise
+    written = _write_results(final, output) if output is not None else ()
+    if final.get("status") != "completed":
+        detail = final.get("error_details") or {}
+        _LOG.error("job %s ended %s%s", ref.name, final.get("status"),
+                   f": {json.dumps(detail)}" if detail else "")
+    return final, written
+
+
+def _write_results(status: dict[str, Any], out_dir: Path) -> tuple[Path, ...]:
+    """``metrics.jsonl`` and ``reward_curve.png``, as a local ``envkit train`` run writes them."""
+    from envkit.plot import reward_curve
+
+    records = metrics_records(status)
+    written = [write_metrics(records, out_dir)]
+    png = reward_curve(records, out_dir / "reward_curve.png")
+    if png is not None:
+        written.append(png)
+    for path in written:
+        _LOG.info("wrote %s", path)
+    return tuple(written)
+
+
+def status(where: Where, name: str) -> JobReply:
+    with _client(where) as client:
+        ref = _ref(client, name)
+        return JobReply("status", ref, jobs.job_status(client, ref))
+
+
+def cancel(where: Where, name: str) -> JobReply:
+    with _client(where) as client:
+        ref = _ref(client, name)
+        return JobReply("cancel", ref, jobs.cancel_job(client, ref))
+
+
+def wait(where: Where, name: str, output: Path | None) -> JobReply:
+    """Follow the job to ``completed``/``error``/``cancelled`` (exit 0 only on completed)."""
+    with _client(where) as client:
+        ref = _ref(client, name)
+        final, written = _follow(client, ref, output, where.show_progress)
+    return JobReply("wait", ref, final, written)
+
+
+def metrics(where: Where, name: str, output: Path | None) -> JobMetrics:
+    with _client(where) as client:
+        ref = _ref(client, name)
+        current = jobs.job_status(client, ref)
+    written = _write_results(current, output) if output is not None else ()
+    return JobMetrics(ref, metrics_records(current), written)
+
+
+def logs(where: Where, name: str, *, tail: int | None, follow: bool, limit: int) -> JobLogs:
+    """Every page (or the last ``tail`` lines); ``follow`` keeps polling until the job ends.
+
+    The first page is fetched here, so an unreachable platform fails the command itself.
+    """
+    with contextlib.ExitStack() as stack:  # closes the client here only if this part fails
+        client = stack.enter_context(_client(where))
+        ref = _ref(client, name)
+        seen: set[tuple[str, str]] = set()
+        first = list(_pages(client, ref, seen, limit=tail or limit, tail=tail))
+        owned = stack.pop_all()
+    return JobLogs(ref, _more_lines(owned, client, ref, first, seen, follow, limit))
+
+
+def _more_lines(owned: contextlib.ExitStack, client: PlatformClient, ref: jobs.JobRef,
+                first: list[dict[str, Any]], seen: set[tuple[str, str]], follow: bool,
+                limit: int) -> Iterator[dict[str, Any]]:
+    with owned:
+        yield from first
+        while follow and jobs.job_status(client, ref).get("status") not in jobs.TERMINAL:
+            time.sleep(2.0)
+            yield from _pages(client, ref, seen, limit=limit, tail=None)
+
+
+def _pages(client: PlatformClient, ref: jobs.JobRef, seen: set[tuple[str, str]], *,
+           limit: int, tail: int | None) -> Iterator[dict[str, Any]]:
+    """Lines not in ``seen`` (so ``--follow`` yields each line once), page after page."""
+    cursor = None
+    while True:
+        page = jobs.job_logs(client, ref, limit=limit, cursor=cursor, tail=tail)
+        for item in page.get("data", []):
+            key = (str(item.get("timestamp")), str(item.get("message")))
+            if key not in seen:
+                seen.add(key)
+                yield item
+        cursor = page.get("next_page")
+        if tail or not cursor:
+            return
+
+
+def upload_outputs(where: Where, package: Path, dataset: Path | None) -> list[tuple[str, str]]:
+    """Upload what ``build``/``convert`` wrote, as ``submit`` does; ``[(purpose, ref)]``."""
+    from envkit.platform.submit import publish, publish_package
+
+    with _client(where) as client:
+        ws = client.connection.workspace
+        try:
+            with upload_progress(where.show_progress) as progress:
+                refs = [("environment", publish_package(client, ws, package, progress).ref)]
+                if dataset is not None and (dataset / "training.jsonl").is_file():
+                    refs.append(("dataset", publish(client, ws, dataset, "dataset",
+                                                    dataset.name, progress).ref))
+        except KeyboardInterrupt:
+            msg = f"interrupted during upload; nothing was marked complete. {_RESUME}"
+            raise UploadInterrupted(msg) from None
+    for purpose, ref in refs:
+        _LOG.info("%s FileSet: %s", purpose, ref)
+    return refs

@@ -1,0 +1,52 @@
+"""One exception for everything that goes wrong between envkit and the platform."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["PlatformError", "SubmitRejected", "UploadInterrupted", "format_detail"]
+
+
+class PlatformError(Exception):
+    """A one-line, user-facing failure: unreachable URL, refused credentials, a 4xx/5xx reply.
+
+    ``status`` is the HTTP status (``None`` when no reply came); ``detail`` the platform's own
+    ``detail`` text; ``code`` the EK rule envkit would have reported for the same defect.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, detail: str | None = None,
+                 code: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.detail = detail
+        self.code = code
+
+
+def format_detail(body: Any) -> str:
+    """FastAPI's ``detail``: a string, or a list of ``{loc, msg}`` errors -> one line."""
+    detail = body.get("detail", body) if isinstance(body, dict) else body
+    if isinstance(detail, list):
+        parts = []
+        for item in detail:
+            if isinstance(item, dict):
+                loc = ".".join(str(p) for p in item.get("loc", ()) if p != "body")
+                parts.append(f"`{loc}`: {item.get('msg', '')}" if loc else str(item.get("msg")))
+            else:
+                parts.append(str(item))
+        return "; ".join(parts)
+    if isinstance(detail, dict):
+        return "; ".join(f"{k}: {v}" for k, v in detail.items())
+    return str(detail)
+
+
+class UploadInterrupted(PlatformError):
+    """Ctrl-C mid-upload: nothing was marked complete, so the same command resumes (exit 1)."""
+
+
+class SubmitRejected(Exception):
+    """envkit's own validation failed: nothing was uploaded (exit 1, the diagnostics shown)."""
+
+    def __init__(self, diagnostics: list) -> None:
+        super().__init__(f"{len(diagnostics)} validation problem(s); nothing was uploaded")
+        self.diagnostics = diagnostics
+        self.hint = "fix them (`envkit rule CODE` explains each), then submit again"

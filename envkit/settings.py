@@ -1,0 +1,180 @@
+"""Validate settings from ``envkit.toml`` or ``[tool.envkit]`` in ``pyproject.toml``.
+
+Found as ruff finds its configuration: the closest file upward from each package wins (an
+``envkit.toml`` before a ``pyproject.toml`` in the same directory; a ``pyproject.toml`` without
+``[tool.envkit]`` is passed over). Command-line flags win over the file, and a
+``[per-package."GLOB"]`` table (globs relative to the file's directory) over the file's top
+level. Keys are spelled as the flags are: ``select``, ``extend-ignore``, ``gym-version`` ...
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Settings", "SettingsError", "find_config", "parse_glibc", "parse_python",
+           "settings_for"]
+
+CONFIG_NAMES = ("envkit.toml", "pyproject.toml")
+
+
+class SettingsError(ValueError):
+    """A configuration file envkit cannot use (bad TOML, unknown key, wrong type)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a package's validation can be configured with; ``None``: not set here."""
+
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    extend_ignore: tuple[str, ...] = ()
+    arch: str | None = None
+    glibc: str | None = None
+    python: str | None = None
+    gym_version: str | None = None
+    offline: bool | None = None
+    strict: bool | None = None
+    dataset: Path | None = None
+    job: Path | None = None
+    source: Path | None = field(default=None, compare=False)
+    """The file these came from (``None``: command line or defaults)."""
+
+    def over(self, base: Settings) -> Settings:
+        """These settings where set, ``base`` elsewhere; ``extend-*`` lists add up."""
+        merged = {f.name: getattr(self, f.name) for f in fields(self)
+                  if getattr(self, f.name) is not None}
+        merged["extend_select"] = base.extend_select + self.extend_select
+        merged["extend_ignore"] = base.extend_ignore + self.extend_ignore
+        merged["source"] = self.source or base.source
+        return replace(base, **merged)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out[f.name.replace("_", "-")] = (
+                list(value) if isinstance(value, tuple)
+                else str(value) if isinstance(value, Path) else value
+            )
+        return out
+
+
+_STR_KEYS = ("arch", "glibc", "python", "gym-version")
+_LIST_KEYS = ("select", "ignore", "extend-select", "extend-ignore")
+_BOOL_KEYS = ("offline", "strict")
+_PATH_KEYS = ("dataset", "job")
+
+
+def _parse(table: dict[str, Any], where: str, base: Path) -> Settings:
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        attr = key.replace("-", "_")
+        if key in _LIST_KEYS:
+            items = [value] if isinstance(value, str) else value
+            if not isinstance(items, list) or not all(isinstance(v, str) for v in items):
+                raise SettingsError(f"{where}: `{key}` must be a list of rule codes")
+            values[attr] = tuple(items)
+        elif key in _STR_KEYS or key in _PATH_KEYS:
+            if not isinstance(value, str):
+                raise SettingsError(f"{where}: `{key}` must be a string")
+            values[attr] = (base / value) if key in _PATH_KEYS else value
+        elif key in _BOOL_KEYS:
+            if not isinstance(value, bool):
+                raise SettingsError(f"{where}: `{key}` must be true or false")
+            values[attr] = value
+        elif key != "per-package":
+            known = ", ".join((*_LIST_KEYS, *_STR_KEYS, *_BOOL_KEYS, *_PATH_KEYS, "per-package"))
+            raise SettingsError(f"{where}: unknown key `{key}` (known: {known})")
+    return Settings(**values)
+
+
+@dataclass(frozen=True)
+class _ConfigFile:
+    path: Path
+    top: Settings
+    per_package: tuple[tuple[str, Settings], ...]
+
+
+@cache
+def _load(path: Path) -> _ConfigFile | None:
+    try:
+        data = tomllib.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise SettingsError(f"{path}: cannot read settings: {exc}") from None
+    if path.name == "pyproject.toml":
+        data = data.get("tool", {}).get("envkit")
+        if data is None:
+            return None
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path}: [tool.envkit] must be a table")
+    where = str(path)
+    top = _parse(data, where, path.parent)
+    per = data.get("per-package", {})
+    if not isinstance(per, dict) or not all(isinstance(v, dict) for v in per.values()):
+        raise SettingsError(f"{where}: `per-package` must be a table of tables")
+    overrides = tuple((glob, _parse(table, f"{where} [per-package.{glob!r}]", path.parent))
+                      for glob, table in per.items())
+    return _ConfigFile(path, replace(top, source=path), overrides)
+
+
+@cache
+def find_config(directory: Path) -> _ConfigFile | None:
+    """The closest configuration at or above ``directory`` (absolute), or ``None``."""
+    for name in CONFIG_NAMES:
+        candidate = directory / name
+        if candidate.is_file():
+            found = _load(candidate)
+            if found is not None:
+                return found
+    parent = directory.parent
+    return None if parent == directory else find_config(parent)
+
+
+def settings_for(package: Path, cli: Settings, *, isolated: bool = False) -> Settings:
+    """The settings one package is validated with: defaults < file < per-package < flags.
+
+    :raises SettingsError: the configuration file found cannot be used.
+    """
+    resolved = Settings()
+    config = None if isolated else find_config(package.resolve())
+    if config is not None:
+        resolved = config.top.over(resolved)
+        rel = _relative(package.resolve(), config.path.parent)
+        for glob, override in config.per_package:
+            if fnmatch.fnmatch(rel, glob.rstrip("/")):
+                resolved = replace(override, source=config.path).over(resolved)
+    return cli.over(resolved)
+
+
+def _relative(path: Path, base: Path) -> str:
+    try:
+        return path.relative_to(base).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def parse_python(value: str) -> tuple[int, int]:
+    """``3.13``, ``313`` or ``cp313`` -> ``(3, 13)``."""
+    match = re.fullmatch(r"(?:cp)?3\.?(\d+)", value.strip())
+    if not match:
+        msg = f"python must look like 3.13, not {value!r}"
+        raise SettingsError(msg)
+    return 3, int(match.group(1))
+
+
+def parse_glibc(value: str | None) -> tuple[int, int] | None:
+    """``2_28``, ``2.28`` or ``manylinux_2_28`` -> ``(2, 28)``; 2_17..2_40 only."""
+    if value is None:
+        return None
+    match = re.fullmatch(r"(?:manylinux_)?(\d+)[._](\d+)", value.strip())
+    if not match or not (17 <= int(match.group(2)) <= 40) or match.group(1) != "2":
+        msg = f"glibc must be 2_17 .. 2_40 (e.g. 2_28), not {value!r}"
+        raise SettingsError(msg)
+    return 2, int(match.group(2))

@@ -1,0 +1,58 @@
+"""The content-addressed wheel store, and how its files reach a package.
+
+Files are kept by sha256 (``<root>/<sha256[:2]>/<sha256>/<filename>``), read-only, so a
+package's ``wheels/`` hard-links them for free and a warm build makes no network request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+__all__ = ["WheelCache", "link_or_copy", "sha256_file"]
+
+_CHUNK = 1 << 16
+
+
+class WheelCache:
+    """Content-addressed wheel store: ``<root>/<sha256[:2]>/<sha256>/<filename>``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def path_for(self, sha256: str, filename: str) -> Path:
+        return self.root / sha256[:2] / sha256 / filename
+
+    def lookup(self, sha256: str | None, filename: str) -> Path | None:
+        if sha256 is None:
+            return None
+        path = self.path_for(sha256, filename)
+        return path if path.is_file() else None
+
+    def store(self, source: Path, sha256: str, filename: str) -> Path:
+        """Move ``source`` (already verified) into the store; first writer wins."""
+        final = self.path_for(sha256, filename)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        source.chmod(0o444)  # hard-linked into packages: nobody may edit the cached bytes
+        source.replace(final)
+        return final
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def link_or_copy(source: Path, target: Path) -> None:
+    """Hard-link when the cache shares the filesystem (free), else copy."""
+    target.unlink(missing_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+

@@ -1,0 +1,75 @@
+"""The Gym source's sample layout (multi-turn masks, the turn cap) and the session's liveness
+probe (a dead port is found without waiting for a row timeout)."""
+
+from __future__ import annotations
+
+import socket
+from types import SimpleNamespace
+
+import pytest
+
+pytest.importorskip("torch")
+
+from envkit.gym.rollout import Rollout, TokenTurn
+from envkit.gym.session import unreachable as _unreachable
+from envkit.trainer.batch import to_batch
+from envkit.trainer.sources.gym import rollout_from_turns as _layout
+
+
+def _turn(prompt, gen, lps):
+    return TokenTurn(tuple(prompt), tuple(gen), tuple(lps))
+
+
+def rollout_from_turns(group, turns, reward, truncated, max_turns):
+    """The client's sample for these policy calls, laid out as the Gym source does."""
+    answer = Rollout.from_turns(0, "agent", reward, tuple(turns), truncated, {})
+    return _layout(answer, group, max_turns)
+
+
+def test_single_turn_rollout():
+    r = rollout_from_turns(3, [_turn([1, 2], [7, 8], (-0.1, -0.2))], 0.5, False, max_turns=1)
+    assert (r.group, r.prompt_ids, r.completion_ids) == (3, (1, 2), (7, 8))
+    assert r.completion_mask == (1, 1)
+    assert r.truncated is False
+
+
+def test_multi_turn_masks_environment_tokens():
+    turns = [
+        _turn([1, 2], [7], (-0.1,)),
+        _turn([1, 2, 7, 50, 51], [8, 9], (-0.2, -0.3)),  # 50, 51: tool result inserted
+    ]
+    r = rollout_from_turns(0, turns, 1.0, False, max_turns=2)
+    assert r.completion_ids == (7, 50, 51, 8, 9)
+    assert r.completion_mask == (1, 0, 0, 1, 1)
+    assert r.generation_logprobs == (-0.1, 0.0, 0.0, -0.2, -0.3)
+    batch = to_batch([r], pad_id=0)
+    assert batch.response_mask.tolist() == [[0, 1, 0, 0, 1, 1]]
+
+
+def test_turns_past_the_cap_are_dropped_and_marked_truncated():
+    turns = [_turn([1], [7], (-0.1,)), _turn([1, 7, 5], [8], (-0.2,))]
+    r = rollout_from_turns(0, turns, 1.0, False, max_turns=1)
+    assert r.completion_ids == (7,)
+    assert r.truncated is True
+
+
+def test_non_extending_turn_and_missing_token_ids_are_errors():
+    with pytest.raises(ValueError, match="does not extend"):
+        rollout_from_turns(0, [_turn([1], [7], (0.0,)), _turn([9], [8], (0.0,))], 1.0, False, 2)
+    with pytest.raises(ValueError, match="return_token_id_information"):
+        rollout_from_turns(0, [], 1.0, False, 1)
+
+
+def test_unreachable_finds_dead_ports():
+    with socket.socket() as live:
+        live.bind(("127.0.0.1", 0))
+        live.listen()
+        port = live.getsockname()[1]
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            dead_port = probe.getsockname()[1]  # bound, not listening: refuses connections
+            servers = {
+                "up": SimpleNamespace(url=f"http://127.0.0.1:{port}"),
+                "down": SimpleNamespace(url=f"http://127.0.0.1:{dead_port}/v1"),
+            }
+            assert _unreachable(servers) == ["down"]

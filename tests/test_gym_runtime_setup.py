@@ -1,0 +1,84 @@
+"""The Gym runtime's parts that need no servers: the venv cache key, the log -> EK rule
+diagnosis, agent relays, refusing a package without a manifest, process-tree teardown."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("psutil")  # the `train` extra
+
+from toy_envs import make_native_package
+
+from envkit.gym.diagnose import diagnose_log
+from envkit.gym.install import package_key
+from envkit.gym.processes import ProcessTree
+from envkit.gym.servers import GymRuntime, _relays
+from envkit.gym.types import GymRuntimeError, PolicyEndpoint, RuntimeOptions, ServerInfo
+from envkit.validators.runtime_signatures import RUNTIME_SIGNATURES, Signature
+
+
+def test_package_key_follows_content(tmp_path: Path) -> None:
+    pkg = make_native_package(tmp_path / "p")
+    key = package_key(pkg, "0.7.0")
+    assert key == package_key(pkg, "0.7.0")
+    assert key != package_key(pkg, "0.7.1")
+    (pkg / "resources_servers/char_pattern/app.py").write_text("# changed\n")
+    assert key != package_key(pkg, "0.7.0")
+
+
+@pytest.mark.parametrize(("log", "code"), [
+    ("AlmostServerError: Found 1 almost-server(s)", "EK302"),
+    ("ServerRefNotFoundError: Available responses_api_models: (none)", "EK304"),
+    ("Missing pyproject.toml or requirements.txt for uv venv setup", "EK205"),
+    ("Because foo was not found in the provided package locations and you require foo", "EK403"),
+    ("ModuleNotFoundError: No module named 'numpy'", "EK403"),
+    ("the current Python version (3.13.0) does not satisfy Python>=3.13.14", "EK406"),
+    ("Config value 'x' references 'y', which is not set after merging.", "EK313"),
+])
+def test_diagnose_log_names_the_likely_rule(log: str, code: str) -> None:
+    assert diagnose_log(log)[0] == code
+
+
+def test_relays_map_agents_to_their_environment_server() -> None:
+    config = {"env": {"environment_servers": {"legacy_agent": {"agent_server": {
+        "type": "responses_api_agents", "name": "agent"}}}}, "agent": {}}
+    servers = {n: ServerInfo(n, "x", "y", f"http://h/{n}") for n in ("env", "agent")}
+    assert _relays(config, servers) == {"agent": "env"}
+
+
+def test_runtime_rejects_a_package_without_manifest(tmp_path: Path) -> None:
+    with pytest.raises(GymRuntimeError) as info:
+        GymRuntime(tmp_path, PolicyEndpoint("u", "k", "m"), RuntimeOptions())
+    assert info.value.code == "EK100"
+
+
+def test_process_tree_terminate_leaves_no_orphan() -> None:
+    # A leader that ignores SIGINT with a grandchild: both must be gone afterwards.
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import signal,subprocess,time;"
+         "signal.signal(signal.SIGINT, signal.SIG_IGN);"
+         "subprocess.Popen(['sleep','300']); time.sleep(300)"],
+        start_new_session=True)
+    time.sleep(0.5)
+    tree = ProcessTree(proc.pid)
+    assert len(tree.alive()) == 2
+    tree.terminate(grace_s=0.5)
+    proc.wait(timeout=5)
+    assert tree.alive() == []
+
+
+@pytest.mark.parametrize("signature", RUNTIME_SIGNATURES, ids=lambda s: s.code or "host")
+def test_every_runtime_signature_names_a_known_rule(
+    signature: Signature,
+) -> None:
+    """The log table lives with the rules: each code it names is a registered rule."""
+    from envkit.validators import RULES
+
+    assert signature.code is None or signature.code in RULES
+    re.compile(signature.pattern)

@@ -1,0 +1,1 @@
+"""Rollout sources: where the GRPO loop gets scored samples (local, Gym, Ray)."""

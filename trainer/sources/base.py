@@ -1,0 +1,53 @@
+"""The narrow interface the GRPO loop generates through: :class:`RolloutSource`.
+
+Why an interface: the loop in ``grpo.py`` must not care whether a reward came from a Python
+function (fast tests), from the package's Gym servers through the agent (real runs), or from
+an actor on another node (Ray). Every method the loop or the Ray actor calls is declared here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from envkit.gym.rollout import Rollout
+    from envkit.trainer.policy import Policy
+
+__all__ = ["RolloutFailedError", "RolloutSource"]
+
+
+class RolloutFailedError(RuntimeError):
+    """A rollout source failed in a way it can recover from (e.g. a Gym server died)."""
+
+
+class RolloutSource(Protocol):
+    def rollouts(
+        self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0
+    ) -> list[Rollout]:
+        """``num_generations`` scored samples per row, grouped by ``first_group + row index``.
+
+        :raises RolloutFailedError: a recoverable failure; the loop calls :meth:`restart`.
+        """
+        ...
+
+    def refresh(self, policy: Policy) -> None:
+        """Make generation use the policy's current weights (after every optimizer step)."""
+        ...
+
+    def load_weights(self, state: dict[str, Any]) -> None:
+        """New generation weights from another process (a plain model's state dict)."""
+        ...
+
+    def restart(self) -> None:
+        """Recover after a :class:`RolloutFailedError` (a no-op where nothing can break)."""
+        ...
+
+    def start(self) -> None:
+        """Bring up what generation needs (servers, endpoint); the Ray actor calls it."""
+        ...
+
+    def close(self) -> None:
+        """Stop everything :meth:`start` brought up; safe from another thread mid-start."""
+        ...

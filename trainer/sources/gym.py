@@ -1,0 +1,246 @@
+"""Rollouts through the package's real Gym servers: policy endpoint -> agent -> reward.
+
+Why this path: it is what the platform's ``rl`` backend runs. The policy is served by an
+OpenAI-compatible endpoint (``policy_server`` over a ``GenerationBackend``: HF on CPU, vLLM on
+GPU); Gym's ``vllm_model`` calls it with ``return_token_id_information``, so each rollout comes
+back with prompt ids, generated ids and the sampler's logprobs. After every optimizer step
+:meth:`GymRolloutSource.refresh` pushes the new weights into the backend. A failed rollout (a
+server died, a timeout) raises ``RolloutFailedError``; the loop then calls :meth:`restart` and
+redoes the batch, so no step is lost or counted twice.
+
+The path of one batch: ``grpo`` -> :meth:`GymRolloutSource.rollouts` -> ``envkit.gym.client``
+(POST ``/run``), with the session's liveness probe polled while rows are in flight.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from envkit.gym.client import RequestOptions, RolloutAbortedError, collect
+from envkit.gym.rows import expand_rows
+from envkit.gym.session import GymSession
+from envkit.gym.types import PolicyEndpoint, RuntimeOptions
+from envkit.trainer.generation.factory import EngineOptions, make_backend
+from envkit.trainer.policy import generation_weights
+from envkit.trainer.sources.base import RolloutFailedError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+
+    from envkit.gym.rollout import Rollout, TokenTurn
+    from envkit.gym.types import GymServers
+    from envkit.trainer.config import GrpoConfig
+    from envkit.trainer.generation.interface import GenerationBackend
+    from envkit.trainer.policy import Policy
+    from envkit.trainer.policy_server import PolicyServer
+
+__all__ = [
+    "GymRolloutSource",
+    "GymSourceOptions",
+    "gym_source_options",
+    "open_session",
+    "rollout_from_turns",
+]
+
+
+@dataclass(frozen=True)
+class GymSourceOptions:
+    """The Gym source's layer: how rows are sent, the engine, the runtime, the turn cap."""
+
+    requests: RequestOptions = field(default_factory=RequestOptions)
+    max_rollout_turns: int = 1
+    backend: str = "hf"
+    engine: EngineOptions = field(default_factory=EngineOptions)
+    runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
+
+
+def gym_source_options(
+    cfg: GrpoConfig, backend: str, runtime: RuntimeOptions | None = None
+) -> GymSourceOptions:
+    """The source options a GRPO job asks for: sampling, turns, and the engine's settings.
+
+    Why the engine settings: the generation copy of the model must see the same
+    ``hf_config_overrides`` as the trained one, and vLLM takes the job's sizing.
+    """
+    engine = EngineOptions(
+        hf_config_overrides=dict(cfg.hf_config_overrides),
+        vllm_tensor_parallel_size=cfg.vllm_tensor_parallel_size,
+        vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
+    )
+    return GymSourceOptions(
+        requests=RequestOptions(temperature=cfg.temperature, max_tokens=cfg.max_new_tokens),
+        max_rollout_turns=cfg.max_rollout_turns,
+        backend=backend,
+        engine=engine,
+        runtime=runtime or RuntimeOptions(),
+    )
+
+
+def open_session(
+    package: Path, model: Path, backend: str, engine: EngineOptions, runtime: RuntimeOptions
+) -> tuple[GymSession, PolicyServer]:
+    """Load the model, serve it, and read the package: a session ready to :meth:`start`.
+
+    The session owns the server and the engine (closed with it); on a failure here they are
+    closed before the error goes on.
+    """
+    from envkit.trainer.policy_server import PolicyServer
+
+    engine_ = make_backend(model, backend, engine)
+    server: PolicyServer | None = None
+    try:
+        server = PolicyServer(engine_)
+        endpoint = PolicyEndpoint(server.base_url, server.api_key, engine_.model_name)
+        return GymSession(package, endpoint, runtime, owned=(server, engine_)), server
+    except BaseException:
+        for part in (server, engine_):
+            if part is not None:
+                part.close()
+        raise
+
+
+def rollout_from_turns(rollout: Rollout, group: int, max_turns: int) -> Rollout:
+    """``rollout`` with its group and its policy calls laid out for the loss, environment
+    tokens masked out.
+
+    Each turn's prompt must extend the previous turn's prompt + generation (chat templates do);
+    turns past ``max_rollout_turns`` are dropped and the sample counts as truncated.
+
+    :raises ValueError: no token ids, or a turn's prompt does not extend the conversation.
+    """
+    kept = list(rollout.turns[:max_turns])
+    if not kept:
+        msg = "the agent returned no token ids (is `return_token_id_information: true` set?)"
+        raise ValueError(msg)
+    prompt, completion, mask, logprobs = _layout(kept)
+    cut = rollout.truncated or len(rollout.turns) > max_turns
+    return dataclasses.replace(
+        rollout, group=group, prompt_ids=prompt, completion_ids=completion,
+        generation_logprobs=logprobs, truncated=cut, completion_mask=mask,
+    )
+
+
+def _layout(turns: list[TokenTurn]) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...],
+                                              tuple[float, ...]]:
+    """(prompt, completion, mask, logprobs) of consecutive policy calls."""
+    prompt = tuple(turns[0].prompt_token_ids)
+    completion: list[int] = []
+    mask: list[int] = []
+    logprobs: list[float] = []
+    for turn in turns:
+        seen = (*prompt, *completion)
+        if tuple(turn.prompt_token_ids[: len(seen)]) != seen:
+            msg = "a later turn's prompt does not extend the earlier conversation"
+            raise ValueError(msg)
+        inserted = turn.prompt_token_ids[len(seen) :]
+        completion += [*inserted, *turn.generation_token_ids]
+        mask += [0] * len(inserted) + [1] * len(turn.generation_token_ids)
+        logprobs += [0.0] * len(inserted) + list(turn.generation_logprobs)
+    return prompt, tuple(completion), tuple(mask), tuple(logprobs)
+
+
+class GymRolloutSource:
+    """``with GymRolloutSource(pkg, model_dir, opts) as source:`` serves and runs everything."""
+
+    def __init__(self, package: Path, model_dir: Path, opts: GymSourceOptions) -> None:
+        self.package = package
+        self.model_dir = model_dir
+        self.opts = opts
+        self._session: GymSession | None = None
+        self._server: PolicyServer | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def __enter__(self) -> GymRolloutSource:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Serve the model and bring Gym up; a :meth:`close` from another thread meanwhile
+        (Ctrl-C on the driver of a Ray run) stops the bring-up and leaves nothing running."""
+        opts = self.opts
+        session, server = open_session(
+            self.package, self.model_dir, opts.backend, opts.engine, opts.runtime
+        )
+        with self._lock:
+            if self._closed:
+                session.close()
+                msg = "the Gym source was closed while it was starting"
+                raise RolloutFailedError(msg)
+            self._session, self._server = session, server
+        session.start()
+
+    @property
+    def session(self) -> GymSession:
+        """The running session (its ``servers``: instance name -> url, pid)."""
+        if self._session is None:
+            msg = "the Gym source is not started"
+            raise RolloutFailedError(msg)
+        return self._session
+
+    @property
+    def engine(self) -> GenerationBackend:
+        """The generation engine serving the policy to Gym (a copy of the trained model)."""
+        if self._server is None:
+            msg = "the Gym source is not started"
+            raise RolloutFailedError(msg)
+        return self._server.backend
+
+    @property
+    def servers(self) -> GymServers | None:
+        """The running Gym servers (instance name -> url, pid)."""
+        return self.session.servers
+
+    def restart(self) -> None:
+        """Bring the Gym servers up again (the policy endpoint keeps running)."""
+        self.session.restart()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            session, self._session, self._server = self._session, None, None
+        if session is not None:
+            session.close()
+
+    def refresh(self, policy: Policy) -> None:
+        self.load_weights(generation_weights(policy))
+
+    def load_weights(self, state: dict[str, Any]) -> None:
+        """New generation weights (a plain model's state dict), e.g. sent over Ray."""
+        assert self._server is not None
+        self._server.update_weights(state)
+
+    def rollouts(
+        self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0
+    ) -> list[Rollout]:
+        session, req = self.session, self.opts.requests
+        reason = session.dead()
+        if reason or session.servers is None:
+            raise RolloutFailedError(reason)
+        expanded = expand_rows(rows, num_repeats=num_generations, temperature=req.temperature,
+                               max_tokens=req.max_tokens)
+        try:
+            results = collect(expanded, session.servers.run_url, concurrency=req.concurrency,
+                              timeout_s=req.timeout_s, abort=session.dead)
+        except RolloutAbortedError as exc:
+            raise RolloutFailedError(str(exc)) from None
+        failed = [r for r in results if not r.ok]
+        if failed:
+            msg = f"{len(failed)} rollout(s) failed, first: {failed[0].failure_reason}"
+            raise RolloutFailedError(msg)
+        return [
+            rollout_from_turns(r, first_group + r.index // num_generations,
+                               self.opts.max_rollout_turns)
+            for r in results
+        ]

@@ -1,0 +1,118 @@
+"""The rollout source split over Ray: the actor that owns a source, the proxy the trainer holds.
+
+The actor (:class:`RolloutWorker`) builds its source in :meth:`RolloutWorker.start` (Gym
+servers, policy endpoint); it runs with two threads so :meth:`RolloutWorker.close` never
+queues behind a call still running -- a Ctrl-C while Gym is coming up must still tear it
+down, and a source closed mid-start refuses to start anything more.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import TYPE_CHECKING, Any
+
+from envkit.trainer.sources.base import RolloutFailedError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from envkit.gym.rollout import Rollout
+    from envkit.trainer.policy import Policy
+    from envkit.trainer.sources.base import RolloutSource
+
+__all__ = ["RaySourceProxy", "RolloutWorker", "where"]
+
+_RAY_ENV = ("RAY_ADDRESS", "RAY_NAMESPACE", "RAY_JOB_ID")
+
+
+def where(ctx: Any) -> dict[str, Any]:
+    """Where an actor runs: node, job, and the GPUs Ray gave it."""
+    return {
+        "node_id": ctx.get_node_id(),
+        "job_id": ctx.get_job_id(),
+        "gpu_ids": [str(g) for g in ctx.get_accelerator_ids().get("GPU", [])],
+        "pid": os.getpid(),
+    }
+
+
+class RolloutWorker:
+    """Owns a rollout source (built by ``factory`` in :meth:`start`) inside its actor process."""
+
+    def __init__(self, factory: Callable[[], RolloutSource]) -> None:
+        for key in _RAY_ENV:  # Gym starts its own Ray: keep it off this cluster
+            os.environ.pop(key, None)
+        self._factory = factory
+        self._source: RolloutSource | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def start(self) -> dict[str, Any]:
+        """Bring the source up (Gym servers, policy endpoint); a failure raises to the driver."""
+        import ray
+
+        source = self._factory()
+        with self._lock:
+            if self._closed:
+                msg = "the rollout actor was closed while it was starting"
+                raise RolloutFailedError(msg)
+            self._source = source
+        source.start()
+        return where(ray.get_runtime_context())
+
+    def _live(self) -> RolloutSource:
+        if self._source is None:
+            msg = "the rollout actor is not started"
+            raise RolloutFailedError(msg)
+        return self._source
+
+    def rollouts(self, rows: list[dict[str, Any]], n: int, first_group: int) -> list[Rollout]:
+        return self._live().rollouts(rows, n, first_group=first_group)
+
+    def load_weights(self, state: dict[str, Any]) -> None:
+        self._live().load_weights(state)
+
+    def restart(self) -> None:
+        self._live().restart()
+
+    def close(self) -> None:
+        """Tear the source down, also while :meth:`start` is still bringing it up."""
+        with self._lock:
+            self._closed = True
+            source, self._source = self._source, None
+        if source is not None:
+            source.close()
+
+
+class RaySourceProxy:
+    """A RolloutSource in the trainer that forwards to the rollout actor."""
+
+    def __init__(self, actor: Any) -> None:
+        self._actor = actor
+
+    def rollouts(
+        self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0
+    ) -> list[Rollout]:
+        import ray
+
+        try:
+            return ray.get(self._actor.rollouts.remote(list(rows), num_generations, first_group))
+        except ray.exceptions.RayTaskError as exc:
+            if isinstance(exc.cause, RolloutFailedError):
+                raise exc.cause from None
+            raise
+
+    def refresh(self, policy: Policy) -> None:
+        from envkit.trainer.policy import generation_weights
+
+        self.load_weights(generation_weights(policy))
+
+    def load_weights(self, state: dict[str, Any]) -> None:
+        import ray
+
+        ray.get(self._actor.load_weights.remote(state))
+
+    def restart(self) -> None:
+        import ray
+
+        ray.get(self._actor.restart.remote())
