@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from envkit.gym_data import DEFAULT_GYM_VERSION
 from envkit.report import Report
 from envkit.smoke import _runtime as rt
 from envkit.smoke.isolation import Isolation, offline_network
@@ -25,7 +26,6 @@ from envkit.smoke.verdict import rollout_report, start_failure_report
 from envkit.target import Target
 from envkit.validate import ValidateRequest, validate
 from envkit.validators import CheckOptions
-from envkit.gym_data import DEFAULT_GYM_VERSION
 
 __all__ = ["SmokeRequest", "run_smoke"]
 
