@@ -74,6 +74,18 @@ def test_char_pattern_passes(tmp_path: Path, monkeypatch) -> None:
     assert survivors(mark) == []
 
 
+def test_validate_smoke_passes_through_the_gate(tmp_path: Path, monkeypatch) -> None:
+    """`envkit validate PKG --smoke`: the package's settings resolved as validate's, one report."""
+    mark = new_mark(monkeypatch)
+    pkg = make_native_package(tmp_path / "char-pattern")
+    proc = _envkit("validate", "--smoke", str(pkg), "--output-format", "json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    jsonschema.validate(report, load_schema("smoke"))
+    assert report["passed"] and report["stage"] == "done"
+    assert survivors(mark) == []
+
+
 def test_digit_addition_passes_with_row_derived_answers(tmp_path: Path) -> None:
     """The scripted policy answers each row's expected_answer: every reward is 1.0."""
     pkg = make_native_package(tmp_path / "digit-addition", "digit_addition")
