@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import tempfile
 import tomllib
 from dataclasses import asdict, dataclass
@@ -33,6 +32,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
+from envkit.atomic import write_text
 from envkit.uvcmd import (
     DEFAULT_INDEX_URL,
     INPUT_NAME,
@@ -213,7 +213,7 @@ class ResolutionCache:
 
     def put(self, key: str, pins: Sequence[PinnedWheel]) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        _atomic_write(self.root / f"{key}.json", json.dumps([asdict(p) for p in pins], indent=1))
+        write_text(self.root / f"{key}.json", json.dumps([asdict(p) for p in pins], indent=1))
 
 
 def _listing(folder: Path) -> list[object]:
@@ -297,14 +297,3 @@ def _uv_reason(stderr: str) -> str:
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
     useful = [ln for ln in lines if not ln.startswith("warning:")]
     return " ".join(useful[-8:]) or "uv exited non-zero without a message"
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        Path(tmp).replace(path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e '.[test,train]'
+.venv/bin/python -m pip install -q -e '.[test,train,platform]'
 # The layering contracts (pyproject.toml [tool.importlinter]) before any test runs.
 .venv/bin/python scripts/lint_imports.py
 .venv/bin/python -m pytest -m "not slow" -q

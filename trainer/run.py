@@ -10,7 +10,6 @@ here is the file that submits.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,15 +98,21 @@ def preflight(request: TrainRequest, inputs: dict[str, Path]) -> list[Diagnostic
 
 
 def _load_job(path: Path) -> dict[str, Any]:
+    """The job through the validator's own bounded reader (size, FIFOs, huge numbers)."""
+    from envkit.job import load_job
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        msg = f"{path}: cannot read the job JSON ({exc})"
+        doc = load_job(path)
+    except FileNotFoundError:
+        msg = f"{path}: no such job file"
         raise TrainInputError(msg) from None
-    if not isinstance(data, dict):
+    if doc.error is not None:
+        msg = f"{path}: cannot read the job JSON ({doc.error})"
+        raise TrainInputError(msg)
+    if not isinstance(doc.data, dict):
         msg = f"{path}: the job must be a JSON object"
         raise TrainInputError(msg)
-    return data
+    return doc.data
 
 
 def _rows(dataset: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

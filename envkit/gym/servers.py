@@ -38,7 +38,14 @@ from envkit.gym.install import (
     write_uv_toml,
 )
 from envkit.gym.processes import ProcessTree, free_port
-from envkit.gym.types import GymRuntimeError, GymServers, PolicyEndpoint, RuntimeOptions, ServerInfo
+from envkit.gym.types import (
+    GymRuntimeError,
+    GymServers,
+    PolicyEndpoint,
+    RuntimeOptions,
+    ServerInfo,
+    StartedInWith,
+)
 from envkit.gym.venv import GymVenv, ensure_gym_venv
 from envkit.package import Package, load_package
 from envkit.validators.config_paths import EK104
@@ -66,7 +73,7 @@ def _load(package: Path) -> Package:
     return pkg
 
 
-class GymRuntime:
+class GymRuntime(StartedInWith):
     """``with GymRuntime(pkg, policy, options) as servers:`` -- servers up, then all torn down."""
 
     def __init__(self, package: Path, policy: PolicyEndpoint, options: RuntimeOptions) -> None:
@@ -88,16 +95,6 @@ class GymRuntime:
         """The server venv tree (``<type>/<impl>/.venv``), known once set-up has run."""
 
     # -- lifecycle -------------------------------------------------------------------------
-    def __enter__(self) -> GymServers:
-        try:
-            return self.start()
-        except BaseException:
-            self.close()
-            raise
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def prepare(self) -> Path:
         """Build (or find) the package's server venvs without starting a server.
 

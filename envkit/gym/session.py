@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 from envkit.gym.servers import GymRuntime
-from envkit.gym.types import GymRuntimeError, GymServers, PolicyEndpoint, RuntimeOptions
+from envkit.gym.types import (
+    GymRuntimeError,
+    GymServers,
+    PolicyEndpoint,
+    RuntimeOptions,
+    StartedInWith,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -54,7 +60,7 @@ def unreachable(servers: Mapping[str, ServerInfo], timeout_s: float = 2.0) -> li
     return dead
 
 
-class GymSession:
+class GymSession(StartedInWith):
     """``with GymSession(pkg, endpoint, options, owned=(server, backend)) as servers:``.
 
     ``owned`` are the policy side's parts (the endpoint's server, its engine), closed after the
@@ -69,16 +75,6 @@ class GymSession:
         self._owned = list(owned)
         self._runtime = GymRuntime(package, endpoint, options)
         self.servers: GymServers | None = None
-
-    def __enter__(self) -> GymServers:
-        try:
-            return self.start()
-        except BaseException:
-            self.close()
-            raise
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def start(self) -> GymServers:
         """Bring the servers up; :raises GymRuntimeError: with the likely EK code."""

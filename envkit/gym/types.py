@@ -12,7 +12,10 @@ from typing import Any
 
 from envkit.gym.venv import DEFAULT_GYM_VERSION
 
-__all__ = ["GymRuntimeError", "GymServers", "PolicyEndpoint", "RuntimeOptions", "ServerInfo"]
+__all__ = [
+    "GymRuntimeError", "GymServers", "PolicyEndpoint", "RuntimeOptions", "ServerInfo",
+    "StartedInWith",
+]
 
 
 class GymRuntimeError(RuntimeError):
@@ -81,3 +84,24 @@ class GymServers:
 
     def server_of_type(self, server_type: str) -> list[ServerInfo]:
         return [s for s in self.servers.values() if s.server_type == server_type]
+
+
+class StartedInWith:
+    """``with x as servers:`` for the objects that start Gym (the runtime, the session): a start
+    that fails half-way still closes what it spawned, and leaving the block always closes."""
+
+    def start(self) -> GymServers:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> GymServers:
+        try:
+            return self.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
