@@ -22,8 +22,8 @@ from envkit.validate import ValidateRequest, validate
 from envkit.validators import RULES, CheckOptions
 from envkit.validators._base import DEFAULT_GYM_VERSION
 
-__all__ = ["GateRequest", "GateUsageError", "TargetChoice", "gate_package", "resolve_settings",
-           "run_gate"]
+__all__ = ["GateRequest", "GateUsageError", "TargetChoice", "choose_target", "gate_package",
+           "resolve_settings", "run_gate", "selection"]
 
 LOCK_NAME = "wheels.lock"
 _LOCK_TARGET = re.compile(r"cp(\d)(\d+)-manylinux_(\d+)_(\d+)_(\w+)")
@@ -96,7 +96,8 @@ def choose_target(package: Path | None, settings: Settings, flags: Settings) -> 
     return TargetChoice(target, source, note)
 
 
-def _selection(settings: Settings) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def selection(settings: Settings) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(select, ignore) of the resolved settings; a selector naming no rule is refused."""
     known = RULES.keys()
     select = parse_selectors(settings.select or (), known)
     if select:
@@ -111,7 +112,7 @@ def _one(package: Path | None, request: GateRequest, dataset: Path | None,
          job: Path | None) -> Report:
     settings = resolve_settings(package, request)
     choice = choose_target(package, settings, request.flags)
-    select, ignore = _selection(settings)
+    select, ignore = selection(settings)
     options = CheckOptions(choice.target, settings.gym_version or DEFAULT_GYM_VERSION,
                            bool(settings.offline))
     dataset = dataset or settings.dataset

@@ -41,6 +41,7 @@ JSON_SCHEMAS = {
     "JobReply": "job-output",
     "JobMetrics": "job-output",
     "JobLogs": "job-output",
+    "SmokeOutcome": "smoke",
     "error": "error",
 }
 """Result type -> the schema (``envkit schema NAME``) its JSON output follows."""
@@ -234,6 +235,12 @@ def _job_logs(outcome: JobLogs, fmt: str) -> int:
     return 0
 
 
+def _smoke(outcome: Any, fmt: str) -> int:
+    from envkit.smoke.render import render_smoke
+
+    return render_smoke(outcome, fmt)
+
+
 _RENDERERS: dict[str, Callable[[Any, str], int]] = {
     "ValidationRun": _validation,
     "BuildResult": _build,
@@ -248,6 +255,7 @@ _RENDERERS: dict[str, Callable[[Any, str], int]] = {
     "JobReply": _job_reply,
     "JobMetrics": _job_metrics,
     "JobLogs": _job_logs,
+    "SmokeOutcome": _smoke,
 }
 
 

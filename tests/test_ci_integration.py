@@ -17,8 +17,12 @@ ROOT = Path(__file__).resolve().parent.parent
 VALID = ROOT / "fixtures" / "packages" / "valid-wheels-v1" / "pkg"
 
 
+def _hooks() -> dict[str, dict]:
+    return {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+
+
 def test_pre_commit_hook_definition() -> None:
-    (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    hook = _hooks()["envkit-validate"]
     assert hook["id"] == "envkit-validate"
     assert hook["language"] == "python"
     assert hook["pass_filenames"] is True  # the touched files name the packages to validate
@@ -27,7 +31,7 @@ def test_pre_commit_hook_definition() -> None:
 
 
 def test_pre_commit_entry_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    hook = _hooks()["envkit-validate"]
     argv = [*shlex.split(hook["entry"])[1:], str(VALID / "nemo-environment.yaml")]
     assert main(argv) == 0, capsys.readouterr()
 

@@ -27,6 +27,7 @@ COMMANDS = {
     "build": ("envkit.cli.build", "build_command"),
     "convert": ("envkit.cli.convert", "convert_group"),
     "rollout": ("envkit.cli.rollout", "rollout_command"),
+    "smoke": ("envkit.cli.smoke", "smoke_command"),
     "train": ("envkit.cli.train", "train_command"),
     "submit": ("envkit.cli.submit", "submit_command"),
     "job": ("envkit.cli.job", "job_group"),

@@ -56,6 +56,9 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...] | None:
                    "pre-commit hook passes every file a commit touches).")
 @click.option("--show-settings", is_flag=True,
               help="Print each package's resolved settings instead of validating.")
+@click.option("--smoke", is_flag=True,
+              help="Then bring the package's servers up and score rows, as `envkit smoke` "
+                   "does (one package; JSON: `envkit schema smoke`).")
 @report_file_option
 @common_options(("human", "json", "github", "sarif"))
 def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | None,
@@ -64,7 +67,7 @@ def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | 
                      verify_hashes: bool, select: tuple[str, ...], ignore: tuple[str, ...],
                      extend_select: tuple[str, ...], extend_ignore: tuple[str, ...],
                      exclude: tuple[str, ...], isolated: bool, ignore_unowned_files: bool,
-                     show_settings: bool) -> object:
+                     show_settings: bool, smoke: bool) -> object:
     """Check packages (and optionally a dataset and GRPO job) before upload.
 
     Each PATH is a package directory, a tree whose every directory holding
@@ -89,6 +92,10 @@ def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | 
         packages = discover(paths, exclude).packages if paths else ()
         return SettingsView(tuple((str(p), resolve_settings(p, request).as_dict())
                                   for p in packages or (Path(),)))
+    if smoke:  # the smoke run validates first (same settings) and reports both
+        from envkit.cli.smoke import smoke_from_validate
+
+        return smoke_from_validate(request)
     return run_gate(request)
 
 
@@ -97,7 +104,7 @@ def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | 
 @common_options(formats=None)
 def schema_command(name: str) -> SchemaText:
     """Print a JSON Schema shipped with envkit: the manifest, the GRPO job, or the shape of a
-    command's JSON output (diagnostics, convert, rollout, train, rules, settings, error)."""
+    command's JSON output (diagnostics, convert, rollout, train, rules, settings, smoke, error)."""
     return SchemaText(name, schema_text(name))
 
 

@@ -240,14 +240,15 @@ class GymRuntime(StartedInWith):
         with (self._paths.run_dir / "gym.log").open("wb") as sink:
             proc, tree = self._spawn(cmd, env, stdout=sink)
         head = f"http://127.0.0.1:{head_port}"
-        deadline = time.monotonic() + self.options.startup_timeout_s
+        limit_s = self.options.ready_timeout_s or self.options.startup_timeout_s
+        deadline = time.monotonic() + limit_s
         while not _ready(head):
             tree.refresh()
             self._refuse_if_closed()
             if proc.poll() is not None:
                 raise self._failure("a server failed to start")
             if time.monotonic() > deadline:
-                raise self._failure(f"servers not ready after {self.options.startup_timeout_s:g}s")
+                raise self._failure(f"servers not ready after {limit_s:g}s")
             time.sleep(1.0)
         tree.refresh()
         return self._describe(head)

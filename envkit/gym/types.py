@@ -46,6 +46,9 @@ class RuntimeOptions:
     allow_python_override: bool = False
     offline: bool = False
     startup_timeout_s: float = 600.0
+    ready_timeout_s: float | None = None
+    """Bounds the wait for the launched servers' readiness only (``envkit smoke --timeout``);
+    ``None``: ``startup_timeout_s``, which also bounds the venv installs."""
     cache_dir: Path | None = None
     keep_logs: Path | None = None
     """Copy the run's logs here on close (else they go with the run dir)."""

@@ -1,0 +1,99 @@
+"""``envkit smoke``: the spin-up gate. Parse -> ``envkit.smoke.run_smoke`` -> a
+``SmokeOutcome`` that ``envkit.render`` prints.
+
+Exit 0 when every server came up and every agent returned a numeric reward, 1 when not (each
+failure with its server's log tail and likely EK code), 2 on usage errors, 130 on Ctrl-C or
+SIGTERM (every server torn down first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from envkit.cli._common import common_options, sigterm_as_interrupt, target_from, target_options
+from envkit.gym_data import DEFAULT_GYM_VERSION
+
+if TYPE_CHECKING:
+    from envkit.gate import GateRequest
+    from envkit.smoke import SmokeOutcome, SmokeRequest
+
+__all__ = ["FORMATS", "run_smoke_request", "smoke_command", "smoke_from_validate",
+           "smoke_runtime_options"]
+
+_DIR = click.Path(exists=True, file_okay=False, path_type=Path)
+FORMATS = ("human", "json", "github", "sarif")
+
+
+def smoke_runtime_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Options of the spin-up itself."""
+    for option in reversed((
+        click.option("--rows", default=1, show_default=True, type=click.IntRange(min=1),
+                     help="Rows per agent (the dataset's first N; else a minimal row)."),
+        click.option("--completion", default=None, metavar="TEXT",
+                     help="Fixed reply of the scripted policy (default: the row's "
+                          "expected_answer, else a fixed text)."),
+        click.option("--timeout", "ready_timeout_s", default=300.0, show_default=True,
+                     type=click.FloatRange(min=1), help="Seconds for every server to be ready."),
+        click.option("--rollout-timeout", "rollout_timeout_s", default=120.0, show_default=True,
+                     type=click.FloatRange(min=1), help="Seconds per rollout."),
+        click.option("--gym-python", type=click.Path(exists=True, dir_okay=False,
+                                                     path_type=Path),
+                     help="CPython 3.13 for Gym (default: PATH, pyenv, $ENVKIT_GYM_PYTHON)."),
+        click.option("--allow-python-override", is_flag=True,
+                     envvar="ENVKIT_ALLOW_PYTHON_OVERRIDE", show_envvar=True,
+                     help="Install nemo-gym on a 3.13 older than its Requires-Python floor."),
+        click.option("--keep-logs", type=click.Path(file_okay=False, path_type=Path),
+                     help="Copy the servers' logs here."),
+    )):
+        func = option(func)
+    return func
+
+
+@click.command("smoke")
+@click.argument("package", type=_DIR)
+@click.option("--dataset", type=_DIR, help="Dataset dir (training.jsonl): rows to send.")
+@target_options
+@click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
+              help="nemo-gym version of the training image.")
+@click.option("--offline", is_flag=True,
+              help="No route out: index-free installs from wheels/, servers in a network "
+                   "namespace with loopback only (else behind a refusing proxy).")
+@smoke_runtime_options
+@common_options(FORMATS)
+def smoke_command(package: Path, dataset: Path | None, arch: str, python_version: str,
+                  glibc: str | None, gym_version: str, offline: bool,
+                  **runtime: Any) -> SmokeOutcome:
+    """Prove PACKAGE starts and scores: validate, bring its real Gym servers up, and drive
+    rows through every agent against a scripted policy (no model).
+
+    Exit 0 when all servers were ready and every rollout returned a numeric reward.
+    """
+    from envkit.smoke import SmokeRequest
+
+    return run_smoke_request(SmokeRequest(
+        package=package, dataset=dataset, target=target_from(arch, python_version, glibc),
+        gym_version=gym_version, offline=offline, **runtime))
+
+
+def run_smoke_request(request: SmokeRequest) -> SmokeOutcome:
+    """Run with SIGTERM as Ctrl-C (servers torn down); a missing Gym python is a usage error
+    (``GymVenvError`` in ``EXIT_CODES``)."""
+    from envkit.smoke import SmokeOutcome, run_smoke
+
+    with sigterm_as_interrupt():
+        report = run_smoke(request)
+    return SmokeOutcome(report, request.package)
+
+
+def smoke_from_validate(request: GateRequest) -> SmokeOutcome:
+    """``envkit validate PKG --smoke``: validate's resolved settings, smoke's runtime defaults."""
+    import os
+
+    from envkit.smoke.gated import smoke_request
+
+    override = os.environ.get("ENVKIT_ALLOW_PYTHON_OVERRIDE", "").lower() in ("1", "true", "yes")
+    return run_smoke_request(smoke_request(request, allow_python_override=override))
