@@ -1,7 +1,8 @@
 """The text of an adapter-wheels-v1 package: manifest, Gym configs and the wheel lock.
 
 Pure functions from a spec to ``{relative path: text}``; the caller writes them. The shapes
-follow seed 001 ("adapter-wheels-v1", "Every package needs a policy_model server") and the
+follow the "GRPO and Reward Environments" guide ("adapter-wheels-v1", "Every package needs a
+policy_model server") and the
 pinned Gym version's ``responses_api_agents/verifiers_agent/configs/verifiers_agent.yaml``.
 """
 
@@ -47,7 +48,8 @@ class AdapterSpec:
     temperature: float = 1.0
     top_p: float = 1.0
     domain: str | None = None
-    """Written only when set: seed 000 says agent blocks must not carry ``domain`` (Gym 0.7
+    """Written only when set: the NeMo Customizer guide says agent blocks must not carry ``domain``
+    (Gym 0.7
     strips it there; EK303 accepts a valid one, as the reference converter's ``other``)."""
 
 

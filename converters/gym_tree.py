@@ -4,7 +4,7 @@ Planning reads the source tree and returns a ``TreePlan`` (package files, datase
 manifest, each server's requirements); it writes nothing, so tests inspect the plan in
 memory and ``envkit.build`` owns every side effect (temp dir, wheels, atomic rename).
 
-Facts it encodes (the pinned Gym version, seed 001):
+Facts it encodes (the pinned Gym version, the "GRPO and Reward Environments" guide):
 - a server directory is ``<server_type>/<impl>/`` with ``requirements.txt`` or
   ``pyproject.toml``; the structure is kept so Gym finds the implementation it runs;
 - ``.jsonl`` cannot ship in the package: every one moves to the dataset directory (what the

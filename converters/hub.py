@@ -2,7 +2,7 @@
 
 The hub serves one PEP 503 index per owner (``https://hub.primeintellect.ai/<owner>/simple/``);
 an environment ``owner/my-env`` is the distribution ``my_env`` there, a pure-Python wheel whose
-module of the same name exposes ``load_environment`` (SPEC §6).
+module of the same name exposes ``load_environment`` (the product spec (section 6)).
 """
 
 from __future__ import annotations

@@ -68,7 +68,8 @@ def requirements(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None) -
 def _policy_model_requirements() -> list[str]:
     """What Gym builds the built-in ``vllm_model`` venv from (``policy_model`` runs it):
     ``nemo-gym[dev]`` and setuptools for its editable install. Vendored, the only thing an
-    offline spin-up still lacks is the harness's verifiers from GitHub (seed 001)."""
+    offline spin-up still lacks is the harness's verifiers from GitHub (the "GRPO and Reward
+    Environments" guide)."""
     rel = f"responses_api_models/{POLICY_MODEL_IMPL}"
     name, text = gym_data().builtin_server_installs[rel]
     roots, _egress = marker_roots(name, text, rel)

@@ -2,7 +2,8 @@
 
 Output goes through ``envkit.atomic``: a killed or failing build leaves the previous output
 untouched and no half package, and ``wheels/`` is always fresh, so it never keeps a stale
-version next to the new one (seed 001: "Clear wheels/ before rebuilding into it"). Stale
+version next to the new one (the "GRPO and Reward Environments" guide: "Clear wheels/ before
+rebuilding into it"). Stale
 temp dirs of killed runs are removed by the next run.
 """
 

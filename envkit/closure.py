@@ -1,6 +1,7 @@
 """Does ``wheels/`` cover what the cluster installs? Pure functions, no network, no disk.
 
-The walk mirrors what the image does at job start (SPEC §2, seed 001 "How dependencies are
+The walk mirrors what the image does at job start (the product spec (section 2), the "GRPO and
+Reward Environments" guide "How dependencies are
 installed"): per server, ``nemo-gym==<image version>`` plus the server's ``requirements.txt``
 minus every line that contains ``../..`` (``nemo_gym/cli/setup_command.py`` greps them out:
 that is how ``-e nemo-gym[dev] @ ../../`` becomes the runtime's nemo-gym), plus

@@ -2,7 +2,7 @@
 
 Tags and markers are generated from the target alone. ``packaging.tags.sys_tags()`` and
 ``Marker.evaluate()`` without an environment describe the *host*; an aarch64 closure checked on
-an x86_64 laptop must not see either (SPEC §4).
+an x86_64 laptop must not see either (the product spec (section 4)).
 
 Platform tags follow PEP 600 (``manylinux_2_N_<arch>``: a wheel built for glibc 2.N runs on any
 glibc >= 2.N of the same arch) and PEP 599/571/513 for the legacy aliases: ``manylinux2014`` is
@@ -35,7 +35,8 @@ __all__ = [
 ]
 
 ARCHES = ("x86_64", "aarch64")
-# SPEC §4 says 2_17 for x86_64, but the training image runs the pinned Gym version, whose closure
+# the product spec (section 4) says 2_17 for x86_64, but the training image runs the pinned Gym
+# version, whose closure
 # (pyarrow >= 23, pyzmq >= 27.1 for verifiers) ships no manylinux_2_17 x86_64 wheels: an image
 # that can install it has glibc >= 2.28, and a 2_17 default makes every default build fail.
 DEFAULT_GLIBC = {"x86_64": (2, 28), "aarch64": (2, 28)}

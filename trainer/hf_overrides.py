@@ -1,7 +1,9 @@
-"""``hf_config_overrides`` applied to an HF model config, nested keys kept (seed 001).
+"""``hf_config_overrides`` applied to an HF model config, nested keys kept (the "GRPO and Reward
+Environments" guide).
 
 Why warn on unknown keys: on the platform a top-level key the model does not read is absorbed
-silently (seed 001: Qwen3.5 reads ``router_aux_loss_coef`` under ``text_config``, so a
+silently (the "GRPO and Reward Environments" guide: Qwen3.5 reads ``router_aux_loss_coef`` under
+``text_config``, so a
 top-level one leaves the aux loss on). The key is still set, as NeMo-RL would, but envkit says
 so on stderr.
 """

@@ -1,7 +1,8 @@
 """Step metrics under NeMo-RL's names: ``metrics.jsonl``, TensorBoard scalars, a reward PNG.
 
 Why these names: users read an envkit run with the same dashboards and the same advice
-(seed 001 "Read the results") as a platform ``rl`` job: ``train_reward`` is the headline,
+(the "GRPO and Reward Environments" guide "Read the results") as a platform ``rl`` job:
+``train_reward`` is the headline,
 ``val_accuracy`` is the validation pass's mean reward.
 """
 

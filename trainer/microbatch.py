@@ -1,4 +1,5 @@
-"""Which rollouts train together: the micro-batch plan for ``batching_strategy`` (seed 001).
+"""Which rollouts train together: the micro-batch plan for ``batching_strategy`` (the "GRPO and
+Reward Environments" guide).
 
 Why a planner apart from the tensors: the grouping is the whole difference between the three
 strategies, and as plain index lists it is tested without a model. The loss is normalised by

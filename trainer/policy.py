@@ -55,7 +55,8 @@ class Policy:
 
 
 def lora_config(settings: LoraSettings) -> Any:
-    """peft ``LoraConfig`` with seed 001's either/or module selection.
+    """peft ``LoraConfig`` with the "GRPO and Reward Environments" guide's either/or module
+    selection.
 
     Neither list -> ``all-linear``. Either list set turns that off: ``exclude_modules`` alone
     applies to peft's default targets for the architecture, not to every linear layer.
@@ -117,7 +118,8 @@ def _enable_checkpointing(model: Any, *, lora: bool) -> None:
 
 
 def announce_backend(cfg: GrpoConfig) -> None:
-    """Say once which ``policy_backend`` was asked for and what trains here (seed 001).
+    """Say once which ``policy_backend`` was asked for and what trains here (the "GRPO and Reward
+    Environments" guide).
 
     On the platform ``automodel`` and ``dtensor`` are different NeMo-RL workers; locally both
     run the same HF transformers + torch code, so the choice changes nothing but EK607 checks.

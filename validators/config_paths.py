@@ -3,7 +3,8 @@
 The *static* half (``config_path_problems``) looks only at the parsed list and is part of
 what ``envkit/schemas/manifest.schema.json`` encodes (``manifest.static_problems`` runs it).
 The *file* checks compare each entry with the tree ``load_package`` read: existence, kind,
-symlinks and escapes. Facts: seed 001 ("Choose an environment format").
+symlinks and escapes. Facts: the "GRPO and Reward Environments" guide ("Choose an environment
+format").
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """EK2xx: what the package tree may hold, independent of any config's content.
 
-Facts: SPEC section 2 and seed 001 ("Rules that apply to every format", the troubleshooting
+Facts: the product spec (section 2) and the "GRPO and Reward Environments" guide ("Rules that apply
+to every format", the troubleshooting
 table). Every check reads ``Package.entries`` / ``Package.servers`` only; nothing is opened.
 """
 

@@ -4,8 +4,8 @@ The *static* checks (EK101-EK112 except the file-system half of EK105-EK107) loo
 the parsed mapping; ``static_problems`` runs them and is what
 ``envkit/schemas/manifest.schema.json`` encodes, so a test can prove the two agree. The
 ``config_paths`` entries have their own module (``config_paths``: EK104-EK107, EK111-EK113),
-whose checks this module's ``CHECKS`` and ``RULES`` include. Facts: SPEC section 2 and
-seed 001 ("Choose an environment format").
+whose checks this module's ``CHECKS`` and ``RULES`` include. Facts: the product spec (section 2) and
+the "GRPO and Reward Environments" guide ("Choose an environment format").
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ TOP_LEVEL_KEYS = ("format", "config_paths", "metadata", "adapter")
 METADATA_KEYS = ("name", "description", "hub_id", "vf_env_id", "adapter_agent")
 ADAPTER_KEYS = ("agent", "agent_type", "image_config_root")
 ADAPTER_AGENTS = ("verifiers_agent",)
-"""Harnesses built into the training image (seed 001: "the only harness built into the image")."""
+"""Harnesses built into the training image (the "GRPO and Reward Environments" guide: "the only
+harness built into the image")."""
 ADAPTER_AGENT_TYPE = "responses_api_agents"
 MAX_NAME = 255
 MAX_DESCRIPTION = 2048

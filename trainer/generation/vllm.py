@@ -63,7 +63,7 @@ def engine_kwargs(model_dir: str | Path, gpu_memory_utilization: float,
     """Keyword arguments for ``vllm.LLM``: the job's sizing and its ``hf_config_overrides``.
 
     vLLM applies ``hf_overrides`` (nested dicts kept) to the model config it loads, the same
-    overrides the trainer's copy gets (seed 001).
+    overrides the trainer's copy gets (the "GRPO and Reward Environments" guide).
 
     >>> engine_kwargs("m", 0.5, 2, {"rms_norm_eps": 1e-5})["hf_overrides"]
     {'rms_norm_eps': 1e-05}

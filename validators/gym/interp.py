@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 __all__ = ["JOB_KEYS", "Finding", "find_interpolation_problems", "interpolations"]
 
 JOB_KEYS = frozenset({"policy_base_url", "policy_api_key", "policy_model_name"})
-"""What the training job injects into Gym's global config (seed 000/001, policy_model.yaml)."""
+"""What the training job injects into Gym's global config (the customization and "GRPO and Reward
+Environments" guides, policy_model.yaml)."""
 
 _RESOLVERS = frozenset({
     # OmegaConf's built-ins, plus the two Gym registers in nemo_gym/global_config.py.
