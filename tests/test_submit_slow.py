@@ -197,6 +197,16 @@ def test_sigkill_mid_upload_then_rerun_resends_nothing_already_there(e2e, char_p
     assert _fileset(e2e, f"killtest/{env_name}")["custom_fields"]["envkit_complete"] is True
 
 
+def _echo_match_dataset(data: Path) -> Path:
+    """valid-dataset's rows, addressed to valid-wheels-v1's agent (the submit checks need a
+    dataset FileSet whose rows name an agent of the package)."""
+    data.mkdir()
+    for name in ("training.jsonl", "validation.jsonl"):
+        text = (ROOT / "fixtures" / "packages" / "valid-dataset" / "data" / name).read_text()
+        (data / name).write_text(text.replace("verifiers_agent", "echo_match_simple_agent"))
+    return data
+
+
 @pytest.fixture(scope="module")
 def default_platform(tmp_path_factory: pytest.TempPathFactory):
     with running_services(tmp_path_factory.mktemp("nmp-default"), "default") as url:
@@ -206,11 +216,7 @@ def default_platform(tmp_path_factory: pytest.TempPathFactory):
 
 def test_default_mode_422_is_one_line_with_the_platform_detail(default_platform, tmp_path):
     pkg = ROOT / "fixtures" / "packages" / "valid-wheels-v1" / "pkg"
-    data = tmp_path / "data"
-    data.mkdir()
-    for name in ("training.jsonl", "validation.jsonl"):
-        text = (ROOT / "fixtures" / "packages" / "valid-dataset" / "data" / name).read_text()
-        (data / name).write_text(text.replace("verifiers_agent", "echo_match_simple_agent"))
+    data = _echo_match_dataset(tmp_path / "data")
     proc = envkit("submit", str(JOB), "--env", str(pkg), "--dataset", str(data),
                   url=default_platform)
     assert proc.returncode == 1, proc.stderr
@@ -236,11 +242,7 @@ def test_a_package_envkit_rejects_is_never_uploaded(default_platform):
 
 def test_missing_model_and_a_taken_job_name_are_one_line_errors(e2e, tmp_path):
     pkg = ROOT / "fixtures" / "packages" / "valid-wheels-v1" / "pkg"
-    data = tmp_path / "data"
-    data.mkdir()
-    for name in ("training.jsonl", "validation.jsonl"):
-        text = (ROOT / "fixtures" / "packages" / "valid-dataset" / "data" / name).read_text()
-        (data / name).write_text(text.replace("verifiers_agent", "echo_match_simple_agent"))
+    data = _echo_match_dataset(tmp_path / "data")
     base = ["submit", str(JOB), "--env", str(pkg), "--dataset", str(data)]
     missing = envkit(*base, "--model", "default/no-such-model", url=e2e)
     assert missing.returncode == 1 and _shaped(missing.stdout, "error")["error"]["kind"] == "failed"
