@@ -30,9 +30,9 @@ import realwheels  # noqa: E402
 from packaging.requirements import Requirement  # noqa: E402
 from wheelfactory import make_wheel  # noqa: E402
 
-from envkit import closure  # noqa: E402
-from envkit.target import Target  # noqa: E402
-from envkit.wheelfile import read_wheel  # noqa: E402
+from envkit.model import closure  # noqa: E402
+from envkit.model.target import Target  # noqa: E402
+from envkit.model.wheelfile import read_wheel  # noqa: E402
 
 ROOTS = ["ray[default]", "openai==2.44.0"]
 

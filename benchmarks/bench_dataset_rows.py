@@ -19,8 +19,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from envkit.dataset import load_dataset
-from envkit.package import load_package
+from envkit.model.dataset import load_dataset
+from envkit.model.package import load_package
 from envkit.validators import Inputs
 from envkit.validators.dataset_rows import check_dataset_files, check_dataset_rows
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from envkit.converters.adapter_pkg import policy_model_config
-from envkit.package import load_package
+from envkit.model.package import load_package
 from envkit.validators import Inputs, gym
 
 POLICY = yaml.safe_dump(policy_model_config(), sort_keys=False)

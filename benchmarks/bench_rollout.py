@@ -23,15 +23,15 @@ sys.path[:0] = [str(ROOT / "fixtures"), str(ROOT / "tests")]
 from tiny_model import make_tiny_char_model  # noqa: E402
 from toy_envs import char_pattern_rows, make_native_package, write_dataset  # noqa: E402
 
-from envkit.cache import cache_root  # noqa: E402
+from envkit.endpoint.server import PolicyServer  # noqa: E402
 from envkit.gym.install import RunPaths, gym_args, gym_env, package_key, write_uv_toml  # noqa: E402
 from envkit.gym.processes import ProcessTree, free_port  # noqa: E402
 from envkit.gym.rows import expand_rows  # noqa: E402
 from envkit.gym.servers import GymRuntime, _ready  # noqa: E402
 from envkit.gym.types import PolicyEndpoint, RuntimeOptions  # noqa: E402
 from envkit.gym.venv import ensure_gym_venv  # noqa: E402
+from envkit.supply.cache import cache_root  # noqa: E402
 from envkit.trainer.generation.hf import HFBackend  # noqa: E402
-from envkit.trainer.policy_server import PolicyServer  # noqa: E402
 from envkit.trainer.rollout import run_rollouts  # noqa: E402
 
 

@@ -26,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "fixtures/gym_trees/resources_servers/char_pattern"
 
+from envkit.endpoint.scripted import ScriptedBackend  # noqa: E402
 from envkit.smoke import _runtime as rt  # noqa: E402
-from envkit.smoke.scripted import ScriptedBackend  # noqa: E402
 
 ENV = {**os.environ, "ENVKIT_ALLOW_PYTHON_OVERRIDE": "1"}
 

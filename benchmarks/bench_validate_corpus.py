@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "fixtures" / "gym_trees"))
 
 from fetch_gym_servers import GYM_VERSION, _download_wheel, default_dest  # noqa: E402
 
-from envkit.cache import cache_root  # noqa: E402
+from envkit.supply.cache import cache_root  # noqa: E402
 
 SMALL = ROOT / "fixtures" / "packages" / "valid-native-v1" / "pkg"
 _SCRIPT = Path(sys.executable).parent / "envkit"

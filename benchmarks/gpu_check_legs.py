@@ -65,7 +65,7 @@ def hf_leg(work: Path, steps: int, max_new: int) -> dict:
 def vllm_leg(work: Path, max_new: int) -> dict:
     import torch
 
-    from envkit.trainer.generation.interface import SamplingParams
+    from envkit.endpoint.generation import SamplingParams
     from envkit.trainer.generation.vllm import VLLMBackend
 
     backend = VLLMBackend(work / "model", gpu_memory_utilization=0.3)

@@ -3,10 +3,10 @@
     python benchmarks/gym_tree_sweep.py
 
 Builds one wheels-v1 package per ``resources_servers/*/configs/*.yaml`` of the nemo-gym wheel
-(``tests/gym_tree_packages.py``), loads them all with Gym's own parser in one probe subprocess
-(``tests/gym_probe.py``), validates them with envkit, and prints the codes found, the timings and
-every package where envkit's verdict (any EK3xx error) differs from Gym's. The fidelity test
-runs a quarter of this sample; this script is the full sweep.
+(``tests/support/gym_tree_packages.py``), loads them all with Gym's own parser in one probe
+subprocess (``tests/support/gym_probe.py``), validates them with envkit, and prints the codes
+found, the timings and every package where envkit's verdict (any EK3xx error) differs from Gym's.
+The fidelity test runs a quarter of this sample; this script is the full sweep.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "fixtures")]
 from gym_tree_packages import build_tree_packages, site_packages  # noqa: E402
 from test_gym_fidelity import _gym_rejects  # noqa: E402
 
+from envkit.check.validate import ValidateRequest, validate  # noqa: E402
 from envkit.gym.venv import ensure_gym_venv  # noqa: E402
-from envkit.validate import ValidateRequest, validate  # noqa: E402
 
 
 def _probe(python: Path, packages: dict[str, Path], cwd: Path) -> dict[str, dict]:

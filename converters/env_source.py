@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envkit.converters.sandbox import uv_env
-from envkit.wheelfile import read_wheel
+from envkit.model.wheelfile import read_wheel
 
 if TYPE_CHECKING:
-    from envkit.wheelfile import WheelFile
+    from envkit.model.wheelfile import WheelFile
 
 __all__ = ["EnvWheel", "SourceError", "build_source", "builder_error", "local_wheel", "sha256_of"]
 
@@ -113,6 +113,6 @@ _NOISE = ("Building ", "Resolved ", "Installed ", "Prepared ", "Downloading ", "
 
 
 def _uv_path() -> str:
-    from envkit.uvcmd import uv_bin
+    from envkit.supply.uvcmd import uv_bin
 
     return uv_bin()

@@ -6,7 +6,7 @@
 - every package needs a ``policy_model`` ``responses_api_models`` instance (the job's own
   vLLM engine), and every agent a relay: the planner adds what the configs lack.
 
-Everything lands in a ``TreePlan``, in memory; ``envkit.build`` writes it.
+Everything lands in a ``TreePlan``, in memory; ``envkit.builder.build`` writes it.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 import yaml
 
 from envkit.converters.adapter_pkg import policy_model_config
-from envkit.package import SERVER_TYPES
-from envkit.yamlio import YamlReadError, read_mapping
+from envkit.model.package import SERVER_TYPES
+from envkit.model.yamlio import YamlReadError, read_mapping
 
 __all__ = [
     "POLICY_INSTANCE",

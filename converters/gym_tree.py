@@ -2,7 +2,7 @@
 
 Planning reads the source tree and returns a ``TreePlan`` (package files, dataset files,
 manifest, each server's requirements); it writes nothing, so tests inspect the plan in
-memory and ``envkit.build`` owns every side effect (temp dir, wheels, atomic rename).
+memory and ``envkit.builder.build`` owns every side effect (temp dir, wheels, atomic rename).
 
 Facts it encodes (the pinned Gym version, the "GRPO and Reward Environments" guide):
 - a server directory is ``<server_type>/<impl>/`` with ``requirements.txt`` or
@@ -34,9 +34,9 @@ from envkit.converters.gym_configs import (
     add_policy_model,
     rewrite_config,
 )
-from envkit.gym_data import gym_data
-from envkit.package import SERVER_TYPES
-from envkit.yamlio import YamlReadError, read_mapping
+from envkit.model.gym_data import gym_data
+from envkit.model.package import SERVER_TYPES
+from envkit.model.yamlio import YamlReadError, read_mapping
 
 __all__ = [
     "FORMATS",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from typing import TYPE_CHECKING
 
-from envkit.atomic import make_temp_dir, stale_temp_dirs
+from envkit.supply.atomic import make_temp_dir, stale_temp_dirs
 
 if TYPE_CHECKING:
     from contextlib import ExitStack
@@ -22,7 +22,7 @@ class InstallError(OSError):
 
 def remove_stale(*finals: Path) -> None:
     """Temp dirs that killed conversions (or builds) left beside the outputs; done before
-    staging, since ``envkit.atomic`` counts this process's own temp dirs as stale."""
+    staging, since ``envkit.supply.atomic`` counts this process's own temp dirs as stale."""
     for parent in {f.resolve().parent for f in finals}:
         if parent.is_dir():
             for stale in stale_temp_dirs(parent):

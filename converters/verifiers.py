@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
-from envkit import uvcmd
-from envkit.closure import python_ok
+from envkit.check.validate import ValidateRequest, validate
 from envkit.converters.adapter_pkg import (
     LOCK_NAME,
     AdapterSpec,
@@ -37,9 +36,10 @@ from envkit.converters.verifiers_pin import CLASSIC_MAX, requires_conflict
 from envkit.converters.vf_closure import fetch, hub_wheel, pin_sources, requirements, resolve_target
 from envkit.converters.vf_load import load_rows
 from envkit.converters.vf_request import GYM_VERIFIERS_VERSION, ConvertError, ConvertRequest
-from envkit.validate import ValidateRequest, validate
+from envkit.model.closure import python_ok
+from envkit.model.wheelfile import read_wheel
+from envkit.supply import uvcmd
 from envkit.validators import CheckOptions
-from envkit.wheelfile import read_wheel
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

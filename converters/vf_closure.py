@@ -19,9 +19,6 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
-from envkit import downloads, resolve
-from envkit.cache import cache_root
-from envkit.closure import marker_roots
 from envkit.converters.adapter_pkg import POLICY_MODEL_IMPL
 from envkit.converters.env_source import builder_error, local_wheel
 from envkit.converters.verifiers_pin import conflict_in_uv_message
@@ -31,9 +28,12 @@ from envkit.converters.vf_request import (
     VERIFIERS_RELEASE_DATE,
     ConvertError,
 )
-from envkit.gym_data import gym_data, runtime_requirements
-from envkit.sdists import SdistBuildError
-from envkit.wheelcache import WheelCache
+from envkit.model.closure import marker_roots
+from envkit.model.gym_data import gym_data, runtime_requirements
+from envkit.supply import downloads, resolve
+from envkit.supply.cache import cache_root
+from envkit.supply.sdists import SdistBuildError
+from envkit.supply.wheelcache import WheelCache
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from envkit.converters.env_source import EnvWheel
     from envkit.converters.hub import HubRef
     from envkit.converters.vf_request import ConvertRequest
-    from envkit.target import Target
+    from envkit.model.target import Target
 
 __all__ = ["fetch", "hub_wheel", "indexes", "pin_sources", "requirements", "resolve_target"]
 
@@ -51,8 +51,8 @@ _GYM_FLOORS = ("hydra-core>=1.1",)
 """nemo-gym requires ``hydra-core`` unpinned; hydra 1.x needs antlr4-python3-runtime 4.9.x,
 which PyPI ships only as an sdist; a wheels-only resolution backtracked to hydra-core 0.11.3,
 which imports ``pkg_resources`` (no setuptools in a 3.13 venv), and every Gym server died on
-start. The resolver builds pure sdists into wheels (``envkit.sdists``); the floor makes a
-regression fail at resolution instead of at spin-up (tests/test_rollout_verifiers.py)."""
+start. The resolver builds pure sdists into wheels (``envkit.supply.sdists``); the floor makes a
+regression fail at resolution instead of at spin-up (tests/gym/test_harness_rollout.py)."""
 
 
 def requirements(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None) -> list[str]:

@@ -12,8 +12,6 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from envkit import uvcmd
-from envkit.cache import cache_root
 from envkit.converters.env_args import redacted, resolved
 from envkit.converters.sandbox import (
     LoadError,
@@ -26,7 +24,9 @@ from envkit.converters.sandbox import (
 )
 from envkit.converters.vf_closure import fetch, resolve_target
 from envkit.converters.vf_request import ConvertError
-from envkit.target import Target
+from envkit.model.target import Target
+from envkit.supply import uvcmd
+from envkit.supply.cache import cache_root
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -6,15 +6,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envkit.gym_data import DEFAULT_GYM_VERSION
-from envkit.target import Target
+from envkit.model.gym_data import DEFAULT_GYM_VERSION
+from envkit.model.target import Target
 
 __all__ = ["GYM_RELEASE_DATE", "GYM_VERIFIERS_VERSION", "VERIFIERS_ONLY_DEPS",
            "VERIFIERS_RELEASE_DATE", "ConvertError", "ConvertRequest"]
 
 GYM_VERIFIERS_VERSION = "0.3.1"
 """What nemo-gym 0.7.0's ``responses_api_agents/verifiers_agent/requirements.txt`` installs
-(``verifiers @ git+...@v0.3.1``); ``tests/test_convert_verifiers.py`` checks it against the
+(``verifiers @ git+...@v0.3.1``); ``tests/converters/test_verifiers.py`` checks it against the
 installed Gym when one is present."""
 GYM_RELEASE_DATE = "2026-10-13T00:00:00Z"
 """Upper bound for candidate uploads (uv ``--exclude-newer``): the closure is chosen from what

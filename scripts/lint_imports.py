@@ -27,7 +27,7 @@ def stage(dest: Path) -> None:
     """Copy every ``.py`` file of each ``package-dir`` folder to its place under ``dest``.
 
     By folder, not by pyproject's ``packages`` list: a subpackage missing from that list is
-    still checked (and ``tests/test_packaging.py`` finds it missing from the wheel)."""
+    still checked (and ``tests/project/test_packaging.py`` finds it missing from the wheel)."""
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"]
     for package, folder in setuptools["package-dir"].items():
         source = ROOT / folder

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import torch
 
 if TYPE_CHECKING:
-    from envkit.jobspec import RewardScaling, RewardShaping
+    from envkit.model.jobspec import RewardScaling, RewardShaping
 
 __all__ = [
     "GroupStats",

@@ -1,7 +1,7 @@
 """The run configuration the trainer executes, derived from the job model.
 
 Why a view and not a second model: every job field's name, type and default lives in
-``envkit.jobspec.GrpoSettings``; :class:`GrpoConfig` wraps those settings, resolves what the
+``envkit.model.jobspec.GrpoSettings``; :class:`GrpoConfig` wraps those settings, resolves what the
 platform's compiler resolves (seed 42, ``max_new_tokens`` = ``max_seq_length``, LoRA defaults,
 the step count) and groups the loss and batching knobs for the modules that take them.
 Attribute access falls through to the settings, so ``cfg.learning_rate`` is the job's value.
@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from envkit.jobspec import (
+from envkit.model.jobspec import (
     GrpoSettings,
     JobSpecError,
     LoraSettings,

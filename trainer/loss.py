@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from envkit.jobspec import GrpoSettings
+from envkit.model.jobspec import GrpoSettings
 
 __all__ = [
     "LossConfig",
@@ -38,7 +38,7 @@ _SETTINGS_FIELDS = {f.name: f for f in dataclasses.fields(GrpoSettings)}
 
 @dataclass(frozen=True)
 class LossConfig:
-    """The loss fields of the job (names and defaults from ``envkit.jobspec``)."""
+    """The loss fields of the job (names and defaults from ``envkit.model.jobspec``)."""
 
     ratio_clip_min: float = _job_default("ratio_clip_min")
     ratio_clip_max: float = _job_default("ratio_clip_max")

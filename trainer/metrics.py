@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from envkit.plot import reward_curve as _plot
+from envkit.metrics.plot import reward_curve as _plot
 
 if TYPE_CHECKING:
     from pathlib import Path

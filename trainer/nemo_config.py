@@ -317,8 +317,8 @@ def report_for_job(job_path: Path, dataset: Path | None) -> dict[str, Any]:
     """
     from pathlib import Path
 
-    from envkit.diagnostics import Severity
-    from envkit.job import load_job
+    from envkit.model.diagnostics import Severity
+    from envkit.model.jobfile import load_job
     from envkit.trainer.config import grpo_config
     from envkit.validators.job import job_diagnostics
 

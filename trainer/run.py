@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envkit.diagnostics import Severity
 from envkit.gym.types import RuntimeOptions
+from envkit.model.diagnostics import Severity
 
 if TYPE_CHECKING:
-    from envkit.diagnostics import Diagnostic
+    from envkit.model.diagnostics import Diagnostic
     from envkit.trainer.config import GrpoConfig
     from envkit.trainer.grpo import TrainResult
     from envkit.trainer.policy import Policy
@@ -89,7 +89,7 @@ def _option(key: str) -> str:
 
 def preflight(request: TrainRequest, inputs: dict[str, Path]) -> list[Diagnostic]:
     """Errors from validating job, package and dataset; EK608 is excused for local paths."""
-    from envkit.validate import ValidateRequest, validate
+    from envkit.check.validate import ValidateRequest, validate
 
     report = validate(
         ValidateRequest(package=inputs["environment"], dataset=inputs["dataset"], job=request.job)
@@ -99,7 +99,7 @@ def preflight(request: TrainRequest, inputs: dict[str, Path]) -> list[Diagnostic
 
 def _load_job(path: Path) -> dict[str, Any]:
     """The job through the validator's own bounded reader (size, FIFOs, huge numbers)."""
-    from envkit.job import load_job
+    from envkit.model.jobfile import load_job
 
     try:
         doc = load_job(path)
@@ -116,8 +116,8 @@ def _load_job(path: Path) -> dict[str, Any]:
 
 
 def _rows(dataset: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    from envkit.dataset import load_dataset
     from envkit.gym.rows import load_rows
+    from envkit.model.dataset import load_dataset
 
     train_rows = load_rows(dataset, "training")
     has_val = "validation.jsonl" in load_dataset(dataset).files

@@ -1,8 +1,9 @@
 """What every check shares: the rule record, the inputs, and the check signature.
 
 A check is a plain function ``check_x(inputs) -> Iterator[Diagnostic]``. It reads only the
-models in ``Inputs`` (read once by ``envkit.package`` / ``envkit.dataset`` / ``envkit.job``),
-never the disk, never the network, and never raises over a defect: it yields diagnostics.
+models in ``Inputs`` (read once by ``envkit.model.package`` / ``envkit.model.dataset`` /
+``envkit.model.jobfile``), never the disk, never the network, and never raises over a defect: it
+yields diagnostics.
 """
 
 from __future__ import annotations
@@ -11,15 +12,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from envkit.diagnostics import Diagnostic, Severity
-from envkit.gym_data import DEFAULT_GYM_VERSION
-from envkit.target import Target
+from envkit.model.diagnostics import Diagnostic, Severity
+from envkit.model.gym_data import DEFAULT_GYM_VERSION
+from envkit.model.target import Target
 
 if TYPE_CHECKING:
-    from envkit.dataset import Dataset
-    from envkit.job import JobDoc
-    from envkit.package import Package
-    from envkit.yamlio import YamlDoc
+    from envkit.model.dataset import Dataset
+    from envkit.model.jobfile import JobDoc
+    from envkit.model.package import Package
+    from envkit.model.yamlio import YamlDoc
 
 __all__ = [
     "DEFAULT_GYM_VERSION",

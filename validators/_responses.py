@@ -5,8 +5,8 @@ Facts from the pinned Gym version's ``nemo_gym/openai_utils.py``:
 ``NeMoGymEasyInputMessage`` (roles system/developer/user/assistant, content a string or a list
 of content parts),
 ``NeMoGymMessage`` (no assistant) and the ``NeMoGymResponseInputItem`` union. The slow test
-``tests/test_dataset_rows.py::test_verdicts_match_real_gym`` compares these verdicts with Gym's
-own pydantic models, so a Gym upgrade that changes them fails loudly.
+``tests/validators/test_dataset_rows.py::test_verdicts_match_real_gym`` compares these verdicts
+with Gym's own pydantic models, so a Gym upgrade that changes them fails loudly.
 """
 
 from __future__ import annotations

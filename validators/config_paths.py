@@ -13,13 +13,13 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from envkit.diagnostics import Diagnostic, Severity
-from envkit.package import MANIFEST, display_path, safe_relpath
+from envkit.model.diagnostics import Diagnostic, Severity
+from envkit.model.package import MANIFEST, display_path, safe_relpath
 from envkit.validators._base import Inputs, Rule, yaml_line, yaml_type
 
 if TYPE_CHECKING:
-    from envkit.package import Package
-    from envkit.yamlio import YamlDoc
+    from envkit.model.package import Package
+    from envkit.model.yamlio import YamlDoc
 
 __all__ = ["ADAPTER_PREFIX", "CHECKS", "NATIVE_PREFIXES", "RULES", "config_path_problems"]
 

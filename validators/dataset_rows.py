@@ -14,13 +14,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from envkit.diagnostics import Diagnostic, Severity
+from envkit.model.diagnostics import Diagnostic, Severity
 from envkit.validators._base import Inputs, Rule
 from envkit.validators._responses import CREATE_PARAMS_FIELDS, input_problems
 from envkit.validators.row_context import AGENT_TYPE, RowContext, row_context
 
 if TYPE_CHECKING:
-    from envkit.dataset import Dataset, Row
+    from envkit.model.dataset import Dataset, Row
 
 __all__ = [
     "CHECKS",

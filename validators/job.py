@@ -1,6 +1,6 @@
 """EK6xx: the platform's ``rl`` GRPO job JSON, checked before submit.
 
-Names, types, ranges and defaults come from the one job model (``envkit.jobspec``), which also
+Names, types, ranges and defaults come from the one job model (``envkit.model.jobspec``), which also
 generates ``envkit schema job``; the cross-field rules are the platform's own
 (``job_rules.py``). A job passes here exactly when the platform's job model and its pre-compile
 layout check accept it; every rejection carries a code and the key path.
@@ -14,14 +14,14 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from envkit.diagnostics import Diagnostic, Severity
-from envkit.jobspec import JobSettings, read_job
+from envkit.model.diagnostics import Diagnostic, Severity
+from envkit.model.jobspec import JobSettings, read_job
 from envkit.validators._base import Inputs, Rule
 from envkit.validators.job_rules import findings
 
 if TYPE_CHECKING:
-    from envkit.job import JobDoc
-    from envkit.jobspec import Problem
+    from envkit.model.jobfile import JobDoc
+    from envkit.model.jobspec import Problem
 
 __all__ = ["CHECKS", "REF_FIELDS", "RULES", "is_local_ref", "is_workspace_ref", "job_diagnostics"]
 
@@ -293,7 +293,7 @@ def _did_you_mean(path: tuple[str, ...]) -> str | None:
 
 
 def _model_of(hint: Any) -> Any:
-    import envkit.jobspec as model
+    import envkit.model.jobspec as model
 
     name = str(hint).split("|")[0].strip()
     found = getattr(model, name, None)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from envkit.jobspec import GrpoSettings, JobSettings
+    from envkit.model.jobspec import GrpoSettings, JobSettings
 
 __all__ = ["RULE_CHECKS", "Finding", "findings"]
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from envkit.diagnostics import Diagnostic, Severity
-from envkit.gym_data import gym_data
-from envkit.package import INSTALL_MARKERS, MAX_ENTRIES, display_path
+from envkit.model.diagnostics import Diagnostic, Severity
+from envkit.model.gym_data import gym_data
+from envkit.model.package import INSTALL_MARKERS, MAX_ENTRIES, display_path
 from envkit.validators._base import Inputs, Rule
 
 if TYPE_CHECKING:
-    from envkit.package import ServerDir
+    from envkit.model.package import ServerDir
 
 __all__ = ["CHECKS", "MARKERS", "RULES", "WHEEL_FORMATS"]
 

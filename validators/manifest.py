@@ -14,14 +14,14 @@ import difflib
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from envkit.diagnostics import Diagnostic, Severity
-from envkit.package import MANIFEST, display_path
+from envkit.model.diagnostics import Diagnostic, Severity
+from envkit.model.package import MANIFEST, display_path
 from envkit.validators import config_paths
 from envkit.validators._base import Inputs, Rule, yaml_line, yaml_type
 from envkit.validators.config_paths import config_path_problems
 
 if TYPE_CHECKING:
-    from envkit.yamlio import YamlDoc
+    from envkit.model.yamlio import YamlDoc
 
 __all__ = [
     "ADAPTER_AGENTS",

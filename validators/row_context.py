@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from envkit.package import Package
+    from envkit.model.package import Package
 
 __all__ = ["ADAPTER_FORMAT", "AGENT_TYPE", "RowContext", "agent_instances", "row_context"]
 

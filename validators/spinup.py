@@ -5,12 +5,12 @@ download at start-up cannot be seen in the package's files; ``envkit smoke`` bri
 up and reports these codes (reading logs next to ``runtime_signatures``), and a failure that is
 really a static rule's keeps that rule's code (a module the venv lacks: EK403). ``CHECKS`` is
 empty: no static pass reports them. Their failing fixtures are the ``fixtures/smoke_*``
-packages, exercised by ``tests/test_smoke_gym.py``.
+packages, exercised by ``tests/smoke/test_run_gym.py``.
 """
 
 from __future__ import annotations
 
-from envkit.diagnostics import Severity
+from envkit.model.diagnostics import Severity
 from envkit.validators._base import Check, Rule
 
 __all__ = ["CHECKS", "EK701", "EK702", "EK703", "EK704", "RULES", "SPINUP_FIXTURES"]
@@ -62,8 +62,8 @@ SPINUP_FIXTURES = {
     "EK701": "fixtures/smoke_never_ready",
     "EK702": "fixtures/smoke_string_reward",
     "EK703": "fixtures/smoke_network_offline",
-    "EK704": "tests/test_smoke.py::test_rollout_diagnosis",
+    "EK704": "tests/smoke/test_run.py::test_rollout_diagnosis",
 }
 """Rule -> where a spin-up fails with it: the ``fixtures/smoke_*`` package that
-``tests/test_smoke_gym.py`` brings up, or (EK704, any other failed rollout: no package is
+``tests/smoke/test_run_gym.py`` brings up, or (EK704, any other failed rollout: no package is
 built to crash at random) the test of the diagnosis that assigns it."""

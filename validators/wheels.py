@@ -2,7 +2,7 @@
 
 Only the two wheels formats are checked (native-v1 ships no wheelhouse; EK206 covers a stray
 one). Everything is read from the ``Package`` model: filename tags, METADATA and the RECORD
-findings ``envkit.wheelfile`` recorded. No wheel is installed or imported.
+findings ``envkit.model.wheelfile`` recorded. No wheel is installed or imported.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from envkit.closure import (
+from envkit.model.closure import (
     RUNTIME_ORIGIN,
     Closure,
     Egress,
@@ -26,19 +26,19 @@ from envkit.closure import (
     usable,
     walk,
 )
-from envkit.diagnostics import Severity
-from envkit.gym_data import gym_data
-from envkit.package import INSTALL_MARKERS
+from envkit.model.diagnostics import Severity
+from envkit.model.gym_data import gym_data
+from envkit.model.package import INSTALL_MARKERS
 from envkit.validators._base import Inputs, Rule
 from envkit.validators.gym.model import view_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from envkit.diagnostics import Diagnostic
-    from envkit.package import Package
-    from envkit.target import Target
-    from envkit.wheelfile import WheelFile
+    from envkit.model.diagnostics import Diagnostic
+    from envkit.model.package import Package
+    from envkit.model.target import Target
+    from envkit.model.wheelfile import WheelFile
 
 __all__ = ["CHECKS", "RULES", "closure_roots"]
 

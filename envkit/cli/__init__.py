@@ -1,5 +1,5 @@
 """The ``envkit`` command: a thin click layer. Commands parse, call one core function, and
-return a typed result; ``main`` renders it (``envkit.render``) and decides the exit status.
+return a typed result; ``main`` renders it (``envkit.output.render``) and decides the exit status.
 
 Exit codes are decided here and nowhere else: 0 success/valid, 1 invalid/failed, 2 usage,
 missing extra or internal error, 130 interrupted. Results go to stdout; logs go to stderr
@@ -77,7 +77,7 @@ class _LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> int:
         """Run the command, then render its result or its error: the one exit path."""
-        from envkit import render
+        from envkit.output import render
 
         state = run_state(ctx)
         argv = [*getattr(ctx, "_protected_args", ()), *ctx.args]  # the command's, for errors

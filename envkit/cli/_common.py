@@ -15,10 +15,10 @@ from typing import Any
 
 import click
 
-from envkit.settings import SettingsError
-from envkit.settings import parse_glibc as _parse_glibc
-from envkit.settings import parse_python as _parse_python
-from envkit.target import ARCHES, Target
+from envkit.check.settings import SettingsError
+from envkit.check.settings import parse_glibc as _parse_glibc
+from envkit.check.settings import parse_python as _parse_python
+from envkit.model.target import ARCHES, Target
 
 __all__ = [
     "FORMAT_KEY",

@@ -63,7 +63,7 @@ def precheck(command: str, extra: str, *, package: Path | None = None,
     missing = missing_modules(extra)
     if not missing:
         return
-    from envkit.validate import ValidateRequest, validate
+    from envkit.check.validate import ValidateRequest, validate
     from envkit.validators import CheckOptions
 
     report = validate(ValidateRequest(package=package, dataset=dataset, job=job,

@@ -1,4 +1,4 @@
-"""``envkit build`` and ``envkit convert package``: parse, call ``envkit.build``, return it.
+"""``envkit build`` and ``envkit convert package``: parse, call ``envkit.builder.build``, return it.
 
 The verdict (the package's validate report) goes to stdout, JSON by default; logs and download
 progress go to stderr through rich.
@@ -22,7 +22,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from envkit.build import BuildRequest, BuildResult, build, convert_package
+from envkit.builder.build import BuildRequest, BuildResult, build, convert_package
 from envkit.cli._common import common_options, output_path_option, target_from, target_options
 from envkit.cli.submit import upload_options, upload_outputs
 from envkit.converters.gym_tree import FORMATS
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["build_command", "package_command"]
 
-_LOG = logging.getLogger("envkit.build")
+_LOG = logging.getLogger("envkit.builder.build")
 
 _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 _OUT = click.Path(file_okay=False, path_type=Path)

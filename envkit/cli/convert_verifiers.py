@@ -19,8 +19,8 @@ from envkit.converters.verifiers import (
     convert_verifiers,
 )
 from envkit.converters.vf_request import GYM_RELEASE_DATE
-from envkit.results import ConvertOutcome
-from envkit.target import ARCHES
+from envkit.model.target import ARCHES
+from envkit.output.results import ConvertOutcome
 from envkit.validators._base import DEFAULT_GYM_VERSION
 
 __all__ = ["verifiers_command"]

@@ -1,7 +1,7 @@
 """``envkit job status|logs|metrics|cancel|wait NAME``: follow a GRPO job on NeMo Platform.
 
 Each subcommand parses, calls one function of ``envkit.platform.commands`` and returns its
-outcome for ``envkit.render`` (JSON shapes: ``envkit schema job-output``). Without the
+outcome for ``envkit.output.render`` (JSON shapes: ``envkit schema job-output``). Without the
 ``platform`` extra every subcommand stops with the install line (exit 2).
 """
 

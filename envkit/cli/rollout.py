@@ -1,7 +1,7 @@
 """``envkit rollout``: run a package locally against a policy and report rewards.
 
 Parse -> ``envkit.trainer.rollout.rollout_package`` -> a ``RolloutOutcome`` that
-``envkit.render`` prints. Results (per-agent mean reward) on stdout; logs and progress on
+``envkit.output.render`` prints. Results (per-agent mean reward) on stdout; logs and progress on
 stderr. Exit 0 when every row finished, 1 when a row failed or a server did not start (with its
 log tail and likely EK code), 2 on usage errors or without the ``train`` extra.
 """
@@ -15,8 +15,8 @@ import click
 
 from envkit.cli._common import common_options, output_path_option, sigterm_as_interrupt
 from envkit.cli._extras import precheck
-from envkit.gym_data import DEFAULT_GYM_VERSION
-from envkit.results import RolloutOutcome
+from envkit.model.gym_data import DEFAULT_GYM_VERSION
+from envkit.output.results import RolloutOutcome
 
 __all__ = ["rollout_command"]
 

@@ -1,5 +1,5 @@
 """``envkit smoke``: the spin-up gate. Parse -> ``envkit.smoke.run_smoke`` -> a
-``SmokeOutcome`` that ``envkit.render`` prints.
+``SmokeOutcome`` that ``envkit.output.render`` prints.
 
 Exit 0 when every server came up and every agent returned a numeric reward, 1 when not (each
 failure with its server's log tail and likely EK code), 2 on usage errors, 130 on Ctrl-C or
@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from envkit.cli._common import common_options, sigterm_as_interrupt, target_from, target_options
-from envkit.gym_data import DEFAULT_GYM_VERSION
+from envkit.model.gym_data import DEFAULT_GYM_VERSION
 
 if TYPE_CHECKING:
-    from envkit.gate import GateRequest
+    from envkit.check.gate import GateRequest
     from envkit.smoke import SmokeOutcome, SmokeRequest
 
 __all__ = ["FORMATS", "run_smoke_request", "smoke_command", "smoke_from_validate",

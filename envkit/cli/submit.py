@@ -3,7 +3,7 @@
 Validation is ``envkit validate``'s gate (target from the package's wheels.lock unless flags or
 the configuration say otherwise; selectors as ruff's); then the package and dataset go up as
 content-addressed FileSets and the GRPO job is created. The outcome is rendered by
-``envkit.render`` (JSON by default: ``envkit schema submit``); progress goes to stderr.
+``envkit.output.render`` (JSON by default: ``envkit schema submit``); progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ import click
 from envkit.cli._common import VERBOSITY_KEY, common_options, output_path_option, run_state
 from envkit.cli._extras import missing_modules, require_extra
 from envkit.cli.job import platform_options, where_from
-from envkit.gym_data import DEFAULT_GYM_VERSION
+from envkit.model.gym_data import DEFAULT_GYM_VERSION
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from envkit.gate import GateRequest
+    from envkit.check.gate import GateRequest
     from envkit.platform.outcomes import SubmitOutcome
 
 __all__ = ["submit_command", "upload_options", "upload_outputs"]
@@ -103,8 +103,8 @@ def _gate_request(arch: str | None, python_version: str | None, glibc: str | Non
                   select: tuple[str, ...], ignore: tuple[str, ...],
                   extend_select: tuple[str, ...], extend_ignore: tuple[str, ...],
                   isolated: bool) -> GateRequest:
-    from envkit.gate import GateRequest
-    from envkit.settings import Settings
+    from envkit.check.gate import GateRequest
+    from envkit.check.settings import Settings
 
     flags = Settings(select=select or None, ignore=ignore or None, extend_select=extend_select,
                      extend_ignore=extend_ignore, arch=arch, glibc=glibc, python=python_version,

@@ -1,6 +1,6 @@
 """``envkit train``: GRPO on a job JSON against a package's real Gym servers.
 
-Parse -> ``envkit.trainer.run.run_training`` -> a ``TrainOutcome`` that ``envkit.render``
+Parse -> ``envkit.trainer.run.run_training`` -> a ``TrainOutcome`` that ``envkit.output.render``
 prints. Final metrics go to stdout (JSON with ``--output-format json``); the per-step progress
 line and logs go to stderr. Exit 0 when training finished, 1 when the inputs fail validation or
 a run cannot start, 2 on usage errors or without the ``train`` extra.
@@ -14,8 +14,8 @@ import click
 
 from envkit.cli._common import common_options, output_path_option, sigterm_as_interrupt
 from envkit.cli._extras import precheck
-from envkit.gym_data import DEFAULT_GYM_VERSION
-from envkit.results import CompiledConfig, TrainOutcome
+from envkit.model.gym_data import DEFAULT_GYM_VERSION
+from envkit.output.results import CompiledConfig, TrainOutcome
 
 __all__ = ["train_command"]
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from envkit.cli._common import common_options, report_file_option
-from envkit.diagnostics import parse_selectors
-from envkit.gym_data import DEFAULT_GYM_VERSION
-from envkit.results import RuleDocs, SchemaText, SettingsView
+from envkit.model.diagnostics import parse_selectors
+from envkit.model.gym_data import DEFAULT_GYM_VERSION
+from envkit.output.results import RuleDocs, SchemaText, SettingsView
 from envkit.schemas import SCHEMAS, schema_text
 
 __all__ = ["rule_command", "schema_command", "validate_command"]
@@ -76,8 +76,8 @@ def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | 
     flags win. Reports every violation in one run. Exit 0 when all are valid, 1 when any is
     not, 2 on usage errors.
     """
-    from envkit.gate import GateRequest, resolve_settings, run_gate
-    from envkit.settings import Settings
+    from envkit.check.gate import GateRequest, resolve_settings, run_gate
+    from envkit.check.settings import Settings
 
     flags = Settings(select=_codes(select), ignore=_codes(ignore),
                      extend_select=extend_select, extend_ignore=extend_ignore, arch=arch,
@@ -87,7 +87,7 @@ def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | 
                           verify_hashes=verify_hashes, isolated=isolated,
                           ignore_unowned_files=ignore_unowned_files)
     if show_settings:
-        from envkit.discovery import discover
+        from envkit.check.discovery import discover
 
         packages = discover(paths, exclude).packages if paths else ()
         return SettingsView(tuple((str(p), resolve_settings(p, request).as_dict())

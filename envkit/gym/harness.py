@@ -27,7 +27,7 @@ from envkit.validators.wheels import EK403
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from envkit.package import Package
+    from envkit.model.package import Package
 
 __all__ = [
     "BUILT_IN_HARNESSES",
@@ -154,7 +154,7 @@ def stage_harness(gym_root: Path, work: Path, package: Package) -> StagedHarness
     """Copy the built-in harness into ``work`` (a copy of ``package``) with offline
     requirements; None when the package is not an adapter package on a built-in harness.
 
-    ``package`` is the model ``envkit.package.load_package`` read, the validator's own.
+    ``package`` is the model ``envkit.model.package.load_package`` read, the validator's own.
 
     :raises HarnessError: the harness or a vendored wheel is missing.
     """

@@ -29,7 +29,7 @@ from pathlib import Path
 from envkit.gym.diagnose import diagnose_log, tail
 from envkit.gym.types import GymRuntimeError, PolicyEndpoint
 from envkit.gym.venv import GymVenv, uv_binary
-from envkit.isolation import isolated_env
+from envkit.supply.isolation import isolated_env
 from envkit.validators.wheels import EK403
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Prompt rows for Gym: read from a dataset directory, expanded as ``gym eval run`` does.
 
-Rows are read through the validator's own dataset model (``envkit.dataset``), so a file that
+Rows are read through the validator's own dataset model (``envkit.model.dataset``), so a file that
 trains or rolls out here is read exactly as ``envkit validate --dataset`` read it.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from envkit.dataset import load_dataset
+from envkit.model.dataset import load_dataset
 from envkit.validators.dataset_rows import EK500, EK501
 
 if TYPE_CHECKING:

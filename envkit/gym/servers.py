@@ -24,7 +24,6 @@ from typing import Any
 
 import yaml
 
-from envkit.cache import cache_root
 from envkit.gym.diagnose import diagnose_log, tail
 from envkit.gym.harness import HarnessError, stage_harness
 from envkit.gym.install import (
@@ -47,7 +46,8 @@ from envkit.gym.types import (
     StartedInWith,
 )
 from envkit.gym.venv import GymVenv, ensure_gym_venv
-from envkit.package import Package, load_package
+from envkit.model.package import Package, load_package
+from envkit.supply.cache import cache_root
 from envkit.validators.config_paths import EK104
 from envkit.validators.manifest import EK100, EK101
 

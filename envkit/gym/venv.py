@@ -17,8 +17,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from envkit.cache import cache_root
-from envkit.isolation import isolated_env
+from envkit.supply.cache import cache_root
+from envkit.supply.isolation import isolated_env
 from envkit.validators._base import DEFAULT_GYM_VERSION
 
 __all__ = [

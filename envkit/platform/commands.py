@@ -1,7 +1,7 @@
 """The library behind ``envkit submit`` and ``envkit job``: one function per command.
 
 Each takes a request, talks to the platform and returns an outcome (``envkit.platform.outcomes``)
-for ``envkit.render``; failures are exceptions (``PlatformError``, ``SubmitRejected``). httpx
+for ``envkit.output.render``; failures are exceptions (``PlatformError``, ``SubmitRejected``). httpx
 is imported only once a client is opened, after the inputs were checked, so a missing
 ``platform`` extra is reported by name instead of as an ImportError deep inside.
 """
@@ -15,11 +15,11 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from envkit.gate import GateRequest, gate_package
+from envkit.check.gate import GateRequest, gate_package
+from envkit.metrics.records import metrics_records, write_metrics
 from envkit.platform import jobs
 from envkit.platform.connection import resolve_connection
 from envkit.platform.errors import SubmitRejected, UploadInterrupted
-from envkit.platform.metrics import metrics_records, write_metrics
 from envkit.platform.outcomes import JobLogs, JobMetrics, JobReply, SubmitOutcome
 from envkit.platform.progress import live_status, status_line, upload_progress
 
@@ -27,9 +27,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
+    from envkit.check.report import ValidationRun
     from envkit.platform.http import PlatformClient
     from envkit.platform.submit import SubmitResult
-    from envkit.report import ValidationRun
 
 __all__ = ["SubmitRequest", "Where", "cancel", "check_submission", "logs", "metrics", "status",
            "submit", "upload_outputs", "wait"]
@@ -153,7 +153,7 @@ def _follow(client: PlatformClient, ref: jobs.JobRef, output: Path | None,
 
 def _write_results(status: dict[str, Any], out_dir: Path) -> tuple[Path, ...]:
     """``metrics.jsonl`` and ``reward_curve.png``, as a local ``envkit train`` run writes them."""
-    from envkit.plot import reward_curve
+    from envkit.metrics.plot import reward_curve
 
     records = metrics_records(status)
     written = [write_metrics(records, out_dir)]

@@ -1,4 +1,4 @@
-"""What ``envkit submit`` and ``envkit job ...`` hand to ``envkit.render``, and their JSON.
+"""What ``envkit submit`` and ``envkit job ...`` hand to ``envkit.output.render``, and their JSON.
 
 Each outcome knows its versioned JSON shape (``envkit schema submit`` / ``envkit schema
 job-output``) and the exit status it stands for; how it looks for people is the renderer's.

@@ -105,7 +105,7 @@ def upload_progress(show: bool) -> Iterator[CountingProgress]:
 
 def status_line(status: dict[str, Any]) -> str:
     """``status running  step training  training step 3  train_reward 0.4``."""
-    from envkit.platform.metrics import latest, metrics_records
+    from envkit.metrics.records import latest, metrics_records
 
     records = metrics_records(status)
     steps = status.get("steps") or []

@@ -14,10 +14,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from envkit.atomic import write_text
-from envkit.cache import cache_root
 from envkit.platform.errors import PlatformError
-from envkit.wheelcache import sha256_file
+from envkit.supply.atomic import write_text
+from envkit.supply.cache import cache_root
+from envkit.supply.wheelcache import sha256_file
 
 __all__ = ["Tree", "TreeFile", "scan_tree"]
 

@@ -16,14 +16,14 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
+from envkit.endpoint.generation import Completion, GenerationOutput
+from envkit.endpoint.server import PolicyServer
 from envkit.gym.client import RolloutAbortedError, collect
 from envkit.gym.diagnose import diagnose_log
 from envkit.gym.rollout import Rollout as RolloutResult
 from envkit.gym.servers import GymRuntime
 from envkit.gym.types import GymRuntimeError, GymServers, PolicyEndpoint, RuntimeOptions
 from envkit.gym.venv import GymVenvError, ensure_gym_venv
-from envkit.trainer.generation.interface import Completion, GenerationOutput
-from envkit.trainer.policy_server import PolicyServer
 
 __all__ = [
     "Completion",

@@ -1,7 +1,7 @@
 """``envkit validate PKG --smoke``: the smoke request from validate's resolved settings.
 
 Why here: ``validate`` resolves every package's settings (config file, per-package overrides,
-flags) and target (flags, config, else ``wheels.lock``) through ``envkit.gate``; the smoke run
+flags) and target (flags, config, else ``wheels.lock``) through ``envkit.check.gate``; the smoke run
 that follows must check the package under exactly those, not under smoke's own defaults.
 """
 
@@ -11,9 +11,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from envkit.discovery import discover
-from envkit.gate import GateRequest, GateUsageError, choose_target, resolve_settings, selection
-from envkit.gym_data import DEFAULT_GYM_VERSION
+from envkit.check.discovery import discover
+from envkit.check.gate import (
+    GateRequest,
+    GateUsageError,
+    choose_target,
+    resolve_settings,
+    selection,
+)
+from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.smoke.run import SmokeRequest
 
 __all__ = ["smoke_request"]

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envkit.report import Report
+from envkit.check.report import Report
 
 __all__ = ["SMOKE_VERSION", "AgentResult", "Failure", "ServerResult", "SmokeOutcome", "SmokeReport"]
 
@@ -111,7 +111,7 @@ class SmokeReport:
 @dataclass(frozen=True)
 class SmokeOutcome:
     """``envkit smoke`` (and ``validate --smoke``): the report and the package it is about,
-    for ``envkit.render`` (JSON: ``envkit schema smoke``)."""
+    for ``envkit.output.render`` (JSON: ``envkit schema smoke``)."""
 
     report: SmokeReport
     package: Path

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from envkit.smoke.scripted import completion_for_row, prompt_text
+from envkit.endpoint.scripted import completion_for_row, prompt_text
 
 __all__ = ["SMOKE_PROMPT", "dataset_rows", "rows_for", "scripted_answers"]
 

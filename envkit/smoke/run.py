@@ -15,16 +15,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from envkit.gym_data import DEFAULT_GYM_VERSION
-from envkit.report import Report
+from envkit.check.report import Report
+from envkit.check.validate import ValidateRequest, validate
+from envkit.endpoint.scripted import DEFAULT_COMPLETION, ScriptedBackend
+from envkit.model.gym_data import DEFAULT_GYM_VERSION
+from envkit.model.target import Target
 from envkit.smoke import _runtime as rt
 from envkit.smoke.isolation import Isolation, offline_network
 from envkit.smoke.report import Failure, SmokeReport
 from envkit.smoke.rows import dataset_rows, rows_for, scripted_answers
-from envkit.smoke.scripted import DEFAULT_COMPLETION, ScriptedBackend
 from envkit.smoke.verdict import rollout_report, start_failure_report
-from envkit.target import Target
-from envkit.validate import ValidateRequest, validate
 from envkit.validators import CheckOptions
 
 __all__ = ["SmokeRequest", "run_smoke"]

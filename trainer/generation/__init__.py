@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envkit.trainer.generation.interface import (
+from envkit.endpoint.generation import (
     Completion,
     GenerationBackend,
     GenerationError,

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from envkit.trainer.generation._chat import render_fallback
-from envkit.trainer.generation.interface import (
+from envkit.endpoint.generation import (
     Completion,
     GenerationError,
     GenerationOutput,
     Prompt,
     SamplingParams,
 )
+from envkit.trainer.generation._chat import render_fallback
 from envkit.trainer.hf_overrides import apply_hf_overrides
 
 if TYPE_CHECKING:

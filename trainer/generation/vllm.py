@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envkit.trainer.generation.interface import (
+from envkit.endpoint.generation import (
     Completion,
     GenerationError,
     GenerationOutput,

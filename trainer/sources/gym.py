@@ -31,12 +31,12 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
+    from envkit.endpoint.generation import GenerationBackend
+    from envkit.endpoint.server import PolicyServer
     from envkit.gym.rollout import Rollout, TokenTurn
     from envkit.gym.types import GymServers
     from envkit.trainer.config import GrpoConfig
-    from envkit.trainer.generation.interface import GenerationBackend
     from envkit.trainer.policy import Policy
-    from envkit.trainer.policy_server import PolicyServer
 
 __all__ = [
     "GymRolloutSource",
@@ -88,7 +88,7 @@ def open_session(
     The session owns the server and the engine (closed with it); on a failure here they are
     closed before the error goes on.
     """
-    from envkit.trainer.policy_server import PolicyServer
+    from envkit.endpoint.server import PolicyServer
 
     engine_ = make_backend(model, backend, engine)
     server: PolicyServer | None = None

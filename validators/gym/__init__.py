@@ -2,9 +2,9 @@
 
 Every fact here was checked against the real parser (``nemo_gym.global_config``,
 ``nemo_gym.config_types``, ``nemo_gym.cli.env``) and is re-checked by
-``tests/test_gym_fidelity.py``, which loads each fixture, edge variants and a sample of Gym's own
-server configs with Gym itself. Where a config is wrong in a way Gym aborts on, the rule is an
-error; where Gym accepts it but the run silently does something else (a skipped block, an
+``tests/validators/gym/test_fidelity.py``, which loads each fixture, edge variants and a sample of
+Gym's own server configs with Gym itself. Where a config is wrong in a way Gym aborts on, the rule
+is an error; where Gym accepts it but the run silently does something else (a skipped block, an
 override, a deferred failure), it is a warning.
 
 The checks read one merged view of the configs (``gym.model``), built once per package.

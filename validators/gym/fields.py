@@ -15,8 +15,8 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from envkit.gym_data import gym_data
-from envkit.package import INSTALL_MARKERS, safe_relpath
+from envkit.model.gym_data import gym_data
+from envkit.model.package import INSTALL_MARKERS, safe_relpath
 from envkit.validators.gym.model import Opaque, own_servers, view_of
 from envkit.validators.gym.rules import EK318
 from envkit.validators.gym.shapes import fmt_keypath
@@ -24,9 +24,9 @@ from envkit.validators.gym.shapes import fmt_keypath
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from envkit.diagnostics import Diagnostic
-    from envkit.gym_data import ServerModel
-    from envkit.package import Package
+    from envkit.model.diagnostics import Diagnostic
+    from envkit.model.gym_data import ServerModel
+    from envkit.model.package import Package
     from envkit.validators._base import Inputs
     from envkit.validators.gym.model import GymView, Instance
 

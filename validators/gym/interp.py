@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from envkit.gym_data import gym_data
+from envkit.model.gym_data import gym_data
 from envkit.validators.gym.model import Opaque
 from envkit.validators.gym.shapes import classify
 

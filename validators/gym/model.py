@@ -15,15 +15,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from envkit.gym_data import builtin_configs, gym_data
-from envkit.package import safe_relpath
+from envkit.model.gym_data import builtin_configs, gym_data
+from envkit.model.package import safe_relpath
+from envkit.model.yamlio import YamlDoc
 from envkit.validators.gym.shapes import Shape, classify
-from envkit.yamlio import YamlDoc
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from envkit.package import Package
+    from envkit.model.package import Package
 
 __all__ = [
     "Definition",

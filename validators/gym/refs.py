@@ -6,8 +6,8 @@ import difflib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from envkit.diagnostics import Severity
-from envkit.package import MANIFEST, safe_relpath
+from envkit.model.diagnostics import Severity
+from envkit.model.package import MANIFEST, safe_relpath
 from envkit.validators.gym.model import own_servers, view_of
 from envkit.validators.gym.rules import (
     AGENTS,
@@ -27,8 +27,8 @@ from envkit.validators.gym.shapes import find_refs, fmt_keypath
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from envkit.diagnostics import Diagnostic
-    from envkit.package import Package
+    from envkit.model.diagnostics import Diagnostic
+    from envkit.model.package import Package
     from envkit.validators._base import Inputs
     from envkit.validators.gym.model import GymView, Instance
     from envkit.validators.gym.shapes import Ref

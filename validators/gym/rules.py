@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from envkit.diagnostics import Severity
-from envkit.gym_data import gym_data
+from envkit.model.diagnostics import Severity
+from envkit.model.gym_data import gym_data
 from envkit.validators._base import Rule
 
 __all__ = ["AGENTS", "ENVS", "MODELS", "POLICY_MODEL", "RESOURCES", "RULES"]

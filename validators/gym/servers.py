@@ -6,9 +6,9 @@ import difflib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from envkit.diagnostics import Severity
-from envkit.gym_data import gym_data
-from envkit.package import safe_relpath
+from envkit.model.diagnostics import Severity
+from envkit.model.gym_data import gym_data
+from envkit.model.package import safe_relpath
 from envkit.validators.gym.model import own_servers, view_of
 from envkit.validators.gym.rules import (
     AGENTS,
@@ -29,8 +29,8 @@ from envkit.validators.gym.shapes import find_refs, fmt_keypath
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from envkit.diagnostics import Diagnostic
-    from envkit.package import Package
+    from envkit.model.diagnostics import Diagnostic
+    from envkit.model.package import Package
     from envkit.validators._base import Inputs, Rule
     from envkit.validators.gym.model import GymView, Instance
 

@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from envkit.package import SERVER_TYPES
+from envkit.model.package import SERVER_TYPES
 
 if TYPE_CHECKING:
-    from envkit.yamlio import KeyPath
+    from envkit.model.yamlio import KeyPath
 
 __all__ = ["Ref", "Shape", "classify", "find_refs", "fmt_keypath"]
 

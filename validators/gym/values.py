@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from envkit.diagnostics import Severity
-from envkit.gym_data import builtin_configs, gym_data
-from envkit.package import safe_relpath
+from envkit.model.diagnostics import Severity
+from envkit.model.gym_data import builtin_configs, gym_data
+from envkit.model.package import safe_relpath
 from envkit.validators.gym.interp import find_interpolation_problems
 from envkit.validators.gym.model import own_servers, view_of
 from envkit.validators.gym.rules import EK311, EK313, EK315, EK316
@@ -16,8 +16,8 @@ from envkit.validators.gym.shapes import fmt_keypath
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from envkit.diagnostics import Diagnostic
-    from envkit.package import Package
+    from envkit.model.diagnostics import Diagnostic
+    from envkit.model.package import Package
     from envkit.validators._base import Inputs
 
 __all__ = ["check_datasets", "check_includes", "check_interpolations"]

@@ -1,0 +1,371 @@
+"""``envkit build`` / ``envkit convert package``: plan, vendor, lock, swap in, validate.
+
+Output goes through ``envkit.supply.atomic``: a killed or failing build leaves the previous output
+untouched and no half package, and ``wheels/`` is always fresh, so it never keeps a stale
+version next to the new one (the "GRPO and Reward Environments" guide: "Clear wheels/ before
+rebuilding into it"). Stale
+temp dirs of killed runs are removed by the next run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from packaging.specifiers import SpecifierSet
+
+from envkit.check.validate import ValidateRequest, validate
+from envkit.converters.gym_tree import (
+    GymTreeError,
+    ServerSource,
+    TreePlan,
+    discover_servers,
+    plan_tree,
+    server_requirements,
+)
+from envkit.model.gym_data import DEFAULT_GYM_VERSION, gym_data, runtime_requirements
+from envkit.model.package import SERVER_TYPES, load_package
+from envkit.model.target import Target
+from envkit.model.yamlio import YamlReadError, read_mapping
+from envkit.supply.atomic import (
+    EscapingPathError,
+    make_temp_dir,
+    stale_temp_dirs,
+    swap_into_place,
+    write_files,
+)
+from envkit.supply.cache import cache_root
+from envkit.supply.downloads import vendor_pins
+from envkit.supply.resolve import PinnedWheel, ResolutionCache, resolve_closure
+from envkit.supply.sdists import SdistBuild
+from envkit.supply.uvcmd import Runner, UvSources, run_subprocess, uv_version
+from envkit.supply.wheelcache import WheelCache
+from envkit.validators import CheckOptions, Inputs
+from envkit.validators.wheels import closure_roots
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from envkit.check.report import Report
+    from envkit.supply.downloads import FetchProgress
+
+__all__ = [
+    "LOCK_NAME",
+    "BuildError",
+    "BuildRequest",
+    "BuildResult",
+    "build",
+    "convert_package",
+]
+
+LOCK_NAME = "wheels.lock"
+LOCK_VERSION = "1.0"
+
+Log = Callable[[str], None]
+
+
+class BuildError(RuntimeError):
+    """The build cannot go on (bad source, resolution or download failure, unsafe output)."""
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    """One ``envkit build`` (or ``convert package``) invocation."""
+
+    sources: tuple[Path, ...]
+    out: Path
+    fmt: str = "wheels-v1"
+    target: Target = field(default_factory=Target)
+    gym_version: str = DEFAULT_GYM_VERSION
+    name: str | None = None
+    description: str | None = None
+    dataset_dir: Path | None = None
+    wheels_dirs: tuple[Path, ...] = ()
+    runtime_pins: bool = True
+    """Vendor nemo-gym==V, ray[default] and openai at Gym's pins (offline-clean package)."""
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+    resolve_offline: bool = False
+    """Resolve from uv's cache and ``wheels_dirs`` only."""
+    cache_dir: Path | None = None
+    refresh: bool = False
+    """Re-resolve instead of reusing a cached resolution (new releases; files stay cached)."""
+
+    @property
+    def data_dir(self) -> Path:
+        return self.dataset_dir or self.out.parent / f"{self.out.name}-data"
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    out: Path
+    dataset_dir: Path | None
+    wheels: tuple[PinnedWheel, ...]
+    report: Report
+    notes: tuple[str, ...] = ()
+
+
+def _python_floor(target: Target) -> str | None:
+    """nemo-gym declares ``Requires-Python >=3.13.14``: the image's interpreter satisfies it,
+    so resolving for plain ``3.13`` (= 3.13.0) would wrongly reject nemo-gym."""
+    for spec in SpecifierSet(gym_data().requires_python):
+        parts = spec.version.split(".")
+        if spec.operator == ">=" and tuple(map(int, parts[:2])) == target.python:
+            return spec.version
+    return None
+
+
+def build(request: BuildRequest, *, runner: Runner = run_subprocess,
+          progress: FetchProgress | None = None, log: Log = lambda _m: None) -> BuildResult:
+    """Build a package from Gym server trees.
+
+    :raises BuildError: a source, resolution, download or output problem (nothing replaced).
+    """
+    try:
+        servers = [s for src in request.sources for s in discover_servers(src)]
+        name = request.name or servers[0].impl.replace("_", "-")
+        plan = plan_tree(servers, request.fmt, name, request.description)
+    except GymTreeError as exc:
+        raise BuildError(str(exc)) from None
+    for note in plan.notes:
+        log(note)
+    requirements = _requirements(plan, request) if request.fmt == "wheels-v1" else []
+    return _produce(request, plan, requirements, runner=runner, progress=progress, log=log)
+
+
+def _requirements(plan: TreePlan, request: BuildRequest) -> list[tuple[str, str]]:
+    """``(requirement, origin)`` pairs: every server's lines, then the runtime pins."""
+    pairs = [(line, f"{rel}/requirements.txt")
+             for rel, lines in plan.requirements.items() for line in lines]
+    if request.runtime_pins:
+        pairs += [(line, "Gym runtime (server venv install)")
+                  for line in runtime_requirements(request.gym_version)]
+    return pairs
+
+
+def convert_package(request: BuildRequest, *, runner: Runner = run_subprocess,
+                    progress: FetchProgress | None = None,
+                    log: Log = lambda _m: None) -> BuildResult:
+    """native-v1 -> wheels-v1: same tree, ``format`` switched, servers' closure vendored.
+
+    :raises BuildError: the source is not a readable native-v1 package.
+    """
+    src = request.sources[0]
+    manifest = _read_manifest(src)
+    if manifest.get("format") != "native-v1":
+        msg = f"{src}: convert package reads native-v1 packages, not {manifest.get('format')!r}"
+        raise BuildError(msg)
+    plan = TreePlan()
+    for path in sorted(p for p in src.rglob("*") if p.is_file() and not p.is_symlink()):
+        rel = path.relative_to(src).as_posix()
+        if rel.startswith("wheels/") or path.suffix in {".jsonl", ".pyc"}:
+            log(f"left out {rel}")
+            continue
+        plan.files[rel] = path
+    manifest["format"] = "wheels-v1"
+    plan.files["nemo-environment.yaml"] = yaml.safe_dump(manifest, sort_keys=False).encode()
+    pairs = [(line, f"{rel}/requirements.txt")
+             for rel, lines in _package_server_requirements(src).items() for line in lines]
+    if request.runtime_pins:
+        pairs += [(line, "Gym runtime (server venv install)")
+                  for line in runtime_requirements(request.gym_version)]
+    return _produce(request, plan, pairs, runner=runner, progress=progress, log=log)
+
+
+def _read_manifest(src: Path) -> dict[str, Any]:
+    try:
+        return read_mapping(src / "nemo-environment.yaml")
+    except YamlReadError as exc:
+        msg = f"{exc} (run `envkit validate {src}`)"
+        raise BuildError(msg) from None
+
+
+def _package_server_requirements(src: Path) -> dict[str, list[str]]:
+    out = {}
+    for stype in SERVER_TYPES:
+        for impl in sorted(p for p in (src / stype).glob("*") if p.is_dir()):
+            if (impl / "requirements.txt").is_file() or (impl / "pyproject.toml").is_file():
+                server = ServerSource(stype, impl.name, impl, ())
+                try:
+                    out[server.rel] = server_requirements(server)
+                except GymTreeError as exc:
+                    raise BuildError(str(exc)) from None
+    return out
+
+
+def _produce(request: BuildRequest, plan: TreePlan, requirements: list[tuple[str, str]], *,
+             runner: Runner, progress: FetchProgress | None, log: Log) -> BuildResult:
+    out, data_dir = request.out.absolute(), request.data_dir.absolute()
+    _refuse_nesting(request)
+    _refuse_foreign(out, data_dir if plan.dataset else None)
+    for parent in {out.parent, data_dir.parent}:
+        parent.mkdir(parents=True, exist_ok=True)
+        for stale in stale_temp_dirs(parent):
+            log(f"removing stale {stale.name} left by a killed build")
+            shutil.rmtree(stale, ignore_errors=True)
+    tmp, tmp_data = make_temp_dir(out), None
+    try:
+        write_files(tmp, plan.files)
+        if request.fmt == "wheels-v1" and request.runtime_pins:
+            requirements = [*requirements, *_venv_build_requirements(tmp, request)]
+        pins = _vendor(tmp, requirements, request, runner=runner, progress=progress, log=log) \
+            if request.fmt == "wheels-v1" else []
+        if plan.dataset:
+            tmp_data = make_temp_dir(data_dir)
+            write_files(tmp_data, plan.dataset)
+        swap_into_place(tmp, out)
+        if tmp_data is not None:
+            swap_into_place(tmp_data, data_dir)
+    except EscapingPathError as exc:
+        raise BuildError(str(exc)) from None
+    finally:
+        for leftover in (tmp, tmp_data):
+            if leftover is not None and leftover.exists():
+                shutil.rmtree(leftover, ignore_errors=True)
+    log(f"wrote {out}" + (f" and {data_dir}" if plan.dataset else ""))
+    report = _validate(out, data_dir if plan.dataset else None, request)
+    return BuildResult(out, data_dir if plan.dataset else None, tuple(pins), report,
+                       tuple(plan.notes))
+
+
+def _venv_build_requirements(root: Path, request: BuildRequest) -> list[tuple[str, str]]:
+    """Everything ``validate --offline`` will walk for the planned tree, as requirement lines.
+
+    Beyond the servers' own lines: a pyproject server's ``nemo-gym[dev]`` and build
+    requirements, and the install markers of the built-in servers the configs run without
+    shipping (the policy's ``vllm_model``). One source of truth: the validator's roots.
+    """
+    pkg = load_package(root)
+    options = CheckOptions(target=request.target, gym_version=request.gym_version, offline=True)
+    roots, _egress = closure_roots(pkg, Inputs(package=pkg, options=options))
+    return [(str(r.requirement), r.origin) for r in roots]
+
+
+def _vendor(root: Path, requirements: list[tuple[str, str]], request: BuildRequest, *,
+            runner: Runner, progress: FetchProgress | None, log: Log) -> list[PinnedWheel]:
+    lines = list(dict.fromkeys(line for line, _origin in requirements))
+    if not lines:
+        msg = ("nothing to vendor: the servers declare no requirements besides nemo-gym; "
+               "build with the runtime pins (the default) or use --format native-v1")
+        raise BuildError(msg)
+    cache = request.cache_dir or cache_root()
+    python_version = _python_floor(request.target) if request.runtime_pins else None
+    log(f"resolving {len(lines)} requirements for {request.target} with uv {uv_version()}"
+        + (f" (Python {python_version}: nemo-gym's Requires-Python floor)"
+           if python_version else ""))
+    try:
+        pins = resolve_closure(
+            lines, request.target, find_links=request.wheels_dirs,
+            index_url=request.index_url, extra_index_urls=request.extra_index_urls,
+            runner=runner, cache=ResolutionCache(cache / "resolutions"),
+            uv_cache_dir=cache / "uv", offline=request.resolve_offline,
+            python_version=python_version, refresh=request.refresh,
+        )
+        sdists = [p for p in pins if p.sdist]
+        log(f"fetching {len(pins) - len(sdists)} wheels")
+        for pin in sdists:
+            log(f"{pin.name}=={pin.version} has no wheel for {request.target}, only the sdist "
+                f"{pin.filename}: a pure wheel built from it is vendored if the project is pure "
+                "(built once, cached by the sdist's sha256)")
+        sources = UvSources(request.index_url, request.extra_index_urls, request.wheels_dirs,
+                            cache / "uv")
+        how = SdistBuild(sources, runner)
+        pins = vendor_pins(pins, root / "wheels", cache=WheelCache(cache / "wheels"),
+                           progress=progress, sdist_build=how)
+    except (RuntimeError, OSError) as exc:
+        raise BuildError(str(exc) + _glibc_hint(str(exc), request.target)) from None
+    lock = _lock(pins, requirements, request, python_version)
+    (root / LOCK_NAME).write_text(json.dumps(lock, indent=2) + "\n", "utf-8")
+    return pins
+
+
+def _glibc_hint(message: str, target: Target) -> str:
+    """The pinned Gym version's closure (pyarrow >= 23) has no manylinux_2_17 x86_64 wheels:
+    uv then pins the sdist of a compiled project, which cannot be cross-built."""
+    missing = "no usable wheels" in message or "cannot be cross-built" in message
+    if not missing or target.glibc_floor >= (2, 28):
+        return ""
+    floor = "{}_{}".format(*target.glibc_floor)
+    return (f" (hint: resolved for glibc {floor}; if the cluster's glibc is newer, "
+            f"pass e.g. --glibc 2_28)")
+
+
+def _lock(pins: Sequence[PinnedWheel], requirements: list[tuple[str, str]],
+          request: BuildRequest, python_version: str | None) -> dict[str, Any]:
+    """The vendored files, their sha256 and why each is there; no timestamps (reproducible)."""
+    origins: dict[str, list[str]] = {}
+    for line, origin in requirements:
+        origins.setdefault(line, []).append(origin)
+    by_name = {p.name: p for p in pins}
+    return {
+        "version": LOCK_VERSION,
+        "target": str(request.target),
+        "python_version": python_version or "{}.{}".format(*request.target.python),
+        "gym_version": request.gym_version,
+        "resolver": f"uv {uv_version()}",
+        "requirements": [{"requirement": line, "from": sorted(set(src))}
+                         for line, src in origins.items()],
+        "wheels": [{
+            "name": p.name, "version": p.version, "filename": p.filename,
+            "sha256": p.sha256, "url": p.url, "requested_by": list(p.requested_by),
+            "why": _chain(p.name, by_name),
+            **({"built_from": {"sdist_url": p.built_from[0], "sdist_sha256": p.built_from[1]}}
+               if p.built_from else {}),
+        } for p in pins],
+    }
+
+
+def _chain(name: str, by_name: dict[str, PinnedWheel]) -> list[str]:
+    """Shortest ``requirement -> ... -> name`` path through ``requested_by``."""
+    frontier: list[list[str]] = [[name]]
+    seen = {name}
+    while frontier:
+        path = frontier.pop(0)
+        pin = by_name.get(path[0])
+        for parent in pin.requested_by if pin else ():
+            if parent.startswith("requirement: "):
+                return [parent.removeprefix("requirement: "), *path]
+            if parent not in seen:
+                seen.add(parent)
+                frontier.append([parent, *path])
+    return [name]
+
+
+def _refuse_nesting(request: BuildRequest) -> None:
+    """An output inside a source would be copied into itself on the next build."""
+    out, data = request.out.resolve(), request.data_dir.resolve()
+    for src in request.sources:
+        if out.is_relative_to(src.resolve()) or data.is_relative_to(src.resolve()):
+            msg = f"-o/--dataset-dir must not be inside the source {src}"
+            raise BuildError(msg)
+    if data.is_relative_to(out):
+        msg = "--dataset-dir must not be inside the package: .jsonl cannot ship in it"
+        raise BuildError(msg)
+
+
+def _refuse_foreign(out: Path, data_dir: Path | None) -> None:
+    """Never replace a directory envkit did not write (a typo in ``-o`` must not wipe $HOME)."""
+    if out.exists() and (not out.is_dir() or (any(out.iterdir())
+                                              and not (out / "nemo-environment.yaml").is_file())):
+        msg = f"{out} exists and is not an environment package; choose another -o"
+        raise BuildError(msg)
+    if data_dir is not None and data_dir.exists():
+        others = [p for p in data_dir.rglob("*") if p.is_file() and p.suffix != ".jsonl"]
+        if not data_dir.is_dir() or others:
+            msg = (f"{data_dir} exists and holds more than .jsonl rows; "
+                   "choose another --dataset-dir")
+            raise BuildError(msg)
+
+
+def _validate(out: Path, data_dir: Path | None, request: BuildRequest) -> Report:
+    offline = request.fmt == "wheels-v1" and request.runtime_pins
+    options = CheckOptions(request.target, request.gym_version, offline)
+    has_rows = data_dir is not None and (data_dir / "training.jsonl").is_file()
+    return validate(ValidateRequest(package=out, dataset=data_dir if has_rows else None,
+                                    options=options))
+

@@ -1,0 +1,147 @@
+"""The result of a validate run over one or many packages, and its versioned JSON form.
+
+``envkit schema diagnostics`` is the JSON Schema of ``ValidationRun.to_dict()``. Version 2.0
+added ``packages`` and the ``package`` of every diagnostic (one run may cover a whole tree).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypedDict
+
+from envkit.model.diagnostics import Diagnostic, Severity
+
+__all__ = [
+    "REPORT_VERSION",
+    "DiagnosticDict",
+    "PackageDict",
+    "Report",
+    "ReportDict",
+    "ValidationRun",
+]
+
+REPORT_VERSION = "2.0"
+
+
+class DiagnosticDict(TypedDict):
+    code: str
+    severity: str
+    package: str | None
+    path: str
+    line: int | None
+    column: int | None
+    message: str
+    hint: str
+    url: str
+
+
+class PackageDict(TypedDict):
+    path: str | None
+    valid: bool
+    format: str | None
+    name: str | None
+    target: str
+    target_source: str
+    errors: int
+    warnings: int
+    notes: list[str]
+
+
+class ReportDict(TypedDict):
+    version: str
+    valid: bool
+    format: str | None
+    name: str | None
+    target: str | None
+    packages: list[PackageDict]
+    diagnostics: list[DiagnosticDict]
+
+
+@dataclass(frozen=True)
+class Report:
+    """One package (with its dataset and job, if any) checked against one target."""
+
+    format: str | None
+    name: str | None
+    target: str
+    diagnostics: tuple[Diagnostic, ...]
+    strict: bool = False
+    root: str | None = None
+    """The package directory as the user named it (``None``: only a dataset or job)."""
+    target_source: str = "default"
+    """Where the target came from: ``command line``, a config file, ``wheels.lock``, default."""
+    notes: tuple[str, ...] = ()
+    """Things the user should know that are not rule violations (a target the lock disagrees
+    with)."""
+    dataset: str | None = None
+    job: str | None = None
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity is Severity.ERROR]
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity is Severity.WARNING]
+
+    @property
+    def valid(self) -> bool:
+        """Warnings never fail a package unless ``--strict``."""
+        return not (self.errors or (self.strict and self.warnings))
+
+    def to_dict(self) -> ReportDict:
+        return ValidationRun((self,)).to_dict()
+
+    def package_dict(self) -> PackageDict:
+        return {
+            "path": self.root,
+            "valid": self.valid,
+            "format": self.format,
+            "name": self.name,
+            "target": self.target,
+            "target_source": self.target_source,
+            "errors": len(self.errors),
+            "warnings": len(self.warnings),
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class ValidationRun:
+    """Every package one ``envkit validate`` call covered: one report, one exit code."""
+
+    reports: tuple[Report, ...]
+
+    @property
+    def valid(self) -> bool:
+        return all(r.valid for r in self.reports)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.valid else 1
+
+    def to_dict(self) -> ReportDict:
+        one = self.reports[0] if len(self.reports) == 1 else None
+        return {
+            "version": REPORT_VERSION,
+            "valid": self.valid,
+            "format": one.format if one else None,
+            "name": one.name if one else None,
+            "target": one.target if one else None,
+            "packages": [r.package_dict() for r in self.reports],
+            "diagnostics": [_diag_dict(d, r.root) for r in self.reports for d in r.diagnostics],
+        }
+
+
+def _diag_dict(d: Diagnostic, package: str | None) -> DiagnosticDict:
+    return {
+        "code": d.code,
+        "severity": d.severity.value,
+        "package": package,
+        "path": d.path,
+        "line": d.line,
+        "column": d.column,
+        "message": d.message,
+        "hint": d.hint,
+        "url": d.url,
+    }

@@ -1,0 +1,142 @@
+"""Facts about the nemo-gym release the training image runs, generated from its wheel.
+
+``envkit/data/gym.json`` is written by ``scripts/gen_gym_data.py``; never edit it by hand.
+``DEFAULT_GYM_VERSION`` is the one place the pinned release is written: every default,
+runtime pin and docstring derives from it (``tests/model/test_gym_data.py`` checks the generated
+data was read off that same release).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from envkit.model.closure import runtime_roots
+
+__all__ = [
+    "DEFAULT_GYM_VERSION",
+    "GymData",
+    "ServerModel",
+    "builtin_configs",
+    "gym_data",
+    "runtime_requirements",
+]
+
+DEFAULT_GYM_VERSION = "0.7.0"
+"""The pinned Gym version: the nemo-gym release the training image runs."""
+
+
+@dataclass(frozen=True)
+class ServerModel:
+    """The pydantic config model a built-in server validates its block with when it starts.
+
+    Read off the real class by ``scripts/gym_server_models.py``: ``required`` is what pydantic
+    reports missing for a block with only Gym's own fields (host, port, entrypoint, name);
+    ``fields`` maps each other field to the simple types it accepts (``bool``, ``int``, ``float``,
+    ``str``, ``list``, ``dict``, ``none``), or None where its type (or a validator that sees the
+    raw value) is beyond a sure check.
+    """
+
+    model: str
+    required: tuple[str, ...]
+    fields: dict[str, frozenset[str] | None]
+    coerce_numbers_to_str: bool = False
+    strict: bool = False
+
+
+def _server_model(raw: dict[str, Any]) -> ServerModel | None:
+    if "unknown" in raw:
+        return None
+    return ServerModel(
+        model=raw["model"],
+        required=tuple(raw["required"]),
+        fields={k: frozenset(v) if v is not None else None for k, v in raw["fields"].items()},
+        coerce_numbers_to_str=bool(raw.get("coerce_numbers_to_str")),
+        strict=bool(raw.get("strict")),
+    )
+
+
+@dataclass(frozen=True)
+class GymData:
+    version: str
+    requires_python: str
+    requires_dist: tuple[str, ...]
+    domains: frozenset[str]
+    dataset_types: frozenset[str]
+    dataset_licenses: tuple[str, ...]
+    builtins: dict[str, frozenset[str]]
+    benchmark_dataset_types: frozenset[str] = frozenset()
+    """``datasets[].type`` values of Gym's ``BenchmarkDatasetConfig`` (need ``prepare_script``)."""
+    builtin_server_dirs: frozenset[str] = frozenset()
+    """``<type>/<impl>[/<sub>]`` directories Gym's install root holds with an install marker:
+    what ``_resolve_server_dir`` finds there (implementation keys may contain ``/``)."""
+    reserved_top_level_keys: frozenset[str] = frozenset()
+    """Top-level config keys Gym never treats as server instances (``config_paths`` ...)."""
+    runtime_keys: frozenset[str] = frozenset()
+    """Top-level keys Gym's parser fills in itself (``head_server``, ``port_range_low`` ...)."""
+    runtime_keys_for_fields: frozenset[str] = frozenset()
+    """The subset already set when Gym resolves a server's direct fields during parse."""
+    builtin_server_installs: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """``{"<type>/<impl>": (marker file name, trimmed text)}``: what Gym builds a built-in
+    server's venv from (``validate --offline`` walks it when the package does not ship it)."""
+    server_models: dict[str, dict[str, ServerModel | None]] = field(default_factory=dict)
+    """``{"<type>/<impl>": {entrypoint: model}}`` for built-in servers; None where the
+    entrypoint could not be imported in a plain Gym venv (its model is unknown)."""
+
+    def server_model(self, server_type: str, impl: str, entrypoint: str) -> ServerModel | None:
+        """The config model Gym's built-in ``<type>/<impl>/<entrypoint>`` validates with."""
+        return self.server_models.get(f"{server_type}/{impl}", {}).get(entrypoint)
+
+    def is_builtin(self, server_type: str, name: str) -> bool:
+        if "/" in name:
+            return f"{server_type}/{name}" in self.builtin_server_dirs
+        return name in self.builtins.get(server_type, frozenset())
+
+
+@cache
+def gym_data() -> GymData:
+    raw = json.loads(resources.files("envkit").joinpath("data/gym.json").read_text("utf-8"))
+    return GymData(
+        version=raw["nemo_gym_version"],
+        requires_python=raw["requires_python"],
+        requires_dist=tuple(raw["requires_dist"]),
+        domains=frozenset(raw["domains"]),
+        dataset_types=frozenset(raw["dataset_types"]),
+        dataset_licenses=tuple(raw["dataset_licenses"]),
+        builtins={k: frozenset(v) for k, v in raw["builtins"].items()},
+        benchmark_dataset_types=frozenset(raw.get("benchmark_dataset_types", ())),
+        builtin_server_dirs=frozenset(raw.get("builtin_server_dirs", ())),
+        reserved_top_level_keys=frozenset(raw.get("reserved_top_level_keys", ())),
+        runtime_keys=frozenset(raw.get("runtime_keys", ())),
+        runtime_keys_for_fields=frozenset(raw.get("runtime_keys_for_fields", ())),
+        builtin_server_installs={
+            k: (v["file"], v["text"]) for k, v in raw.get("builtin_server_installs", {}).items()
+        },
+        server_models={
+            server: {entry: _server_model(model) for entry, model in entries.items()}
+            for server, entries in raw.get("server_models", {}).items()
+        },
+    )
+
+
+@cache
+def builtin_configs() -> dict[str, dict]:
+    """Per YAML file of the nemo-gym wheel: its includes, server blocks and other top-level keys.
+
+    Written by ``scripts/gen_gym_configs.py``; loaded only when a package pulls in a config it
+    does not ship (Gym then reads the file from its install root).
+    """
+    text = resources.files("envkit").joinpath("data/gym_configs.json").read_text("utf-8")
+    configs: dict[str, dict] = json.loads(text)["configs"]
+    return configs
+
+
+def runtime_requirements(gym_version: str) -> list[str]:
+    """What Gym adds to every server venv: ``nemo-gym==V``, ``ray[default]``, ``openai`` at
+    nemo-gym's own Requires-Dist, and the ``pip`` its ``uv venv --seed`` installs: the same
+    roots ``validate --offline`` walks."""
+    roots = runtime_roots(gym_version, gym_data().requires_dist, "")
+    return [str(root.requirement) for root in roots]

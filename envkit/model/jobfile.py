@@ -1,0 +1,114 @@
+"""The GRPO job JSON model: the platform's ``rl`` job file, parsed once, with line numbers."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envkit.model.yamlio import YamlDoc, parse_yaml
+
+__all__ = ["MAX_JOB_BYTES", "JobDoc", "load_job", "parse_job"]
+
+
+@dataclass(frozen=True)
+class JobDoc:
+    path: str
+    data: Any = None
+    error: str | None = None
+    error_line: int | None = None
+    lines: YamlDoc = field(default_factory=lambda: YamlDoc(""))
+    """JSON is parsed by ``json``; the same text read as YAML gives key line numbers."""
+
+    def line_of(self, *keypath: str | int) -> int | None:
+        return self.lines.line_of(*keypath)
+
+
+def load_job(path: str | Path) -> JobDoc:
+    """Read a job file; a missing file is a usage error (raises ``FileNotFoundError``).
+
+    Opened non-blocking and checked on the open descriptor, so a FIFO (which would block
+    forever) or a device such as ``/dev/zero`` (endless) is reported instead of read, and a
+    huge file costs at most ``MAX_JOB_BYTES + 1`` bytes of memory.
+    """
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        return JobDoc(path.name, error=f"cannot be read: {exc.strerror or exc}")
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO, socket or device"
+            return JobDoc(path.name, error=f"not a regular file ({kind}); not read")
+        try:
+            raw = fh.read(MAX_JOB_BYTES + 1)
+        except OSError as exc:
+            return JobDoc(path.name, error=f"cannot be read: {exc.strerror or exc}")
+    return parse_job(path.name, raw)
+
+
+MAX_JOB_BYTES = 8 * 1024 * 1024
+"""A job file is a few KiB; anything larger is reported, not parsed."""
+
+MAX_INT_DIGITS = 64
+"""Job numbers are steps, sizes and seeds; a longer integer is reported, not parsed, so no
+check multiplies or prints a number with thousands of digits."""
+_LONG_INT = re.compile(rb"\d{%d}" % (MAX_INT_DIGITS + 1))
+
+
+MAX_DEPTH = 32
+"""A job nests four or five levels; checks (the JSON Schema among them) recurse per level."""
+
+
+def _too_deep(data: Any) -> bool:
+    stack = [(data, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+    return False
+
+
+class _LongInt(ValueError):
+    pass
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _LongInt
+    return int(text)
+
+
+def parse_job(name: str, raw: bytes) -> JobDoc:
+    """Parse a job file; never raises over its content (EK611 reports what went wrong)."""
+    if len(raw) > MAX_JOB_BYTES:
+        return JobDoc(name, error=f"file is {len(raw) / 2**20:.1f} MiB; a job file is a few KiB")
+    try:
+        data = json.loads(raw, parse_int=_bounded_int)
+    except UnicodeDecodeError:
+        return JobDoc(name, error="not UTF-8")
+    except json.JSONDecodeError as exc:
+        return JobDoc(name, error=f"invalid JSON: {exc.msg}", error_line=exc.lineno)
+    except _LongInt:
+        found = _LONG_INT.search(raw)
+        line = raw.count(b"\n", 0, found.start()) + 1 if found else None
+        return JobDoc(name, error=f"an integer has more than {MAX_INT_DIGITS} digits",
+                      error_line=line)
+    except RecursionError:
+        return JobDoc(name, error="invalid JSON: nested too deeply")
+    except ValueError as exc:  # e.g. a number json itself refuses to convert
+        return JobDoc(name, error=f"invalid JSON: {exc}")
+    if _too_deep(data):
+        return JobDoc(name, error=f"nested more than {MAX_DEPTH} levels deep")
+    return JobDoc(name, data=data, lines=parse_yaml(name, raw))

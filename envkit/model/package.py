@@ -1,0 +1,398 @@
+"""The package model: read a package directory once, so no validator touches the disk.
+
+``load_package`` is lenient (like ``packaging.metadata.parse_email``): it records what it
+could not read instead of raising, and the validators turn those records into diagnostics.
+Nothing in the package is imported or executed, and symlinks are never followed while
+walking, so loops and links out of the tree cannot hang or escape the reader.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import posixpath
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, Literal
+
+from envkit.model.reqfiles import include_target
+from envkit.model.wheelfile import WheelFile, read_wheel
+from envkit.model.yamlio import MAX_YAML_BYTES, YamlDoc, parse_yaml
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+__all__ = [
+    "INSTALL_MARKERS",
+    "MANIFEST",
+    "MAX_ENTRIES",
+    "SERVER_TYPES",
+    "FileEntry",
+    "Package",
+    "ServerDir",
+    "display_path",
+    "load_package",
+    "safe_relpath",
+]
+
+INSTALL_MARKERS = ("requirements.txt", "pyproject.toml")
+"""Files Gym builds a server venv from (exactly one per server dir)."""
+
+MANIFEST = "nemo-environment.yaml"
+SERVER_TYPES = (
+    "resources_servers",
+    "responses_api_agents",
+    "responses_api_models",
+    "environment_servers",
+)
+MAX_ENTRIES = 200_000
+"""A package with more entries than this is not walked further (reported, not crashed)."""
+
+_MAX_TEXT_BYTES = 1024 * 1024
+
+Kind = Literal["file", "dir", "symlink", "other"]
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One path in the package, as seen without following symlinks."""
+
+    path: str
+    kind: Kind
+    size: int = 0
+    link_target: str | None = None
+    """Raw ``readlink`` value for symlinks."""
+    link_inside: bool | None = None
+    """For symlinks: whether the fully resolved target stays inside the package root."""
+
+
+@dataclass(frozen=True)
+class ServerDir:
+    """``<server_type>/<impl>/`` as the package ships it."""
+
+    server_type: str
+    name: str
+    files: frozenset[str]
+    """Names of the regular files directly inside the directory."""
+    texts: Mapping[str, str] = field(default_factory=dict)
+    """Contents of ``requirements.txt`` / ``pyproject.toml`` when present and readable."""
+
+    @property
+    def path(self) -> str:
+        return f"{self.server_type}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Package:
+    """Everything the validators may look at, read once."""
+
+    root: Path
+    entries: Mapping[str, FileEntry]
+    manifest: YamlDoc | None
+    """None when ``nemo-environment.yaml`` is absent."""
+    configs: Mapping[str, YamlDoc]
+    """Parsed files named by ``config_paths`` that are safe to read (inside, regular), then the
+    in-package files their own ``config_paths`` pull in (Gym loads those too)."""
+    servers: tuple[ServerDir, ...]
+    wheels: tuple[WheelFile, ...]
+    read_errors: tuple[tuple[str, str], ...] = ()
+    """``(path, reason)`` for entries that could not be read."""
+    nested_manifest: str | None = None
+    """Path of a manifest one directory down when the root has none (wrong upload root)."""
+    truncated: bool = False
+
+    @property
+    def manifest_data(self) -> Mapping[str, Any]:
+        """The manifest mapping, or an empty one when it is missing or malformed."""
+        data = self.manifest.data if self.manifest else None
+        return data if isinstance(data, Mapping) else {}
+
+    @property
+    def format(self) -> str | None:
+        value = self.manifest_data.get("format")
+        return value if isinstance(value, str) else None
+
+    @property
+    def name(self) -> str | None:
+        meta = self.manifest_data.get("metadata")
+        value = meta.get("name") if isinstance(meta, Mapping) else None
+        return value if isinstance(value, str) else None
+
+    def config_paths(self) -> list[str]:
+        """The manifest's ``config_paths`` strings, in order (non-strings dropped)."""
+        paths = self.manifest_data.get("config_paths")
+        if not isinstance(paths, list):
+            return []
+        return [p for p in paths if isinstance(p, str)]
+
+    def files_under(self, prefix: str) -> Iterator[FileEntry]:
+        base = prefix.rstrip("/") + "/"
+        return (e for p, e in self.entries.items() if p.startswith(base))
+
+
+def load_package(root: str | os.PathLike[str], *, verify_hashes: bool = False) -> Package:
+    """Read the package at ``root``. Raises only ``NotADirectoryError``/``FileNotFoundError``
+    for a root that is not a directory: that is a usage error, not a package defect.
+
+    ``verify_hashes`` checks every wheel member's RECORD hash (slow on big wheels); by
+    default only small wheels and METADATA are hashed (see ``envkit.model.wheelfile``)."""
+    root_path = Path(root)
+    if not root_path.exists():
+        msg = f"{str(root_path)!r} does not exist"
+        raise FileNotFoundError(msg)
+    if not root_path.is_dir():
+        msg = f"{str(root_path)!r} is not a directory"
+        raise NotADirectoryError(msg)
+    entries, errors, truncated = _walk(root_path)
+    manifest = _read_manifest(root_path, entries, errors)
+    pkg = Package(
+        root=root_path,
+        entries=entries,
+        manifest=manifest,
+        configs={},
+        servers=_read_servers(root_path, entries, errors),
+        wheels=tuple(
+            read_wheel(root_path / e.path, deep=verify_hashes)
+            for p, e in sorted(entries.items())
+            if e.kind == "file" and p.startswith("wheels/") and p.endswith(".whl")
+            and p.count("/") == 1
+        ),
+        read_errors=tuple(errors),
+        nested_manifest=None if manifest else _find_nested_manifest(entries),
+        truncated=truncated,
+    )
+    configs = _read_configs(root_path, pkg, errors)
+    return Package(**{**pkg.__dict__, "configs": configs, "read_errors": tuple(errors)})
+
+
+def _walk(root: Path) -> tuple[dict[str, FileEntry], list[tuple[str, str]], bool]:
+    entries: dict[str, FileEntry] = {}
+    errors: list[tuple[str, str]] = []
+    real_root = os.path.realpath(root)
+    base = os.fspath(root)
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        try:
+            with os.scandir(f"{base}/{rel}" if rel else base) as it:
+                children = list(it)
+        except OSError as exc:
+            errors.append((rel, exc.strerror or str(exc)))
+            continue
+        for child in children:
+            path = f"{rel}/{child.name}" if rel else child.name
+            if len(entries) >= MAX_ENTRIES:
+                return entries, errors, True
+            entry = _entry(child, path, real_root, errors)
+            entries[path] = entry
+            if entry.kind == "dir":
+                stack.append(path)
+    return entries, errors, False
+
+
+def _entry(child: os.DirEntry[str], path: str, real_root: str, errors: list) -> FileEntry:
+    """Classify from the directory entry's type (no syscall on most file systems); only
+    regular files are stat'ed, for their size."""
+    try:
+        if child.is_symlink():
+            return _symlink_entry(child.path, path, real_root, errors)
+        if child.is_dir(follow_symlinks=False):
+            return FileEntry(path, "dir")
+        if child.is_file(follow_symlinks=False):
+            return FileEntry(path, "file", size=child.stat(follow_symlinks=False).st_size)
+    except OSError as exc:
+        errors.append((path, exc.strerror or str(exc)))
+    return FileEntry(path, "other")
+
+
+def _symlink_entry(full: str, path: str, real_root: str, errors: list) -> FileEntry:
+    """Resolve a link without following it during the walk. Non-strict ``realpath`` cannot
+    hang on loops; a second, strict pass tells loops and dangling links (unreadable on the
+    cluster too) apart from good ones, but only for links that stay inside."""
+    try:
+        target = os.readlink(full)  # noqa: PTH115 - str in, str out, no Path round trip
+    except OSError as exc:
+        errors.append((path, exc.strerror or str(exc)))
+        return FileEntry(path, "other")
+    resolved = os.path.realpath(full)
+    inside = resolved == real_root or resolved.startswith(real_root + os.sep)
+    if inside:
+        try:
+            os.path.realpath(full, strict=True)
+        except OSError as exc:
+            reason = "symlink loop" if exc.errno == errno.ELOOP else "dangling symlink"
+            errors.append((path, f"{reason} (-> {target!r})"))
+    return FileEntry(path, "symlink", link_target=target, link_inside=inside)
+
+
+def _read_bytes(
+    root: Path, rel: str, errors: list[tuple[str, str]], limit: int | None = None
+) -> bytes | None:
+    """Contents of ``rel``; at most ``limit + 1`` bytes so an oversized file is detectable
+    without holding all of it in memory."""
+    try:
+        with (root / rel).open("rb") as fh:
+            return fh.read() if limit is None else fh.read(limit + 1)
+    except OSError as exc:
+        errors.append((rel, exc.strerror or str(exc)))
+        return None
+
+
+def _read_yaml(root: Path, rel: str, errors: list[tuple[str, str]]) -> YamlDoc:
+    raw = _read_bytes(root, rel, errors, limit=MAX_YAML_BYTES)
+    if raw is None:
+        return YamlDoc(rel, error="cannot be read")
+    if len(raw) > MAX_YAML_BYTES:
+        msg = f"file is over {MAX_YAML_BYTES // 2**20} MiB; YAML that large is not parsed"
+        return YamlDoc(rel, error=msg)
+    return parse_yaml(rel, raw)
+
+
+def _read_manifest(root: Path, entries: Mapping[str, FileEntry], errors: list) -> YamlDoc | None:
+    entry = entries.get(MANIFEST)
+    if entry is None:
+        return None
+    if entry.kind != "file":
+        what = {"dir": "a directory", "symlink": "a symlink"}.get(entry.kind, "a special file")
+        return YamlDoc(MANIFEST, error=f"is {what}, not a regular file")
+    return _read_yaml(root, MANIFEST, errors)
+
+
+def _find_nested_manifest(entries: Mapping[str, FileEntry]) -> str | None:
+    nested = sorted(p for p in entries if p.count("/") == 1 and p.endswith("/" + MANIFEST))
+    return nested[0] if nested else None
+
+
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(32), 127)}
+
+
+def display_path(path: str) -> str:
+    """``path`` printable on one line of any stream: undecodable bytes (kept by the OS as
+    surrogate escapes) and control characters such as a newline in a file name are shown as
+    ``\\xNN`` instead of crashing a UTF-8 writer or splitting a diagnostic in two."""
+    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return text.translate(_CONTROL)
+
+
+def safe_relpath(value: str) -> str | None:
+    """Normalised POSIX form of a manifest path, or None when it is absolute or uses ``..``."""
+    if not value or value.startswith(("/", "\\")) or PurePosixPath(value).is_absolute():
+        return None
+    if len(value) > 1 and value[1] == ":":  # C:\... style
+        return None
+    if ".." in value.replace("\\", "/").split("/"):  # `..\` is refused too, conservatively
+        return None
+    # The cluster is POSIX: a backslash is part of a file name there, not a separator.
+    parts = [p for p in value.split("/") if p not in ("", ".")]
+    return "/".join(parts) if parts else None
+
+
+def _nested_config_paths(doc: YamlDoc) -> list[str]:
+    """``config_paths`` inside a Gym config: Gym loads those too (relative to the same cwd)."""
+    data = doc.data if doc.ok else None
+    paths = data.get("config_paths") if isinstance(data, Mapping) else None
+    return [p for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
+
+
+MAX_CONFIGS = 2_000
+"""Configs parsed per package (Gym packages ship a handful; the bench has 200)."""
+MAX_CONFIG_BYTES = 64 * 1024 * 1024
+"""YAML parsed per package, all configs together: bounds the time one validate run takes."""
+
+
+def _read_configs(root: Path, pkg: Package, errors: list) -> dict[str, YamlDoc]:
+    """Manifest ``config_paths`` first, then the in-package files they pull in, transitively.
+
+    Each distinct path is queued once (a FIFO, not a list popped from the front), so configs
+    that all list each other cost one pass, and the count and bytes parsed are capped.
+    """
+    configs: dict[str, YamlDoc] = {}
+    pending = deque(_unique(pkg.config_paths()))
+    queued = set(pending)
+    budget = MAX_CONFIG_BYTES
+    while pending:
+        rel = safe_relpath(pending.popleft())
+        entry = pkg.entries.get(rel) if rel is not None and rel not in configs else None
+        if entry is None or entry.kind != "file":
+            continue  # missing / symlink / dir: EK106/EK107 report it, nothing to parse
+        if len(configs) >= MAX_CONFIGS or entry.size > budget:
+            errors.append((rel, f"not parsed: over {MAX_CONFIGS:,} configs or "
+                                f"{MAX_CONFIG_BYTES // 2**20} MiB of YAML in one package"))
+            break
+        budget -= entry.size
+        configs[rel] = _read_yaml(root, rel, errors)
+        fresh = [p for p in _unique(_nested_config_paths(configs[rel])) if p not in queued]
+        queued.update(fresh)
+        pending.extend(fresh)
+    return configs
+
+
+def _unique(values: list[str]) -> list[str]:
+    """``values`` without repeats, first occurrence kept."""
+    return list(dict.fromkeys(values))
+
+
+def _read_servers(
+    root: Path, entries: Mapping[str, FileEntry], errors: list
+) -> tuple[ServerDir, ...]:
+    """``<server_type>/<impl>/`` dirs and their direct files, in one pass over the entries."""
+    dirs: dict[tuple[str, str], set[str]] = {}
+    files: list[tuple[str, str, str]] = []
+    for path, entry in entries.items():
+        parts = path.split("/", 3)
+        if parts[0] not in SERVER_TYPES:
+            continue
+        if len(parts) == 2 and entry.kind == "dir":  # type/impl
+            dirs[(parts[0], parts[1])] = set()
+        elif len(parts) == 3 and entry.kind == "file":  # type/impl/file
+            files.append((parts[0], parts[1], parts[2]))
+    for server_type, impl, name in files:
+        if (server_type, impl) in dirs:
+            dirs[(server_type, impl)].add(name)
+    order = {t: i for i, t in enumerate(SERVER_TYPES)}
+    servers = []
+    for (server_type, impl), names in sorted(dirs.items(), key=lambda kv: (order[kv[0][0]], kv[0])):
+        texts = _marker_texts(root, f"{server_type}/{impl}/", names, entries, errors)
+        servers.append(ServerDir(server_type, impl, frozenset(names), texts))
+    return tuple(servers)
+
+
+def _marker_texts(
+    root: Path, prefix: str, names: set[str], entries: Mapping[str, FileEntry], errors: list
+) -> dict[str, str]:
+    texts: dict[str, str] = {}
+    for name in INSTALL_MARKERS:
+        entry = entries.get(prefix + name)
+        if name in names and entry is not None and entry.size <= _MAX_TEXT_BYTES:
+            raw = _read_bytes(root, prefix + name, errors)
+            if raw is not None:
+                texts[name] = raw.decode("utf-8", errors="replace")
+    if "requirements.txt" in texts:
+        _read_includes(root, prefix, texts, entries, errors)
+    return texts
+
+
+_MAX_INCLUDES = 32
+
+
+def _read_includes(root: Path, prefix: str, texts: dict, entries: Mapping, errors: list) -> None:
+    """Files ``requirements.txt`` pulls in with ``-r``/``-c`` (transitively, relative to the
+    including file, as pip and uv resolve them), keyed by their path relative to the server
+    directory. Only regular files inside the package are read; at most ``_MAX_INCLUDES``."""
+    pending = ["requirements.txt"]
+    while pending and len(texts) < _MAX_INCLUDES:
+        rel = pending.pop()
+        for line in texts[rel].splitlines():
+            if (target := include_target(line.strip())) is None:
+                continue
+            key = posixpath.normpath(posixpath.join(posixpath.dirname(rel), target[1]))
+            full = posixpath.normpath(prefix + key)
+            entry = entries.get(full)
+            if key in texts or full.startswith("../") or entry is None or entry.kind != "file":
+                continue
+            raw = _read_bytes(root, full, errors, limit=_MAX_TEXT_BYTES)
+            if raw is not None and len(raw) <= _MAX_TEXT_BYTES:
+                texts[key] = raw.decode("utf-8", errors="replace")
+                pending.append(key)

@@ -1,0 +1,297 @@
+"""Read what validation needs from a wheel straight out of the zip, without installing it.
+
+The zip directory (``envkit.model._zipdir``, with ``zipfile`` as the fallback), five METADATA header
+fields and RECORD cost about a millisecond a wheel; this is the hot path of ``envkit
+validate`` on a wheelhouse, so nothing here hashes the whole archive by default.
+
+RECORD checks (EK407), cheapest first:
+
+- always: path traversal in the zip namelist and in RECORD (absolute, ``..``, drive letters,
+  backslashes), RECORD missing, archive members RECORD does not list, and RECORD sizes against
+  the zip directory's uncompressed sizes (free: no member is decompressed);
+- always: the sha256 of METADATA (read anyway) and of every member of a wheel whose
+  uncompressed payload is at most ``SMALL_WHEEL_BYTES`` (small pure-Python env wheels,
+  fixtures); hashing anything more by default cost +20 ms (256 KiB) to +290 ms (2 MiB) on
+  the 66-wheel ray[default]+openai closure, against a 100 ms budget for the whole check;
+- ``deep=True`` (``--verify-hashes``): every member of every wheel. Decompressing and hashing
+  ray's ~70 MB wheel alone takes most of a second, which would blow the closure check's budget.
+
+A same-size edit inside a big wheel is therefore caught only by the deep mode, and pip/uv
+verify RECORD again at install time anyway.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import struct
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from packaging.tags import Tag
+from packaging.utils import (
+    InvalidWheelFilename,
+    NormalizedName,
+    canonicalize_name,
+    parse_wheel_filename,
+)
+from packaging.version import Version
+
+from envkit.model._zipdir import Unsupported, ZipfileArchive, open_archive
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Mapping
+
+__all__ = [
+    "SMALL_WHEEL_BYTES",
+    "WheelFile",
+    "core_fields",
+    "read_wheel",
+    "record_issues",
+    "unsafe_member",
+]
+
+SMALL_WHEEL_BYTES = 64 * 1024
+"""Wheels whose members total at most this are hash-verified in full by default."""
+_MAX_ISSUES = 20
+MAX_META_BYTES = 32 * 1024 * 1024
+"""METADATA and RECORD declared larger than this are not read (ray's RECORD is ~1 MiB)."""
+_MAX_SIZE_DIGITS = 20
+
+
+@dataclass(frozen=True)
+class WheelFile:
+    """One wheel of ``wheels/``: its filename tags and core metadata, or why it is unreadable."""
+
+    path: str
+    """Path relative to the package root, e.g. ``wheels/openai-2.44.0-py3-none-any.whl``."""
+    filename: str
+    name: NormalizedName | None = None
+    version: Version | None = None
+    tags: frozenset[Tag] = frozenset()
+    requires_dist: tuple[str, ...] = ()
+    requires_python: str | None = None
+    provides_extra: tuple[str, ...] = ()
+    error: str | None = None
+    """Set when the filename is invalid or the archive/METADATA cannot be read (EK400)."""
+    record_issues: tuple[str, ...] = field(default=())
+    """RECORD problems found by the cheap checks (EK407)."""
+
+
+def read_wheel(file: Path, rel: str | None = None, *, deep: bool = False) -> WheelFile:
+    """Read ``file``; never raises over the wheel's content. ``deep`` hashes every member."""
+    rel = rel or f"wheels/{file.name}"
+    try:
+        name, version, _build, tags = parse_wheel_filename(file.name)
+    except InvalidWheelFilename as exc:
+        return WheelFile(rel, file.name, error=f"invalid wheel filename: {exc}")
+    base = WheelFile(rel, file.name, name=name, version=version, tags=frozenset(tags))
+    try:
+        with file.open("rb") as fh:
+            try:
+                archive: _Members = open_archive(fh)
+            except Unsupported:
+                with zipfile.ZipFile(fh) as zf:
+                    return _read_archive(base, ZipfileArchive(zf), deep=deep)
+            return _read_archive(base, archive, deep=deep)
+    except (zipfile.BadZipFile, OSError, EOFError, zipfile.LargeZipFile) as exc:
+        return _replace(base, error=f"unreadable archive: {exc}")
+    except _ZIPFILE_ERRORS as exc:  # zipfile's parser on a hostile central directory
+        return _replace(base, error=f"unreadable archive: {type(exc).__name__}: {exc}")
+
+
+_ZIPFILE_ERRORS = (ValueError, NotImplementedError, RuntimeError, IndexError, KeyError,
+                   struct.error)
+"""What ``zipfile`` raises besides ``BadZipFile`` on crafted archives (found by fuzzing: an
+empty member name is an ``IndexError``; method 99 ``NotImplementedError``; a bad UTF-8 name
+``UnicodeDecodeError``; encryption ``RuntimeError``)."""
+
+
+class _Members(Protocol):
+    sizes: dict[str, int]
+
+    def read(self, name: str) -> bytes: ...
+
+    def chunks(self, name: str) -> Iterator[bytes]: ...
+
+
+def _read_archive(base: WheelFile, zf: _Members, *, deep: bool) -> WheelFile:
+    metas = [n for n in zf.sizes if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+    if not metas:
+        return _replace(base, error="no *.dist-info/METADATA in the archive")
+    if zf.sizes[metas[0]] > MAX_META_BYTES:
+        return _replace(base, error=f"METADATA is over {MAX_META_BYTES // 2**20} MiB; not read")
+    try:
+        meta_bytes = zf.read(metas[0])
+    except zipfile.BadZipFile as exc:
+        return _replace(base, error=f"unreadable METADATA: {exc}")
+    raw = core_fields(meta_bytes)
+    meta_name = _first(raw, "name")
+    if meta_name and base.name and canonicalize_name(meta_name) != base.name:
+        msg = f"METADATA names {meta_name!r} but the filename says {base.name!r}"
+        return _replace(base, error=msg)
+    return _replace(
+        base,
+        requires_dist=tuple(raw.get("requires-dist", ())),
+        requires_python=_first(raw, "requires-python"),
+        provides_extra=tuple(raw.get("provides-extra", ())),
+        record_issues=record_issues(
+            zf, metas[0].split("/", 1)[0], deep=deep, known={metas[0]: meta_bytes}
+        ),
+    )
+
+
+def _first(fields: dict[str, list[str]], key: str) -> str | None:
+    values = fields.get(key)
+    return values[0] if values else None
+
+
+_FIELDS = frozenset({"name", "version", "requires-dist", "requires-python", "provides-extra"})
+
+
+def core_fields(data: bytes) -> dict[str, list[str]]:
+    """The METADATA header fields validation reads (lower-cased names), values in order.
+
+    Only five headers matter here, so they are read directly instead of through
+    ``packaging.metadata.parse_email``: on the 66-wheel ray+openai closure that parser (fed
+    the headers alone) was ~10 ms of a 100 ms budget, this is well under 1 ms. Folded lines
+    are unfolded (RFC 5322), the body after the first blank line is ignored, and undecodable
+    bytes are kept as surrogates rather than failing the wheel.
+    """
+    ends = [i for i in (data.find(b"\n\n"), data.find(b"\r\n\r\n")) if i >= 0]
+    head = data[: min(ends) + 1] if ends else data  # skip the README body before decoding it
+    text = head.decode("utf-8", errors="surrogateescape").replace("\r\n", "\n")
+    fields: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.split("\n"):
+        if not line:
+            break  # end of headers: the rest is the long description
+        if line[0] in " \t":
+            if current is not None:
+                current[-1] = f"{current[-1]} {line.strip()}".strip()
+            continue
+        key, sep, value = line.partition(":")
+        key = key.strip().lower()
+        current = fields.setdefault(key, []) if sep and key in _FIELDS else None
+        if current is not None:
+            current.append(value.strip())
+    return fields
+
+
+def unsafe_member(name: str) -> bool:
+    """True for a member path an installer could write outside site-packages.
+
+    >>> [unsafe_member(p) for p in ("a/b.py", "/etc/x", "a/../../x", "C:/x")]
+    [False, True, True, True]
+    """
+    if ".." not in name and ":" not in name[:3] and name[:1] not in ("/", "\\"):
+        return False  # fast path: RECORDs of big wheels list thousands of plain paths
+    norm = name.replace("\\", "/")
+    if norm.startswith("/") or (len(norm) > 1 and norm[1] == ":"):
+        return True
+    return ".." in norm.split("/")
+
+
+def _unsafe(names: Iterable[str]) -> list[str]:
+    """``unsafe_member`` over many names, after substring scans that clear nearly all wheels.
+
+    (Plain ``in`` tests: a multi-line regex over the joined names cost ~0.3 ms a wheel.)
+    """
+    listed = list(names)
+    joined = "\n" + "\n".join(listed)
+    if ".." not in joined and "\\" not in joined and ":" not in joined and "\n/" not in joined:
+        return []
+    return [n for n in listed if unsafe_member(n)]
+
+
+def record_issues(
+    zf: _Members,
+    dist_info: str,
+    *,
+    deep: bool = False,
+    known: Mapping[str, bytes] | None = None,
+) -> tuple[str, ...]:
+    """RECORD problems of an open wheel, at most ``_MAX_ISSUES`` of them (never raises).
+
+    ``known`` holds members already read (METADATA): they are hashed without a second read.
+    """
+    infos = zf.sizes
+    issues = [f"unsafe path {n!r} in the archive" for n in _unsafe(infos)]
+    record_name = f"{dist_info}/RECORD"
+    if record_name not in infos:
+        return (*issues, f"{record_name} is missing")[:_MAX_ISSUES]
+    if infos[record_name] > MAX_META_BYTES:
+        return (*issues, f"{record_name} is over {MAX_META_BYTES // 2**20} MiB; not read")
+    try:
+        rows = _record_rows(zf.read(record_name))
+    except (ValueError, csv.Error, zipfile.BadZipFile) as exc:
+        return (*issues, f"{record_name} unreadable: {exc}")[:_MAX_ISSUES]
+    issues += [f"unsafe path {p!r} in RECORD" for p in _unsafe(rows)]
+    unlisted = sorted(n for n in infos.keys() - rows.keys() if not _is_signature(n, dist_info))
+    issues += [f"{n!r} is in the archive but not in RECORD" for n in unlisted]
+    # Comprehensions, not a loop of calls: ray's RECORD alone has thousands of rows.
+    listed = [p for p in rows if p in infos and p != record_name]
+    suspect = [p for p in listed if not rows[p][0] or rows[p][1] != str(infos[p])]
+    bad = {p: m for p in suspect if (m := _size_issues(p, infos[p], *rows[p]))}
+    issues += [m for msgs in bad.values() for m in msgs]
+    known = known or {}
+    full = deep or sum(infos.values()) <= SMALL_WHEEL_BYTES
+    for path in listed if full else [p for p in known if p in rows and p in infos]:
+        if path not in bad and rows[path][0] and len(issues) < _MAX_ISSUES:
+            issues += _hash_issues(zf, path, rows[path][0], known.get(path))
+    return tuple(issues[:_MAX_ISSUES])
+
+
+def _record_rows(data: bytes) -> dict[str, tuple[str, str]]:
+    """``path -> (hash, size)`` from RECORD's CSV (PEP 376 / the wheel spec).
+
+    RECORDs without quoting (nearly all) are split directly: the csv module is several times
+    slower on ray's 10k-line RECORD, and the last two fields never contain commas.
+    """
+    text = data.decode("utf-8")
+    if '"' in text:
+        quoted = csv.reader(io.StringIO(text))
+        return {r[0]: (r[1], r[2]) for r in quoted if len(r) >= 3 and r[0]}
+    rows = [line.rsplit(",", 2) for line in text.splitlines()]
+    return {r[0]: (r[1], r[2]) for r in rows if len(r) == 3 and r[0]}
+
+
+def _is_signature(name: str, dist_info: str) -> bool:
+    return name in (f"{dist_info}/RECORD.jws", f"{dist_info}/RECORD.p7s")
+
+
+def _size_issues(path: str, actual: int, digest: str, size: str) -> list[str]:
+    # isascii: str.isdigit() is also true for "²", which int() refuses.
+    if size.isascii() and size.isdigit() and len(size) <= _MAX_SIZE_DIGITS and int(size) != actual:
+        return [f"{path!r}: RECORD says {size} bytes, the archive holds {actual}"]
+    if not digest:
+        return [f"{path!r} has no hash in RECORD"]
+    return []
+
+
+def _hash_issues(zf: _Members, path: str, digest: str, data: bytes | None) -> list[str]:
+    algo, _, expected = digest.partition("=")
+    # shake_* need a digest length RECORD cannot give; md5/sha1 are too weak for the spec.
+    if algo not in hashlib.algorithms_guaranteed or algo in _WEAK_OR_XOF:
+        return [f"{path!r}: unsupported RECORD hash {algo!r}"]
+    try:
+        hasher = hashlib.new(algo)
+        for piece in zf.chunks(path) if data is None else (data,):  # bounded memory
+            hasher.update(piece)
+        actual = base64.urlsafe_b64encode(hasher.digest()).rstrip(b"=").decode()
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        return [f"{path!r} cannot be read: {exc}"]
+    if actual != expected:
+        return [f"{path!r}: {algo} does not match RECORD (content was changed)"]
+    return []
+
+
+_WEAK_OR_XOF = frozenset({"md5", "sha1", "shake_128", "shake_256"})
+
+
+def _replace(wheel: WheelFile, **changes: object) -> WheelFile:
+    return WheelFile(**{**wheel.__dict__, **changes})

@@ -1,0 +1,167 @@
+"""A validate run for people (ruff-like, grouped by package) and for GitHub annotations.
+
+Plain text with ANSI colours only on a terminal (and never with ``NO_COLOR``): no rendering
+library, because a pre-commit hook pays every millisecond of start-up on every commit.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from envkit.model.diagnostics import Diagnostic, Severity
+
+if TYPE_CHECKING:
+    from envkit.check.report import Report, ValidationRun
+
+_CODES = {"bold": "1", "dim": "2", "underline": "4", "red": "31", "green": "32", "yellow": "33",
+          "cyan": "36"}
+_MARKUP = re.compile(r"\[(/?)([a-z ]*)\]")
+
+
+class Console:
+    """``print`` with a ``[red bold]...[/]`` markup subset; colour only on a terminal."""
+
+    def __init__(self, file: TextIO, *, color: bool | None = None) -> None:
+        self.file = file
+        isatty = getattr(file, "isatty", lambda: False)()
+        self.color = (isatty and "NO_COLOR" not in os.environ) if color is None else color
+
+    def _sub(self, match: re.Match[str]) -> str:
+        if not self.color:
+            return ""
+        if match.group(1):
+            return "\x1b[0m"
+        return "\x1b[" + ";".join(_CODES[w] for w in match.group(2).split()) + "m"
+
+    def print(self, text: str = "", **_: object) -> None:
+        self.file.write(_unescape(_MARKUP.sub(self._sub, text)) + "\n")
+
+
+def escape(text: str) -> str:
+    """Square brackets in user text are not markup."""
+    return text.replace("[", "\x00").replace("]", "\x01")
+
+
+def _unescape(text: str) -> str:
+    return text.replace("\x00", "[").replace("\x01", "]")
+
+__all__ = ["Console", "display_path", "escape", "render_github", "render_human"]
+
+
+def display_path(report: Report, diag: Diagnostic) -> str:
+    """The diagnostic's path joined to the directory of the input it belongs to."""
+    base: str | None
+    if diag.input == "dataset":
+        base = report.dataset
+    elif diag.input == "job":
+        base = str(Path(report.job).parent) if report.job else None
+    else:
+        base = report.root
+    if base is None:
+        return diag.path or "."
+    return str(Path(base) / diag.path) if diag.path else base
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' * (n != 1)}"
+
+
+def _print_diagnostics(report: Report, console: Console) -> None:
+    for d in report.diagnostics:
+        style = "red" if d.severity is Severity.ERROR else "yellow"
+        where = display_path(report, d)
+        if d.line:
+            where += f":{d.line}" + (f":{d.column}" if d.column else "")
+        console.print(f"[bold]{escape(where)}:[/] [{style} bold]{d.code}[/] {escape(d.message)}",
+                      highlight=False, soft_wrap=True)
+        console.print(f"  [cyan]= help:[/] {escape(d.hint)}", highlight=False, soft_wrap=True)
+    for note in report.notes:
+        console.print(f"[yellow bold]warning:[/] {escape(note)}", highlight=False, soft_wrap=True)
+
+
+def _verdict(report: Report) -> str:
+    errors, warnings = len(report.errors), len(report.warnings)
+    if report.valid:
+        extra = f" ({_plural(warnings, 'warning')})" if warnings else ""
+        return f"[green bold]valid:[/] {escape(_checked(report))}{extra}"
+    strict = " (--strict: warnings fail)" if report.strict and not errors else ""
+    return (f"[red bold]invalid:[/] {_plural(errors, 'error')}, "
+            f"{_plural(warnings, 'warning')}{strict}")
+
+
+def _checked(report: Report) -> str:
+    parts = []
+    if report.root is not None:
+        parts.append(f"{report.format or 'unknown-format'} package")
+    parts += [name for name in ("dataset", "job") if getattr(report, name) is not None]
+    return ", ".join(parts)
+
+
+def _target_line(report: Report) -> str | None:
+    if report.root is None or report.target_source == "default":
+        return None
+    return f"[dim]target {report.target} (from {report.target_source})[/]"
+
+
+def render_human(run: ValidationRun, console: Console) -> None:
+    """``path:line:col: CODE message`` then the fix hint, as ruff prints them; with several
+    packages, one section each and a summary line."""
+    if not run.reports:
+        console.print("nothing to validate: no package contains the given files")
+        return
+    if len(run.reports) == 1:
+        (report,) = run.reports
+        _print_diagnostics(report, console)
+        target = _target_line(report)
+        if target:
+            console.print(target, highlight=False, soft_wrap=True)
+        console.print(_verdict(report), highlight=False, soft_wrap=True)
+        return
+    for report in run.reports:
+        title = escape(report.root or "(no package)")
+        console.print(f"[bold underline]{title}[/]", highlight=False, soft_wrap=True)
+        _print_diagnostics(report, console)
+        target = _target_line(report)
+        if target:
+            console.print(target, highlight=False, soft_wrap=True)
+        console.print(_verdict(report), highlight=False, soft_wrap=True)
+        console.print()
+    console.print(summary_line(run), highlight=False, soft_wrap=True)
+
+
+def summary_line(run: ValidationRun) -> str:
+    bad = sum(not r.valid for r in run.reports)
+    errors = sum(len(r.errors) for r in run.reports)
+    warnings = sum(len(r.warnings) for r in run.reports)
+    verdict = "[red bold]invalid:[/]" if bad else "[green bold]valid:[/]"
+    return (f"{verdict} {_plural(len(run.reports), 'package')} checked, "
+            f"{len(run.reports) - bad} valid, {bad} invalid; "
+            f"{_plural(errors, 'error')}, {_plural(warnings, 'warning')}")
+
+
+def _gh_escape(value: str, *, prop: bool = False) -> str:
+    # https://github.com/actions/toolkit/blob/main/packages/core/src/command.ts
+    value = value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if prop:
+        value = value.replace(":", "%3A").replace(",", "%2C")
+    return value
+
+
+def render_github(run: ValidationRun) -> str:
+    """GitHub Actions workflow commands: one annotation per diagnostic, columns included."""
+    lines = []
+    for report in run.reports:
+        for d in report.diagnostics:
+            level = "error" if d.severity is Severity.ERROR else "warning"
+            props = f"file={_gh_escape(display_path(report, d), prop=True)}"
+            if d.line:
+                props += f",line={d.line}"
+                if d.column:
+                    props += f",col={d.column}"
+            props += f",title={_gh_escape(d.code, prop=True)}"
+            lines.append(f"::{level} {props}::{_gh_escape(f'{d.message} (fix: {d.hint})')}")
+        lines += [f"::warning ::{_gh_escape(note)}" for note in report.notes]
+    return "\n".join(lines)

@@ -1,0 +1,108 @@
+"""The typed results CLI commands hand back to ``envkit.cli.main`` for ``envkit.output.render``.
+
+Results from the operations themselves (``ValidationRun``, ``BuildResult``) are rendered as
+they are; these wrap what a command adds around an operation's result (the output path it was
+given, the validation it ran after a conversion) and the two commands that only print text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from envkit.check.report import Report
+    from envkit.validators import Rule
+
+__all__ = [
+    "CompiledConfig",
+    "ConvertOutcome",
+    "RolloutOutcome",
+    "RuleDocs",
+    "SchemaText",
+    "SettingsView",
+    "TrainOutcome",
+]
+
+
+@dataclass(frozen=True)
+class CompiledConfig:
+    """``envkit train --print-config``: the NeMo-RL config the job compiles to as envkit runs
+    it, and the fields that cannot apply on this machine (JSON in every output format)."""
+
+    report: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SchemaText:
+    name: str
+    text: str
+
+
+@dataclass(frozen=True)
+class RuleDocs:
+    rules: tuple[Rule, ...]
+    detail: bool
+    """One rule's full text (``envkit rule EK105``) rather than the one-line list."""
+
+
+@dataclass(frozen=True)
+class SettingsView:
+    """``envkit validate --show-settings``: each package and the settings it resolves to."""
+
+    packages: tuple[tuple[str, Mapping[str, Any]], ...]
+
+
+class _Summary(Protocol):
+    mean_reward: Mapping[str, float]
+    ready_s: float
+    rollout_s: float
+
+    @property
+    def results(self) -> Sequence[Any]: ...
+
+    @property
+    def failed(self) -> Sequence[Any]: ...
+
+    @property
+    def exit_code(self) -> int: ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class RolloutOutcome:
+    summary: _Summary
+    output: Path | None
+
+
+class _Trained(Protocol):
+    steps: int
+    final_dir: Path
+    metrics_path: Path
+    final_metrics: dict[str, float]
+
+
+@dataclass(frozen=True)
+class TrainOutcome:
+    result: _Trained
+
+
+class _Converted(Protocol):
+    package: Path
+    dataset: Path
+    training_rows: int
+    validation_rows: int
+    wheels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ConvertOutcome:
+    """A conversion and the validation of what it wrote (``result`` is None when the converted
+    package failed validation: then nothing was written and ``report`` says why)."""
+
+    result: _Converted | None
+    report: Report

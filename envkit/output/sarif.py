@@ -1,0 +1,94 @@
+"""A validate run as SARIF 2.1.0, the format GitHub code scanning uploads
+(``github/codeql-action/upload-sarif``).
+
+One run, the driver ``envkit`` with the rules that fired, one result per diagnostic; the
+package each belongs to rides in the result's ``properties``. Paths are the ones the user gave
+(relative paths stay relative, so that code scanning resolves them against the checkout).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from envkit import __version__
+from envkit.model.diagnostics import Severity
+from envkit.output.human import display_path
+
+if TYPE_CHECKING:
+    from envkit.check.report import Report, ValidationRun
+    from envkit.model.diagnostics import Diagnostic
+
+__all__ = ["SARIF_SCHEMA", "sarif_log"]
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def _uri(path: str) -> str:
+    p = Path(path)
+    return p.as_uri() if p.is_absolute() else quote(p.as_posix())
+
+
+def _level(severity: Severity) -> str:
+    return "error" if severity is Severity.ERROR else "warning"
+
+
+def _rule(code: str, index: dict[str, int], rules: list[dict[str, Any]]) -> int:
+    if code not in index:
+        from envkit.validators import RULES
+
+        rule = RULES.get(code)
+        entry: dict[str, Any] = {"id": code}
+        if rule is not None:
+            entry.update({
+                "shortDescription": {"text": rule.title},
+                "fullDescription": {"text": rule.why},
+                "help": {"text": rule.fix},
+                "defaultConfiguration": {"level": _level(rule.severity)},
+            })
+        from envkit.model.diagnostics import DOCS_URL
+
+        entry["helpUri"] = DOCS_URL.format(code=code)
+        index[code] = len(rules)
+        rules.append(entry)
+    return index[code]
+
+
+def _result(report: Report, d: Diagnostic, rule_index: int) -> dict[str, Any]:
+    location: dict[str, Any] = {"artifactLocation": {"uri": _uri(display_path(report, d))}}
+    if d.line:
+        region: dict[str, Any] = {"startLine": d.line}
+        if d.column:
+            region["startColumn"] = d.column
+        location["region"] = region
+    return {
+        "ruleId": d.code,
+        "ruleIndex": rule_index,
+        "level": _level(d.severity),
+        "message": {"text": f"{d.message} (fix: {d.hint})"},
+        "locations": [{"physicalLocation": location}],
+        "properties": {"package": report.root, "hint": d.hint},
+    }
+
+
+def sarif_log(run: ValidationRun) -> dict[str, Any]:
+    """The SARIF log object of ``run``."""
+    rules: list[dict[str, Any]] = []
+    index: dict[str, int] = {}
+    results = [_result(r, d, _rule(d.code, index, rules))
+               for r in run.reports for d in r.diagnostics]
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "envkit",
+                "version": __version__,
+                "informationUri": "https://pypi.org/project/nemo-envkit/",
+                "rules": rules,
+            }},
+            "results": results,
+            "properties": {"packages": [r.package_dict() for r in run.reports]},
+        }],
+    }

@@ -1,0 +1,116 @@
+"""Configuration as ruff finds it: ``envkit.toml`` or ``[tool.envkit]``, the closest one
+upward from each package, per-package overrides, command-line flags win, ``--show-settings``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from support.paths import REPO_ROOT
+
+from envkit.check.settings import Settings, SettingsError, settings_for
+from envkit.cli import main
+
+ROOT = REPO_ROOT
+VALID = ROOT / "fixtures" / "packages" / "valid-native-v1" / "pkg"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """Two packages with EK102 and EK203 each, under a repository root."""
+    for name in ("a", "b"):
+        pkg = tmp_path / "envs" / name
+        shutil.copytree(VALID, pkg)
+        manifest = pkg / "nemo-environment.yaml"
+        manifest.write_text(manifest.read_text() + "version: 2\n")  # EK102
+        (pkg / "pyproject.toml").write_text("[project]\n")  # EK203 (and no [tool.envkit])
+    return tmp_path
+
+
+def _codes(capsys: pytest.CaptureFixture[str], *args: str | Path) -> dict[str, set[str]]:
+    rc = main(["validate", *map(str, args), "--output-format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert rc in (0, 1), report
+    out: dict[str, set[str]] = {Path(p["path"]).name: set() for p in report["packages"]}
+    for d in report["diagnostics"]:
+        out[Path(d["package"]).name].add(d["code"])
+    return out
+
+
+def test_pyproject_tool_envkit_applies_to_packages_below(
+    capsys: pytest.CaptureFixture[str], repo: Path
+) -> None:
+    (repo / "pyproject.toml").write_text('[tool.envkit]\nignore = ["EK102"]\n')
+    assert _codes(capsys, repo / "envs") == {"a": {"EK203"}, "b": {"EK203"}}
+
+
+def test_closest_config_wins_and_envkit_toml_before_pyproject(
+    capsys: pytest.CaptureFixture[str], repo: Path
+) -> None:
+    (repo / "pyproject.toml").write_text('[tool.envkit]\nignore = ["EK102"]\n')
+    (repo / "envs" / "b" / "envkit.toml").write_text('ignore = ["EK203"]\n')
+    assert _codes(capsys, repo / "envs") == {"a": {"EK203"}, "b": {"EK102"}}
+
+
+def test_per_package_overrides(capsys: pytest.CaptureFixture[str], repo: Path) -> None:
+    (repo / "envkit.toml").write_text(
+        'select = ["EK1", "EK2"]\n[per-package."envs/b"]\nextend-ignore = ["EK2"]\n')
+    assert _codes(capsys, repo / "envs") == {"a": {"EK102", "EK203"}, "b": {"EK102"}}
+
+
+def test_flags_win_over_the_file(capsys: pytest.CaptureFixture[str], repo: Path) -> None:
+    (repo / "envkit.toml").write_text('select = ["EK1"]\n')
+    assert _codes(capsys, repo / "envs" / "a") == {"a": {"EK102"}}
+    assert _codes(capsys, repo / "envs" / "a", "--select", "EK2") == {"a": {"EK203"}}
+    assert _codes(capsys, repo / "envs" / "a", "--isolated") == {"a": {"EK102", "EK203"}}
+
+
+def test_strict_and_arch_from_config(repo: Path) -> None:
+    (repo / "envkit.toml").write_text('strict = true\narch = "aarch64"\n')
+    resolved = settings_for(repo / "envs" / "a", Settings(arch="x86_64"))
+    assert resolved.strict is True and resolved.arch == "x86_64"
+    assert resolved.source == repo / "envkit.toml"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('selekt = ["EK1"]\n', "unknown key `selekt`"),
+    ('select = ["EK999"]\n', "unknown rule selector 'EK999'"),
+    ("strict = 'yes'\n", "`strict` must be true or false"),
+    ("select = [\n", "cannot read settings"),
+])
+def test_bad_config_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], repo: Path, text: str, message: str
+) -> None:
+    (repo / "envkit.toml").write_text(text)
+    rc = main(["validate", str(repo / "envs")])
+    out, err = capsys.readouterr()
+    assert rc == 2 and message in err and not out
+
+
+def test_show_settings(capsys: pytest.CaptureFixture[str], repo: Path) -> None:
+    (repo / "envkit.toml").write_text('offline = true\ngym-version = "0.7.0"\n')
+    assert main(["validate", str(repo / "envs"), "--show-settings", "--strict"]) == 0
+    out = capsys.readouterr().out
+    assert f"# {repo / 'envs' / 'a'}" in out and f"# {repo / 'envs' / 'b'}" in out
+    assert "offline = true" in out and "strict = true" in out
+    assert f'source = "{repo / "envkit.toml"}"' in out
+
+
+def test_settings_error_is_a_value_error() -> None:
+    assert issubclass(SettingsError, ValueError)
+
+
+def test_dataset_and_job_files_stand_for_their_configured_package(
+    capsys: pytest.CaptureFixture[str], repo: Path
+) -> None:
+    (repo / "data" / "b").mkdir(parents=True)
+    rows = repo / "data" / "b" / "training.jsonl"
+    rows.write_text("not json\n")  # EK501 in package b's dataset
+    (repo / "envkit.toml").write_text(
+        '[per-package."envs/b"]\ndataset = "data/b"\nselect = ["EK5"]\n')
+    rc = main(["validate", str(rows), "--output-format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert rc == 1 and [p["path"] for p in report["packages"]] == [str(repo / "envs" / "b")]
+    assert {d["code"] for d in report["diagnostics"]} == {"EK501"}

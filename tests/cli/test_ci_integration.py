@@ -1,0 +1,76 @@
+"""The pre-commit hook and the documented CI step run real ``envkit validate`` commands."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import tomllib
+
+import pytest
+import yaml
+from support.paths import REPO_ROOT
+
+from envkit.cli import main
+
+ROOT = REPO_ROOT
+VALID = ROOT / "fixtures" / "packages" / "valid-wheels-v1" / "pkg"
+
+
+def _hooks() -> dict[str, dict]:
+    return {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+
+
+def test_pre_commit_hook_definition() -> None:
+    hook = _hooks()["envkit-validate"]
+    assert hook["id"] == "envkit-validate"
+    assert hook["language"] == "python"
+    assert hook["pass_filenames"] is True  # the touched files name the packages to validate
+    assert hook["entry"] == "envkit validate --ignore-unowned-files"
+    assert not hook.get("always_run")
+
+
+def test_pre_commit_entry_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    hook = _hooks()["envkit-validate"]
+    argv = [*shlex.split(hook["entry"])[1:], str(VALID / "nemo-environment.yaml")]
+    assert main(argv) == 0, capsys.readouterr()
+
+
+def test_documented_github_steps_run(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = (ROOT / "docs" / "ci.md").read_text()
+    commands = re.findall(r"run: (envkit validate \. --output-format (\w+) --offline)", doc)
+    assert {fmt for _, fmt in commands} == {"github", "sarif", "json"}
+    for command, fmt in commands:
+        argv = shlex.split(command)[1:]
+        argv[argv.index(".")] = str(VALID)
+        rc = main(argv)
+        out, err = capsys.readouterr()
+        assert rc in (0, 1) and "Traceback" not in err
+        if fmt == "github":
+            assert all(line.startswith(("::error ", "::warning ")) for line in out.splitlines())
+        else:
+            json.loads(out)
+
+
+def test_documented_install_lines_name_the_distribution() -> None:
+    name = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"]
+    for doc in (ROOT / "docs" / "ci.md", ROOT / "README.md"):
+        lines = re.findall(r"pip install (?!-e)['\"]?([A-Za-z][\w.-]*)", doc.read_text())
+        assert lines and all(n == name for n in lines), (doc.name, lines)
+
+
+_INTERNAL = re.compile(r"seed \d{3}|\bSPEC\b|§|issue #\d")
+
+
+def test_user_facing_text_cites_no_internal_notes(capsys: pytest.CaptureFixture[str]) -> None:
+    from envkit.cli import COMMANDS
+
+    texts = {"README.md": (ROOT / "README.md").read_text(),
+             "docs/ci.md": (ROOT / "docs" / "ci.md").read_text()}
+    for command in (*COMMANDS, "convert verifiers", "convert package"):
+        main([*command.split(), "--help"])
+        texts[f"envkit {command} --help"] = capsys.readouterr().out
+    main(["rule", "--all", "--output-format", "json"])
+    texts["envkit rule"] = capsys.readouterr().out
+    found = {where: _INTERNAL.findall(text) for where, text in texts.items()}
+    assert not {k: v for k, v in found.items() if v}

@@ -1,0 +1,245 @@
+"""Fast tests of the converter's refusals and their reasons: an env's verifiers pin, its
+Requires-Python, secrets in --env-args, load failures by kind, the builder's own error text,
+and where each pin came from. Each refusal leaves no output directory and no temp dir."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import venv
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from support.paths import REPO_ROOT
+from wheelfactory import make_wheel
+
+from envkit.cli import cli
+from envkit.converters.adapter_pkg import AdapterSpec, package_texts
+from envkit.converters.env_args import EnvArgsError, literal_secrets, redacted, resolved
+from envkit.converters.env_source import builder_error
+from envkit.converters.sandbox import LoadError, run_loader
+from envkit.converters.staging import stage
+from envkit.converters.verifiers_pin import conflict_in_uv_message, pin_conflict
+from envkit.converters.vf_closure import pin_sources
+from envkit.converters.vf_request import ConvertRequest
+from envkit.supply.resolve import PinnedWheel
+
+ROOT = REPO_ROOT
+BROKEN = ROOT / "fixtures" / "verifiers_envs" / "broken"
+
+
+def _convert(tmp_path: Path, *args: str) -> tuple[int, dict, str]:
+    result = CliRunner().invoke(cli, [
+        "convert", "verifiers", "--out-dir", str(tmp_path / "out" / "pkg"),
+        "--dataset-dir", str(tmp_path / "out" / "data"), *args,
+    ], standalone_mode=False)
+    return result.return_value, json.loads(result.stdout), result.stderr
+
+
+def _nothing_left(tmp_path: Path) -> None:
+    assert not (tmp_path / "out").exists()  # no PKG, no DATA, no temp dirs, no parent
+
+
+# -- 1. an env that pins an older verifiers ---------------------------------------------
+
+@pytest.mark.parametrize("pin", ["verifiers==0.1.5", "verifiers<0.2", "verifiers==0.2.0"])
+def test_old_verifiers_pin_is_named_with_the_harness_version(tmp_path: Path, pin: str) -> None:
+    wheel = make_wheel(tmp_path / "in", "old-pin", "0.1.0", requires=(pin,))
+    rc, verdict, _ = _convert(tmp_path, "--hub-id", "envkit/old-pin", "--wheel", str(wheel))
+    assert rc == 1
+    message, hint = verdict["error"]["message"], verdict["error"]["hint"]
+    assert f"pins an older verifiers ({pin!r})" in message
+    assert "Gym 0.7.0's verifiers_agent runs verifiers 0.3.1" in message
+    assert "v1" not in message and "< 0.4" not in hint
+    assert "admits 0.3.1" in hint
+    _nothing_left(tmp_path)
+
+
+@pytest.mark.parametrize(("spec", "kind"), [
+    (">=0.4", "v1"), ("==0.4.0", "v1"), ("==0.1.5", "older"), ("<0.2", "older"),
+    ("==0.2.0", "older"), ("!=0.3.1", "other"), ("==0.3.2", "other"), (">=0.1,<0.4", None),
+])
+def test_pin_kinds(spec: str, kind: str | None) -> None:
+    from packaging.specifiers import SpecifierSet
+
+    found = pin_conflict(SpecifierSet(spec), "0.3.1", f"verifiers{spec}")
+    assert (found.kind if found else None) == kind
+
+
+def test_uv_refusal_for_an_old_pin_names_the_pin() -> None:
+    uv = ("uv could not resolve the closure for x86_64: Because old-pin==0.1.0 depends on "
+          "verifiers==0.1.5 and you require verifiers==0.3.1, we can conclude that your "
+          "requirements are unsatisfiable.")
+    who, conflict = conflict_in_uv_message(uv, "0.3.1")
+    assert who == "old-pin==0.1.0" and conflict.kind == "older"
+    assert conflict.requirement == "verifiers==0.1.5"
+
+
+# -- 5. checked before anything runs: Requires-Python ------------------------------------
+
+def test_requires_python_without_3_13_is_refused_before_resolution(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "in", "py312-only", "0.1.0", requires_python=">=3.10,<3.13",
+                       requires=("verifiers>=0.1.9,<0.4",))
+    rc, verdict, _ = _convert(tmp_path, "--hub-id", "envkit/py312-only", "--wheel", str(wheel))
+    assert rc == 1
+    assert "Requires-Python '>=3.10,<3.13'" in verdict["error"]["message"]
+    assert "CPython 3.13." in verdict["error"]["message"]
+    assert verdict["valid"] is False and "package" not in verdict  # the error object
+    _nothing_left(tmp_path)
+
+
+def test_staging_removes_the_parents_it_created(tmp_path: Path) -> None:
+    with ExitStack() as stack:
+        staged = stage(stack, tmp_path / "a" / "b" / "pkg")
+        (staged / "x").write_text("y")
+    assert sorted(tmp_path.iterdir()) == []
+
+
+# -- 6. secrets in --env-args -------------------------------------------------------------
+
+def test_literal_secret_is_refused_and_never_printed(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "in", "some-env", "0.1.0")
+    rc, verdict, stderr = _convert(tmp_path, "--hub-id", "envkit/some-env", "--wheel",
+                                   str(wheel), "--env-args",
+                                   '{"api_key": "sk-live-123456", "judge": {"token": "t0k"}}')
+    assert rc == 1
+    assert "'api_key', 'judge.token'" in verdict["error"]["message"]
+    assert "${oc.env:VAR}" in verdict["error"]["hint"]
+    assert "--allow-literal-secrets" in verdict["error"]["hint"]
+    everything = json.dumps(verdict) + stderr
+    assert "sk-live-123456" not in everything and "t0k" not in everything
+    _nothing_left(tmp_path)
+
+
+def test_unset_env_reference_is_refused(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "in", "some-env", "0.1.0")
+    rc, verdict, _ = _convert(tmp_path, "--hub-id", "envkit/some-env", "--wheel", str(wheel),
+                              "--env-args", '{"api_key": "${oc.env:ENVKIT_SURELY_UNSET_VAR}"}')
+    assert rc == 1
+    assert "ENVKIT_SURELY_UNSET_VAR is not set" in verdict["error"]["message"]
+    _nothing_left(tmp_path)
+
+
+def test_secret_rules() -> None:
+    args = {"api_key": "${oc.env:K}", "base_url": "http://x", "num_examples": 3,
+            "Password": "p", "nested": {"hf_token": "${oc.env:T,fallback}"},
+            "keys": ["a"], "monkey_count": 2}
+    assert literal_secrets(args) == ["Password", "keys[0]"]
+    assert resolved(args, {"K": "sk-1"})["api_key"] == "sk-1"
+    assert resolved(args, {"K": "sk-1"})["nested"] == {"hf_token": "fallback"}
+    assert resolved({"u": "pre-${oc.env:K}-post"}, {"K": "v"}) == {"u": "pre-v-post"}
+    shown = redacted(args)
+    assert shown["api_key"] == "${oc.env:K}" and shown["Password"] == "***"
+    assert shown["base_url"] == "http://x" and shown["keys"] == ["***"]
+    with pytest.raises(EnvArgsError, match="K is not set"):
+        resolved(args, {})
+
+
+def test_env_reference_reaches_the_agent_config_verbatim() -> None:
+    spec = AdapterSpec(name="e", hub_id="o/e", vf_env_id="e",
+                       vf_env_args={"api_key": "${oc.env:JUDGE_API_KEY}"})
+    agent = yaml.safe_load(package_texts(spec)["configs/verifiers_agent.yaml"])
+    body = agent["verifiers_agent"]["responses_api_agents"]["verifiers_agent"]
+    assert body["vf_env_args"] == {"api_key": "${oc.env:JUDGE_API_KEY}"}
+
+
+# -- 3 and network: load failures by kind, in a bare venv ----------------------------------
+
+@pytest.fixture(scope="module")
+def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv without verifiers: the broken fixture modules, and a stand-in ``fakevf``
+    distribution (version 9.9.9) that lacks the name one module imports."""
+    root = tmp_path_factory.mktemp("bare")
+    venv.create(root / "venv", with_pip=False, symlinks=True)
+    site = next((root / "venv" / "lib").glob("python3.*/site-packages"))
+    for name in ("needs_network", "missing_dep"):
+        shutil.copytree(BROKEN / name, site / name)
+    (site / "fakevf").mkdir()
+    (site / "fakevf" / "__init__.py").write_text("def other(): pass\n")
+    info = site / "fakevf-9.9.9.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fakevf\nVersion: 9.9.9\n")
+    (info / "RECORD").write_text("fakevf/__init__.py,,\n")
+    (info / "top_level.txt").write_text("fakevf\n")
+    (site / "lost_api.py").write_text("from fakevf import parse_response_messages\n")
+    return root / "venv" / "bin" / "python"
+
+
+@pytest.mark.parametrize(("module", "kind", "text"), [
+    ("lost_api", "api",
+     "'lost_api' imports 'parse_response_messages' from 'fakevf', which fakevf 9.9.9 does "
+     "not have"),
+    ("missing_dep", "missing",
+     "'missing_dep' imports 'envkit_undeclared_dependency', which no installed distribution "
+     "provides"),
+    ("needs_network", "network", "needs the network at load: datasets.envkit-fixture.invalid"),
+    ("not_there", "module", "cannot import 'not_there'"),
+])
+def test_load_failures_name_their_cause(bare_venv: Path, tmp_path: Path, module: str,
+                                        kind: str, text: str) -> None:
+    with pytest.raises(LoadError) as err:
+        run_loader(bare_venv, module, module, {}, tmp_path / "run", timeout=60)
+    assert err.value.kind == kind
+    assert text in str(err.value)
+    assert "\n" not in str(err.value)  # one line
+
+
+def test_env_args_never_reach_argv(bare_venv: Path, tmp_path: Path) -> None:
+    site = next(bare_venv.parent.parent.glob("lib/python3.*/site-packages"))
+    (site / "argv_echo.py").write_text(
+        "import sys\ndef load_environment(**kw):\n"
+        "    raise RuntimeError(repr(sys.argv) + '|' + kw['api_key'])\n")
+    with pytest.raises(LoadError) as err:
+        run_loader(bare_venv, "argv_echo", "argv_echo", {"api_key": "sk-secret-42"},
+                   tmp_path / "run", timeout=60)
+    argv, value = str(err.value).rsplit("|", 1)
+    assert value == "sk-secret-42" and "sk-secret-42" not in argv
+    assert not (tmp_path / "run" / "args.json").exists()
+
+
+# -- 4. the builder's own words --------------------------------------------------------------
+
+def test_builder_error_keeps_the_cause() -> None:
+    output = ("Building wheel...\nTraceback (most recent call last):\n" + "  frame\n" * 40
+              + "SystemExit: this package was renamed to 'hud'; install hud instead\n"
+              "error: Failed to build `tombstone-1.0.tar.gz`\n  cause: The build backend "
+              "returned an error\nhint: Build failures usually indicate a problem\n")
+    text = builder_error(output)
+    assert "renamed to 'hud'" in text and "Building wheel" not in text
+
+
+# -- 2. where each pin came from ------------------------------------------------------------
+
+def test_pin_sources_name_index_wheels_dir_and_files(tmp_path: Path) -> None:
+    (tmp_path / "wh").mkdir()
+    (tmp_path / "o.txt").write_text("prime-sandboxes==0.2.39\n")
+    (tmp_path / "c.txt").write_text("tenacity<9.1  # older\n")
+    req = ConvertRequest(hub_id="o/e", out_dir=tmp_path / "p", dataset_dir=tmp_path / "d",
+                         overrides=(tmp_path / "o.txt",), constraints=(tmp_path / "c.txt",),
+                         wheels_dirs=(tmp_path / "wh",))
+    pins = [PinnedWheel("prime-sandboxes", "0.2.39", "p.whl", "https://files.example/p.whl",
+                        None, ()),
+            PinnedWheel("tenacity", "9.0.0", "t.whl", "https://files.example/t.whl", None, ()),
+            PinnedWheel("helper", "1.0", "h.whl", (tmp_path / "wh" / "h.whl").as_uri(),
+                        None, ())]
+    sources = pin_sources(req, pins, "e", None)
+    assert sources["prime-sandboxes"] == ("index files.example; --override o.txt: "
+                                          "prime-sandboxes==0.2.39")
+    assert sources["tenacity"] == "index files.example; --constraint c.txt: tenacity<9.1  # older"
+    assert sources["helper"] == f"--wheels-dir {tmp_path / 'wh'}"
+
+
+def test_unrelated_error_after_a_lookup_is_not_called_network(bare_venv: Path,
+                                                              tmp_path: Path) -> None:
+    site = next(bare_venv.parent.parent.glob("lib/python3.*/site-packages"))
+    (site / "looked_up.py").write_text(
+        "import socket\ndef load_environment(**kw):\n"
+        "    try:\n        socket.getaddrinfo('datasets.envkit-fixture.invalid', 443)\n"
+        "    except OSError:\n        pass\n"
+        "    open('/nonexistent/envkit-rows.json')\n")
+    with pytest.raises(LoadError) as err:
+        run_loader(bare_venv, "looked_up", "looked_up", {}, tmp_path / "run", timeout=60)
+    assert err.value.kind == "load" and "FileNotFoundError" in str(err.value)

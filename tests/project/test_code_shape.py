@@ -1,0 +1,50 @@
+"""Library code stays in small modules of short functions (the developers' guide's limits).
+
+No module over 400 lines and no function over 60 lines (counted from ``def`` to its last
+line, so click decorators do not count) in the four library folders.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from support.paths import REPO_ROOT
+
+ROOT = REPO_ROOT
+LIBRARY = ("envkit", "validators", "converters", "trainer")
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+
+
+def _library_files() -> list[Path]:
+    return sorted(p for folder in LIBRARY for p in (ROOT / folder).rglob("*.py"))
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def _long_functions(path: Path) -> dict[str, int]:
+    tree = ast.parse(path.read_text("utf-8"), filename=str(path))
+    return {
+        f"{_rel(path)}::{node.name}": node.end_lineno - node.lineno + 1
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    }
+
+
+def _module_lines() -> dict[str, int]:
+    return {_rel(p): len(p.read_text("utf-8").splitlines()) for p in _library_files()}
+
+
+def test_no_library_module_is_over_the_line_limit() -> None:
+    over = {rel: n for rel, n in _module_lines().items()
+            if n > MAX_MODULE_LINES}
+    assert not over, f"modules over {MAX_MODULE_LINES} lines (split them by concept): {over}"
+
+
+def test_no_library_function_is_over_the_line_limit() -> None:
+    over = {name: n for path in _library_files() for name, n in _long_functions(path).items()}
+    assert not over, f"functions over {MAX_FUNCTION_LINES} lines: {over}"

@@ -1,0 +1,1 @@
+"""Shared test helpers: builders, real-service launchers, and scripts run in subprocesses."""
