@@ -194,9 +194,13 @@ def _import_failure(exc: ImportError, module: str) -> dict:
 def _attribute_failure(exc: AttributeError, module: str) -> dict | None:
     """A name reached as an attribute of a dependency's module (``vf.SelectConfig``) that the
     installed release lacks: an API of another release, as a failed ``from … import`` is.
-    None for anything else (the env's own modules, objects)."""
+    None for anything else: the env's own modules, objects, and a module ``__getattr__``
+    that says something else (verifiers 0.3.1's "To use verifiers.X, install as
+    `verifiers[all]`" is a missing extra, and its own words say so)."""
     owner, name = getattr(exc, "obj", None), getattr(exc, "name", None)
     if not isinstance(owner, types.ModuleType) or not isinstance(name, str):
+        return None
+    if "has no attribute" not in str(exc):
         return None
     if owner.__name__.split(".")[0] == module.split(".")[0]:
         return None  # the environment's own module: its bug, not another release's API

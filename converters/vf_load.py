@@ -125,21 +125,26 @@ def _left_out(exc: LoadError, req: ConvertRequest, hub: HubRef,
         return None
     at = _AT.search(str(exc))
     where = at.group(0) if at else ""
-    head = f"loading {hub.vf_env_id!r} failed: {hub.module!r} imports {exc.missing!r}"
-    wheel = env_wheel.path.name
+    who = (f"module {exc.missing!r}" if exc.missing == hub.module
+           else f"{hub.module!r} imports {exc.missing!r}")
+    head = f"loading {hub.vf_env_id!r} failed: {who}"
+    own = exc.missing.split(".")[0] == hub.module != exc.missing  # a submodule of its own
     if req.source is not None:
         rel = left_out(req.source, env_wheel.path, exc.missing)
-        if rel is None:
-            return None
-        return (f"{head}, which is in the source tree ({rel}) but not in the wheel its build "
-                f"makes ({wheel}){where}",
-                f"the build leaves {rel} out: include it with {build_settings(req.source)}, "
-                "then convert again")
-    own = exc.missing.split(".")[0] == hub.module.split(".")[0] != exc.missing
+        if rel is not None:
+            return (f"{head}, which is in the source tree ({rel}) but not in the wheel its "
+                    f"build makes ({env_wheel.path.name}){where}",
+                    f"the build leaves {rel} out: include it with "
+                    f"{build_settings(req.source)}, then convert again")
+        if own and not in_wheel(env_wheel.path, exc.missing):
+            return (f"{head}, which neither its wheel nor the source tree has{where}",
+                    "the environment imports a module of its own package that does not exist: "
+                    "fix the import, or add the module to the source tree")
+        return None
     if not own or in_wheel(env_wheel.path, exc.missing):
         return None
-    return (f"{head}, a module of the environment's own package that its wheel ({wheel}) "
-            f"does not have{where}",
+    return (f"{head}, a module of the environment's own package that its wheel "
+            f"({env_wheel.path.name}) does not have{where}",
             "the environment's build leaves it out of the wheel: include it in its build "
             "config (the packages / include list in pyproject.toml) and rebuild, or convert "
             "with --source DIR, which names the file")

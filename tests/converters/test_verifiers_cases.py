@@ -177,6 +177,12 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "import own_attr\ndef load_environment(**kw):\n    return own_attr.nothing\n")
     (site / "obj_attr.py").write_text(
         "def load_environment(**kw):\n    return object().get_dataset\n")
+    # a module __getattr__ with words of its own (verifiers 0.3.1's missing-extra message)
+    (site / "fakextra.py").write_text(
+        "def __getattr__(name):\n"
+        "    raise AttributeError(f'To use fakextra.{name}, install as `fakextra[all]`. ')\n")
+    (site / "extra_attr.py").write_text(
+        "import fakextra\ndef load_environment(**kw):\n    return fakextra.Browser()\n")
     # verifiers 0.3.1's v1 SingleAgentEnv, by where its class comes from (the real one is
     # verifiers.v1.envs.single_agent.env.SingleAgentEnv; the slow test loads that one)
     (site / "v1_shim.py").write_text(
@@ -199,6 +205,8 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("lost_attr", "api",
      "'lost_attr' uses 'SelectConfig' from 'fakevf', which fakevf 9.9.9 does not have"),
     ("own_attr", "load", "AttributeError: module 'own_attr' has no attribute 'nothing'"),
+    ("extra_attr", "load",
+     "AttributeError: To use fakextra.Browser, install as `fakextra[all]`."),
     ("obj_attr", "load", "AttributeError: 'object' object has no attribute 'get_dataset'"),
     ("v1_shim", "v1",
      "load_environment returned a SingleAgentEnv, a verifiers v1 class "
@@ -327,6 +335,30 @@ def test_left_out_module_points_at_the_build_config_with_source(tmp_path: Path) 
                         "its build makes (left_out-0.1.0-py3-none-any.whl) (at left_out.py:8)")
     assert "Requires-Dist" not in err.hint
     assert "include it with [tool.setuptools] packages / py-modules" in err.hint
+
+
+def test_left_out_main_module_is_named_once(tmp_path: Path) -> None:
+    made = make_wheel(tmp_path / "whl", "leftout", "0.1.0", files={"left_out_prompts.py": b""})
+    wheel = EnvWheel(made, read_wheel(made, rel=made.name))  # its package is 'leftout'
+    exc = LoadError("module", "cannot import 'left_out': No module named 'left_out'",
+                    missing="left_out")
+    err = load_error(exc, _req(tmp_path, source=LEFT_OUT), parse_hub_id("envkit/left-out"),
+                     wheel)
+    assert str(err) == ("loading 'left-out' failed: module 'left_out', which is in the source "
+                        "tree (left_out.py) but not in the wheel its build makes "
+                        "(leftout-0.1.0-py3-none-any.whl)")
+    assert "include it with [tool.setuptools] packages / py-modules" in err.hint
+
+
+def test_own_submodule_in_neither_wheel_nor_tree_is_a_bad_import(tmp_path: Path) -> None:
+    wheel = _env_wheel(tmp_path, {"left_out.py": b""})
+    exc = LoadError("module", "cannot import 'left_out': No module named 'left_out.tools' "
+                    "(at left_out.py:3)", missing="left_out.tools")
+    err = load_error(exc, _req(tmp_path, source=LEFT_OUT), parse_hub_id("envkit/left-out"),
+                     wheel)
+    assert str(err) == ("loading 'left-out' failed: 'left_out' imports 'left_out.tools', which "
+                        "neither its wheel nor the source tree has (at left_out.py:3)")
+    assert "fix the import" in err.hint and "named after the hub id" not in err.hint
 
 
 def test_undeclared_dependency_still_points_at_requires_dist(tmp_path: Path) -> None:

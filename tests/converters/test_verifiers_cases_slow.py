@@ -157,6 +157,7 @@ def test_sandbox_env_names_the_client_incompatibility(tmp_path: Path) -> None:
                               str(ENVS / "sandbox-env")), tmp_path)
     assert "ValidationError" in error["message"] and "start_command" in error["message"]
     assert "'prime-sandboxes==0.2.35'" in error["hint"] and "--override FILE" in error["hint"]
+    assert "every prime-sandboxes release verifiers 0.3.1 admits (>= 0.2.39)" in error["hint"]
 
 
 def test_sandbox_env_converts_offline_with_the_override(tmp_path: Path) -> None:
