@@ -21,6 +21,7 @@ import os
 import socket
 import sys
 import traceback
+import types
 
 __all__ = ["main"]
 
@@ -96,6 +97,20 @@ def _classify_module(module: object) -> str:
     return "none"
 
 
+def _v1_origin(obj: object) -> str | None:
+    """``module.Class`` of the first verifiers v1 class ``obj`` is an instance of, or None.
+
+    verifiers 0.3.1 ships both stacks: the classic one in ``verifiers.legacy`` (aliased at
+    ``verifiers.<name>``), the v1 one (Taskset/Harness/Env) in ``verifiers.v1``. Gym's
+    verifiers_agent calls the classic Environment's methods on what ``load_environment``
+    returns, so a ``load_environment`` shim that returns a v1 ``Env`` is v1, not classic.
+    """
+    for cls in type(obj).__mro__:
+        if (getattr(cls, "__module__", "") or "").startswith("verifiers.v1"):
+            return f"{cls.__module__}.{cls.__qualname__}"
+    return None
+
+
 def _dataset(env: object, num_examples: int) -> tuple[str, object]:
     """``get_dataset()``, falling back to the eval dataset, as Gym's create_dataset.py does."""
     try:
@@ -146,15 +161,28 @@ def _dist_of(module: str) -> str:
         return top
 
 
+def _where(exc: BaseException, roots: list[str]) -> str:
+    """`` (at pkg/mod.py:12)``: the innermost traceback frame in the environment's own files
+    (under a ``--path`` root), or ``""``."""
+    real = [os.path.realpath(root) for root in roots]
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        path = os.path.realpath(frame.filename)
+        for root in real:
+            if _under(path, root):
+                return f" (at {os.path.relpath(path, root)}:{frame.lineno})"
+    return ""
+
+
 def _import_failure(exc: ImportError, module: str) -> dict:
     """Which kind of import failure: the env's own module missing, a dependency missing,
     or a name the installed dependency does not have (an API of another version)."""
     missing = getattr(exc, "name", None) or ""
     if isinstance(exc, ModuleNotFoundError):
         if missing.split(".")[0] == module.split(".")[0]:
-            return {"kind": "module", "message": f"cannot import {module!r}: {exc}"}
-        return {"kind": "missing", "message": f"{module!r} imports {missing!r}, which no "
-                f"installed distribution provides ({exc})"}
+            return {"kind": "module", "missing": missing,
+                    "message": f"cannot import {module!r}: {exc}"}
+        return {"kind": "missing", "missing": missing, "message": f"{module!r} imports "
+                f"{missing!r}, which no installed distribution provides ({exc})"}
     text = str(exc)
     name = text.split("'")[1] if text.startswith("cannot import name '") else text
     if missing:
@@ -163,9 +191,31 @@ def _import_failure(exc: ImportError, module: str) -> dict:
     return {"kind": "missing", "message": f"{module!r}: {text}"}
 
 
-def _failure(exc: BaseException, module: str, net: _Net) -> dict:
+def _attribute_failure(exc: AttributeError, module: str) -> dict | None:
+    """A name reached as an attribute of a dependency's module (``vf.SelectConfig``) that the
+    installed release lacks: an API of another release, as a failed ``from … import`` is.
+    None for anything else: the env's own modules, objects, and a module ``__getattr__``
+    that says something else (verifiers 0.3.1's "To use verifiers.X, install as
+    `verifiers[all]`" is a missing extra, and its own words say so)."""
+    owner, name = getattr(exc, "obj", None), getattr(exc, "name", None)
+    if not isinstance(owner, types.ModuleType) or not isinstance(name, str):
+        return None
+    if "has no attribute" not in str(exc):
+        return None
+    if owner.__name__.split(".")[0] == module.split(".")[0]:
+        return None  # the environment's own module: its bug, not another release's API
+    return {"kind": "api", "message": f"{module!r} uses {name!r} from {owner.__name__!r}, "
+            f"which {_dist_of(owner.__name__)} does not have"}
+
+
+def _failure(exc: BaseException, module: str, net: _Net, roots: list[str]) -> dict:
+    found = None
     if isinstance(exc, ImportError):
-        return {"ok": False, **_import_failure(exc, module)}
+        found = _import_failure(exc, module)
+    elif isinstance(exc, AttributeError):
+        found = _attribute_failure(exc, module)
+    if found is not None:
+        return {"ok": False, **found, "message": found["message"] + _where(exc, roots)}
     first = (str(exc).strip().splitlines() or [""])[0][:300]
     chain = [e for e in (exc, exc.__cause__, exc.__context__) if e is not None]
     if net.hosts and any(type(e).__name__ in _NET_ERRORS
@@ -184,6 +234,11 @@ def _load(opts: argparse.Namespace, args: dict) -> dict:
         msg = f"module {opts.module!r} has no load_environment"
         return {"ok": False, "kind": api, "message": msg}
     env = module.load_environment(**args)
+    origin = _v1_origin(env)
+    if origin is not None:
+        msg = (f"load_environment returned a {type(env).__name__}, a verifiers v1 class "
+               f"({origin}), not a classic verifiers Environment")
+        return {"ok": False, "kind": "v1", "message": msg}
     source, dataset = _dataset(env, opts.num_examples)
     verifiers = sys.modules.get("verifiers")
     return {"ok": True, "api": "classic", "source": source,
@@ -211,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = {**_load(opts, args), "hosts": net.hosts}
     except BaseException as exc:
-        result = _failure(exc, opts.module, net)
+        result = _failure(exc, opts.module, net, opts.path)
     if guard.violations:
         result = {"ok": False, "kind": "escape",
                   "message": "wrote outside its temp dir: " + "; ".join(guard.violations[:5])}

@@ -50,12 +50,14 @@ class SandboxError(RuntimeError):
 
 class LoadError(RuntimeError):
     """Loading the environment failed; ``kind`` says how (load, import, v1, none, escape,
-    timeout, crash) and ``log`` holds the tail of what it printed."""
+    timeout, crash), ``log`` holds the tail of what it printed and ``missing`` the module an
+    import did not find (kinds ``missing`` and ``module``)."""
 
-    def __init__(self, kind: str, message: str, log: str = "") -> None:
+    def __init__(self, kind: str, message: str, log: str = "", missing: str = "") -> None:
         super().__init__(message)
         self.kind = kind
         self.log = log
+        self.missing = missing
 
 
 @dataclass(frozen=True)
@@ -254,6 +256,7 @@ def _result(out: Path, log_path: Path, returncode: int | None) -> LoadResult:
         raise LoadError("crash", msg, log) from None
     if not data.get("ok"):
         output = "\n".join(filter(None, [log, data.get("traceback")]))
-        raise LoadError(data.get("kind", "load"), data.get("message", "unknown error"), output)
+        raise LoadError(data.get("kind", "load"), data.get("message", "unknown error"), output,
+                        data.get("missing") or "")
     return LoadResult(data["examples"], data["source"], data["verifiers_version"],
                       data["env_class"], log, tuple(data.get("hosts") or ()))

@@ -95,8 +95,9 @@ def convert_verifiers(req: ConvertRequest) -> ConvertResult:
 
 def _check_request(req: ConvertRequest) -> None:
     if Version(req.verifiers_version) >= CLASSIC_MAX:
-        msg = (f"verifiers {req.verifiers_version} has only the v1 API; Gym's verifiers_agent "
-               "calls the classic API (vf.load_environment, Environment.run_group)")
+        msg = (f"verifiers {req.verifiers_version} has only the v1 API (0.4 removed the "
+               "classic API); Gym's verifiers_agent calls the classic API "
+               "(vf.load_environment, Environment.run_group)")
         hint = (f"use --verifiers-version {GYM_VERIFIERS_VERSION} "
                 f"(Gym {req.gym_version}'s verifiers_agent pin)")
         raise ConvertError(msg, hint)

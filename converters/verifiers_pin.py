@@ -25,7 +25,11 @@ __all__ = ["CLASSIC_MAX", "PinConflict", "conflict_in_uv_message", "pin_conflict
            "requires_conflict"]
 
 CLASSIC_MAX = Version("0.4")
-"""verifiers 0.4 is v1-only: no ``vf.load_environment``/``Environment.run_group``."""
+"""verifiers 0.4 is v1-only. Read off the 0.4.0 wheel: ``verifiers/__init__.py`` holds only
+``__version__``, the stack is ``verifiers.v1`` (Taskset, Harness, Env, SingleAgentEnv, and a
+``load_environment(config: EnvConfig)``); 0.3.1's ``verifiers.legacy`` (the classic
+``vf.load_environment(env_id, **kwargs)`` and ``Environment.run_group`` that Gym 0.7.0's
+verifiers_agent calls) is gone."""
 _PROBES = ("0.1.0", "0.1.5", "0.1.9", "0.2.0", "0.3.0", "0.3.1", "0.3.2", "0.4.0", "0.5.0",
            "1.0.0", "2.0.0")
 # uv: "Because my-env==0.1.0 depends on verifiers==0.1.5 and you require verifiers==0.3.1, ..."
@@ -46,7 +50,9 @@ class PinConflict:
         runs = f"Gym {gym_version}'s verifiers_agent runs verifiers {self.harness}"
         if self.kind == "v1":
             return (f"{who} is written for the verifiers v1 API (it requires "
-                    f"{self.requirement!r}); {runs} and its classic API")
+                    f"{self.requirement!r}): verifiers 0.4 removed the classic API "
+                    f"(vf.load_environment, Environment.run_group) that Gym {gym_version}'s "
+                    f"verifiers_agent calls (it runs verifiers {self.harness})")
         if self.kind == "older":
             return (f"{who} pins an older verifiers ({self.requirement!r}); {runs}, which "
                     "that pin excludes")
@@ -54,8 +60,9 @@ class PinConflict:
 
     def hint(self) -> str:
         if self.kind == "v1":
-            return ("use a release of the environment built on the classic API (verifiers "
-                    f"{self.harness}), or package it as wheels-v1 with a Gym server of your own")
+            return ("a verifiers >= 0.4 environment has no conversion route yet (Gym's "
+                    "verifiers_agent runs only the classic API); to train on it, write a Gym "
+                    "resources server for it and package that as wheels-v1")
         return (f"use a release of the environment whose verifiers requirement admits "
                 f"{self.harness}, or relax the pin in its source and convert it with --source")
 

@@ -181,7 +181,9 @@ def resolve_hint(message: str, target: Target) -> str:
     if "Failed to fetch" in message or "dns error" in message:
         return "an index could not be reached: check --index-url and the network"
     if "verifiers" in message and "unsatisfiable" in message:
-        return "an environment that needs verifiers >= 0.4 uses the v1-only API"
+        return ("an environment that needs verifiers >= 0.4 has no conversion route yet: "
+                "verifiers 0.4 removed the classic API Gym's verifiers_agent runs; to train on "
+                "it, write a Gym resources server for it and package that as wheels-v1")
     if "unsatisfiable" in message:
         return ("pin the conflicting dependency with --override FILE (a requirements file, "
                 "e.g. 'name==1.2.3'), or bound it with --constraint FILE")

@@ -9,10 +9,12 @@ each kind into one line that names the cause and a hint that names a real option
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from envkit.converters.env_args import redacted, resolved
+from envkit.converters.left_out import build_settings, in_wheel, left_out
 from envkit.converters.sandbox import (
     LoadError,
     SandboxError,
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     from envkit.converters.sandbox import LoadResult
     from envkit.converters.vf_request import ConvertRequest
 
-__all__ = ["load_rows"]
+__all__ = ["load_error", "load_rows"]
 
 logger = logging.getLogger("envkit.convert")
 
@@ -78,11 +80,11 @@ def load_rows(req: ConvertRequest, hub: HubRef, pins: Sequence, wheels: Path,
         site = install_into(uv, venv_python, env_file, work / "run" / "site")
     except SandboxError as exc:
         raise ConvertError(str(exc), "the host needs the same closure the target gets") from None
-    return _run(req, hub, venv_python, work, site)
+    return _run(req, hub, venv_python, work, site, env_wheel)
 
 
-def _run(req: ConvertRequest, hub: HubRef, venv_python: Path, work: Path,
-         site: Path) -> LoadResult:
+def _run(req: ConvertRequest, hub: HubRef, venv_python: Path, work: Path, site: Path,
+         env_wheel: EnvWheel | None) -> LoadResult:
     logger.info("loading %s with load_environment(**%s)", hub.vf_env_id,
                 redacted(req.env_args))
     try:
@@ -92,8 +94,7 @@ def _run(req: ConvertRequest, hub: HubRef, venv_python: Path, work: Path,
     except LoadError as exc:
         if exc.log.strip() and exc.kind in ("load", "crash"):
             logger.error("output of the environment's load:\n%s", exc.log[-3000:])
-        raise ConvertError(f"loading {hub.vf_env_id!r} failed: {exc}",
-                           _known_hint(str(exc)) or _hint(exc.kind, req)) from None
+        raise load_error(exc, req, hub, env_wheel) from None
     if loaded.hosts:
         logger.warning("load_environment reached the network (%s): the agent's load on the "
                        "cluster will need it too", ", ".join(loaded.hosts))
@@ -102,34 +103,97 @@ def _run(req: ConvertRequest, hub: HubRef, venv_python: Path, work: Path,
     return loaded
 
 
+def load_error(exc: LoadError, req: ConvertRequest, hub: HubRef,
+               env_wheel: EnvWheel | None) -> ConvertError:
+    """A failed load as one line naming its cause, with a hint that names a real option."""
+    left = _left_out(exc, req, hub, env_wheel)
+    if left is not None:
+        return ConvertError(*left)
+    return ConvertError(f"loading {hub.vf_env_id!r} failed: {exc}",
+                        _known_hint(str(exc)) or _hint(exc, req))
+
+
+_AT = re.compile(r" \(at [^()]+:\d+\)$")
+
+
+def _left_out(exc: LoadError, req: ConvertRequest, hub: HubRef,
+              env_wheel: EnvWheel | None) -> tuple[str, str] | None:
+    """``(message, hint)`` when the module the load missed is the environment's own file that
+    its build leaves out of the wheel (seen in the ``--source`` tree, or a submodule of the
+    environment's own package), else None: then it is a dependency (Requires-Dist)."""
+    if exc.kind not in ("missing", "module") or not exc.missing or env_wheel is None:
+        return None
+    at = _AT.search(str(exc))
+    where = at.group(0) if at else ""
+    who = (f"module {exc.missing!r}" if exc.missing == hub.module
+           else f"{hub.module!r} imports {exc.missing!r}")
+    head = f"loading {hub.vf_env_id!r} failed: {who}"
+    own = exc.missing.split(".")[0] == hub.module != exc.missing  # a submodule of its own
+    if req.source is not None:
+        rel = left_out(req.source, env_wheel.path, exc.missing)
+        if rel is not None:
+            return (f"{head}, which is in the source tree ({rel}) but not in the wheel its "
+                    f"build makes ({env_wheel.path.name}){where}",
+                    f"the build leaves {rel} out: include it with "
+                    f"{build_settings(req.source)}, then convert again")
+        if own and not in_wheel(env_wheel.path, exc.missing):
+            return (f"{head}, which neither its wheel nor the source tree has{where}",
+                    "the environment imports a module of its own package that does not exist: "
+                    "fix the import, or add the module to the source tree")
+        return None
+    if not own or in_wheel(env_wheel.path, exc.missing):
+        return None
+    return (f"{head}, a module of the environment's own package that its wheel "
+            f"({env_wheel.path.name}) does not have{where}",
+            "the environment's build leaves it out of the wheel: include it in its build "
+            "config (the packages / include list in pyproject.toml) and rebuild, or convert "
+            "with --source DIR, which names the file")
+
+
 _KNOWN = (
     (("CreateSandboxRequest", "start_command"),
-     "verifiers 0.3.1's SandboxEnv passes start_command as a string, which prime-sandboxes "
-     ">= 0.2.38 refuses (every release verifiers 0.3.1 admits): put 'prime-sandboxes==0.2.35' "
-     "in a file and pass --override FILE"),
+     "verifiers 0.3.1's SandboxEnv passes start_command as a string, which every "
+     "prime-sandboxes release verifiers 0.3.1 admits (>= 0.2.39) refuses: put "
+     "'prime-sandboxes==0.2.35' in a file and pass --override FILE"),
 )
-"""Failures of the harness's own verifiers with its dependencies, and the way out."""
+"""Failures of the harness's own verifiers with its dependencies, and the way out.
+
+Read off the prime-sandboxes wheels: 0.2.37 made ``CreateSandboxRequest.vm`` default to None
+and refuses a string ``start_command`` unless ``vm=False``; verifiers 0.3.1 requires
+``prime-sandboxes>=0.2.39`` and passes no ``vm``. 0.2.35 is the release the tests convert with."""
 
 
 def _known_hint(message: str) -> str | None:
     return next((hint for words, hint in _KNOWN if all(w in message for w in words)), None)
 
 
-def _hint(kind: str, req: ConvertRequest) -> str:
+_API_DIST = re.compile(r"which (\S+) \S+ does not have")
+
+
+def _hint(exc: LoadError, req: ConvertRequest) -> str:
     harness = f"verifiers {req.verifiers_version} (Gym {req.gym_version}'s verifiers_agent)"
+    dist = _API_DIST.search(str(exc))
+    if exc.kind == "api" and dist and dist.group(1) != "verifiers":
+        return (f"the environment was written against another release of {dist.group(1)}: "
+                "pin one that has it with --override FILE (e.g. 'name==1.2.3')")
     return {
-        "v1": "the module exports a verifiers v1 Taskset; Gym's verifiers_agent needs the "
-              "classic load_environment(**kwargs) API (verifiers < 0.4)",
+        "v1": f"{harness} runs the classic API: load_environment(**kwargs) must return a "
+              "classic vf.Environment (e.g. vf.SingleTurnEnv), which verifiers_agent drives "
+              "with run_group; a v1 Taskset/Env needs a Gym server of your own (package it "
+              "as wheels-v1)",
         "none": "the module must define load_environment(**kwargs) (verifiers classic API)",
         "timeout": "raise --timeout if loading legitimately takes longer",
         "escape": "an environment may write only under its HOME/TMPDIR during conversion",
         "module": "the wheel's top-level module must be named after the hub id "
                   "(dashes -> underscores)",
-        "api": f"use a release of the environment written for {harness}",
+        "api": f"the environment uses an API of another verifiers release: use a release of "
+               f"the environment written for {harness}",
         "missing": "the environment does not declare that dependency: add it to its "
-                   "Requires-Dist, or add its wheel with --wheels-dir DIR",
+                   "Requires-Dist, or add its wheel with --wheels-dir DIR (if it is a file of "
+                   "the environment itself, its build leaves it out of the wheel: --source DIR "
+                   "checks that)",
         "network": "convert where that host is reachable, or make the environment build its "
                    "dataset without the network (env args, a bundled file)",
         "load": "check --env-args; the traceback is in the log above; a dependency newer "
                 "than the harness can be pinned with --override FILE",
-    }.get(kind, "see the log above")
+    }.get(exc.kind, "see the log above")

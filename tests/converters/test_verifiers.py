@@ -345,7 +345,8 @@ def test_loader_file_runs_on_stdlib_only() -> None:
 
 @pytest.mark.parametrize(("message", "hint"), [
     ("Failed to fetch: https://hub.example/simple/x/ cause: dns error", "could not be reached"),
-    ("Because env==1 depends on verifiers>=0.4 ... requirements are unsatisfiable", "v1-only"),
+    ("Because env==1 depends on verifiers>=0.4 ... requirements are unsatisfiable",
+     "has no conversion route yet"),
     ("pyzmq>=27.1.0 has no usable wheels", "raise --glibc"),
 ])
 def test_resolver_failures_get_a_matching_hint(message: str, hint: str) -> None:

@@ -19,16 +19,22 @@ from wheelfactory import make_wheel
 from envkit.cli import cli
 from envkit.converters.adapter_pkg import AdapterSpec, package_texts
 from envkit.converters.env_args import EnvArgsError, literal_secrets, redacted, resolved
-from envkit.converters.env_source import builder_error
+from envkit.converters.env_source import EnvWheel, builder_error
+from envkit.converters.hub import parse_hub_id
+from envkit.converters.left_out import build_settings, in_wheel, left_out
 from envkit.converters.sandbox import LoadError, run_loader
 from envkit.converters.staging import stage
 from envkit.converters.verifiers_pin import conflict_in_uv_message, pin_conflict
 from envkit.converters.vf_closure import pin_sources
+from envkit.converters.vf_load import load_error
 from envkit.converters.vf_request import ConvertRequest
+from envkit.model.wheelfile import read_wheel
 from envkit.supply.resolve import PinnedWheel
 
 ROOT = REPO_ROOT
-BROKEN = ROOT / "fixtures" / "verifiers_envs" / "broken"
+ENVS = ROOT / "fixtures" / "verifiers_envs"
+BROKEN = ENVS / "broken"
+LEFT_OUT = ENVS / "left-out"
 
 
 def _convert(tmp_path: Path, *args: str) -> tuple[int, dict, str]:
@@ -165,6 +171,25 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (info / "RECORD").write_text("fakevf/__init__.py,,\n")
     (info / "top_level.txt").write_text("fakevf\n")
     (site / "lost_api.py").write_text("from fakevf import parse_response_messages\n")
+    (site / "lost_attr.py").write_text(
+        "import fakevf\ndef load_environment(**kw):\n    return fakevf.SelectConfig()\n")
+    (site / "own_attr.py").write_text(
+        "import own_attr\ndef load_environment(**kw):\n    return own_attr.nothing\n")
+    (site / "obj_attr.py").write_text(
+        "def load_environment(**kw):\n    return object().get_dataset\n")
+    # a module __getattr__ with words of its own (verifiers 0.3.1's missing-extra message)
+    (site / "fakextra.py").write_text(
+        "def __getattr__(name):\n"
+        "    raise AttributeError(f'To use fakextra.{name}, install as `fakextra[all]`. ')\n")
+    (site / "extra_attr.py").write_text(
+        "import fakextra\ndef load_environment(**kw):\n    return fakextra.Browser()\n")
+    # verifiers 0.3.1's v1 SingleAgentEnv, by where its class comes from (the real one is
+    # verifiers.v1.envs.single_agent.env.SingleAgentEnv; the slow test loads that one)
+    (site / "v1_shim.py").write_text(
+        "class Env: pass\nEnv.__module__ = 'verifiers.v1.env'\n"
+        "class SingleAgentEnv(Env): pass\n"
+        "SingleAgentEnv.__module__ = 'verifiers.v1.envs.single_agent.env'\n"
+        "def load_environment(**kw):\n    return SingleAgentEnv()\n")
     return root / "venv" / "bin" / "python"
 
 
@@ -177,6 +202,15 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
      "provides"),
     ("needs_network", "network", "needs the network at load: datasets.envkit-fixture.invalid"),
     ("not_there", "module", "cannot import 'not_there'"),
+    ("lost_attr", "api",
+     "'lost_attr' uses 'SelectConfig' from 'fakevf', which fakevf 9.9.9 does not have"),
+    ("own_attr", "load", "AttributeError: module 'own_attr' has no attribute 'nothing'"),
+    ("extra_attr", "load",
+     "AttributeError: To use fakextra.Browser, install as `fakextra[all]`."),
+    ("obj_attr", "load", "AttributeError: 'object' object has no attribute 'get_dataset'"),
+    ("v1_shim", "v1",
+     "load_environment returned a SingleAgentEnv, a verifiers v1 class "
+     "(verifiers.v1.envs.single_agent.env.SingleAgentEnv), not a classic verifiers Environment"),
 ])
 def test_load_failures_name_their_cause(bare_venv: Path, tmp_path: Path, module: str,
                                         kind: str, text: str) -> None:
@@ -243,3 +277,150 @@ def test_unrelated_error_after_a_lookup_is_not_called_network(bare_venv: Path,
     with pytest.raises(LoadError) as err:
         run_loader(bare_venv, "looked_up", "looked_up", {}, tmp_path / "run", timeout=60)
     assert err.value.kind == "load" and "FileNotFoundError" in str(err.value)
+
+
+# -- a module the env's own build leaves out of its wheel -----------------------------------
+
+def _env_wheel(tmp_path: Path, files: dict[str, bytes]) -> EnvWheel:
+    wheel = make_wheel(tmp_path / "whl", "left-out", "0.1.0", files=files)
+    return EnvWheel(wheel, read_wheel(wheel, rel=wheel.name))
+
+
+def test_left_out_sees_the_source_file_the_wheel_lacks(tmp_path: Path) -> None:
+    main_only = _env_wheel(tmp_path, {"left_out.py": b""}).path
+    assert left_out(LEFT_OUT, main_only, "left_out_prompts") == "left_out_prompts.py"
+    assert left_out(LEFT_OUT, main_only, "left_out") is None  # in the wheel
+    assert left_out(LEFT_OUT, main_only, "numpy") is None  # not in the tree: a dependency
+    src = tmp_path / "tree"
+    (src / "src" / "my_env" / "tools").mkdir(parents=True)
+    (src / "src" / "my_env" / "tools" / "grid.py").write_text("")
+    wheel = make_wheel(tmp_path / "w2", "my-env", files={"my_env/__init__.py": b""})
+    assert left_out(src, wheel, "my_env.tools") == "src/my_env/tools/"  # a namespace dir
+    assert in_wheel(wheel, "my_env") and not in_wheel(wheel, "my_env.tools")
+
+
+@pytest.mark.parametrize(("pyproject", "where"), [
+    (LEFT_OUT / "pyproject.toml", "[tool.setuptools] packages / py-modules"),
+    ('[build-system]\nbuild-backend = "hatchling.build"\n',
+     "[tool.hatch.build.targets.wheel] packages / include in pyproject.toml"),
+    ("[project]\nname = 'x'\n", "[tool.setuptools]"),  # no backend: setuptools' legacy default
+    (None, "packages / py_modules in setup.py"),
+])
+def test_build_settings_name_the_backends_table(tmp_path: Path, pyproject: Path | str | None,
+                                                where: str) -> None:
+    if isinstance(pyproject, Path):
+        pyproject = pyproject.read_text()
+    if pyproject is not None:
+        (tmp_path / "pyproject.toml").write_text(pyproject)
+    assert where in build_settings(tmp_path)
+
+
+def _req(tmp_path: Path, **kw: object) -> ConvertRequest:
+    return ConvertRequest(hub_id="envkit/left-out", out_dir=tmp_path / "p",
+                          dataset_dir=tmp_path / "d", **kw)  # type: ignore[arg-type]
+
+
+def _missing() -> LoadError:
+    return LoadError("missing", "'left_out' imports 'left_out_prompts', which no installed "
+                     "distribution provides (No module named 'left_out_prompts') "
+                     "(at left_out.py:8)", missing="left_out_prompts")
+
+
+def test_left_out_module_points_at_the_build_config_with_source(tmp_path: Path) -> None:
+    wheel = _env_wheel(tmp_path, {"left_out.py": b""})
+    err = load_error(_missing(), _req(tmp_path, source=LEFT_OUT),
+                     parse_hub_id("envkit/left-out"), wheel)
+    assert str(err) == ("loading 'left-out' failed: 'left_out' imports 'left_out_prompts', "
+                        "which is in the source tree (left_out_prompts.py) but not in the wheel "
+                        "its build makes (left_out-0.1.0-py3-none-any.whl) (at left_out.py:8)")
+    assert "Requires-Dist" not in err.hint
+    assert "include it with [tool.setuptools] packages / py-modules" in err.hint
+
+
+def test_left_out_main_module_is_named_once(tmp_path: Path) -> None:
+    made = make_wheel(tmp_path / "whl", "leftout", "0.1.0", files={"left_out_prompts.py": b""})
+    wheel = EnvWheel(made, read_wheel(made, rel=made.name))  # its package is 'leftout'
+    exc = LoadError("module", "cannot import 'left_out': No module named 'left_out'",
+                    missing="left_out")
+    err = load_error(exc, _req(tmp_path, source=LEFT_OUT), parse_hub_id("envkit/left-out"),
+                     wheel)
+    assert str(err) == ("loading 'left-out' failed: module 'left_out', which is in the source "
+                        "tree (left_out.py) but not in the wheel its build makes "
+                        "(leftout-0.1.0-py3-none-any.whl)")
+    assert "include it with [tool.setuptools] packages / py-modules" in err.hint
+
+
+def test_own_submodule_in_neither_wheel_nor_tree_is_a_bad_import(tmp_path: Path) -> None:
+    wheel = _env_wheel(tmp_path, {"left_out.py": b""})
+    exc = LoadError("module", "cannot import 'left_out': No module named 'left_out.tools' "
+                    "(at left_out.py:3)", missing="left_out.tools")
+    err = load_error(exc, _req(tmp_path, source=LEFT_OUT), parse_hub_id("envkit/left-out"),
+                     wheel)
+    assert str(err) == ("loading 'left-out' failed: 'left_out' imports 'left_out.tools', which "
+                        "neither its wheel nor the source tree has (at left_out.py:3)")
+    assert "fix the import" in err.hint and "named after the hub id" not in err.hint
+
+
+def test_undeclared_dependency_still_points_at_requires_dist(tmp_path: Path) -> None:
+    wheel = _env_wheel(tmp_path, {"left_out.py": b"", "left_out_prompts.py": b""})
+    for req in (_req(tmp_path, source=LEFT_OUT), _req(tmp_path)):  # in the wheel / no tree
+        err = load_error(_missing(), req, parse_hub_id("envkit/left-out"), wheel)
+        assert "which no installed distribution provides" in str(err)
+        assert "add it to its Requires-Dist, or add its wheel with --wheels-dir" in err.hint
+
+
+def test_own_submodule_missing_from_the_wheel_is_the_build_without_source(
+        tmp_path: Path) -> None:
+    wheel = _env_wheel(tmp_path, {"left_out/__init__.py": b""})
+    exc = LoadError("module", "cannot import 'left_out': No module named 'left_out.tools'",
+                    missing="left_out.tools")
+    err = load_error(exc, _req(tmp_path), parse_hub_id("envkit/left-out"), wheel)
+    assert "a module of the environment's own package that its wheel" in str(err)
+    assert "named after the hub id" not in err.hint and "build config" in err.hint
+    assert "--source DIR" in err.hint
+
+
+def test_api_of_another_dependency_release_is_pinned_not_blamed_on_verifiers(
+        tmp_path: Path) -> None:
+    hub = parse_hub_id("envkit/lost-attr")
+    other = LoadError("api", "'lost_attr' uses 'x' from 'numpy', which numpy 2.3.0 does not have")
+    assert "--override FILE" in load_error(other, _req(tmp_path), hub, None).hint
+    vf = LoadError("api", "'lost_attr' uses 'SelectConfig' from 'verifiers.legacy', which "
+                   "verifiers 0.3.1 does not have")
+    hint = load_error(vf, _req(tmp_path), hub, None).hint
+    assert "an API of another verifiers release" in hint
+    assert "written for verifiers 0.3.1 (Gym 0.7.0's verifiers_agent)" in hint
+
+
+def test_v1_shim_hint_names_what_verifiers_agent_needs(tmp_path: Path) -> None:
+    exc = LoadError("v1", "load_environment returned a SingleAgentEnv, a verifiers v1 class "
+                    "(verifiers.v1.envs.single_agent.env.SingleAgentEnv), not a classic "
+                    "verifiers Environment")
+    hint = load_error(exc, _req(tmp_path), parse_hub_id("envkit/v1-shim"), None).hint
+    assert "must return a classic vf.Environment" in hint and "wheels-v1" in hint
+
+
+# -- verifiers 0.4: no route yet ------------------------------------------------------------
+
+def test_v1_only_env_is_told_there_is_no_route_yet(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "in", "v1-taskset", "0.1.0", requires=("verifiers>=0.4",))
+    rc, verdict, _ = _convert(tmp_path, "--hub-id", "envkit/v1-taskset", "--wheel", str(wheel))
+    assert rc == 1
+    message, hint = verdict["error"]["message"], verdict["error"]["hint"]
+    assert ("is written for the verifiers v1 API (it requires 'verifiers>=0.4'): verifiers 0.4 "
+            "removed the classic API (vf.load_environment, Environment.run_group) that Gym "
+            "0.7.0's verifiers_agent calls (it runs verifiers 0.3.1)") in message
+    assert "no conversion route yet" in hint and "wheels-v1" in hint
+    assert "use a release" not in hint  # none exists for a verifiers 0.4 environment
+    _nothing_left(tmp_path)
+
+
+def test_sandbox_hint_and_readme_give_the_same_prime_sandboxes_floor() -> None:
+    from envkit.converters.vf_load import _known_hint
+
+    hint = _known_hint("ValidationError: CreateSandboxRequest start_command")
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert hint is not None
+    assert "every prime-sandboxes release verifiers 0.3.1 admits (>= 0.2.39) refuses" in hint
+    assert "every prime-sandboxes release verifiers 0.3.1 admits (>= 0.2.39) refuses" in readme
+    assert "'prime-sandboxes==0.2.35'" in hint and "`prime-sandboxes==0.2.35`" in readme

@@ -71,6 +71,16 @@ def test_old_pin_is_refused_naming_pin_and_harness(tmp_path: Path) -> None:
     assert "Gym 0.7.0's verifiers_agent runs verifiers 0.3.1" in error["message"]
 
 
+def test_verifiers_0_4_env_is_told_there_is_no_route_yet(tmp_path: Path) -> None:
+    proc = _convert(tmp_path, "envkit/v1-taskset", "--source", str(ENVS / "v1-taskset"))
+    error = _refused(proc, tmp_path)
+    assert ("is written for the verifiers v1 API (it requires 'verifiers>=0.4'): verifiers 0.4 "
+            "removed the classic API (vf.load_environment, Environment.run_group) that Gym "
+            "0.7.0's verifiers_agent calls (it runs verifiers 0.3.1)") in error["message"]
+    assert "no conversion route yet" in error["hint"] and "use a release" not in error["hint"]
+    assert "resolving" not in proc.stderr
+
+
 def test_requires_python_is_refused_before_resolution(tmp_path: Path) -> None:
     proc = _convert(tmp_path, "envkit/py312-only", "--source", str(ENVS / "py312-only"))
     error = _refused(proc, tmp_path)
@@ -82,6 +92,8 @@ def test_requires_python_is_refused_before_resolution(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("module", "text"), [
     ("lost-api", "imports 'parse_response_messages' from 'verifiers."),
+    ("lost-attr", "'lost_attr' uses 'SelectConfig' from 'verifiers.legacy', which verifiers "
+                  "0.3.1 does not have (at lost_attr/__init__.py:8)"),
     ("missing-dep", "imports 'envkit_undeclared_dependency', which no installed distribution"),
     ("needs-network", "needs the network at load: datasets.envkit-fixture.invalid"),
 ])
@@ -91,9 +103,33 @@ def test_load_failure_names_its_cause(tmp_path: Path, broken_wheel: Path, module
                      tmp_path)
     assert text in error["message"]
     assert error["message"].count("\n") == 0
-    if module == "lost-api":
+    if module in ("lost-api", "lost-attr"):
         assert "which verifiers 0.3.1 does not have" in error["message"]
+        assert "an API of another verifiers release" in error["hint"]
         assert "written for verifiers 0.3.1" in error["hint"]
+
+
+def test_v1_env_behind_a_load_environment_shim_is_v1(tmp_path: Path) -> None:
+    """The shim returns verifiers 0.3.1's v1 SingleAgentEnv: refused as v1 by where its class
+    comes from, not failing with "'SingleAgentEnv' object has no attribute 'get_dataset'"."""
+    error = _refused(_convert(tmp_path, "envkit/v1-shim", "--source", str(ENVS / "v1-shim")),
+                     tmp_path)
+    assert error["message"] == (
+        "loading 'v1-shim' failed: load_environment returned a SingleAgentEnv, a verifiers v1 "
+        "class (verifiers.v1.envs.single_agent.env.SingleAgentEnv), not a classic verifiers "
+        "Environment")
+    assert "must return a classic vf.Environment" in error["hint"]
+
+
+def test_module_the_build_leaves_out_points_at_the_build_config(tmp_path: Path) -> None:
+    error = _refused(_convert(tmp_path, "envkit/left-out", "--source", str(ENVS / "left-out")),
+                     tmp_path)
+    assert error["message"] == (
+        "loading 'left-out' failed: 'left_out' imports 'left_out_prompts', which is in the "
+        "source tree (left_out_prompts.py) but not in the wheel its build makes "
+        "(left_out-0.1.0-py3-none-any.whl) (at left_out.py:8)")
+    assert "include it with [tool.setuptools] packages / py-modules" in error["hint"]
+    assert "Requires-Dist" not in error["hint"]
 
 
 # -- secrets ---------------------------------------------------------------------------------
@@ -121,6 +157,7 @@ def test_sandbox_env_names_the_client_incompatibility(tmp_path: Path) -> None:
                               str(ENVS / "sandbox-env")), tmp_path)
     assert "ValidationError" in error["message"] and "start_command" in error["message"]
     assert "'prime-sandboxes==0.2.35'" in error["hint"] and "--override FILE" in error["hint"]
+    assert "every prime-sandboxes release verifiers 0.3.1 admits (>= 0.2.39)" in error["hint"]
 
 
 def test_sandbox_env_converts_offline_with_the_override(tmp_path: Path) -> None:
