@@ -1,8 +1,10 @@
 """The pre-upload gate: many packages, their settings and targets, one ``ValidationRun``.
 
-``envkit validate PATH...`` calls ``run_gate``: discover the packages, resolve each one's
-settings (config file, per-package overrides, flags), pick its target (flags, config, else the
-package's own ``wheels.lock``), validate it, and collect one report with one verdict.
+``envkit validate PATH...`` calls ``run_gate``: discover the packages (no PATH: the current
+directory, as ruff checks ``.``), resolve each one's settings (config file, per-package
+overrides, flags), pick its target (flags, config, else the package's own ``wheels.lock``),
+validate it, and collect one report with one verdict. A named directory that is no package is
+reported as such (EK100), never searched for packages to pass instead.
 """
 
 from __future__ import annotations
@@ -15,15 +17,24 @@ from pathlib import Path
 from envkit.check.columns import with_columns
 from envkit.check.discovery import MANIFEST, Discovery, discover
 from envkit.check.report import Report, ValidationRun
-from envkit.check.settings import Settings, find_config, parse_glibc, parse_python, settings_for
+from envkit.check.settings import (
+    Settings,
+    find_config,
+    parse_glibc,
+    parse_python,
+    settings_for,
+    workspace_at,
+)
 from envkit.check.validate import ValidateRequest, validate
-from envkit.model.diagnostics import parse_selectors
+from envkit.check.wrong_root import wrong_root
+from envkit.model.diagnostics import Diagnostic, parse_selectors
 from envkit.model.target import Target
 from envkit.validators import RULES, CheckOptions
 from envkit.validators._base import DEFAULT_GYM_VERSION
+from envkit.validators.manifest import EK100
 
-__all__ = ["GateRequest", "GateUsageError", "TargetChoice", "choose_target", "gate_package",
-           "resolve_settings", "run_gate", "selection"]
+__all__ = ["GateRequest", "GateUsageError", "TargetChoice", "choose_target", "discover_for",
+           "gate_package", "resolve_settings", "run_gate", "selection", "shown_settings"]
 
 LOCK_NAME = "wheels.lock"
 _LOCK_TARGET = re.compile(r"cp(\d)(\d+)-manylinux_(\d+)_(\d+)_(\w+)")
@@ -108,6 +119,25 @@ def selection(settings: Settings) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return select, ignore
 
 
+def shown_settings(package: Path | None, request: GateRequest) -> dict[str, object]:
+    """``--show-settings``: what ``package`` is validated with, resolved as ruff shows it (the
+    target from flags, config or ``wheels.lock``, and the defaults where nothing is set)."""
+    settings = resolve_settings(package, request)
+    choice = choose_target(package, settings, request.flags)
+    values = settings.as_dict()
+    major, minor = choice.target.glibc_floor
+    values.update({
+        "select": values["select"] if settings.select is not None else ["EK"],
+        "ignore": values["ignore"] if settings.ignore is not None else [],
+        "arch": choice.target.arch, "python": "{}.{}".format(*choice.target.python),
+        "glibc": f"{major}_{minor}", "target": str(choice.target),
+        "target-source": choice.source,
+        "gym-version": settings.gym_version or DEFAULT_GYM_VERSION,
+        "offline": bool(settings.offline), "strict": bool(settings.strict),
+    })
+    return values
+
+
 def _one(package: Path | None, request: GateRequest, dataset: Path | None,
          job: Path | None) -> Report:
     settings = resolve_settings(package, request)
@@ -117,16 +147,30 @@ def _one(package: Path | None, request: GateRequest, dataset: Path | None,
                            bool(settings.offline))
     dataset = dataset or settings.dataset
     job = job or settings.job
+    is_package = package is None or (package / MANIFEST).is_file()
     report = validate(ValidateRequest(
-        package=package, dataset=dataset, job=job, options=options, select=select,
-        ignore=ignore, strict=bool(settings.strict), verify_hashes=request.verify_hashes,
+        package=package if is_package else None, dataset=dataset, job=job, options=options,
+        select=select, ignore=ignore, strict=bool(settings.strict),
+        verify_hashes=request.verify_hashes,
     ))
+    if not is_package and package is not None:
+        report = replace(report, diagnostics=(_not_a_package(package, request),
+                                              *report.diagnostics))
     notes = (choice.note,) if choice.note else ()
     bases = {"package": package, "dataset": dataset, "job": job.parent if job else None}
     return replace(report, diagnostics=with_columns(report.diagnostics, bases),
                    root=str(package) if package else None,
                    target_source=choice.source, notes=notes,
                    dataset=str(dataset) if dataset else None, job=str(job) if job else None)
+
+
+def _not_a_package(path: Path, request: GateRequest) -> Diagnostic:
+    """EK100 for a directory without a manifest, whatever the selection: nothing in it was
+    checked, so a selection that hid this would pass a directory no check looked at. Nothing
+    else is read from it either (a repository root's ``.jsonl`` files and ``pyproject.toml``
+    would only bury the one finding that matters)."""
+    message, hint = wrong_root(path, request.exclude)
+    return EK100.at(MANIFEST, message, hint=hint)
 
 
 def _claim_by_config(found: Discovery) -> Discovery:
@@ -175,7 +219,7 @@ def run_gate(request: GateRequest) -> ValidationRun:
     :raises SettingsError, SelectorError: a configuration or selector that names no rule.
     :raises FileNotFoundError, NotADirectoryError: a named dataset or job does not exist.
     """
-    found = discover(request.paths, request.exclude) if request.paths else Discovery(())
+    found = discover_for(request)
     if found.unmatched_files and not request.isolated:
         found = _claim_by_config(found)
     if found.unmatched_files and not request.ignore_unowned_files:
@@ -196,6 +240,21 @@ def run_gate(request: GateRequest) -> ValidationRun:
             return ValidationRun(())
         return ValidationRun((_one(None, request, dataset, job),))
     return ValidationRun(tuple(_one(p, request, dataset, job) for p in found.packages))
+
+
+def discover_for(request: GateRequest) -> Discovery:
+    """The directories ``request`` names; with no PATH, the current directory, unless it is
+    neither a package nor a workspace root and ``--dataset``/``--job`` say what to check.
+
+    :raises SettingsError: a workspace whose ``packages`` cannot be used.
+    """
+    paths = request.paths
+    if not paths:
+        here = Path()
+        known = (here / MANIFEST).is_file() or (not request.isolated and workspace_at(here))
+        given = request.flags.dataset is not None or request.flags.job is not None
+        paths = (here,) if known or not given else ()
+    return discover(paths, request.exclude, isolated=request.isolated)
 
 
 def gate_package(package: Path, request: GateRequest) -> ValidationRun:

@@ -1,4 +1,4 @@
-"""``envkit validate PATH...``: trees of packages, files inside packages (pre-commit), one
+"""``envkit validate PATH...``: workspaces of packages, files inside packages (pre-commit), one
 report and one exit code; the target from the package's ``wheels.lock``; SARIF output."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def _run(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, st
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    """Three packages (``envs/b`` invalid) plus places that must be skipped."""
+    """A workspace of three packages (``envs/b`` invalid) plus places no glob may reach."""
     root = tmp_path / "repo"
     for name in ("a", "b", "nested/c"):
         shutil.copytree(VALID, root / "envs" / name)
@@ -39,10 +39,11 @@ def tree(tmp_path: Path) -> Path:
     for skipped in (".hidden/x", ".venv/x", "node_modules/x", "build/x", "dist/x"):
         shutil.copytree(VALID, root / skipped)
         (root / skipped / "nemo-environment.yaml").write_text("format: nope\n")
+    (root / "envkit.toml").write_text('packages = ["envs/a", "envs/b", "envs/nested/*"]\n')
     return root
 
 
-def test_tree_is_one_run_with_a_section_per_package(
+def test_workspace_is_one_run_with_a_section_per_package(
     capsys: pytest.CaptureFixture[str], tree: Path
 ) -> None:
     rc, out, _ = _run(capsys, tree)
@@ -54,7 +55,7 @@ def test_tree_is_one_run_with_a_section_per_package(
         "invalid: 3 packages checked, 2 valid, 1 invalid; 1 error, 0 warnings")
 
 
-def test_tree_json_carries_the_package_of_each_diagnostic(
+def test_workspace_json_carries_the_package_of_each_diagnostic(
     capsys: pytest.CaptureFixture[str], tree: Path
 ) -> None:
     rc, out, _ = _run(capsys, tree, "--output-format", "json")
@@ -68,14 +69,15 @@ def test_tree_json_carries_the_package_of_each_diagnostic(
 
 def test_exclude_glob(capsys: pytest.CaptureFixture[str], tree: Path) -> None:
     assert _run(capsys, tree, "--exclude", "b")[0] == 0
-    assert discover([tree], ["nested"]).packages == (tree / "envs" / "a", tree / "envs" / "b")
+    assert discover([tree], ["*/nested/*"]).packages == (tree / "envs" / "a", tree / "envs" / "b")
 
 
 def test_files_stand_for_the_package_that_holds_them(tree: Path) -> None:
     found = discover([tree / "envs" / "b" / "nemo-environment.yaml",
-                      tree / "envs" / "a" / "resources_servers",
+                      tree / "envs" / "a" / "resources_servers" / "echo_match" / "app.py",
                       tree / "README.md"])
     assert found.packages == (tree / "envs" / "b", tree / "envs" / "a")
+    assert found.unmatched_files == (tree / "README.md",)
 
 
 def test_files_outside_packages(
@@ -154,7 +156,7 @@ def test_sarif_with_relative_paths_keeps_them_relative(
     capsys: pytest.CaptureFixture[str], tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tree)
-    _, out, _ = _run(capsys, "envs", "--output-format", "sarif")
+    _, out, _ = _run(capsys, "--output-format", "sarif")  # no PATH: the workspace's members
     (result,) = json.loads(out)["runs"][0]["results"]
     uri = result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
     assert uri == "envs/b/nemo-environment.yaml"

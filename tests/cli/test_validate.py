@@ -128,14 +128,21 @@ def test_warnings_fail_only_with_strict(capsys: pytest.CaptureFixture[str]) -> N
         ["--format", "yaml"],
         ["--arch", "sparc"],
         ["--glibc", "3_1"],
-        [],  # no PACKAGE, --dataset or --job
     ],
 )
 def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
-    target = [str(VALID)] if args else []
-    rc = main(["validate", *target, *args])
+    rc = main(["validate", str(VALID), *args])
     out, err = capsys.readouterr()
     assert rc == 2 and not out and "Traceback" not in err
+
+
+def test_no_path_checks_the_current_directory_as_ruff_does(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not a usage error: the working directory is the PATH (here a package)."""
+    monkeypatch.chdir(VALID)
+    rc, out, err = _cli(capsys)
+    assert rc == 0 and "valid: native-v1 package" in out and not err
 
 
 def test_missing_package_dir_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
