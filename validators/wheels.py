@@ -7,6 +7,7 @@ findings ``envkit.model.wheelfile`` recorded. No wheel is installed or imported.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
@@ -139,9 +140,55 @@ def check_wheel_files(inputs: Inputs) -> Iterator[Diagnostic]:
 
 
 def _tag_message(wheel: WheelFile, target: Target) -> str:
-    tags = ", ".join(sorted(str(t) for t in wheel.tags))
-    return (f"`{wheel.filename}` has no wheels with a matching platform tag for {target} "
-            f"(wheel tags: {tags}; {_why_not(wheel, target)})")
+    """What the wheel is built for and what the target is, in words, then the likely reason
+    (the installer's own "has no wheels with a matching platform tag" says neither)."""
+    major, minor = target.glibc_floor
+    target_words = (f"CPython {target.python[0]}.{target.python[1]} on {target.arch} Linux with "
+                    f"glibc {major}.{minor} ({target})")
+    return (f"`{wheel.filename}` is {_built_for(wheel)}, but the target is {target_words}: "
+            f"{_why_not(wheel, target)}")
+
+
+_PLATFORM_WORDS = (
+    (re.compile(r"manylinux_(\d+)_(\d+)_(\w+)"), "{2} Linux with glibc >= {0}.{1}"),
+    (re.compile(r"manylinux(2014)_(\w+)"), "{1} Linux with glibc >= 2.17"),
+    (re.compile(r"manylinux(2010)_(\w+)"), "{1} Linux with glibc >= 2.12"),
+    (re.compile(r"manylinux(1)_(\w+)"), "{1} Linux with glibc >= 2.5"),
+    (re.compile(r"musllinux_(\d+)_(\d+)_(\w+)"), "{2} musl Linux (musl >= {0}.{1})"),
+    (re.compile(r"linux_(\w+)"), "{0} Linux (a local build, glibc unknown)"),
+    (re.compile(r"macosx_\d+_\d+_(\w+)"), "{0} macOS"),
+    (re.compile(r"win_?(\w*)"), "Windows {0}"),
+)
+
+
+def _built_for(wheel: WheelFile) -> str:
+    """``a CPython 3.12 wheel for x86_64 Linux with glibc >= 2.17`` from the filename tags."""
+    tags = sorted(wheel.tags, key=str)  # a frozenset: its order changes with the hash seed
+    pythons = dict.fromkeys(_interpreter_words(t.interpreter, t.abi) for t in tags)
+    platforms = dict.fromkeys(_platform_words(t.platform) for t in tags)
+    return f"a {' / '.join(pythons)} wheel for {' or '.join(platforms)}"
+
+
+def _interpreter_words(interpreter: str, abi: str) -> str:
+    match = re.fullmatch(r"(cp|pp|py)(\d)(\d*)", interpreter)
+    if match is None:
+        return f"`{interpreter}`"
+    kind, major, minor = match.groups()
+    name = {"cp": "CPython", "pp": "PyPy", "py": "Python"}[kind]
+    version = f"{major}.{minor}" if minor else major
+    if abi == "abi3":
+        return f"{name} >= {version} (abi3)"
+    return f"pure {name} {version}" if kind == "py" else f"{name} {version}"
+
+
+def _platform_words(platform: str) -> str:
+    if platform == "any":
+        return "any platform"
+    for pattern, words in _PLATFORM_WORDS:
+        match = pattern.fullmatch(platform)
+        if match is not None:
+            return words.format(*match.groups())
+    return f"`{platform}`"
 
 
 def _why_not(wheel: WheelFile, target: Target) -> str:
@@ -152,7 +199,7 @@ def _why_not(wheel: WheelFile, target: Target) -> str:
     if any(p.startswith("linux_") for p in platforms):
         return "`linux_*` is a local, unportable build tag (PEP 600); vendor a manylinux wheel"
     if platforms != {"any"} and not any(p.endswith(target.arch) for p in platforms):
-        return f"built for another architecture than {target.arch}"
+        return "built for another architecture"
     if platforms & set(target.platforms) or "any" in platforms:
         return f"built for another interpreter/ABI than CPython {target.full_version}"
     major, minor = target.glibc_floor
@@ -295,7 +342,19 @@ def _pin_mismatches(pkg: Package, inputs: Inputs) -> Iterator[Diagnostic]:
             yield rule.at(wheel.path, msg)
 
 
+_HARNESS_HINT = (
+    "No rebuild can satisfy this: the training image installs the `verifiers_agent` harness "
+    "itself, from GitHub, so an adapter-wheels-v1 package never passes `--offline` (by "
+    "design). Train it where the cluster has egress and validate without `--offline`; for a "
+    "cluster without egress, build a wheels-v1 package that ships its own agent."
+)
+
+
 def _egress(item: Egress, offline: bool) -> Diagnostic:
+    if offline and item.text == HARNESS_EGRESS:
+        msg = (f"adapter-wheels-v1 always needs egress: the image's `verifiers_agent` harness "
+               f"installs `{item.text}` from the network at spin-up, and the cluster has none")
+        return EK403.at(item.path, msg, line=item.line, hint=_HARNESS_HINT)
     if offline:
         msg = f"`{item.text}` is fetched from the network, and the cluster has no egress"
         return EK403.at(item.path, msg, line=item.line)
