@@ -7,7 +7,6 @@ findings ``envkit.model.wheelfile`` recorded. No wheel is installed or imported.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
@@ -31,6 +30,7 @@ from envkit.model.diagnostics import Severity
 from envkit.model.gym_data import gym_data
 from envkit.model.package import INSTALL_MARKERS
 from envkit.validators._base import Inputs, Rule
+from envkit.validators._wheel_words import built_for
 from envkit.validators.gym.model import view_of
 
 if TYPE_CHECKING:
@@ -145,50 +145,8 @@ def _tag_message(wheel: WheelFile, target: Target) -> str:
     major, minor = target.glibc_floor
     target_words = (f"CPython {target.python[0]}.{target.python[1]} on {target.arch} Linux with "
                     f"glibc {major}.{minor} ({target})")
-    return (f"`{wheel.filename}` is {_built_for(wheel)}, but the target is {target_words}: "
+    return (f"`{wheel.filename}` is {built_for(wheel)}, but the target is {target_words}: "
             f"{_why_not(wheel, target)}")
-
-
-_PLATFORM_WORDS = (
-    (re.compile(r"manylinux_(\d+)_(\d+)_(\w+)"), "{2} Linux with glibc >= {0}.{1}"),
-    (re.compile(r"manylinux(2014)_(\w+)"), "{1} Linux with glibc >= 2.17"),
-    (re.compile(r"manylinux(2010)_(\w+)"), "{1} Linux with glibc >= 2.12"),
-    (re.compile(r"manylinux(1)_(\w+)"), "{1} Linux with glibc >= 2.5"),
-    (re.compile(r"musllinux_(\d+)_(\d+)_(\w+)"), "{2} musl Linux (musl >= {0}.{1})"),
-    (re.compile(r"linux_(\w+)"), "{0} Linux (a local build, glibc unknown)"),
-    (re.compile(r"macosx_\d+_\d+_(\w+)"), "{0} macOS"),
-    (re.compile(r"win_?(\w*)"), "Windows {0}"),
-)
-
-
-def _built_for(wheel: WheelFile) -> str:
-    """``a CPython 3.12 wheel for x86_64 Linux with glibc >= 2.17`` from the filename tags."""
-    tags = sorted(wheel.tags, key=str)  # a frozenset: its order changes with the hash seed
-    pythons = dict.fromkeys(_interpreter_words(t.interpreter, t.abi) for t in tags)
-    platforms = dict.fromkeys(_platform_words(t.platform) for t in tags)
-    return f"a {' / '.join(pythons)} wheel for {' or '.join(platforms)}"
-
-
-def _interpreter_words(interpreter: str, abi: str) -> str:
-    match = re.fullmatch(r"(cp|pp|py)(\d)(\d*)", interpreter)
-    if match is None:
-        return f"`{interpreter}`"
-    kind, major, minor = match.groups()
-    name = {"cp": "CPython", "pp": "PyPy", "py": "Python"}[kind]
-    version = f"{major}.{minor}" if minor else major
-    if abi == "abi3":
-        return f"{name} >= {version} (abi3)"
-    return f"pure {name} {version}" if kind == "py" else f"{name} {version}"
-
-
-def _platform_words(platform: str) -> str:
-    if platform == "any":
-        return "any platform"
-    for pattern, words in _PLATFORM_WORDS:
-        match = pattern.fullmatch(platform)
-        if match is not None:
-            return words.format(*match.groups())
-    return f"`{platform}`"
 
 
 def _why_not(wheel: WheelFile, target: Target) -> str:
@@ -379,11 +337,24 @@ def _missing(miss: Missing, offline: bool) -> Diagnostic | None:
 
 
 def _dead_weight(pkg: Package, closure: Closure) -> Iterator[Diagnostic]:
+    """EK408, naming the cause when the only wheels that require this one are wheels the
+    target cannot install (their EK401/EK406): then it is a follow-on, not dead weight."""
+    blocked = [w for w in pkg.wheels if w.name in closure.blocked and w.error is None]
     for wheel in pkg.wheels:
         if wheel.name is None or wheel.error is not None or wheel.name in closure.reached:
             continue
         msg = f"`{wheel.filename}`: nothing installed on the target requires {wheel.name}"
+        by = sorted(w.filename for w in blocked if wheel.name in _required_names(w))
+        if by:
+            also = f" and {len(by) - 1} more" if len(by) > 1 else ""
+            msg += (f"; only `{by[0]}`{also} does, which the target cannot install (see its "
+                    "EK401/EK406): fix that first")
         yield EK408.at(wheel.path, msg)
+
+
+def _required_names(wheel: WheelFile) -> set[str]:
+    return {canonicalize_name(r.name) for r in map(parse_requirement, wheel.requires_dist)
+            if r is not None}
 
 
 CHECKS = (check_wheel_files, check_duplicates, check_closure)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from envkit.check.columns import with_columns
 from envkit.check.discovery import MANIFEST, Discovery, discover
-from envkit.check.report import Report, ValidationRun
+from envkit.check.report import Cause, Report, ValidationRun
 from envkit.check.settings import (
     Settings,
     find_config,
@@ -62,6 +62,9 @@ class TargetChoice:
     target: Target
     source: str
     note: str | None = None
+    locked: Target | None = None
+    """The ``wheels.lock`` target when ``target`` differs from it (the cause of what only the
+    chosen target reports)."""
 
 
 def resolve_settings(package: Path | None, request: GateRequest) -> Settings:
@@ -97,14 +100,14 @@ def choose_target(package: Path | None, settings: Settings, flags: Settings) -> 
         source = "command line" if given_by_flags else str(settings.source)
     else:
         source = LOCK_NAME if lock else "default"
-    note = None
     if explicit and lock:
         locked = Target(arch=lock["arch"], python=parse_python(lock["python"]),
                         glibc=parse_glibc(lock["glibc"]))
         if str(locked) != str(target):
             note = (f"target {target} ({source}) differs from the {locked} the package's "
                     f"{LOCK_NAME} was built for: its wheels are checked against {target}")
-    return TargetChoice(target, source, note)
+            return TargetChoice(target, source, note, locked)
+    return TargetChoice(target, source)
 
 
 def selection(settings: Settings) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -148,11 +151,12 @@ def _one(package: Path | None, request: GateRequest, dataset: Path | None,
     dataset = dataset or settings.dataset
     job = job or settings.job
     is_package = package is None or (package / MANIFEST).is_file()
-    report = validate(ValidateRequest(
+    checks = ValidateRequest(
         package=package if is_package else None, dataset=dataset, job=job, options=options,
         select=select, ignore=ignore, strict=bool(settings.strict),
         verify_hashes=request.verify_hashes,
-    ))
+    )
+    report = validate(checks)
     if not is_package and package is not None:
         report = replace(report, diagnostics=(_not_a_package(package, request),
                                               *report.diagnostics))
@@ -161,7 +165,36 @@ def _one(package: Path | None, request: GateRequest, dataset: Path | None,
     return replace(report, diagnostics=with_columns(report.diagnostics, bases),
                    root=str(package) if package else None,
                    target_source=choice.source, notes=notes,
+                   causes=_target_cause(report, checks, choice),
                    dataset=str(dataset) if dataset else None, job=str(job) if job else None)
+
+
+def _target_cause(report: Report, checks: ValidateRequest, choice: TargetChoice
+                  ) -> tuple[Cause, ...]:
+    """The findings that the ``wheels.lock`` target would not report follow from choosing
+    another target: one cause, shown first, instead of one wheel after another.
+
+    Why a second run, not a rule: which findings a target explains is whatever differs between
+    the two targets (EK401 for every platform wheel, EK406, EK408 for what only those wheels
+    require, ...); validating against the lock's target says exactly that. It runs only when
+    a target was named that the lock disagrees with.
+    """
+    if choice.note is None or choice.locked is None or not report.diagnostics:
+        return ()
+    options = replace(checks.options, target=choice.locked)
+    baseline = {_where(d) for d in validate(replace(checks, options=options)).diagnostics}
+    follow = tuple(i for i, d in enumerate(report.diagnostics) if _where(d) not in baseline)
+    if not follow:
+        return ()
+    hint = (f"Check against the target the package was built for (drop `--arch`/`--python`/"
+            f"`--glibc` and the configuration's target), or rebuild it for {choice.target}: "
+            f"`envkit build --arch {choice.target.arch}`.")
+    return (Cause(choice.note, hint, follow),)
+
+
+def _where(d: Diagnostic) -> tuple[str, str, int | None]:
+    """What a finding is about, whatever target its message names."""
+    return d.code, d.path, d.line
 
 
 def _not_a_package(path: Path, request: GateRequest) -> Diagnostic:

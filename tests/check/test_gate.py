@@ -136,6 +136,70 @@ def test_an_explicit_target_that_disagrees_with_the_lock_is_a_warning(
     assert "warning: target cp313-manylinux_2_28_x86_64 (command line) differs" in out  # ... said
 
 
+def _built_for_aarch64(tmp_path: Path) -> Path:
+    """Three aarch64 wheels (two requiring pure helpers) and one stray pure wheel."""
+    pkg = _platform_package(tmp_path, "aarch64")
+    wheels = pkg / "wheels"
+    for old in wheels.glob("*.whl"):
+        old.unlink()
+    (pkg / "resources_servers/echo_match/requirements.txt").write_text(
+        "echo-scorer==1.0\nfast-a\nfast-b\n")
+    make_wheel(wheels, "echo-scorer", "1.0", tag="cp313-cp313-manylinux_2_17_aarch64",
+               requires=("helper-x",))
+    make_wheel(wheels, "fast-a", "1.0", tag="cp313-cp313-manylinux_2_28_aarch64",
+               requires=("helper-y",))
+    make_wheel(wheels, "fast-b", "1.0", tag="cp313-cp313-manylinux_2_28_aarch64")
+    for name in ("helper-x", "helper-y", "stray"):  # stray: dead weight on either target
+        make_wheel(wheels, name, "1.0")
+    return pkg
+
+
+def test_a_target_the_lock_disagrees_with_is_the_cause_shown_first(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """82 findings with their one explanation last read as 82 problems: the cause comes first
+    and what follows from it (whatever the lock's own target would not report) collapses."""
+    pkg = _built_for_aarch64(tmp_path)
+    rc, out, _ = _run(capsys, pkg, "--arch", "x86_64")
+    lines = out.splitlines()
+    assert rc == 1 and lines[0].startswith(
+        "warning: target cp313-manylinux_2_28_x86_64 (command line) differs from the "
+        "cp313-manylinux_2_28_aarch64")
+    assert lines[1] == ("  = follows: 5 findings (3 EK401, 2 EK408); `--output-format json` "
+                        "lists each, e.g.")
+    assert lines[2].startswith(f"    {pkg}/wheels/echo_scorer-1.0-cp313-cp313-manylinux_2_17_"
+                               "aarch64.whl: EK401 ")
+    assert "envkit build --arch x86_64" in lines[3]
+    assert sum(" EK401 " in line for line in lines) == 1  # the example; the rest collapsed
+    assert [line for line in lines if "EK408" in line and "stray" in line]  # not a follow-on
+    assert lines.count(lines[0]) == 1 and lines[-1] == "invalid: 3 errors, 3 warnings"
+
+
+def test_follow_ons_stay_in_json_and_collapse_in_github(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pkg = _built_for_aarch64(tmp_path)
+    _, out, _ = _run(capsys, pkg, "--arch", "x86_64", "--output-format", "json")
+    report = json.loads(out)
+    assert sorted(d["code"] for d in report["diagnostics"]) == ["EK401"] * 3 + ["EK408"] * 3
+    assert report["packages"][0]["notes"][0].startswith("target cp313-manylinux_2_28_x86_64")
+    _, out, _ = _run(capsys, pkg, "--arch", "x86_64", "--output-format", "github")
+    first, *rest = out.splitlines()
+    assert first.startswith("::error title=EK401%2C EK408::target cp313-manylinux_2_28_x86_64")
+    assert "5 findings follow from it (3 EK401, 2 EK408: " in first
+    assert len(rest) == 1 and "stray-1.0-py3-none-any.whl,title=EK408::" in rest[0]
+
+
+def test_without_a_disagreeing_lock_there_is_no_cause(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pkg = _built_for_aarch64(tmp_path)
+    (pkg / "wheels.lock").unlink()
+    rc, out, _ = _run(capsys, pkg, "--arch", "x86_64")  # the default target: no lock to differ
+    assert rc == 1 and sum(" EK401 " in line for line in out.splitlines()) == 3
+    assert "follows:" not in out
+
+
 def test_sarif_validates_against_the_sarif_2_1_0_schema(
     capsys: pytest.CaptureFixture[str], tree: Path
 ) -> None:

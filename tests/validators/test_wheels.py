@@ -127,6 +127,17 @@ def test_ek401_says_what_the_wheel_is_and_what_the_target_is(tmp_path: Path) -> 
         "(cp313-manylinux_2_28_x86_64): built for another architecture")
 
 
+def test_ek408_names_the_uninstallable_wheel_that_requires_it(tmp_path: Path) -> None:
+    """A wheel only a wrong-platform wheel requires is a follow-on of that wheel's EK401."""
+    scorer = ("echo-scorer", "1.0", {"tag": "cp313-cp313-manylinux_2_17_aarch64",
+                                     "requires": ("helper-x",)})
+    diags = _diags(_package(tmp_path, (scorer, ("helper-x", "1.0", {}))))
+    assert _codes(diags) == ["EK401", "EK408"]
+    assert diags[1].message.endswith(
+        "only `echo_scorer-1.0-cp313-cp313-manylinux_2_17_aarch64.whl` does, which the target "
+        "cannot install (see its EK401/EK406): fix that first")
+
+
 def test_ek401_glibc_floor_ok_when_raised(tmp_path: Path) -> None:
     wheel = ("echo-scorer", "1.0", {"tag": "cp313-cp313-manylinux_2_31_aarch64"})
     assert _diags(_package(tmp_path, (wheel,)), target=Target("aarch64", glibc=(2, 31))) == []
