@@ -15,9 +15,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from envkit.check.columns import with_columns
-from envkit.check.discovery import MANIFEST, Discovery, discover
+from envkit.check.discovery import MANIFEST, Discovery, discover, members
 from envkit.check.report import Cause, Report, ValidationRun
 from envkit.check.settings import (
+    CONFIG_NAMES,
     Settings,
     find_config,
     parse_glibc,
@@ -206,20 +207,29 @@ def _not_a_package(path: Path, request: GateRequest) -> Diagnostic:
     return EK100.at(MANIFEST, message, hint=hint)
 
 
-def _claim_by_config(found: Discovery) -> Discovery:
-    """Files in a package's configured ``dataset`` dir or its ``job`` file stand for it.
+def _claim_by_config(found: Discovery, exclude: tuple[str, ...]) -> Discovery:
+    """Files in a package's configured ``dataset`` dir or its ``job`` file stand for it; a
+    workspace root's configuration file stands for every member.
 
-    Why: pre-commit passes the dataset rows and job files a commit touches; they live outside
-    the package, and only the configuration says which package they belong to.
+    Why: pre-commit passes the dataset rows, job files and settings a commit touches; they
+    live outside the packages, and only the configuration says which packages they concern
+    (a workspace's settings can change every member's verdict).
     """
     packages = list(found.packages)
     unmatched = []
     for file in found.unmatched_files:
-        owners = _configured_owners(file.resolve())
+        owners = _workspace_members_of(file, exclude) or _configured_owners(file.resolve())
         packages += owners
         if not owners:
             unmatched.append(file)
     return Discovery(tuple(dict.fromkeys(packages)), tuple(unmatched))
+
+
+def _workspace_members_of(file: Path, exclude: tuple[str, ...]) -> list[Path]:
+    space = workspace_at(file.parent) if file.name in CONFIG_NAMES else None
+    if space is None or space.config != file.resolve():
+        return []
+    return members(space, exclude)
 
 
 def _configured_owners(file: Path) -> list[Path]:
@@ -254,7 +264,7 @@ def run_gate(request: GateRequest) -> ValidationRun:
     """
     found = discover_for(request)
     if found.unmatched_files and not request.isolated:
-        found = _claim_by_config(found)
+        found = _claim_by_config(found, request.exclude)
     if found.unmatched_files and not request.ignore_unowned_files:
         names = ", ".join(str(f) for f in found.unmatched_files[:3])
         msg = (f"{names}: not in a package (no directory above holds nemo-environment.yaml); "

@@ -22,8 +22,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Settings", "SettingsError", "Workspace", "find_config", "parse_glibc", "parse_python",
-           "settings_for", "workspace_at"]
+__all__ = ["CONFIG_NAMES", "Settings", "SettingsError", "Workspace", "find_config", "parse_glibc",
+           "parse_python", "settings_for", "workspace_at"]
 
 CONFIG_NAMES = ("envkit.toml", "pyproject.toml")
 

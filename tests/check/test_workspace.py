@@ -196,10 +196,20 @@ def test_touched_files_map_to_their_package_in_a_workspace(
     """What the pre-commit hook passes: files; the workspace root's own files are no package's."""
     root = _repo(tmp_path, ("envs/a", "envs/b"), '["envs/*"]')
     monkeypatch.chdir(root)
-    touched = ("envs/b/resources_servers/echo_match/app.py", "envkit.toml", "README.md")
+    touched = ("envs/b/resources_servers/echo_match/app.py", "README.md")
     (root / "README.md").write_text("hi\n")
     rc, report = _json(capsys, "--ignore-unowned-files", *touched)
     assert rc == 0 and [p["path"] for p in report["packages"]] == ["envs/b"]
+
+
+def test_a_touched_workspace_config_stands_for_every_member(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its settings can change each member's verdict (``ignore = [...]`` removed, say)."""
+    root = _repo(tmp_path, ("envs/a", "envs/b"), '["envs/*"]')
+    monkeypatch.chdir(root)
+    rc, report = _json(capsys, "--ignore-unowned-files", "envkit.toml")
+    assert rc == 0 and [p["path"] for p in report["packages"]] == ["envs/a", "envs/b"]
 
 
 def test_settings_show_every_member(
