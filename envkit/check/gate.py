@@ -187,9 +187,10 @@ def _target_cause(report: Report, checks: ValidateRequest, choice: TargetChoice
     follow = tuple(i for i, d in enumerate(report.diagnostics) if _where(d) not in baseline)
     if not follow:
         return ()
+    major, minor = choice.target.glibc_floor
     hint = (f"Check against the target the package was built for (drop `--arch`/`--python`/"
             f"`--glibc` and the configuration's target), or rebuild it for {choice.target}: "
-            f"`envkit build --arch {choice.target.arch}`.")
+            f"`envkit build --arch {choice.target.arch} --glibc {major}_{minor}`.")
     return (Cause(choice.note, hint, follow),)
 
 
