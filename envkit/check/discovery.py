@@ -23,14 +23,21 @@ from pathlib import Path
 
 from envkit.check.settings import SettingsError, Workspace, workspace_at
 
-__all__ = ["MANIFEST", "SKIPPED_DIRS", "Discovery", "discover", "members", "owning_package",
-           "packages_below"]
+__all__ = ["MANIFEST", "SKIPPED_DIRS", "Discovery", "discover", "is_package_root", "members",
+           "owning_package", "packages_below"]
 
 MANIFEST = "nemo-environment.yaml"
 SKIPPED_DIRS = frozenset({".venv", "venv", "node_modules", "build", "dist", "__pycache__"})
 """Never packages, never holding ours; hidden directories are skipped too (``.git``)."""
 WALK_LIMIT = 20_000
 """Directories ``packages_below`` looks at before it stops: a hint must not walk a home dir."""
+
+
+def is_package_root(directory: Path) -> bool:
+    """``directory`` holds a ``nemo-environment.yaml`` entry of any kind: a FIFO, a socket or a
+    dangling symlink there is still the package's manifest, for the rules to report (EK101,
+    EK207), not a sign that the directory is no package."""
+    return os.path.lexists(directory / MANIFEST)
 
 
 @dataclass(frozen=True)
@@ -58,7 +65,7 @@ def discover(paths: Sequence[Path], exclude: Sequence[str] = (), *,
     unmatched: list[Path] = []
     for path in paths:
         if path.is_dir():
-            space = None if (path / MANIFEST).is_file() or isolated else workspace_at(path)
+            space = None if is_package_root(path) or isolated else workspace_at(path)
             found += [path] if space is None else members(space, exclude)
         else:
             owner = owning_package(path)
@@ -133,7 +140,7 @@ def _walk(root: Path, exclude: Sequence[str], budget: list[int]) -> Iterator[Pat
         sub = root / name
         if _excluded(sub, name, exclude):
             continue
-        if (sub / MANIFEST).is_file():
+        if is_package_root(sub):
             yield sub
         else:
             yield from _walk(sub, exclude, budget)
@@ -143,7 +150,7 @@ def owning_package(file: Path) -> Path | None:
     """The closest directory above ``file`` that holds a manifest (the manifest's own too)."""
     current = file.parent
     while True:
-        if (current / MANIFEST).is_file():
+        if is_package_root(current):
             return current
         parent = current.parent
         if parent == current:

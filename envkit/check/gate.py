@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from envkit.check.columns import with_columns
-from envkit.check.discovery import MANIFEST, Discovery, discover, members
+from envkit.check.discovery import MANIFEST, Discovery, discover, is_package_root, members
 from envkit.check.report import Cause, Report, ValidationRun
 from envkit.check.settings import (
     CONFIG_NAMES,
@@ -151,7 +151,7 @@ def _one(package: Path | None, request: GateRequest, dataset: Path | None,
                            bool(settings.offline))
     dataset = dataset or settings.dataset
     job = job or settings.job
-    is_package = package is None or (package / MANIFEST).is_file()
+    is_package = package is None or is_package_root(package)
     checks = ValidateRequest(
         package=package if is_package else None, dataset=dataset, job=job, options=options,
         select=select, ignore=ignore, strict=bool(settings.strict),
@@ -295,7 +295,7 @@ def discover_for(request: GateRequest) -> Discovery:
     paths = request.paths
     if not paths:
         here = Path()
-        known = (here / MANIFEST).is_file() or (not request.isolated and workspace_at(here))
+        known = is_package_root(here) or (not request.isolated and workspace_at(here))
         given = request.flags.dataset is not None or request.flags.job is not None
         paths = (here,) if known or not given else ()
     return discover(paths, request.exclude, isolated=request.isolated)

@@ -232,3 +232,22 @@ def test_submit_accepts_only_a_package_root(
     assert rc == 1 and out["error"]["kind"] == "invalid" and "nothing was uploaded" in (
         out["error"]["message"])
     assert [d["code"] for d in out["diagnostics"] if d["code"] == "EK100"] == ["EK100"]
+
+
+@pytest.mark.parametrize("kind", ["dangling symlink", "directory"])
+def test_a_manifest_of_any_kind_makes_a_package_root(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, kind: str
+) -> None:
+    """The entry is the package's manifest, broken: the rules say how (EK101/EK207), not EK100."""
+    pkg = _repo(tmp_path, ("pkg",)) / "pkg"
+    manifest = pkg / "nemo-environment.yaml"
+    manifest.unlink()
+    if kind == "directory":
+        manifest.mkdir()
+    else:
+        manifest.symlink_to("nowhere.yaml")
+    rc, report = _json(capsys, pkg)
+    codes = {d["code"] for d in report["diagnostics"]}
+    assert rc == 1 and "EK101" in codes and "EK100" not in codes
+    if kind != "directory":  # what pre-commit passes (files) maps to the package too
+        assert discover([manifest]).packages == (pkg,)
