@@ -145,6 +145,23 @@ def test_no_path_checks_the_current_directory_as_ruff_does(
     assert rc == 0 and "valid: native-v1 package" in out and not err
 
 
+def test_smoke_with_no_path_runs_the_current_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``validate --smoke`` takes `.` as validate does; at a workspace root, several: refused."""
+    from envkit.check.gate import GateRequest, GateUsageError
+    from envkit.smoke.gated import smoke_request
+
+    monkeypatch.chdir(VALID)
+    assert smoke_request(GateRequest()).package == Path()
+    for name in ("a", "b"):
+        shutil.copytree(VALID, tmp_path / "envs" / name)
+    (tmp_path / "envkit.toml").write_text('packages = ["envs/*"]\n')
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(GateUsageError, match="the paths hold 2"):
+        smoke_request(GateRequest())
+
+
 def test_missing_package_dir_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     rc, out, err = _cli(capsys, tmp_path / "nope")
     assert rc == 2 and not out and "does not exist" in err
