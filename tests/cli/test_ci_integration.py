@@ -70,6 +70,39 @@ def test_documented_install_lines_name_the_distribution() -> None:
         assert lines and all(n == name for n in lines), (doc.name, lines)
 
 
+def _command_help(capsys: pytest.CaptureFixture[str], words: list[str]) -> tuple[str, str]:
+    """The longest command path ``words`` start with (``job logs``), and its ``--help``."""
+    path: list[str] = []
+    main(["--help"])
+    text = capsys.readouterr().out
+    for word in words:
+        listed = re.search(r"^Commands:\n(.*)", text, re.DOTALL | re.MULTILINE)
+        if listed is None or not re.search(rf"^  {re.escape(word)}\b", listed[1], re.MULTILINE):
+            break
+        path.append(word)
+        main([*path, "--help"])
+        text = capsys.readouterr().out
+    return " ".join(path), text
+
+
+def test_readme_commands_use_only_flags_their_help_shows(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README once showed ``--out-dir`` where ``--help`` shows only ``-o/--output``."""
+    shell = "\n".join(re.findall(r"```(?:bash|sh)\n(.*?)```", (ROOT / "README.md").read_text(),
+                                 re.DOTALL)).replace("\\\n", " ")
+    unknown = []
+    for line in shell.splitlines():
+        words = line.split(" #")[0].split()
+        if words[:1] != ["envkit"]:
+            continue
+        command, text = _command_help(capsys, words[1:])
+        assert command, line
+        unknown += [(command, flag) for flag in re.findall(r"(?<![\w-])--[a-z][\w-]*", line)
+                    if not re.search(rf"(?<![\w-]){flag}\b", text)]
+    assert not unknown
+
+
 _INTERNAL = re.compile(r"seed \d{3}|\bSPEC\b|§|issue #\d")
 
 
