@@ -279,7 +279,8 @@ def run_gate(request: GateRequest) -> ValidationRun:
         raise GateUsageError(msg)
     if not found.packages:
         if not (dataset or job) and not found.unmatched_files:
-            raise GateUsageError("give a PACKAGE directory, --dataset DIR or --job FILE")
+            msg = "nothing to validate: `--exclude` skips every package the paths name"
+            raise GateUsageError(msg)
         if not (dataset or job):
             return ValidationRun(())
         return ValidationRun((_one(None, request, dataset, job),))

@@ -251,3 +251,12 @@ def test_a_manifest_of_any_kind_makes_a_package_root(
     assert rc == 1 and "EK101" in codes and "EK100" not in codes
     if kind != "directory":  # what pre-commit passes (files) maps to the package too
         assert discover([manifest]).packages == (pkg,)
+
+
+def test_excluding_every_member_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    root = _repo(tmp_path, ("envs/a",), '["envs/*"]')
+    rc = main(["validate", str(root), "--exclude", "a"])
+    out, err = capsys.readouterr()
+    assert rc == 2 and not out and "`--exclude` skips every package the paths name" in err
