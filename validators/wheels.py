@@ -30,6 +30,7 @@ from envkit.model.diagnostics import Severity
 from envkit.model.gym_data import gym_data
 from envkit.model.package import INSTALL_MARKERS
 from envkit.validators._base import Inputs, Rule
+from envkit.validators._wheel_words import built_for
 from envkit.validators.gym.model import view_of
 
 if TYPE_CHECKING:
@@ -139,9 +140,13 @@ def check_wheel_files(inputs: Inputs) -> Iterator[Diagnostic]:
 
 
 def _tag_message(wheel: WheelFile, target: Target) -> str:
-    tags = ", ".join(sorted(str(t) for t in wheel.tags))
-    return (f"`{wheel.filename}` has no wheels with a matching platform tag for {target} "
-            f"(wheel tags: {tags}; {_why_not(wheel, target)})")
+    """What the wheel is built for and what the target is, in words, then the likely reason
+    (the installer's own "has no wheels with a matching platform tag" says neither)."""
+    major, minor = target.glibc_floor
+    target_words = (f"CPython {target.python[0]}.{target.python[1]} on {target.arch} Linux with "
+                    f"glibc {major}.{minor} ({target})")
+    return (f"`{wheel.filename}` is {built_for(wheel)}, but the target is {target_words}: "
+            f"{_why_not(wheel, target)}")
 
 
 def _why_not(wheel: WheelFile, target: Target) -> str:
@@ -152,7 +157,7 @@ def _why_not(wheel: WheelFile, target: Target) -> str:
     if any(p.startswith("linux_") for p in platforms):
         return "`linux_*` is a local, unportable build tag (PEP 600); vendor a manylinux wheel"
     if platforms != {"any"} and not any(p.endswith(target.arch) for p in platforms):
-        return f"built for another architecture than {target.arch}"
+        return "built for another architecture"
     if platforms & set(target.platforms) or "any" in platforms:
         return f"built for another interpreter/ABI than CPython {target.full_version}"
     major, minor = target.glibc_floor
@@ -295,7 +300,19 @@ def _pin_mismatches(pkg: Package, inputs: Inputs) -> Iterator[Diagnostic]:
             yield rule.at(wheel.path, msg)
 
 
+_HARNESS_HINT = (
+    "No rebuild can satisfy this: the training image installs the `verifiers_agent` harness "
+    "itself, from GitHub, so an adapter-wheels-v1 package never passes `--offline` (by "
+    "design). Train it where the cluster has egress and validate without `--offline`; for a "
+    "cluster without egress, build a wheels-v1 package that ships its own agent."
+)
+
+
 def _egress(item: Egress, offline: bool) -> Diagnostic:
+    if offline and item.text == HARNESS_EGRESS:
+        msg = (f"adapter-wheels-v1 always needs egress: the image's `verifiers_agent` harness "
+               f"installs `{item.text}` from the network at spin-up, and the cluster has none")
+        return EK403.at(item.path, msg, line=item.line, hint=_HARNESS_HINT)
     if offline:
         msg = f"`{item.text}` is fetched from the network, and the cluster has no egress"
         return EK403.at(item.path, msg, line=item.line)
@@ -320,11 +337,24 @@ def _missing(miss: Missing, offline: bool) -> Diagnostic | None:
 
 
 def _dead_weight(pkg: Package, closure: Closure) -> Iterator[Diagnostic]:
+    """EK408, naming the cause when the only wheels that require this one are wheels the
+    target cannot install (their EK401/EK406): then it is a follow-on, not dead weight."""
+    blocked = [w for w in pkg.wheels if w.name in closure.blocked and w.error is None]
     for wheel in pkg.wheels:
         if wheel.name is None or wheel.error is not None or wheel.name in closure.reached:
             continue
         msg = f"`{wheel.filename}`: nothing installed on the target requires {wheel.name}"
+        by = sorted(w.filename for w in blocked if wheel.name in _required_names(w))
+        if by:
+            also = f" and {len(by) - 1} more" if len(by) > 1 else ""
+            msg += (f"; only `{by[0]}`{also} does, which the target cannot install (see its "
+                    "EK401/EK406): fix that first")
         yield EK408.at(wheel.path, msg)
+
+
+def _required_names(wheel: WheelFile) -> set[str]:
+    return {canonicalize_name(r.name) for r in map(parse_requirement, wheel.requires_dist)
+            if r is not None}
 
 
 CHECKS = (check_wheel_files, check_duplicates, check_closure)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -95,6 +95,9 @@ class BuildRequest:
     cache_dir: Path | None = None
     refresh: bool = False
     """Re-resolve instead of reusing a cached resolution (new releases; files stay cached)."""
+    target_source: str = "default"
+    """Where ``target`` came from (``command line`` or ``default``), for the verdict's report,
+    as ``envkit validate`` says where its target came from."""
 
     @property
     def data_dir(self) -> Path:
@@ -366,6 +369,7 @@ def _validate(out: Path, data_dir: Path | None, request: BuildRequest) -> Report
     offline = request.fmt == "wheels-v1" and request.runtime_pins
     options = CheckOptions(request.target, request.gym_version, offline)
     has_rows = data_dir is not None and (data_dir / "training.jsonl").is_file()
-    return validate(ValidateRequest(package=out, dataset=data_dir if has_rows else None,
-                                    options=options))
+    report = validate(ValidateRequest(package=out, dataset=data_dir if has_rows else None,
+                                      options=options))
+    return replace(report, target_source=request.target_source)
 

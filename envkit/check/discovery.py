@@ -1,7 +1,16 @@
-"""Which packages a list of paths names: package directories, trees, or files inside packages.
+"""Which packages a list of paths names: package directories, workspace members, or files.
 
-Why a walk of its own: a repository holding many environments should be one ``envkit validate
-.`` run, and a pre-commit hook hands over the files a commit touches, not package directories.
+A directory is a package when it holds ``nemo-environment.yaml``, and that is the only way a
+directory stands for packages implicitly. Many packages in one run are explicit, as uv and cargo
+name workspace members: ``packages = ["envs/*"]`` in a directory's ``envkit.toml`` (or
+``[tool.envkit]``) makes it a workspace root that stands for its members. Why not any tree: a
+directory that merely holds a package one level down is what an archive unpacked one level
+too deep looks like, and the platform rejects it; finding the package below and passing would be
+a false pass. Such a directory is kept, to be reported as no package (EK100) with the packages
+found below it named in the hint (``packages_below``).
+
+A file stands for the package that contains it: a pre-commit hook hands over the files a commit
+touches, not package directories.
 """
 
 from __future__ import annotations
@@ -12,43 +21,91 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["MANIFEST", "SKIPPED_DIRS", "Discovery", "discover"]
+from envkit.check.settings import SettingsError, Workspace, workspace_at
+
+__all__ = ["MANIFEST", "SKIPPED_DIRS", "Discovery", "discover", "is_package_root", "members",
+           "owning_package", "packages_below"]
 
 MANIFEST = "nemo-environment.yaml"
 SKIPPED_DIRS = frozenset({".venv", "venv", "node_modules", "build", "dist", "__pycache__"})
 """Never packages, never holding ours; hidden directories are skipped too (``.git``)."""
+WALK_LIMIT = 20_000
+"""Directories ``packages_below`` looks at before it stops: a hint must not walk a home dir."""
+
+
+def is_package_root(directory: Path) -> bool:
+    """``directory`` holds a ``nemo-environment.yaml`` entry of any kind: a FIFO, a socket or a
+    dangling symlink there is still the package's manifest, for the rules to report (EK101,
+    EK207), not a sign that the directory is no package."""
+    return os.path.lexists(directory / MANIFEST)
 
 
 @dataclass(frozen=True)
 class Discovery:
     packages: tuple[Path, ...]
-    """Package directories, in the order given (each once)."""
+    """Directories to validate, in the order given (each once): packages, workspace members,
+    and named directories that are neither (each is reported as no package, EK100)."""
     unmatched_files: tuple[Path, ...] = ()
     """Files named on the command line that lie in no package (pre-commit passes every file)."""
 
 
-def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Discovery:
-    """Package directories for ``paths``.
+def discover(paths: Sequence[Path], exclude: Sequence[str] = (), *,
+             isolated: bool = False) -> Discovery:
+    """The directories ``paths`` stand for.
 
-    A directory holding ``nemo-environment.yaml`` is a package. Any other directory is a tree:
-    every package below it (not descending into packages, hidden or ``SKIPPED_DIRS``
-    directories, or ``exclude`` globs). A directory holding none stands for the package it lies
-    in, else for itself, so that validation says why it is no package (EK100) rather than
-    passing silently. A file stands for the package that contains it.
+    A package directory stands for itself; a workspace root for its members (``exclude`` globs
+    dropped; not with ``isolated``, which ignores configuration files); any other directory
+    for itself, so that validation says it is no package. A file stands for the package that
+    contains it.
+
+    :raises SettingsError: a workspace's configuration cannot be used, or it names a member
+        that does not exist or no member at all.
     """
     found: list[Path] = []
     unmatched: list[Path] = []
     for path in paths:
         if path.is_dir():
-            below = [path] if (path / MANIFEST).is_file() else list(_walk(path, exclude))
-            found += below or [_owning_package(path / MANIFEST) or path]
+            space = None if is_package_root(path) or isolated else workspace_at(path)
+            found += [path] if space is None else members(space, exclude)
         else:
-            owner = _owning_package(path)
+            owner = owning_package(path)
             if owner is None:
                 unmatched.append(path)
             elif not _excluded(owner, owner.name, exclude):
                 found.append(owner)
     return Discovery(tuple(dict.fromkeys(found)), tuple(unmatched))
+
+
+def members(space: Workspace, exclude: Sequence[str] = ()) -> list[Path]:
+    """The member directories of ``space``, pattern by pattern, each sorted, each once.
+
+    Every matching directory is a member, as in uv and cargo: one without a manifest is
+    reported (EK100), not skipped. A glob may match nothing (cargo's rule); a literal path
+    must exist, and the workspace must have a member.
+
+    :raises SettingsError: a literal member that is no directory, or no member at all.
+    """
+    matched: list[Path] = []
+    for pattern in space.patterns:
+        if not any(c in pattern for c in "*?["):
+            if not (space.root / pattern).is_dir():
+                msg = (f"{space.config}: `packages` entry {pattern!r} is not a directory "
+                       f"below {space.root}")
+                raise SettingsError(msg)
+            matched.append(space.root / pattern)
+        else:
+            matched += sorted(p for p in space.root.glob(pattern)
+                              if p.is_dir() and _visible(p.relative_to(space.root)))
+    if not matched:
+        patterns = ", ".join(repr(p) for p in space.patterns)
+        msg = (f"{space.config}: `packages` ({patterns}) matches no directory: the workspace "
+               "has nothing to validate")
+        raise SettingsError(msg)
+    return list(dict.fromkeys(m for m in matched if not _excluded(m, m.name, exclude)))
+
+
+def _visible(rel: Path) -> bool:
+    return not any(part.startswith(".") or part in SKIPPED_DIRS for part in rel.parts)
 
 
 def _excluded(path: Path, name: str, exclude: Iterable[str]) -> bool:
@@ -57,7 +114,19 @@ def _excluded(path: Path, name: str, exclude: Iterable[str]) -> bool:
                or fnmatch.fnmatch(posix, f"*/{g.strip('/')}") for g in exclude)
 
 
-def _walk(root: Path, exclude: Sequence[str]) -> Iterator[Path]:
+def packages_below(root: Path, exclude: Sequence[str] = (), *,
+                   limit: int = WALK_LIMIT) -> list[Path]:
+    """Package directories below ``root`` (not descending into packages, hidden or
+    ``SKIPPED_DIRS`` directories, or ``exclude`` globs), for a hint; at most ``limit``
+    directories are looked at."""
+    budget = [limit]
+    return list(_walk(root, exclude, budget))
+
+
+def _walk(root: Path, exclude: Sequence[str], budget: list[int]) -> Iterator[Path]:
+    budget[0] -= 1
+    if budget[0] < 0:
+        return
     try:
         entries = sorted(os.scandir(root), key=lambda e: e.name)
     except OSError:
@@ -71,17 +140,17 @@ def _walk(root: Path, exclude: Sequence[str]) -> Iterator[Path]:
         sub = root / name
         if _excluded(sub, name, exclude):
             continue
-        if (sub / MANIFEST).is_file():
+        if is_package_root(sub):
             yield sub
         else:
-            yield from _walk(sub, exclude)
+            yield from _walk(sub, exclude, budget)
 
 
-def _owning_package(file: Path) -> Path | None:
+def owning_package(file: Path) -> Path | None:
     """The closest directory above ``file`` that holds a manifest (the manifest's own too)."""
     current = file.parent
     while True:
-        if (current / MANIFEST).is_file():
+        if is_package_root(current):
             return current
         parent = current.parent
         if parent == current:

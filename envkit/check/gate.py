@@ -1,8 +1,10 @@
 """The pre-upload gate: many packages, their settings and targets, one ``ValidationRun``.
 
-``envkit validate PATH...`` calls ``run_gate``: discover the packages, resolve each one's
-settings (config file, per-package overrides, flags), pick its target (flags, config, else the
-package's own ``wheels.lock``), validate it, and collect one report with one verdict.
+``envkit validate PATH...`` calls ``run_gate``: discover the packages (no PATH: the current
+directory, as ruff checks ``.``), resolve each one's settings (config file, per-package
+overrides, flags), pick its target (flags, config, else the package's own ``wheels.lock``),
+validate it, and collect one report with one verdict. A named directory that is no package is
+reported as such (EK100), never searched for packages to pass instead.
 """
 
 from __future__ import annotations
@@ -13,17 +15,27 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from envkit.check.columns import with_columns
-from envkit.check.discovery import MANIFEST, Discovery, discover
-from envkit.check.report import Report, ValidationRun
-from envkit.check.settings import Settings, find_config, parse_glibc, parse_python, settings_for
+from envkit.check.discovery import MANIFEST, Discovery, discover, is_package_root, members
+from envkit.check.report import Cause, Report, ValidationRun
+from envkit.check.settings import (
+    CONFIG_NAMES,
+    Settings,
+    find_config,
+    parse_glibc,
+    parse_python,
+    settings_for,
+    workspace_at,
+)
 from envkit.check.validate import ValidateRequest, validate
-from envkit.model.diagnostics import parse_selectors
+from envkit.check.wrong_root import wrong_root
+from envkit.model.diagnostics import Diagnostic, parse_selectors
 from envkit.model.target import Target
 from envkit.validators import RULES, CheckOptions
 from envkit.validators._base import DEFAULT_GYM_VERSION
+from envkit.validators.manifest import EK100
 
-__all__ = ["GateRequest", "GateUsageError", "TargetChoice", "choose_target", "gate_package",
-           "resolve_settings", "run_gate", "selection"]
+__all__ = ["GateRequest", "GateUsageError", "TargetChoice", "choose_target", "discover_for",
+           "gate_package", "resolve_settings", "run_gate", "selection", "shown_settings"]
 
 LOCK_NAME = "wheels.lock"
 _LOCK_TARGET = re.compile(r"cp(\d)(\d+)-manylinux_(\d+)_(\d+)_(\w+)")
@@ -51,6 +63,9 @@ class TargetChoice:
     target: Target
     source: str
     note: str | None = None
+    locked: Target | None = None
+    """The ``wheels.lock`` target when ``target`` differs from it (the cause of what only the
+    chosen target reports)."""
 
 
 def resolve_settings(package: Path | None, request: GateRequest) -> Settings:
@@ -86,14 +101,14 @@ def choose_target(package: Path | None, settings: Settings, flags: Settings) -> 
         source = "command line" if given_by_flags else str(settings.source)
     else:
         source = LOCK_NAME if lock else "default"
-    note = None
     if explicit and lock:
         locked = Target(arch=lock["arch"], python=parse_python(lock["python"]),
                         glibc=parse_glibc(lock["glibc"]))
         if str(locked) != str(target):
             note = (f"target {target} ({source}) differs from the {locked} the package's "
                     f"{LOCK_NAME} was built for: its wheels are checked against {target}")
-    return TargetChoice(target, source, note)
+            return TargetChoice(target, source, note, locked)
+    return TargetChoice(target, source)
 
 
 def selection(settings: Settings) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -108,6 +123,25 @@ def selection(settings: Settings) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return select, ignore
 
 
+def shown_settings(package: Path | None, request: GateRequest) -> dict[str, object]:
+    """``--show-settings``: what ``package`` is validated with, resolved as ruff shows it (the
+    target from flags, config or ``wheels.lock``, and the defaults where nothing is set)."""
+    settings = resolve_settings(package, request)
+    choice = choose_target(package, settings, request.flags)
+    values = settings.as_dict()
+    major, minor = choice.target.glibc_floor
+    values.update({
+        "select": values["select"] if settings.select is not None else ["EK"],
+        "ignore": values["ignore"] if settings.ignore is not None else [],
+        "arch": choice.target.arch, "python": "{}.{}".format(*choice.target.python),
+        "glibc": f"{major}_{minor}", "target": str(choice.target),
+        "target-source": choice.source,
+        "gym-version": settings.gym_version or DEFAULT_GYM_VERSION,
+        "offline": bool(settings.offline), "strict": bool(settings.strict),
+    })
+    return values
+
+
 def _one(package: Path | None, request: GateRequest, dataset: Path | None,
          job: Path | None) -> Report:
     settings = resolve_settings(package, request)
@@ -117,32 +151,86 @@ def _one(package: Path | None, request: GateRequest, dataset: Path | None,
                            bool(settings.offline))
     dataset = dataset or settings.dataset
     job = job or settings.job
-    report = validate(ValidateRequest(
-        package=package, dataset=dataset, job=job, options=options, select=select,
-        ignore=ignore, strict=bool(settings.strict), verify_hashes=request.verify_hashes,
-    ))
+    is_package = package is None or is_package_root(package)
+    checks = ValidateRequest(
+        package=package if is_package else None, dataset=dataset, job=job, options=options,
+        select=select, ignore=ignore, strict=bool(settings.strict),
+        verify_hashes=request.verify_hashes,
+    )
+    report = validate(checks)
+    if not is_package and package is not None:
+        report = replace(report, diagnostics=(_not_a_package(package, request),
+                                              *report.diagnostics))
     notes = (choice.note,) if choice.note else ()
     bases = {"package": package, "dataset": dataset, "job": job.parent if job else None}
     return replace(report, diagnostics=with_columns(report.diagnostics, bases),
                    root=str(package) if package else None,
                    target_source=choice.source, notes=notes,
+                   causes=_target_cause(report, checks, choice),
                    dataset=str(dataset) if dataset else None, job=str(job) if job else None)
 
 
-def _claim_by_config(found: Discovery) -> Discovery:
-    """Files in a package's configured ``dataset`` dir or its ``job`` file stand for it.
+def _target_cause(report: Report, checks: ValidateRequest, choice: TargetChoice
+                  ) -> tuple[Cause, ...]:
+    """The findings that the ``wheels.lock`` target would not report follow from choosing
+    another target: one cause, shown first, instead of one wheel after another.
 
-    Why: pre-commit passes the dataset rows and job files a commit touches; they live outside
-    the package, and only the configuration says which package they belong to.
+    Why a second run, not a rule: which findings a target explains is whatever differs between
+    the two targets (EK401 for every platform wheel, EK406, EK408 for what only those wheels
+    require, ...); validating against the lock's target says exactly that. It runs only when
+    a target was named that the lock disagrees with.
+    """
+    if choice.note is None or choice.locked is None or not report.diagnostics:
+        return ()
+    options = replace(checks.options, target=choice.locked)
+    baseline = {_where(d) for d in validate(replace(checks, options=options)).diagnostics}
+    follow = tuple(i for i, d in enumerate(report.diagnostics) if _where(d) not in baseline)
+    if not follow:
+        return ()
+    major, minor = choice.target.glibc_floor
+    hint = (f"Check against the target the package was built for (drop `--arch`/`--python`/"
+            f"`--glibc` and the configuration's target), or rebuild it for {choice.target}: "
+            f"`envkit build --arch {choice.target.arch} --glibc {major}_{minor}`.")
+    return (Cause(choice.note, hint, follow),)
+
+
+def _where(d: Diagnostic) -> tuple[str, str, int | None]:
+    """What a finding is about, whatever target its message names."""
+    return d.code, d.path, d.line
+
+
+def _not_a_package(path: Path, request: GateRequest) -> Diagnostic:
+    """EK100 for a directory without a manifest, whatever the selection: nothing in it was
+    checked, so a selection that hid this would pass a directory no check looked at. Nothing
+    else is read from it either (a repository root's ``.jsonl`` files and ``pyproject.toml``
+    would only bury the one finding that matters)."""
+    message, hint = wrong_root(path, request.exclude)
+    return EK100.at(MANIFEST, message, hint=hint)
+
+
+def _claim_by_config(found: Discovery, exclude: tuple[str, ...]) -> Discovery:
+    """Files in a package's configured ``dataset`` dir or its ``job`` file stand for it; a
+    workspace root's configuration file stands for every member.
+
+    Why: pre-commit passes the dataset rows, job files and settings a commit touches; they
+    live outside the packages, and only the configuration says which packages they concern
+    (a workspace's settings can change every member's verdict).
     """
     packages = list(found.packages)
     unmatched = []
     for file in found.unmatched_files:
-        owners = _configured_owners(file.resolve())
+        owners = _workspace_members_of(file, exclude) or _configured_owners(file.resolve())
         packages += owners
         if not owners:
             unmatched.append(file)
     return Discovery(tuple(dict.fromkeys(packages)), tuple(unmatched))
+
+
+def _workspace_members_of(file: Path, exclude: tuple[str, ...]) -> list[Path]:
+    space = workspace_at(file.parent) if file.name in CONFIG_NAMES else None
+    if space is None or space.config != file.resolve():
+        return []
+    return members(space, exclude)
 
 
 def _configured_owners(file: Path) -> list[Path]:
@@ -175,9 +263,9 @@ def run_gate(request: GateRequest) -> ValidationRun:
     :raises SettingsError, SelectorError: a configuration or selector that names no rule.
     :raises FileNotFoundError, NotADirectoryError: a named dataset or job does not exist.
     """
-    found = discover(request.paths, request.exclude) if request.paths else Discovery(())
+    found = discover_for(request)
     if found.unmatched_files and not request.isolated:
-        found = _claim_by_config(found)
+        found = _claim_by_config(found, request.exclude)
     if found.unmatched_files and not request.ignore_unowned_files:
         names = ", ".join(str(f) for f in found.unmatched_files[:3])
         msg = (f"{names}: not in a package (no directory above holds nemo-environment.yaml); "
@@ -191,11 +279,27 @@ def run_gate(request: GateRequest) -> ValidationRun:
         raise GateUsageError(msg)
     if not found.packages:
         if not (dataset or job) and not found.unmatched_files:
-            raise GateUsageError("give a PACKAGE directory, --dataset DIR or --job FILE")
+            msg = "nothing to validate: `--exclude` skips every package the paths name"
+            raise GateUsageError(msg)
         if not (dataset or job):
             return ValidationRun(())
         return ValidationRun((_one(None, request, dataset, job),))
     return ValidationRun(tuple(_one(p, request, dataset, job) for p in found.packages))
+
+
+def discover_for(request: GateRequest) -> Discovery:
+    """The directories ``request`` names; with no PATH, the current directory, unless it is
+    neither a package nor a workspace root and ``--dataset``/``--job`` say what to check.
+
+    :raises SettingsError: a workspace whose ``packages`` cannot be used.
+    """
+    paths = request.paths
+    if not paths:
+        here = Path()
+        known = is_package_root(here) or (not request.isolated and workspace_at(here))
+        given = request.flags.dataset is not None or request.flags.job is not None
+        paths = (here,) if known or not given else ()
+    return discover(paths, request.exclude, isolated=request.isolated)
 
 
 def gate_package(package: Path, request: GateRequest) -> ValidationRun:

@@ -13,11 +13,13 @@ from envkit.model.diagnostics import Diagnostic, Severity
 
 __all__ = [
     "REPORT_VERSION",
+    "Cause",
     "DiagnosticDict",
     "PackageDict",
     "Report",
     "ReportDict",
     "ValidationRun",
+    "tally",
 ]
 
 REPORT_VERSION = "2.0"
@@ -58,6 +60,30 @@ class ReportDict(TypedDict):
 
 
 @dataclass(frozen=True)
+class Cause:
+    """One fact that explains several findings, such as a target the package's ``wheels.lock``
+    disagrees with (every wheel then fails EK401, and what only they require EK408).
+
+    Why: 82 findings with their one explanation printed last read as 82 problems. Renderers
+    for people print the cause first and its follow-ons collapsed under it; JSON and SARIF
+    keep every diagnostic.
+    """
+
+    text: str
+    hint: str
+    follow_ons: tuple[int, ...]
+    """Indexes into the report's ``diagnostics``, in order."""
+
+
+def tally(diagnostics: list[Diagnostic]) -> str:
+    """``44 EK401, 38 EK408``: how many of each code, in code order."""
+    counts: dict[str, int] = {}
+    for d in sorted(diagnostics, key=lambda d: d.code):
+        counts[d.code] = counts.get(d.code, 0) + 1
+    return ", ".join(f"{n} {code}" for code, n in counts.items())
+
+
+@dataclass(frozen=True)
 class Report:
     """One package (with its dataset and job, if any) checked against one target."""
 
@@ -75,6 +101,23 @@ class Report:
     with)."""
     dataset: str | None = None
     job: str | None = None
+    causes: tuple[Cause, ...] = ()
+    """What explains groups of ``diagnostics``; a cause's text is also one of ``notes``."""
+
+    @property
+    def leading(self) -> list[Diagnostic]:
+        """The diagnostics no cause explains, in order: those a renderer prints in full."""
+        explained = {i for cause in self.causes for i in cause.follow_ons}
+        return [d for i, d in enumerate(self.diagnostics) if i not in explained]
+
+    def follow_ons(self, cause: Cause) -> list[Diagnostic]:
+        return [self.diagnostics[i] for i in cause.follow_ons]
+
+    @property
+    def loose_notes(self) -> list[str]:
+        """The notes that are no cause (a cause's text is printed with its cause)."""
+        texts = {cause.text for cause in self.causes}
+        return [note for note in self.notes if note not in texts]
 
     @property
     def errors(self) -> list[Diagnostic]:

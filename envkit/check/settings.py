@@ -5,6 +5,11 @@ Found as ruff finds its configuration: the closest file upward from each package
 ``[tool.envkit]`` is passed over). Command-line flags win over the file, and a
 ``[per-package."GLOB"]`` table (globs relative to the file's directory) over the file's top
 level. Keys are spelled as the flags are: ``select``, ``extend-ignore``, ``gym-version`` ...
+
+``packages = ["envs/*", ...]`` (top level only) makes the file's directory a workspace root, as
+``[tool.uv.workspace] members`` and cargo's ``[workspace] members`` do: ``envkit validate`` there
+validates those packages. Why explicit: a directory that merely holds packages is no package,
+and the platform rejects it if uploaded; validating it must not pass.
 """
 
 from __future__ import annotations
@@ -17,8 +22,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Settings", "SettingsError", "find_config", "parse_glibc", "parse_python",
-           "settings_for"]
+__all__ = ["CONFIG_NAMES", "Settings", "SettingsError", "Workspace", "find_config", "parse_glibc",
+           "parse_python", "settings_for", "workspace_at"]
 
 CONFIG_NAMES = ("envkit.toml", "pyproject.toml")
 
@@ -70,6 +75,8 @@ _STR_KEYS = ("arch", "glibc", "python", "gym-version")
 _LIST_KEYS = ("select", "ignore", "extend-select", "extend-ignore")
 _BOOL_KEYS = ("offline", "strict")
 _PATH_KEYS = ("dataset", "job")
+_FILE_KEYS = ("packages", "per-package")
+"""Keys of the file's top level only: they describe the repository, not one package."""
 
 
 def _parse(table: dict[str, Any], where: str, base: Path) -> Settings:
@@ -89,8 +96,8 @@ def _parse(table: dict[str, Any], where: str, base: Path) -> Settings:
             if not isinstance(value, bool):
                 raise SettingsError(f"{where}: `{key}` must be true or false")
             values[attr] = value
-        elif key != "per-package":
-            known = ", ".join((*_LIST_KEYS, *_STR_KEYS, *_BOOL_KEYS, *_PATH_KEYS, "per-package"))
+        elif key not in _FILE_KEYS:
+            known = ", ".join((*_LIST_KEYS, *_STR_KEYS, *_BOOL_KEYS, *_PATH_KEYS, *_FILE_KEYS))
             raise SettingsError(f"{where}: unknown key `{key}` (known: {known})")
     return Settings(**values)
 
@@ -100,6 +107,18 @@ class _ConfigFile:
     path: Path
     top: Settings
     per_package: tuple[tuple[str, Settings], ...]
+    packages: tuple[str, ...] | None = None
+    """The workspace's member globs (``None``: the file makes no workspace)."""
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """A directory whose own configuration file lists its packages (``packages = [...]``)."""
+
+    root: Path
+    config: Path
+    patterns: tuple[str, ...]
+    """Globs relative to ``root``, as written (``envs/*``, ``tools/**/env``)."""
 
 
 @cache
@@ -119,22 +138,69 @@ def _load(path: Path) -> _ConfigFile | None:
     per = data.get("per-package", {})
     if not isinstance(per, dict) or not all(isinstance(v, dict) for v in per.values()):
         raise SettingsError(f"{where}: `per-package` must be a table of tables")
-    overrides = tuple((glob, _parse(table, f"{where} [per-package.{glob!r}]", path.parent))
+    overrides = tuple((glob, _per_package(table, f"{where} [per-package.{glob!r}]", path))
                       for glob, table in per.items())
-    return _ConfigFile(path, replace(top, source=path), overrides)
+    members = _members(data["packages"], where) if "packages" in data else None
+    return _ConfigFile(path, replace(top, source=path), overrides, members)
 
 
-@cache
-def find_config(directory: Path) -> _ConfigFile | None:
-    """The closest configuration at or above ``directory`` (absolute), or ``None``."""
+def _per_package(table: dict[str, Any], where: str, path: Path) -> Settings:
+    misplaced = [key for key in _FILE_KEYS if key in table]
+    if misplaced:
+        msg = f"{where}: `{misplaced[0]}` belongs at the top level of the file, not per package"
+        raise SettingsError(msg)
+    return _parse(table, where, path.parent)
+
+
+def _members(value: object, where: str) -> tuple[str, ...]:
+    """``packages``: relative globs that stay inside the workspace root."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(v, str) and v.strip() for v in items):
+        msg = f"{where}: `packages` must be a list of directory globs, e.g. [\"envs/*\"]"
+        raise SettingsError(msg)
+    for pattern in items:
+        parts = Path(pattern).parts
+        if Path(pattern).is_absolute() or ".." in parts:
+            msg = (f"{where}: `packages` entry {pattern!r} must be relative to the file's "
+                   "directory and stay below it (no absolute path, no `..`)")
+            raise SettingsError(msg)
+    return tuple(p.strip().rstrip("/") or "." for p in items)
+
+
+def _config_in(directory: Path) -> _ConfigFile | None:
+    """The configuration file of ``directory`` itself (``envkit.toml`` first), or ``None``."""
     for name in CONFIG_NAMES:
         candidate = directory / name
         if candidate.is_file():
             found = _load(candidate)
             if found is not None:
                 return found
+    return None
+
+
+@cache
+def find_config(directory: Path) -> _ConfigFile | None:
+    """The closest configuration at or above ``directory`` (absolute), or ``None``."""
+    found = _config_in(directory)
+    if found is not None:
+        return found
     parent = directory.parent
     return None if parent == directory else find_config(parent)
+
+
+def workspace_at(directory: Path) -> Workspace | None:
+    """The workspace rooted at ``directory``: its own configuration file sets ``packages``.
+
+    Only the directory's own file counts (as a uv or cargo workspace root holds the members
+    table): a file further up configures checks, it does not make every directory below it a
+    workspace.
+
+    :raises SettingsError: the directory's configuration file cannot be used.
+    """
+    config = _config_in(directory.resolve())
+    if config is None or config.packages is None:
+        return None
+    return Workspace(directory, config.path, config.packages)
 
 
 def settings_for(package: Path, cli: Settings, *, isolated: bool = False) -> Settings:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from click.core import ParameterSource
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -98,6 +99,15 @@ def _build_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return target_options(func)
 
 
+def _target_source() -> str:
+    """``command line`` when ``--arch/--python/--glibc`` was given, else ``default``: the build's
+    verdict says where its target came from, as ``envkit validate``'s does."""
+    ctx = click.get_current_context()
+    given = any(ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
+                for name in ("arch", "python_version", "glibc"))
+    return "command line" if given else "default"
+
+
 def _run(call: Callable[..., BuildResult], request: BuildRequest) -> BuildResult:
     with _reporting() as (progress, log):
         result = call(request, progress=progress, log=log)
@@ -135,6 +145,7 @@ def build_command(sources: tuple[Path, ...], fmt: str, name: str | None,
         gym_version=gym_version, name=name, description=description, dataset_dir=dataset_dir,
         wheels_dirs=wheels_dirs, runtime_pins=not no_runtime_pins, index_url=index_url,
         extra_index_urls=extra_index_urls, resolve_offline=resolve_offline, refresh=refresh,
+        target_source=_target_source(),
     )
     result = _run(build, request)
     if upload and result.report.valid:  # a package envkit rejects is never uploaded
@@ -160,5 +171,6 @@ def package_command(package: Path, to_format: str, output: Path,
         target=target_from(arch, python_version, glibc), gym_version=gym_version,
         wheels_dirs=wheels_dirs, runtime_pins=not no_runtime_pins, index_url=index_url,
         extra_index_urls=extra_index_urls, resolve_offline=resolve_offline, refresh=refresh,
+        target_source=_target_source(),
     )
     return _run(convert_package, request)

@@ -60,7 +60,9 @@ def _gate_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 @click.command("submit")
 @click.argument("job", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--env", "package", type=_DIR, required=True, help="Environment package directory.")
+@click.option("--env", "package", type=_DIR, required=True,
+              help="Environment package root: the directory holding nemo-environment.yaml (a "
+                   "directory above it is refused, EK100).")
 @click.option("--dataset", type=_DIR, required=True,
               help="Prompt dataset directory (training.jsonl, validation.jsonl).")
 @platform_options

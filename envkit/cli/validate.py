@@ -49,7 +49,7 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...] | None:
 @click.option("--extend-ignore", multiple=True, metavar="CODES",
               help="Add codes or prefixes to skip.")
 @click.option("--exclude", multiple=True, metavar="GLOB",
-              help="Skip directories matching GLOB when searching a tree for packages.")
+              help="Skip workspace members (and packages of named files) matching GLOB.")
 @click.option("--isolated", is_flag=True, help="Ignore envkit.toml and [tool.envkit].")
 @click.option("--ignore-unowned-files", is_flag=True,
               help="Skip named files that lie in no package instead of refusing them (the "
@@ -70,13 +70,15 @@ def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | 
                      show_settings: bool, smoke: bool) -> object:
     """Check packages (and optionally a dataset and GRPO job) before upload.
 
-    Each PATH is a package directory, a tree whose every directory holding
-    nemo-environment.yaml is a package, or a file inside a package (as pre-commit passes
-    them). Settings come from the closest envkit.toml or [tool.envkit] in pyproject.toml;
-    flags win. Reports every violation in one run. Exit 0 when all are valid, 1 when any is
-    not, 2 on usage errors.
+    Each PATH is a package directory (it holds nemo-environment.yaml), a workspace root (its
+    envkit.toml or [tool.envkit] lists its packages: `packages = ["envs/*"]`), or a file
+    inside a package (as pre-commit passes them); any other directory is no package (EK100).
+    Without PATH: the current directory, as ruff checks `.` (only --dataset/--job when they
+    are given and it is neither a package nor a workspace root). Settings come from the
+    closest envkit.toml or [tool.envkit] in pyproject.toml; flags win. Reports every
+    violation in one run. Exit 0 when all are valid, 1 when any is not, 2 on usage errors.
     """
-    from envkit.check.gate import GateRequest, resolve_settings, run_gate
+    from envkit.check.gate import GateRequest, discover_for, run_gate, shown_settings
     from envkit.check.settings import Settings
 
     flags = Settings(select=_codes(select), ignore=_codes(ignore),
@@ -87,10 +89,8 @@ def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | 
                           verify_hashes=verify_hashes, isolated=isolated,
                           ignore_unowned_files=ignore_unowned_files)
     if show_settings:
-        from envkit.check.discovery import discover
-
-        packages = discover(paths, exclude).packages if paths else ()
-        return SettingsView(tuple((str(p), resolve_settings(p, request).as_dict())
+        packages = discover_for(request).packages
+        return SettingsView(tuple((str(p), shown_settings(p, request))
                                   for p in packages or (Path(),)))
     if smoke:  # the smoke run validates first (same settings) and reports both
         from envkit.cli.smoke import smoke_from_validate

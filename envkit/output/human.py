@@ -11,10 +11,11 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from envkit.check.report import tally
 from envkit.model.diagnostics import Diagnostic, Severity
 
 if TYPE_CHECKING:
-    from envkit.check.report import Report, ValidationRun
+    from envkit.check.report import Cause, Report, ValidationRun
 
 _CODES = {"bold": "1", "dim": "2", "underline": "4", "red": "31", "green": "32", "yellow": "33",
           "cyan": "36"}
@@ -69,8 +70,24 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' * (n != 1)}"
 
 
+def _print_cause(report: Report, cause: Cause, console: Console) -> None:
+    """The cause first, then how many findings follow from it, one of them as an example:
+    the rest are the same finding for other files (``--output-format json`` lists each)."""
+    follow = report.follow_ons(cause)
+    console.print(f"[yellow bold]warning:[/] {escape(cause.text)}", highlight=False,
+                  soft_wrap=True)
+    console.print(f"  [cyan]= follows:[/] {_plural(len(follow), 'finding')} ({tally(follow)}); "
+                  "`--output-format json` lists each, e.g.", highlight=False, soft_wrap=True)
+    first = follow[0]
+    console.print(f"    {escape(display_path(report, first))}: {first.code} "
+                  f"{escape(first.message)}", highlight=False, soft_wrap=True)
+    console.print(f"  [cyan]= help:[/] {escape(cause.hint)}", highlight=False, soft_wrap=True)
+
+
 def _print_diagnostics(report: Report, console: Console) -> None:
-    for d in report.diagnostics:
+    for cause in report.causes:
+        _print_cause(report, cause, console)
+    for d in report.leading:
         style = "red" if d.severity is Severity.ERROR else "yellow"
         where = display_path(report, d)
         if d.line:
@@ -78,7 +95,7 @@ def _print_diagnostics(report: Report, console: Console) -> None:
         console.print(f"[bold]{escape(where)}:[/] [{style} bold]{d.code}[/] {escape(d.message)}",
                       highlight=False, soft_wrap=True)
         console.print(f"  [cyan]= help:[/] {escape(d.hint)}", highlight=False, soft_wrap=True)
-    for note in report.notes:
+    for note in report.loose_notes:
         console.print(f"[yellow bold]warning:[/] {escape(note)}", highlight=False, soft_wrap=True)
 
 
@@ -154,7 +171,8 @@ def render_github(run: ValidationRun) -> str:
     """GitHub Actions workflow commands: one annotation per diagnostic, columns included."""
     lines = []
     for report in run.reports:
-        for d in report.diagnostics:
+        lines += [_gh_cause(report, cause) for cause in report.causes]
+        for d in report.leading:
             level = "error" if d.severity is Severity.ERROR else "warning"
             props = f"file={_gh_escape(display_path(report, d), prop=True)}"
             if d.line:
@@ -163,5 +181,18 @@ def render_github(run: ValidationRun) -> str:
                     props += f",col={d.column}"
             props += f",title={_gh_escape(d.code, prop=True)}"
             lines.append(f"::{level} {props}::{_gh_escape(f'{d.message} (fix: {d.hint})')}")
-        lines += [f"::warning ::{_gh_escape(note)}" for note in report.notes]
+        lines += [f"::warning ::{_gh_escape(note)}" for note in report.loose_notes]
     return "\n".join(lines)
+
+
+def _gh_cause(report: Report, cause: Cause) -> str:
+    """One annotation for a cause and everything that follows from it (GitHub shows only the
+    first few annotations of a step: 82 for one cause would hide the rest)."""
+    follow = report.follow_ons(cause)
+    files = ", ".join(dict.fromkeys(display_path(report, d) for d in follow[:5]))
+    more = ", ..." if len(follow) > 5 else ""
+    text = (f"{cause.text}; {len(follow)} findings follow from it ({tally(follow)}: {files}"
+            f"{more}) (fix: {cause.hint})")
+    codes = ", ".join(sorted({d.code for d in follow}))
+    level = "error" if any(d.severity is Severity.ERROR for d in follow) else "warning"
+    return f"::{level} title={_gh_escape(codes, prop=True)}::{_gh_escape(text)}"

@@ -11,11 +11,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from envkit.check.discovery import discover
 from envkit.check.gate import (
     GateRequest,
     GateUsageError,
     choose_target,
+    discover_for,
     resolve_settings,
     selection,
 )
@@ -26,8 +26,7 @@ __all__ = ["smoke_request"]
 
 
 def _one_package(request: GateRequest) -> Path:
-    found = discover(request.paths, request.exclude) if request.paths else None
-    packages = found.packages if found is not None else ()
+    packages = discover_for(request).packages  # no PATH: `.`, as for validate itself
     if len(packages) != 1:
         msg = (f"--smoke runs one package, but the paths hold {len(packages)}: "
                "name exactly one package directory")

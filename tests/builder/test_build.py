@@ -176,6 +176,22 @@ def test_cli_build_prints_the_verdict_json_on_stdout(
     assert "resolving" in err
 
 
+def test_cli_build_verdict_says_where_its_target_came_from(
+    tmp_path: Path, links: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--arch`` is the command line's target; without target flags it is the default."""
+    server = make_gym_tree(tmp_path / "gym", "echo", ("echo-scorer",))
+    common = ["--wheels-dir", str(links), "--no-runtime-pins", "--resolve-offline"]
+    sources = []
+    for out, flags in (("a", ["--arch", "aarch64"]), ("b", ["--glibc", "2_28"]), ("c", [])):
+        rc = main(["build", str(server), *flags, "-o", str(tmp_path / out), *common])
+        verdict, err = capsys.readouterr()
+        assert rc == 0, err
+        (package,) = json.loads(verdict)["packages"]
+        sources.append(package["target_source"])
+    assert sources == ["command line", "command line", "default"]
+
+
 def test_cli_bad_source_is_a_usage_error_without_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,4 +1,4 @@
-"""``envkit validate PATH...``: trees of packages, files inside packages (pre-commit), one
+"""``envkit validate PATH...``: workspaces of packages, files inside packages (pre-commit), one
 report and one exit code; the target from the package's ``wheels.lock``; SARIF output."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def _run(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, st
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    """Three packages (``envs/b`` invalid) plus places that must be skipped."""
+    """A workspace of three packages (``envs/b`` invalid) plus places no glob may reach."""
     root = tmp_path / "repo"
     for name in ("a", "b", "nested/c"):
         shutil.copytree(VALID, root / "envs" / name)
@@ -39,10 +39,11 @@ def tree(tmp_path: Path) -> Path:
     for skipped in (".hidden/x", ".venv/x", "node_modules/x", "build/x", "dist/x"):
         shutil.copytree(VALID, root / skipped)
         (root / skipped / "nemo-environment.yaml").write_text("format: nope\n")
+    (root / "envkit.toml").write_text('packages = ["envs/a", "envs/b", "envs/nested/*"]\n')
     return root
 
 
-def test_tree_is_one_run_with_a_section_per_package(
+def test_workspace_is_one_run_with_a_section_per_package(
     capsys: pytest.CaptureFixture[str], tree: Path
 ) -> None:
     rc, out, _ = _run(capsys, tree)
@@ -54,7 +55,7 @@ def test_tree_is_one_run_with_a_section_per_package(
         "invalid: 3 packages checked, 2 valid, 1 invalid; 1 error, 0 warnings")
 
 
-def test_tree_json_carries_the_package_of_each_diagnostic(
+def test_workspace_json_carries_the_package_of_each_diagnostic(
     capsys: pytest.CaptureFixture[str], tree: Path
 ) -> None:
     rc, out, _ = _run(capsys, tree, "--output-format", "json")
@@ -68,14 +69,15 @@ def test_tree_json_carries_the_package_of_each_diagnostic(
 
 def test_exclude_glob(capsys: pytest.CaptureFixture[str], tree: Path) -> None:
     assert _run(capsys, tree, "--exclude", "b")[0] == 0
-    assert discover([tree], ["nested"]).packages == (tree / "envs" / "a", tree / "envs" / "b")
+    assert discover([tree], ["*/nested/*"]).packages == (tree / "envs" / "a", tree / "envs" / "b")
 
 
 def test_files_stand_for_the_package_that_holds_them(tree: Path) -> None:
     found = discover([tree / "envs" / "b" / "nemo-environment.yaml",
-                      tree / "envs" / "a" / "resources_servers",
+                      tree / "envs" / "a" / "resources_servers" / "echo_match" / "app.py",
                       tree / "README.md"])
     assert found.packages == (tree / "envs" / "b", tree / "envs" / "a")
+    assert found.unmatched_files == (tree / "README.md",)
 
 
 def test_files_outside_packages(
@@ -134,6 +136,70 @@ def test_an_explicit_target_that_disagrees_with_the_lock_is_a_warning(
     assert "warning: target cp313-manylinux_2_28_x86_64 (command line) differs" in out  # ... said
 
 
+def _built_for_aarch64(tmp_path: Path) -> Path:
+    """Three aarch64 wheels (two requiring pure helpers) and one stray pure wheel."""
+    pkg = _platform_package(tmp_path, "aarch64")
+    wheels = pkg / "wheels"
+    for old in wheels.glob("*.whl"):
+        old.unlink()
+    (pkg / "resources_servers/echo_match/requirements.txt").write_text(
+        "echo-scorer==1.0\nfast-a\nfast-b\n")
+    make_wheel(wheels, "echo-scorer", "1.0", tag="cp313-cp313-manylinux_2_17_aarch64",
+               requires=("helper-x",))
+    make_wheel(wheels, "fast-a", "1.0", tag="cp313-cp313-manylinux_2_28_aarch64",
+               requires=("helper-y",))
+    make_wheel(wheels, "fast-b", "1.0", tag="cp313-cp313-manylinux_2_28_aarch64")
+    for name in ("helper-x", "helper-y", "stray"):  # stray: dead weight on either target
+        make_wheel(wheels, name, "1.0")
+    return pkg
+
+
+def test_a_target_the_lock_disagrees_with_is_the_cause_shown_first(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """82 findings with their one explanation last read as 82 problems: the cause comes first
+    and what follows from it (whatever the lock's own target would not report) collapses."""
+    pkg = _built_for_aarch64(tmp_path)
+    rc, out, _ = _run(capsys, pkg, "--arch", "x86_64")
+    lines = out.splitlines()
+    assert rc == 1 and lines[0].startswith(
+        "warning: target cp313-manylinux_2_28_x86_64 (command line) differs from the "
+        "cp313-manylinux_2_28_aarch64")
+    assert lines[1] == ("  = follows: 5 findings (3 EK401, 2 EK408); `--output-format json` "
+                        "lists each, e.g.")
+    assert lines[2].startswith(f"    {pkg}/wheels/echo_scorer-1.0-cp313-cp313-manylinux_2_17_"
+                               "aarch64.whl: EK401 ")
+    assert "envkit build --arch x86_64" in lines[3]
+    assert sum(" EK401 " in line for line in lines) == 1  # the example; the rest collapsed
+    assert [line for line in lines if "EK408" in line and "stray" in line]  # not a follow-on
+    assert lines.count(lines[0]) == 1 and lines[-1] == "invalid: 3 errors, 3 warnings"
+
+
+def test_follow_ons_stay_in_json_and_collapse_in_github(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pkg = _built_for_aarch64(tmp_path)
+    _, out, _ = _run(capsys, pkg, "--arch", "x86_64", "--output-format", "json")
+    report = json.loads(out)
+    assert sorted(d["code"] for d in report["diagnostics"]) == ["EK401"] * 3 + ["EK408"] * 3
+    assert report["packages"][0]["notes"][0].startswith("target cp313-manylinux_2_28_x86_64")
+    _, out, _ = _run(capsys, pkg, "--arch", "x86_64", "--output-format", "github")
+    first, *rest = out.splitlines()
+    assert first.startswith("::error title=EK401%2C EK408::target cp313-manylinux_2_28_x86_64")
+    assert "5 findings follow from it (3 EK401, 2 EK408: " in first
+    assert len(rest) == 1 and "stray-1.0-py3-none-any.whl,title=EK408::" in rest[0]
+
+
+def test_without_a_disagreeing_lock_there_is_no_cause(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pkg = _built_for_aarch64(tmp_path)
+    (pkg / "wheels.lock").unlink()
+    rc, out, _ = _run(capsys, pkg, "--arch", "x86_64")  # the default target: no lock to differ
+    assert rc == 1 and sum(" EK401 " in line for line in out.splitlines()) == 3
+    assert "follows:" not in out
+
+
 def test_sarif_validates_against_the_sarif_2_1_0_schema(
     capsys: pytest.CaptureFixture[str], tree: Path
 ) -> None:
@@ -154,7 +220,7 @@ def test_sarif_with_relative_paths_keeps_them_relative(
     capsys: pytest.CaptureFixture[str], tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tree)
-    _, out, _ = _run(capsys, "envs", "--output-format", "sarif")
+    _, out, _ = _run(capsys, "--output-format", "sarif")  # no PATH: the workspace's members
     (result,) = json.loads(out)["runs"][0]["results"]
     uri = result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
     assert uri == "envs/b/nemo-environment.yaml"

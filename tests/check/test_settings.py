@@ -29,6 +29,10 @@ def repo(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def _both(repo: Path) -> tuple[Path, Path]:
+    return repo / "envs" / "a", repo / "envs" / "b"
+
+
 def _codes(capsys: pytest.CaptureFixture[str], *args: str | Path) -> dict[str, set[str]]:
     rc = main(["validate", *map(str, args), "--output-format", "json"])
     report = json.loads(capsys.readouterr().out)
@@ -43,7 +47,7 @@ def test_pyproject_tool_envkit_applies_to_packages_below(
     capsys: pytest.CaptureFixture[str], repo: Path
 ) -> None:
     (repo / "pyproject.toml").write_text('[tool.envkit]\nignore = ["EK102"]\n')
-    assert _codes(capsys, repo / "envs") == {"a": {"EK203"}, "b": {"EK203"}}
+    assert _codes(capsys, *_both(repo)) == {"a": {"EK203"}, "b": {"EK203"}}
 
 
 def test_closest_config_wins_and_envkit_toml_before_pyproject(
@@ -51,13 +55,13 @@ def test_closest_config_wins_and_envkit_toml_before_pyproject(
 ) -> None:
     (repo / "pyproject.toml").write_text('[tool.envkit]\nignore = ["EK102"]\n')
     (repo / "envs" / "b" / "envkit.toml").write_text('ignore = ["EK203"]\n')
-    assert _codes(capsys, repo / "envs") == {"a": {"EK203"}, "b": {"EK102"}}
+    assert _codes(capsys, *_both(repo)) == {"a": {"EK203"}, "b": {"EK102"}}
 
 
 def test_per_package_overrides(capsys: pytest.CaptureFixture[str], repo: Path) -> None:
     (repo / "envkit.toml").write_text(
         'select = ["EK1", "EK2"]\n[per-package."envs/b"]\nextend-ignore = ["EK2"]\n')
-    assert _codes(capsys, repo / "envs") == {"a": {"EK102", "EK203"}, "b": {"EK102"}}
+    assert _codes(capsys, *_both(repo)) == {"a": {"EK102", "EK203"}, "b": {"EK102"}}
 
 
 def test_flags_win_over_the_file(capsys: pytest.CaptureFixture[str], repo: Path) -> None:
@@ -84,18 +88,37 @@ def test_bad_config_is_a_usage_error(
     capsys: pytest.CaptureFixture[str], repo: Path, text: str, message: str
 ) -> None:
     (repo / "envkit.toml").write_text(text)
-    rc = main(["validate", str(repo / "envs")])
+    rc = main(["validate", *map(str, _both(repo))])
     out, err = capsys.readouterr()
     assert rc == 2 and message in err and not out
 
 
 def test_show_settings(capsys: pytest.CaptureFixture[str], repo: Path) -> None:
     (repo / "envkit.toml").write_text('offline = true\ngym-version = "0.7.0"\n')
-    assert main(["validate", str(repo / "envs"), "--show-settings", "--strict"]) == 0
+    assert main(["validate", *map(str, _both(repo)), "--show-settings", "--strict"]) == 0
     out = capsys.readouterr().out
     assert f"# {repo / 'envs' / 'a'}" in out and f"# {repo / 'envs' / 'b'}" in out
     assert "offline = true" in out and "strict = true" in out
     assert f'source = "{repo / "envkit.toml"}"' in out
+
+
+def test_show_settings_prints_resolved_values(
+    capsys: pytest.CaptureFixture[str], repo: Path
+) -> None:
+    """As ruff's --show-settings: what validation uses, not `null` where nothing was set."""
+    pkg = repo / "envs" / "a"
+    assert main(["validate", str(pkg), "--show-settings", "--output-format", "json"]) == 0
+    (shown,) = json.loads(capsys.readouterr().out)["packages"]
+    values = shown["settings"]
+    assert (values["arch"], values["python"], values["glibc"]) == ("x86_64", "3.13", "2_28")
+    assert values["target-source"] == "default" and values["gym-version"] == "0.7.0"
+    assert (values["offline"], values["strict"], values["select"]) == (False, False, ["EK"])
+    lock = {"version": "1.0", "target": "cp313-manylinux_2_34_aarch64", "wheels": []}
+    (pkg / "wheels.lock").write_text(json.dumps(lock))
+    assert main(["validate", str(pkg), "--show-settings", "--glibc", "2_39"]) == 0
+    out = capsys.readouterr().out
+    assert 'arch = "aarch64"' in out and 'glibc = "2_39"' in out  # lock's arch, flag's floor
+    assert 'target = "cp313-manylinux_2_39_aarch64"' in out
 
 
 def test_settings_error_is_a_value_error() -> None:

@@ -95,3 +95,27 @@ def test_hook_validates_only_the_packages_a_commit_touches(
     assert everything.returncode == 1
     assert "other-env/rows.jsonl: EK200 " in everything.stdout
     assert "2 packages checked, 1 valid, 1 invalid" in everything.stdout
+
+
+def test_hook_in_a_workspace_maps_files_to_members(pre_commit: Path, tmp_path: Path) -> None:
+    """A workspace root's own files are no package's; its configuration stands for all."""
+    repo = _consumer(tmp_path, "[]")
+    (repo / "envs").mkdir()
+    for name in ("my-env", "other-env"):
+        shutil.move(repo / name, repo / "envs" / name)
+    (repo / "envkit.toml").write_text('packages = ["envs/*"]\n')
+    (repo / "envs" / "other-env" / "rows.jsonl").write_text("{}\n")  # EK200, untouched below
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "workspace", "--no-verify")
+    manifest = repo / "envs" / "my-env" / "nemo-environment.yaml"
+    manifest.write_text(manifest.read_text() + "# touched\n")
+    _git(repo, "add", "-A")
+    touched = _run(pre_commit, repo, tmp_path)
+    assert touched.returncode == 0, touched.stdout + touched.stderr
+    _git(repo, "commit", "-qm", "touch my-env", "--no-verify")
+    (repo / "envkit.toml").write_text('packages = ["envs/*"]\nstrict = false\n')
+    _git(repo, "add", "-A")
+    config = _run(pre_commit, repo, tmp_path)  # the workspace's settings: every member
+    assert config.returncode == 1, config.stdout + config.stderr
+    assert "envs/other-env/rows.jsonl: EK200 " in config.stdout
+    assert "2 packages checked, 1 valid, 1 invalid" in config.stdout

@@ -33,11 +33,14 @@ def test_every_shipped_schema_is_a_valid_json_schema(name: str) -> None:
 def test_usage_error_with_json_output_is_a_json_error_object(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    rc, out, err = _run(capsys, "validate", "--output-format", "json")
+    other = ROOT / "fixtures" / "packages" / "valid-wheels-v1" / "pkg"
+    rc, out, err = _run(capsys, "validate", VALID, other, "--dataset", VALID,  # one dataset, two
+                        "--output-format", "json")
     assert rc == 2
     error = json.loads(out)
     Draft202012Validator(load_schema("error")).validate(error)
-    assert error["error"]["kind"] == "usage" and "PACKAGE" in error["error"]["message"]
+    assert error["error"]["kind"] == "usage" and "belong to one package" in (
+        error["error"]["message"])
     assert "Traceback" not in err
 
 

@@ -128,14 +128,38 @@ def test_warnings_fail_only_with_strict(capsys: pytest.CaptureFixture[str]) -> N
         ["--format", "yaml"],
         ["--arch", "sparc"],
         ["--glibc", "3_1"],
-        [],  # no PACKAGE, --dataset or --job
     ],
 )
 def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
-    target = [str(VALID)] if args else []
-    rc = main(["validate", *target, *args])
+    rc = main(["validate", str(VALID), *args])
     out, err = capsys.readouterr()
     assert rc == 2 and not out and "Traceback" not in err
+
+
+def test_no_path_checks_the_current_directory_as_ruff_does(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not a usage error: the working directory is the PATH (here a package)."""
+    monkeypatch.chdir(VALID)
+    rc, out, err = _cli(capsys)
+    assert rc == 0 and "valid: native-v1 package" in out and not err
+
+
+def test_smoke_with_no_path_runs_the_current_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``validate --smoke`` takes `.` as validate does; at a workspace root, several: refused."""
+    from envkit.check.gate import GateRequest, GateUsageError
+    from envkit.smoke.gated import smoke_request
+
+    monkeypatch.chdir(VALID)
+    assert smoke_request(GateRequest()).package == Path()
+    for name in ("a", "b"):
+        shutil.copytree(VALID, tmp_path / "envs" / name)
+    (tmp_path / "envkit.toml").write_text('packages = ["envs/*"]\n')
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(GateUsageError, match="the paths hold 2"):
+        smoke_request(GateRequest())
 
 
 def test_missing_package_dir_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -175,6 +176,35 @@ def test_envkit_never_calls_valid_what_the_platform_rejects(platform, capsys):
               f"{sum(r[4] == 'PLATFORM STRICTER' for r in rows)}; known job-level "
               f"gaps: {KNOWN_JOB_GAPS}")
     assert not problems, problems
+
+
+def test_a_directory_above_the_package_is_rejected_by_both(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``envkit validate DIR`` (discovery included) against the platform's ``--validate-only
+    DIR`` where the package sits below DIR: an archive unpacked one level too deep, and a
+    repository root of several packages with no workspace setting. Both must refuse."""
+    from envkit.cli import main
+
+    one_down = CASES / "EK100-nested-manifest" / "pkg"
+    repo = tmp_path / "repo"
+    for name in ("a", "b"):
+        shutil.copytree(CASES / "valid-wheels-v1" / "pkg", repo / "envs" / name)
+    dirs = [one_down, repo, one_down / "echo-match", repo / "envs" / "a"]
+    disk = _disk_verdicts(dirs)
+    verdicts = {}
+    for directory in dirs:
+        rc = main(["validate", str(directory), "--output-format", "json"])
+        report = json.loads(capsys.readouterr().out)
+        codes = sorted({d["code"] for d in report["diagnostics"] if d["severity"] == "error"})
+        verdicts[directory] = (rc, codes, disk[str(directory)])
+    for directory in dirs[:2]:  # not packages: the platform rejects them, envkit too (EK100)
+        rc, codes, (platform_rc, said) = verdicts[directory]
+        assert platform_rc != 0 and "nemo-environment.yaml" in said, (directory, said)
+        assert rc == 1 and codes == ["EK100"], verdicts[directory]
+    for directory in dirs[2:]:  # the packages themselves: both accept
+        rc, codes, (platform_rc, said) = verdicts[directory]
+        assert platform_rc == 0 and rc == 0, verdicts[directory]
 
 
 def _valid_dataset(_: Path) -> Path:

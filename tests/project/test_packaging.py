@@ -34,15 +34,29 @@ print(json.dumps({
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The sdist, then the wheel built from it (pypa/build's default), and build's output."""
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out),
-         str(ROOT)],
-        check=True, capture_output=True, timeout=600,
+    done = subprocess.run(
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
+        check=True, capture_output=True, text=True, timeout=600,
     )
-    (built,) = out.glob("nemo_envkit-*.whl")  # the PyPI name; the import is envkit
-    return built
+    (wheel,) = out.glob("nemo_envkit-*.whl")  # the PyPI name; the import is envkit
+    return wheel, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def wheel(built: tuple[Path, str]) -> Path:
+    return built[0]
+
+
+def test_build_prints_no_setuptools_configuration_warning(built: tuple[Path, str]) -> None:
+    """Every folder Python could import is declared (``envkit.data`` holds only JSON): an
+    install that prints setuptools' "Package would be ignored" banner looks broken."""
+    log = built[1]
+    assert "build_py: byte-compiling" in log or "adding 'envkit/" in log  # the log was captured
+    assert "is absent from the `packages` configuration" not in log
+    assert "Package would be ignored" not in log
 
 
 def test_wheel_maps_the_design_card_folders(wheel: Path) -> None:

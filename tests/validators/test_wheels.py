@@ -112,9 +112,30 @@ def test_offline_clean_with_runtime_wheels(tmp_path: Path) -> None:
 def test_ek401_not_installable(tmp_path: Path, tag: str, target: Target, reason: str) -> None:
     diags = _diags(_package(tmp_path, (("echo-scorer", "1.0", {"tag": tag}),)), target=target)
     assert _codes(diags) == ["EK401"]
-    assert "has no wheels with a matching platform tag" in diags[0].message
-    assert str(target) in diags[0].message
+    assert f"`echo_scorer-1.0-{tag}.whl` is a " in diags[0].message  # what the wheel is ...
+    assert f"but the target is CPython 3.13 on {target.arch} Linux with glibc" in diags[0].message
+    assert str(target) in diags[0].message  # ... what the target is, and why they differ
     assert reason in diags[0].message
+
+
+def test_ek401_says_what_the_wheel_is_and_what_the_target_is(tmp_path: Path) -> None:
+    tag = "cp313-cp313-manylinux_2_28_aarch64"
+    (diag,) = _diags(_package(tmp_path, (("echo-scorer", "1.0", {"tag": tag}),)))
+    assert diag.message == (
+        f"`echo_scorer-1.0-{tag}.whl` is a CPython 3.13 wheel for aarch64 Linux with glibc >= "
+        "2.28, but the target is CPython 3.13 on x86_64 Linux with glibc 2.28 "
+        "(cp313-manylinux_2_28_x86_64): built for another architecture")
+
+
+def test_ek408_names_the_uninstallable_wheel_that_requires_it(tmp_path: Path) -> None:
+    """A wheel only a wrong-platform wheel requires is a follow-on of that wheel's EK401."""
+    scorer = ("echo-scorer", "1.0", {"tag": "cp313-cp313-manylinux_2_17_aarch64",
+                                     "requires": ("helper-x",)})
+    diags = _diags(_package(tmp_path, (scorer, ("helper-x", "1.0", {}))))
+    assert _codes(diags) == ["EK401", "EK408"]
+    assert diags[1].message.endswith(
+        "only `echo_scorer-1.0-cp313-cp313-manylinux_2_17_aarch64.whl` does, which the target "
+        "cannot install (see its EK401/EK406): fix that first")
 
 
 def test_ek401_glibc_floor_ok_when_raised(tmp_path: Path) -> None:
@@ -236,6 +257,10 @@ def test_adapter_offline_needs_egress_for_the_harness(tmp_path: Path) -> None:
     (diag,) = _diags(pkg, offline=True)
     assert diag.code == "EK403"
     assert "verifiers @ git+https://github.com/PrimeIntellect-ai/verifiers.git" in diag.message
+    assert diag.message.startswith("adapter-wheels-v1 always needs egress")
+    # not the generic "vendor the missing wheel (rebuild ...)": no rebuild can follow that
+    assert diag.hint.startswith("No rebuild can satisfy this")
+    assert "never passes `--offline` (by design)" in diag.hint
 
 
 def test_pyproject_server(tmp_path: Path) -> None:

@@ -1,0 +1,93 @@
+"""What to tell someone who named a directory that is no package (EK100).
+
+Why a module of its own: the verdict is one line, but the fix depends on what lies around the
+directory. An archive that unpacked one level too deep has the package one directory down; a
+repository root holds several packages and wants to be a workspace; a sub-directory of a
+package wants its root. Each gets the command that validates what was meant.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from envkit.check.discovery import MANIFEST, SKIPPED_DIRS, owning_package, packages_below
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["wrong_root"]
+
+_LISTED = 5
+"""Packages named in a message before "and N more"."""
+
+
+def wrong_root(path: Path, exclude: Sequence[str] = ()) -> tuple[str, str | None]:
+    """(message, hint) for the directory ``path`` that holds no manifest; hint ``None``: the
+    rule's own (add the manifest)."""
+    name = _shown(path)
+    below = packages_below(path, exclude)
+    if len(below) == 1 and below[0].parent == path:
+        pkg = _shown(below[0])
+        return (f"`{name}` holds no `{MANIFEST}`: it is not a package, but `{pkg}` one "
+                "directory down is",
+                f"Validate and upload `{pkg}/` itself (`envkit validate {pkg}/`; `nemo files "
+                f"upload ./{pkg}/ ...`, the trailing slash selects the directory's contents): "
+                "an archive that unpacks one level down has this shape.")
+    if below:
+        return _many(path, below)
+    owner = owning_package(path.resolve() / MANIFEST)
+    if owner is not None and owner != path.resolve():
+        pkg = owner.as_posix() if path.is_absolute() else os.path.relpath(owner)
+        return (f"`{name}` is not a package root: it lies inside the package `{pkg}`",
+                f"Validate the package root: `envkit validate {pkg}/`.")
+    return f"`{name}` holds no `{MANIFEST}`, and no package lies below it", None
+
+
+def _many(path: Path, below: list[Path]) -> tuple[str, str]:
+    name = _shown(path)
+    listed = ", ".join(_shown(p) for p in below[:_LISTED])
+    more = f" and {len(below) - _LISTED} more" if len(below) > _LISTED else ""
+    count = f"{len(below)} packages lie" if len(below) > 1 else "a package lies"
+    message = (f"`{name}` holds no `{MANIFEST}` and is no workspace root, so it is not a "
+               f"package; {count} below it: {listed}{more}")
+    by_path = " ".join(f"{_shown(p)}/" for p in below[:3]) + (" ..." if len(below) > 3 else "")
+    globs = _globs(path, below)
+    shown = ", ".join(f'"{g}"' for g in globs[:_LISTED]) + (", ..." if len(globs) > _LISTED else "")
+    where = ("under `[tool.envkit]` in its pyproject.toml" if (path / "pyproject.toml").is_file()
+             else "to an envkit.toml there")
+    hint = (f"Validate the packages by path (`envkit validate {by_path}`), or make `{name}` a "
+            f"workspace root: add `packages = [{shown}]` {where}; then `envkit validate` "
+            "there checks every member.")
+    return message, hint
+
+
+def _globs(root: Path, below: list[Path]) -> list[str]:
+    """Member globs for ``below``: ``parent/*`` where every visible sub-directory of a parent
+    is one of them (a glob then adds none that is no package), else the paths themselves."""
+    by_parent: dict[Path, set[str]] = {}
+    for pkg in below:
+        by_parent.setdefault(pkg.parent, set()).add(pkg.name)
+    out: list[str] = []
+    for parent, names in by_parent.items():
+        rel = parent.relative_to(root).as_posix()
+        prefix = "" if rel == "." else f"{rel}/"
+        if len(names) > 1 and names == _subdirs(parent):
+            out.append(f"{prefix}*")
+        else:
+            out += [f"{prefix}{n}" for n in sorted(names)]
+    return out
+
+
+def _subdirs(parent: Path) -> set[str]:
+    try:
+        return {e.name for e in os.scandir(parent) if e.is_dir(follow_symlinks=False)
+                and not e.name.startswith(".") and e.name not in SKIPPED_DIRS}
+    except OSError:
+        return set()
+
+
+def _shown(path: Path) -> str:
+    """``path`` as the user named it (relative or absolute), POSIX separators."""
+    return path.as_posix()
