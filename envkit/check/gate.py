@@ -17,6 +17,7 @@ from envkit.check.discovery import MANIFEST, Discovery, discover
 from envkit.check.report import Report, ValidationRun
 from envkit.check.settings import Settings, find_config, parse_glibc, parse_python, settings_for
 from envkit.check.validate import ValidateRequest, validate
+from envkit.errors import UsageError
 from envkit.model.diagnostics import parse_selectors
 from envkit.model.target import Target
 from envkit.validators import RULES, CheckOptions
@@ -29,7 +30,7 @@ LOCK_NAME = "wheels.lock"
 _LOCK_TARGET = re.compile(r"cp(\d)(\d+)-manylinux_(\d+)_(\d+)_(\w+)")
 
 
-class GateUsageError(ValueError):
+class GateUsageError(UsageError, ValueError):
     """The request cannot be run as given (e.g. ``--dataset`` with several packages)."""
 
 

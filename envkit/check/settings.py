@@ -17,13 +17,15 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from envkit.errors import UsageError
+
 __all__ = ["Settings", "SettingsError", "find_config", "parse_glibc", "parse_python",
            "settings_for"]
 
 CONFIG_NAMES = ("envkit.toml", "pyproject.toml")
 
 
-class SettingsError(ValueError):
+class SettingsError(UsageError, ValueError):
     """A configuration file envkit cannot use (bad TOML, unknown key, wrong type)."""
 
 

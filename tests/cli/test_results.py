@@ -1,5 +1,5 @@
 """The CLI's one result, exit and error path: every command's result rendered by
-``envkit.output.render``, every exception mapped to an exit code in one table, JSON errors on
+``envkit.output.render``, every exception mapped to an exit code by its own kind, JSON errors on
 stdout."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import pytest
 from jsonschema import Draft202012Validator
 from support.paths import REPO_ROOT
 
-from envkit.cli import EXIT_CODES, classify, main
+from envkit.cli import classify, main
+from envkit.errors import EXIT_CODES, FailedError, UsageError
 from envkit.schemas import SCHEMAS, load_schema
 
 ROOT = REPO_ROOT
@@ -56,14 +57,24 @@ def test_usage_error_in_human_output_keeps_stdout_empty(
     assert rc == 2 and not out and "sparc" in err
 
 
-def test_exit_map_classifies_by_class_along_the_mro() -> None:
+def test_classify_reads_the_kind_of_the_exception() -> None:
     class SubUsage(click.UsageError):
+        pass
+
+    class Refused(FailedError):
+        pass
+
+    class BadFlag(UsageError, ValueError):
         pass
 
     assert classify(SubUsage("x")) == (2, "usage")
     assert classify(FileNotFoundError("x")) == (2, "usage")
+    assert classify(NotADirectoryError("x")) == (2, "usage")
+    assert classify(Refused("x")) == (1, "failed")
+    assert classify(BadFlag("x")) == (2, "usage")
     assert classify(KeyError("x")) == (2, "internal")
-    assert all(code in (1, 2) for code, _ in EXIT_CODES.values())
+    assert classify(ValueError("x")) == (2, "internal")  # a builtin base alone is not documented
+    assert all(code in (1, 2) for code in EXIT_CODES.values())
 
 
 def test_internal_error_asks_for_a_report(
