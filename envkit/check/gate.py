@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from envkit.check.columns import with_columns
 from envkit.check.discovery import MANIFEST, Discovery, discover
 from envkit.check.report import Report, ValidationRun
 from envkit.check.settings import Settings, find_config, parse_glibc, parse_python, settings_for
@@ -118,16 +117,11 @@ def _one(package: Path | None, request: GateRequest, dataset: Path | None,
                            bool(settings.offline))
     dataset = dataset or settings.dataset
     job = job or settings.job
-    report = validate(ValidateRequest(
+    return validate(ValidateRequest(
         package=package, dataset=dataset, job=job, options=options, select=select,
         ignore=ignore, strict=bool(settings.strict), verify_hashes=request.verify_hashes,
+        target_source=choice.source, notes=(choice.note,) if choice.note else (), columns=True,
     ))
-    notes = (choice.note,) if choice.note else ()
-    bases = {"package": package, "dataset": dataset, "job": job.parent if job else None}
-    return replace(report, diagnostics=with_columns(report.diagnostics, bases),
-                   root=str(package) if package else None,
-                   target_source=choice.source, notes=notes,
-                   dataset=str(dataset) if dataset else None, job=str(job) if job else None)
 
 
 def _claim_by_config(found: Discovery) -> Discovery:

@@ -52,7 +52,7 @@ class _LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> int:
         """Run the command, then render its result or its error: the one exit path."""
-        from envkit.output import render
+        from envkit.output import failure, render
 
         state = run_state(ctx)
         argv = [*getattr(ctx, "_protected_args", ()), *ctx.args]  # the command's, for errors
@@ -71,8 +71,7 @@ class _LazyGroup(click.Group):
                 exc.show()
             elif kind == "usage":
                 self._usage_error(ctx, argv, str(exc)).show()
-            render.render_error(exc, kind, _requested_format(argv, state),
-                                shown=shown)
+            failure.render_error(exc, kind, _requested_format(argv, state), shown=shown)
             return code
         if result is None or isinstance(result, int):
             return result or 0

@@ -16,6 +16,15 @@ from envkit.model.diagnostics import Diagnostic, Severity
 if TYPE_CHECKING:
     from envkit.check.report import Report, ValidationRun
 
+__all__ = [
+    "Console",
+    "diagnostic_path",
+    "escape",
+    "render_github",
+    "render_human",
+    "summary_line",
+]
+
 _CODES = {"bold": "1", "dim": "2", "underline": "4", "red": "31", "green": "32", "yellow": "33",
           "cyan": "36"}
 _MARKUP = re.compile(r"\[(/?)([a-z ]*)\]")
@@ -48,11 +57,12 @@ def escape(text: str) -> str:
 def _unescape(text: str) -> str:
     return text.replace("\x00", "[").replace("\x01", "]")
 
-__all__ = ["Console", "display_path", "escape", "render_github", "render_human"]
 
+def diagnostic_path(report: Report, diag: Diagnostic) -> str:
+    """Where the reader opens the file a diagnostic is about: its path (relative to its input)
+    joined to the directory of the input it belongs to (the package, dataset or job).
 
-def display_path(report: Report, diag: Diagnostic) -> str:
-    """The diagnostic's path joined to the directory of the input it belongs to."""
+    Not ``envkit.model.package.display_path``, which makes a path printable on one line."""
     base: str | None
     if diag.input == "dataset":
         base = report.dataset
@@ -72,7 +82,7 @@ def _plural(n: int, word: str) -> str:
 def _print_diagnostics(report: Report, console: Console) -> None:
     for d in report.diagnostics:
         style = "red" if d.severity is Severity.ERROR else "yellow"
-        where = display_path(report, d)
+        where = diagnostic_path(report, d)
         if d.line:
             where += f":{d.line}" + (f":{d.column}" if d.column else "")
         console.print(f"[bold]{escape(where)}:[/] [{style} bold]{d.code}[/] {escape(d.message)}",
@@ -156,7 +166,7 @@ def render_github(run: ValidationRun) -> str:
     for report in run.reports:
         for d in report.diagnostics:
             level = "error" if d.severity is Severity.ERROR else "warning"
-            props = f"file={_gh_escape(display_path(report, d), prop=True)}"
+            props = f"file={_gh_escape(diagnostic_path(report, d), prop=True)}"
             if d.line:
                 props += f",line={d.line}"
                 if d.column:

@@ -91,18 +91,41 @@ def test_internal_error_asks_for_a_report(
     assert json.loads(out)["error"]["kind"] == "internal"
 
 
-@pytest.mark.parametrize(("args", "schema"), [
-    (["rule", "--all", "--output-format", "json"], "rules"),
-    (["rule", "EK1", "--output-format", "json"], "rules"),
-    (["validate", str(VALID), "--show-settings", "--output-format", "json"], "settings"),
-    (["validate", str(VALID), "--output-format", "json"], "diagnostics"),
+CASES = ROOT / "fixtures" / "packages"
+INVALID = CASES / "EK102-unknown-top-level-key" / "pkg"
+
+
+@pytest.mark.parametrize(("args", "schema", "code"), [
+    (["rule", "--all", "--output-format", "json"], "rules", 0),
+    (["rule", "EK1", "--output-format", "json"], "rules", 0),
+    (["validate", str(VALID), "--show-settings", "--output-format", "json"], "settings", 0),
+    (["validate", str(VALID), "--output-format", "json"], "diagnostics", 0),
+    (["validate", str(INVALID), "--output-format", "json"], "diagnostics", 1),
+    (["smoke", str(INVALID), "--output-format", "json"], "smoke", 1),  # stops at validate
+    (["train", str(CASES / "valid-job-grpo-lora" / "job.json"), "--print-config",
+      "--dataset", str(CASES / "valid-dataset" / "data")], "train-config", 0),
+    (["validate", str(VALID), "--arch", "sparc", "--output-format", "json"], "error", 2),
 ])
 def test_json_outputs_follow_their_schemas(
-    capsys: pytest.CaptureFixture[str], args: list[str], schema: str
+    capsys: pytest.CaptureFixture[str], args: list[str], schema: str, code: int
 ) -> None:
-    rc, out, _ = _run(capsys, *args)
-    assert rc == 0
+    rc, out, err = _run(capsys, *args)
+    assert rc == code, err
     Draft202012Validator(load_schema(schema)).validate(json.loads(out))
+
+
+def test_build_json_follows_its_schema(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """native-v1 runs no resolver: the command end to end, offline, in a second."""
+    from gymtree_factory import make_gym_tree
+
+    server = make_gym_tree(tmp_path / "gym", "echo")
+    rc, out, err = _run(capsys, "build", server, "--format", "native-v1", "-o", tmp_path / "pkg")
+    assert rc == 0, err
+    data = json.loads(out)
+    Draft202012Validator(load_schema("diagnostics")).validate(data)
+    assert data["packages"][0]["path"] == str(tmp_path / "pkg")  # the report, built whole
 
 
 def test_every_option_has_help() -> None:
