@@ -115,6 +115,8 @@ EK609 = Rule(
     "out-of-range value fails there. A number or boolean written as a string is converted "
     "there, so it is a warning here. Types and ranges: `envkit schema job`.",
     "Fix the value to the type and range `envkit schema job` gives for the field.",
+    when=((Severity.ERROR, "when the platform refuses the value"),
+          (Severity.WARNING, "when the platform converts it (a number or boolean as a string)")),
 )
 EK610 = Rule(
     "EK610",

@@ -58,7 +58,8 @@ def _stderr_error(exc: BaseException, kind: str, data: ErrorDict) -> None:
         sys.stderr.write(f"  = help: {err['hint']}\n")
     for d in data["diagnostics"]:
         where = f"{d['path']}:{d['line']}" if d["line"] else d["path"]
-        sys.stderr.write(f"{where}: {d['code']} {d['message']} (fix: {d['hint']})\n")
+        sys.stderr.write(f"{where}: {d['severity']}[{d['code']}] {d['message']} "
+                         f"(fix: {d['hint']})\n")
     tail = exc.log_tail if isinstance(exc, EnvkitError) else ""
     if tail:
         sys.stderr.write(f"{tail}\n")

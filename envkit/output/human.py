@@ -22,6 +22,7 @@ __all__ = [
     "escape",
     "render_github",
     "render_human",
+    "severity_label",
     "summary_line",
 ]
 
@@ -79,13 +80,21 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' * (n != 1)}"
 
 
+def severity_label(diag: Diagnostic) -> str:
+    """``error[EK105]`` / ``warning[EK113]`` (as rustc labels them), styled by severity.
+
+    Why the word and not only the colour: colour is off in CI logs, with ``NO_COLOR`` and in a
+    pipe, and a warning must still read as one that does not fail the run."""
+    style = "red" if diag.severity is Severity.ERROR else "yellow"
+    return f"[{style} bold]{escape(f'{diag.severity.value}[{diag.code}]')}[/]"
+
+
 def _print_diagnostics(report: Report, console: Console) -> None:
     for d in report.diagnostics:
-        style = "red" if d.severity is Severity.ERROR else "yellow"
         where = diagnostic_path(report, d)
         if d.line:
             where += f":{d.line}" + (f":{d.column}" if d.column else "")
-        console.print(f"[bold]{escape(where)}:[/] [{style} bold]{d.code}[/] {escape(d.message)}",
+        console.print(f"[bold]{escape(where)}:[/] {severity_label(d)} {escape(d.message)}",
                       highlight=False, soft_wrap=True)
         console.print(f"  [cyan]= help:[/] {escape(d.hint)}", highlight=False, soft_wrap=True)
     for note in report.notes:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         SettingsDict,
         TrainDict,
     )
+    from envkit.validators import Rule
 
 __all__ = ["registered_types", "render", "renders", "schema_for"]
 
@@ -213,19 +214,29 @@ def _schema(result: SchemaText, fmt: str) -> int:
     return 0
 
 
+def _severities(rule: Rule) -> str:
+    """``Severity: error`` or, for a rule whose severity depends on the input, when each
+    applies (one line each, as ruff's rule pages list conditions)."""
+    if not rule.when:
+        return f"Severity: {rule.severity.value}"
+    return "Severity:\n" + "\n".join(f"- {severity.value} {when}" for severity, when in rule.when)
+
+
 @renders(RuleDocs, "rules")
 def _rules(docs: RuleDocs, fmt: str) -> int:
     if fmt == "json":
-        data: RulesDict = {"version": "1.0", "rules": [
-            {"code": r.code, "severity": r.severity.value, "title": r.title, "why": r.why,
-             "fix": r.fix} for r in docs.rules]}
+        data: RulesDict = {"version": "1.1", "rules": [
+            {"code": r.code, "severity": r.severity.value,
+             "severities": [{"severity": s.value, "when": when} for s, when in r.severities],
+             "title": r.title, "why": r.why, "fix": r.fix} for r in docs.rules]}
         echo(dump(data))
     elif docs.detail:
         (rule,) = docs.rules
-        echo(f"# {rule.title} ({rule.code})\n\nSeverity: {rule.severity.value}\n\n"
+        echo(f"# {rule.title} ({rule.code})\n\n{_severities(rule)}\n\n"
              f"## Why is this bad?\n{rule.why}\n\n## How to fix\n{rule.fix}")
     else:
-        echo("\n".join(f"{r.code}  {r.severity.value:<7}  {r.title}" for r in docs.rules))
+        echo("\n".join(f"{r.code}  {'/'.join(s.value for s, _ in r.severities):<13}  {r.title}"
+                       for r in docs.rules))
     return 0
 
 

@@ -100,18 +100,26 @@ class CompiledConfigDict(TypedDict):
     cannot_apply_here: list[NotApplied]
 
 
+class SeverityWhen(TypedDict):
+    severity: str
+    when: str | None
+    """When the rule is reported at this severity; ``None``: always."""
+
+
 class RuleDict(TypedDict):
     code: str
     severity: str
+    """The default severity (``envkit rule`` lists it; ``severities`` says when others apply)."""
+    severities: list[SeverityWhen]
     title: str
     why: str
     fix: str
 
 
 class RulesDict(TypedDict):
-    """``envkit schema rules``."""
+    """``envkit schema rules``. 1.1 added ``severities``."""
 
-    version: Literal["1.0"]
+    version: Literal["1.1"]
     rules: list[RuleDict]
 
 

@@ -183,5 +183,5 @@ def test_an_envkit_error_from_a_command_is_its_json_error(
     assert [d["code"] for d in data["diagnostics"]] == ["EK200"]
     lines = err.splitlines()
     assert lines[0] == "error: EK200 refused" and lines[1] == "  = help: do this"
-    assert re.match(r"rows\.jsonl:3: .*EK200.* prompt data", lines[2])
+    assert re.fullmatch(r"rows\.jsonl:3: error\[EK200\] prompt data \(fix: move it\)", lines[2])
     assert lines[3] == "the evidence"
