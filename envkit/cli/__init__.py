@@ -1,9 +1,10 @@
 """The ``envkit`` command: a thin click layer. Commands parse, call one core function, and
 return a typed result; ``main`` renders it (``envkit.output.render``) and decides the exit status.
 
-Exit codes are decided here and nowhere else: 0 success/valid, 1 invalid/failed, 2 usage,
-missing extra or internal error, 130 interrupted. Results go to stdout; logs go to stderr
-through the one logging set-up (``configure_logging``).
+Exit codes are decided here and nowhere else (``classify``): 0 success/valid, 1 invalid/failed,
+2 usage, missing extra or internal error, 130 interrupted; a failure's own class says its kind
+(``envkit.errors``). Results go to stdout; logs go to stderr through the one logging set-up
+(``configure_logging``).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class _LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> int:
         """Run the command, then render its result or its error: the one exit path."""
-        from envkit.output import failure, render
+        from envkit.output import render
 
         state = run_state(ctx)
         argv = [*getattr(ctx, "_protected_args", ()), *ctx.args]  # the command's, for errors
@@ -65,6 +66,8 @@ class _LazyGroup(click.Group):
             click.echo("Interrupted.", err=True)
             return 130
         except Exception as exc:
+            from envkit.output import failure
+
             code, kind = classify(exc)
             shown = isinstance(exc, click.ClickException) or kind == "usage"
             if isinstance(exc, click.ClickException):
