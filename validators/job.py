@@ -54,6 +54,8 @@ EK602 = Rule(
     "`true` with tensor parallelism is rejected at submit: the kernels cannot take the sharded "
     "adapter weights. The seeds say to leave it unset.",
     "Remove `training.lora.use_triton`.",
+    when=((Severity.ERROR, "when it is `true` with `tensor_parallel_size > 1`: submit rejects it"),
+          (Severity.WARNING, "when it is set otherwise: the compiler picks the kernels itself")),
 )
 EK603 = Rule(
     "EK603",

@@ -137,3 +137,32 @@ def test_no_report_is_completed_after_it_is_made() -> None:
               "render.py", REPO_ROOT / "envkit" / "cli" / "convert_verifiers.py"]
     for path in places:
         assert not re.search(r"replace\((result\.)?report\b", path.read_text()), path
+
+
+def _reported_at_another_severity() -> set[str]:
+    """Codes whose check passes a severity (``EK403.at(..., severity=...)``) or marks a
+    finding a warning (``Finding("EK602", ..., warning=True)``): read from the checks' source,
+    so a case no fixture covers is found too."""
+    import ast
+
+    codes = set()
+    for path in (REPO_ROOT / "validators").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            keywords = {k.arg: k.value for k in node.keywords}
+            func = node.func
+            if (isinstance(func, ast.Attribute) and func.attr == "at"
+                    and isinstance(func.value, ast.Name) and func.value.id in RULES
+                    and "severity" in keywords):
+                codes.add(func.value.id)
+            elif (isinstance(func, ast.Name) and func.id == "Finding" and node.args
+                  and isinstance(node.args[0], ast.Constant) and "warning" in keywords):
+                codes.add(node.args[0].value)
+    return codes
+
+
+def test_every_rule_a_check_reports_at_another_severity_says_when() -> None:
+    codes = _reported_at_another_severity()
+    assert {"EK403", "EK602", "EK301"} <= codes  # the scan sees both forms
+    assert not sorted(code for code in codes if not RULES[code].when)
