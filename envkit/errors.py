@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 __all__ = [
-    "EXIT_CODES",
     "INTERNAL",
+    "KIND_EXITS",
     "EnvkitError",
     "FailedError",
     "InvalidError",
@@ -36,7 +36,7 @@ __all__ = [
     "UsageError",
 ]
 
-EXIT_CODES: dict[str, int] = {
+KIND_EXITS: dict[str, int] = {
     "usage": 2,
     "missing-extra": 2,
     "invalid": 1,
@@ -87,8 +87,8 @@ class EnvkitError(Exception):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if cls.kind not in EXIT_CODES or cls.kind == INTERNAL:  # a typo must not exit 2
-            kinds = [k for k in EXIT_CODES if k != INTERNAL]
+        if cls.kind not in KIND_EXITS or cls.kind == INTERNAL:  # a typo must not exit 2
+            kinds = [k for k in KIND_EXITS if k != INTERNAL]
             msg = f"{cls.__qualname__}.kind is {cls.kind!r}; one of {kinds}"
             raise TypeError(msg)
 

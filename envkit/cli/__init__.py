@@ -20,7 +20,7 @@ import click
 from envkit import __version__
 from envkit.cli._common import FORMAT_KEY, REPORT_FILE_KEY, run_state
 from envkit.cli._logging import configure_logging
-from envkit.errors import EXIT_CODES, INTERNAL, EnvkitError
+from envkit.errors import INTERNAL, KIND_EXITS, EnvkitError
 
 __all__ = ["COMMANDS", "classify", "cli", "main"]
 
@@ -107,8 +107,8 @@ def classify(exc: BaseException) -> tuple[int, str]:
     if isinstance(exc, EnvkitError):
         return type(exc).exit_code, type(exc).kind
     if isinstance(exc, (click.ClickException, FileNotFoundError, NotADirectoryError)):
-        return EXIT_CODES["usage"], "usage"
-    return EXIT_CODES[INTERNAL], INTERNAL
+        return KIND_EXITS["usage"], "usage"
+    return KIND_EXITS[INTERNAL], INTERNAL
 
 
 def _requested_format(argv: list[str], state: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ from jsonschema import Draft202012Validator
 from support.paths import REPO_ROOT
 
 from envkit.cli import classify, main
-from envkit.errors import EXIT_CODES, FailedError, UsageError
+from envkit.errors import KIND_EXITS, FailedError, UsageError
 from envkit.schemas import SCHEMAS, load_schema
 
 ROOT = REPO_ROOT
@@ -74,7 +74,7 @@ def test_classify_reads_the_kind_of_the_exception() -> None:
     assert classify(BadFlag("x")) == (2, "usage")
     assert classify(KeyError("x")) == (2, "internal")
     assert classify(ValueError("x")) == (2, "internal")  # a builtin base alone is not documented
-    assert all(code in (1, 2) for code in EXIT_CODES.values())
+    assert all(code in (1, 2) for code in KIND_EXITS.values())
 
 
 def test_internal_error_asks_for_a_report(

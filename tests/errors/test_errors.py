@@ -17,7 +17,7 @@ from support.paths import REPO_ROOT
 
 from envkit.cli import classify, main
 from envkit.errors import (
-    EXIT_CODES,
+    KIND_EXITS,
     EnvkitError,
     FailedError,
     InvalidError,
@@ -89,17 +89,17 @@ def test_every_exception_class_is_an_envkit_error(name: str) -> None:
 def test_every_kind_exits_as_documented(name: str) -> None:
     cls = CLASSES[name]
     assert issubclass(cls, EnvkitError)
-    assert cls.exit_code == OTHER_EXIT.get(name, EXIT_CODES[cls.kind])
+    assert cls.exit_code == OTHER_EXIT.get(name, KIND_EXITS[cls.kind])
 
 
 def test_kinds_exit_as_the_readme_says() -> None:
     readme = (REPO_ROOT / "README.md").read_text()
     assert ("`0` success/valid, `1` invalid or failed, `2` usage or internal error"
             in " ".join(readme.split()))
-    assert {k: EXIT_CODES[k] for k in ("invalid", "failed", "usage", "internal")} == {
+    assert {k: KIND_EXITS[k] for k in ("invalid", "failed", "usage", "internal")} == {
         "invalid": 1, "failed": 1, "usage": 2, "internal": 2}
-    assert EXIT_CODES["missing-extra"] == 2  # "... and exit 2" (Submit to NeMo Platform)
-    assert set(EXIT_CODES) == set(load_schema("error")["properties"]["error"]["properties"]
+    assert KIND_EXITS["missing-extra"] == 2  # "... and exit 2" (Submit to NeMo Platform)
+    assert set(KIND_EXITS) == set(load_schema("error")["properties"]["error"]["properties"]
                                   ["kind"]["enum"])
 
 
@@ -152,6 +152,7 @@ def test_errors_module_imports_nothing_from_envkit() -> None:
 def test_no_exception_is_looked_up_by_class_name() -> None:
     source = (REPO_ROOT / "envkit" / "cli" / "__init__.py").read_text()
     assert "__name__ in" not in source and "__mro__" not in source
+    assert "EXIT_CODES" not in source  # the table of class names is gone, not renamed
 
 
 def test_an_envkit_error_from_a_command_is_its_json_error(

@@ -13,7 +13,7 @@ from support.paths import FIXTURES
 
 from envkit.check.report import Report, ValidationRun
 from envkit.check.validate import ValidateRequest, validate
-from envkit.errors import EXIT_CODES, FailedError
+from envkit.errors import KIND_EXITS, FailedError
 from envkit.output.failure import error_dict
 from envkit.output.render import registered_types, render, schema_for
 from envkit.schemas import SCHEMAS, load_schema
@@ -203,7 +203,7 @@ def test_the_error_object_follows_its_schema() -> None:
                                   .diagnostics), "failed")
     Draft202012Validator(load_schema("error")).validate(data)
     assert data["error"]["code"] == "EK701" and data["diagnostics"]
-    assert set(EXIT_CODES) == set(load_schema("error")["properties"]["error"]["properties"]
+    assert set(KIND_EXITS) == set(load_schema("error")["properties"]["error"]["properties"]
                                   ["kind"]["enum"])
 
 
