@@ -14,6 +14,8 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
+from envkit.errors import FailedError
+
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
@@ -23,7 +25,7 @@ _REF = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)(?:,([^}]*))?\}")
 _SECRET = re.compile(r"key|token|secret|password", re.IGNORECASE)
 
 
-class EnvArgsError(ValueError):
+class EnvArgsError(FailedError, ValueError):
     """An env arg cannot be used as given; ``hint`` says how to fix it."""
 
     def __init__(self, message: str, hint: str) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envkit.converters.sandbox import uv_env
+from envkit.errors import FailedError
 from envkit.model.wheelfile import read_wheel
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["EnvWheel", "SourceError", "build_source", "builder_error", "local_wheel", "sha256_of"]
 
 
-class SourceError(RuntimeError):
+class SourceError(FailedError, RuntimeError):
     """The environment wheel could not be built or read."""
 
 

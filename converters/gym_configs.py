@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from envkit.converters.adapter_pkg import policy_model_config
+from envkit.errors import FailedError
 from envkit.model.package import SERVER_TYPES
 from envkit.model.yamlio import YamlReadError, read_mapping
 
@@ -41,7 +42,7 @@ _POLICY_PATH = {
 _ROW_FILES = {"train": "training.jsonl", "validation": "validation.jsonl"}
 
 
-class GymTreeError(ValueError):
+class GymTreeError(FailedError, ValueError):
     """A source is not a Gym server directory or tree, or its files cannot be used."""
 
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from envkit.errors import FailedError
+
 __all__ = ["HUB_INDEX_TEMPLATE", "HubIdError", "HubRef", "parse_hub_id"]
 
 HUB_INDEX_TEMPLATE = "https://hub.primeintellect.ai/{owner}/simple/"
 _PART = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 
 
-class HubIdError(ValueError):
+class HubIdError(FailedError, ValueError):
     """The hub id is not ``owner/name``."""
 
 

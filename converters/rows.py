@@ -12,6 +12,8 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from envkit.errors import FailedError
+
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from pathlib import Path
@@ -23,7 +25,7 @@ __all__ = [
 AGENT_REF = {"type": "responses_api_agents", "name": "verifiers_agent"}
 
 
-class SplitError(ValueError):
+class SplitError(FailedError, ValueError):
     """The requested split is impossible (bad fraction, or no training rows left)."""
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from envkit.errors import FailedError
+
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
@@ -44,7 +46,7 @@ _KEEP = ("PATH", "LANG", "LC_ALL", "SSL_CERT_FILE", "SSL_CERT_DIR", "HTTP_PROXY"
 _LOG_TAIL = 4000
 
 
-class SandboxError(RuntimeError):
+class SandboxError(FailedError, RuntimeError):
     """The throwaway venv could not be built."""
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from typing import TYPE_CHECKING
 
+from envkit.errors import FailedError
 from envkit.supply.atomic import make_temp_dir, stale_temp_dirs
 
 if TYPE_CHECKING:
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 __all__ = ["InstallError", "install", "remove_stale", "stage"]
 
 
-class InstallError(OSError):
+class InstallError(FailedError, OSError):
     """The staged outputs could not be renamed into place (nothing was left half-moved)."""
 
 

@@ -227,7 +227,8 @@ def _validate_staged(req: ConvertRequest, pkg: Path, data: Path) -> object:
     """Validate before anything is installed: an invalid package is refused with its report
     and leaves nothing behind."""
     options = CheckOptions(target=req.target, gym_version=req.gym_version, offline=req.offline)
-    report = validate(ValidateRequest(package=pkg, dataset=data, options=options))
+    report = validate(ValidateRequest(package=pkg, dataset=data, options=options,
+                                      package_as=req.out_dir, dataset_as=req.dataset_dir))
     if not report.valid:
         raise ConvertError("the converted package does not validate; nothing was written",
                            "see the diagnostics", report=report)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from envkit.errors import FailedError
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.model.target import Target
 
@@ -37,7 +38,7 @@ VERIFIERS_ONLY_DEPS = (
 shares, e.g. aiohttp, need Gym-era releases: nemo-gym 0.7.0 asks for aiohttp>=3.14.4)."""
 
 
-class ConvertError(RuntimeError):
+class ConvertError(FailedError, RuntimeError):
     """The conversion cannot proceed; ``hint`` says what to do about it."""
 
     def __init__(self, message: str, hint: str = "", report: object = None) -> None:

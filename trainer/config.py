@@ -13,6 +13,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from envkit.errors import InvalidError
 from envkit.model.jobspec import (
     GrpoSettings,
     JobSpecError,
@@ -35,7 +36,7 @@ DEFAULT_SEED = 42
 """What the platform's compiler puts in for an unset ``seed``."""
 
 
-class ConfigError(ValueError):
+class ConfigError(InvalidError, ValueError):
     """The ``training`` block cannot drive a run (wrong type, impossible sizes)."""
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from envkit.errors import FailedError
 from envkit.trainer.advantages import baseline_and_std, group_stats, scale_rewards, shape_rewards
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["DynamicSamplingError", "Sampled", "sample_step", "step_rewards", "train_metrics"]
 
 
-class DynamicSamplingError(RuntimeError):
+class DynamicSamplingError(FailedError, RuntimeError):
     """Too few samples with a reward spread within ``dynamic_sampling_max_gen_batches``."""
 
 

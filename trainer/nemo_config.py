@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from envkit.errors import InvalidError
 from envkit.trainer.optim import DEFAULT_OPTIMIZER, is_flat
 
 if TYPE_CHECKING:
@@ -306,7 +307,7 @@ def config_report(cfg: GrpoConfig, dataset_dir: Path) -> dict[str, Any]:
     }
 
 
-class PrintConfigError(ValueError):
+class PrintConfigError(InvalidError, ValueError):
     """The job cannot be compiled: it fails validation or has no local dataset."""
 
 

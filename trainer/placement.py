@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from envkit.errors import InvalidError
+
 if TYPE_CHECKING:
     from envkit.trainer.config import GrpoConfig
 
@@ -33,7 +35,7 @@ _SHARDING = (
 )
 
 
-class PlacementError(ValueError):
+class PlacementError(InvalidError, ValueError):
     """The cluster cannot hold the actors the job asks for."""
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from envkit.errors import InvalidError
 from envkit.gym.types import RuntimeOptions
 from envkit.model.diagnostics import Severity
 
@@ -31,7 +32,7 @@ log = logging.getLogger(__name__)
 _REF_KEYS = ("environment", "dataset", "model")
 
 
-class TrainInputError(ValueError):
+class TrainInputError(InvalidError, ValueError):
     """The job cannot start: a missing input or validation errors (listed in ``diagnostics``)."""
 
     def __init__(self, message: str, diagnostics: list[Diagnostic] | None = None) -> None:

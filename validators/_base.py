@@ -39,9 +39,24 @@ class Rule:
 
     code: str
     severity: Severity
+    """The severity it is reported at unless ``when`` says otherwise."""
     title: str
     why: str
     fix: str
+    when: tuple[tuple[Severity, str], ...] = ()
+    """For a rule whose severity depends on the input: each severity and the condition it
+    applies under, as a phrase that follows the severity's name (EK403: ``(ERROR, "with
+    `--offline`: ..."), (WARNING, "otherwise: ...")``). Empty: always ``severity``."""
+
+    def __post_init__(self) -> None:
+        if self.when and self.severity not in {severity for severity, _ in self.when}:
+            msg = f"{self.code}: `when` must say when its default {self.severity.value} applies"
+            raise ValueError(msg)
+
+    @property
+    def severities(self) -> tuple[tuple[Severity, str | None], ...]:
+        """Every severity the rule is reported at and when (``None``: always)."""
+        return self.when or ((self.severity, None),)
 
     def at(
         self,

@@ -68,6 +68,8 @@ EK503 = Rule(
     "`agent_ref` routes the row to an agent instance; without a name the row is dropped as "
     "'missing agent_ref', and a `type` other than `responses_api_agents` is rejected.",
     'Add `"agent_ref": {"type": "responses_api_agents", "name": "<agent instance>"}`.',
+    when=((Severity.ERROR, "when `agent_ref` or its `name` is missing, or `type` is wrong"),
+          (Severity.WARNING, "when only `agent_ref.type` is missing: Gym tolerates it")),
 )
 EK504 = Rule(
     "EK504",
@@ -86,6 +88,10 @@ EK505 = Rule(
     "agent config's). A wrong id surfaces only as the environment failing to load in the job; "
     "submit does not check it (the \"GRPO and Reward Environments\" guide).",
     "Set `vf_env_id` on every row to the manifest's `metadata.vf_env_id`.",
+    when=((Severity.ERROR, "when `vf_env_id` is not the manifest's (or missing, with no "
+                           "agent config naming it)"),
+          (Severity.WARNING, "when it is missing and the agent config's, the manifest's, is "
+                             "used")),
 )
 EK506 = Rule(
     "EK506",

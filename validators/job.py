@@ -54,6 +54,8 @@ EK602 = Rule(
     "`true` with tensor parallelism is rejected at submit: the kernels cannot take the sharded "
     "adapter weights. The seeds say to leave it unset.",
     "Remove `training.lora.use_triton`.",
+    when=((Severity.ERROR, "when it is `true` with `tensor_parallel_size > 1`: submit rejects it"),
+          (Severity.WARNING, "when it is set otherwise: the compiler picks the kernels itself")),
 )
 EK603 = Rule(
     "EK603",
@@ -115,6 +117,8 @@ EK609 = Rule(
     "out-of-range value fails there. A number or boolean written as a string is converted "
     "there, so it is a warning here. Types and ranges: `envkit schema job`.",
     "Fix the value to the type and range `envkit schema job` gives for the field.",
+    when=((Severity.ERROR, "when the platform refuses the value"),
+          (Severity.WARNING, "when the platform converts it (a number or boolean as a string)")),
 )
 EK610 = Rule(
     "EK610",

@@ -74,6 +74,10 @@ EK403 = Rule(
     "Without egress the cluster installs only what `wheels/` carries; with an index enabled "
     "a missing wheel is fetched at spin-up, which needs egress.",
     "Vendor the missing wheel (rebuild with `envkit build`), or run where the cluster has egress.",
+    when=((Severity.ERROR, "with `--offline` (`offline = true`): the cluster has no egress, so "
+                           "only what `wheels/` carries installs"),
+          (Severity.WARNING, "otherwise: the missing wheel is fetched from the index at "
+                             "spin-up, which needs egress")),
 )
 EK404 = Rule(
     "EK404", Severity.ERROR, "nemo-gym vendored at the wrong version, or missing offline",

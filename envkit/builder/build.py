@@ -28,6 +28,7 @@ from envkit.converters.gym_tree import (
     plan_tree,
     server_requirements,
 )
+from envkit.errors import FailedError
 from envkit.model.gym_data import DEFAULT_GYM_VERSION, gym_data, runtime_requirements
 from envkit.model.package import SERVER_TYPES, load_package
 from envkit.model.target import Target
@@ -69,8 +70,10 @@ LOCK_VERSION = "1.0"
 Log = Callable[[str], None]
 
 
-class BuildError(RuntimeError):
+class BuildError(FailedError, RuntimeError):
     """The build cannot go on (bad source, resolution or download failure, unsafe output)."""
+
+    exit_code = 2  # kept from before the one error type; the README's "failed" is 1
 
 
 @dataclass(frozen=True)

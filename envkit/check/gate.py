@@ -14,7 +14,6 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from envkit.check.columns import with_columns
 from envkit.check.discovery import MANIFEST, Discovery, discover, is_package_root, members
 from envkit.check.report import Cause, Report, ValidationRun
 from envkit.check.settings import (
@@ -28,6 +27,7 @@ from envkit.check.settings import (
 )
 from envkit.check.validate import ValidateRequest, validate
 from envkit.check.wrong_root import wrong_root
+from envkit.errors import UsageError
 from envkit.model.diagnostics import Diagnostic, parse_selectors
 from envkit.model.target import Target
 from envkit.validators import RULES, CheckOptions
@@ -41,7 +41,7 @@ LOCK_NAME = "wheels.lock"
 _LOCK_TARGET = re.compile(r"cp(\d)(\d+)-manylinux_(\d+)_(\d+)_(\w+)")
 
 
-class GateUsageError(ValueError):
+class GateUsageError(UsageError, ValueError):
     """The request cannot be run as given (e.g. ``--dataset`` with several packages)."""
 
 
@@ -155,19 +155,14 @@ def _one(package: Path | None, request: GateRequest, dataset: Path | None,
     checks = ValidateRequest(
         package=package if is_package else None, dataset=dataset, job=job, options=options,
         select=select, ignore=ignore, strict=bool(settings.strict),
-        verify_hashes=request.verify_hashes,
+        verify_hashes=request.verify_hashes, target_source=choice.source,
+        notes=(choice.note,) if choice.note else (), columns=True,
     )
     report = validate(checks)
     if not is_package and package is not None:
-        report = replace(report, diagnostics=(_not_a_package(package, request),
-                                              *report.diagnostics))
-    notes = (choice.note,) if choice.note else ()
-    bases = {"package": package, "dataset": dataset, "job": job.parent if job else None}
-    return replace(report, diagnostics=with_columns(report.diagnostics, bases),
-                   root=str(package) if package else None,
-                   target_source=choice.source, notes=notes,
-                   causes=_target_cause(report, checks, choice),
-                   dataset=str(dataset) if dataset else None, job=str(job) if job else None)
+        report = replace(report, root=str(package),
+                         diagnostics=(_not_a_package(package, request), *report.diagnostics))
+    return replace(report, causes=_target_cause(report, checks, choice))
 
 
 def _target_cause(report: Report, checks: ValidateRequest, choice: TargetChoice

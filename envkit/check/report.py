@@ -7,7 +7,7 @@ added ``packages`` and the ``package`` of every diagnostic (one run may cover a 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import Literal, TypedDict
 
 from envkit.model.diagnostics import Diagnostic, Severity
 
@@ -19,10 +19,11 @@ __all__ = [
     "Report",
     "ReportDict",
     "ValidationRun",
+    "diagnostic_dict",
     "tally",
 ]
 
-REPORT_VERSION = "2.0"
+REPORT_VERSION: Literal["2.0"] = "2.0"
 
 
 class DiagnosticDict(TypedDict):
@@ -50,7 +51,9 @@ class PackageDict(TypedDict):
 
 
 class ReportDict(TypedDict):
-    version: str
+    """``envkit schema diagnostics``."""
+
+    version: Literal["2.0"]
     valid: bool
     format: str | None
     name: str | None
@@ -172,11 +175,13 @@ class ValidationRun:
             "name": one.name if one else None,
             "target": one.target if one else None,
             "packages": [r.package_dict() for r in self.reports],
-            "diagnostics": [_diag_dict(d, r.root) for r in self.reports for d in r.diagnostics],
+            "diagnostics": [diagnostic_dict(d, r.root)
+                            for r in self.reports for d in r.diagnostics],
         }
 
 
-def _diag_dict(d: Diagnostic, package: str | None) -> DiagnosticDict:
+def diagnostic_dict(d: Diagnostic, package: str | None) -> DiagnosticDict:
+    """One diagnostic as JSON; ``package`` is the directory it belongs to (``None``: none)."""
     return {
         "code": d.code,
         "severity": d.severity.value,

@@ -22,13 +22,15 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from envkit.errors import UsageError
+
 __all__ = ["CONFIG_NAMES", "Settings", "SettingsError", "Workspace", "find_config", "parse_glibc",
            "parse_python", "settings_for", "workspace_at"]
 
 CONFIG_NAMES = ("envkit.toml", "pyproject.toml")
 
 
-class SettingsError(ValueError):
+class SettingsError(UsageError, ValueError):
     """A configuration file envkit cannot use (bad TOML, unknown key, wrong type)."""
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from envkit.check.columns import with_columns
 from envkit.check.report import Report
 from envkit.model.dataset import load_dataset
 from envkit.model.diagnostics import Diagnostic, Severity, selected
@@ -36,6 +37,16 @@ class ValidateRequest:
     ignore: tuple[str, ...] = ()
     strict: bool = False
     verify_hashes: bool = False
+    target_source: str = "default"
+    """Where ``options.target`` came from, for the report (``command line``, a config file...)."""
+    notes: tuple[str, ...] = ()
+    """What the caller found that is not a rule violation (the report carries it)."""
+    columns: bool = False
+    """Fill in each diagnostic's column from the file it names (the gate's output has them)."""
+    package_as: Path | None = None
+    dataset_as: Path | None = None
+    """Where the user finds ``package`` / ``dataset`` when they are a staged copy, validated
+    before it moves there: the report names these."""
 
 
 def validate(request: ValidateRequest) -> Report:
@@ -54,18 +65,32 @@ def validate(request: ValidateRequest) -> Report:
         job=load_job(request.job) if request.job else None,
         options=request.options,
     )
-    diagnostics = [
+    diagnostics = tuple(
         _printable(d)
         for d in run_checks(inputs, [_guarded(check) for check in CHECKS])
         if d.code == INTERNAL_ERROR or selected(d.code, request.select, request.ignore)
-    ]
+    )
+    if request.columns:
+        diagnostics = with_columns(diagnostics, {
+            "package": request.package, "dataset": request.dataset,
+            "job": request.job.parent if request.job else None})
     return Report(
         format=_text(package.format) if package and package.format else None,
         name=_text(package.name) if package and package.name else None,
         target=str(request.options.target),
-        diagnostics=tuple(diagnostics),
+        diagnostics=diagnostics,
         strict=request.strict,
+        root=_named(request.package_as or request.package),
+        target_source=request.target_source,
+        notes=request.notes,
+        dataset=_named(request.dataset_as or request.dataset),
+        job=_named(request.job),
     )
+
+
+def _named(path: Path | None) -> str | None:
+    """An input as the report names it: the path as the user gave it."""
+    return None if path is None else str(path)
 
 
 def _guarded(check: Check) -> Check:

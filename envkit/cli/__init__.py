@@ -1,9 +1,10 @@
 """The ``envkit`` command: a thin click layer. Commands parse, call one core function, and
 return a typed result; ``main`` renders it (``envkit.output.render``) and decides the exit status.
 
-Exit codes are decided here and nowhere else: 0 success/valid, 1 invalid/failed, 2 usage,
-missing extra or internal error, 130 interrupted. Results go to stdout; logs go to stderr
-through the one logging set-up (``configure_logging``).
+Exit codes are decided here and nowhere else (``classify``): 0 success/valid, 1 invalid/failed,
+2 usage, missing extra or internal error, 130 interrupted; a failure's own class says its kind
+(``envkit.errors``). Results go to stdout; logs go to stderr through the one logging set-up
+(``configure_logging``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ import click
 from envkit import __version__
 from envkit.cli._common import FORMAT_KEY, REPORT_FILE_KEY, run_state
 from envkit.cli._logging import configure_logging
+from envkit.errors import INTERNAL, KIND_EXITS, EnvkitError
 
-__all__ = ["COMMANDS", "EXIT_CODES", "cli", "main"]
+__all__ = ["COMMANDS", "classify", "cli", "main"]
 
 COMMANDS = {
     "validate": ("envkit.cli.validate", "validate_command"),
@@ -36,32 +38,6 @@ COMMANDS = {
 }
 """Command name -> (module, attribute). Imported on first use: `envkit validate` in a
 pre-commit hook should not pay for the builder's, the trainer's or torch's imports."""
-
-EXIT_CODES: dict[str, tuple[int, str]] = {
-    # exception class name -> (exit status, kind in the JSON error object)
-    "MissingExtra": (2, "missing-extra"),
-    "InvalidInputs": (1, "invalid"),
-    "UsageError": (2, "usage"),
-    "ClickException": (2, "usage"),
-    "GateUsageError": (2, "usage"),
-    "SettingsError": (2, "usage"),
-    "SelectorError": (2, "usage"),
-    "TargetError": (2, "usage"),
-    "FileNotFoundError": (2, "usage"),
-    "NotADirectoryError": (2, "usage"),
-    "GymVenvError": (2, "usage"),
-    "BuildError": (2, "failed"),
-    "ConvertError": (1, "failed"),
-    "HubIdError": (1, "failed"),
-    "TrainInputError": (1, "invalid"),
-    "PrintConfigError": (1, "invalid"),
-    "GymRuntimeError": (1, "failed"),
-    "SubmitRejected": (1, "invalid"),
-    "PlatformError": (1, "failed"),
-}
-"""Every exception a command lets through, by class name (its module need not be imported,
-and survives moves), most specific first along the exception's MRO. Anything else is an
-internal error: exit 2 and a request to report it."""
 
 
 class _LazyGroup(click.Group):
@@ -90,14 +66,15 @@ class _LazyGroup(click.Group):
             click.echo("Interrupted.", err=True)
             return 130
         except Exception as exc:
+            from envkit.output import failure
+
             code, kind = classify(exc)
             shown = isinstance(exc, click.ClickException) or kind == "usage"
             if isinstance(exc, click.ClickException):
                 exc.show()
             elif kind == "usage":
                 self._usage_error(ctx, argv, str(exc)).show()
-            render.render_error(exc, kind, _requested_format(argv, state),
-                                shown=shown)
+            failure.render_error(exc, kind, _requested_format(argv, state), shown=shown)
             return code
         if result is None or isinstance(result, int):
             return result or 0
@@ -122,11 +99,16 @@ def cli() -> None:
 
 
 def classify(exc: BaseException) -> tuple[int, str]:
-    """(exit status, kind) for an exception that ended a command."""
-    for cls in type(exc).__mro__:
-        if cls.__name__ in EXIT_CODES:
-            return EXIT_CODES[cls.__name__]
-    return 2, "internal"
+    """(exit status, kind) for an exception that ended a command.
+
+    An ``EnvkitError`` says both itself (its class's ``exit_code`` and ``kind``); click's own
+    errors and an input path that does not exist are usage errors; anything else is a bug.
+    """
+    if isinstance(exc, EnvkitError):
+        return type(exc).exit_code, type(exc).kind
+    if isinstance(exc, (click.ClickException, FileNotFoundError, NotADirectoryError)):
+        return KIND_EXITS["usage"], "usage"
+    return KIND_EXITS[INTERNAL], INTERNAL
 
 
 def _requested_format(argv: list[str], state: dict[str, Any]) -> str:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from envkit.errors import InvalidError, MissingExtraError
+
 __all__ = ["DIST_NAME", "EXTRAS", "InvalidInputs", "MissingExtra", "missing_modules",
            "precheck", "require_extra"]
 
@@ -24,7 +26,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
 """Extra -> the modules whose absence means the extra is not installed."""
 
 
-class MissingExtra(RuntimeError):
+class MissingExtra(MissingExtraError, RuntimeError):
     """A command needs an optional extra that is not installed (exit 2)."""
 
     def __init__(self, command: str, extra: str, missing: tuple[str, ...]) -> None:
@@ -33,7 +35,7 @@ class MissingExtra(RuntimeError):
         self.hint = f"pip install '{DIST_NAME}[{extra}]'"
 
 
-class InvalidInputs(ValueError):
+class InvalidInputs(InvalidError, ValueError):
     """A command's inputs fail validation before anything heavy is loaded (exit 1)."""
 
     def __init__(self, message: str, diagnostics: list) -> None:

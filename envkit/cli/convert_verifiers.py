@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -22,6 +21,9 @@ from envkit.converters.vf_request import GYM_RELEASE_DATE
 from envkit.model.target import ARCHES
 from envkit.output.results import ConvertOutcome
 from envkit.validators._base import DEFAULT_GYM_VERSION
+
+if TYPE_CHECKING:
+    from envkit.check.report import Report
 
 __all__ = ["verifiers_command"]
 
@@ -115,7 +117,7 @@ def verifiers_command(**opts: Any) -> ConvertOutcome:
             raise
         _log.error("%s", exc)  # refused after validation: the report says why
         return ConvertOutcome(None, exc.report)
-    report = replace(result.report, root=str(result.package), dataset=str(result.dataset))
+    report = cast("Report", result.report)  # named as installed (``package_as``)
     if opts["upload"] and report.valid:  # a package envkit rejects is never uploaded
         status = upload_outputs(result.package, result.dataset, opts["workspace"],
                                 opts["base_url"])

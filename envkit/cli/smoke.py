@@ -81,7 +81,7 @@ def smoke_command(package: Path, dataset: Path | None, arch: str, python_version
 
 def run_smoke_request(request: SmokeRequest) -> SmokeOutcome:
     """Run with SIGTERM as Ctrl-C (servers torn down); a missing Gym python is a usage error
-    (``GymVenvError`` in ``EXIT_CODES``)."""
+    (``GymVenvError`` is a ``UsageError``)."""
     from envkit.smoke import SmokeOutcome, run_smoke
 
     with sigterm_as_interrupt():

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from envkit.errors import FailedError
+
 if TYPE_CHECKING:
     import torch
 
@@ -29,7 +31,7 @@ Prompt = Sequence[Message] | Sequence[int]
 FinishReason = Literal["stop", "length"]
 
 
-class GenerationError(ValueError):
+class GenerationError(FailedError, ValueError):
     """A request the backend cannot serve (e.g. prompt longer than the context); HTTP 400."""
 
 

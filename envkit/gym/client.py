@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envkit.errors import FailedError
 from envkit.gym.rollout import Rollout, TokenTurn
 
 __all__ = [
@@ -111,7 +112,7 @@ def _one(index: int, row: Mapping[str, Any], url_for: Callable[[str], str],
     return result_from_record(index, agent, {**row, **record})
 
 
-class RolloutAbortedError(RuntimeError):
+class RolloutAbortedError(FailedError, RuntimeError):
     """``abort()`` named a reason (a server died) while rows were in flight.
 
     ``results`` has one :class:`Rollout` per row, in row order: those that finished, and the

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from envkit.errors import FailedError
 from envkit.validators.config_paths import EK112
 from envkit.validators.manifest import EK110
 from envkit.validators.wheels import EK403
@@ -48,7 +49,7 @@ AGENT_TYPE = "responses_api_agents"
 _VERIFIERS = "verifiers"
 
 
-class HarnessError(RuntimeError):
+class HarnessError(FailedError, RuntimeError):
     """The harness cannot be staged (not in the Gym install, a vendored wheel missing).
 
     ``code`` is the likely EK rule.

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from envkit.errors import FailedError
 from envkit.gym.venv import DEFAULT_GYM_VERSION
 
 __all__ = [
@@ -18,7 +19,7 @@ __all__ = [
 ]
 
 
-class GymRuntimeError(RuntimeError):
+class GymRuntimeError(FailedError, RuntimeError):
     """Servers could not be brought up.
 
     ``code`` is the likely EK rule, ``log_tail`` the evidence (the failing server's log).

@@ -17,6 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from envkit.errors import UsageError
 from envkit.supply.cache import cache_root
 from envkit.supply.isolation import isolated_env
 from envkit.validators._base import DEFAULT_GYM_VERSION
@@ -35,7 +36,7 @@ log = logging.getLogger(__name__)
 _MARKER = "envkit-gym-venv.json"
 
 
-class GymVenvError(RuntimeError):
+class GymVenvError(UsageError, RuntimeError):
     """The Gym venv could not be created (no 3.13 interpreter, install failure)."""
 
 

@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from envkit.errors import UsageError
+
 __all__ = ["Diagnostic", "SelectorError", "Severity", "parse_selectors", "selected"]
 
 DOCS_URL = "https://envkit.readthedocs.io/en/latest/rules/{code}.html"
@@ -64,7 +66,7 @@ def selected(code: str, select: tuple[str, ...], ignore: tuple[str, ...]) -> boo
     return not (ignore and code.startswith(ignore))
 
 
-class SelectorError(ValueError):
+class SelectorError(UsageError, ValueError):
     """A ``--select``/``--ignore`` value names no rule: a typo must not switch the gate off."""
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from envkit.errors import InvalidError
 from envkit.model._jobfields import Problem, json_schema, read_object, spec
 
 __all__ = [
@@ -41,7 +42,7 @@ OptimizerType = Literal[
 TisType = Literal["tis", "icepop", "seq-mask-tis"]
 
 
-class JobSpecError(ValueError):
+class JobSpecError(InvalidError, ValueError):
     """The job cannot be read into the model; the message names the key path."""
 
 

@@ -21,6 +21,8 @@ from functools import cached_property
 
 from packaging.tags import Tag, compatible_tags, cpython_tags
 
+from envkit.errors import UsageError
+
 __all__ = [
     "ARCHES",
     "DEFAULT_GLIBC",
@@ -51,7 +53,7 @@ _LOWEST_MINOR = {"x86_64": 5, "aarch64": 17}
 """Oldest glibc minor a manylinux tag exists for on the arch (aarch64 starts at manylinux2014)."""
 
 
-class TargetError(ValueError):
+class TargetError(UsageError, ValueError):
     """The requested target is not one the training image can be."""
 
 

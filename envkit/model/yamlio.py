@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from envkit.errors import InvalidError
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -113,7 +115,7 @@ def parse_yaml(path: str, raw: bytes) -> YamlDoc:
     return YamlDoc(path, data=data, lines=lines)
 
 
-class YamlReadError(ValueError):
+class YamlReadError(InvalidError, ValueError):
     """A YAML file that cannot be read as a mapping; the message names the file and line."""
 
 

@@ -17,6 +17,16 @@ from envkit.model.diagnostics import Diagnostic, Severity
 if TYPE_CHECKING:
     from envkit.check.report import Cause, Report, ValidationRun
 
+__all__ = [
+    "Console",
+    "diagnostic_path",
+    "escape",
+    "render_github",
+    "render_human",
+    "severity_label",
+    "summary_line",
+]
+
 _CODES = {"bold": "1", "dim": "2", "underline": "4", "red": "31", "green": "32", "yellow": "33",
           "cyan": "36"}
 _MARKUP = re.compile(r"\[(/?)([a-z ]*)\]")
@@ -49,11 +59,12 @@ def escape(text: str) -> str:
 def _unescape(text: str) -> str:
     return text.replace("\x00", "[").replace("\x01", "]")
 
-__all__ = ["Console", "display_path", "escape", "render_github", "render_human"]
 
+def diagnostic_path(report: Report, diag: Diagnostic) -> str:
+    """Where the reader opens the file a diagnostic is about: its path (relative to its input)
+    joined to the directory of the input it belongs to (the package, dataset or job).
 
-def display_path(report: Report, diag: Diagnostic) -> str:
-    """The diagnostic's path joined to the directory of the input it belongs to."""
+    Not ``envkit.model.package.display_path``, which makes a path printable on one line."""
     base: str | None
     if diag.input == "dataset":
         base = report.dataset
@@ -70,6 +81,15 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' * (n != 1)}"
 
 
+def severity_label(diag: Diagnostic) -> str:
+    """``error[EK105]`` / ``warning[EK113]`` (as rustc labels them), styled by severity.
+
+    Why the word and not only the colour: colour is off in CI logs, with ``NO_COLOR`` and in a
+    pipe, and a warning must still read as one that does not fail the run."""
+    style = "red" if diag.severity is Severity.ERROR else "yellow"
+    return f"[{style} bold]{escape(f'{diag.severity.value}[{diag.code}]')}[/]"
+
+
 def _print_cause(report: Report, cause: Cause, console: Console) -> None:
     """The cause first, then how many findings follow from it, one of them as an example:
     the rest are the same finding for other files (``--output-format json`` lists each)."""
@@ -79,7 +99,7 @@ def _print_cause(report: Report, cause: Cause, console: Console) -> None:
     console.print(f"  [cyan]= follows:[/] {_plural(len(follow), 'finding')} ({tally(follow)}); "
                   "`--output-format json` lists each, e.g.", highlight=False, soft_wrap=True)
     first = follow[0]
-    console.print(f"    {escape(display_path(report, first))}: {first.code} "
+    console.print(f"    {escape(diagnostic_path(report, first))}: {first.code} "
                   f"{escape(first.message)}", highlight=False, soft_wrap=True)
     console.print(f"  [cyan]= help:[/] {escape(cause.hint)}", highlight=False, soft_wrap=True)
 
@@ -88,11 +108,10 @@ def _print_diagnostics(report: Report, console: Console) -> None:
     for cause in report.causes:
         _print_cause(report, cause, console)
     for d in report.leading:
-        style = "red" if d.severity is Severity.ERROR else "yellow"
-        where = display_path(report, d)
+        where = diagnostic_path(report, d)
         if d.line:
             where += f":{d.line}" + (f":{d.column}" if d.column else "")
-        console.print(f"[bold]{escape(where)}:[/] [{style} bold]{d.code}[/] {escape(d.message)}",
+        console.print(f"[bold]{escape(where)}:[/] {severity_label(d)} {escape(d.message)}",
                       highlight=False, soft_wrap=True)
         console.print(f"  [cyan]= help:[/] {escape(d.hint)}", highlight=False, soft_wrap=True)
     for note in report.loose_notes:
@@ -174,7 +193,7 @@ def render_github(run: ValidationRun) -> str:
         lines += [_gh_cause(report, cause) for cause in report.causes]
         for d in report.leading:
             level = "error" if d.severity is Severity.ERROR else "warning"
-            props = f"file={_gh_escape(display_path(report, d), prop=True)}"
+            props = f"file={_gh_escape(diagnostic_path(report, d), prop=True)}"
             if d.line:
                 props += f",line={d.line}"
                 if d.column:
@@ -189,7 +208,7 @@ def _gh_cause(report: Report, cause: Cause) -> str:
     """One annotation for a cause and everything that follows from it (GitHub shows only the
     first few annotations of a step: 82 for one cause would hide the rest)."""
     follow = report.follow_ons(cause)
-    files = ", ".join(dict.fromkeys(display_path(report, d) for d in follow[:5]))
+    files = ", ".join(dict.fromkeys(diagnostic_path(report, d) for d in follow[:5]))
     more = ", ..." if len(follow) > 5 else ""
     text = (f"{cause.text}; {len(follow)} findings follow from it ({tally(follow)}: {files}"
             f"{more}) (fix: {cause.hint})")

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from envkit import __version__
 from envkit.model.diagnostics import Severity
-from envkit.output.human import display_path
+from envkit.output.human import diagnostic_path
 
 if TYPE_CHECKING:
     from envkit.check.report import Report, ValidationRun
@@ -56,7 +56,7 @@ def _rule(code: str, index: dict[str, int], rules: list[dict[str, Any]]) -> int:
 
 
 def _result(report: Report, d: Diagnostic, rule_index: int) -> dict[str, Any]:
-    location: dict[str, Any] = {"artifactLocation": {"uri": _uri(display_path(report, d))}}
+    location: dict[str, Any] = {"artifactLocation": {"uri": _uri(diagnostic_path(report, d))}}
     if d.line:
         region: dict[str, Any] = {"startLine": d.line}
         if d.column:

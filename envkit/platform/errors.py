@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from envkit.errors import FailedError, InvalidError
+
 __all__ = ["PlatformError", "SubmitRejected", "UploadInterrupted", "format_detail"]
 
 
-class PlatformError(Exception):
+class PlatformError(FailedError):
     """A one-line, user-facing failure: unreachable URL, refused credentials, a 4xx/5xx reply.
 
     ``status`` is the HTTP status (``None`` when no reply came); ``detail`` the platform's own
@@ -43,7 +45,7 @@ class UploadInterrupted(PlatformError):
     """Ctrl-C mid-upload: nothing was marked complete, so the same command resumes (exit 1)."""
 
 
-class SubmitRejected(Exception):
+class SubmitRejected(InvalidError):
     """envkit's own validation failed: nothing was uploaded (exit 1, the diagnostics shown)."""
 
     def __init__(self, diagnostics: list) -> None:

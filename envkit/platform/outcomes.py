@@ -7,7 +7,7 @@ job-output``) and the exit status it stands for; how it looks for people is the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -16,13 +16,73 @@ if TYPE_CHECKING:
     from envkit.platform.jobs import JobRef
     from envkit.platform.submit import Published
 
-__all__ = ["VERSION", "JobLogs", "JobMetrics", "JobReply", "SubmitOutcome"]
+__all__ = [
+    "VERSION",
+    "FileSetDict",
+    "JobLogs",
+    "JobLogsDict",
+    "JobMetrics",
+    "JobMetricsDict",
+    "JobReply",
+    "JobReplyDict",
+    "SubmitDict",
+    "SubmitOutcome",
+]
 
-VERSION = "1.0"
+VERSION: Literal["1.0"] = "1.0"
 
 
-def _ref(ref: JobRef) -> dict[str, str]:
-    return {"workspace": ref.workspace, "name": ref.name}
+class FileSetDict(TypedDict):
+    ref: str
+    created: bool
+    files_sent: int
+    bytes_sent: int
+
+
+class SubmitDict(TypedDict):
+    """``envkit schema submit``."""
+
+    version: Literal["1.0"]
+    workspace: str
+    name: str
+    created: bool
+    job: dict[str, Any]
+    environment: FileSetDict
+    dataset: FileSetDict
+    final_status: dict[str, Any] | None
+    written: list[str]
+
+
+class JobReplyDict(TypedDict):
+    """``envkit schema job-output`` for ``job status``, ``job cancel`` and ``job wait``."""
+
+    version: Literal["1.0"]
+    command: str
+    workspace: str
+    name: str
+    reply: dict[str, Any]
+    written: list[str]
+
+
+class JobMetricsDict(TypedDict):
+    """``envkit schema job-output`` for ``job metrics``."""
+
+    version: Literal["1.0"]
+    command: Literal["metrics"]
+    workspace: str
+    name: str
+    records: list[dict[str, Any]]
+    written: list[str]
+
+
+class JobLogsDict(TypedDict):
+    """``envkit schema job-output`` for ``job logs``."""
+
+    version: Literal["1.0"]
+    command: Literal["logs"]
+    workspace: str
+    name: str
+    lines: list[dict[str, Any]]
 
 
 def ended_ok(status: dict[str, Any] | None) -> bool:
@@ -45,14 +105,16 @@ class SubmitOutcome:
     def exit_code(self) -> int:
         return 0 if ended_ok(self.final_status) else 1
 
-    def to_json(self) -> dict[str, Any]:
-        def fileset(p: Published) -> dict[str, Any]:
-            return {"ref": p.ref, "created": p.created, "files_sent": p.stats.files_sent,
-                    "bytes_sent": p.stats.bytes_sent}
-
-        return {"version": VERSION, **_ref(self.ref), "created": self.created, "job": self.job,
-                "environment": fileset(self.environment), "dataset": fileset(self.dataset),
+    def to_json(self) -> SubmitDict:
+        return {"version": VERSION, "workspace": self.ref.workspace, "name": self.ref.name,
+                "created": self.created, "job": self.job,
+                "environment": _fileset(self.environment), "dataset": _fileset(self.dataset),
                 "final_status": self.final_status, "written": [str(p) for p in self.written]}
+
+
+def _fileset(p: Published) -> FileSetDict:
+    return {"ref": p.ref, "created": p.created, "files_sent": p.stats.files_sent,
+            "bytes_sent": p.stats.bytes_sent}
 
 
 @dataclass(frozen=True)
@@ -68,9 +130,10 @@ class JobReply:
     def exit_code(self) -> int:
         return 0 if self.command != "wait" or ended_ok(self.reply) else 1
 
-    def to_json(self) -> dict[str, Any]:
-        return {"version": VERSION, "command": self.command, **_ref(self.ref),
-                "reply": self.reply, "written": [str(p) for p in self.written]}
+    def to_json(self) -> JobReplyDict:
+        return {"version": VERSION, "command": self.command, "workspace": self.ref.workspace,
+                "name": self.ref.name, "reply": self.reply,
+                "written": [str(p) for p in self.written]}
 
 
 @dataclass(frozen=True)
@@ -82,9 +145,10 @@ class JobMetrics:
     written: tuple[Path, ...] = ()
     exit_code: int = 0
 
-    def to_json(self) -> dict[str, Any]:
-        return {"version": VERSION, "command": "metrics", **_ref(self.ref),
-                "records": self.records, "written": [str(p) for p in self.written]}
+    def to_json(self) -> JobMetricsDict:
+        return {"version": VERSION, "command": "metrics", "workspace": self.ref.workspace,
+                "name": self.ref.name, "records": self.records,
+                "written": [str(p) for p in self.written]}
 
 
 @dataclass(frozen=True)
@@ -95,5 +159,6 @@ class JobLogs:
     lines: Iterable[dict[str, Any]]
     exit_code: int = field(default=0)
 
-    def to_json(self, lines: list[dict[str, Any]]) -> dict[str, Any]:
-        return {"version": VERSION, "command": "logs", **_ref(self.ref), "lines": lines}
+    def to_json(self, lines: list[dict[str, Any]]) -> JobLogsDict:
+        return {"version": VERSION, "command": "logs", "workspace": self.ref.workspace,
+                "name": self.ref.name, "lines": lines}

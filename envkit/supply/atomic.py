@@ -15,6 +15,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from envkit.errors import FailedError
+
 __all__ = ["TMP_PREFIX", "EscapingPathError", "make_temp_dir", "stale_temp_dirs",
            "swap_into_place", "write_files", "write_text"]
 
@@ -23,7 +25,7 @@ _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
 
-class EscapingPathError(ValueError):
+class EscapingPathError(FailedError, ValueError):
     """A planned file would land outside the output directory."""
 
 

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
+from envkit.errors import FailedError
 from envkit.supply.resolve import PinnedWheel
 from envkit.supply.sdists import (
     SdistBuild,
@@ -34,7 +35,7 @@ __all__ = ["FetchError", "FetchProgress", "fetch_wheels", "vendor_pins"]
 _CHUNK = 1 << 16
 
 
-class FetchError(RuntimeError):
+class FetchError(FailedError, RuntimeError):
     """A wheel could not be downloaded, or its sha256 did not match the lock."""
 
 

@@ -32,6 +32,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
+from envkit.errors import FailedError
 from envkit.supply.atomic import write_text
 from envkit.supply.uvcmd import (
     DEFAULT_INDEX_URL,
@@ -64,7 +65,7 @@ _RESOLVER_MODE = "wheels-else-sdist"
 hydra-core 0.11.3) must not be reused now that sdist-only releases are allowed."""
 
 
-class ResolveError(RuntimeError):
+class ResolveError(FailedError, RuntimeError):
     """uv could not resolve the requirements for the target (message carries uv's reason)."""
 
 

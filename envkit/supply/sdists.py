@@ -24,6 +24,7 @@ from packaging.utils import (
     parse_wheel_filename,
 )
 
+from envkit.errors import FailedError
 from envkit.supply.uvcmd import (
     DEFAULT_INDEX_URL,
     Runner,
@@ -47,7 +48,7 @@ __all__ = [
 _HREF = re.compile(r'href="([^"#]+)')
 
 
-class SdistBuildError(RuntimeError):
+class SdistBuildError(FailedError, RuntimeError):
     """An sdist could not be turned into a pure wheel (build failure or platform wheel)."""
 
 

@@ -50,7 +50,7 @@ def test_workspace_is_one_run_with_a_section_per_package(
     assert rc == 1
     for name in ("envs/a", "envs/b", "envs/nested/c"):
         assert f"{tree / name}\n" in out
-    assert f"{tree}/envs/b/nemo-environment.yaml:8:1: EK102 " in out
+    assert f"{tree}/envs/b/nemo-environment.yaml:8:1: error[EK102] " in out
     assert out.rstrip().splitlines()[-1] == (
         "invalid: 3 packages checked, 2 valid, 1 invalid; 1 error, 0 warnings")
 
@@ -94,7 +94,7 @@ def test_a_directory_without_packages_is_validated_as_one(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     rc, out, _ = _run(capsys, tmp_path)
-    assert rc == 1 and " EK100 " in out  # no silent pass on a wrong directory
+    assert rc == 1 and " error[EK100] " in out  # no silent pass on a wrong directory
 
 
 def test_dataset_with_several_packages_is_a_usage_error(
@@ -132,7 +132,7 @@ def test_an_explicit_target_that_disagrees_with_the_lock_is_a_warning(
 ) -> None:
     pkg = _platform_package(tmp_path, "aarch64")
     rc, out, _ = _run(capsys, pkg, "--select", "EK4", "--arch", "x86_64")
-    assert rc == 1 and " EK401 " in out  # the flag wins ...
+    assert rc == 1 and " error[EK401] " in out  # the flag wins ...
     assert "warning: target cp313-manylinux_2_28_x86_64 (command line) differs" in out  # ... said
 
 
@@ -241,7 +241,7 @@ def test_columns_are_1_based_in_every_format(
     _, out, _ = _run(capsys, pkg, "--output-format", "github")
     assert f"line={line},col=3,title=EK102" in out
     _, out, _ = _run(capsys, pkg)
-    assert f"nemo-environment.yaml:{line}:3: EK102" in out
+    assert f"nemo-environment.yaml:{line}:3: error[EK102]" in out
     _, out, _ = _run(capsys, pkg, "--output-format", "sarif")
     region = json.loads(out)["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]
     assert region == {"startLine": line, "startColumn": 3}

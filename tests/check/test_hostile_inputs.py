@@ -210,7 +210,7 @@ def test_unicode_and_undecodable_paths(capsys: pytest.CaptureFixture[str], pkg: 
     assert rc == 1 and sorted(codes) == ["EK200", "EK200", "EK200", "EK205", "EK205"]
     main(["validate", str(pkg)])
     human = capsys.readouterr().out
-    assert "line\\x0abreak.jsonl: EK200 `line\\x0abreak.jsonl` is prompt data" in human
+    assert "line\\x0abreak.jsonl: error[EK200] `line\\x0abreak.jsonl` is prompt data" in human
     assert main(["validate", str(pkg), "--format", "github"]) == 1
     out = capsys.readouterr().out
     assert "r\\xfe.jsonl" in out and "ряды.jsonl" in out

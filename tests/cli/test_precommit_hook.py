@@ -74,7 +74,7 @@ def test_hook_passes_then_fails_on_a_broken_package(pre_commit: Path, tmp_path: 
     _git(repo, "add", "-A")
     second = _run(pre_commit, repo, tmp_path, "--all-files")
     assert second.returncode == 1, second.stdout + second.stderr
-    assert "my-env/rows.jsonl: EK200 " in second.stdout
+    assert "my-env/rows.jsonl: error[EK200] " in second.stdout
 
 
 def test_hook_validates_only_the_packages_a_commit_touches(
@@ -93,7 +93,7 @@ def test_hook_validates_only_the_packages_a_commit_touches(
     assert "Passed" in touched.stdout and "other-env" not in touched.stdout
     everything = _run(pre_commit, repo, tmp_path, "--all-files")
     assert everything.returncode == 1
-    assert "other-env/rows.jsonl: EK200 " in everything.stdout
+    assert "other-env/rows.jsonl: error[EK200] " in everything.stdout
     assert "2 packages checked, 1 valid, 1 invalid" in everything.stdout
 
 

@@ -1,5 +1,5 @@
 """The CLI's one result, exit and error path: every command's result rendered by
-``envkit.output.render``, every exception mapped to an exit code in one table, JSON errors on
+``envkit.output.render``, every exception mapped to an exit code by its own kind, JSON errors on
 stdout."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import pytest
 from jsonschema import Draft202012Validator
 from support.paths import REPO_ROOT
 
-from envkit.cli import EXIT_CODES, classify, main
+from envkit.cli import classify, main
+from envkit.errors import KIND_EXITS, FailedError, UsageError
 from envkit.schemas import SCHEMAS, load_schema
 
 ROOT = REPO_ROOT
@@ -59,14 +60,24 @@ def test_usage_error_in_human_output_keeps_stdout_empty(
     assert rc == 2 and not out and "sparc" in err
 
 
-def test_exit_map_classifies_by_class_along_the_mro() -> None:
+def test_classify_reads_the_kind_of_the_exception() -> None:
     class SubUsage(click.UsageError):
+        pass
+
+    class Refused(FailedError):
+        pass
+
+    class BadFlag(UsageError, ValueError):
         pass
 
     assert classify(SubUsage("x")) == (2, "usage")
     assert classify(FileNotFoundError("x")) == (2, "usage")
+    assert classify(NotADirectoryError("x")) == (2, "usage")
+    assert classify(Refused("x")) == (1, "failed")
+    assert classify(BadFlag("x")) == (2, "usage")
     assert classify(KeyError("x")) == (2, "internal")
-    assert all(code in (1, 2) for code, _ in EXIT_CODES.values())
+    assert classify(ValueError("x")) == (2, "internal")  # a builtin base alone is not documented
+    assert all(code in (1, 2) for code in KIND_EXITS.values())
 
 
 def test_internal_error_asks_for_a_report(
@@ -83,18 +94,41 @@ def test_internal_error_asks_for_a_report(
     assert json.loads(out)["error"]["kind"] == "internal"
 
 
-@pytest.mark.parametrize(("args", "schema"), [
-    (["rule", "--all", "--output-format", "json"], "rules"),
-    (["rule", "EK1", "--output-format", "json"], "rules"),
-    (["validate", str(VALID), "--show-settings", "--output-format", "json"], "settings"),
-    (["validate", str(VALID), "--output-format", "json"], "diagnostics"),
+CASES = ROOT / "fixtures" / "packages"
+INVALID = CASES / "EK102-unknown-top-level-key" / "pkg"
+
+
+@pytest.mark.parametrize(("args", "schema", "code"), [
+    (["rule", "--all", "--output-format", "json"], "rules", 0),
+    (["rule", "EK1", "--output-format", "json"], "rules", 0),
+    (["validate", str(VALID), "--show-settings", "--output-format", "json"], "settings", 0),
+    (["validate", str(VALID), "--output-format", "json"], "diagnostics", 0),
+    (["validate", str(INVALID), "--output-format", "json"], "diagnostics", 1),
+    (["smoke", str(INVALID), "--output-format", "json"], "smoke", 1),  # stops at validate
+    (["train", str(CASES / "valid-job-grpo-lora" / "job.json"), "--print-config",
+      "--dataset", str(CASES / "valid-dataset" / "data")], "train-config", 0),
+    (["validate", str(VALID), "--arch", "sparc", "--output-format", "json"], "error", 2),
 ])
 def test_json_outputs_follow_their_schemas(
-    capsys: pytest.CaptureFixture[str], args: list[str], schema: str
+    capsys: pytest.CaptureFixture[str], args: list[str], schema: str, code: int
 ) -> None:
-    rc, out, _ = _run(capsys, *args)
-    assert rc == 0
+    rc, out, err = _run(capsys, *args)
+    assert rc == code, err
     Draft202012Validator(load_schema(schema)).validate(json.loads(out))
+
+
+def test_build_json_follows_its_schema(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """native-v1 runs no resolver: the command end to end, offline, in a second."""
+    from gymtree_factory import make_gym_tree
+
+    server = make_gym_tree(tmp_path / "gym", "echo")
+    rc, out, err = _run(capsys, "build", server, "--format", "native-v1", "-o", tmp_path / "pkg")
+    assert rc == 0, err
+    data = json.loads(out)
+    Draft202012Validator(load_schema("diagnostics")).validate(data)
+    assert data["packages"][0]["path"] == str(tmp_path / "pkg")  # the report, built whole
 
 
 def test_every_option_has_help() -> None:

@@ -47,10 +47,10 @@ def test_human_format(capsys: pytest.CaptureFixture[str], broken: Path) -> None:
     rc, out, _ = _cli(capsys, broken)
     assert rc == 1
     lines = out.splitlines()
-    first = next(i for i, line in enumerate(lines) if " EK102 " in line)
-    assert lines[first] == f"{broken}/nemo-environment.yaml:8:1: EK102 unknown key `version`"
+    first = next(i for i, line in enumerate(lines) if " error[EK102] " in line)
+    assert lines[first] == f"{broken}/nemo-environment.yaml:8:1: error[EK102] unknown key `version`"
     assert lines[first + 1].startswith("  = help: ")
-    assert f"{broken}/pyproject.toml: EK203 " in out
+    assert f"{broken}/pyproject.toml: error[EK203] " in out
     assert re.search(r"^invalid: \d+ errors?, 0 warnings$", out, re.MULTILINE)
 
 
@@ -114,7 +114,7 @@ def test_selecting_away_every_error_makes_the_package_valid(
 def test_warnings_fail_only_with_strict(capsys: pytest.CaptureFixture[str]) -> None:
     pkg = CASES / "EK113-duplicate-config-path" / "pkg"
     rc, out, _ = _cli(capsys, pkg)
-    assert rc == 0 and "(1 warning)" in out and " EK113 " in out
+    assert rc == 0 and "(1 warning)" in out and " warning[EK113] " in out
     rc, out, _ = _cli(capsys, pkg, "--strict")
     assert rc == 1 and "--strict: warnings fail" in out
     rc, out, _ = _cli(capsys, pkg, "--strict", "--format", "json")

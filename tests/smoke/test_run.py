@@ -218,10 +218,11 @@ def test_spin_up_codes_are_rules(code: str) -> None:
 
 
 def test_smoke_json_schema_is_registered() -> None:
-    from envkit.output.render import JSON_SCHEMAS
+    from envkit.output.render import schema_for
     from envkit.schemas import SCHEMAS
+    from envkit.smoke.report import SmokeOutcome
 
-    assert JSON_SCHEMAS["SmokeOutcome"] == "smoke"
+    assert schema_for(SmokeOutcome) == "smoke"
     assert "smoke" in SCHEMAS
     assert json.loads(_cli("schema", "smoke").stdout)["title"]
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from envkit.errors import FailedError
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -18,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["RolloutFailedError", "RolloutSource"]
 
 
-class RolloutFailedError(RuntimeError):
+class RolloutFailedError(FailedError, RuntimeError):
     """A rollout source failed in a way it can recover from (e.g. a Gym server died)."""
 
 

@@ -26,6 +26,8 @@ EK301 = Rule(
     "silently skips the rest, so anything that refers to the block fails "
     "(ServerRefNotFoundError) and the server never runs.",
     "Write `<instance>: {<server_type>: {<impl>: {entrypoint: app.py, ...}}}`.",
+    when=((E, "when the block has an `entrypoint` (Gym aborts) or something refers to it"),
+          (W, "when nothing refers to it: Gym silently skips it and the server never runs")),
 )
 EK302 = Rule(
     "EK302", E, "`resources_servers` block without a valid `domain`",
@@ -46,6 +48,8 @@ EK304 = Rule(
     "aborts with ServerRefNotFoundError. Refs nested deeper are not checked at spin-up; they "
     "fail when the server uses them (warning).",
     "Name an instance (top-level key) of that type, or add the config that defines it.",
+    when=((E, "for a ref in a server's own fields: Gym checks it at spin-up"),
+          (W, "for a ref nested deeper: the server fails when it uses it")),
 )
 EK305 = Rule(
     "EK305", E, "no `policy_model` instance of type `responses_api_models`",
@@ -66,6 +70,8 @@ EK307 = Rule(
     "implementations merge into an invalid block (AlmostServerError); differing values are "
     "silently overridden by the later file (warning).",
     "Rename one instance, or keep one definition.",
+    when=((E, "when the server types or implementations differ: the merged block is invalid"),
+          (W, "when only values differ: the later file's value wins silently")),
 )
 EK308 = Rule(
     "EK308", E, "implementation directory missing and not a Gym built-in",
@@ -105,6 +111,8 @@ EK313 = Rule(
     "server reads them (warning).",
     "Define the key in a config of the package, give `${oc.env:VAR,default}` a default, or "
     "set the value.",
+    when=((E, "in a top-level value or a server's own fields: Gym fails while it parses them"),
+          (W, "in a nested value: the server fails when it reads it")),
 )
 EK314 = Rule(
     "EK314", W, "agent with no `environment_servers` block relaying it",

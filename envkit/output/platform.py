@@ -1,0 +1,88 @@
+"""``envkit submit`` and ``envkit job ...`` results for people; their JSON is the outcome's own
+(``envkit.platform.outcomes``, ``envkit schema submit`` / ``job-output``).
+
+Registered by ``envkit.output.render`` the first time such a result is rendered: only the
+platform commands import ``envkit.platform`` (and its ``httpx`` client).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from envkit.output.failure import render_error
+from envkit.output.stdout import dump, echo
+from envkit.platform.errors import PlatformError
+from envkit.platform.outcomes import JobLogs, JobMetrics, JobReply, SubmitOutcome
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["register"]
+
+
+def register(renders: Callable[[type, str | None], Callable[[Any], Any]]) -> None:
+    """Register this module's renderers with ``envkit.output.render.renders``."""
+    renders(SubmitOutcome, "submit")(_submit)
+    renders(JobReply, "job-output")(_job_reply)
+    renders(JobMetrics, "job-output")(_job_metrics)
+    renders(JobLogs, "job-output")(_job_logs)
+
+
+def _submit(outcome: SubmitOutcome, fmt: str) -> int:
+    if fmt == "json":
+        echo(dump(outcome.to_json()))
+        return outcome.exit_code
+    from envkit.platform.progress import status_line
+
+    verb = "created" if outcome.created else "attached to"
+    lines = [f"{verb} job {outcome.ref.workspace}/{outcome.ref.name}",
+             f"environment {outcome.environment.ref}", f"dataset {outcome.dataset.ref}"]
+    if outcome.final_status is not None:
+        lines.append(status_line(outcome.final_status))
+    echo("\n".join(lines + [f"wrote {p}" for p in outcome.written]))
+    return outcome.exit_code
+
+
+def _job_reply(outcome: JobReply, fmt: str) -> int:
+    if fmt == "json":
+        echo(dump(outcome.to_json()))
+        return outcome.exit_code
+    from envkit.platform.progress import status_line
+
+    echo(f"{outcome.ref.name}: {status_line(outcome.reply)}")
+    return outcome.exit_code
+
+
+def _job_metrics(outcome: JobMetrics, fmt: str) -> int:
+    if fmt == "json":
+        echo(dump(outcome.to_json()))
+        return 0
+    from rich.console import Console as RichConsole
+    from rich.table import Table
+
+    records = outcome.records
+    names = sorted({k for r in records for k in r} - {"step"})
+    table = Table("step", *names)
+    for r in records:
+        table.add_row(str(r["step"]), *(f"{r[n]:.4g}" if n in r else "" for n in names))
+    RichConsole(file=sys.stdout).print(table)
+    return 0
+
+
+def _job_logs(outcome: JobLogs, fmt: str) -> int:
+    """Lines as they come (``--follow``); a failure mid-way is an error after what was shown."""
+    collected: list[dict[str, Any]] = []
+    try:
+        for item in outcome.lines:
+            if fmt == "json":
+                collected.append(item)
+            else:
+                echo(f"{item.get('timestamp', '')} {item.get('job_step', '')}: "
+                     f"{item.get('message', '')}")
+    except PlatformError as exc:
+        render_error(exc, type(exc).kind, fmt)
+        return exc.exit_code
+    if fmt == "json":
+        echo(dump(outcome.to_json(collected)))
+    return 0

@@ -1,0 +1,61 @@
+"""The commands whose JSON needs real Gym servers, run as the user runs them (``python -m
+envkit``, its own process): what ``envkit rollout`` and ``envkit train`` print validates against
+``envkit schema rollout`` / ``train``. The fast tests render every result type; these show the
+commands hand the renderer what it expects.
+
+Slow: each brings a real Gym up (nemo-gym 0.7.0, the char_pattern toy package) and a tiny
+random-init model.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import TYPE_CHECKING
+
+import pytest
+
+pytest.importorskip("torch")
+
+from jsonschema import Draft202012Validator  # noqa: E402
+from support.grpo_jobs import training, write_job  # noqa: E402
+from toy_envs import char_pattern_rows, make_native_package, write_dataset  # noqa: E402
+
+from envkit.schemas import load_schema  # noqa: E402
+from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+pytestmark = pytest.mark.slow
+
+
+def _envkit(*args: object) -> dict:
+    done = subprocess.run([sys.executable, "-m", "envkit", *map(str, args),
+                           "--allow-python-override", "--output-format", "json"],
+                          capture_output=True, text=True, timeout=1200, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)  # stdout is the result only
+
+
+def test_rollout_json_follows_its_schema(tmp_path: Path) -> None:
+    model = make_tiny_model(tmp_path / "model", seed=0)
+    package = make_native_package(tmp_path / "pkg", "char_pattern")
+    data = write_dataset(tmp_path / "data", char_pattern_rows(2))
+    out = tmp_path / "rollouts.jsonl"
+    result = _envkit("rollout", package, "--dataset", data, "--model", model,
+                     "--max-tokens", "4", "-o", out)
+    Draft202012Validator(load_schema("rollout")).validate(result)
+    assert (result["rollouts"], result["failed"], result["output"]) == (2, 0, str(out))
+
+
+def test_train_json_follows_its_schema(tmp_path: Path) -> None:
+    model = make_tiny_model(tmp_path / "model", seed=0)
+    package = make_native_package(tmp_path / "pkg", "char_pattern")
+    data = write_dataset(tmp_path / "data", char_pattern_rows(4))
+    job = write_job(tmp_path / "job.json", training(max_steps=1, epochs=1), model=model,
+                    dataset=data, environment=package)
+    result = _envkit("train", job, "-o", tmp_path / "out")
+    Draft202012Validator(load_schema("train")).validate(result)
+    assert result["steps"] == 1 and "train_reward" in result["final_metrics"]
