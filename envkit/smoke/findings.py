@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from envkit.model.package import Package
     from envkit.validators import Rule
 
-__all__ = ["MANIFEST", "finding", "locate", "read_log", "rollout_finding"]
+__all__ = ["MANIFEST", "finding", "locate", "read_log", "rollout_finding", "tail_of"]
 
 MANIFEST = "nemo-environment.yaml"
 _TAIL = 40
