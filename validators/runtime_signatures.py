@@ -109,6 +109,11 @@ _SPIN_UP: tuple[Signature, ...] = (
 """What only a running Gym shows, read before the install table."""
 
 _INSTALL_AND_START: tuple[Signature, ...] = (
+    # Ray gives its raylet a fixed 30 s to register (``ray/_private/node.py``); the runtime
+    # retries once, and a second miss is the host's load, not the package.
+    Signature(None, r"The current node timed out during startup",
+              "Ray's local cluster did not start within its 30 s (the machine is overloaded): "
+              "rerun when it is less busy", frozenset({_S})),
     Signature(EK302.code, r"AlmostServerError|almost-server",
               "a server block failed Gym's validation (domain, datasets[]): see EK302/EK315", _RUN),
     Signature(EK304.code, r"ServerRefNotFoundError|Available responses_api_models: \(none\)",

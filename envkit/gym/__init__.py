@@ -10,6 +10,7 @@ only, never from its modules (whose layout may change).
 - :class:`GymRuntimeError` -- a start (or Gym) failed: likely EK code, the failed ``server``,
   the servers ``not_ready``, the log tail;
 - :func:`collect` (+ :class:`RequestOptions`) -- rows to ``/run``, answers as :class:`Rollout`;
+  :func:`post_row` -- one JSON body to any server route (a resources server's ``/verify``);
 - :func:`load_rows` / :func:`expand_rows` -- a dataset's rows, read by the validator's reader;
 - :func:`diagnose` -- a failure's text -> the likely rule (the one signature table);
 - :func:`ensure_gym_venv` -- the cached Python 3.13 venv with ``nemo-gym``.
@@ -28,6 +29,7 @@ from envkit.gym.client import (
     RolloutAbortedError,
     collect,
     mean_reward_by_agent,
+    post_row,
     write_results,
 )
 from envkit.gym.diagnose import Finding, Where, diagnose, tail
@@ -73,6 +75,7 @@ __all__ = [
     "free_port",
     "load_rows",
     "mean_reward_by_agent",
+    "post_row",
     "rows_by_agent",
     "tail",
     "unreachable",

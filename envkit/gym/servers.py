@@ -129,7 +129,7 @@ class GymRuntime(StartedInWith):
                 raise
             # Ray's raylet gets 30 s to register; on an overloaded machine that is not enough.
             log.warning("Ray did not start in time (machine busy); retrying once")
-            self._stop_tree()
+            self._stop_tree(final=False)
             self.servers = self._launch(gym, venv_dir, env)
         return self.servers
 
@@ -142,7 +142,7 @@ class GymRuntime(StartedInWith):
         """
         with self._lock:
             self._closed = self._closed or final
-        self._stop_tree(grace_s)
+        self._stop_tree(grace_s, final=final)
         if self._paths is not None:
             if self.options.keep_logs is not None:
                 self._keep_logs(self.options.keep_logs)
@@ -294,7 +294,12 @@ class GymRuntime(StartedInWith):
         return servers
 
     # -- teardown and evidence -------------------------------------------------------------
-    def _stop_tree(self, grace_s: float = 20.0) -> None:
+    def _stop_tree(self, grace_s: float = 20.0, *, final: bool = True) -> None:
+        """Gym's own shutdown (``ProcessTree.terminate``), then whatever outlived it.
+
+        Said (info) only when something had to be killed at a final close: a retry or a
+        restart stops a tree that is broken on purpose, so that is a debug note.
+        """
         with self._lock:
             tree, proc, self._tree, self._proc = self._tree, self._proc, None, None
         if tree is not None:
@@ -302,12 +307,13 @@ class GymRuntime(StartedInWith):
             killed = tree.terminate(grace_s=grace_s)
             took = time.monotonic() - started
             names = ", ".join(sorted({_short(p.cmdline) for p in killed}))
+            level = logging.INFO if final else logging.DEBUG
             if killed and tree.leader_exit_s is not None:  # it outlived Gym's own shutdown
-                log.info("killed %d process(es) still running after Gym's shutdown: %s",
-                         len(killed), names)
-            elif killed:  # the grace ran out first: cut short on purpose, nothing to act on
-                log.debug("Gym's shutdown took over %.0fs; killed %d process(es): %s",
-                          grace_s, len(killed), names)
+                log.log(level, "killed %d process(es) still running after Gym's shutdown: %s",
+                        len(killed), names)
+            elif killed:  # Gym was still shutting down when the grace ran out
+                log.log(level, "Gym's shutdown did not finish within %gs; killed %d "
+                        "process(es): %s", grace_s, len(killed), names)
             else:
                 log.debug("Gym shut down in %.1fs", took)
         if proc is not None:

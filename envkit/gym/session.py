@@ -12,7 +12,23 @@ One bring-up, many batches: a session stays up between ``collect`` calls, so a c
 sends rows in rounds (the trainer's steps, a probe's policies one after another, a load test at
 rising ``concurrency``) pays the ~35 s start once. The policy side is whatever endpoint it was
 given; with a scripted backend (``envkit.endpoint.scripted``) the answers can change between
-rounds, or differ per row within one, without touching the servers.
+rounds, or differ per row within one, without touching the servers::
+
+    backend = ScriptedBackend(script=oracle)
+    policy = PolicyServer(backend)
+    endpoint = PolicyEndpoint(policy.base_url, policy.api_key, backend.model_name)
+    session = GymSession(pkg, endpoint, options, owned=(policy,), events=watch)
+    with session as servers:                                 # closes the policy server too
+        for script in (oracle, floor, adversarial):          # one bring-up, many policies
+            with backend.use(script):
+                for n in (1, 2, 4, 8):                       # rising load
+                    got = collect(rows, servers.run_url, concurrency=n, timeout_s=120,
+                                  abort=session.dead)  # dead server: RolloutAbortedError
+
+Each batch's answers are :class:`~envkit.gym.rollout.Rollout` objects in row order (a failed
+request is a failed rollout, the batch goes on); a server's own routes (``/verify`` of a
+resources server) are at ``servers.servers[name].url`` for :func:`~envkit.gym.client.post_row`;
+the server venvs (for Gym's verifier fixtures) are at :attr:`GymSession.venv_dir`.
 """
 
 from __future__ import annotations
@@ -126,6 +142,11 @@ class GymSession(StartedInWith):
             return str(exc)
         dead = unreachable(self.servers.servers)
         return f"Gym server(s) not accepting connections: {', '.join(dead)}" if dead else None
+
+    @property
+    def venv_dir(self) -> Path | None:
+        """The server venv tree (``<server type>/<implementation>/.venv``), once set up."""
+        return self._runtime.venv_dir
 
     def server_log(self, name: str) -> str:
         """Server ``name``'s log so far; readable until :meth:`close`."""

@@ -54,12 +54,30 @@ def _base_venv() -> Path:
     return venv
 
 
+def _clean_copy(dest: Path) -> Path:
+    """The checkout's files (tracked, and untracked ones git does not ignore) under ``dest``.
+
+    Why a copy: setuptools builds in the source tree, and a ``build/lib`` left there by an
+    earlier build still holds modules since deleted, which would end up in the wheel.
+    """
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                             "--exclude-standard"], cwd=REPO_ROOT, check=True,
+                            capture_output=True, timeout=60).stdout.decode()
+    for rel in filter(None, listed.split("\0")):
+        src = REPO_ROOT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    return dest
+
+
 @pytest.fixture(scope="module")
 def base_envkit(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``envkit`` from this checkout's wheel, installed with ``--no-deps`` over the base deps."""
     out = tmp_path_factory.mktemp("dist")
+    src = _clean_copy(tmp_path_factory.mktemp("src"))
     subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir",
-                    str(out), str(REPO_ROOT)], check=True, capture_output=True, timeout=600)
+                    str(out), str(src)], check=True, capture_output=True, timeout=600)
     (wheel,) = out.glob("nemo_envkit-*.whl")
     venv = _base_venv()
     subprocess.run([uv_binary(), "pip", "install", "--no-config", "-q", "--no-deps",

@@ -107,6 +107,15 @@ def test_diagnosis(text: str, offline: bool, code: str) -> None:
     assert diagnose(text, Where.START, offline=offline).code == code
 
 
+def test_a_ray_start_timeout_is_the_hosts_problem() -> None:
+    """Ray's fixed 30 s for its raylet ran out twice (a busy machine): no package rule."""
+    text = ("Exception: The current node timed out during startup. This could happen because "
+            "some of the raylet failed to startup or the GCS has become overloaded.")
+    found = diagnose(text, Where.START)
+    assert found.code is None
+    assert "overloaded" in found.reason and "timed out during startup" in found.evidence
+
+
 def test_network_error_without_offline_is_not_an_offline_finding() -> None:
     assert diagnose("Network is unreachable", Where.START, offline=False).code != "EK703"
 
