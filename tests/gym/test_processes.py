@@ -120,7 +120,8 @@ def test_close_names_what_outlived_gyms_shutdown(tmp_path, caplog) -> None:
         "killed 1 process(es) still running after Gym's shutdown: sleep 302")
 
 
-_IGNORES_SIGINT = "import signal,time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(300)"
+_IGNORES_SIGINT = ("import signal,time; signal.signal(signal.SIGINT, signal.SIG_IGN);"
+                   "time.sleep(300)")
 
 
 def test_a_shutdown_the_grace_cut_short_is_said_at_a_final_close(tmp_path, caplog) -> None:
