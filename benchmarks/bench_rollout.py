@@ -24,10 +24,11 @@ from tiny_model import make_tiny_char_model  # noqa: E402
 from toy_envs import char_pattern_rows, make_native_package, write_dataset  # noqa: E402
 
 from envkit.endpoint.server import PolicyServer  # noqa: E402
+from envkit.gym.head import head_ready  # noqa: E402
 from envkit.gym.install import RunPaths, gym_args, gym_env, package_key, write_uv_toml  # noqa: E402
 from envkit.gym.processes import ProcessTree, free_port  # noqa: E402
 from envkit.gym.rows import expand_rows  # noqa: E402
-from envkit.gym.servers import GymRuntime, _ready  # noqa: E402
+from envkit.gym.servers import GymRuntime  # noqa: E402
 from envkit.gym.types import PolicyEndpoint, RuntimeOptions  # noqa: E402
 from envkit.gym.venv import ensure_gym_venv  # noqa: E402
 from envkit.supply.cache import cache_root  # noqa: E402
@@ -67,7 +68,7 @@ def bench_gym(pkg: Path, endpoint: PolicyEndpoint, data: Path, args: argparse.Na
                             start_new_session=True)
     tree = ProcessTree(proc.pid)
     try:
-        while not _ready(f"http://127.0.0.1:{port}"):
+        while not head_ready(f"http://127.0.0.1:{port}"):
             tree.refresh()
             time.sleep(0.5)
         ready = time.monotonic() - start

@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "fixtures/gym_trees/resources_servers/char_pattern"
 
 from envkit.endpoint.scripted import ScriptedBackend  # noqa: E402
-from envkit.smoke import _runtime as rt  # noqa: E402
+from envkit.endpoint.server import PolicyServer  # noqa: E402
+from envkit.gym import GymSession, PolicyEndpoint, RuntimeEvents, RuntimeOptions  # noqa: E402
 
 ENV = {**os.environ, "ENVKIT_ALLOW_PYTHON_OVERRIDE": "1"}
 
@@ -50,29 +51,24 @@ def smoke_once(pkg: Path, offline: bool) -> tuple[float, float]:
     return took, took - json.loads(proc.stdout)["timings"]["ready_s"]
 
 
-class _BringUpOnly(rt.WatchedRuntime):
-    """Times ``_launch`` (``gym env start`` until the head is ready) and nothing else."""
+class _BringUpOnly(RuntimeEvents):
+    """Times the launch: ``gym env start`` until the head is ready, nothing else."""
 
     launch_s = 0.0
 
-    def _launch(self, *args: object) -> rt.GymServers:
-        start = time.monotonic()
-        servers = super()._launch(*args)
-        self.launch_s = time.monotonic() - start
-        return servers
+    def on_ready(self, servers: object, seconds: float) -> None:
+        self.launch_s = seconds
 
 
 def gym_once(pkg: Path, offline: bool) -> float:
     backend = ScriptedBackend()
-    with rt.PolicyServer(backend) as policy:
-        endpoint = rt.PolicyEndpoint(policy.base_url, policy.api_key, backend.model_name)
-        options = rt.RuntimeOptions(allow_python_override=True, offline=offline)
-        runtime = _BringUpOnly(pkg, endpoint, options)
-        try:
-            runtime.start()
-        finally:
-            runtime.close()
-    return runtime.launch_s
+    watch = _BringUpOnly()
+    policy = PolicyServer(backend)
+    endpoint = PolicyEndpoint(policy.base_url, policy.api_key, backend.model_name)
+    options = RuntimeOptions(allow_python_override=True, offline=offline)
+    with GymSession(pkg, endpoint, options, owned=(policy,), events=watch):
+        pass
+    return watch.launch_s
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ import torch
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from envkit.gym.rollout import Rollout
+    from envkit.gym import Rollout
     from envkit.trainer.microbatch import MicroBatchPlan
 
 __all__ = ["MicroBatch", "TrainBatch", "build_microbatch", "to_batch"]

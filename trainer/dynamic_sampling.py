@@ -18,7 +18,7 @@ from envkit.trainer.advantages import baseline_and_std, group_stats, scale_rewar
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from envkit.gym.rollout import Rollout
+    from envkit.gym import Rollout
     from envkit.trainer.config import GrpoConfig
 
     Generate = Callable[[int, int], list[Rollout]]

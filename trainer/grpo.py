@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-    from envkit.gym.rollout import Rollout
+    from envkit.gym import Rollout
     from envkit.trainer.config import GrpoConfig
     from envkit.trainer.policy import Policy
     from envkit.trainer.sources.base import RolloutSource

@@ -136,7 +136,7 @@ class _TrainerWorker:
 
 def _unwrap(exc: BaseException) -> BaseException:
     """The actor's own exception for the errors envkit reports cleanly (no remote traceback)."""
-    from envkit.gym.types import GymRuntimeError
+    from envkit.gym import GymRuntimeError
     from envkit.trainer.sources.base import RolloutFailedError
 
     cause = getattr(exc, "cause", None)

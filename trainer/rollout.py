@@ -13,10 +13,16 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from envkit.gym.client import RequestOptions, RolloutAbortedError, collect, mean_reward_by_agent
-from envkit.gym.client import write_results as write_results
-from envkit.gym.rows import expand_rows, load_rows
-from envkit.gym.types import RuntimeOptions
+from envkit.gym import (
+    RequestOptions,
+    RolloutAbortedError,
+    RuntimeOptions,
+    collect,
+    expand_rows,
+    load_rows,
+    mean_reward_by_agent,
+)
+from envkit.gym import write_results as write_results
 from envkit.trainer.generation.factory import EngineOptions
 from envkit.trainer.sources.gym import open_session
 
@@ -24,8 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from pathlib import Path
 
-    from envkit.gym.rollout import Rollout
-    from envkit.gym.types import GymServers
+    from envkit.gym import GymServers, Rollout
 
 __all__ = ["RolloutRequest", "RolloutSummary", "rollout_package", "run_rollouts"]
 

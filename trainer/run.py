@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import InvalidError
-from envkit.gym.types import RuntimeOptions
+from envkit.gym import RuntimeOptions
 from envkit.model.diagnostics import Severity
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def _load_job(path: Path) -> dict[str, Any]:
 
 
 def _rows(dataset: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    from envkit.gym.rows import load_rows
+    from envkit.gym import load_rows
     from envkit.model.dataset import load_dataset
 
     train_rows = load_rows(dataset, "training")

@@ -45,8 +45,9 @@ class Rule:
     fix: str
     when: tuple[tuple[Severity, str], ...] = ()
     """For a rule whose severity depends on the input: each severity and the condition it
-    applies under, as a phrase that follows the severity's name (EK403: ``(ERROR, "with
-    `--offline`: ..."), (WARNING, "otherwise: ...")``). Empty: always ``severity``."""
+    applies under, as a phrase that follows the severity's name (the offline-install rule:
+    ``(ERROR, "with `--offline`: ..."), (WARNING, "otherwise: ...")``). Empty: always
+    ``severity``."""
 
     def __post_init__(self) -> None:
         if self.when and self.severity not in {severity for severity, _ in self.when}:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from envkit.model.diagnostics import Severity
 from envkit.validators._base import Check, Rule
 
-__all__ = ["CHECKS", "EK701", "EK702", "EK703", "EK704", "RULES", "SPINUP_FIXTURES"]
+__all__ = ["CHECKS", "EK701", "EK702", "EK703", "EK704", "EK705", "RULES", "SPINUP_FIXTURES"]
 
 EK701 = Rule(
     "EK701",
@@ -55,7 +55,17 @@ EK704 = Rule(
     "`envkit smoke PKG` (`--dataset` sends your own rows).",
 )
 
-RULES: tuple[Rule, ...] = (EK701, EK702, EK703, EK704)
+EK705 = Rule(
+    "EK705",
+    Severity.ERROR,
+    "a server failed to start for a reason no rule names",
+    "A server process that exits at start-up stops the whole job at its first step, whatever "
+    "the reason; when its log matches no known signature, envkit can only point at the log.",
+    "Read the server's log tail in the report (`envkit smoke PKG --keep-logs DIR` keeps every "
+    "log), fix the server, and rerun `envkit smoke PKG`.",
+)
+
+RULES: tuple[Rule, ...] = (EK701, EK702, EK703, EK704, EK705)
 CHECKS: tuple[Check, ...] = ()
 
 SPINUP_FIXTURES = {
@@ -63,7 +73,8 @@ SPINUP_FIXTURES = {
     "EK702": "fixtures/smoke_string_reward",
     "EK703": "fixtures/smoke_network_offline",
     "EK704": "tests/smoke/test_run.py::test_rollout_diagnosis",
+    "EK705": "tests/smoke/test_findings.py::test_an_unrecognised_start_failure_is_ek705",
 }
 """Rule -> where a spin-up fails with it: the ``fixtures/smoke_*`` package that
-``tests/smoke/test_run_gym.py`` brings up, or (EK704, any other failed rollout: no package is
-built to crash at random) the test of the diagnosis that assigns it."""
+``tests/smoke/test_run_gym.py`` brings up, or (EK704 and EK705, any other failed rollout or
+start: no package is built to crash at random) the test of the diagnosis that assigns it."""

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from envkit.check.discovery import MANIFEST, Discovery, discover, is_package_root, members
-from envkit.check.report import Cause, Report, ValidationRun
+from envkit.check.report import Report, ValidationRun
 from envkit.check.settings import (
     CONFIG_NAMES,
     Settings,
@@ -25,7 +25,7 @@ from envkit.check.settings import (
     settings_for,
     workspace_at,
 )
-from envkit.check.validate import ValidateRequest, validate
+from envkit.check.validate import TargetDisagreement, ValidateRequest, validate
 from envkit.check.wrong_root import wrong_root
 from envkit.errors import UsageError
 from envkit.model.diagnostics import Diagnostic, parse_selectors
@@ -152,46 +152,25 @@ def _one(package: Path | None, request: GateRequest, dataset: Path | None,
     dataset = dataset or settings.dataset
     job = job or settings.job
     is_package = package is None or is_package_root(package)
-    checks = ValidateRequest(
-        package=package if is_package else None, dataset=dataset, job=job, options=options,
-        select=select, ignore=ignore, strict=bool(settings.strict),
+    return validate(ValidateRequest(
+        package=package if is_package else None, package_as=package, dataset=dataset, job=job,
+        options=options, select=select, ignore=ignore, strict=bool(settings.strict),
         verify_hashes=request.verify_hashes, target_source=choice.source,
         notes=(choice.note,) if choice.note else (), columns=True,
-    )
-    report = validate(checks)
-    if not is_package and package is not None:
-        report = replace(report, root=str(package),
-                         diagnostics=(_not_a_package(package, request), *report.diagnostics))
-    return replace(report, causes=_target_cause(report, checks, choice))
+        leading=() if is_package or package is None else (_not_a_package(package, request),),
+        disagreement=_disagreement(choice),
+    ))
 
 
-def _target_cause(report: Report, checks: ValidateRequest, choice: TargetChoice
-                  ) -> tuple[Cause, ...]:
-    """The findings that the ``wheels.lock`` target would not report follow from choosing
-    another target: one cause, shown first, instead of one wheel after another.
-
-    Why a second run, not a rule: which findings a target explains is whatever differs between
-    the two targets (EK401 for every platform wheel, EK406, EK408 for what only those wheels
-    require, ...); validating against the lock's target says exactly that. It runs only when
-    a target was named that the lock disagrees with.
-    """
-    if choice.note is None or choice.locked is None or not report.diagnostics:
-        return ()
-    options = replace(checks.options, target=choice.locked)
-    baseline = {_where(d) for d in validate(replace(checks, options=options)).diagnostics}
-    follow = tuple(i for i, d in enumerate(report.diagnostics) if _where(d) not in baseline)
-    if not follow:
-        return ()
+def _disagreement(choice: TargetChoice) -> TargetDisagreement | None:
+    """The lock's target, when another was named: what differs follows from that choice."""
+    if choice.note is None or choice.locked is None:
+        return None
     major, minor = choice.target.glibc_floor
     hint = (f"Check against the target the package was built for (drop `--arch`/`--python`/"
             f"`--glibc` and the configuration's target), or rebuild it for {choice.target}: "
             f"`envkit build --arch {choice.target.arch} --glibc {major}_{minor}`.")
-    return (Cause(choice.note, hint, follow),)
-
-
-def _where(d: Diagnostic) -> tuple[str, str, int | None]:
-    """What a finding is about, whatever target its message names."""
-    return d.code, d.path, d.line
+    return TargetDisagreement(choice.locked, choice.note, hint)
 
 
 def _not_a_package(path: Path, request: GateRequest) -> Diagnostic:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envkit.check.columns import with_columns
-from envkit.check.report import Report
+from envkit.check.report import Cause, Report
 from envkit.model.dataset import load_dataset
 from envkit.model.diagnostics import Diagnostic, Severity, selected
 from envkit.model.jobfile import load_job
@@ -18,13 +18,28 @@ from envkit.validators import CHECKS, CheckOptions, Inputs, run_checks
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from envkit.model.target import Target
     from envkit.validators import Check
 
-__all__ = ["INTERNAL_ERROR", "ValidateRequest", "validate"]
+__all__ = ["INTERNAL_ERROR", "TargetDisagreement", "ValidateRequest", "validate"]
 
 INTERNAL_ERROR = "EK000"
 """The code of the safety net: a check that raised. No input is meant to reach it (every
 fixture is tested not to); it exists so that a bug still yields a report, not a traceback."""
+
+
+@dataclass(frozen=True)
+class TargetDisagreement:
+    """The chosen target is not the one the package's ``wheels.lock`` names.
+
+    Why a second run, not a rule: which findings a target explains is whatever differs between
+    the two targets (EK401 for every platform wheel, EK406, EK408 for what only those wheels
+    require, ...); validating against the lock's target says exactly that.
+    """
+
+    locked: Target
+    text: str
+    hint: str
 
 
 @dataclass(frozen=True)
@@ -47,6 +62,12 @@ class ValidateRequest:
     dataset_as: Path | None = None
     """Where the user finds ``package`` / ``dataset`` when they are a staged copy, validated
     before it moves there: the report names these."""
+    leading: tuple[Diagnostic, ...] = ()
+    """What the caller found before any check could run (EK100 for a directory that is not a
+    package): reported first, whatever the selection."""
+    disagreement: TargetDisagreement | None = None
+    """Set when a target was chosen that the lock disagrees with: the findings that follow from
+    that choice become one ``Cause``."""
 
 
 def validate(request: ValidateRequest) -> Report:
@@ -74,6 +95,7 @@ def validate(request: ValidateRequest) -> Report:
         diagnostics = with_columns(diagnostics, {
             "package": request.package, "dataset": request.dataset,
             "job": request.job.parent if request.job else None})
+    diagnostics = request.leading + diagnostics
     return Report(
         format=_text(package.format) if package and package.format else None,
         name=_text(package.name) if package and package.name else None,
@@ -85,7 +107,26 @@ def validate(request: ValidateRequest) -> Report:
         notes=request.notes,
         dataset=_named(request.dataset_as or request.dataset),
         job=_named(request.job),
+        causes=_causes(request, diagnostics),
     )
+
+
+def _causes(request: ValidateRequest, diagnostics: tuple[Diagnostic, ...]) -> tuple[Cause, ...]:
+    """The findings that validating against the lock's target would not report, as one cause
+    shown first instead of one wheel after another."""
+    why = request.disagreement
+    if why is None or not diagnostics:
+        return ()
+    baseline_request = replace(request, options=replace(request.options, target=why.locked),
+                               disagreement=None, leading=())
+    baseline = {_where(d) for d in validate(baseline_request).diagnostics}
+    follow = tuple(i for i, d in enumerate(diagnostics) if _where(d) not in baseline)
+    return (Cause(why.text, why.hint, follow),) if follow else ()
+
+
+def _where(d: Diagnostic) -> tuple[str, str, int | None]:
+    """What a finding is about, whatever target its message names."""
+    return d.code, d.path, d.line
 
 
 def _named(path: Path | None) -> str | None:

@@ -62,8 +62,7 @@ def rollout_command(
     precheck("rollout", "train", package=package, dataset=dataset)
     from rich.console import Console
 
-    from envkit.gym.client import RequestOptions
-    from envkit.gym.types import RuntimeOptions
+    from envkit.gym import RequestOptions, RuntimeOptions
     from envkit.trainer.rollout import RolloutRequest, rollout_package
 
     err = Console(stderr=True)

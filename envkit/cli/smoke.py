@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from envkit.cli._common import common_options, sigterm_as_interrupt, target_from, target_options
+from envkit.cli._common import common_options, sigterm_as_interrupt
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 
 if TYPE_CHECKING:
@@ -53,35 +53,58 @@ def smoke_runtime_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+def _static_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """What the static pass takes, spelled and defaulted as ``envkit validate`` does: unset
+    flags fall back to the configuration, then to the package's ``wheels.lock``."""
+    for option in reversed((
+        click.option("--dataset", type=_DIR, help="Dataset dir (training.jsonl): rows to send."),
+        click.option("--arch", type=click.Choice(["x86_64", "aarch64"]), default=None,
+                     help="Cluster architecture (default: the package's wheels.lock, else "
+                          "x86_64)."),
+        click.option("--python", "python_version", default=None,
+                     help="Target CPython version (default: the package's wheels.lock, else "
+                          "3.13)."),
+        click.option("--glibc", default=None, metavar="2_N",
+                     help="Cluster glibc floor, 2_17..2_40 (default: the package's "
+                          "wheels.lock, else 2_28)."),
+        click.option("--gym-version", default=None,
+                     help=f"nemo-gym version of the training image (default "
+                          f"{DEFAULT_GYM_VERSION})."),
+        click.option("--offline/--no-offline", default=None,
+                     help="No route out: index-free installs from wheels/, servers in a "
+                          "network namespace with loopback only (else behind a refusing "
+                          "proxy)."),
+        click.option("--isolated", is_flag=True, help="Ignore envkit.toml and [tool.envkit]."),
+    )):
+        func = option(func)
+    return func
+
+
 @click.command("smoke")
 @click.argument("package", type=_DIR)
-@click.option("--dataset", type=_DIR, help="Dataset dir (training.jsonl): rows to send.")
-@target_options
-@click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
-              help="nemo-gym version of the training image.")
-@click.option("--offline", is_flag=True,
-              help="No route out: index-free installs from wheels/, servers in a network "
-                   "namespace with loopback only (else behind a refusing proxy).")
+@_static_options
 @smoke_runtime_options
 @common_options(FORMATS)
-def smoke_command(package: Path, dataset: Path | None, arch: str, python_version: str,
-                  glibc: str | None, gym_version: str, offline: bool,
-                  **runtime: Any) -> SmokeOutcome:
-    """Prove PACKAGE starts and scores: validate, bring its real Gym servers up, and drive
-    rows through every agent against a scripted policy (no model).
+def smoke_command(package: Path, dataset: Path | None, arch: str | None,
+                  python_version: str | None, glibc: str | None, gym_version: str | None,
+                  offline: bool | None, isolated: bool, **runtime: Any) -> SmokeOutcome:
+    """Prove PACKAGE starts and scores: validate (with validate's settings), bring its real
+    Gym servers up, and drive rows through every agent against a scripted policy (no model).
 
     Exit 0 when all servers were ready and every rollout returned a numeric reward.
     """
+    from envkit.check.settings import Settings
     from envkit.smoke import SmokeRequest
 
-    return run_smoke_request(SmokeRequest(
-        package=package, dataset=dataset, target=target_from(arch, python_version, glibc),
-        gym_version=gym_version, offline=offline, **runtime))
+    flags = Settings(arch=arch, python=python_version, glibc=glibc, gym_version=gym_version,
+                     offline=offline, dataset=dataset)
+    return run_smoke_request(SmokeRequest(package=package, flags=flags, isolated=isolated,
+                                          **runtime))
 
 
 def run_smoke_request(request: SmokeRequest) -> SmokeOutcome:
     """Run with SIGTERM as Ctrl-C (servers torn down); a missing Gym python is a usage error
-    (``GymVenvError`` is a ``UsageError``)."""
+    (``GymVenvError`` is a ``UsageError``), as is a configuration or selector naming no rule."""
     from envkit.smoke import SmokeOutcome, run_smoke
 
     with sigterm_as_interrupt():

@@ -100,7 +100,7 @@ def train_command(
 
         return CompiledConfig(report_for_job(job, dataset))
     precheck("train", "train", package=env, dataset=dataset, job=job)
-    from envkit.gym.types import RuntimeOptions
+    from envkit.gym import RuntimeOptions
     from envkit.trainer.run import TrainRequest, run_training
 
     request = TrainRequest(

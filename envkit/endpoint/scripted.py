@@ -1,18 +1,37 @@
-"""A policy with no model: every request gets a fixed or row-derived completion.
+"""A policy with no model: every request gets a scripted completion.
 
 Why: a spin-up gate must prove that a package's servers start and score, not that a model is
 good; loading even a tiny model costs seconds and needs torch. Gym's ``vllm_model`` still needs
 what vLLM returns (token ids and logprobs), so the backend speaks bytes: token id = UTF-8 byte,
 every token sampled with probability 1 (logprob 0.0). It is a ``GenerationBackend``, so envkit's
 OpenAI-compatible ``PolicyServer`` serves it unchanged.
+
+What it answers is a :class:`Script`: a table from a per-request key (by default the prompt's
+last user text, which a dataset row and the policy request Gym sends for it share) to a
+completion, and a fallback. ``envkit smoke`` scripts each row's own answer
+(``completion_for_row``). Built for many rounds on one bring-up, as a probe needs (an oracle
+script, then a floor, then an adversarial one, against the same running servers):
+
+- swap the script between batches (``backend.script = Script(...)``, or :meth:`ScriptedBackend.use`
+  as a context manager): one attribute store, so a request sees the old script or the new one,
+  never a mix; the Gym servers are not touched;
+- answer rows differently within one batch by key: give them distinct prompts, or pass a
+  ``key`` function that reads what tells them apart (e.g. a system message);
+- concurrency is the caller's (``envkit.gym.collect(..., concurrency=N)``): the policy server
+  queues requests and one worker answers them, so a script needs no locking; ``requests`` and
+  ``by_key`` count what was answered.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DEFAULT_COMPLETION", "ScriptedBackend", "completion_for_row", "prompt_text"]
+__all__ = ["DEFAULT_COMPLETION", "Script", "ScriptedBackend", "completion_for_row",
+           "prompt_text"]
 
 DEFAULT_COMPLETION = "envkit smoke"
 _ANSWER_FIELDS = ("expected_answer", "answer", "ground_truth", "target", "label")
@@ -48,6 +67,22 @@ def completion_for_row(row: Mapping[str, Any]) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Script:
+    """``by_key[key(prompt)]``, else ``completion``: one scripted policy."""
+
+    completion: str = DEFAULT_COMPLETION
+    by_key: Mapping[str, str] = field(default_factory=dict)
+    key: Callable[[Any], str] = prompt_text
+    """Prompt (chat messages) -> the key ``by_key`` is looked up with."""
+
+    def answer(self, prompt: Any) -> str:
+        """The completion for a chat prompt (a token-id prompt gets ``completion``)."""
+        if prompt and all(isinstance(t, int) for t in prompt):
+            return self.completion or DEFAULT_COMPLETION
+        return self.by_key.get(self.key(prompt), self.completion or DEFAULT_COMPLETION)
+
+
 class _ByteTokenizer:
     """What ``PolicyServer`` asks of ``backend.tokenizer`` for text prompts."""
 
@@ -56,19 +91,33 @@ class _ByteTokenizer:
 
 
 class ScriptedBackend:
-    """``GenerationBackend`` answering ``by_prompt[last user text]`` or ``completion``."""
+    """``GenerationBackend`` answering by its current :attr:`script`.
+
+    ``ScriptedBackend(completion, by_prompt)`` is the one-round form: the prompt's last user
+    text -> completion, else ``completion``.
+    """
 
     max_model_len = 1 << 20
 
     def __init__(self, completion: str = DEFAULT_COMPLETION,
                  by_prompt: Mapping[str, str] | None = None,
-                 model_name: str = "envkit-smoke") -> None:
-        self.completion = completion or DEFAULT_COMPLETION
-        self.by_prompt = dict(by_prompt or {})
+                 model_name: str = "envkit-smoke", *, script: Script | None = None) -> None:
+        self.script = script or Script(completion or DEFAULT_COMPLETION, dict(by_prompt or {}))
         self.model_name = model_name
         self.tokenizer = _ByteTokenizer()
         self.requests = 0
         """How many prompts were answered (the report shows that the policy was reached)."""
+        self.by_key: Counter[str] = Counter()
+        """Prompts answered per key of the script that answered them."""
+
+    @contextlib.contextmanager
+    def use(self, script: Script) -> Iterator[Script]:
+        """``with backend.use(Script(...)):`` -- answer by ``script``, then by the one before."""
+        before, self.script = self.script, script
+        try:
+            yield script
+        finally:
+            self.script = before
 
     def encode_prompt(self, prompt: Any) -> list[int]:
         if prompt and all(isinstance(t, int) for t in prompt):
@@ -80,18 +129,16 @@ class ScriptedBackend:
     def decode(self, token_ids: Sequence[int]) -> str:
         return bytes(t for t in token_ids if 0 <= t < 256).decode("utf-8", "replace")
 
-    def _text_for(self, prompt: Any) -> str:
-        if prompt and all(isinstance(t, int) for t in prompt):
-            return self.completion
-        return self.by_prompt.get(prompt_text(prompt), self.completion)
-
     def generate(self, prompts: Sequence[Any], params: Any) -> list[Any]:
         from envkit.endpoint.generation import Completion, GenerationOutput
 
         outputs = []
+        script = self.script  # one script per batch, even if it is swapped meanwhile
         for prompt in prompts:
             self.requests += 1
-            text = self._text_for(prompt)
+            text = script.answer(prompt)
+            if not (prompt and all(isinstance(t, int) for t in prompt)):
+                self.by_key[script.key(prompt)] += 1
             for stop in params.stop:
                 text = text.split(stop, 1)[0] if stop else text
             ids = tuple(text.encode() or b" ")

@@ -1,15 +1,83 @@
 """The Gym runtime: bring a package's real nemo-gym servers up, send rows, tear it all down.
 
-Used by ``envkit rollout`` and by the trainer; it knows nothing of training. Layout:
+Used by ``envkit rollout``, ``envkit smoke`` and the trainer; it knows nothing of training or
+of smoke verdicts. The names below are its face: other packages import from ``envkit.gym``
+only, never from its modules (whose layout may change).
 
-- ``venv``: the cached Python 3.13 venv with ``nemo-gym`` (the head process);
-- ``install``: server-venv cache key, environment, ``uv.toml``, the offline ``wheels/`` install;
-- ``harness``: Gym's built-in verifiers harness staged for offline adapter packages;
-- ``servers``: ``GymRuntime`` -- launch, health checks, log collection, teardown;
-- ``processes``: process-tree teardown (nothing left behind);
-- ``diagnose``: a failing server's log -> the EK rule (table in ``validators/``);
-- ``client``: rows to ``/run``, answers to :class:`~envkit.gym.rollout.Rollout`;
-- ``session``: ``GymSession`` = policy endpoint + Gym servers, with the liveness probe.
+- :class:`GymSession` -- policy endpoint + servers, up and down together; :meth:`dead` and
+  :meth:`failure` say whether Gym still serves, :meth:`server_log` reads a server's log;
+- :class:`RuntimeEvents` -- callbacks on set-up, launch, each server's readiness;
+- :class:`GymRuntimeError` -- a start (or Gym) failed: likely EK code, the failed ``server``,
+  the servers ``not_ready``, the log tail;
+- :func:`collect` (+ :class:`RequestOptions`) -- rows to ``/run``, answers as :class:`Rollout`;
+  :func:`post_row` -- one JSON body to any server route (a resources server's ``/verify``);
+- :func:`load_rows` / :func:`expand_rows` -- a dataset's rows, read by the validator's reader;
+- :func:`diagnose` -- a failure's text -> the likely rule (the one signature table);
+- :func:`ensure_gym_venv` -- the cached Python 3.13 venv with ``nemo-gym``.
+
+Modules: ``venv`` (the head's venv), ``install`` (server-venv key, env, ``uv.toml``, the
+offline ``wheels/`` install), ``harness`` (the built-in verifiers harness staged offline),
+``servers`` (:class:`GymRuntime`: launch, health, logs, teardown), ``head`` (what the head
+server tells), ``events``, ``processes`` (process-tree teardown through ``/proc``),
+``diagnose``, ``client``, ``rollout``, ``rows``, ``session``, ``types``.
 """
 
 from __future__ import annotations
+
+from envkit.gym.client import (
+    RequestOptions,
+    RolloutAbortedError,
+    collect,
+    mean_reward_by_agent,
+    post_row,
+    write_results,
+)
+from envkit.gym.diagnose import Finding, Where, diagnose, tail
+from envkit.gym.events import RuntimeEvents
+from envkit.gym.processes import free_port
+from envkit.gym.rollout import Rollout, TokenTurn
+from envkit.gym.rows import expand_rows, load_rows, rows_by_agent
+from envkit.gym.servers import GymRuntime
+from envkit.gym.session import RESTART_GRACE_S, GymSession, SupportsClose, unreachable
+from envkit.gym.types import (
+    GymRuntimeError,
+    GymServers,
+    PolicyEndpoint,
+    RuntimeOptions,
+    ServerInfo,
+)
+from envkit.gym.venv import DEFAULT_GYM_VERSION, GymVenv, GymVenvError, ensure_gym_venv
+
+__all__ = [
+    "DEFAULT_GYM_VERSION",
+    "RESTART_GRACE_S",
+    "Finding",
+    "GymRuntime",
+    "GymRuntimeError",
+    "GymServers",
+    "GymSession",
+    "GymVenv",
+    "GymVenvError",
+    "PolicyEndpoint",
+    "RequestOptions",
+    "Rollout",
+    "RolloutAbortedError",
+    "RuntimeEvents",
+    "RuntimeOptions",
+    "ServerInfo",
+    "SupportsClose",
+    "TokenTurn",
+    "Where",
+    "collect",
+    "diagnose",
+    "ensure_gym_venv",
+    "expand_rows",
+    "free_port",
+    "load_rows",
+    "mean_reward_by_agent",
+    "post_row",
+    "rows_by_agent",
+    "tail",
+    "unreachable",
+    "write_results",
+]

@@ -97,7 +97,7 @@ def vendored_pins(wheels: Sequence[str], vf_env_id: str) -> tuple[str, ...]:
     ...                "reverse_text-0.1.0-py3-none-any.whl"], "reverse-text")
     ('verifiers==0.3.1', 'reverse-text==0.1.0')
 
-    :raises HarnessError: either wheel is not in ``wheels/`` (EK403).
+    :raises HarnessError: either wheel is not in ``wheels/`` (the rule ``EK403.code`` names).
     """
     found = dict(_wheel_name_version(w) for w in wheels if w.endswith(".whl"))
     pins = []

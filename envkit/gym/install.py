@@ -26,7 +26,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from envkit.gym.diagnose import diagnose_log, tail
+from envkit.gym.diagnose import Where, diagnose, tail
 from envkit.gym.types import GymRuntimeError, PolicyEndpoint
 from envkit.gym.venv import GymVenv, uv_binary
 from envkit.supply.isolation import isolated_env
@@ -139,7 +139,8 @@ def gym_args(config_paths: list[str], policy: PolicyEndpoint, venv_dir: Path, ru
 def offline_install(wheels: Path, venv_dir: Path, env: dict[str, str]) -> None:
     """The platform's second install: ``wheels/`` with ``--no-index`` into every server venv.
 
-    :raises GymRuntimeError: uv refused (the likely code from its stderr, else EK403).
+    :raises GymRuntimeError: uv refused (the likely code from its stderr, else that of a
+        requirement ``wheels/`` does not satisfy).
     """
     files = sorted(str(w) for w in wheels.glob("*.whl"))
     if not files:
@@ -152,7 +153,7 @@ def offline_install(wheels: Path, venv_dir: Path, env: dict[str, str]) -> None:
         out = subprocess.run(cmd, capture_output=True, text=True, env=isolated_env(),
                              check=False, timeout=1800)
         if out.returncode != 0:
-            code, reason = diagnose_log(out.stderr)
+            code, reason = diagnose(out.stderr, Where.INSTALL)
             server = python.parents[2].relative_to(venv_dir)
             msg = f"offline install of wheels/ into {server} failed: {reason}"
             raise GymRuntimeError(msg, code=code or EK403.code, log_tail=tail(out.stderr))

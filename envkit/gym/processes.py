@@ -1,9 +1,21 @@
-"""Process-tree teardown: a run leaves no orphan (Gym servers, their venv setup, Ray).
+"""Process-tree teardown: a run leaves no orphan (Gym servers, their shells, Ray).
 
-Gym starts every server with ``shell=True`` and no process group of its own, and Ray starts
-daemons that can outlive their parent. envkit therefore starts ``gym`` as the leader of a new
-session, remembers every descendant it has seen (``psutil`` identity = pid + create time, so a
-recycled pid is never killed), and on teardown signals the group, waits, then kills what is left.
+Gym starts every server as ``bash -c "(cmd) | tee log"`` with no process group of its own, and
+Ray starts daemons that ignore SIGINT and outlive their parent. envkit therefore starts ``gym``
+as the leader of a new session and tracks every process of that session, and every descendant
+it has seen, by identity (pid + start time from ``/proc/<pid>/stat``, so a recycled pid is never
+signalled).
+
+Stopping follows Gym's own shutdown (``nemo_gym/cli/env.py`` ``RunHelper``): SIGINT to the
+whole group, as a terminal's Ctrl-C delivers it, reaches the head (which interrupts each server
+shell, waits for it, then ``ray.shutdown()`` at exit stops the Ray daemons) and the servers
+themselves (uvicorn shuts down on SIGINT; the shells alone would wait for them). Once the head
+has exited, what is left gets a moment to follow, then SIGKILL. Only the processes that had to
+be killed are reported.
+
+Why ``/proc`` and not psutil: the runtime is part of the base install (``envkit smoke`` is the
+pre-upload gate), Gym and its training image run on Linux, and the three facts needed here
+(parent, session, start time) are one line of ``/proc/<pid>/stat``.
 """
 
 from __future__ import annotations
@@ -13,10 +25,73 @@ import os
 import signal
 import socket
 import time
+from pathlib import Path
+from typing import NamedTuple
 
-import psutil
+__all__ = ["PROC", "Killed", "ProcessTree", "TrackedProcess", "free_port"]
 
-__all__ = ["ProcessTree", "free_port"]
+PROC = Path("/proc")
+_SETTLE_S = 3.0
+"""After the head exits: how long the rest (Ray's workers, a server's last request) may take."""
+
+
+class _Stat(NamedTuple):
+    state: str
+    ppid: int
+    session: int
+    started: int
+    """Clock ticks since boot (field 22 of ``/proc/<pid>/stat``)."""
+
+
+def _stat(pid: int) -> _Stat | None:
+    """The fields of ``/proc/<pid>/stat`` used here; None when the process is gone."""
+    try:
+        text = (PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    # ``comm`` (field 2) is parenthesised and may hold spaces or ')': split after the last one.
+    fields = text[text.rfind(")") + 2:].split()
+    return _Stat(fields[0], int(fields[1]), int(fields[3]), int(fields[19]))
+
+
+def _pids() -> list[int]:
+    return [int(p.name) for p in PROC.iterdir() if p.name.isdigit()]
+
+
+class TrackedProcess(NamedTuple):
+    """One process of a tree, by identity."""
+
+    pid: int
+    started: int
+
+    def running(self) -> bool:
+        """Still this process (not a recycled pid) and not a zombie."""
+        stat = _stat(self.pid)
+        return stat is not None and stat.started == self.started and stat.state not in "ZX"
+
+    def cmdline(self) -> str:
+        """The command line, for messages ("" once gone)."""
+        try:
+            raw = (PROC / str(self.pid) / "cmdline").read_bytes()
+        except OSError:
+            return ""
+        return raw.replace(b"\0", b" ").decode(errors="replace").strip()
+
+    def kill(self) -> bool:
+        """SIGKILL, if it is still this process; True when the signal was sent."""
+        if not self.running():
+            return False
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(self.pid, signal.SIGKILL)
+            return True
+        return False
+
+
+class Killed(NamedTuple):
+    """A process that had to be killed, with its command line read before the signal."""
+
+    pid: int
+    cmdline: str
 
 
 class ProcessTree:
@@ -24,48 +99,72 @@ class ProcessTree:
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
-        self._seen: dict[int, float] = {}
+        leader = _stat(pid)
+        self._leader_started = leader.started if leader is not None else None
+        self._seen: dict[int, int] = {}
+        self.leader_exit_s: float | None = None
+        """Seconds from the SIGINT of the last :meth:`terminate` to the leader's exit."""
         self.refresh()
 
     def refresh(self) -> None:
-        """Record the current descendants (call periodically: daemons may re-parent later)."""
-        try:
-            root = psutil.Process(self.pid)
-            procs = [root, *root.children(recursive=True)]
-        except psutil.Error:
+        """Record the session's processes and the leader's descendants (call periodically:
+        daemons may re-parent to init, but they keep the session).
+
+        Only while the leader's pid is still the leader (running or a zombie not yet reaped):
+        once reaped, the pid and its session id may be someone else's.
+        """
+        stats = {pid: s for pid in _pids() if (s := _stat(pid)) is not None}
+        leader = stats.get(self.pid)
+        if leader is None or leader.started != self._leader_started:
             return
-        for proc in procs:
-            with contextlib.suppress(psutil.Error):
-                self._seen.setdefault(proc.pid, proc.create_time())
+        children: dict[int, list[int]] = {}
+        for pid, stat in stats.items():
+            children.setdefault(stat.ppid, []).append(pid)
+        found = {pid for pid, stat in stats.items() if stat.session == self.pid}
+        todo = [self.pid]
+        while todo:
+            pid = todo.pop()
+            found.add(pid)
+            todo += [c for c in children.get(pid, ()) if c not in found]
+        for pid in found:
+            self._seen.setdefault(pid, stats[pid].started)
 
-    def alive(self) -> list[psutil.Process]:
+    def alive(self) -> list[TrackedProcess]:
         """Processes of this tree still running (zombies count as gone)."""
-        found = []
-        for pid, created in self._seen.items():
-            with contextlib.suppress(psutil.Error):
-                proc = psutil.Process(pid)
-                if proc.create_time() == created and proc.status() != psutil.STATUS_ZOMBIE:
-                    found.append(proc)
-        return found
+        procs = (TrackedProcess(pid, started) for pid, started in self._seen.items())
+        return [p for p in procs if p.running()]
 
-    def terminate(self, grace_s: float = 20.0) -> list[int]:
-        """SIGINT the group (Gym's own graceful shutdown), then SIGKILL stragglers.
+    def leader_running(self) -> bool:
+        started = self._seen.get(self.pid)
+        return started is not None and TrackedProcess(self.pid, started).running()
 
-        :returns: pids that had to be killed.
+    def terminate(self, grace_s: float = 20.0) -> list[Killed]:
+        """SIGINT the group (Gym's own shutdown), wait for it, then SIGKILL what is left.
+
+        The wait ends ``_SETTLE_S`` after the leader exited (or once nothing is left), and at
+        ``grace_s`` at the latest; :attr:`leader_exit_s` says when the leader went.
+
+        :returns: the processes that had to be killed.
         """
         self.refresh()
         self._signal_group(signal.SIGINT)
-        gone_by = time.monotonic() + grace_s
-        while time.monotonic() < gone_by and self.alive():
+        start = time.monotonic()
+        self.leader_exit_s = None
+        while True:
+            waited = time.monotonic() - start
+            if self.leader_exit_s is None and not self.leader_running():
+                self.leader_exit_s = waited
+            settled = self.leader_exit_s is not None and waited >= self.leader_exit_s + _SETTLE_S
+            if not self.alive() or waited >= grace_s or settled:
+                break
             time.sleep(0.2)
             self.refresh()
-        killed = []
-        for proc in self.alive():
-            with contextlib.suppress(psutil.Error):
-                proc.kill()
-                killed.append(proc.pid)
+        named = [(p, p.cmdline()) for p in self.alive()]
+        killed = [Killed(p.pid, cmdline) for p, cmdline in named if p.kill()]
         self._signal_group(signal.SIGKILL)
-        psutil.wait_procs(self.alive(), timeout=5)
+        gone_by = time.monotonic() + 5
+        while self.alive() and time.monotonic() < gone_by:
+            time.sleep(0.1)
         return killed
 
     def _signal_group(self, sig: signal.Signals) -> None:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from pathlib import Path
 
-__all__ = ["expand_rows", "load_rows"]
+__all__ = ["expand_rows", "load_rows", "rows_by_agent"]
 
 
 def load_rows(dataset: Path, split: str = "training",
@@ -44,6 +44,29 @@ def load_rows(dataset: Path, split: str = "training",
         if limit is not None and len(rows) >= limit:
             break
     return rows
+
+
+def rows_by_agent(dataset: Path, per_agent: int,
+                  splits: Sequence[str] = ("training", "validation")) -> dict[str, list[dict]]:
+    """The first ``per_agent`` rows of each ``agent_ref.name``, ``splits`` in order.
+
+    Lenient where :func:`load_rows` is strict: a line that is no JSON object, or names no
+    agent, is passed over (``envkit validate --dataset`` reports it, EK501/EK503), so a gate
+    that validated first still sends every row it can.
+    """
+    model = load_dataset(dataset)
+    found: dict[str, list[dict[str, Any]]] = {}
+    for split in splits:
+        name = f"{split}.jsonl"
+        if name not in model.files:
+            continue
+        for row in model.iter_rows(name):
+            data = row.data if row.error is None and isinstance(row.data, dict) else None
+            ref = (data or {}).get("agent_ref")
+            agent = ref.get("name") if isinstance(ref, dict) else None
+            if isinstance(agent, str) and len(found.setdefault(agent, [])) < per_agent:
+                found[agent].append(data)
+    return found
 
 
 def expand_rows(rows: Sequence[Mapping[str, Any]], *, num_repeats: int, temperature: float,

@@ -17,15 +17,13 @@ import subprocess
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from envkit.gym.diagnose import diagnose_log, tail
+from envkit.gym.diagnose import Where, diagnose, tail
+from envkit.gym.events import RuntimeEvents
 from envkit.gym.harness import HarnessError, stage_harness
+from envkit.gym.head import ReadinessWatch, describe, head_ready
 from envkit.gym.install import (
     READY_MARKER,
     WHEEL_FORMATS,
@@ -42,7 +40,6 @@ from envkit.gym.types import (
     GymServers,
     PolicyEndpoint,
     RuntimeOptions,
-    ServerInfo,
     StartedInWith,
 )
 from envkit.gym.venv import GymVenv, ensure_gym_venv
@@ -50,10 +47,19 @@ from envkit.model.package import Package, load_package
 from envkit.supply.cache import cache_root
 from envkit.validators.config_paths import EK104
 from envkit.validators.manifest import EK100, EK101
+from envkit.validators.spinup import EK701
 
 __all__ = ["GymRuntime"]
 
 log = logging.getLogger(__name__)
+
+_RAY_START_ATTEMPTS = 3
+"""Launches when Ray's local cluster misses its fixed 30 s to register its raylet
+(``ray/_private/node.py``): the host's load, not the package; measured on this 2-core box at a
+load of 15-18, one launch in two missed it."""
+
+_FAILED = re.compile(r"Process `([^`]+)` finished unexpectedly")
+"""How Gym's head names the server whose process exited (``RunHelper.poll``)."""
 
 
 def _load(package: Path) -> Package:
@@ -74,15 +80,22 @@ def _load(package: Path) -> Package:
 
 
 class GymRuntime(StartedInWith):
-    """``with GymRuntime(pkg, policy, options) as servers:`` -- servers up, then all torn down."""
+    """``with GymRuntime(pkg, policy, options) as servers:`` -- servers up, then all torn down.
 
-    def __init__(self, package: Path, policy: PolicyEndpoint, options: RuntimeOptions) -> None:
+    ``events`` are told about each step of a start (``envkit.gym.events``); most callers hold
+    a :class:`~envkit.gym.session.GymSession` instead, which owns the policy side too.
+    """
+
+    def __init__(self, package: Path, policy: PolicyEndpoint, options: RuntimeOptions,
+                 events: RuntimeEvents | None = None) -> None:
         self.package = package.resolve()
         self.policy = policy
         self.options = options
-        self._model = _load(self.package)
-        self.format = self._model.format or ""
-        self.config_paths = [str(p) for p in self._model.manifest_data["config_paths"]]
+        self.events = events or RuntimeEvents()
+        self.model = _load(self.package)
+        """The package as the validator's loader read it (configs with line numbers)."""
+        self.format = self.model.format or ""
+        self.config_paths = [str(p) for p in self.model.manifest_data["config_paths"]]
         self._proc: subprocess.Popen[Any] | None = None
         self._tree: ProcessTree | None = None
         self._paths: RunPaths | None = None
@@ -107,17 +120,27 @@ class GymRuntime(StartedInWith):
             self.close()
 
     def start(self) -> GymServers:
+        """Build or reuse the venvs, launch, wait until every server is ready.
+
+        :raises GymRuntimeError: with the likely EK code, the failed server and its log tail.
+        """
+        t0 = time.monotonic()
         gym, venv_dir, env = self._setup()
-        try:
-            self.servers = self._launch(gym, venv_dir, env)
-        except GymRuntimeError as exc:
-            if "timed out during startup" not in exc.log_tail:
-                raise
-            # Ray's raylet gets 30 s to register; on an overloaded machine that is not enough.
-            log.warning("Ray did not start in time (machine busy); retrying once")
-            self._stop_tree()
-            self.servers = self._launch(gym, venv_dir, env)
-        return self.servers
+        self.events.on_setup_done(venv_dir, time.monotonic() - t0)
+        attempt = 1
+        while True:
+            try:
+                self.servers = self._launch(gym, venv_dir, env)
+            except GymRuntimeError as exc:
+                if (attempt == _RAY_START_ATTEMPTS
+                        or "timed out during startup" not in exc.log_tail):
+                    raise
+            else:
+                return self.servers
+            attempt += 1
+            log.warning("Ray did not start in time (machine busy); launch %d of %d",
+                        attempt, _RAY_START_ATTEMPTS)
+            self._stop_tree(final=False)
 
     def close(self, grace_s: float = 20.0, *, final: bool = True) -> None:
         """Stop every process this runtime started; safe to call twice, and from another thread.
@@ -128,7 +151,7 @@ class GymRuntime(StartedInWith):
         """
         with self._lock:
             self._closed = self._closed or final
-        self._stop_tree(grace_s)
+        self._stop_tree(grace_s, final=final)
         if self._paths is not None:
             if self.options.keep_logs is not None:
                 self._keep_logs(self.options.keep_logs)
@@ -137,9 +160,29 @@ class GymRuntime(StartedInWith):
             self._paths = None
 
     def check_alive(self) -> None:
-        """:raises GymRuntimeError: when the Gym head process has exited."""
+        """:raises GymRuntimeError: when the Gym head process has exited (``server``: the one
+        whose exit brought it down, when Gym named it)."""
         if self._proc is not None and self._proc.poll() is not None:
-            raise self._failure("Gym exited while serving")
+            raise self._failure("Gym exited while serving", stage="serve")
+
+    def server_log(self, name: str) -> str:
+        """Server ``name``'s log so far ("" when it wrote none); readable until :meth:`close`
+        (``RuntimeOptions.keep_logs`` keeps a copy)."""
+        if self._paths is None:
+            return ""
+        path = self._log_dir() / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def logs(self) -> dict[str, str]:
+        """Every server's log so far, by instance name."""
+        if self._paths is None:
+            return {}
+        return {p.stem: p.read_text(errors="replace")
+                for p in sorted(self._log_dir().glob("*.log"))}
+
+    def _log_dir(self) -> Path:
+        assert self._paths is not None
+        return self._paths.run_dir / "logs"
 
     # -- set-up ----------------------------------------------------------------------------
     def _setup(self) -> tuple[GymVenv, Path, dict[str, str]]:
@@ -170,7 +213,7 @@ class GymRuntime(StartedInWith):
     def _stage_harness(self, gym: GymVenv, work: Path) -> None:
         """adapter-wheels-v1: the built-in harness with offline requirements (``harness``)."""
         try:
-            stage_harness(gym.root, work, self._model)
+            stage_harness(gym.root, work, self.model)
         except (HarnessError, OSError) as exc:
             code = exc.code if isinstance(exc, HarnessError) else None
             msg = f"cannot stage the adapter harness: {exc}"
@@ -189,11 +232,12 @@ class GymRuntime(StartedInWith):
         out = self._run_logged(cmd, env, "setup")
         if out.returncode != 0:
             text = self._all_logs(out.stdout)
-            code, reason = diagnose_log(text)
+            found = diagnose(text, Where.INSTALL)
             offline = " with --offline: wheels/ must cover every requirement" if (
                 self.options.offline) else ""
-            msg = f"building the server venvs failed{offline}: {reason}"
-            raise GymRuntimeError(msg, code=code, log_tail=tail(text))
+            msg = f"building the server venvs failed{offline}: {found.reason}"
+            raise GymRuntimeError(msg, code=found.code, log_tail=tail(text),
+                                  reason=found.reason, evidence=found.evidence)
         if self.format in WHEEL_FORMATS:
             offline_install(self._paths.work / "wheels", venv_dir, env)
         (venv_dir / READY_MARKER).write_text(json.dumps({"package": str(self.package)}))
@@ -240,39 +284,47 @@ class GymRuntime(StartedInWith):
         with (self._paths.run_dir / "gym.log").open("wb") as sink:
             proc, tree = self._spawn(cmd, env, stdout=sink)
         head = f"http://127.0.0.1:{head_port}"
+        self.events.on_launch(head)
+        watch = ReadinessWatch(head, self.events)
         limit_s = self.options.ready_timeout_s or self.options.startup_timeout_s
-        deadline = time.monotonic() + limit_s
-        while not _ready(head):
+        while not head_ready(head):
             tree.refresh()
             self._refuse_if_closed()
             if proc.poll() is not None:
-                raise self._failure("a server failed to start")
-            if time.monotonic() > deadline:
-                raise self._failure(f"servers not ready after {limit_s:g}s")
-            time.sleep(1.0)
+                raise self._failure("a server failed to start", not_ready=watch.not_ready())
+            if watch.elapsed() > limit_s:
+                raise self._timeout(limit_s, watch.not_ready())
+            watch.poll()
+            time.sleep(0.5)
         tree.refresh()
-        return self._describe(head)
-
-    def _describe(self, head: str) -> GymServers:
-        assert self._paths is not None
-        instances = _get_json(f"{head}/server_instances")
-        config = _load_config(_get_text(f"{head}/global_config_dict_yaml"))
-        servers = {
-            i["process_name"]: ServerInfo(i["process_name"], i["server_type"], i["name"],
-                                          i["url"], i.get("pid"))
-            for i in instances
-        }
-        return GymServers(head, servers, config, self._paths.run_dir / "logs",
-                          _relays(config, servers))
+        watch.poll()  # the head said ready: the last servers answer now
+        servers = describe(head, self._log_dir())
+        self.events.on_ready(servers, watch.elapsed())
+        return servers
 
     # -- teardown and evidence -------------------------------------------------------------
-    def _stop_tree(self, grace_s: float = 20.0) -> None:
+    def _stop_tree(self, grace_s: float = 20.0, *, final: bool = True) -> None:
+        """Gym's own shutdown (``ProcessTree.terminate``), then whatever outlived it.
+
+        Said (info) only when something had to be killed at a final close: a retry or a
+        restart stops a tree that is broken on purpose, so that is a debug note.
+        """
         with self._lock:
             tree, proc, self._tree, self._proc = self._tree, self._proc, None, None
         if tree is not None:
+            started = time.monotonic()
             killed = tree.terminate(grace_s=grace_s)
-            if killed:
-                log.info("killed %d process(es) that ignored SIGINT", len(killed))
+            took = time.monotonic() - started
+            names = ", ".join(sorted({_short(p.cmdline) for p in killed}))
+            level = logging.INFO if final else logging.DEBUG
+            if killed and tree.leader_exit_s is not None:  # it outlived Gym's own shutdown
+                log.log(level, "killed %d process(es) still running after Gym's shutdown: %s",
+                        len(killed), names)
+            elif killed:  # Gym was still shutting down when the grace ran out
+                log.log(level, "Gym's shutdown did not finish within %gs; killed %d "
+                        "process(es): %s", grace_s, len(killed), names)
+            else:
+                log.debug("Gym shut down in %.1fs", took)
         if proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)  # reap: no zombie left behind
@@ -287,19 +339,30 @@ class GymRuntime(StartedInWith):
             if (run_dir / name).exists():
                 shutil.copy2(run_dir / name, dest / name)
 
-    def _failure(self, what: str) -> GymRuntimeError:
+    def _failure(self, what: str, *, stage: str = "start",
+                 not_ready: tuple[str, ...] = ()) -> GymRuntimeError:
+        """Gym exited: the server it names, that server's log (else every log) and its rule."""
         assert self._paths is not None
-        run_dir = self._paths.run_dir
-        gym_log = (run_dir / "gym.log").read_text(errors="replace") if (
-            run_dir / "gym.log").exists() else ""
-        failed = re.search(r"Process `([^`]+)` finished unexpectedly", gym_log)
-        server_log = ""
-        if failed and (path := run_dir / "logs" / f"{failed.group(1)}.log").exists():
-            server_log = path.read_text(errors="replace")
-        text = server_log or self._all_logs(gym_log)
-        code, reason = diagnose_log(text)
-        who = f" (`{failed.group(1)}`)" if failed else ""
-        return GymRuntimeError(f"{what}{who}: {reason}", code=code, log_tail=tail(text))
+        gym_path = self._paths.run_dir / "gym.log"
+        gym_log = gym_path.read_text(errors="replace") if gym_path.exists() else ""
+        found = _FAILED.search(gym_log)
+        server = found.group(1) if found else None
+        text = (self.server_log(server) if server else "") or self._all_logs(gym_log)
+        found = diagnose(text, Where.START, offline=self.options.offline)
+        who = f" (`{server}`)" if server else ""
+        return GymRuntimeError(f"{what}{who}: {found.reason}", code=found.code,
+                               log_tail=tail(text), server=server, not_ready=not_ready,
+                               stage=stage, reason=found.reason, evidence=found.evidence)
+
+    def _timeout(self, limit_s: float, not_ready: tuple[str, ...]) -> GymRuntimeError:
+        """The readiness wait ran out: the one late server's log (else every log), EK701."""
+        server = not_ready[0] if len(not_ready) == 1 else None
+        text = (self.server_log(server) if server else "") or self._all_logs("")
+        late = f" ({', '.join(f'`{n}`' for n in not_ready)} not ready)" if not_ready else ""
+        msg = f"servers not ready after {limit_s:g}s{late}: {EK701.title}"
+        return GymRuntimeError(msg, code=EK701.code, log_tail=tail(text), server=server,
+                               not_ready=not_ready, stage="start", timed_out=True,
+                               reason=EK701.title)
 
     def _all_logs(self, head_text: str) -> str:
         assert self._paths is not None
@@ -307,39 +370,8 @@ class GymRuntime(StartedInWith):
         return "\n".join([head_text, *(p.read_text(errors="replace") for p in logs)])
 
 
-def _relays(config: dict[str, Any], servers: dict[str, ServerInfo]) -> dict[str, str]:
-    """agent instance -> the environment server that relays it (Gym routes rows through it)."""
-    relays: dict[str, str] = {}
-    for name, block in config.items():
-        if name not in servers or not isinstance(block, dict):
-            continue
-        for impl in (block.get("environment_servers") or {}).values():
-            ref = (impl or {}).get("agent_server") or {}
-            if isinstance(ref, dict) and ref.get("name"):
-                relays.setdefault(str(ref["name"]), name)
-    return relays
 
-
-def _load_config(text: str) -> dict[str, Any]:
-    """The head server returns the YAML text JSON-encoded as a string."""
-    data: Any = yaml.safe_load(text)
-    if isinstance(data, str):
-        data = yaml.safe_load(data)
-    return data if isinstance(data, dict) else {}
-
-
-def _ready(head: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{head}/readyz", timeout=2) as resp:
-            return resp.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def _get_text(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=10) as resp:
-        return resp.read().decode()
-
-
-def _get_json(url: str) -> Any:
-    return json.loads(_get_text(url))
+def _short(cmdline: str) -> str:
+    """A process's command for a log line: program and first argument, paths as base names
+    (``python gym``, ``python app.py``, ``raylet``)."""
+    return " ".join(Path(part).name for part in cmdline.split()[:2]) or "?"

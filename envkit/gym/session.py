@@ -1,9 +1,34 @@
 """One Gym session: a policy endpoint + the package's Gym servers, up together, down together.
 
-Both ``envkit rollout`` and the trainer's Gym source hold one. The session owns the servers'
-lifecycle (start, restart after a failure, close) and the liveness probe :meth:`dead`, which
-``envkit.gym.client.collect`` polls so a dead server ends a batch in seconds instead of at the
-row timeout (Gym's clients retry a refused connection forever).
+``envkit rollout``, ``envkit smoke`` and the trainer's Gym source each hold one. The session
+owns the servers' lifecycle (start, restart after a failure, close), the liveness probe
+:meth:`GymSession.dead`, which ``envkit.gym.client.collect`` polls so a dead server ends a
+batch in seconds instead of at the row timeout (Gym's clients retry a refused connection
+forever), and read access to each server's log while it runs. What happens during a start is
+told to the ``events`` passed in (``envkit.gym.events``); a failure is a ``GymRuntimeError``
+naming the failed server.
+
+One bring-up, many batches: a session stays up between ``collect`` calls, so a caller that
+sends rows in rounds (the trainer's steps, a probe's policies one after another, a load test at
+rising ``concurrency``) pays the ~35 s start once. The policy side is whatever endpoint it was
+given; with a scripted backend (``envkit.endpoint.scripted``) the answers can change between
+rounds, or differ per row within one, without touching the servers::
+
+    backend = ScriptedBackend(script=oracle)
+    policy = PolicyServer(backend)
+    endpoint = PolicyEndpoint(policy.base_url, policy.api_key, backend.model_name)
+    session = GymSession(pkg, endpoint, options, owned=(policy,), events=watch)
+    with session as servers:                                 # closes the policy server too
+        for script in (oracle, floor, adversarial):          # one bring-up, many policies
+            with backend.use(script):
+                for n in (1, 2, 4, 8):                       # rising load
+                    got = collect(rows, servers.run_url, concurrency=n, timeout_s=120,
+                                  abort=session.dead)  # dead server: RolloutAbortedError
+
+Each batch's answers are :class:`~envkit.gym.rollout.Rollout` objects in row order (a failed
+request is a failed rollout, the batch goes on); a server's own routes (``/verify`` of a
+resources server) are at ``servers.servers[name].url`` for :func:`~envkit.gym.client.post_row`;
+the server venvs (for Gym's verifier fixtures) are at :attr:`GymSession.venv_dir`.
 """
 
 from __future__ import annotations
@@ -13,6 +38,7 @@ import socket
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
+from envkit.gym.events import RuntimeEvents
 from envkit.gym.servers import GymRuntime
 from envkit.gym.types import (
     GymRuntimeError,
@@ -64,16 +90,21 @@ class GymSession(StartedInWith):
     """``with GymSession(pkg, endpoint, options, owned=(server, backend)) as servers:``.
 
     ``owned`` are the policy side's parts (the endpoint's server, its engine), closed after the
-    Gym servers in the order given. The package is read (``load_package``) on construction, so
-    a package Gym cannot start fails before anything runs.
+    Gym servers in the order given; ``events`` are told about each step of a start. The
+    package is read (``load_package``) on construction, so a package Gym cannot start fails
+    before anything runs.
     """
 
     def __init__(self, package: Path, endpoint: PolicyEndpoint, options: RuntimeOptions,
-                 owned: Sequence[SupportsClose] = ()) -> None:
+                 owned: Sequence[SupportsClose] = (), *,
+                 events: RuntimeEvents | None = None) -> None:
         self.package = package
         self.endpoint = endpoint
+        self.options = options
         self._owned = list(owned)
-        self._runtime = GymRuntime(package, endpoint, options)
+        self._runtime = GymRuntime(package, endpoint, options, events)
+        self.model = self._runtime.model
+        """The package as ``envkit.model.package.load_package`` read it."""
         self.servers: GymServers | None = None
 
     def start(self) -> GymServers:
@@ -95,13 +126,32 @@ class GymSession(StartedInWith):
         for part in owned:
             part.close()
 
+    def failure(self) -> GymRuntimeError | None:
+        """Gym's head has exited: why (``server``: the one Gym named), else None."""
+        try:
+            self._runtime.check_alive()
+        except GymRuntimeError as exc:
+            return exc
+        return None
+
     def dead(self) -> str | None:
         """Why the servers cannot serve (Gym exited, a port refuses connections), or None."""
         if self.servers is None:
             return "the Gym servers are not running"
-        try:
-            self._runtime.check_alive()
-        except GymRuntimeError as exc:
+        if (exc := self.failure()) is not None:
             return str(exc)
         dead = unreachable(self.servers.servers)
         return f"Gym server(s) not accepting connections: {', '.join(dead)}" if dead else None
+
+    @property
+    def venv_dir(self) -> Path | None:
+        """The server venv tree (``<server type>/<implementation>/.venv``), once set up."""
+        return self._runtime.venv_dir
+
+    def server_log(self, name: str) -> str:
+        """Server ``name``'s log so far; readable until :meth:`close`."""
+        return self._runtime.server_log(name)
+
+    def logs(self) -> dict[str, str]:
+        """Every server's log so far, by instance name; readable until :meth:`close`."""
+        return self._runtime.logs()

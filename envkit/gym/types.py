@@ -20,15 +20,30 @@ __all__ = [
 
 
 class GymRuntimeError(FailedError, RuntimeError):
-    """Servers could not be brought up.
+    """Servers could not be brought up, or Gym died while serving.
 
-    ``code`` is the likely EK rule, ``log_tail`` the evidence (the failing server's log).
+    ``code`` is the likely EK rule, ``log_tail`` the evidence (the failing server's log),
+    ``server`` the server Gym named ("Process `x` finished unexpectedly"), ``not_ready`` the
+    servers that had not answered yet, and ``stage`` where it happened: ``setup`` (the venvs),
+    ``start`` (``gym env start`` until every server is ready) or ``serve`` (after that).
+    ``timed_out``: the readiness wait ran out (the servers did not fail, they were slow).
+    ``reason`` is the one-line reading of the log behind ``code``, ``evidence`` the log line
+    that showed it ("" when none did).
     """
 
-    def __init__(self, message: str, *, code: str | None = None, log_tail: str = "") -> None:
+    def __init__(self, message: str, *, code: str | None = None, log_tail: str = "",
+                 server: str | None = None, not_ready: tuple[str, ...] = (),
+                 stage: str = "setup", timed_out: bool = False, reason: str = "",
+                 evidence: str = "") -> None:
         super().__init__(message)
         self.code = code
         self.log_tail = log_tail
+        self.reason = reason or message
+        self.evidence = evidence
+        self.server = server
+        self.not_ready = not_ready
+        self.stage = stage
+        self.timed_out = timed_out
 
 
 @dataclass(frozen=True)

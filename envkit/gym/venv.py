@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envkit.errors import UsageError
+from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.supply.cache import cache_root
 from envkit.supply.isolation import isolated_env
-from envkit.validators._base import DEFAULT_GYM_VERSION
 
 __all__ = [
     "DEFAULT_GYM_VERSION",

@@ -99,7 +99,7 @@ def _print_cause(report: Report, cause: Cause, console: Console) -> None:
     console.print(f"  [cyan]= follows:[/] {_plural(len(follow), 'finding')} ({tally(follow)}); "
                   "`--output-format json` lists each, e.g.", highlight=False, soft_wrap=True)
     first = follow[0]
-    console.print(f"    {escape(diagnostic_path(report, first))}: {first.code} "
+    console.print(f"    {escape(diagnostic_path(report, first))}: {severity_label(first)} "
                   f"{escape(first.message)}", highlight=False, soft_wrap=True)
     console.print(f"  [cyan]= help:[/] {escape(cause.hint)}", highlight=False, soft_wrap=True)
 

@@ -1,7 +1,10 @@
 """Render a smoke outcome for people, for machines (JSON), as GitHub annotations and as SARIF.
 
-``envkit.output.render`` dispatches a ``SmokeOutcome`` here; the static findings are printed with
-the validate renderers, the spin-up verdict (servers, agents, failures) after them.
+``envkit.output.render`` dispatches a ``SmokeOutcome`` here. The diagnostics -- the static
+ones and the spin-up ones alike -- go through ``envkit validate``'s own renderers
+(``SmokeReport.as_report``); what is smoke's alone is added around them: the servers and
+agents (human), and each finding's log tail (human: after the table; GitHub: a collapsed log
+group; SARIF: the result's ``properties``).
 """
 
 from __future__ import annotations
@@ -11,29 +14,27 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from envkit.check.report import ValidationRun
-from envkit.output.human import Console, escape
-from envkit.output.human import render_github as render_static_github
-from envkit.output.human import render_human as render_static_human
+from envkit.output.human import Console, escape, render_github, render_human
+from envkit.output.sarif import sarif_log
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    from envkit.smoke.report import SmokeFinding, SmokeOutcome, SmokeReport
 
-    from envkit.smoke.report import Failure, SmokeOutcome, SmokeReport
-
-__all__ = ["render_github", "render_human", "render_json", "render_sarif", "render_smoke"]
+__all__ = ["render_github_smoke", "render_human_smoke", "render_json", "render_sarif",
+           "render_smoke"]
 
 
 def render_smoke(outcome: SmokeOutcome, fmt: str) -> int:
     """Print ``outcome`` in ``fmt`` on stdout; 0 when the smoke passed, else 1."""
-    report, package = outcome.report, outcome.package
+    report = outcome.report
     if fmt == "json":
         text = render_json(report)
     elif fmt == "github":
-        text = render_github(report, package)
+        text = render_github_smoke(report)
     elif fmt == "sarif":
-        text = json.dumps(render_sarif(report, package), indent=2, ensure_ascii=False)
+        text = json.dumps(render_sarif(report), indent=2, ensure_ascii=False)
     else:
-        render_human(report, Console(sys.stdout), package)
+        render_human_smoke(report, Console(sys.stdout))
         text = ""
     if text:
         sys.stdout.write(text + "\n")
@@ -49,27 +50,18 @@ def _secs(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}s"
 
 
-def _failure_lines(console: Console, failure: Failure, indent: str = "  ") -> None:
-    code = f"[red bold]{failure.code}[/] " if failure.code else ""
-    console.print(f"{indent}{code}{escape(failure.message)}")
-    for line in (failure.log_tail or "").splitlines():
-        console.print(f"{indent}  | {escape(line)}")
+def _evidence(console: Console, finding: SmokeFinding) -> None:
+    if not finding.log_tail:
+        return
+    who = f"`{finding.subject}`" if finding.subject else "the run"
+    console.print(f"[dim]{finding.code}: log tail of {escape(who)}:[/]")
+    for line in finding.log_tail.splitlines():
+        console.print(f"  | {escape(line)}")
 
 
-def _static(report: SmokeReport, package: Path) -> ValidationRun | None:
-    from dataclasses import replace
-
-    if report.static is None:
-        return None
-    static = report.static if report.static.root else replace(report.static, root=str(package))
-    return ValidationRun((static,))
-
-
-def render_human(report: SmokeReport, console: Console, package: Path) -> None:
-    """Static findings (if any), a table of servers, the agents' rewards, then the verdict."""
-    static = _static(report, package)
-    if static is not None and report.static is not None and report.static.diagnostics:
-        render_static_human(static, console)
+def render_human_smoke(report: SmokeReport, console: Console) -> None:
+    """The servers and agents, each finding's log tail, then every diagnostic as validate
+    prints it, then the verdict."""
     if report.isolation:
         console.print(f"offline: {escape(report.isolation['detail'])}")
     for s in report.servers:
@@ -77,62 +69,38 @@ def render_human(report: SmokeReport, console: Console, package: Path) -> None:
         reward = "" if s.first_reward is None else f"  first reward {s.first_reward:g}"
         console.print(f"{escape(s.name)} ({escape(str(s.server_type))}): {mark} "
                       f"{_secs(s.ready_s)}{reward}")
-        if s.failure is not None:
-            _failure_lines(console, s.failure)
     for a in report.agents:
         rewards = ", ".join(f"{r:g}" for r in a.rewards) or "none"
         note = " (minimal row: no dataset row named it)" if a.synthetic_rows else ""
         console.print(f"agent {escape(a.agent)}: rewards {rewards}{note}")
-        for failure in a.failures:
-            _failure_lines(console, failure)
-    shown = {id(s.failure) for s in report.servers}
-    if report.failure is not None and id(report.failure) not in shown:
-        _failure_lines(console, report.failure, indent="")
+    for finding in report.findings:
+        _evidence(console, finding)
+    combined = report.as_report()
+    if combined.diagnostics or combined.notes:
+        render_human(ValidationRun((combined,)), console)
     times = " ".join(f"{k.removesuffix('_s')}={v:.1f}s" for k, v in report.timings.items())
     verdict = "[green bold]passed:[/]" if report.passed else "[red bold]failed:[/]"
     console.print(f"{verdict} smoke ({report.stage}) {times}")
 
 
-def _escape(value: str, *, prop: bool = False) -> str:
-    value = value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return value.replace(":", "%3A").replace(",", "%2C") if prop else value
+def render_github_smoke(report: SmokeReport) -> str:
+    """Validate's annotations for every diagnostic, then each log tail as a collapsed group."""
+    lines = [render_github(ValidationRun((report.as_report(),)))]
+    for finding in report.findings:
+        if finding.log_tail:
+            who = finding.subject or "smoke"
+            lines += [f"::group::{finding.code} log tail of {who}", finding.log_tail,
+                      "::endgroup::"]
+    return "\n".join(line for line in lines if line)
 
 
-def _failures(report: SmokeReport) -> list[tuple[str, Failure]]:
-    """Every spin-up failure with whom it concerns (a server, an agent, else the run)."""
-    failures = [(s.name, s.failure) for s in report.servers if s.failure]
-    failures += [(a.agent, f) for a in report.agents for f in a.failures]
-    if report.failure is not None and all(f is not report.failure for _, f in failures):
-        failures.append(("smoke", report.failure))
-    return failures
-
-
-def render_github(report: SmokeReport, package: Path) -> str:
-    """``::error`` per failed server/agent, anchored at the manifest (servers have no line)."""
-    static = _static(report, package)
-    if static is not None and report.static is not None and not report.static.valid:
-        return render_static_github(static)
-    manifest = _escape(str(package / "nemo-environment.yaml"), prop=True)
-    lines = []
-    for who, failure in _failures(report):
-        title = _escape(f"{failure.code or 'smoke'} {who}", prop=True)
-        text = failure.message + (f"\n{failure.log_tail}" if failure.log_tail else "")
-        lines.append(f"::error file={manifest},title={title}::{_escape(text)}")
-    return "\n".join(lines)
-
-
-def render_sarif(report: SmokeReport, package: Path) -> dict[str, Any]:
-    """The static run's SARIF log, plus one error result per spin-up failure at the manifest."""
-    from envkit.output.sarif import sarif_log
-
-    static = _static(report, package) or ValidationRun(())
-    log = sarif_log(static)
-    run = log["runs"][0]
-    uri = str(package / "nemo-environment.yaml")
-    for who, failure in _failures(report):
-        run["results"].append({
-            "ruleId": failure.code or "smoke", "level": "error",
-            "message": {"text": f"{who}: {failure.message}"},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri}}}],
-            "properties": {"package": str(package), "stage": report.stage}})
+def render_sarif(report: SmokeReport) -> dict[str, Any]:
+    """Validate's SARIF log over every diagnostic; a spin-up result also carries whom it
+    concerns, the stage and the log tail in its ``properties``."""
+    log = sarif_log(ValidationRun((report.as_report(),)))
+    results = log["runs"][0]["results"]
+    findings = report.findings
+    for result, finding in zip(results[len(results) - len(findings):], findings, strict=True):
+        result["properties"].update({"subject": finding.subject, "stage": report.stage,
+                                     "log_tail": finding.log_tail})
     return log

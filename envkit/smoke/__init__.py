@@ -1,7 +1,9 @@
 """``envkit smoke``: prove a package's servers start and score before upload.
 
-Static validation first; then every server brought up as the training image does, a scripted
-policy endpoint (no model) and N rows per agent, each of which must return a numeric reward.
+Static validation first (``envkit validate``'s gate); then every server brought up as the
+training image does through a ``GymSession``, a scripted policy endpoint (no model) and N rows
+per agent, each of which must return a numeric reward. Failures are ordinary diagnostics
+(EK7xx, or the static rule whose defect it is) with the server's log tail as evidence.
 """
 
 from __future__ import annotations
@@ -9,8 +11,8 @@ from __future__ import annotations
 from envkit.smoke.report import (
     SMOKE_VERSION,
     AgentResult,
-    Failure,
     ServerResult,
+    SmokeFinding,
     SmokeOutcome,
     SmokeReport,
 )
@@ -19,8 +21,8 @@ from envkit.smoke.run import SmokeRequest, run_smoke
 __all__ = [
     "SMOKE_VERSION",
     "AgentResult",
-    "Failure",
     "ServerResult",
+    "SmokeFinding",
     "SmokeOutcome",
     "SmokeReport",
     "SmokeRequest",

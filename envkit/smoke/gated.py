@@ -1,8 +1,8 @@
-"""``envkit validate PKG --smoke``: the smoke request from validate's resolved settings.
+"""``envkit validate PKG --smoke``: the smoke request for the one package validate names.
 
-Why here: ``validate`` resolves every package's settings (config file, per-package overrides,
-flags) and target (flags, config, else ``wheels.lock``) through ``envkit.check.gate``; the smoke run
-that follows must check the package under exactly those, not under smoke's own defaults.
+Why so little here: ``run_smoke`` validates through validate's own gate (``gate_package``),
+so the flags, the configuration and the target are resolved once, in ``envkit.check.gate``;
+this module only insists on exactly one package and hands the request over.
 """
 
 from __future__ import annotations
@@ -11,15 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from envkit.check.gate import (
-    GateRequest,
-    GateUsageError,
-    choose_target,
-    discover_for,
-    resolve_settings,
-    selection,
-)
-from envkit.model.gym_data import DEFAULT_GYM_VERSION
+from envkit.check.gate import GateRequest, GateUsageError, discover_for
 from envkit.smoke.run import SmokeRequest
 
 __all__ = ["smoke_request"]
@@ -35,18 +27,10 @@ def _one_package(request: GateRequest) -> Path:
 
 
 def smoke_request(request: GateRequest, **runtime: Any) -> SmokeRequest:
-    """The one package ``request`` names, checked and brought up under its resolved settings.
+    """The one package ``request`` names, with validate's flags; ``runtime``: spin-up options.
 
     :raises GateUsageError: the paths hold no package or several.
-    :raises SettingsError, SelectorError: a configuration or selector that names no rule.
     """
-    package = _one_package(request)
-    settings = resolve_settings(package, request)
-    target = choose_target(package, settings, request.flags).target
-    select, ignore = selection(settings)
-    smoke = SmokeRequest(
-        package=package, dataset=request.flags.dataset or settings.dataset, target=target,
-        gym_version=settings.gym_version or DEFAULT_GYM_VERSION, offline=bool(settings.offline),
-        select=select, ignore=ignore, strict=bool(settings.strict),
-        verify_hashes=request.verify_hashes)
+    smoke = SmokeRequest(package=_one_package(request), flags=request.flags,
+                         isolated=request.isolated, verify_hashes=request.verify_hashes)
     return replace(smoke, **runtime)

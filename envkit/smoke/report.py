@@ -1,28 +1,90 @@
-"""The verdict of one smoke run and its versioned JSON form (``envkit schema smoke``)."""
+"""The verdict of one smoke run and its versioned JSON form (``envkit schema smoke``).
+
+A spin-up failure is an ordinary :class:`~envkit.model.diagnostics.Diagnostic` (an EK7xx rule,
+or the static rule whose defect it really is: EK403, EK406, ...), located at the config that
+defines the server, wrapped with what it concerns and the log tail that shows it. So the same
+renderers as ``envkit validate`` print it (:meth:`SmokeReport.as_report`), and a CI system
+reads one diagnostic shape from both commands.
+
+Version 2.0: ``diagnostics`` (the spin-up findings, validate's diagnostic shape plus
+``subject`` and ``log_tail``) replaces 1.0's ``failure`` objects; ``static`` carries the
+package's path and where its target came from.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from envkit.check.report import Report
+from envkit.check.report import DiagnosticDict, Report, ReportDict, ValidationRun
+from envkit.model.diagnostics import Diagnostic
 
-__all__ = ["SMOKE_VERSION", "AgentResult", "Failure", "ServerResult", "SmokeOutcome", "SmokeReport"]
+if TYPE_CHECKING:
+    from pathlib import Path
 
-SMOKE_VERSION = "1.0"
+__all__ = ["SMOKE_VERSION", "AgentResult", "ServerResult", "SmokeFinding", "SmokeOutcome",
+           "SmokeReport"]
+
+SMOKE_VERSION = "2.0"
+
+
+class FindingDict(DiagnosticDict):
+    subject: str | None
+    log_tail: str
+
+
+class ServerDict(TypedDict):
+    name: str
+    server_type: str | None
+    implementation: str | None
+    ready: bool
+    ready_s: float | None
+    first_reward: float | None
+    failure: FindingDict | None
+
+
+class AgentDict(TypedDict):
+    agent: str
+    ok: bool
+    rewards: list[float]
+    synthetic_rows: bool
+    failures: list[FindingDict]
+
+
+class SmokeDict(TypedDict):
+    version: str
+    passed: bool
+    package: str
+    stage: str
+    offline: bool
+    isolation: dict[str, Any] | None
+    codes: list[str]
+    diagnostics: list[FindingDict]
+    static: ReportDict | None
+    servers: list[ServerDict]
+    agents: list[AgentDict]
+    timings: dict[str, float]
+    policy_requests: int
 
 
 @dataclass(frozen=True)
-class Failure:
-    """Why a stage failed: the likely EK code, one line, and the evidence."""
+class SmokeFinding:
+    """One spin-up failure: the diagnostic, whom it concerns (a server or an agent instance;
+    None: the run), and the evidence."""
 
-    code: str | None
-    message: str
+    diagnostic: Diagnostic
+    subject: str | None = None
     log_tail: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "log_tail": self.log_tail}
+    @property
+    def code(self) -> str:
+        return self.diagnostic.code
+
+    def to_dict(self, package: str | None) -> FindingDict:
+        d = self.diagnostic
+        return {"code": d.code, "severity": d.severity.value, "package": package, "path": d.path,
+                "line": d.line, "column": d.column, "message": d.message, "hint": d.hint,
+                "url": d.url, "subject": self.subject, "log_tail": self.log_tail}
 
 
 @dataclass(frozen=True)
@@ -33,15 +95,15 @@ class ServerResult:
     ready: bool
     ready_s: float | None = None
     first_reward: float | None = None
-    failure: Failure | None = None
+    failure: SmokeFinding | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, package: str | None) -> ServerDict:
         return {
             "name": self.name, "server_type": self.server_type,
             "implementation": self.implementation, "ready": self.ready,
             "ready_s": None if self.ready_s is None else round(self.ready_s, 3),
             "first_reward": self.first_reward,
-            "failure": self.failure.to_dict() if self.failure else None,
+            "failure": self.failure.to_dict(package) if self.failure else None,
         }
 
 
@@ -49,7 +111,7 @@ class ServerResult:
 class AgentResult:
     agent: str
     rewards: tuple[float, ...] = ()
-    failures: tuple[Failure, ...] = ()
+    failures: tuple[SmokeFinding, ...] = ()
     synthetic_rows: bool = False
     """No dataset row named this agent: a minimal row was sent."""
 
@@ -57,10 +119,10 @@ class AgentResult:
     def ok(self) -> bool:
         return bool(self.rewards) and not self.failures
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, package: str | None) -> AgentDict:
         return {"agent": self.agent, "ok": self.ok, "rewards": list(self.rewards),
                 "synthetic_rows": self.synthetic_rows,
-                "failures": [f.to_dict() for f in self.failures]}
+                "failures": [f.to_dict(package) for f in self.failures]}
 
 
 @dataclass(frozen=True)
@@ -74,23 +136,43 @@ class SmokeReport:
     isolation: dict[str, Any] | None = None
     servers: tuple[ServerResult, ...] = ()
     agents: tuple[AgentResult, ...] = ()
-    failure: Failure | None = None
+    failures: tuple[SmokeFinding, ...] = ()
+    """Findings about the run as a whole (Gym died with no server named, ...)."""
     timings: dict[str, float] = field(default_factory=dict)
     policy_requests: int = 0
 
     @property
+    def findings(self) -> tuple[SmokeFinding, ...]:
+        """Every spin-up finding once: the servers', the agents', the run's."""
+        found = [s.failure for s in self.servers if s.failure is not None]
+        found += [f for a in self.agents for f in a.failures]
+        found += self.failures
+        return tuple(dict.fromkeys(found))
+
+    @property
     def passed(self) -> bool:
-        return (self.stage == "done" and self.failure is None and bool(self.agents)
+        return (self.stage == "done" and not self.findings and bool(self.agents)
                 and all(a.ok for a in self.agents) and all(s.ready for s in self.servers))
 
     @property
     def codes(self) -> list[str]:
-        found = [self.failure.code] if self.failure and self.failure.code else []
-        found += [s.failure.code for s in self.servers if s.failure and s.failure.code]
-        found += [f.code for a in self.agents for f in a.failures if f.code]
-        return sorted(set(found))
+        """The codes that failed the run: the static ones if it stopped there, else spin-up's."""
+        found = {f.code for f in self.findings}
+        if self.static is not None and not self.static.valid:
+            failing = self.static.diagnostics if self.static.strict else self.static.errors
+            found |= {d.code for d in failing}
+        return sorted(found)
 
-    def to_dict(self) -> dict[str, Any]:
+    def as_report(self) -> Report:
+        """The static report with the spin-up diagnostics after its own: what validate's
+        renderers print (human, GitHub annotations, SARIF)."""
+        spin_up = tuple(f.diagnostic for f in self.findings)
+        static = self.static or Report(None, None, "", (), root=self.package)
+        return replace(static, diagnostics=static.diagnostics + spin_up,
+                       root=static.root or self.package)
+
+    def to_dict(self) -> SmokeDict:
+        root = self.static.root if self.static and self.static.root else self.package
         return {
             "version": SMOKE_VERSION,
             "passed": self.passed,
@@ -99,10 +181,10 @@ class SmokeReport:
             "offline": self.offline,
             "isolation": self.isolation,
             "codes": self.codes,
-            "failure": self.failure.to_dict() if self.failure else None,
-            "static": self.static.to_dict() if self.static else None,
-            "servers": [s.to_dict() for s in self.servers],
-            "agents": [a.to_dict() for a in self.agents],
+            "diagnostics": [f.to_dict(root) for f in self.findings],
+            "static": ValidationRun((self.static,)).to_dict() if self.static else None,
+            "servers": [s.to_dict(root) for s in self.servers],
+            "agents": [a.to_dict(root) for a in self.agents],
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "policy_requests": self.policy_requests,
         }
@@ -115,3 +197,4 @@ class SmokeOutcome:
 
     report: SmokeReport
     package: Path
+

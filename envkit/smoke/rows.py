@@ -1,14 +1,20 @@
-"""Which rows a smoke run sends: the dataset's first N per agent, else one minimal row."""
+"""Which rows a smoke run sends: the dataset's first N per agent, else one minimal row.
+
+The dataset is read by the runtime's reader (``envkit.gym.rows_by_agent``, over the
+validator's ``envkit.model.dataset``), never parsed here.
+"""
 
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Iterable, Mapping
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envkit.endpoint.scripted import completion_for_row, prompt_text
+from envkit.gym import rows_by_agent
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["SMOKE_PROMPT", "dataset_rows", "rows_for", "scripted_answers"]
 
@@ -16,33 +22,9 @@ SMOKE_PROMPT = "envkit smoke: answer briefly."
 
 
 def dataset_rows(dataset: Path | None, per_agent: int) -> dict[str, list[dict[str, Any]]]:
-    """The first ``per_agent`` rows of ``training.jsonl`` for each ``agent_ref.name``.
-
-    Static validation has already checked the file (EK5xx), so a bad line is skipped here.
-    """
-    found: dict[str, list[dict[str, Any]]] = {}
-    if dataset is None:
-        return found
-    for split in ("training", "validation"):
-        path = dataset / f"{split}.jsonl"
-        if not path.is_file():
-            continue
-        with path.open(encoding="utf-8") as lines:
-            for line in lines:
-                row = _row(line)
-                agent = (row or {}).get("agent_ref", {}).get("name") if row else None
-                if isinstance(agent, str) and len(found.setdefault(agent, [])) < per_agent:
-                    found[agent].append(row)
-    return found
-
-
-def _row(line: str) -> dict[str, Any] | None:
-    try:
-        row = json.loads(line)
-    except json.JSONDecodeError:
-        return None
-    ok = isinstance(row, dict) and isinstance(row.get("agent_ref"), dict)
-    return row if ok else None
+    """The first ``per_agent`` rows of ``training.jsonl`` (then ``validation.jsonl``) for each
+    ``agent_ref.name``; static validation has already reported any bad line."""
+    return rows_by_agent(dataset, per_agent) if dataset is not None else {}
 
 
 def rows_for(agent: str, from_dataset: list[dict[str, Any]], per_agent: int) -> list[dict]:

@@ -1,54 +1,110 @@
-"""Turn what the runtime saw into per-server and per-agent verdicts with codes and evidence."""
+"""Turn what the runtime told (its events, its error, the rollouts) into per-server and
+per-agent verdicts, each failure a located diagnostic with its evidence."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+import time
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
-from envkit.smoke import _runtime as rt
-from envkit.smoke.diagnose import SMOKE_CODES, diagnose, diagnose_rollout, diagnose_specific
-from envkit.smoke.report import AgentResult, Failure, ServerResult, SmokeReport
+from envkit.gym import Finding, RuntimeEvents, Where, diagnose
+from envkit.smoke.findings import finding, read_log, rollout_finding, tail_of
+from envkit.smoke.report import AgentResult, ServerResult, SmokeFinding, SmokeReport
+from envkit.validators.spinup import EK701, EK704
 
-__all__ = ["rollout_report", "start_failure_report"]
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
 
-_TAIL = 40
+    from envkit.gym import GymRuntimeError, GymServers, GymSession, Rollout, ServerInfo
+    from envkit.model.package import Package
+
+__all__ = ["SpinUpWatch", "rollout_report", "start_failure_report"]
 
 
-def _tail(text: str, lines: int = _TAIL) -> str:
-    return "\n".join(text.rstrip().splitlines()[-lines:])
+@dataclass
+class SpinUpWatch(RuntimeEvents):
+    """Records the runtime's events: set-up time, the instances, when each was ready."""
+
+    started: float = field(default_factory=time.monotonic)
+    setup_s: float | None = None
+    launched: float | None = None
+    instances: dict[str, ServerInfo] = field(default_factory=dict)
+    ready_s: dict[str, float] = field(default_factory=dict)
+    all_ready_s: float | None = None
+
+    def on_setup_done(self, venv_dir: Path, seconds: float) -> None:
+        self.setup_s = seconds
+
+    def on_launch(self, head_url: str) -> None:
+        self.launched = time.monotonic()  # a retry starts the launch over
+        self.instances, self.ready_s, self.all_ready_s = {}, {}, None
+
+    def on_servers_known(self, servers: Mapping[str, ServerInfo]) -> None:
+        self.instances = dict(servers)
+
+    def on_server_ready(self, name: str, seconds: float) -> None:
+        self.ready_s[name] = seconds
+
+    def on_ready(self, servers: GymServers, seconds: float) -> None:
+        self.all_ready_s = seconds
+
+    def timings(self) -> dict[str, float]:
+        out = {"setup_s": self.setup_s} if self.setup_s is not None else {
+            "setup_s": time.monotonic() - self.started}
+        if self.launched is not None:
+            out["ready_s"] = self.all_ready_s if self.all_ready_s is not None else (
+                time.monotonic() - self.launched)
+        return out
 
 
-def start_failure_report(base: SmokeReport, runtime: rt.WatchedRuntime,
-                         exc: rt.GymRuntimeError, requests: int) -> SmokeReport:
+def _bystander(session: GymSession, name: str, exc: GymRuntimeError,
+               offline: bool) -> SmokeFinding | None:
+    """A server that was not ready when the start failed: EK701 if the wait ran out, or what
+    its own log shows strongly; else nothing (it was merely not done yet)."""
+    log = session.server_log(name)
+    reading = read_log(log, offline=offline)
+    if reading is None and exc.timed_out:
+        reading = Finding(EK701.code, EK701.title)
+    if reading is None:
+        return None
+    return finding(session.model, name, "server", reading, log_tail=tail_of(log))
+
+
+def start_failure_report(base: SmokeReport, watch: SpinUpWatch, session: GymSession,
+                         exc: GymRuntimeError) -> SmokeReport:
     """Servers did not all come up: which did, which did not, and why (read before close)."""
-    offline = base.offline
-    code, reason = diagnose(f"{exc}\n{exc.log_tail}", offline=offline)
-    code = code or exc.code
-    failed = rt.failed_server_of(exc)
-    watch = runtime.watch
-    stage = "start" if runtime.setup_s is not None else "setup"
-    what = str(exc).split(": ", 1)[0]  # the runtime's own reading follows the colon
-    failure = Failure(code, str(exc) if code == exc.code else f"{what}: {reason}", exc.log_tail)
+    model = session.model
+    failed = finding(model, exc.server, "server",
+                     Finding(exc.code, exc.reason, exc.evidence), log_tail=exc.log_tail)
     servers = []
-    for name, inst in sorted(watch.instances.items()):
+    for name, info in sorted(watch.instances.items()):
         ready = name in watch.ready_s
-        why = None
-        if name == failed:
-            why = failure
-        elif not ready:
-            log = runtime.server_log(name)
-            c, r = diagnose_specific(log, offline)  # not the whole table: install noise
-            timeout = "not ready after" in str(exc)
-            why = Failure(c or ("EK701" if timeout else None),
-                          r if c else (SMOKE_CODES["EK701"] if timeout else
-                                       "not ready when another server failed"),
-                          _tail(log) if c or timeout else "")  # else: only start-up chatter
-        servers.append(ServerResult(name, inst.get("server_type"), inst.get("name"), ready,
+        why = failed if name == exc.server else (
+            None if ready else _bystander(session, name, exc, base.offline))
+        servers.append(ServerResult(name, info.server_type, info.implementation, ready,
                                     watch.ready_s.get(name), None, why))
-    if failed and failed not in watch.instances:
-        servers.append(ServerResult(failed, None, None, False, None, None, failure))
-    return replace(base, stage=stage, servers=tuple(servers), failure=failure,
-                   policy_requests=requests)
+    if exc.server and exc.server not in watch.instances:
+        servers.append(ServerResult(exc.server, None, None, False, None, None, failed))
+    named = exc.server is not None or any(s.failure for s in servers)
+    return replace(base, stage=exc.stage if exc.stage != "serve" else "start",
+                   servers=tuple(servers), failures=() if named else (failed,))
+
+
+def _agents(model: Package | None, results: list[Rollout], agents: list[str],
+            synthetic: set[str], logs: str, offline: bool) -> list[AgentResult]:
+    out = []
+    for agent in agents:
+        mine = [r for r in results if r.agent == agent]
+        rewards = tuple(r.reward for r in mine if r.ok and r.reward is not None)
+        failures = [rollout_finding(model, agent, str(r.failure_reason), logs, offline=offline)
+                    for r in mine if not r.ok]
+        if not mine:
+            failures.append(finding(model, agent, "agent",
+                                    Finding(EK704.code, "no row reached this agent"),
+                                    default=EK704))
+        out.append(AgentResult(agent, rewards, tuple(failures), agent in synthetic))
+    return out
 
 
 def _config_ref(config: dict[str, Any], agent: str, key: str) -> str | None:
@@ -61,34 +117,30 @@ def _config_ref(config: dict[str, Any], agent: str, key: str) -> str | None:
     return None
 
 
-def _agents(results: list[rt.RolloutResult], agents: list[str], synthetic: set[str],
-            logs: str, offline: bool) -> list[AgentResult]:
-    out = []
-    for agent in agents:
-        mine = [r for r in results if r.agent == agent]
-        rewards = tuple(r.reward for r in mine if r.ok and r.reward is not None)
-        failures = []
-        for r in mine:
-            if not r.ok:
-                code, reason = diagnose_rollout(str(r.failure_reason), logs, offline=offline)
-                failures.append(Failure(code, reason, _tail(str(r.failure_reason), 10)))
-        if not mine:
-            failures.append(Failure("EK704", "no row reached this agent"))
-        out.append(AgentResult(agent, rewards, tuple(failures), agent in synthetic))
-    return out
+def _died(base: SmokeReport, session: GymSession, why: str) -> SmokeReport:
+    """Gym died (or a port closed) under the rollouts: the server it names, else every log."""
+    exc = session.failure()
+    if exc is not None:
+        reading = Finding(exc.code, f"{why}: {exc.reason}", exc.evidence)
+        found = finding(session.model, exc.server, "server", reading, log_tail=exc.log_tail,
+                        default=EK704)
+    else:
+        logs = "\n".join(session.logs().values())
+        reading = diagnose(logs, Where.ROLLOUT, offline=base.offline)
+        found = finding(session.model, None, "server",
+                        Finding(reading.code, f"{why}: {reading.reason}", reading.evidence),
+                        log_tail=tail_of(logs), default=EK704)
+    return replace(base, stage="rollout", failures=(found,))
 
 
-def rollout_report(base: SmokeReport, runtime: rt.WatchedRuntime, servers: rt.GymServers,
-                   results: list[rt.RolloutResult] | str, synthetic: set[str],
-                   requests: int) -> SmokeReport:
-    """Servers were up; the rows ran (or Gym died under them)."""
+def rollout_report(base: SmokeReport, watch: SpinUpWatch, session: GymSession,
+                   servers: GymServers, results: list[Rollout] | str,
+                   synthetic: set[str]) -> SmokeReport:
+    """Servers were up; the rows ran (or Gym died under them: ``results`` says why)."""
     if isinstance(results, str):
-        dead = runtime.failed_server()
-        log = runtime.server_log(dead) if dead else runtime.all_logs()
-        code, reason = diagnose(log, offline=base.offline)
-        failure = Failure(code or "EK704", f"{results}: {reason}", _tail(log))
-        return replace(base, stage="rollout", failure=failure, policy_requests=requests)
-    agents = _agents(results, servers.agents(), synthetic, runtime.all_logs(), base.offline)
+        return _died(base, session, results)
+    logs = "\n".join(session.logs().values())
+    agents = _agents(session.model, results, servers.agents(), synthetic, logs, base.offline)
     first = {a.agent: a.rewards[0] for a in agents if a.rewards}
     reward_of: dict[str, float | None] = {}
     for agent in servers.agents():
@@ -97,9 +149,7 @@ def rollout_report(base: SmokeReport, runtime: rt.WatchedRuntime, servers: rt.Gy
                      _config_ref(servers.config, agent, "resources_server")):
             if name and name not in reward_of:
                 reward_of[name] = first.get(agent)
-    watch = runtime.watch
     rows = tuple(ServerResult(s.name, s.server_type, s.implementation, True,
                               watch.ready_s.get(s.name), reward_of.get(s.name))
                  for s in sorted(servers.servers.values(), key=lambda s: s.name))
-    return replace(base, stage="done", servers=rows, agents=tuple(agents),
-                   policy_requests=requests)
+    return replace(base, stage="done", servers=rows, agents=tuple(agents))

@@ -168,9 +168,9 @@ def test_a_target_the_lock_disagrees_with_is_the_cause_shown_first(
     assert lines[1] == ("  = follows: 5 findings (3 EK401, 2 EK408); `--output-format json` "
                         "lists each, e.g.")
     assert lines[2].startswith(f"    {pkg}/wheels/echo_scorer-1.0-cp313-cp313-manylinux_2_17_"
-                               "aarch64.whl: EK401 ")
+                               "aarch64.whl: error[EK401] ")
     assert "envkit build --arch x86_64" in lines[3]
-    assert sum(" EK401 " in line for line in lines) == 1  # the example; the rest collapsed
+    assert sum(" error[EK401] " in line for line in lines) == 1  # the example; the rest collapsed
     assert [line for line in lines if "EK408" in line and "stray" in line]  # not a follow-on
     assert lines.count(lines[0]) == 1 and lines[-1] == "invalid: 3 errors, 3 warnings"
 
@@ -196,7 +196,7 @@ def test_without_a_disagreeing_lock_there_is_no_cause(
     pkg = _built_for_aarch64(tmp_path)
     (pkg / "wheels.lock").unlink()
     rc, out, _ = _run(capsys, pkg, "--arch", "x86_64")  # the default target: no lock to differ
-    assert rc == 1 and sum(" EK401 " in line for line in out.splitlines()) == 3
+    assert rc == 1 and sum(" error[EK401] " in line for line in out.splitlines()) == 3
     assert "follows:" not in out
 
 

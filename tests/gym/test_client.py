@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("psutil")  # the `train` extra
+pytest.importorskip("torch")  # the `train` extra: RolloutSummary lives with the trainer
 
 from toy_envs import (
     char_pattern_rows,
@@ -18,15 +18,18 @@ from toy_envs import (
     write_dataset,
 )
 
-from envkit.gym.client import (
+from envkit.gym import (
+    PolicyEndpoint,
     RolloutAbortedError,
+    RuntimeOptions,
+    ServerInfo,
     collect,
+    expand_rows,
+    load_rows,
     mean_reward_by_agent,
-    result_from_record,
     write_results,
 )
-from envkit.gym.rows import expand_rows, load_rows
-from envkit.gym.types import PolicyEndpoint, RuntimeOptions, ServerInfo
+from envkit.gym.client import result_from_record
 from envkit.trainer.rollout import RolloutSummary
 
 RECORD = {
@@ -135,8 +138,7 @@ def test_a_dead_server_ends_a_rollout_run_at_the_next_probe_not_the_row_timeout(
     the reason and the run's exit code is 1."""
     import socket
 
-    from envkit.gym.session import GymSession
-    from envkit.gym.types import GymServers
+    from envkit.gym import GymServers, GymSession
     from envkit.trainer.rollout import run_rollouts
 
     pkg = make_native_package(tmp_path / "pkg")

@@ -1,26 +1,26 @@
 """The Gym runtime's parts that need no servers: the venv cache key, the log -> EK rule
-diagnosis, agent relays, refusing a package without a manifest, process-tree teardown."""
+diagnosis, agent relays, refusing a package without a manifest."""
 
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("psutil")  # the `train` extra
-
 from toy_envs import make_native_package
 
-from envkit.gym.diagnose import diagnose_log
+from envkit.gym import (
+    GymRuntime,
+    GymRuntimeError,
+    PolicyEndpoint,
+    RuntimeOptions,
+    ServerInfo,
+    Where,
+    diagnose,
+)
+from envkit.gym.head import relays
 from envkit.gym.install import package_key
-from envkit.gym.processes import ProcessTree
-from envkit.gym.servers import GymRuntime, _relays
-from envkit.gym.types import GymRuntimeError, PolicyEndpoint, RuntimeOptions, ServerInfo
-from envkit.validators.runtime_signatures import RUNTIME_SIGNATURES, Signature
+from envkit.validators.runtime_signatures import SIGNATURES, Signature
 
 
 def test_package_key_follows_content(tmp_path: Path) -> None:
@@ -42,14 +42,23 @@ def test_package_key_follows_content(tmp_path: Path) -> None:
     ("Config value 'x' references 'y', which is not set after merging.", "EK313"),
 ])
 def test_diagnose_log_names_the_likely_rule(log: str, code: str) -> None:
-    assert diagnose_log(log)[0] == code
+    assert diagnose(log, Where.START).code == code
+    assert diagnose(log, Where.INSTALL).code == code
+
+
+def test_a_reading_quotes_the_log_line_that_showed_it() -> None:
+    found = diagnose("x\n  File app.py\nModuleNotFoundError: No module named 'numpy'\n",
+                     Where.START)
+    assert found.evidence == "ModuleNotFoundError: No module named 'numpy'"
+    assert diagnose("nothing known here", Where.START).code == "EK705"
+    assert diagnose("nothing known here", Where.INSTALL) == (None, "see the log tail above", "")
 
 
 def test_relays_map_agents_to_their_environment_server() -> None:
     config = {"env": {"environment_servers": {"legacy_agent": {"agent_server": {
         "type": "responses_api_agents", "name": "agent"}}}}, "agent": {}}
     servers = {n: ServerInfo(n, "x", "y", f"http://h/{n}") for n in ("env", "agent")}
-    assert _relays(config, servers) == {"agent": "env"}
+    assert relays(config, servers) == {"agent": "env"}
 
 
 def test_runtime_rejects_a_package_without_manifest(tmp_path: Path) -> None:
@@ -58,22 +67,7 @@ def test_runtime_rejects_a_package_without_manifest(tmp_path: Path) -> None:
     assert info.value.code == "EK100"
 
 
-def test_process_tree_terminate_leaves_no_orphan() -> None:
-    # A leader that ignores SIGINT with a grandchild: both must be gone afterwards.
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "import signal,subprocess,time;"
-         "signal.signal(signal.SIGINT, signal.SIG_IGN);"
-         "subprocess.Popen(['sleep','300']); time.sleep(300)"],
-        start_new_session=True)
-    time.sleep(0.5)
-    tree = ProcessTree(proc.pid)
-    assert len(tree.alive()) == 2
-    tree.terminate(grace_s=0.5)
-    proc.wait(timeout=5)
-    assert tree.alive() == []
-
-
-@pytest.mark.parametrize("signature", RUNTIME_SIGNATURES, ids=lambda s: s.code or "host")
+@pytest.mark.parametrize("signature", SIGNATURES, ids=lambda s: s.code or "host")
 def test_every_runtime_signature_names_a_known_rule(
     signature: Signature,
 ) -> None:

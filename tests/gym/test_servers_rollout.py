@@ -27,9 +27,14 @@ from support.tiny_model import make_tiny_char_model
 from toy_envs import char_pattern_rows, make_native_package, write_dataset
 
 from envkit.endpoint.server import PolicyServer
-from envkit.gym.rows import expand_rows
-from envkit.gym.servers import GymRuntime
-from envkit.gym.types import GymRuntimeError, PolicyEndpoint, RuntimeOptions
+from envkit.gym import (
+    GymRuntime,
+    GymRuntimeError,
+    PolicyEndpoint,
+    RuntimeEvents,
+    RuntimeOptions,
+    expand_rows,
+)
 from envkit.trainer.generation.hf import HFBackend
 from envkit.trainer.rollout import run_rollouts
 
@@ -48,17 +53,54 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_tiny_char_model(tmp_path_factory.mktemp("model") / "tiny")
 
 
+class _Recorder(RuntimeEvents):
+    """Every callback, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, object]] = []
+
+    def on_setup_done(self, venv_dir: Path, seconds: float) -> None:
+        self.calls.append(("setup_done", venv_dir))
+
+    def on_launch(self, head_url: str) -> None:
+        self.calls.append(("launch", head_url))
+
+    def on_servers_known(self, servers) -> None:
+        self.calls.append(("known", sorted(servers)))
+
+    def on_server_ready(self, name: str, seconds: float) -> None:
+        self.calls.append(("ready", name))
+
+    def on_ready(self, servers, seconds: float) -> None:
+        self.calls.append(("all_ready", sorted(servers.servers)))
+
+
 @pytest.fixture(scope="module")
 def gym(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
     pkg = make_native_package(tmp_path_factory.mktemp("pkg") / "char-pattern")
     with PolicyServer(HFBackend(model_dir, model_name="tiny")) as policy:
-        runtime = GymRuntime(pkg, PolicyEndpoint(policy.base_url, policy.api_key, "tiny"), OPTIONS)
+        events = _Recorder()
+        runtime = GymRuntime(pkg, PolicyEndpoint(policy.base_url, policy.api_key, "tiny"), OPTIONS,
+                             events)
         with runtime as servers:
-            yield runtime, servers
+            yield runtime, servers, events
+
+
+def test_0_events_in_order_and_a_running_servers_log(gym) -> None:
+    runtime, servers, events = gym
+    names = sorted(servers.servers)
+    kinds = [kind for kind, _ in events.calls]
+    assert kinds[:3] == ["setup_done", "launch", "known"]
+    assert kinds[-1] == "all_ready" and events.calls[-1][1] == names
+    assert ("known", names) in events.calls
+    assert sorted(arg for kind, arg in events.calls if kind == "ready") == names
+    assert events.calls[1][1] == servers.head_url
+    assert runtime.server_log("char_pattern")  # readable while it runs
+    assert set(runtime.logs()) == set(names)
 
 
 def test_a_rollouts_have_numeric_rewards_and_token_data(gym) -> None:
-    _, servers = gym
+    _, servers, _ = gym
     rows = expand_rows(char_pattern_rows(3), num_repeats=2, temperature=1.0, max_tokens=8)
     summary = run_rollouts(servers, rows, concurrency=3, timeout_s=300)
     assert summary.exit_code == 0, [r.failure_reason for r in summary.failed]
@@ -74,9 +116,9 @@ def test_a_rollouts_have_numeric_rewards_and_token_data(gym) -> None:
 
 
 def test_c_killing_the_resources_server_fails_rows_and_leaves_no_orphan(gym) -> None:
-    runtime, servers = gym
+    runtime, servers, _ = gym
     victims = [p for p in runtime._tree.alive()
-               if "resources_servers/char_pattern" in " ".join(p.cmdline())]
+               if "resources_servers/char_pattern" in p.cmdline()]
     assert victims, "resources server process not found"
     killed: list[int] = []
 
@@ -160,6 +202,9 @@ def test_a_server_that_fails_to_start_shows_its_log_and_rule(tmp_path: Path) -> 
         pass
     assert info.value.code == "EK403"
     assert "char_pattern" in str(info.value)
+    assert info.value.server == "char_pattern"  # the failed server, parsed once, by the runtime
+    assert info.value.stage == "start"
+    assert "envkit_no_such_module" in info.value.evidence
     assert "envkit_no_such_module" in info.value.log_tail
     assert runtime._tree is None
 

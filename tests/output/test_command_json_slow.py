@@ -18,12 +18,12 @@ import pytest
 
 pytest.importorskip("torch")
 
-from jsonschema import Draft202012Validator  # noqa: E402
-from support.grpo_jobs import training, write_job  # noqa: E402
-from toy_envs import char_pattern_rows, make_native_package, write_dataset  # noqa: E402
+from jsonschema import Draft202012Validator
+from support.grpo_jobs import training, write_job
+from toy_envs import char_pattern_rows, make_native_package, write_dataset
 
-from envkit.schemas import load_schema  # noqa: E402
-from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
+from envkit.schemas import load_schema
+from envkit.trainer.tiny_model import make_tiny_model
 
 if TYPE_CHECKING:
     from pathlib import Path

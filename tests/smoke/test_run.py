@@ -17,9 +17,9 @@ import pytest
 from support.paths import REPO_ROOT
 
 from envkit.endpoint.scripted import ScriptedBackend
+from envkit.endpoint.server import PolicyServer
+from envkit.gym import Where, diagnose
 from envkit.schemas import load_schema
-from envkit.smoke._runtime import PolicyServer
-from envkit.smoke.diagnose import diagnose, diagnose_rollout
 from envkit.smoke.isolation import offline_network
 from envkit.smoke.rows import SMOKE_PROMPT, dataset_rows, rows_for, scripted_answers
 
@@ -96,24 +96,39 @@ def test_rows_from_dataset_and_minimal_rows(tmp_path: Path) -> None:
     ("ModuleNotFoundError: No module named 'rapidfuzz'", False, "EK403"),
     ("urllib.error.URLError: <urlopen error [Errno 101] Network is unreachable>", True, "EK703"),
     ("socket.gaierror: [Errno -3] Temporary failure in name resolution", True, "EK703"),
-    ("servers not ready after 30s", False, "EK701"),
+    ("RuntimeError: Timed out after 30s waiting for Gym servers to become ready: slow", False,
+     "EK701"),
     ("reward\n  Input should be a valid number, unable to parse string", False, "EK702"),
     ("Requires-Python >=3.13.14\n(graded) | reward\n(graded) |   Input should be a valid number",
      False, "EK702"),
     ('Response content: "1 error\\nreward\\n  Input should be a valid number', False, "EK702"),
 ])
 def test_diagnosis(text: str, offline: bool, code: str) -> None:
-    assert diagnose(text, offline=offline)[0] == code
+    assert diagnose(text, Where.START, offline=offline).code == code
+
+
+def test_a_ray_start_timeout_is_the_hosts_problem() -> None:
+    """Ray's fixed 30 s for its raylet ran out twice (a busy machine): no package rule."""
+    text = ("Exception: The current node timed out during startup. This could happen because "
+            "some of the raylet failed to startup or the GCS has become overloaded.")
+    found = diagnose(text, Where.START)
+    assert found.code is None
+    assert "overloaded" in found.reason and "timed out during startup" in found.evidence
 
 
 def test_network_error_without_offline_is_not_an_offline_finding() -> None:
-    assert diagnose("Network is unreachable", offline=False)[0] != "EK703"
+    assert diagnose("Network is unreachable", Where.START, offline=False).code != "EK703"
 
 
 def test_rollout_diagnosis() -> None:
-    assert diagnose_rollout("no numeric `reward` in the answer: 'high'", "", offline=False)[0] \
-        == "EK702"
-    assert diagnose_rollout("HTTP 500 from http://x/run: boom", "", offline=False)[0] == "EK704"
+    bad = diagnose("no numeric `reward` in the answer: 'high'", Where.ROLLOUT)
+    assert bad.code == "EK702"
+    assert diagnose("HTTP 500 from http://x/run: boom", Where.ROLLOUT).code == "EK704"
+    # install chatter in every server log is no rollout finding (uv's Requires-Python note)
+    noisy = "HTTP 500 from http://x/run: boom\nwarning: Requires-Python >=3.13.14"
+    assert diagnose(noisy, Where.ROLLOUT).code == "EK704"
+    late = "HTTP 500 from http://x/run\nModuleNotFoundError: No module named 'rapidfuzz'"
+    assert diagnose(late, Where.ROLLOUT).code == "EK403"
 
 
 def _connects(host: str, port: int) -> bool:
@@ -169,11 +184,17 @@ def test_static_errors_stop_the_run_before_any_server(command: list[str]) -> Non
     assert proc.returncode == 1, proc.stderr
     report = json.loads(proc.stdout)
     jsonschema.validate(report, load_schema("smoke"))
+    assert report["version"] == "2.0"
     assert report["stage"] == "validate"
     assert report["passed"] is False
     assert "EK310" in report["codes"]
     assert report["servers"] == []
+    assert report["diagnostics"] == []  # nothing was spun up
+    jsonschema.validate(report["static"], load_schema("diagnostics"))
     assert any(d["code"] == "EK310" for d in report["static"]["diagnostics"])
+    (static,) = report["static"]["packages"]
+    assert static["path"] == str(pkg)
+    assert static["target_source"] == "default"
 
 
 def test_static_errors_human_and_github() -> None:
@@ -238,3 +259,29 @@ def test_pre_commit_smoke_hook_and_documented_cache_key() -> None:
     doc = (ROOT / "docs" / "ci.md").read_text()
     assert "envkit smoke pkg/ --offline --output-format github" in doc
     assert ".envkit-cache/server-venvs" in doc and "hashFiles('pkg/**')" in doc
+
+
+@pytest.mark.parametrize(("args", "lock", "target", "source"), [
+    (["--arch", "aarch64"], None, "aarch64", "command line"),
+    ([], "cp313-manylinux_2_28_aarch64", "aarch64", "wheels.lock"),
+    ([], None, "x86_64", "default"),
+])
+def test_smoke_picks_the_target_as_validate_does(tmp_path: Path, args: list[str],
+                                                 lock: str | None, target: str,
+                                                 source: str) -> None:
+    """The static pass is validate's gate: the target comes from the flags, else the
+    package's wheels.lock, and the JSON says which (issue: it said "default" after --arch)."""
+    import shutil
+
+    pkg = tmp_path / "pkg"
+    shutil.copytree(ROOT / "fixtures/packages/EK310-missing-entrypoint/pkg", pkg)
+    if lock:
+        (pkg / "wheels.lock").write_text(json.dumps({"target": lock}))
+    proc = _cli("smoke", str(pkg), "--format", "json", *args)
+    assert proc.returncode == 1, proc.stderr
+    (static,) = json.loads(proc.stdout)["static"]["packages"]
+    assert static["path"] == str(pkg)
+    assert target in static["target"]
+    assert static["target_source"] == source
+    validate = json.loads(_cli("validate", str(pkg), "--format", "json", *args).stdout)
+    assert validate["packages"][0]["target_source"] == source

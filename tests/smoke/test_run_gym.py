@@ -59,8 +59,13 @@ def _built(src: Path, dest: Path) -> Path:
 def test_char_pattern_passes(tmp_path: Path, monkeypatch) -> None:
     mark = new_mark(monkeypatch)
     pkg = make_native_package(tmp_path / "char-pattern")
-    rc, report = _smoke(pkg)
+    proc = _envkit("smoke", str(pkg), "--format", "json")
+    rc, report = proc.returncode, json.loads(proc.stdout)
+    jsonschema.validate(report, load_schema("smoke"))
     assert rc == 0, report
+    # Gym stopped the way it expects (SIGINT, its own shutdown): nothing outlived it
+    assert "after Gym's shutdown" not in proc.stderr, proc.stderr
+    assert "ignored SIGINT" not in proc.stderr
     assert report["passed"] and report["stage"] == "done"
     assert {s["name"] for s in report["servers"]} == {
         "policy_model", "char_pattern", "char_pattern_simple_agent",
@@ -103,6 +108,8 @@ def test_wheels_v1_char_pattern_passes_offline_in_a_namespace(tmp_path: Path) ->
     _validates(pkg, "--offline")
     rc, report = _smoke(pkg, "--offline")
     assert rc == 0, report
+    (static,) = report["static"]["packages"]  # the target validate picks: the wheels.lock's
+    assert static["path"] == str(pkg) and static["target_source"] == "wheels.lock"
     assert report["offline"] is True
     assert report["isolation"]["kind"] == ("netns" if os.geteuid() == 0 else "proxy")
     assert report["agents"][0]["rewards"]

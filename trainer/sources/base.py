@@ -14,7 +14,7 @@ from envkit.errors import FailedError
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from envkit.gym.rollout import Rollout
+    from envkit.gym import Rollout
     from envkit.trainer.policy import Policy
 
 __all__ = ["RolloutFailedError", "RolloutSource"]

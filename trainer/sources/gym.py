@@ -19,10 +19,15 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from envkit.gym.client import RequestOptions, RolloutAbortedError, collect
-from envkit.gym.rows import expand_rows
-from envkit.gym.session import GymSession
-from envkit.gym.types import PolicyEndpoint, RuntimeOptions
+from envkit.gym import (
+    GymSession,
+    PolicyEndpoint,
+    RequestOptions,
+    RolloutAbortedError,
+    RuntimeOptions,
+    collect,
+    expand_rows,
+)
 from envkit.trainer.generation.factory import EngineOptions, make_backend
 from envkit.trainer.policy import generation_weights
 from envkit.trainer.sources.base import RolloutFailedError
@@ -33,8 +38,7 @@ if TYPE_CHECKING:
 
     from envkit.endpoint.generation import GenerationBackend
     from envkit.endpoint.server import PolicyServer
-    from envkit.gym.rollout import Rollout, TokenTurn
-    from envkit.gym.types import GymServers
+    from envkit.gym import GymServers, Rollout, TokenTurn
     from envkit.trainer.config import GrpoConfig
     from envkit.trainer.policy import Policy
 

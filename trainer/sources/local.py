@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from envkit.gym.rollout import Rollout
+from envkit.gym import Rollout
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

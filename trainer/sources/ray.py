@@ -17,7 +17,7 @@ from envkit.trainer.sources.base import RolloutFailedError
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from envkit.gym.rollout import Rollout
+    from envkit.gym import Rollout
     from envkit.trainer.policy import Policy
     from envkit.trainer.sources.base import RolloutSource
 

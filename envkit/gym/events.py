@@ -1,0 +1,50 @@
+"""Lifecycle callbacks of a Gym bring-up: what a caller may watch without subclassing.
+
+Why callbacks: ``envkit smoke`` times each server's readiness, ``envkit probe`` brings a
+package up once and sends many batches, the trainer only wants the servers. Each passes a
+:class:`RuntimeEvents` (or nothing) to :class:`~envkit.gym.session.GymSession`; the runtime
+calls it from the thread that runs ``start()``, in this order:
+
+1. :meth:`~RuntimeEvents.on_setup_done` once the server venvs exist (built or reused);
+2. :meth:`~RuntimeEvents.on_launch` when ``gym env start`` is spawned (again after a retry or a
+   restart: a watcher resets what it recorded);
+3. :meth:`~RuntimeEvents.on_servers_known` once the head server lists its instances;
+4. :meth:`~RuntimeEvents.on_server_ready` per server, the first time its port answers HTTP;
+5. :meth:`~RuntimeEvents.on_ready` when Gym's head says every server is ready.
+
+A failure raises :class:`~envkit.gym.types.GymRuntimeError` (with ``server``, ``not_ready``
+and ``stage``) instead of a callback. A server's log while it runs is
+:meth:`~envkit.gym.session.GymSession.server_log`. Callbacks must return quickly; an
+exception from one ends the start like any other failure.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from envkit.gym.types import GymServers, ServerInfo
+
+__all__ = ["RuntimeEvents"]
+
+
+class RuntimeEvents:
+    """No-op callbacks: subclass and override the ones you need."""
+
+    def on_setup_done(self, venv_dir: Path, seconds: float) -> None:
+        """The server venvs under ``venv_dir`` are ready; ``seconds`` since ``start()``."""
+
+    def on_launch(self, head_url: str) -> None:
+        """``gym env start`` was spawned; its head server will listen at ``head_url``."""
+
+    def on_servers_known(self, servers: Mapping[str, ServerInfo]) -> None:
+        """The head server listed the instances it starts (instance name -> info)."""
+
+    def on_server_ready(self, name: str, seconds: float) -> None:
+        """Server ``name`` answered HTTP, ``seconds`` after the launch."""
+
+    def on_ready(self, servers: GymServers, seconds: float) -> None:
+        """Every server is ready, ``seconds`` after the launch."""
