@@ -3,8 +3,7 @@
 Each follows the JSON Schema ``envkit schema NAME`` prints (named in the class docstring); a
 test renders every result type and validates what it printed. Shapes an operation makes itself
 live with it: ``ReportDict`` (``envkit.check.report``), the platform's outcomes
-(``envkit.platform.outcomes``). ``SmokeDict`` is here because ``envkit.smoke`` sits below this
-layer and builds its JSON with plain dicts (``SmokeReport.to_dict``). Bump a shape's version
+(``envkit.platform.outcomes``), smoke's (``envkit.smoke.report``). Bump a shape's version
 with its schema: the minor version for an added field, the major version for anything a reader
 could trip on.
 """
@@ -24,7 +23,6 @@ __all__ = [
     "RuleDict",
     "RulesDict",
     "SettingsDict",
-    "SmokeDict",
     "TrainDict",
 ]
 
@@ -143,51 +141,3 @@ class SettingsDict(TypedDict):
 
     version: Literal["1.0"]
     packages: list[PackageSettings]
-
-
-class SmokeFailure(TypedDict):
-    code: str | None
-    message: str
-    log_tail: str
-
-
-class SmokeServer(TypedDict):
-    name: str
-    server_type: str | None
-    implementation: str | None
-    ready: bool
-    ready_s: float | None
-    first_reward: float | None
-    failure: SmokeFailure | None
-
-
-class SmokeAgent(TypedDict):
-    agent: str
-    ok: bool
-    rewards: list[float]
-    synthetic_rows: bool
-    failures: list[SmokeFailure]
-
-
-class SmokeIsolation(TypedDict):
-    kind: Literal["netns", "proxy"]
-    detail: str
-    refused: list[str]
-
-
-class SmokeDict(TypedDict):
-    """``envkit schema smoke``: ``envkit smoke`` (``envkit.smoke.report.SmokeReport.to_dict``)."""
-
-    version: Literal["1.0"]
-    passed: bool
-    package: str
-    stage: Literal["validate", "setup", "start", "rollout", "done"]
-    offline: bool
-    isolation: SmokeIsolation | None
-    codes: list[str]
-    failure: SmokeFailure | None
-    static: ReportDict | None
-    servers: list[SmokeServer]
-    agents: list[SmokeAgent]
-    timings: dict[str, float]
-    policy_requests: int

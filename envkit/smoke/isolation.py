@@ -24,8 +24,9 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Literal, TypedDict
 
-__all__ = ["Isolation", "offline_network"]
+__all__ = ["Isolation", "IsolationDict", "offline_network"]
 
 _CLONE_NEWNET = 0x40000000
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
@@ -35,15 +36,23 @@ _FORCE_ENV = "ENVKIT_SMOKE_ISOLATION"
 """``proxy`` forces the fallback (tests it on machines where the namespace works)."""
 
 
+class IsolationDict(TypedDict):
+    """How the run was kept offline, in smoke's JSON (``envkit schema smoke``)."""
+
+    kind: Literal["netns", "proxy"]
+    detail: str
+    refused: list[str]
+
+
 @dataclass
 class Isolation:
     """How the run was cut off: ``netns`` or ``proxy``; ``refused`` lists proxied hosts."""
 
-    kind: str
+    kind: Literal["netns", "proxy"]
     detail: str
     refused: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> IsolationDict:
         return {"kind": self.kind, "detail": self.detail, "refused": sorted(set(self.refused))}
 
 

@@ -14,10 +14,11 @@ package's path and where its target came from.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from envkit.check.report import DiagnosticDict, Report, ReportDict, ValidationRun
 from envkit.model.diagnostics import Diagnostic
+from envkit.smoke.isolation import IsolationDict
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["SMOKE_VERSION", "AgentResult", "ServerResult", "SmokeFinding", "SmokeOutcome",
            "SmokeReport"]
 
-SMOKE_VERSION = "2.0"
+SMOKE_VERSION: Literal["2.0"] = "2.0"
 
 
 class FindingDict(DiagnosticDict):
@@ -52,12 +53,14 @@ class AgentDict(TypedDict):
 
 
 class SmokeDict(TypedDict):
-    version: str
+    """``envkit schema smoke``: ``envkit smoke`` and ``envkit validate --smoke``."""
+
+    version: Literal["2.0"]
     passed: bool
     package: str
-    stage: str
+    stage: Literal["validate", "setup", "start", "rollout", "done"]
     offline: bool
-    isolation: dict[str, Any] | None
+    isolation: IsolationDict | None
     codes: list[str]
     diagnostics: list[FindingDict]
     static: ReportDict | None
@@ -133,7 +136,7 @@ class SmokeReport:
     stage: str
     static: Report | None = None
     offline: bool = False
-    isolation: dict[str, Any] | None = None
+    isolation: IsolationDict | None = None
     servers: tuple[ServerResult, ...] = ()
     agents: tuple[AgentResult, ...] = ()
     failures: tuple[SmokeFinding, ...] = ()

@@ -96,13 +96,22 @@ def _settings() -> object:
 
 
 def _smoke() -> object:
-    from envkit.smoke.report import AgentResult, Failure, ServerResult, SmokeOutcome, SmokeReport
+    from envkit.model.diagnostics import Diagnostic, Severity
+    from envkit.smoke.report import (
+        AgentResult,
+        ServerResult,
+        SmokeFinding,
+        SmokeOutcome,
+        SmokeReport,
+    )
 
-    failure = Failure("EK701", "the server did not start", "Traceback ...")
+    failure = SmokeFinding(Diagnostic("EK701", Severity.ERROR, "", None,
+                                      "the server did not start", "Read the log tail."),
+                           "s", "Traceback ...")
     report = SmokeReport("pkg", "start", _report("valid-native-v1"),
                          servers=(ServerResult("s", "resources_servers", "x", False, 1.0,
                                                failure=failure),),
-                         agents=(AgentResult("a", (1.0,)),), failure=failure,
+                         agents=(AgentResult("a", (1.0,)),), failures=(failure,),
                          timings={"start_s": 1.0})
     return SmokeOutcome(report, TMP)
 

@@ -18,11 +18,11 @@ from envkit.output.shapes import (
     RolloutDict,
     RulesDict,
     SettingsDict,
-    SmokeDict,
     TrainDict,
 )
 from envkit.platform.outcomes import JobLogsDict, JobMetricsDict, JobReplyDict, SubmitDict
 from envkit.schemas import SCHEMAS, load_schema
+from envkit.smoke.report import SmokeDict
 
 SHAPES: dict[type, str] = {
     ReportDict: "diagnostics", ConvertDict: "convert", ErrorDict: "error",
