@@ -7,27 +7,26 @@ package's own ``wheels.lock``), validate it, and collect one report with one ver
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from envkit.check.columns import with_columns
 from envkit.check.discovery import MANIFEST, Discovery, discover
 from envkit.check.report import Report, ValidationRun
 from envkit.check.settings import Settings, find_config, parse_glibc, parse_python, settings_for
 from envkit.check.validate import ValidateRequest, validate
 from envkit.model.diagnostics import parse_selectors
+from envkit.model.lock import LOCK_NAME, read_lock
+from envkit.model.package import load_package
 from envkit.model.target import Target
 from envkit.validators import RULES, CheckOptions
 from envkit.validators._base import DEFAULT_GYM_VERSION
 
+if TYPE_CHECKING:
+    from envkit.model.package import Package
+
 __all__ = ["GateRequest", "GateUsageError", "TargetChoice", "choose_target", "gate_package",
            "resolve_settings", "run_gate", "selection"]
-
-LOCK_NAME = "wheels.lock"
-_LOCK_TARGET = re.compile(r"cp(\d)(\d+)-manylinux_(\d+)_(\d+)_(\w+)")
-
 
 class GateUsageError(ValueError):
     """The request cannot be run as given (e.g. ``--dataset`` with several packages)."""
@@ -58,21 +57,23 @@ def resolve_settings(package: Path | None, request: GateRequest) -> Settings:
     return settings_for(base, request.flags, isolated=request.isolated)
 
 
-def _lock_target(package: Path | None) -> dict[str, str] | None:
-    if package is None or not (package / LOCK_NAME).is_file():
+def _lock_target(package: Package | Path | None) -> dict[str, str] | None:
+    """The target ``wheels.lock`` was built for, as settings fields; None without a readable
+    lock naming a target the image can be. A path (a caller that has not loaded the package)
+    is read through the same lock reader ``load_package`` uses."""
+    if isinstance(package, Path):
+        doc = read_lock(package / LOCK_NAME) if (package / LOCK_NAME).is_file() else None
+    else:
+        doc = package.lock if package is not None else None
+    target = doc.lock.target_spec if doc is not None and doc.lock is not None else None
+    if target is None:
         return None
-    try:
-        text = json.loads((package / LOCK_NAME).read_text("utf-8")).get("target", "")
-    except (OSError, ValueError, AttributeError):
-        return None
-    match = _LOCK_TARGET.fullmatch(str(text))
-    if match is None:
-        return None
-    py_major, py_minor, g_major, g_minor, arch = match.groups()
-    return {"arch": arch, "python": f"{py_major}.{py_minor}", "glibc": f"{g_major}_{g_minor}"}
+    return {"arch": target.arch, "python": "{}.{}".format(*target.python),
+            "glibc": "{}_{}".format(*target.glibc_floor)}
 
 
-def choose_target(package: Path | None, settings: Settings, flags: Settings) -> TargetChoice:
+def choose_target(package: Package | Path | None, settings: Settings, flags: Settings
+                  ) -> TargetChoice:
     """Explicit fields (flags, then config) win; the rest come from ``wheels.lock``."""
     lock = _lock_target(package) or {}
     explicit = {k: getattr(settings, k) for k in ("arch", "python", "glibc")
@@ -111,7 +112,8 @@ def selection(settings: Settings) -> tuple[tuple[str, ...], tuple[str, ...]]:
 def _one(package: Path | None, request: GateRequest, dataset: Path | None,
          job: Path | None) -> Report:
     settings = resolve_settings(package, request)
-    choice = choose_target(package, settings, request.flags)
+    pkg = load_package(package, verify_hashes=request.verify_hashes) if package else None
+    choice = choose_target(pkg, settings, request.flags)
     select, ignore = selection(settings)
     options = CheckOptions(choice.target, settings.gym_version or DEFAULT_GYM_VERSION,
                            bool(settings.offline))
@@ -120,11 +122,9 @@ def _one(package: Path | None, request: GateRequest, dataset: Path | None,
     report = validate(ValidateRequest(
         package=package, dataset=dataset, job=job, options=options, select=select,
         ignore=ignore, strict=bool(settings.strict), verify_hashes=request.verify_hashes,
-    ))
+    ), package=pkg)
     notes = (choice.note,) if choice.note else ()
-    bases = {"package": package, "dataset": dataset, "job": job.parent if job else None}
-    return replace(report, diagnostics=with_columns(report.diagnostics, bases),
-                   root=str(package) if package else None,
+    return replace(report, root=str(package) if package else None,
                    target_source=choice.source, notes=notes,
                    dataset=str(dataset) if dataset else None, job=str(job) if job else None)
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from envkit.check.columns import with_columns
 from envkit.check.report import Report
 from envkit.model.dataset import load_dataset
 from envkit.model.diagnostics import Diagnostic, Severity, selected
@@ -17,6 +18,7 @@ from envkit.validators import CHECKS, CheckOptions, Inputs, run_checks
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from envkit.model.package import Package
     from envkit.validators import Check
 
 __all__ = ["INTERNAL_ERROR", "ValidateRequest", "validate"]
@@ -38,16 +40,16 @@ class ValidateRequest:
     verify_hashes: bool = False
 
 
-def validate(request: ValidateRequest) -> Report:
+def validate(request: ValidateRequest, *, package: Package | None = None) -> Report:
     """Validate what ``request`` names.
+
+    ``package``: the model of ``request.package`` when the caller has read it already (the
+    gate reads the lock from it to pick the target), so the tree is read once.
 
     :raises FileNotFoundError, NotADirectoryError: a named input does not exist (usage error).
     """
-    package = (
-        load_package(request.package, verify_hashes=request.verify_hashes)
-        if request.package
-        else None
-    )
+    if package is None and request.package:
+        package = load_package(request.package, verify_hashes=request.verify_hashes)
     inputs = Inputs(
         package=package,
         dataset=load_dataset(request.dataset) if request.dataset else None,
@@ -56,7 +58,7 @@ def validate(request: ValidateRequest) -> Report:
     )
     diagnostics = [
         _printable(d)
-        for d in run_checks(inputs, [_guarded(check) for check in CHECKS])
+        for d in with_columns(run_checks(inputs, [_guarded(check) for check in CHECKS]), inputs)
         if d.code == INTERNAL_ERROR or selected(d.code, request.select, request.ignore)
     ]
     return Report(
