@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["GateRequest", "GateUsageError", "TargetChoice", "choose_target", "gate_package",
            "resolve_settings", "run_gate", "selection"]
 
+
 class GateUsageError(ValueError):
     """The request cannot be run as given (e.g. ``--dataset`` with several packages)."""
 
@@ -57,25 +58,33 @@ def resolve_settings(package: Path | None, request: GateRequest) -> Settings:
     return settings_for(base, request.flags, isolated=request.isolated)
 
 
-def _lock_target(package: Package | Path | None) -> dict[str, str] | None:
-    """The target ``wheels.lock`` was built for, as settings fields; None without a readable
-    lock naming a target the image can be. A path (a caller that has not loaded the package)
-    is read through the same lock reader ``load_package`` uses."""
+def _lock_target(package: Package | Path | None) -> tuple[dict[str, str] | None, str | None]:
+    """``(settings fields, None)`` of the target ``wheels.lock`` was built for, or ``(None,
+    why not)`` when the package has a lock that names none (``(None, None)``: no lock).
+
+    A path (a caller that has not loaded the package) is read through the same lock reader
+    ``load_package`` uses."""
     if isinstance(package, Path):
         doc = read_lock(package / LOCK_NAME) if (package / LOCK_NAME).is_file() else None
     else:
         doc = package.lock if package is not None else None
-    target = doc.lock.target_spec if doc is not None and doc.lock is not None else None
+    if doc is None:
+        return None, None
+    if doc.lock is None:
+        return None, f"the package's {LOCK_NAME} cannot be used ({doc.error})"
+    target = doc.lock.target_spec
     if target is None:
-        return None
+        return None, (f"the package's {LOCK_NAME} names no target envkit knows "
+                      f"({doc.lock.target!r}, expected e.g. 'cp313-manylinux_2_28_x86_64')")
     return {"arch": target.arch, "python": "{}.{}".format(*target.python),
-            "glibc": "{}_{}".format(*target.glibc_floor)}
+            "glibc": "{}_{}".format(*target.glibc_floor)}, None
 
 
 def choose_target(package: Package | Path | None, settings: Settings, flags: Settings
                   ) -> TargetChoice:
     """Explicit fields (flags, then config) win; the rest come from ``wheels.lock``."""
-    lock = _lock_target(package) or {}
+    found, unusable = _lock_target(package)
+    lock = found or {}
     explicit = {k: getattr(settings, k) for k in ("arch", "python", "glibc")
                 if getattr(settings, k) is not None}
     fields = {**lock, **explicit}
@@ -87,7 +96,7 @@ def choose_target(package: Package | Path | None, settings: Settings, flags: Set
         source = "command line" if given_by_flags else str(settings.source)
     else:
         source = LOCK_NAME if lock else "default"
-    note = None
+    note = f"{unusable}: checking against {target} ({source})" if unusable else None
     if explicit and lock:
         locked = Target(arch=lock["arch"], python=parse_python(lock["python"]),
                         glibc=parse_glibc(lock["glibc"]))
