@@ -121,7 +121,7 @@ EXTRA = [
 def _node_path(text: str) -> tuple[object, ...]:
     try:
         doc = yamlio._compose_nodes("x.yaml", text)
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, yamlio.TooLarge) as exc:
         return ("error", type(exc).__name__, str(exc))
     return repr(doc.data), dict(doc.lines), dict(doc.columns)
 
@@ -129,7 +129,7 @@ def _node_path(text: str) -> tuple[object, ...]:
 def _event_path(text: str) -> tuple[object, ...]:
     try:
         doc = yamlio._compose("x.yaml", text)
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, yamlio.TooLarge) as exc:
         return ("error", type(exc).__name__, str(exc))
     return repr(doc.data), dict(doc.lines), dict(doc.columns)
 
