@@ -60,9 +60,9 @@ class _Positions:
     """``key path -> line`` and ``line -> first column``, filled by ``_child``; ``visits``
     counts nodes as the node walk does (the root, every value and item)."""
 
-    def __init__(self, mark: yaml.Mark) -> None:
-        self.lines: dict[KeyPath, int] = {(): mark.line + 1}
-        self.columns: dict[int, int] = {mark.line + 1: mark.column + 1}
+    def __init__(self, line: int, column: int) -> None:
+        self.lines: dict[KeyPath, int] = {(): line}
+        self.columns: dict[int, int] = {line: column}
         self.visits = 1
 
 
@@ -80,7 +80,9 @@ def read_events(loader: Loader) -> tuple[Any, dict[KeyPath, int], dict[int, int]
     if isinstance(event, yaml.StreamEndEvent):
         return None, {(): 1}, {}
     event = get()  # after DocumentStartEvent: the root node
-    positions = _Positions(event.start_mark)
+    if event.start_mark is None:
+        raise Unusual  # the parser marks every event; only a hand-made one has no mark
+    positions = _Positions(event.start_mark.line + 1, event.start_mark.column + 1)
     if isinstance(event, yaml.ScalarEvent):
         data, stack = _scalar(loader, event), []
     else:
@@ -92,9 +94,9 @@ def read_events(loader: Loader) -> tuple[Any, dict[KeyPath, int], dict[int, int]
         if isinstance(event, _END):
             stack.pop()
             continue
-        frame = _child(loader, get, top, event, positions)
-        if frame is not None:
-            stack.append(frame)
+        opened = _child(loader, get, top, event, positions)
+        if opened is not None:
+            stack.append(opened)
     if not isinstance(get(), yaml.DocumentEndEvent) or not isinstance(get(), yaml.StreamEndEvent):
         raise Unusual  # a second document: the composer's error says so
     return data, positions.lines, positions.columns
@@ -108,6 +110,8 @@ def _child(loader: Loader, get: Callable[[], yaml.Event], top: _Frame, event: ya
     """
     container = top.container
     mark = event.start_mark
+    if mark is None:
+        raise Unusual  # as in read_events: the parser marks every event
     if isinstance(container, dict):
         if not isinstance(event, yaml.ScalarEvent):
             raise Unusual  # a collection as a key: PyYAML reports it unhashable
@@ -158,12 +162,15 @@ def _scalar(loader: Loader, event: yaml.ScalarEvent) -> Any:
     value: str = event.value
     if not event.implicit[0] or (value and value[0] not in _RESOLVED_FIRST and not _ANY_FIRST):
         return value  # quoted, or plain but no resolver would look at it: a string
-    tag = loader.resolve(yaml.ScalarNode, value, event.implicit)
+    # PyYAML's stubs leave ``resolve`` untyped; this is its signature.
+    resolve: Callable[[type[yaml.Node], str, tuple[bool, bool]], str] = loader.resolve
+    tag = resolve(yaml.ScalarNode, value, event.implicit)
     if tag == STR_TAG:
         return value
     if tag == _MERGE_TAG:
         raise Unusual  # `<<`: PyYAML's merge semantics live in the node path
-    node = yaml.ScalarNode(tag, value, event.start_mark, event.end_mark, event.style)
+    # No marks: a constructor error here goes to the node path, which reports its own.
+    node = yaml.ScalarNode(tag, value, None, None, event.style)
     try:
         return loader.construct_object(node)
     except yaml.constructor.ConstructorError:

@@ -22,10 +22,13 @@ __all__ = [
     "Loader", "TooLarge", "Unusual", "construct", "record_lines",
 ]
 
-try:  # libyaml is ~10x faster; the pure-Python loader is the fallback, same semantics.
-    BaseLoader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
-except AttributeError:  # pragma: no cover - depends on the PyYAML build
+if TYPE_CHECKING:
+    # PyYAML's stubs do not relate CSafeLoader to SafeLoader, but it has the same interface
+    # (libyaml's CParser in place of the pure-Python reader, scanner, parser and composer),
+    # so the type checker checks the code against SafeLoader.
     BaseLoader = yaml.SafeLoader
+else:  # libyaml is ~10x faster; the pure-Python loader is the fallback, same semantics.
+    BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 KeyPath = tuple[str | int, ...]
 
@@ -75,7 +78,7 @@ def _guarded(func: Callable[[yaml.SafeLoader, yaml.Node], Any]) -> Any:
     return guarded
 
 
-class Loader(BaseLoader):  # type: ignore[misc, valid-type]
+class Loader(BaseLoader):
     """The safe loader with every constructor guarded (see ``_guarded``)."""
 
     yaml_constructors = {  # noqa: RUF012 - PyYAML's own class-level registry

@@ -55,6 +55,8 @@ MAX_ENTRIES = 200_000
 _MAX_TEXT_BYTES = 1024 * 1024
 
 Kind = Literal["file", "dir", "symlink", "other"]
+_Errors = list[tuple[str, str]]
+"""``(path, reason)`` of what the walk could not read (``Package.read_errors``)."""
 
 
 @dataclass(frozen=True)
@@ -213,7 +215,7 @@ def _walk(root: Path) -> tuple[dict[str, FileEntry], list[tuple[str, str]], bool
     return entries, errors, False
 
 
-def _entry(child: os.DirEntry[str], path: str, real_root: str, errors: list) -> FileEntry:
+def _entry(child: os.DirEntry[str], path: str, real_root: str, errors: _Errors) -> FileEntry:
     """Classify from the directory entry's type (no syscall on most file systems); only
     regular files are stat'ed, for their size."""
     try:
@@ -228,7 +230,7 @@ def _entry(child: os.DirEntry[str], path: str, real_root: str, errors: list) -> 
     return FileEntry(path, "other")
 
 
-def _symlink_entry(full: str, path: str, real_root: str, errors: list) -> FileEntry:
+def _symlink_entry(full: str, path: str, real_root: str, errors: _Errors) -> FileEntry:
     """Resolve a link without following it during the walk. Non-strict ``realpath`` cannot
     hang on loops; a second, strict pass tells loops and dangling links (unreadable on the
     cluster too) apart from good ones, but only for links that stay inside."""
@@ -248,7 +250,7 @@ def _symlink_entry(full: str, path: str, real_root: str, errors: list) -> FileEn
     return FileEntry(path, "symlink", link_target=target, link_inside=inside)
 
 
-def _read_manifest(root: Path, entries: Mapping[str, FileEntry], errors: list) -> YamlDoc | None:
+def _read_manifest(root: Path, entries: Mapping[str, FileEntry], errors: _Errors) -> YamlDoc | None:
     entry = entries.get(MANIFEST)
     if entry is None:
         return None
@@ -263,7 +265,7 @@ def _find_nested_manifest(entries: Mapping[str, FileEntry]) -> str | None:
 
 
 def _read_servers(
-    root: Path, entries: Mapping[str, FileEntry], errors: list
+    root: Path, entries: Mapping[str, FileEntry], errors: _Errors
 ) -> tuple[ServerDir, ...]:
     """``<server_type>/<impl>/`` dirs and their direct files, in one pass over the entries."""
     dirs: dict[tuple[str, str], set[str]] = {}
@@ -288,7 +290,7 @@ def _read_servers(
 
 
 def _marker_texts(
-    root: Path, prefix: str, names: set[str], entries: Mapping[str, FileEntry], errors: list
+    root: Path, prefix: str, names: set[str], entries: Mapping[str, FileEntry], errors: _Errors
 ) -> dict[str, str]:
     texts: dict[str, str] = {}
     for name in INSTALL_MARKERS:
@@ -305,7 +307,8 @@ def _marker_texts(
 _MAX_INCLUDES = 32
 
 
-def _read_includes(root: Path, prefix: str, texts: dict, entries: Mapping, errors: list) -> None:
+def _read_includes(root: Path, prefix: str, texts: dict[str, str],
+                   entries: Mapping[str, FileEntry], errors: _Errors) -> None:
     """Files ``requirements.txt`` pulls in with ``-r``/``-c`` (transitively, relative to the
     including file, as pip and uv resolve them), keyed by their path relative to the server
     directory. Only regular files inside the package are read; at most ``_MAX_INCLUDES``."""

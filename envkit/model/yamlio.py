@@ -30,6 +30,7 @@ from envkit.model._yamlnodes import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
 __all__ = ["MAX_YAML_BYTES", "KeyPath", "YamlDoc", "YamlReadError", "parse_yaml", "read_mapping"]
@@ -220,8 +221,9 @@ def _check_nesting(raw: bytes, text: str) -> None:
     loader = BaseLoader(text)
     try:
         depth = events = 0
+        get_event: Callable[[], yaml.Event] = loader.get_event  # untyped in PyYAML's stubs
         while loader.check_event():
-            event = loader.get_event()
+            event = get_event()
             events += 1
             if events > 2 * MAX_NODES:
                 msg = f"document has more than {2 * MAX_NODES:,} nodes; not parsed"

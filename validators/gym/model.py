@@ -126,7 +126,7 @@ def deep_merge(base: Any, override: Any) -> Any:
     return merged
 
 
-class Opaque(dict):  # type: ignore[type-arg]
+class Opaque(dict[str, Any]):
     """A top-level value of a Gym built-in config that envkit knows by name only."""
 
 

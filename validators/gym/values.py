@@ -116,8 +116,10 @@ def check_includes(inputs: Inputs) -> Iterator[Diagnostic]:
     same N strings N times, and the pairs are only walked, never re-normalised.
     """
     pkg = inputs.package
+    if pkg is None:
+        return
     judged: dict[str, str | None] = {}
-    for path, doc in (pkg.configs if pkg else {}).items():
+    for path, doc in pkg.configs.items():
         nested = doc.data.get("config_paths") if isinstance(doc.data, Mapping) else None
         if nested is None:
             continue
