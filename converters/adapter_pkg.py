@@ -8,10 +8,12 @@ pinned Gym version's ``responses_api_agents/verifiers_agent/configs/verifiers_ag
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import yaml
+
+from envkit.model.lock import LOCK_NAME, Lock, LockedRequirement, LockedWheel
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -30,9 +32,6 @@ __all__ = [
 ]
 
 ADAPTER_AGENT = "verifiers_agent"
-LOCK_NAME = "wheels.lock"
-"""JSON, the same shape and name as ``envkit build``'s lock."""
-LOCK_VERSION = "1.0"
 POLICY_CONFIG = "configs/policy_model.yaml"
 AGENT_CONFIG = "configs/verifiers_agent.yaml"
 
@@ -51,18 +50,6 @@ class AdapterSpec:
     """Written only when set: the NeMo Customizer guide says agent blocks must not carry ``domain``
     (Gym 0.7
     strips it there; EK303 accepts a valid one, as the reference converter's ``other``)."""
-
-
-@dataclass(frozen=True)
-class LockedWheel:
-    name: str
-    version: str
-    filename: str
-    url: str
-    sha256: str | None
-    requested_by: tuple[str, ...] = ()
-    source: str = ""
-    """Where the pin came from (index, --wheels-dir, the env wheel; --constraint/--override)."""
 
 
 def manifest(spec: AdapterSpec) -> dict[str, Any]:
@@ -123,24 +110,17 @@ def verifiers_agent_config(spec: AdapterSpec) -> dict[str, Any]:
 
 
 def lock_data(wheels: Sequence[LockedWheel], target: str, requirements: Sequence[str],
-              resolver: str) -> dict[str, Any]:
-    """``wheels.lock``, in the shape ``envkit build`` writes: what is vendored, for which
+              resolver: str) -> Lock:
+    """``wheels.lock``, the model ``envkit build`` writes too: what is vendored, for which
     target, from where. A local env wheel's ``file:`` URL names a temp dir, so it is left out
     (the vendored copy is the source). No timestamps: same inputs, same bytes."""
-    return {
-        "version": LOCK_VERSION,
-        "target": target,
-        "python_version": "3.13",
-        "resolver": resolver,
-        "requirements": [{"requirement": r, "from": ["envkit convert verifiers"]}
-                         for r in requirements],
-        "wheels": [{
-            "name": w.name, "version": w.version, "filename": w.filename, "sha256": w.sha256,
-            "url": None if w.url.startswith("file:") else w.url,
-            "requested_by": list(w.requested_by),
-            **({"source": w.source} if w.source else {}),
-        } for w in sorted(wheels, key=lambda w: (w.name, w.filename))],
-    }
+    return Lock(
+        target=target, python_version="3.13", resolver=resolver,
+        requirements=tuple(LockedRequirement(r, ("envkit convert verifiers",))
+                           for r in requirements),
+        wheels=tuple(replace(w, url=None) if w.url and w.url.startswith("file:") else w
+                     for w in sorted(wheels, key=lambda w: (w.name, w.filename))),
+    )
 
 
 def _yaml(data: Mapping[str, Any]) -> str:

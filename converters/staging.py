@@ -1,24 +1,21 @@
 """Outputs appear only on success: everything is written into temp dirs beside the final
-paths (same filesystem) and renamed into place at the very end; any failure before that
-removes the temp dirs, so a refused conversion leaves no package and no dataset behind."""
+paths (same filesystem) and renamed into place at the very end by ``envkit.supply.atomic``
+(the same install ``envkit build`` uses); any failure before that removes the temp dirs, so a
+refused conversion leaves no package and no dataset behind."""
 
 from __future__ import annotations
 
 import shutil
 from typing import TYPE_CHECKING
 
-from envkit.errors import FailedError
-from envkit.supply.atomic import make_temp_dir, stale_temp_dirs
+from envkit.supply.atomic import InstallError, make_temp_dir, stale_temp_dirs
+from envkit.supply.atomic import install as atomic_install
 
 if TYPE_CHECKING:
     from contextlib import ExitStack
     from pathlib import Path
 
 __all__ = ["InstallError", "install", "remove_stale", "stage"]
-
-
-class InstallError(FailedError, OSError):
-    """The staged outputs could not be renamed into place (nothing was left half-moved)."""
 
 
 def remove_stale(*finals: Path) -> None:
@@ -52,25 +49,10 @@ def _rmdirs(created: list[Path]) -> None:
 
 
 def install(pairs: list[tuple[Path, Path]], *, force: bool) -> None:
-    """Rename each staged dir onto its final path; if one rename fails, undo the others.
+    """Move the staged package and dataset onto their final paths together (the one atomic
+    install, ``envkit.supply.atomic.install``); an existing output is replaced only with
+    ``--force``.
 
-    :raises InstallError: a rename failed (the previous outputs, with --force, are restored).
+    :raises InstallError: a move failed (the outputs are as they were before).
     """
-    backups: list[tuple[Path, Path]] = []
-    done: list[Path] = []
-    try:
-        for staged, final in pairs:
-            if final.exists() and force:
-                backup = final.with_name(f".{final.name}.envkit-old")
-                final.rename(backup)
-                backups.append((backup, final))
-            staged.rename(final)
-            done.append(final)
-    except OSError as exc:
-        for final in done:
-            shutil.rmtree(final, ignore_errors=True)
-        for backup, final in backups:
-            backup.rename(final)
-        raise InstallError(f"could not move the output into place: {exc}") from None
-    for backup, _ in backups:
-        shutil.rmtree(backup, ignore_errors=True)
+    atomic_install(pairs, replace=force)

@@ -11,7 +11,6 @@ validates (``staging``), so a failure at any step leaves neither PKG nor DATA be
 
 from __future__ import annotations
 
-import json
 import logging
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from envkit.converters.vf_request import GYM_VERIFIERS_VERSION, ConvertError, Co
 from envkit.model.closure import python_ok
 from envkit.model.wheelfile import read_wheel
 from envkit.supply import uvcmd
+from envkit.supply.atomic import write_text
 from envkit.validators import CheckOptions
 
 if TYPE_CHECKING:
@@ -216,11 +216,11 @@ def _write_package(req: ConvertRequest, hub: HubRef, pins: Sequence, env_wheel: 
     sources = pin_sources(req, pins, name, env_wheel)
     locked = [LockedWheel(p.name, p.version, p.filename,
                           env_wheel.url if p.name == name and env_wheel.url else p.url,
-                          p.sha256, tuple(p.requested_by), sources.get(p.name, ""))
+                          p.sha256, tuple(p.requested_by), source=sources.get(p.name) or None)
               for p in pins]
     lock = lock_data(locked, str(req.target), requirements(req, hub, env_wheel),
                      f"uv {uvcmd.uv_version()}")
-    (pkg / LOCK_NAME).write_text(json.dumps(lock, indent=2) + "\n", "utf-8")
+    write_text(pkg / LOCK_NAME, lock.dumps())
 
 
 def _validate_staged(req: ConvertRequest, pkg: Path, data: Path) -> object:

@@ -6,11 +6,16 @@ This package never imports ``envkit.trainer``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from envkit.validators import dataset_rows, gym, job, layout, manifest, spinup, wheels
 from envkit.validators._base import Check, CheckOptions, Inputs, Rule
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from envkit.model.diagnostics import Diagnostic
 
 __all__ = ["CHECKS", "RULES", "Check", "CheckOptions", "Inputs", "Rule", "run_checks"]
 
@@ -20,14 +25,14 @@ CHECKS: tuple[Check, ...] = tuple(check for module in _MODULES for check in modu
 RULES: dict[str, Rule] = {rule.code: rule for module in _MODULES for rule in module.RULES}
 
 
-def run_checks(inputs: Inputs, checks: Iterable[Check] = CHECKS) -> list:
+def run_checks(inputs: Inputs, checks: Iterable[Check] = CHECKS) -> list[Diagnostic]:
     """Run ``checks`` (every check; the CLI passes them guarded) and return all diagnostics,
     sorted by place.
 
     A package whose walk stopped at the entry cap (EK208) is reported alone: checks over a
     partial tree would invent missing configs, markers and implementation dirs.
     """
-    found: list = []
+    found: list[Diagnostic] = []
     if inputs.package is not None and inputs.package.truncated:
         found += layout.check_walk_complete(inputs)
         inputs = replace(inputs, package=None)

@@ -160,7 +160,7 @@ def check_duplicate_config_paths(inputs: Inputs) -> Iterator[Diagnostic]:
     """EK113: the same config listed twice (after normalising `./` and `//`)."""
     pkg = inputs.package
     paths = pkg.manifest_data.get("config_paths") if pkg else None
-    if not isinstance(paths, list):
+    if pkg is None or not isinstance(paths, list):
         return
     seen: dict[str, int] = {}
     for index, value in enumerate(paths):

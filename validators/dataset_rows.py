@@ -136,11 +136,16 @@ def check_dataset_rows(inputs: Inputs) -> Iterator[Diagnostic]:
 
 def _file_diagnostics(dataset: Dataset, name: str, context: RowContext) -> Iterator[Diagnostic]:
     for row in dataset.iter_rows(name):
-        if row.error is not None or not isinstance(row.data, dict):
-            yield _not_object(row)
-            continue
-        for check in ROW_CHECKS:
-            yield from check(row, row.data, context)
+        for diag in _row_diagnostics(row, context):
+            yield diag._replace(column=row.column) if diag.column is None else diag
+
+
+def _row_diagnostics(row: Row, context: RowContext) -> Iterator[Diagnostic]:
+    if row.error is not None or not isinstance(row.data, dict):
+        yield _not_object(row)
+        return
+    for check in ROW_CHECKS:
+        yield from check(row, row.data, context)
 
 
 def _capped(

@@ -9,7 +9,6 @@ temp dirs of killed runs are removed by the next run.
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -30,6 +29,7 @@ from envkit.converters.gym_tree import (
 )
 from envkit.errors import FailedError
 from envkit.model.gym_data import DEFAULT_GYM_VERSION, gym_data, runtime_requirements
+from envkit.model.lock import LOCK_NAME, Lock, LockedRequirement, LockedWheel
 from envkit.model.package import SERVER_TYPES, load_package
 from envkit.model.target import Target
 from envkit.model.yamlio import YamlReadError, read_mapping
@@ -39,6 +39,7 @@ from envkit.supply.atomic import (
     stale_temp_dirs,
     swap_into_place,
     write_files,
+    write_text,
 )
 from envkit.supply.cache import cache_root
 from envkit.supply.downloads import vendor_pins
@@ -63,9 +64,6 @@ __all__ = [
     "build",
     "convert_package",
 ]
-
-LOCK_NAME = "wheels.lock"
-LOCK_VERSION = "1.0"
 
 Log = Callable[[str], None]
 
@@ -285,8 +283,7 @@ def _vendor(root: Path, requirements: list[tuple[str, str]], request: BuildReque
                            progress=progress, sdist_build=how)
     except (RuntimeError, OSError) as exc:
         raise BuildError(str(exc) + _glibc_hint(str(exc), request.target)) from None
-    lock = _lock(pins, requirements, request, python_version)
-    (root / LOCK_NAME).write_text(json.dumps(lock, indent=2) + "\n", "utf-8")
+    write_text(root / LOCK_NAME, _lock(pins, requirements, request, python_version).dumps())
     return pins
 
 
@@ -302,28 +299,25 @@ def _glibc_hint(message: str, target: Target) -> str:
 
 
 def _lock(pins: Sequence[PinnedWheel], requirements: list[tuple[str, str]],
-          request: BuildRequest, python_version: str | None) -> dict[str, Any]:
+          request: BuildRequest, python_version: str | None) -> Lock:
     """The vendored files, their sha256 and why each is there; no timestamps (reproducible)."""
     origins: dict[str, list[str]] = {}
     for line, origin in requirements:
         origins.setdefault(line, []).append(origin)
     by_name = {p.name: p for p in pins}
-    return {
-        "version": LOCK_VERSION,
-        "target": str(request.target),
-        "python_version": python_version or "{}.{}".format(*request.target.python),
-        "gym_version": request.gym_version,
-        "resolver": f"uv {uv_version()}",
-        "requirements": [{"requirement": line, "from": sorted(set(src))}
-                         for line, src in origins.items()],
-        "wheels": [{
-            "name": p.name, "version": p.version, "filename": p.filename,
-            "sha256": p.sha256, "url": p.url, "requested_by": list(p.requested_by),
-            "why": _chain(p.name, by_name),
-            **({"built_from": {"sdist_url": p.built_from[0], "sdist_sha256": p.built_from[1]}}
-               if p.built_from else {}),
-        } for p in pins],
-    }
+    return Lock(
+        target=str(request.target),
+        python_version=python_version or "{}.{}".format(*request.target.python),
+        gym_version=request.gym_version,
+        resolver=f"uv {uv_version()}",
+        requirements=tuple(LockedRequirement(line, tuple(sorted(set(src))))
+                           for line, src in origins.items()),
+        wheels=tuple(LockedWheel(
+            p.name, p.version, p.filename, url=p.url, sha256=p.sha256,
+            requested_by=tuple(p.requested_by), why=tuple(_chain(p.name, by_name)),
+            built_from=p.built_from,
+        ) for p in pins),
+    )
 
 
 def _chain(name: str, by_name: dict[str, PinnedWheel]) -> list[str]:

@@ -1,86 +1,77 @@
-"""1-based columns for diagnostics that name a line of a text file.
+"""1-based columns for diagnostics that name a line of a file the models read.
 
 The checks report the line of the key or item they are about; editors, GitHub annotations and
-SARIF also want the column. It is read back from the file: the first token of the line (the key
-of a block mapping, or the item after ``- ``), and for a YAML syntax error the parser's own mark.
-Why here and not in every check: one pass over the few diagnostics that have a line, instead of
-threading a column through a hundred call sites.
+SARIF also want the column. The models already hold it: a YAML document (the manifest, a Gym
+config, the job file read as YAML) records the column of the first key or item of each line
+and, for a syntax error, the parser's own mark; a requirements file is kept as text; dataset
+rows carry their column themselves. Why here and not in every check: one pass over the few
+diagnostics that have a line, instead of threading a column through a hundred call sites.
+Nothing is opened or parsed again here (a second parse of an 8 MiB file is unbounded work).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
-from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
-from envkit.model.diagnostics import Diagnostic
+from envkit.model.package import MANIFEST
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    from envkit.model.diagnostics import Diagnostic
+    from envkit.model.package import Package
+    from envkit.validators import Inputs
 
 __all__ = ["with_columns"]
 
-_FIRST_TOKEN = re.compile(r"[ \t]*(?:-[ \t]+)*")
-_YAML_SYNTAX = frozenset({"EK101", "EK300"})
-_MAX_BYTES = 8 * 1024 * 1024
+
+class _Located(Protocol):
+    def column_at(self, line: int) -> int | None: ...
 
 
-def _lines(path: Path, cache: dict[Path, list[str] | None]) -> list[str] | None:
-    if path not in cache:
-        try:
-            if not path.is_file() or path.stat().st_size > _MAX_BYTES:
-                cache[path] = None
-            else:
-                cache[path] = path.read_text("utf-8", errors="replace").splitlines()
-        except OSError:
-            cache[path] = None
-    return cache[path]
+class _Text:
+    """A text file the model kept whole (a requirements file): the first non-blank column."""
 
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._lines: list[str] | None = None
 
-def _yaml_error_column(path: Path, line: int) -> int | None:
-    import yaml
-
-    try:
-        if path.stat().st_size > _MAX_BYTES:
+    def column_at(self, line: int) -> int | None:
+        if self._lines is None:
+            self._lines = self._text.splitlines()
+        if not 1 <= line <= len(self._lines) or not self._lines[line - 1].strip():
             return None
-        # Events only: a syntax error's mark comes from the scanner/parser, and no node is
-        # composed or constructed, so alias bombs, huge ints and deep nesting cost nothing.
-        for _ in yaml.parse(path.read_text("utf-8"), Loader=yaml.SafeLoader):
-            pass
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        if mark is not None and mark.line + 1 == line:
-            return mark.column + 1
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
-        return None
-    return None
+        text = self._lines[line - 1]
+        return len(text) - len(text.lstrip()) + 1
 
 
-def _column(d: Diagnostic, file: Path, cache: dict[Path, list[str] | None]) -> int | None:
-    if d.code in _YAML_SYNTAX and file.suffix in (".yaml", ".yml"):
-        found = _yaml_error_column(file, d.line or 0)
-        if found is not None:
-            return found
-    lines = _lines(file, cache)
-    if lines is None or d.line is None or not 1 <= d.line <= len(lines):
-        return None
-    text = lines[d.line - 1]
-    if not text.strip():
-        return None
-    return len(_FIRST_TOKEN.match(text).group(0)) + 1  # type: ignore[union-attr]
+def _package_sources(pkg: Package) -> dict[str, _Located]:
+    sources: dict[str, _Located] = dict(pkg.configs)
+    if pkg.manifest is not None:
+        sources[MANIFEST] = pkg.manifest
+    for server in pkg.servers:
+        for name, text in server.texts.items():
+            sources.setdefault(f"{server.path}/{name}", _Text(text))
+    return sources
 
 
-def with_columns(diagnostics: Iterable[Diagnostic], bases: dict[str, Path | None]
-                 ) -> tuple[Diagnostic, ...]:
-    """``diagnostics`` with ``column`` filled where the line is known and the file readable.
+def _sources(inputs: Inputs) -> dict[str, Mapping[str, _Located]]:
+    """``input -> path -> what knows the columns`` for each input the run read."""
+    found: dict[str, Mapping[str, _Located]] = {}
+    if inputs.package is not None:
+        found["package"] = _package_sources(inputs.package)
+    if inputs.job is not None:
+        found["job"] = {inputs.job.path: inputs.job}
+    return found
 
-    ``bases`` maps a diagnostic's input (``package``, ``dataset``, ``job``) to the directory
-    its ``path`` is relative to.
-    """
-    cache: dict[Path, list[str] | None] = {}
+
+def with_columns(diagnostics: Iterable[Diagnostic], inputs: Inputs) -> tuple[Diagnostic, ...]:
+    """``diagnostics`` with ``column`` filled where the line is known and the model that read
+    the file recorded a column for it."""
+    sources = _sources(inputs)
     out = []
     for d in diagnostics:
-        base = bases.get(d.input)
-        if d.line and d.column is None and d.path and base is not None:
-            column = _column(d, base / d.path, cache)
-            if column is not None:
-                d = d._replace(column=column)
-        out.append(d)
+        located = sources.get(d.input, {}).get(d.path) if d.line and d.column is None else None
+        column = located.column_at(d.line) if located is not None and d.line else None
+        out.append(d._replace(column=column) if column is not None else d)
     return tuple(out)

@@ -9,10 +9,9 @@ reported as such (EK100), never searched for packages to pass instead.
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envkit.check.discovery import MANIFEST, Discovery, discover, is_package_root, members
 from envkit.check.report import Report, ValidationRun
@@ -29,16 +28,18 @@ from envkit.check.validate import TargetDisagreement, ValidateRequest, validate
 from envkit.check.wrong_root import wrong_root
 from envkit.errors import UsageError
 from envkit.model.diagnostics import Diagnostic, parse_selectors
+from envkit.model.lock import LOCK_NAME, read_lock
+from envkit.model.package import load_package
 from envkit.model.target import Target
 from envkit.validators import RULES, CheckOptions
 from envkit.validators._base import DEFAULT_GYM_VERSION
 from envkit.validators.manifest import EK100
 
+if TYPE_CHECKING:
+    from envkit.model.package import Package
+
 __all__ = ["GateRequest", "GateUsageError", "TargetChoice", "choose_target", "discover_for",
            "gate_package", "resolve_settings", "run_gate", "selection", "shown_settings"]
-
-LOCK_NAME = "wheels.lock"
-_LOCK_TARGET = re.compile(r"cp(\d)(\d+)-manylinux_(\d+)_(\d+)_(\w+)")
 
 
 class GateUsageError(UsageError, ValueError):
@@ -73,23 +74,33 @@ def resolve_settings(package: Path | None, request: GateRequest) -> Settings:
     return settings_for(base, request.flags, isolated=request.isolated)
 
 
-def _lock_target(package: Path | None) -> dict[str, str] | None:
-    if package is None or not (package / LOCK_NAME).is_file():
-        return None
-    try:
-        text = json.loads((package / LOCK_NAME).read_text("utf-8")).get("target", "")
-    except (OSError, ValueError, AttributeError):
-        return None
-    match = _LOCK_TARGET.fullmatch(str(text))
-    if match is None:
-        return None
-    py_major, py_minor, g_major, g_minor, arch = match.groups()
-    return {"arch": arch, "python": f"{py_major}.{py_minor}", "glibc": f"{g_major}_{g_minor}"}
+def _lock_target(package: Package | Path | None) -> tuple[dict[str, str] | None, str | None]:
+    """``(settings fields, None)`` of the target ``wheels.lock`` was built for, or ``(None,
+    why not)`` when the package has a lock that names none (``(None, None)``: no lock).
+
+    A path (a caller that has not loaded the package) is read through the same lock reader
+    ``load_package`` uses."""
+    if isinstance(package, Path):
+        doc = read_lock(package / LOCK_NAME) if (package / LOCK_NAME).is_file() else None
+    else:
+        doc = package.lock if package is not None else None
+    if doc is None:
+        return None, None
+    if doc.lock is None:
+        return None, f"the package's {LOCK_NAME} cannot be used ({doc.error})"
+    target = doc.lock.target_spec
+    if target is None:
+        return None, (f"the package's {LOCK_NAME} names no target envkit knows "
+                      f"({doc.lock.target!r}, expected e.g. 'cp313-manylinux_2_28_x86_64')")
+    return {"arch": target.arch, "python": "{}.{}".format(*target.python),
+            "glibc": "{}_{}".format(*target.glibc_floor)}, None
 
 
-def choose_target(package: Path | None, settings: Settings, flags: Settings) -> TargetChoice:
+def choose_target(package: Package | Path | None, settings: Settings, flags: Settings
+                  ) -> TargetChoice:
     """Explicit fields (flags, then config) win; the rest come from ``wheels.lock``."""
-    lock = _lock_target(package) or {}
+    found, unusable = _lock_target(package)
+    lock = found or {}
     explicit = {k: getattr(settings, k) for k in ("arch", "python", "glibc")
                 if getattr(settings, k) is not None}
     fields = {**lock, **explicit}
@@ -101,6 +112,7 @@ def choose_target(package: Path | None, settings: Settings, flags: Settings) -> 
         source = "command line" if given_by_flags else str(settings.source)
     else:
         source = LOCK_NAME if lock else "default"
+    note = f"{unusable}: checking against {target} ({source})" if unusable else None
     if explicit and lock:
         locked = Target(arch=lock["arch"], python=parse_python(lock["python"]),
                         glibc=parse_glibc(lock["glibc"]))
@@ -108,7 +120,7 @@ def choose_target(package: Path | None, settings: Settings, flags: Settings) -> 
             note = (f"target {target} ({source}) differs from the {locked} the package's "
                     f"{LOCK_NAME} was built for: its wheels are checked against {target}")
             return TargetChoice(target, source, note, locked)
-    return TargetChoice(target, source)
+    return TargetChoice(target, source, note)
 
 
 def selection(settings: Settings) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -145,21 +157,23 @@ def shown_settings(package: Path | None, request: GateRequest) -> dict[str, obje
 def _one(package: Path | None, request: GateRequest, dataset: Path | None,
          job: Path | None) -> Report:
     settings = resolve_settings(package, request)
-    choice = choose_target(package, settings, request.flags)
+    is_package = package is None or is_package_root(package)
+    pkg = (load_package(package, verify_hashes=request.verify_hashes)
+           if package and is_package else None)
+    choice = choose_target(pkg, settings, request.flags)
     select, ignore = selection(settings)
     options = CheckOptions(choice.target, settings.gym_version or DEFAULT_GYM_VERSION,
                            bool(settings.offline))
     dataset = dataset or settings.dataset
     job = job or settings.job
-    is_package = package is None or is_package_root(package)
     return validate(ValidateRequest(
         package=package if is_package else None, package_as=package, dataset=dataset, job=job,
         options=options, select=select, ignore=ignore, strict=bool(settings.strict),
         verify_hashes=request.verify_hashes, target_source=choice.source,
-        notes=(choice.note,) if choice.note else (), columns=True,
+        notes=(choice.note,) if choice.note else (),
         leading=() if is_package or package is None else (_not_a_package(package, request),),
         disagreement=_disagreement(choice),
-    ))
+    ), package=pkg)
 
 
 def _disagreement(choice: TargetChoice) -> TargetDisagreement | None:

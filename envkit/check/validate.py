@@ -18,6 +18,7 @@ from envkit.validators import CHECKS, CheckOptions, Inputs, run_checks
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from envkit.model.package import Package
     from envkit.model.target import Target
     from envkit.validators import Check
 
@@ -56,8 +57,6 @@ class ValidateRequest:
     """Where ``options.target`` came from, for the report (``command line``, a config file...)."""
     notes: tuple[str, ...] = ()
     """What the caller found that is not a rule violation (the report carries it)."""
-    columns: bool = False
-    """Fill in each diagnostic's column from the file it names (the gate's output has them)."""
     package_as: Path | None = None
     dataset_as: Path | None = None
     """Where the user finds ``package`` / ``dataset`` when they are a staged copy, validated
@@ -70,16 +69,16 @@ class ValidateRequest:
     that choice become one ``Cause``."""
 
 
-def validate(request: ValidateRequest) -> Report:
+def validate(request: ValidateRequest, *, package: Package | None = None) -> Report:
     """Validate what ``request`` names.
+
+    ``package``: the model of ``request.package`` when the caller has read it already (the
+    gate reads the lock from it to pick the target), so the tree is read once.
 
     :raises FileNotFoundError, NotADirectoryError: a named input does not exist (usage error).
     """
-    package = (
-        load_package(request.package, verify_hashes=request.verify_hashes)
-        if request.package
-        else None
-    )
+    if package is None and request.package:
+        package = load_package(request.package, verify_hashes=request.verify_hashes)
     inputs = Inputs(
         package=package,
         dataset=load_dataset(request.dataset) if request.dataset else None,
@@ -88,13 +87,9 @@ def validate(request: ValidateRequest) -> Report:
     )
     diagnostics = tuple(
         _printable(d)
-        for d in run_checks(inputs, [_guarded(check) for check in CHECKS])
+        for d in with_columns(run_checks(inputs, [_guarded(check) for check in CHECKS]), inputs)
         if d.code == INTERNAL_ERROR or selected(d.code, request.select, request.ignore)
     )
-    if request.columns:
-        diagnostics = with_columns(diagnostics, {
-            "package": request.package, "dataset": request.dataset,
-            "job": request.job.parent if request.job else None})
     diagnostics = request.leading + diagnostics
     return Report(
         format=_text(package.format) if package and package.format else None,

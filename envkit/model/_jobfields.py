@@ -13,7 +13,20 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from types import UnionType
-from typing import Any, Literal, NamedTuple, Union, get_args, get_origin, get_type_hints
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    NamedTuple,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = ["Problem", "json_schema", "read_object", "spec"]
 
@@ -72,7 +85,11 @@ def _options(hint: Any) -> tuple[list[Any], bool]:
     return [hint], False
 
 
-def read_object(cls: type, value: Any, path: tuple[str, ...]) -> tuple[Any, list[Problem]]:
+_Object = TypeVar("_Object", bound="DataclassInstance")
+
+
+def read_object(cls: type[_Object], value: Any, path: tuple[str, ...]
+                ) -> tuple[_Object | None, list[Problem]]:
     """``cls`` from a JSON object; ``(None, problems)`` when any problem is an error."""
     if not isinstance(value, Mapping):
         return None, [
@@ -110,8 +127,8 @@ def _read_value(
             Problem(where, "type", f"`{_dotted(where)}` is null; expected {_name(options[0])}")
         ]
     target = options[0]
-    if dataclasses.is_dataclass(target):
-        return read_object(target, value, where)  # type: ignore[arg-type]
+    if isinstance(target, type) and dataclasses.is_dataclass(target):
+        return read_object(target, value, where)
     converted, ok = _convert(target, value)
     if not ok:
         text = f"`{_dotted(where)}` is {_shown(value)}; expected {_name(target)}"
@@ -248,7 +265,8 @@ def json_schema(cls: type) -> dict[str, Any]:
 def _field_schema(hint: Any, fld: dataclasses.Field[Any]) -> dict[str, Any]:
     options, nullable = _options(hint)
     target = options[0]
-    node = json_schema(target) if dataclasses.is_dataclass(target) else _leaf(target)
+    is_object = isinstance(target, type) and dataclasses.is_dataclass(target)
+    node = json_schema(target) if is_object else _leaf(target)
     if nullable:
         node = {"anyOf": [node, {"type": "null"}]} if "type" not in node else _or_null(node)
     for key, (_, keyword) in _BOUNDS.items():

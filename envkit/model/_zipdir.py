@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 import zipfile
 import zlib
-from typing import TYPE_CHECKING, BinaryIO
+from typing import IO, TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -74,7 +74,7 @@ class Archive:
 _CHUNK = 1 << 20
 
 
-def _seek_data(fh: BinaryIO, offset: int, name: str) -> None:
+def _seek_data(fh: IO[bytes], offset: int, name: str) -> None:
     """Position ``fh`` at the data of the member whose local header is at ``offset``."""
     fh.seek(offset)
     header = fh.read(_LOCAL.size)
@@ -86,7 +86,7 @@ def _seek_data(fh: BinaryIO, offset: int, name: str) -> None:
 
 
 def _stream(
-    fh: BinaryIO, name: str, method: int, csize: int, size: int, crc: int
+    fh: IO[bytes], name: str, method: int, csize: int, size: int, crc: int
 ) -> Iterator[bytes]:
     """Decompressed pieces, stopped (``BadZipFile``) as soon as they pass the declared size."""
     produced = running = 0
@@ -105,7 +105,7 @@ def _stream(
         raise zipfile.BadZipFile(msg)
 
 
-def _raw(fh: BinaryIO, csize: int) -> Iterator[bytes]:
+def _raw(fh: IO[bytes], csize: int) -> Iterator[bytes]:
     left = csize
     while left > 0 and (raw := fh.read(min(left, _CHUNK))):
         left -= len(raw)

@@ -35,6 +35,9 @@ class Row:
     line: int
     data: Any = None
     error: str | None = None
+    column: int | None = None
+    """1-based column of the line's first non-blank byte: where a finding on the row points
+    (kept here because rows are streamed, never read a second time)."""
 
 
 @dataclass(frozen=True)
@@ -123,17 +126,21 @@ def _lines(fh: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
 
 
 def _parse_line(file: str, number: int, raw: bytes) -> Row:
+    data, error = _decode_line(raw)
+    return Row(file, number, data, error, column=len(raw) - len(raw.lstrip()) + 1)
+
+
+def _decode_line(raw: bytes) -> tuple[Any, str | None]:
+    """``(value, None)`` or ``(None, why the line is not JSON)``."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return Row(
-            file, number, error=f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
-        )
+        return None, f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
     try:
-        return Row(file, number, json.loads(text))
+        return json.loads(text), None
     except json.JSONDecodeError as exc:
-        return Row(file, number, error=f"invalid JSON: {exc.msg} (column {exc.colno})")
+        return None, f"invalid JSON: {exc.msg} (column {exc.colno})"
     except RecursionError:
-        return Row(file, number, error="invalid JSON: nested too deeply")
+        return None, "invalid JSON: nested too deeply"
     except ValueError as exc:  # an integer past Python's 4,300-digit conversion limit
-        return Row(file, number, error=f"invalid JSON: {exc}")
+        return None, f"invalid JSON: {exc}"

@@ -123,14 +123,14 @@ def gym_data() -> GymData:
 
 
 @cache
-def builtin_configs() -> dict[str, dict]:
+def builtin_configs() -> dict[str, dict[str, Any]]:
     """Per YAML file of the nemo-gym wheel: its includes, server blocks and other top-level keys.
 
     Written by ``scripts/gen_gym_configs.py``; loaded only when a package pulls in a config it
     does not ship (Gym then reads the file from its install root).
     """
     text = resources.files("envkit").joinpath("data/gym_configs.json").read_text("utf-8")
-    configs: dict[str, dict] = json.loads(text)["configs"]
+    configs: dict[str, dict[str, Any]] = json.loads(text)["configs"]
     return configs
 
 

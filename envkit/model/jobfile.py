@@ -22,10 +22,18 @@ class JobDoc:
     error: str | None = None
     error_line: int | None = None
     lines: YamlDoc = field(default_factory=lambda: YamlDoc(""))
-    """JSON is parsed by ``json``; the same text read as YAML gives key line numbers."""
+    """JSON is parsed by ``json``; the same text read as YAML gives key lines and columns."""
+    error_column: int | None = None
 
     def line_of(self, *keypath: str | int) -> int | None:
         return self.lines.line_of(*keypath)
+
+    def column_at(self, line: int) -> int | None:
+        """Where a diagnostic on ``line`` points: the JSON error's column, else the first key
+        or item of the line."""
+        if self.error_column is not None and line == self.error_line:
+            return self.error_column
+        return self.lines.column_at(line)
 
 
 def load_job(path: str | Path) -> JobDoc:
@@ -99,12 +107,14 @@ def parse_job(name: str, raw: bytes) -> JobDoc:
     except UnicodeDecodeError:
         return JobDoc(name, error="not UTF-8")
     except json.JSONDecodeError as exc:
-        return JobDoc(name, error=f"invalid JSON: {exc.msg}", error_line=exc.lineno)
+        return JobDoc(name, error=f"invalid JSON: {exc.msg}", error_line=exc.lineno,
+                      error_column=exc.colno)
     except _LongInt:
         found = _LONG_INT.search(raw)
-        line = raw.count(b"\n", 0, found.start()) + 1 if found else None
+        start = found.start() if found else None
         return JobDoc(name, error=f"an integer has more than {MAX_INT_DIGITS} digits",
-                      error_line=line)
+                      error_line=None if start is None else raw.count(b"\n", 0, start) + 1,
+                      error_column=None if start is None else start - raw.rfind(b"\n", 0, start))
     except RecursionError:
         return JobDoc(name, error="invalid JSON: nested too deeply")
     except ValueError as exc:  # e.g. a number json itself refuses to convert

@@ -11,15 +11,17 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from envkit.model._configs import read_bytes, read_configs, read_yaml
+from envkit.model._paths import display_path, safe_relpath
+from envkit.model.lock import LOCK_NAME, LockDoc, read_lock
 from envkit.model.reqfiles import include_target
 from envkit.model.wheelfile import WheelFile, read_wheel
-from envkit.model.yamlio import MAX_YAML_BYTES, YamlDoc, parse_yaml
+from envkit.model.yamlio import YamlDoc
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -53,6 +55,8 @@ MAX_ENTRIES = 200_000
 _MAX_TEXT_BYTES = 1024 * 1024
 
 Kind = Literal["file", "dir", "symlink", "other"]
+_Errors = list[tuple[str, str]]
+"""``(path, reason)`` of what the walk could not read (``Package.read_errors``)."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,11 @@ class Package:
     in-package files their own ``config_paths`` pull in (Gym loads those too)."""
     servers: tuple[ServerDir, ...]
     wheels: tuple[WheelFile, ...]
+    includes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per parsed config: its own ``config_paths``, normalised and without repeats (read once,
+    so the checks never re-walk a fan-out of include pairs)."""
+    lock: LockDoc | None = None
+    """``wheels.lock`` as read; None when the package has none."""
     read_errors: tuple[tuple[str, str], ...] = ()
     """``(path, reason)`` for entries that could not be read."""
     nested_manifest: str | None = None
@@ -159,12 +168,26 @@ def load_package(root: str | os.PathLike[str], *, verify_hashes: bool = False) -
             if e.kind == "file" and p.startswith("wheels/") and p.endswith(".whl")
             and p.count("/") == 1
         ),
-        read_errors=tuple(errors),
         nested_manifest=None if manifest else _find_nested_manifest(entries),
         truncated=truncated,
+        lock=_read_lock(root_path, entries),
     )
-    configs = _read_configs(root_path, pkg, errors)
-    return Package(**{**pkg.__dict__, "configs": configs, "read_errors": tuple(errors)})
+    configs = read_configs(root_path, entries, pkg.config_paths(), errors)
+    return Package(**{**pkg.__dict__, "configs": configs.docs, "includes": configs.includes,
+                      "read_errors": tuple(errors)})
+
+
+def _read_lock(root: Path, entries: Mapping[str, FileEntry]) -> LockDoc | None:
+    entry = entries.get(LOCK_NAME)
+    if entry is None:
+        return None
+    if entry.kind != "file":
+        return LockDoc(error=f"is {_kind(entry)}, not a regular file; not read")
+    return read_lock(root / LOCK_NAME)
+
+
+def _kind(entry: FileEntry) -> str:
+    return {"dir": "a directory", "symlink": "a symlink"}.get(entry.kind, "a special file")
 
 
 def _walk(root: Path) -> tuple[dict[str, FileEntry], list[tuple[str, str]], bool]:
@@ -192,7 +215,7 @@ def _walk(root: Path) -> tuple[dict[str, FileEntry], list[tuple[str, str]], bool
     return entries, errors, False
 
 
-def _entry(child: os.DirEntry[str], path: str, real_root: str, errors: list) -> FileEntry:
+def _entry(child: os.DirEntry[str], path: str, real_root: str, errors: _Errors) -> FileEntry:
     """Classify from the directory entry's type (no syscall on most file systems); only
     regular files are stat'ed, for their size."""
     try:
@@ -207,7 +230,7 @@ def _entry(child: os.DirEntry[str], path: str, real_root: str, errors: list) -> 
     return FileEntry(path, "other")
 
 
-def _symlink_entry(full: str, path: str, real_root: str, errors: list) -> FileEntry:
+def _symlink_entry(full: str, path: str, real_root: str, errors: _Errors) -> FileEntry:
     """Resolve a link without following it during the walk. Non-strict ``realpath`` cannot
     hang on loops; a second, strict pass tells loops and dangling links (unreadable on the
     cluster too) apart from good ones, but only for links that stay inside."""
@@ -227,37 +250,13 @@ def _symlink_entry(full: str, path: str, real_root: str, errors: list) -> FileEn
     return FileEntry(path, "symlink", link_target=target, link_inside=inside)
 
 
-def _read_bytes(
-    root: Path, rel: str, errors: list[tuple[str, str]], limit: int | None = None
-) -> bytes | None:
-    """Contents of ``rel``; at most ``limit + 1`` bytes so an oversized file is detectable
-    without holding all of it in memory."""
-    try:
-        with (root / rel).open("rb") as fh:
-            return fh.read() if limit is None else fh.read(limit + 1)
-    except OSError as exc:
-        errors.append((rel, exc.strerror or str(exc)))
-        return None
-
-
-def _read_yaml(root: Path, rel: str, errors: list[tuple[str, str]]) -> YamlDoc:
-    raw = _read_bytes(root, rel, errors, limit=MAX_YAML_BYTES)
-    if raw is None:
-        return YamlDoc(rel, error="cannot be read")
-    if len(raw) > MAX_YAML_BYTES:
-        msg = f"file is over {MAX_YAML_BYTES // 2**20} MiB; YAML that large is not parsed"
-        return YamlDoc(rel, error=msg)
-    return parse_yaml(rel, raw)
-
-
-def _read_manifest(root: Path, entries: Mapping[str, FileEntry], errors: list) -> YamlDoc | None:
+def _read_manifest(root: Path, entries: Mapping[str, FileEntry], errors: _Errors) -> YamlDoc | None:
     entry = entries.get(MANIFEST)
     if entry is None:
         return None
     if entry.kind != "file":
-        what = {"dir": "a directory", "symlink": "a symlink"}.get(entry.kind, "a special file")
-        return YamlDoc(MANIFEST, error=f"is {what}, not a regular file")
-    return _read_yaml(root, MANIFEST, errors)
+        return YamlDoc(MANIFEST, error=f"is {_kind(entry)}, not a regular file")
+    return read_yaml(root, MANIFEST, errors)
 
 
 def _find_nested_manifest(entries: Mapping[str, FileEntry]) -> str | None:
@@ -265,77 +264,8 @@ def _find_nested_manifest(entries: Mapping[str, FileEntry]) -> str | None:
     return nested[0] if nested else None
 
 
-_CONTROL = {c: f"\\x{c:02x}" for c in (*range(32), 127)}
-
-
-def display_path(path: str) -> str:
-    """``path`` printable on one line of any stream: undecodable bytes (kept by the OS as
-    surrogate escapes) and control characters such as a newline in a file name are shown as
-    ``\\xNN`` instead of crashing a UTF-8 writer or splitting a diagnostic in two."""
-    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return text.translate(_CONTROL)
-
-
-def safe_relpath(value: str) -> str | None:
-    """Normalised POSIX form of a manifest path, or None when it is absolute or uses ``..``."""
-    if not value or value.startswith(("/", "\\")) or PurePosixPath(value).is_absolute():
-        return None
-    if len(value) > 1 and value[1] == ":":  # C:\... style
-        return None
-    if ".." in value.replace("\\", "/").split("/"):  # `..\` is refused too, conservatively
-        return None
-    # The cluster is POSIX: a backslash is part of a file name there, not a separator.
-    parts = [p for p in value.split("/") if p not in ("", ".")]
-    return "/".join(parts) if parts else None
-
-
-def _nested_config_paths(doc: YamlDoc) -> list[str]:
-    """``config_paths`` inside a Gym config: Gym loads those too (relative to the same cwd)."""
-    data = doc.data if doc.ok else None
-    paths = data.get("config_paths") if isinstance(data, Mapping) else None
-    return [p for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
-
-
-MAX_CONFIGS = 2_000
-"""Configs parsed per package (Gym packages ship a handful; the bench has 200)."""
-MAX_CONFIG_BYTES = 64 * 1024 * 1024
-"""YAML parsed per package, all configs together: bounds the time one validate run takes."""
-
-
-def _read_configs(root: Path, pkg: Package, errors: list) -> dict[str, YamlDoc]:
-    """Manifest ``config_paths`` first, then the in-package files they pull in, transitively.
-
-    Each distinct path is queued once (a FIFO, not a list popped from the front), so configs
-    that all list each other cost one pass, and the count and bytes parsed are capped.
-    """
-    configs: dict[str, YamlDoc] = {}
-    pending = deque(_unique(pkg.config_paths()))
-    queued = set(pending)
-    budget = MAX_CONFIG_BYTES
-    while pending:
-        rel = safe_relpath(pending.popleft())
-        entry = pkg.entries.get(rel) if rel is not None and rel not in configs else None
-        if entry is None or entry.kind != "file":
-            continue  # missing / symlink / dir: EK106/EK107 report it, nothing to parse
-        if len(configs) >= MAX_CONFIGS or entry.size > budget:
-            errors.append((rel, f"not parsed: over {MAX_CONFIGS:,} configs or "
-                                f"{MAX_CONFIG_BYTES // 2**20} MiB of YAML in one package"))
-            break
-        budget -= entry.size
-        configs[rel] = _read_yaml(root, rel, errors)
-        fresh = [p for p in _unique(_nested_config_paths(configs[rel])) if p not in queued]
-        queued.update(fresh)
-        pending.extend(fresh)
-    return configs
-
-
-def _unique(values: list[str]) -> list[str]:
-    """``values`` without repeats, first occurrence kept."""
-    return list(dict.fromkeys(values))
-
-
 def _read_servers(
-    root: Path, entries: Mapping[str, FileEntry], errors: list
+    root: Path, entries: Mapping[str, FileEntry], errors: _Errors
 ) -> tuple[ServerDir, ...]:
     """``<server_type>/<impl>/`` dirs and their direct files, in one pass over the entries."""
     dirs: dict[tuple[str, str], set[str]] = {}
@@ -360,13 +290,13 @@ def _read_servers(
 
 
 def _marker_texts(
-    root: Path, prefix: str, names: set[str], entries: Mapping[str, FileEntry], errors: list
+    root: Path, prefix: str, names: set[str], entries: Mapping[str, FileEntry], errors: _Errors
 ) -> dict[str, str]:
     texts: dict[str, str] = {}
     for name in INSTALL_MARKERS:
         entry = entries.get(prefix + name)
         if name in names and entry is not None and entry.size <= _MAX_TEXT_BYTES:
-            raw = _read_bytes(root, prefix + name, errors)
+            raw = read_bytes(root, prefix + name, errors)
             if raw is not None:
                 texts[name] = raw.decode("utf-8", errors="replace")
     if "requirements.txt" in texts:
@@ -377,7 +307,8 @@ def _marker_texts(
 _MAX_INCLUDES = 32
 
 
-def _read_includes(root: Path, prefix: str, texts: dict, entries: Mapping, errors: list) -> None:
+def _read_includes(root: Path, prefix: str, texts: dict[str, str],
+                   entries: Mapping[str, FileEntry], errors: _Errors) -> None:
     """Files ``requirements.txt`` pulls in with ``-r``/``-c`` (transitively, relative to the
     including file, as pip and uv resolve them), keyed by their path relative to the server
     directory. Only regular files inside the package are read; at most ``_MAX_INCLUDES``."""
@@ -392,7 +323,7 @@ def _read_includes(root: Path, prefix: str, texts: dict, entries: Mapping, error
             entry = entries.get(full)
             if key in texts or full.startswith("../") or entry is None or entry.kind != "file":
                 continue
-            raw = _read_bytes(root, full, errors, limit=_MAX_TEXT_BYTES)
+            raw = read_bytes(root, full, errors, limit=_MAX_TEXT_BYTES)
             if raw is not None and len(raw) <= _MAX_TEXT_BYTES:
                 texts[key] = raw.decode("utf-8", errors="replace")
                 pending.append(key)

@@ -3,51 +3,41 @@
 Gym configs come from users and from converters; a validator must survive anything in them
 without executing tags, expanding alias bombs, or blowing the stack, and it must be able to
 point at the line of the key that is wrong. PyYAML's constructed objects carry no marks, so
-the node tree is walked once to record ``key path -> line`` beside the data.
+the node tree is walked once to record ``key path -> line`` (and each line's first column)
+beside the data; a syntax error keeps the parser's own line and column. Nothing downstream
+parses the file again to find a position.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from envkit.errors import InvalidError
+from envkit.model._yamlevents import read_events
+from envkit.model._yamlnodes import (
+    MAX_DEPTH,
+    MAX_NODES,
+    BaseLoader,
+    KeyPath,
+    Loader,
+    TooLarge,
+    Unusual,
+    construct,
+    record_lines,
+)
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
 __all__ = ["MAX_YAML_BYTES", "KeyPath", "YamlDoc", "YamlReadError", "parse_yaml", "read_mapping"]
 
-try:  # libyaml is ~10x faster; the pure-Python loader is the fallback, same semantics.
-    _BaseLoader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
-except AttributeError:  # pragma: no cover - depends on the PyYAML build
-    _BaseLoader = yaml.SafeLoader
-
 MAX_YAML_BYTES = 8 * 1024 * 1024
 """Gym configs are a few KiB; anything past this is not a config and is not parsed."""
-
-_MAX_NODES = 200_000
-"""Node visits allowed while walking; aliases count every time they are expanded."""
-
-_MAX_DEPTH = 1_000
-"""Nesting allowed. Configs nest a handful of levels; a recursive alias (``a: &a [*a]``) nests
-without end, and libyaml's composer overflows the C stack past ~20,000 levels."""
-
-_MAX_KEYPATH = 32
-"""Key paths recorded for line numbers are at most this long (memory: nodes x length)."""
-
-_MAX_INT_CHARS = 100
-"""Longest integer scalar read. Python refuses decimal strings over 4,300 digits, but a hex,
-octal or sexagesimal literal parses to any size and then fails wherever it is printed."""
-
-_SCALAR_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError)
-"""What PyYAML's scalar constructors raise on a bad value (``!!bool maybe``, ``!!int ''``,
-``2020-13-45``, ``!!timestamp nope``): plain Python errors, not ``YAMLError``."""
-
-KeyPath = tuple[str | int, ...]
 
 
 @dataclass(frozen=True)
@@ -59,10 +49,21 @@ class YamlDoc:
     error: str | None = None
     error_line: int | None = None
     lines: Mapping[KeyPath, int] = field(default_factory=dict)
+    error_column: int | None = None
+    """1-based column of ``error_line`` where the parser stopped (syntax errors only)."""
+    columns: Mapping[int, int] = field(default_factory=dict)
+    """``line -> column`` (both 1-based) of the first key or item that starts on the line."""
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    def column_at(self, line: int) -> int | None:
+        """The column a diagnostic on ``line`` points at: the parser's for the syntax error,
+        else the first key or item of the line; None for a line no node starts on."""
+        if self.error_column is not None and line == self.error_line:
+            return self.error_column
+        return self.columns.get(line)
 
     def line_of(self, *keypath: str | int) -> int | None:
         """Line of the deepest recorded prefix of ``keypath`` (1-based), or None."""
@@ -84,35 +85,78 @@ def parse_yaml(path: str, raw: bytes) -> YamlDoc:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        return YamlDoc(path, error=f"not UTF-8 (byte 0x{raw[exc.start]:02x})", error_line=line)
+        column = exc.start - raw.rfind(b"\n", 0, exc.start)
+        return YamlDoc(path, error=f"not UTF-8 (byte 0x{raw[exc.start]:02x})", error_line=line,
+                       error_column=column)
     try:
         _check_nesting(raw, text)
+        return _compose(path, text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         return YamlDoc(path, error=f"invalid YAML: {exc.problem or exc}",
-                       error_line=mark.line + 1 if mark is not None else None)
-    except _TooLarge as exc:
+                       error_line=mark.line + 1 if mark is not None else None,
+                       error_column=mark.column + 1 if mark is not None else None)
+    except yaml.reader.ReaderError as exc:
+        return _unprintable(path, text, exc)
+    except yaml.YAMLError as exc:
+        return YamlDoc(path, error=f"invalid YAML: {exc}")
+    except TooLarge as exc:
         return YamlDoc(path, error=str(exc))
-    loader = _Loader(text)
+    except RecursionError:
+        return YamlDoc(path, error="invalid YAML: nested too deeply")
+    except (ValueError, OverflowError) as exc:  # pure-Python scanner: chr() of "\U00110000"
+        return YamlDoc(path, error=f"invalid YAML: {exc}")
+
+
+def _compose(path: str, text: str) -> YamlDoc:
+    """Read the document from the events when it is plain (nearly every config), else through
+    the node tree (anchors, aliases, tags, merge keys).
+
+    :raises yaml.YAMLError, TooLarge, RecursionError: see ``parse_yaml``.
+    """
+    loader = Loader(text)  # the pure-Python reader already checks characters here
+    try:
+        data, lines, columns = read_events(loader)
+    except Unusual:
+        pass
+    else:
+        return YamlDoc(path, data=data, lines=lines, columns=columns)
+    finally:
+        loader.dispose()
+    return _compose_nodes(path, text)
+
+
+def _compose_nodes(path: str, text: str) -> YamlDoc:
+    loader = Loader(text)
     try:
         node = loader.get_single_node()
         if node is None:
             return YamlDoc(path, data=None, lines={(): 1})
-        lines = _record_lines(node)
-        data = _construct(loader, node)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
-        return YamlDoc(path, error=f"invalid YAML: {exc.problem or exc}", error_line=line)
-    except yaml.YAMLError as exc:
-        return YamlDoc(path, error=f"invalid YAML: {exc}")
-    except _TooLarge as exc:
-        return YamlDoc(path, error=str(exc))
-    except RecursionError:
-        return YamlDoc(path, error="invalid YAML: nested too deeply")
+        lines, columns = record_lines(node)
+        data = construct(loader, node)
     finally:
         loader.dispose()
-    return YamlDoc(path, data=data, lines=lines)
+    return YamlDoc(path, data=data, lines=lines, columns=columns)
+
+
+_NON_PRINTABLE = yaml.reader.Reader.NON_PRINTABLE
+
+
+def _unprintable(path: str, text: str, exc: yaml.reader.ReaderError) -> YamlDoc:
+    """A character YAML does not allow (a control character, a lone surrogate).
+
+    ``ReaderError`` is not a ``MarkedYAMLError``: it carries an offset that libyaml counts in
+    UTF-8 bytes and PyYAML in characters, so the character is found again here (the same
+    pattern PyYAML's reader uses) and its line and column come from the text itself.
+    """
+    found = _NON_PRINTABLE.search(text)
+    if found is None:  # pragma: no cover - the reader and the pattern agree
+        return YamlDoc(path, error=f"invalid YAML: {exc.reason}")
+    start = found.start()
+    line = text.count("\n", 0, start) + 1
+    column = start - text.rfind("\n", 0, start)
+    message = f"invalid YAML: character {found.group()!r} is not allowed ({exc.reason})"
+    return YamlDoc(path, error=message, error_line=line, error_column=column)
 
 
 class YamlReadError(InvalidError, ValueError):
@@ -145,148 +189,54 @@ def read_mapping(path: Path, display: str | None = None) -> dict[str, Any]:
     return doc.data
 
 
-class _TooLarge(Exception):
-    pass
-
-
 _INDICATORS = (b"[", b"{", b"-", b"?", b":")
 _SAFE_INDICATORS = 5_000
 """Every nesting level needs one of ``_INDICATORS``; libyaml's composer recurses in C and
 overflows an 8 MiB stack (a segfault, not an exception) somewhere between 20,000 and 50,000
 levels, so fewer indicators than this cannot crash it even on a smaller thread stack."""
+_SEPARATORS = (b",", b"\n")
+"""Two nodes of one collection are apart by one of these or an indicator, so their count
+bounds the nodes a document can compose to (aliases aside: those are bounded by the walk)."""
 _OPEN = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
 _CLOSE = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
 
 
 def _check_nesting(raw: bytes, text: str) -> None:
-    """Refuse nesting past ``_MAX_DEPTH`` before anything recursive sees the document.
+    """Refuse nesting past ``MAX_DEPTH``, and more nodes than the walk would visit, before
+    anything recursive (or costly per node: the composer resolves every scalar) sees them.
 
-    A count of indicator bytes clears nearly every file; the rest get one pass over the
-    parser's events (iterative, no node tree) that stops at the first level too deep, or once
-    there are more nodes than the walk would visit anyway (keys are not visited: twice).
+    A count of indicator and separator bytes clears nearly every file; the rest get one pass
+    over the parser's events (iterative, no node tree) that stops at the first level too deep,
+    or once there are more nodes than the walk would visit anyway (keys are not visited:
+    twice).
 
-    :raises _TooLarge: nested too deeply.
-    :raises yaml.MarkedYAMLError: not YAML (reported the same as when composing).
+    :raises TooLarge: nested too deeply, or too many nodes.
+    :raises yaml.YAMLError: not YAML (reported the same as when composing).
     """
-    if len(raw) <= _SAFE_INDICATORS or sum(map(raw.count, _INDICATORS)) <= _SAFE_INDICATORS:
+    if len(raw) <= _SAFE_INDICATORS:
         return
-    loader = _BaseLoader(text)
+    indicators = sum(map(raw.count, _INDICATORS))
+    nodes = indicators + sum(map(raw.count, _SEPARATORS))
+    if indicators <= _SAFE_INDICATORS and nodes <= MAX_NODES:
+        return
+    loader = BaseLoader(text)
     try:
         depth = events = 0
+        get_event: Callable[[], yaml.Event] = loader.get_event  # untyped in PyYAML's stubs
         while loader.check_event():
-            event = loader.get_event()
+            event = get_event()
             events += 1
-            if events > 2 * _MAX_NODES:
-                msg = f"document has more than {2 * _MAX_NODES:,} nodes; not parsed"
-                raise _TooLarge(msg)
+            if events > 2 * MAX_NODES:
+                msg = f"document has more than {2 * MAX_NODES:,} nodes; not parsed"
+                raise TooLarge(msg)
             if isinstance(event, _OPEN):
                 depth += 1
-                if depth > _MAX_DEPTH:
-                    msg = f"nested more than {_MAX_DEPTH} levels deep; not parsed"
-                    raise _TooLarge(msg)
+                if depth > MAX_DEPTH:
+                    msg = f"nested more than {MAX_DEPTH} levels deep; not parsed"
+                    raise TooLarge(msg)
             elif isinstance(event, _CLOSE):
                 depth -= 1
     finally:
         loader.dispose()
 
 
-def _guarded(construct: Any) -> Any:
-    """``construct`` with over-long integers refused and its plain Python errors turned into a
-    ``ConstructorError`` carrying the node's mark (so the report names the line)."""
-
-    def guarded(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
-        if node.tag == _INT and isinstance(node.value, str) and len(node.value) > _MAX_INT_CHARS:
-            msg = f"integer longer than {_MAX_INT_CHARS} characters; not read"
-            raise yaml.constructor.ConstructorError(None, None, msg, node.start_mark)
-        try:
-            return construct(loader, node)
-        except _SCALAR_ERRORS as exc:
-            value = node.value if isinstance(node.value, str) else ""
-            why = f": {exc}" if type(exc) is ValueError else ""
-            msg = f"{value[:40]!r} is not a valid {node.tag.rsplit(':', 1)[-1]}{why}"
-            raise yaml.constructor.ConstructorError(None, None, msg, node.start_mark) from None
-
-    return guarded
-
-
-class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
-    """The safe loader with every constructor guarded (see ``_guarded``)."""
-
-    yaml_constructors = {  # noqa: RUF012 - PyYAML's own class-level registry
-        tag: _guarded(construct) for tag, construct in _BaseLoader.yaml_constructors.items()
-    }
-
-
-class _Unusual(Exception):
-    """A node the fast path leaves to PyYAML's constructor (merge keys, custom tags)."""
-
-
-_STR, _SEQ, _MAP = "tag:yaml.org,2002:str", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"
-_MERGE = "tag:yaml.org,2002:merge"
-_INT = "tag:yaml.org,2002:int"
-
-
-def _construct(loader: yaml.SafeLoader, root: yaml.Node) -> Any:
-    """Build plain data from the node tree: the same values as ``construct_document`` for the
-    str/map/seq documents configs are made of, at about half its cost (profiled on 200 Gym
-    configs). Scalars other than strings still go through ``SafeConstructor`` (ints, floats,
-    bools, nulls, timestamps); anything unusual falls back to PyYAML entirely."""
-    try:
-        return _build(loader, root, {})
-    except (_Unusual, RecursionError):
-        return loader.construct_document(root)
-
-
-def _build(loader: yaml.SafeLoader, node: yaml.Node, memo: dict[int, Any]) -> Any:
-    if id(node) in memo:  # an alias: share the object, as PyYAML does
-        return memo[id(node)]
-    if isinstance(node, yaml.ScalarNode):
-        value = node.value if node.tag == _STR else loader.construct_object(node)
-    elif isinstance(node, yaml.SequenceNode) and node.tag == _SEQ:
-        value = memo[id(node)] = []
-        value.extend(_build(loader, item, memo) for item in node.value)
-    elif isinstance(node, yaml.MappingNode) and node.tag == _MAP:
-        value = memo[id(node)] = {}
-        for key_node, value_node in node.value:
-            if key_node.tag == _MERGE:
-                raise _Unusual
-            key = _build(loader, key_node, memo)
-            if not isinstance(key, Hashable):
-                raise _Unusual  # PyYAML reports "found unhashable key" with its mark
-            value[key] = _build(loader, value_node, memo)
-    else:
-        raise _Unusual
-    memo[id(node)] = value
-    return value
-
-
-def _record_lines(root: yaml.Node) -> dict[KeyPath, int]:
-    """Map each key path to the line of its key (mappings) or item (sequences).
-
-    Paths stop growing at ``_MAX_KEYPATH`` keys (deeper nodes share their ancestor's line), so
-    memory stays linear in the nodes visited however deep the aliases expand."""
-    lines: dict[KeyPath, int] = {(): root.start_mark.line + 1}
-    stack: list[tuple[KeyPath, yaml.Node, int]] = [((), root, 0)]
-    visits = 0
-    while stack:
-        prefix, node, depth = stack.pop()
-        visits += 1
-        if visits > _MAX_NODES:
-            msg = f"document expands to more than {_MAX_NODES:,} nodes (alias bomb?); not parsed"
-            raise _TooLarge(msg)
-        if depth > _MAX_DEPTH:
-            msg = f"nested more than {_MAX_DEPTH} levels deep (a recursive alias?); not parsed"
-            raise _TooLarge(msg)
-        grow = depth < _MAX_KEYPATH
-        if isinstance(node, yaml.MappingNode):
-            for key_node, value_node in node.value:
-                key: str | int = key_node.value if isinstance(key_node, yaml.ScalarNode) else "?"
-                path = (*prefix, key) if grow else prefix
-                lines.setdefault(path, key_node.start_mark.line + 1)
-                stack.append((path, value_node, depth + 1))
-        elif isinstance(node, yaml.SequenceNode):
-            for index, item in enumerate(node.value):
-                path = (*prefix, index) if grow else prefix
-                lines.setdefault(path, item.start_mark.line + 1)
-                stack.append((path, item, depth + 1))
-    return lines

@@ -4,23 +4,31 @@ A package is written into a sibling temp dir (``.envkit-tmp-<name>-<pid>-<random
 swapped into place with one rename, as build's ``_write_report`` does for a single file
 (``mkstemp`` next to the target, then ``os.replace``). Linux ``renameat2(RENAME_EXCHANGE)``
 swaps a non-empty directory atomically; elsewhere two renames leave a short window without
-the output, never a half-written one. Temp dirs of killed processes are found by pid.
+the output, never a half-written one. Several outputs (a package and its dataset) move
+together or not at all (``install``). Temp dirs of killed processes are found by pid.
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 from envkit.errors import FailedError
 
-__all__ = ["TMP_PREFIX", "EscapingPathError", "make_temp_dir", "stale_temp_dirs",
-           "swap_into_place", "write_files", "write_text"]
+__all__ = ["TMP_PREFIX", "EscapingPathError", "InstallError", "install", "make_temp_dir",
+           "stale_temp_dirs", "swap_into_place", "write_files", "write_text"]
 
 TMP_PREFIX = ".envkit-tmp-"
+_RENAME_NOREPLACE = 1
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
@@ -87,24 +95,103 @@ def _alive(pid: int) -> bool:
 
 def swap_into_place(tmp: Path, out: Path) -> None:
     """Make ``tmp`` appear at ``out`` in one step, then delete the previous ``out``."""
-    if not out.exists():
-        tmp.rename(out)
-        return
-    if not _exchange(tmp, out):
-        old = out.with_name(f"{TMP_PREFIX}{out.name}-{os.getpid()}-old")
-        out.rename(old)
-        tmp.rename(out)
-        old.rename(tmp)
-    shutil.rmtree(tmp, ignore_errors=True)
+    install([(tmp, out)], replace=True)
 
 
-def _exchange(a: Path, b: Path) -> bool:
-    """Linux ``renameat2(RENAME_EXCHANGE)``: both names swap atomically. False if unsupported."""
+class InstallError(FailedError, OSError):
+    """Staged outputs could not all be moved into place; the ones moved were moved back."""
+
+
+def install(pairs: Sequence[tuple[Path, Path]], *, replace: bool) -> None:
+    """Move each staged dir onto its final path, all or none; then delete what they replaced.
+
+    Each move is one rename: ``RENAME_EXCHANGE`` over an existing output (``replace``),
+    ``RENAME_NOREPLACE`` onto a free name (so an output that appeared since the caller looked
+    is never overwritten without ``replace``). Where the kernel lacks both, two plain renames
+    leave a short window without the output, never a half-written one. If one pair fails, the
+    pairs already moved are moved back, so every output is as it was before.
+
+    :raises InstallError: an output exists and ``replace`` is false, or a rename failed.
+    """
+    undo: list[_Moved] = []
+    for staged, final in pairs:
+        try:
+            undo.append(_move(staged, final, replace=replace))
+        except OSError as exc:
+            stuck = [str(m.final) for m in reversed(undo) if not m.revert()]
+            why = exc.strerror or str(exc)
+            msg = f"could not move the output into place at {str(final)!r}: {why}"
+            if stuck:
+                msg += f"; could not restore {', '.join(stuck)}"
+            raise InstallError(msg) from None
+    for moved in undo:
+        moved.discard_old()
+
+
+@dataclass(frozen=True)
+class _Moved:
+    """One done move: ``old`` holds what ``final`` had before (None if it was free)."""
+
+    staged: Path
+    final: Path
+    old: Path | None
+    exchanged: bool
+
+    def revert(self) -> bool:
+        """Put ``final`` back as it was and the staged tree back at ``staged``; False if the
+        filesystem refused (the caller names the output in its error)."""
+        try:
+            if self.exchanged:
+                return _rename2(self.staged, self.final, _RENAME_EXCHANGE)
+            self.final.rename(self.staged)
+            if self.old is not None:
+                self.old.rename(self.final)
+        except OSError:
+            return False
+        return True
+
+    def discard_old(self) -> None:
+        if self.old is not None:
+            shutil.rmtree(self.old, ignore_errors=True)
+
+
+def _move(staged: Path, final: Path, *, replace: bool) -> _Moved:
+    """:raises OSError: ``final`` exists and not ``replace`` (``EEXIST``), or a rename failed."""
+    if final.exists() or final.is_symlink():
+        if not replace:
+            raise FileExistsError(errno.EEXIST, "it exists (pass --force to replace it)")
+        if _rename2(staged, final, _RENAME_EXCHANGE):
+            return _Moved(staged, final, old=staged, exchanged=True)
+        old = make_temp_dir(final)  # empty: renaming a directory onto it replaces it
+        final.rename(old)
+        try:
+            staged.rename(final)
+        except OSError:
+            old.rename(final)
+            raise
+        return _Moved(staged, final, old=old, exchanged=False)
+    if not _rename2(staged, final, _RENAME_NOREPLACE):
+        staged.rename(final)
+    return _Moved(staged, final, old=None, exchanged=False)
+
+
+def _rename2(a: Path, b: Path, flags: int) -> bool:
+    """Linux ``renameat2``: with ``RENAME_EXCHANGE`` both names swap atomically, with
+    ``RENAME_NOREPLACE`` ``a`` moves only if ``b`` is free. False where the call or the flag
+    is unsupported (another OS, a filesystem without it).
+
+    :raises OSError: the kernel refused the rename for another reason (``b`` exists, ...).
+    """
     try:
         func = ctypes.CDLL(None, use_errno=True).renameat2
     except (OSError, AttributeError):
         return False
-    return func(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0
+    if func(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), flags) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
 
 
 def write_text(path: Path, text: str, *, mode: int = 0o644) -> Path:

@@ -19,13 +19,14 @@ makes no network request at all.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import tempfile
 import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -98,14 +99,15 @@ def parse_pylock(
     :raises ResolveError: a package has neither a wheel nor an sdist.
     """
     data = tomllib.loads(text)
-    rows = []
+    rows: list[tuple[str, str, str, str, str | None, bool]] = []
     for pkg in data.get("packages", []):
         wheels = pkg.get("wheels") or []
         sdist = pkg.get("sdist")
         if not wheels and not isinstance(sdist, dict):
             msg = f"the lock has neither a wheel nor an sdist for {pkg.get('name')!r}"
             raise ResolveError(msg)
-        dist = (_best_wheel(wheels, tags) if tags else wheels[0]) if wheels else sdist
+        dist: dict[str, Any] = (_best_wheel(wheels, tags) if tags else wheels[0]) \
+            if wheels else sdist
         url = dist.get("url") or (base / dist["path"]).resolve().as_uri()
         filename = dist.get("name") or unquote(urlparse(url).path.rsplit("/", 1)[-1])
         sha = (dist.get("hashes") or {}).get("sha256")
@@ -124,10 +126,11 @@ def target_tags(target: Target) -> list[Tag]:
             *compatible_tags(py, f"cp{py[0]}{py[1]}", platforms)]
 
 
-def _best_wheel(wheels: list[dict[str, object]], tags: Sequence[Tag]) -> dict[str, object]:
+def _best_wheel(wheels: list[dict[str, Any]], tags: Sequence[Tag]) -> dict[str, Any]:
+    """The wheel (a pylock.toml table, as parsed) the installer would pick: best tag first."""
     rank = {tag: i for i, tag in enumerate(tags)}
 
-    def score(wheel: dict[str, object]) -> int:
+    def score(wheel: dict[str, Any]) -> int:
         url = str(wheel.get("url") or wheel.get("path") or "")
         name = str(wheel.get("name") or unquote(url.rsplit("/", 1)[-1]))
         try:
@@ -256,17 +259,16 @@ def resolve_closure(
         if cache else ""
     if cache and not refresh and (hit := cache.get(key)) is not None:
         return hit
-    flags = {"find_links": find_links, "index_url": index_url,
-             "extra_index_urls": extra_index_urls, "cache_dir": uv_cache_dir,
-             "python_version": python_version, "extra_args": extra_args}
+    argv = functools.partial(
+        compile_command, uv_bin(), target, find_links=find_links, index_url=index_url,
+        extra_index_urls=extra_index_urls, cache_dir=uv_cache_dir,
+        python_version=python_version, extra_args=extra_args)
     with tempfile.TemporaryDirectory(prefix="envkit-resolve-") as tmp:
         work = Path(tmp)
         (work / INPUT_NAME).write_text("\n".join(requirements) + "\n", "utf-8")
-        uv = uv_bin()
-        lock = _run_uv(runner, compile_command(uv, target, output_format="pylock.toml",
-                                               offline=offline, **flags), work, target)
-        notes = _run_uv(runner, compile_command(uv, target, output_format="requirements.txt",
-                                                offline=True, **flags), work, target)
+        lock = _run_uv(runner, argv(output_format="pylock.toml", offline=offline), work, target)
+        notes = _run_uv(runner, argv(output_format="requirements.txt", offline=True), work,
+                        target)
         rows = parse_pylock(lock, work, target_tags(target))
     via, direct = parse_annotations(notes), _direct_lines(requirements)
     pins = sorted((PinnedWheel(n, v, f, u, s, _requested_by(n, via, direct), sdist=sd)

@@ -51,6 +51,9 @@ _HREF = re.compile(r'href="([^"#]+)')
 class SdistBuildError(FailedError, RuntimeError):
     """An sdist could not be turned into a pure wheel (build failure or platform wheel)."""
 
+    output: str = ""
+    """The builder's full output, when a build failed (the message keeps its last lines)."""
+
 
 def is_pure(filename: str) -> bool:
     """True for a wheel any target installs: every tag is ``<py>-none-any``."""

@@ -367,3 +367,75 @@ def test_no_fixture_reaches_the_guard(case: Path) -> None:
 
 def test_parse_job_never_raises_on_deep_nesting() -> None:
     assert "nested" in (parse_job("job.json", b"[" * 100 + b"]" * 100).error or "")
+
+
+def _timed_run(capsys: pytest.CaptureFixture[str], pkg: Path) -> tuple[int, dict, float]:
+    start = time.perf_counter()
+    rc, report = _json_run(capsys, str(pkg))
+    return rc, report, time.perf_counter() - start
+
+
+def _manifest_error(report: dict) -> dict:
+    (diag,) = [d for d in report["diagnostics"] if d["code"] == "EK101"]
+    return diag
+
+
+# 17. (seed s3) a control character plus more than ~5,000 flow/block indicators: the nesting
+# pre-screen's libyaml pass raised ReaderError, a YAMLError but no MarkedYAMLError (exit 2)
+@pytest.mark.parametrize("indicators", [10, 6_000, 40_000])
+def test_17_control_character_past_the_nesting_prescreen(
+    capsys: pytest.CaptureFixture[str], pkg: Path, indicators: int
+) -> None:
+    manifest = pkg / "nemo-environment.yaml"
+    deep = "[" * indicators + "]" * indicators
+    manifest.write_text(manifest.read_text() + f"extra: a\x01b\ndeep: {deep}\n")
+    rc, report = _json_run(capsys, str(pkg))
+    diag = _manifest_error(report)
+    assert rc == 1 and "'\\x01' is not allowed" in diag["message"]
+    assert (diag["line"], diag["column"]) == (8, 9)
+
+
+# 18. (seed s3) "\U00110000": libyaml gives a syntax error with a line, then the column lookup
+# re-parsed with pure-Python PyYAML, whose chr() raises ValueError (exit 2)
+@pytest.mark.parametrize("escape", ["\\U00110000", "\\UFFFFFFFF"])
+def test_18_escape_past_the_last_code_point(
+    capsys: pytest.CaptureFixture[str], pkg: Path, escape: str
+) -> None:
+    manifest = pkg / "nemo-environment.yaml"
+    manifest.write_text(manifest.read_text() + f'extra: "{escape}"\n')
+    rc, report = _json_run(capsys, str(pkg))
+    diag = _manifest_error(report)
+    assert rc == 1 and (diag["line"], diag["column"]) == (8, 11)  # libyaml's mark, after `\U`
+
+
+# 19. (seed s3) the column lookup re-parsed the whole file with no bound on the work: 100k
+# nested `[` took ~100 s, a 2M-item flow list before a stray `]}` 39 s and 620 MB. Columns now
+# come from the first parse; the bounds here are generous (seconds on a loaded machine).
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("shape", ["nested", "wide"])
+def test_19_no_second_parse_for_a_column(
+    capsys: pytest.CaptureFixture[str], pkg: Path, shape: str
+) -> None:
+    manifest = pkg / "nemo-environment.yaml"
+    if shape == "nested":
+        manifest.write_text("format: native-v1\nmetadata: " + "[" * 100_000 + "]" * 100_000)
+    else:
+        manifest.write_text(manifest.read_text() + "x: [" + "1," * 2_000_000 + "1]]}\n")
+    rc, report, seconds = _timed_run(capsys, pkg)
+    diag = _manifest_error(report)
+    assert rc == 1 and ("nest" in diag["message"] or "nodes" in diag["message"]), diag
+    assert seconds < 30, seconds
+
+
+def test_19_wide_flow_list_is_refused_before_it_is_composed() -> None:
+    """The node bound applied while walking the composed tree: libyaml had already built (and
+    PyYAML resolved) two million nodes. The byte count of separators now refuses it first."""
+    code = ("import resource; from envkit.model.yamlio import parse_yaml; "
+            "doc = parse_yaml('x.yaml', b'a: [' + b'1,' * 2_000_000 + b'1]]}'); "
+            "print(doc.error); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    error, rss_kib = proc.stdout.splitlines()
+    assert "nodes; not parsed" in error
+    assert int(rss_kib) < 200 * 1024, f"peak RSS {int(rss_kib) // 1024} MiB"

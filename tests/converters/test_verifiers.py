@@ -168,7 +168,7 @@ def test_lock_has_envkit_builds_shape() -> None:
                           "https://files.example/verifiers-0.3.1-py3-none-any.whl", "ab" * 32,
                           ("requirement: verifiers==0.3.1",)),
               LockedWheel("env", "1", "env-1-py3-none-any.whl", "file:///tmp/x/env.whl", None)]
-    lock = lock_data(wheels, "cp313-manylinux_2_28_x86_64", ["env==1"], "uv 0.13")
+    lock = lock_data(wheels, "cp313-manylinux_2_28_x86_64", ["env==1"], "uv 0.13").to_dict()
     assert (lock["version"], lock["target"]) == ("1.0", "cp313-manylinux_2_28_x86_64")
     assert lock["requirements"] == [{"requirement": "env==1", "from": ["envkit convert verifiers"]}]
     by_name = {w["name"]: w for w in lock["wheels"]}

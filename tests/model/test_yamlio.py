@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from support.fuzz_strategies import yaml_documents
 from support.paths import REPO_ROOT
 
+from envkit.model import yamlio
 from envkit.model.yamlio import YamlReadError, parse_yaml, read_mapping
 
 FIXTURES = REPO_ROOT / "fixtures"
@@ -96,3 +99,104 @@ def test_builder_reads_the_manifest_within_the_validators_bounds(tmp_path: Path)
     (tmp_path / "nemo-environment.yaml").write_bytes(BOMB)
     with pytest.raises(BuildError, match="alias bomb"):
         _read_manifest(tmp_path)
+
+
+# -- positions from the first parse ---------------------------------------------------------
+
+EXTRA = [
+    "a: 1\na: {b: 2}\n",  # a repeated key: the later value, the first line
+    "'1': x\n1: y\n\"q\": z\n",
+    "? a\n: 1\n",
+    "a: |\n  block\n  text\nb: >-\n  folded\n",
+    "---\na: 1\n...\n",
+    "---\na: 1\n---\nb: 2\n",  # two documents: the composer's error
+    "a: &x 1\nb: *x\n",
+    "a: !!str 1\n",
+    "a: <<\n",
+    "- - - x\n  - y\n- z\n",
+    "a: 0x" + "f" * 200 + "\nb: [\n",  # a constructor error before a syntax error
+]
+
+
+def _node_path(text: str) -> tuple[object, ...]:
+    try:
+        doc = yamlio._compose_nodes("x.yaml", text)
+    except (yaml.YAMLError, yamlio.TooLarge) as exc:
+        return ("error", type(exc).__name__, str(exc))
+    return repr(doc.data), dict(doc.lines), dict(doc.columns)
+
+
+def _event_path(text: str) -> tuple[object, ...]:
+    try:
+        doc = yamlio._compose("x.yaml", text)
+    except (yaml.YAMLError, yamlio.TooLarge) as exc:
+        return ("error", type(exc).__name__, str(exc))
+    return repr(doc.data), dict(doc.lines), dict(doc.columns)
+
+
+@pytest.mark.parametrize("text", DOCS + EXTRA, ids=range(len(DOCS + EXTRA)))
+def test_event_path_reads_what_the_node_path_reads(text: str) -> None:
+    """The fast reader and the node tree agree on values, lines and columns (or the error)."""
+    assert _event_path(text) == _node_path(text)
+
+
+@settings(max_examples=80, derandomize=True, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(doc=yaml_documents(("format", "config_paths", "metadata")))
+def test_event_path_agrees_on_generated_documents(doc: bytes) -> None:
+    try:
+        text = doc.decode("utf-8-sig")
+        yamlio._check_nesting(doc, text)
+    except (UnicodeDecodeError, yaml.YAMLError, yamlio.TooLarge):
+        return
+    assert _event_path(text) == _node_path(text)
+
+
+def test_columns_of_keys_and_items() -> None:
+    doc = parse_yaml("x.yaml", b"a:\n  b:\n    - 1\n    - c: 2\n      d: [x, y]\n")
+    assert dict(doc.columns) == {1: 1, 2: 3, 3: 7, 4: 7, 5: 7}
+    assert doc.column_at(5) == 7 and doc.column_at(9) is None
+
+
+@pytest.mark.parametrize(("raw", "line", "column"), [
+    (b"a: 1\nb: [1, 2\n", 3, 1),
+    (b"a: 1\n\tb: 2\n", 2, 1),
+    (b"a: 1\nb: \xff\n", 2, 4),
+    (b'a: 1\nb: "\\U00110000"\n', 2, 7),  # libyaml marks the escape
+])
+def test_errors_carry_the_parsers_line_and_column(raw: bytes, line: int, column: int) -> None:
+    doc = parse_yaml("x.yaml", raw)
+    assert doc.error is not None
+    assert (doc.error_line, doc.error_column) == (line, column)
+    assert doc.column_at(line) == column
+
+
+@pytest.mark.parametrize("indicators", [0, 6_000, 60_000])
+def test_control_character_is_located_however_many_indicators(indicators: int) -> None:
+    """libyaml's ``ReaderError`` is no ``MarkedYAMLError``: past the nesting pre-screen it
+    escaped the reader (exit 2); below it the same byte was an error without a line."""
+    raw = b"a: 1\nb: x\x01y\nc: " + b"[" * indicators + b"]" * indicators + b"\n"
+    doc = parse_yaml("x.yaml", raw)
+    assert doc.error is not None and "'\\x01' is not allowed" in doc.error
+    assert (doc.error_line, doc.error_column) == (2, 5)
+
+
+def test_out_of_range_escape_with_the_pure_python_loader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without libyaml the scanner calls ``chr(0x110000)``: a ``ValueError``, not YAMLError."""
+
+    class PureLoader(yaml.SafeLoader):
+        yaml_constructors = yamlio.Loader.yaml_constructors
+
+    monkeypatch.setattr(yamlio, "Loader", PureLoader)
+    doc = parse_yaml("x.yaml", b'a: "\\U00110000"\n')
+    assert doc.error is not None and doc.error.startswith("invalid YAML")
+    doc = parse_yaml("x.yaml", b"a: x\x01\n")  # the pure-Python reader checks in __init__
+    assert doc.error is not None and doc.error_line == 1
+
+
+def test_node_count_is_bounded_before_the_composer_sees_the_nodes() -> None:
+    """A 2M-item flow list (4 MB) has no nesting indicators; the composer resolved every
+    item in Python before the 200k-node bound applied (tens of seconds, 620 MB)."""
+    raw = b"a: [" + b"1," * 2_000_000 + b"1]]}\n"
+    doc = parse_yaml("x.yaml", raw)
+    assert doc.error is not None and "nodes; not parsed" in doc.error

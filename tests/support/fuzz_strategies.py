@@ -33,7 +33,8 @@ yaml_scalars = st.one_of(
     st.sampled_from(["2020-13-45", "2001-12-14", "2001-12-14t21:59:43.10-05:00", "1e999",
                      ".nan", "-.inf", "~", "null", "yes", "No", "''", '""', "'x'", '"\\ud800"',
                      '"\\udcff"', '"\\x00"', "${a.b}", "${list.²}", "${x.99999999999}",
-                     "${oc.env:HOME}", "|\n  block", "<<", "=", "&", "*", "!", "%", "@", "`"]),
+                     "${oc.env:HOME}", "|\n  block", "<<", "=", "&", "*", "!", "%", "@", "`",
+                     '"\\U00110000"', '"\\UFFFFFFFF"', '"\\x85"', "a\x01b", "\x7f", "\ufeff"]),
     st.tuples(st.sampled_from(["!!bool", "!!int", "!!float", "!!timestamp", "!!binary",
                                "!!null", "!!str", "!!set", "!!omap", "!!pairs", "!custom",
                                "!!python/name:os.system", "!!merge"]),
@@ -57,18 +58,40 @@ yaml_values = st.recursive(
 """One flow-style YAML value; anchors and aliases can refer to themselves (recursion)."""
 
 _NESTING = st.tuples(st.sampled_from(["[", "{a: ", "- ", "? ", "a:\n  "]),
-                     st.integers(1, 30_000)).map(lambda t: t[0] * t[1])
+                     st.integers(1, 100_000)).map(lambda t: t[0] * t[1])
+_CONTROL = st.sampled_from([*map(chr, (*range(1, 9), 11, 12, *range(14, 32), 127)), "\x80",
+                            "\x9f", "\ud800", "\ufffe"])
+_INDICATORS = st.tuples(st.sampled_from(["[", "{", "- ", "? ", ": "]), st.integers(5_001, 30_000))
+
+
+def _hostile(extra: str, draw: st.DrawFn) -> str:
+    """The shapes behind three internal errors and nine hangs (seed s3): a control character
+    with more flow/block indicators than the nesting pre-screen lets through, an escape past
+    U+10FFFF, and a flow list of millions of items before a stray ``]}``."""
+    if extra == "control":
+        unit, count = draw(_INDICATORS)
+        where = draw(st.sampled_from(["before", "after"]))
+        bad = f"c: x{draw(_CONTROL)}y\n"
+        deep = f"deep: {unit * count}{']' * count if unit == '[' else ''}\n"
+        return bad + deep if where == "before" else deep + bad
+    if extra == "escape":
+        return f'u: "\\U{draw(st.integers(0x110000, 0xFFFFFFFF)):08X}"\n'
+    count = draw(st.integers(200_000, 2_000_000))
+    return "wide: [" + "1," * count + "1" + draw(st.sampled_from(["]]}", "]", "", ",}"])) + "\n"
 
 
 @st.composite
 def yaml_documents(draw: st.DrawFn, keys: tuple[str, ...] = ()) -> bytes:
     """A YAML mapping document: the given keys and random ones, flow values, sometimes deep
-    nesting, alias bombs, a BOM, invalid UTF-8 or a tab."""
+    nesting, alias bombs, a BOM, invalid UTF-8, a tab, or one of the ``_hostile`` shapes."""
     lines = [f"{key}: {draw(yaml_values)}" for key in keys if draw(st.booleans())]
     lines += [f"{draw(_WORD)}: {draw(yaml_values)}" for _ in range(draw(st.integers(0, 4)))]
     text = "\n".join(lines) + "\n"
-    extra = draw(st.sampled_from(["", "", "", "nest", "bomb", "bom", "bytes", "tab", "multi"]))
-    if extra == "nest":
+    extra = draw(st.sampled_from(["", "", "", "nest", "bomb", "bom", "bytes", "tab", "multi",
+                                  "control", "escape", "wide"]))
+    if extra in ("control", "escape", "wide"):
+        text += _hostile(extra, draw)
+    elif extra == "nest":
         text += "deep: " + draw(_NESTING) + "\n"
     elif extra == "bomb":
         text += "b0: &b0 [x, x, x, x, x, x, x, x, x]\n" + "".join(

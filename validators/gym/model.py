@@ -126,7 +126,7 @@ def deep_merge(base: Any, override: Any) -> Any:
     return merged
 
 
-class Opaque(dict):  # type: ignore[type-arg]
+class Opaque(dict[str, Any]):
     """A top-level value of a Gym built-in config that envkit knows by name only."""
 
 
@@ -152,16 +152,27 @@ def resolve_config(pkg: Package, rel: str) -> YamlDoc | None:
     return _builtin_doc(rel)
 
 
-def _includes_of(doc: YamlDoc | None) -> list[str]:
+def _includes_of(pkg: Package, rel: str, doc: YamlDoc | None) -> tuple[str, ...]:
+    """What ``rel`` pulls in: the package model's normalised list for the package's own
+    configs (read once), the summary's for a Gym built-in."""
+    if rel in pkg.includes:
+        return pkg.includes[rel]
     data = doc.data if doc is not None and doc.ok else None
     nested = data.get("config_paths") if isinstance(data, Mapping) else None
     values = nested if isinstance(nested, list) else []
-    return [rel for rel in (safe_relpath(v) for v in values if isinstance(v, str)) if rel]
+    found = (safe_relpath(v) for v in values if isinstance(v, str))
+    return tuple(dict.fromkeys(rel for rel in found if rel))
 
 
 def merge_order(pkg: Package) -> tuple[list[str], dict[str, YamlDoc]]:
-    """Gym's ``load_extra_config_paths`` order over the files it would find, and those files."""
-    paths = [p for p in (safe_relpath(v) for v in pkg.config_paths()) if p]
+    """Gym's ``load_extra_config_paths`` order over the files it would find, and those files.
+
+    Each file is expanded once, at its first appearance (breadth first from the manifest's
+    list), and a dict gives each path's index: linear in the include pairs, however many
+    configs list each other.
+    """
+    paths = [p for p in (safe_relpath(v) for v in pkg.config_paths()) if p]  # repeats kept
+    index_of = {p: i for i, p in enumerate(paths)}
     roots = len(paths)
     children: list[list[int]] = [[] for _ in paths]
     docs: dict[str, YamlDoc] = {}
@@ -170,12 +181,19 @@ def merge_order(pkg: Package) -> tuple[list[str], dict[str, YamlDoc]]:
         doc = docs.get(paths[index]) or resolve_config(pkg, paths[index])
         if doc is not None:
             docs[paths[index]] = doc
-        for rel in _includes_of(doc):
-            if rel not in paths:
+        for rel in _includes_of(pkg, paths[index], doc):
+            if rel not in index_of:
+                index_of[rel] = len(paths)
                 paths.append(rel)
                 children.append([])
                 children[index].append(len(paths) - 1)
         index += 1
+    return [paths[i] for i in _post_order(children, roots) if paths[i] in docs], docs
+
+
+def _post_order(children: list[list[int]], roots: int) -> list[int]:
+    """Children before their parent, siblings in order: an includer overrides what it pulls
+    in, a later sibling an earlier one."""
     order: list[int] = []
     pending = [(i, False) for i in reversed(range(roots))]
     while pending:
@@ -185,7 +203,7 @@ def merge_order(pkg: Package) -> tuple[list[str], dict[str, YamlDoc]]:
             continue
         pending.append((i, True))
         pending.extend((c, False) for c in reversed(children[i]))
-    return [paths[i] for i in order if paths[i] in docs], docs
+    return order
 
 
 def _definitions(order: list[str], docs: Mapping[str, YamlDoc]) -> dict[str, list[Definition]]:

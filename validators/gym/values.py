@@ -100,9 +100,7 @@ def check_interpolations(inputs: Inputs) -> Iterator[Diagnostic]:
 # EK316 ---------------------------------------------------------------------------------------
 
 
-def _include_problem(pkg: Package, value: Any) -> str | None:
-    if not isinstance(value, str):
-        return f"{value!r} is not a path"
+def _include_problem(pkg: Package, value: str) -> str | None:
     rel = safe_relpath(value)
     if rel is None:
         return f"{value!r} is absolute or leaves the package; it is not shipped"
@@ -112,9 +110,16 @@ def _include_problem(pkg: Package, value: Any) -> str | None:
 
 
 def check_includes(inputs: Inputs) -> Iterator[Diagnostic]:
-    """EK316: every path in a config's own `config_paths` must resolve where Gym looks."""
+    """EK316: every path in a config's own `config_paths` must resolve where Gym looks.
+
+    Each distinct path string is judged once: configs that all list each other repeat the
+    same N strings N times, and the pairs are only walked, never re-normalised.
+    """
     pkg = inputs.package
-    for path, doc in (pkg.configs if pkg else {}).items():
+    if pkg is None:
+        return
+    judged: dict[str, str | None] = {}
+    for path, doc in pkg.configs.items():
         nested = doc.data.get("config_paths") if isinstance(doc.data, Mapping) else None
         if nested is None:
             continue
@@ -123,7 +128,12 @@ def check_includes(inputs: Inputs) -> Iterator[Diagnostic]:
             yield EK316.at(path, message, line=doc.line_of("config_paths"))
             continue
         for index, value in enumerate(nested):
-            problem = _include_problem(pkg, value)
+            if not isinstance(value, str):
+                problem: str | None = f"{value!r} is not a path"
+            elif value in judged:
+                problem = judged[value]
+            else:
+                problem = judged[value] = _include_problem(pkg, value)
             if problem:
                 line = doc.line_of("config_paths", index)
                 yield EK316.at(path, f"`config_paths[{index}]`: {problem}", line=line)
