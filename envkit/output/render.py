@@ -137,7 +137,12 @@ def _train(outcome: TrainOutcome, fmt: str) -> int:
 
 
 def _compiled_config(result: CompiledConfig, fmt: str) -> int:
-    _echo(_dump(result.report))
+    if fmt == "json":
+        _echo(_dump(result.report))
+    else:
+        from envkit.output.compiled import compiled_config_text
+
+        _echo(compiled_config_text(result.report))
     return 0
 
 
