@@ -101,7 +101,7 @@ def _generate_with_retry(run: _Run, rows: list[dict[str, Any]], first_group: int
     for attempt in range(run.opts.max_rollout_retries + 1):
         try:
             return run.source.rollouts(
-                rows, run.cfg.num_generations_per_prompt, first_group=first_group
+                rows, run.cfg.training.num_generations_per_prompt, first_group=first_group
             )
         except RolloutFailedError as exc:
             if attempt == run.opts.max_rollout_retries:
@@ -130,12 +130,12 @@ def _no_grad_logprobs(run: _Run, mb: MicroBatch, reference: bool) -> torch.Tenso
     """Old-policy (or reference) logprobs, in eval mode as NeMo-RL's ``get_logprobs``."""
     with torch.no_grad(), _mode(run.policy.model, training=False):
         if not reference:
-            return _logprobs(run.policy.model, mb, run.cfg.temperature)
+            return _logprobs(run.policy.model, mb, run.cfg.training.temperature)
         if run.policy.is_lora:
             return run.policy.reference_logprobs(
-                mb.input_ids, mb.attention_mask, run.cfg.temperature, mb.position_ids
+                mb.input_ids, mb.attention_mask, run.cfg.training.temperature, mb.position_ids
             )
-        return _logprobs(run.reference, mb, run.cfg.temperature)
+        return _logprobs(run.reference, mb, run.cfg.training.temperature)
 
 
 @contextmanager
@@ -153,12 +153,12 @@ def _microbatches(run: _Run, rollouts: list[Rollout], advantages: torch.Tensor) 
     """The step's rollouts laid out by ``batching_strategy`` (``microbatch.py``)."""
     cfg = run.cfg
     lengths = [len(r.prompt_ids) + len(r.completion_ids) for r in rollouts]
-    plans = plan_microbatches(lengths, cfg.batching, cfg.micro_batch_size)
+    plans = plan_microbatches(lengths, cfg.batching, cfg.training.micro_batch_size)
     pad = run.policy.tokenizer.pad_token_id
     device = next(run.policy.model.parameters()).device
     return [
         build_microbatch(
-            rollouts, advantages, p, pad, overlong_filtering=cfg.overlong_filtering
+            rollouts, advantages, p, pad, overlong_filtering=cfg.training.overlong_filtering
         ).to(device)
         for p in plans
     ]
@@ -171,7 +171,7 @@ def _microbatch_loss(run: _Run, mb: MicroBatch, tokens: float) -> LossOutput:
     use_ref = cfg.loss.ref_policy_kl_penalty > 0
     ref = _no_grad_logprobs(run, mb, reference=True) if use_ref else None
     with _mode(run.policy.model, training=True):
-        curr = _logprobs(run.policy.model, mb, cfg.temperature)
+        curr = _logprobs(run.policy.model, mb, cfg.training.temperature)
     return grpo_loss(
         curr,
         prev,
@@ -187,7 +187,7 @@ def _microbatch_loss(run: _Run, mb: MicroBatch, tokens: float) -> LossOutput:
 def _update(run: _Run, rollouts: list[Rollout], advantages: torch.Tensor) -> dict[str, float]:
     """``rollouts // batch_size`` optimizer steps, each normalised by its own token count (the
     remainder is dropped, as NeMo-RL shards); the scheduler steps once afterwards."""
-    size = run.cfg.batch_size
+    size = run.cfg.training.batch_size
     updates = max(len(rollouts) // size, 1)
     chunks = [slice(i * size, (i + 1) * size) for i in range(updates)]
     if updates == 1 and len(rollouts) < size:
@@ -217,7 +217,7 @@ def _one_update(run: _Run, rollouts: list[Rollout], advantages: torch.Tensor) ->
         for name, value in out.metrics.items():
             totals[name] = totals.get(name, 0.0) + value * share
     params = [p for p in run.policy.model.parameters() if p.requires_grad]
-    norm = torch.nn.utils.clip_grad_norm_(params, run.cfg.max_grad_norm)
+    norm = torch.nn.utils.clip_grad_norm_(params, run.cfg.training.max_grad_norm)
     totals["grad_norm"] = float(norm)
     run.optimizer.step()
     return {**totals, **_layout_metrics(mbs)}
@@ -240,15 +240,17 @@ def _step(run: _Run, step: int) -> dict[str, float]:
     advantages = compute_advantages(  # recomputed on the kept batch, as NeMo-RL does
         groups_of(sampled.rollouts),
         sampled.rewards,
-        leave_one_out=cfg.use_leave_one_out_baseline,
-        normalize=cfg.normalize_rewards,
+        leave_one_out=cfg.training.use_leave_one_out_baseline,
+        normalize=cfg.training.normalize_rewards,
     )
-    advantages = clip_advantages(advantages, cfg.advantage_clip_low, cfg.advantage_clip_high)
+    advantages = clip_advantages(
+        advantages, cfg.training.advantage_clip_low, cfg.training.advantage_clip_high
+    )
     update = _update(run, sampled.rollouts, advantages)
     run.source.refresh(run.policy)
     metrics = train_metrics(sampled, advantages)
     metrics.update({f"train_{k}": v for k, v in update.items()})
-    if cfg.use_dynamic_sampling:
+    if cfg.training.use_dynamic_sampling:
         metrics["train_dynamic_sampling_num_gen_batches"] = float(sampled.gen_batches)
         metrics["train_dynamic_sampling_num_discarded_valid_samples"] = float(sampled.discarded)
     metrics["train_timing/generation"] = generated_at - started
@@ -295,12 +297,12 @@ def _checkpoint(run: _Run, step: int, metrics: dict[str, float]) -> None:
     metric = metrics.get("val_accuracy", metrics.get("train_reward"))
     root = run.opts.output / "checkpoints"
     save_checkpoint(root, step, run.policy, run.optimizer, run.scheduler, run.sampler.state, metric)
-    prune(root, run.cfg.keep_top_k)
+    prune(root, run.cfg.training.keep_top_k)
 
 
 def _is_val_step(cfg: GrpoConfig, period: int, step: int, total: int) -> bool:
     """Every ``period`` steps (the compiled ``val_check_interval``) and at the end."""
-    return bool(period and step % period == 0) or (cfg.val_at_end and step == total)
+    return bool(period and step % period == 0) or (cfg.training.val_at_end and step == total)
 
 
 def train(
@@ -321,7 +323,7 @@ def train(
     run, done = _build_run(cfg, policy, source, rows, opts)
     logger = MetricsLogger(opts.output)
     logger.truncate_after(done)
-    if done == 0 and cfg.val_at_start:
+    if done == 0 and cfg.training.val_at_start:
         logger.log(0, _validate(run, val_rows, 0))
     metrics: dict[str, float] = {}
     for step in range(done + 1, total + 1):

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from envkit.model.diagnostics import Diagnostic, Severity
-from envkit.model.jobspec import JobSettings, JobSpecError, grpo_settings, read_job
+from envkit.model.jobspec import JobSettings, JobSpecError, grpo_settings
 from envkit.validators._base import Inputs, Rule
 from envkit.validators.job_rules import findings
 
@@ -213,7 +213,7 @@ def job_diagnostics(job: JobDoc, *, allow_local_refs: bool = False) -> Iterator[
     if job.error is not None or not isinstance(job.data, Mapping):
         yield _not_object(job)
         return
-    settings, problems = read_job(job.data)
+    settings, problems = job.typed
     for problem in problems:
         yield _problem(job, problem)
     yield from _refs(job, job.data, allow_local_refs)

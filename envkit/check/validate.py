@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from envkit.validators import Check
 
-__all__ = ["INTERNAL_ERROR", "ValidateRequest", "validate"]
+__all__ = ["INTERNAL_ERROR", "ValidateRequest", "validate", "validate_inputs"]
 
 INTERNAL_ERROR = "EK000"
 """The code of the safety net: a check that raised. No input is meant to reach it (every
@@ -54,17 +54,36 @@ def validate(request: ValidateRequest) -> Report:
         job=load_job(request.job) if request.job else None,
         options=request.options,
     )
+    return validate_inputs(
+        inputs, select=request.select, ignore=request.ignore, strict=request.strict
+    )
+
+
+def validate_inputs(
+    inputs: Inputs,
+    *,
+    select: tuple[str, ...] = (),
+    ignore: tuple[str, ...] = (),
+    strict: bool = False,
+) -> Report:
+    """Validate models the caller has already read (``load_package``, ``load_dataset``,
+    ``load_job``).
+
+    Why a second entry: ``envkit train`` reads the job, package and dataset once and trains on
+    what it read; validating those same objects means the run is checked exactly as it starts.
+    """
+    package = inputs.package
     diagnostics = [
         _printable(d)
         for d in run_checks(inputs, [_guarded(check) for check in CHECKS])
-        if d.code == INTERNAL_ERROR or selected(d.code, request.select, request.ignore)
+        if d.code == INTERNAL_ERROR or selected(d.code, select, ignore)
     ]
     return Report(
         format=_text(package.format) if package and package.format else None,
         name=_text(package.name) if package and package.name else None,
-        target=str(request.options.target),
+        target=str(inputs.options.target),
         diagnostics=tuple(diagnostics),
-        strict=request.strict,
+        strict=strict,
     )
 
 

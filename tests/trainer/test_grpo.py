@@ -47,7 +47,7 @@ def _cfg(**extra):
 def _run(base_model, out, cfg, reward=share_of_a, source_wrapper=None, **opts):
     policy = load_policy(base_model, cfg)
     source = LocalRolloutSource(
-        policy, reward, temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens
+        policy, reward, temperature=cfg.training.temperature, max_new_tokens=cfg.max_new_tokens
     )
     if source_wrapper is not None:
         source = source_wrapper(source)

@@ -68,12 +68,14 @@ def gym_source_options(
     """
     engine = EngineOptions(
         hf_config_overrides=dict(cfg.hf_config_overrides),
-        vllm_tensor_parallel_size=cfg.vllm_tensor_parallel_size,
-        vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
+        vllm_tensor_parallel_size=cfg.training.vllm_tensor_parallel_size,
+        vllm_gpu_memory_utilization=cfg.training.vllm_gpu_memory_utilization,
     )
     return GymSourceOptions(
-        requests=RequestOptions(temperature=cfg.temperature, max_tokens=cfg.max_new_tokens),
-        max_rollout_turns=cfg.max_rollout_turns,
+        requests=RequestOptions(
+            temperature=cfg.training.temperature, max_tokens=cfg.max_new_tokens
+        ),
+        max_rollout_turns=cfg.training.max_rollout_turns,
         backend=backend,
         engine=engine,
         runtime=runtime or RuntimeOptions(),
