@@ -2,26 +2,27 @@
 together, then handed to the run as they were read.
 
 Why one reader: the job is parsed and typed once (:attr:`envkit.model.jobfile.JobDoc.typed`),
-the package and the dataset are loaded once, and ``validate_inputs`` checks those same objects,
-so the file that trains here is the file ``envkit validate --job`` accepted and the file that
-submits. The job's ``model``/``dataset``/``environment`` are ``workspace/name`` refs on the
-platform; locally an existing path may stand in for each, or the ``--model/--dataset/--env``
-options override them.
+the package is loaded once, each dataset file is read once (its rows kept, :class:`ReadDataset`),
+and ``validate_inputs`` checks those same objects, so the rows that train here are the rows
+``envkit validate --dataset`` accepted, and the job is the file that submits. The job's
+``model``/``dataset``/``environment`` are ``workspace/name`` refs on the platform; locally an
+existing path may stand in for each, or the ``--model/--dataset/--env`` options override them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envkit.gym.types import RuntimeOptions
+from envkit.model.dataset import Dataset, Row, load_dataset
 from envkit.model.diagnostics import Severity
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterator
 
-    from envkit.model.dataset import Dataset
     from envkit.model.diagnostics import Diagnostic
     from envkit.model.jobfile import JobDoc
     from envkit.trainer.config import GrpoConfig
@@ -29,10 +30,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LocalInputs",
+    "ReadDataset",
     "TrainInputError",
     "TrainInputs",
     "TrainRequest",
     "preflight",
+    "read_dataset",
     "read_inputs",
     "resolve_inputs",
 ]
@@ -83,6 +86,27 @@ class TrainInputs:
     config: GrpoConfig
     train_rows: list[dict[str, Any]]
     val_rows: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ReadDataset(Dataset):
+    """A dataset whose rows were read once and are kept: the validator streams them from
+    memory, and the run trains on the same rows (a run holds its rows in memory anyway)."""
+
+    read: Mapping[str, tuple[Row, ...]] = field(default_factory=dict)
+
+    def iter_rows(self, name: str) -> Iterator[Row]:
+        return iter(self.read.get(name, ()))
+
+
+def read_dataset(root: Path) -> ReadDataset:
+    """Look at the directory (``load_dataset``) and read each of its files once.
+
+    :raises NotADirectoryError: ``root`` is not a directory.
+    """
+    model = load_dataset(root)
+    rows = {name: tuple(model.iter_rows(name)) for name in model.files}
+    return ReadDataset(model.root, model.files, model.read_errors, rows)
 
 
 def _local(job_data: Mapping[str, Any], key: str, override: Path | None) -> Path | None:
@@ -153,7 +177,6 @@ def read_inputs(request: TrainRequest) -> TrainInputs:
 
     :raises TrainInputError: an input is missing, unreadable or invalid (with diagnostics).
     """
-    from envkit.model.dataset import load_dataset
     from envkit.model.package import load_package
     from envkit.trainer.config import GrpoConfig
     from envkit.validators import CheckOptions, Inputs
@@ -162,8 +185,13 @@ def read_inputs(request: TrainRequest) -> TrainInputs:
     doc = _read_job(request.job)
     if not isinstance(doc.data, dict):  # EK611: nothing to resolve the refs from
         _raise_on_errors(Inputs(job=doc, options=options))
+        msg = f"{request.job}: the job must be a JSON object"
+        raise TrainInputError(msg)
     paths = resolve_inputs(doc.data, request)
-    dataset = load_dataset(paths.dataset)
+    try:
+        dataset = read_dataset(paths.dataset)
+    except NotADirectoryError as exc:
+        raise TrainInputError(str(exc)) from None
     _raise_on_errors(Inputs(load_package(paths.environment), dataset, doc, options))
     settings, _ = doc.typed
     if settings is None:  # unreachable once validation passed: the model's errors are EK6xx
