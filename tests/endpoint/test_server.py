@@ -12,18 +12,17 @@ import pytest
 pytest.importorskip("torch")
 openai = pytest.importorskip("openai")
 
-from support.tiny_model import make_tiny_char_model  # noqa: E402
-
 from envkit.endpoint.server import PolicyServer, sampling_from_request  # noqa: E402
 from envkit.trainer.generation import GenerationError, SamplingParams  # noqa: E402
 from envkit.trainer.generation.hf import HFBackend  # noqa: E402
+from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
 
 MESSAGES = [{"role": "user", "content": "Write the character a 8 times."}]
 
 
 @pytest.fixture(scope="module")
 def backend(tmp_path_factory: pytest.TempPathFactory) -> HFBackend:
-    return HFBackend(make_tiny_char_model(tmp_path_factory.mktemp("m") / "tiny"), model_name="tiny")
+    return HFBackend(make_tiny_model(tmp_path_factory.mktemp("m") / "tiny"), model_name="tiny")
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +113,7 @@ def test_bad_request_is_a_400_with_an_openai_error(client) -> None:
 
 
 def test_prompt_longer_than_the_context_is_a_400(client) -> None:
-    long = [{"role": "user", "content": "x" * 400}]
+    long = [{"role": "user", "content": "x" * 1100}]
     with pytest.raises(openai.BadRequestError, match="maximum context length"):
         client.chat.completions.create(model="tiny", messages=long, max_tokens=2)
 
@@ -139,7 +138,7 @@ def test_sampling_from_request_maps_openai_fields() -> None:
 def test_update_weights_changes_generation(tmp_path: Path) -> None:
     import torch
 
-    backend = HFBackend(make_tiny_char_model(tmp_path / "m"))
+    backend = HFBackend(make_tiny_model(tmp_path / "m"))
     params = SamplingParams(temperature=0, max_tokens=4)
     before = backend.generate([MESSAGES], params)[0].completions[0].token_ids
     state = {k: torch.zeros_like(v) for k, v in backend.model.state_dict().items()}
