@@ -2,8 +2,10 @@
 
 Why this shape: each step reads on one screen (:func:`_step`); sampling (with dynamic
 sampling and fault retries), the policy update, validation and checkpoints are separate
-functions. Every step reseeds torch from ``(seed, step)``, so a resumed run draws exactly the
-samples an uninterrupted one would.
+functions. Every step reseeds torch from ``(seed, step)`` and hands the rollout source a seed
+from which each sample's generator is derived (``seeds.py``), so a resumed run draws exactly the
+samples an uninterrupted one would, and two fresh runs of the same job draw the same samples
+whatever order Gym's concurrent requests reach the policy server in.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from envkit.trainer.nemo_config import announce_not_applied
 from envkit.trainer.optim import make_optimizer, make_scheduler
 from envkit.trainer.policy import announce_backend, token_logprobs
 from envkit.trainer.sampler import PromptSampler
+from envkit.trainer.seeds import SALT_GENERATION, SALT_VALIDATION, step_seed
 from envkit.trainer.sources.base import RolloutFailedError
 
 if TYPE_CHECKING:
@@ -91,17 +94,24 @@ class _Run:
     opts: TrainOptions
 
 
-def _reseed(seed: int, step: int, salt: int = 0) -> None:
-    torch.manual_seed((seed * 1_000_003 + step * 7919 + salt) % (2**63))
+def _reseed(seed: int, step: int, salt: int = SALT_GENERATION) -> int:
+    """Reseed torch for this step's draws; returns the step's seed for the rollout source."""
+    value = step_seed(seed, step, salt)
+    torch.manual_seed(value)
+    return value
 
 
-def _generate_with_retry(run: _Run, rows: list[dict[str, Any]], first_group: int) -> list[Rollout]:
-    """One generation batch; a recoverable failure restarts the source and redoes the batch."""
+def _generate_with_retry(
+    run: _Run, rows: list[dict[str, Any]], first_group: int, seed: int
+) -> list[Rollout]:
+    """One generation batch; a recoverable failure restarts the source and redoes the batch
+    with the same seeds (the retried batch samples what the first try would have)."""
     rng = torch.get_rng_state()
     for attempt in range(run.opts.max_rollout_retries + 1):
         try:
             return run.source.rollouts(
-                rows, run.cfg.training.num_generations_per_prompt, first_group=first_group
+                rows, run.cfg.training.num_generations_per_prompt, first_group=first_group,
+                seed=seed,
             )
         except RolloutFailedError as exc:
             if attempt == run.opts.max_rollout_retries:
@@ -112,12 +122,13 @@ def _generate_with_retry(run: _Run, rows: list[dict[str, Any]], first_group: int
     raise AssertionError  # unreachable: the loop returns or raises
 
 
-def _sample(run: _Run) -> Sampled:
-    """The step's samples (``dynamic_sampling.sample_step``) from this run's prompts."""
+def _sample(run: _Run, seed: int) -> Sampled:
+    """The step's samples (``dynamic_sampling.sample_step``) from this run's prompts; group
+    ids are unique within the step, so ``seed`` gives every sample of the step its own draws."""
 
     def generate(num_prompts: int, first_group: int) -> list[Rollout]:
         rows = [row for _, row in run.sampler.take(num_prompts)]
-        return _generate_with_retry(run, rows, first_group)
+        return _generate_with_retry(run, rows, first_group, seed)
 
     return sample_step(run.cfg, generate)
 
@@ -234,8 +245,8 @@ def _step(run: _Run, step: int) -> dict[str, float]:
     """generate -> score -> advantages -> loss -> optimizer steps -> refresh generation."""
     started = time.perf_counter()
     cfg = run.cfg
-    _reseed(cfg.seed, step)
-    sampled = _sample(run)  # generate + score (the source scores), dynamic sampling
+    seed = _reseed(cfg.seed, step)
+    sampled = _sample(run, seed)  # generate + score (the source scores), dynamic sampling
     generated_at = time.perf_counter()
     advantages = compute_advantages(  # recomputed on the kept batch, as NeMo-RL does
         groups_of(sampled.rollouts),
@@ -262,8 +273,8 @@ def _validate(run: _Run, val_rows: list[dict[str, Any]], step: int) -> dict[str,
     """``val_accuracy``: mean reward of one sample per validation row (NeMo-RL's name)."""
     if not val_rows:
         return {}
-    _reseed(run.cfg.seed, step, salt=1)
-    rollouts = run.source.rollouts(val_rows, 1)
+    seed = _reseed(run.cfg.seed, step, salt=SALT_VALIDATION)
+    rollouts = run.source.rollouts(val_rows, 1, seed=seed)
     return {"val_accuracy": sum(r.reward for r in rollouts) / len(rollouts)}
 
 

@@ -53,8 +53,6 @@ CANNOT_APPLY: dict[str, str] = {
     "policy.generation.port_range_high": "local ports are picked free",
     "policy.generation.stop_token_ids": "the tokenizer's end of sequence",
     "policy.generation.stop_strings": "the tokenizer's end of sequence",
-    "policy.generation.top_k": "announced when set: local generation samples the full "
-    "distribution (temperature only)",
     "checkpointing.checkpoint_dir": "`<output>/checkpoints`",
     "checkpointing.save_period": "`--save-period` steps (default 10) and the last step",
     "checkpointing.save_consolidated": "the final policy is saved as HF safetensors in `final/`",
@@ -216,6 +214,7 @@ def _policy(cfg: GrpoConfig, steps: int) -> dict[str, Any]:
         "max_new_tokens": cfg.max_new_tokens,
         "temperature": cfg.training.temperature,
         "top_p": 1.0,
+        "top_k": cfg.training.top_k,  # the policy server samples every request with it
     }
     policy = {
         "train_global_batch_size": cfg.training.batch_size,
@@ -256,7 +255,6 @@ def nemo_rl_config(cfg: GrpoConfig, train_rows: int, val_rows: int) -> dict[str,
 def _not_applied(cfg: GrpoConfig) -> dict[str, str]:
     """Job fields set here that this machine does not apply, with what happens instead."""
     found = {
-        "top_k": (cfg.training.top_k is not None, "local generation samples the full distribution"),
         "vllm_tensor_parallel_size": (
             cfg.training.vllm_tensor_parallel_size is not None,
             "applies with `--backend vllm` only",

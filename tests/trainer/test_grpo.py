@@ -104,12 +104,12 @@ class FlakySource:
         self.calls = 0
         self.restarts = 0
 
-    def rollouts(self, rows, num_generations, *, first_group=0):
+    def rollouts(self, rows, num_generations, *, first_group=0, seed=None):
         self.calls += 1
         if self.calls == 2:
             msg = "resources server died"
             raise RolloutFailedError(msg)
-        return self.inner.rollouts(rows, num_generations, first_group=first_group)
+        return self.inner.rollouts(rows, num_generations, first_group=first_group, seed=seed)
 
     def refresh(self, policy):
         self.inner.refresh(policy)

@@ -325,6 +325,8 @@ def test_print_config_cli(tmp_path, capsys):
     assert config["data"]["shuffle"] is False
     keys = [note["key"] for note in report["cannot_apply_here"]]
     assert "policy.generation.vllm_cfg" in keys
+    assert config["policy"]["generation"]["top_k"] == 5  # applied here, as the platform does
+    assert not [key for key in keys if "top_k" in key]
     job, _ = _print_config_job(tmp_path, top_k=5, top_p=0.9)
     assert main(argv) == 1
     assert "EK610 `training.top_p`" in capsys.readouterr().err

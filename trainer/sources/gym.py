@@ -15,6 +15,7 @@ The path of one batch: ``grpo`` -> :meth:`GymRolloutSource.rollouts` -> ``envkit
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from envkit.gym.session import GymSession
 from envkit.gym.types import PolicyEndpoint, RuntimeOptions
 from envkit.trainer.generation.factory import EngineOptions, make_backend
 from envkit.trainer.policy import generation_weights
+from envkit.trainer.seeds import sample_seed
 from envkit.trainer.sources.base import RolloutFailedError
 
 if TYPE_CHECKING:
@@ -44,6 +46,7 @@ __all__ = [
     "gym_source_options",
     "open_session",
     "rollout_from_turns",
+    "seed_rows",
 ]
 
 
@@ -53,6 +56,8 @@ class GymSourceOptions:
 
     requests: RequestOptions = field(default_factory=RequestOptions)
     max_rollout_turns: int = 1
+    top_k: int | None = None
+    """The job's ``top_k``: the policy server samples every request with it."""
     backend: str = "hf"
     engine: EngineOptions = field(default_factory=EngineOptions)
     runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
@@ -76,6 +81,7 @@ def gym_source_options(
             temperature=cfg.training.temperature, max_tokens=cfg.max_new_tokens
         ),
         max_rollout_turns=cfg.training.max_rollout_turns,
+        top_k=cfg.training.top_k,
         backend=backend,
         engine=engine,
         runtime=runtime or RuntimeOptions(),
@@ -83,9 +89,11 @@ def gym_source_options(
 
 
 def open_session(
-    package: Path, model: Path, backend: str, engine: EngineOptions, runtime: RuntimeOptions
+    package: Path, model: Path, backend: str, engine: EngineOptions, runtime: RuntimeOptions,
+    *, top_k: int | None = None,
 ) -> tuple[GymSession, PolicyServer]:
-    """Load the model, serve it, and read the package: a session ready to :meth:`start`.
+    """Load the model, serve it (sampling with ``top_k``), and read the package: a session
+    ready to :meth:`start`.
 
     The session owns the server and the engine (closed with it); on a failure here they are
     closed before the error goes on.
@@ -95,7 +103,7 @@ def open_session(
     engine_ = make_backend(model, backend, engine)
     server: PolicyServer | None = None
     try:
-        server = PolicyServer(engine_)
+        server = PolicyServer(engine_, top_k=top_k)
         endpoint = PolicyEndpoint(server.base_url, server.api_key, engine_.model_name)
         return GymSession(package, endpoint, runtime, owned=(server, engine_)), server
     except BaseException:
@@ -103,6 +111,24 @@ def open_session(
             if part is not None:
                 part.close()
         raise
+
+
+def seed_rows(expanded: Sequence[dict[str, Any]], seed: int, first_group: int) -> None:
+    """Give every expanded row its own sampling seed, in place.
+
+    The seed travels as ``responses_create_params.metadata.extra_body`` (a JSON string): Gym's
+    ``vllm_model`` merges that object into the chat-completion request it sends the policy
+    server, so each rollout's request carries ``seed`` = :func:`sample_seed` of its group
+    (``first_group + _ng_task_index``) and its index in the group (``_ng_rollout_index``).
+    """
+    for row in expanded:
+        params = row.setdefault("responses_create_params", {})
+        metadata = dict(params.get("metadata") or {})
+        extra = json.loads(metadata.get("extra_body") or "{}")
+        group = first_group + int(row["_ng_task_index"])
+        extra["seed"] = sample_seed(seed, group, int(row["_ng_rollout_index"]))
+        metadata["extra_body"] = json.dumps(extra)
+        params["metadata"] = metadata
 
 
 def rollout_from_turns(rollout: Rollout, group: int, max_turns: int) -> Rollout:
@@ -173,7 +199,7 @@ class GymRolloutSource:
         (Ctrl-C on the driver of a Ray run) stops the bring-up and leaves nothing running."""
         opts = self.opts
         session, server = open_session(
-            self.package, self.model_dir, opts.backend, opts.engine, opts.runtime
+            self.package, self.model_dir, opts.backend, opts.engine, opts.runtime, top_k=opts.top_k
         )
         with self._lock:
             if self._closed:
@@ -224,7 +250,8 @@ class GymRolloutSource:
         self._server.update_weights(state)
 
     def rollouts(
-        self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0
+        self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0,
+        seed: int | None = None,
     ) -> list[Rollout]:
         session, req = self.session, self.opts.requests
         reason = session.dead()
@@ -232,6 +259,8 @@ class GymRolloutSource:
             raise RolloutFailedError(reason)
         expanded = expand_rows(rows, num_repeats=num_generations, temperature=req.temperature,
                                max_tokens=req.max_tokens)
+        if seed is not None:
+            seed_rows(expanded, seed, first_group)
         try:
             results = collect(expanded, session.servers.run_url, concurrency=req.concurrency,
                               timeout_s=req.timeout_s, abort=session.dead)
