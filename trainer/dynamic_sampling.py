@@ -41,6 +41,8 @@ class Sampled:
     generated_rewards: list[float]
     gen_batches: int = 1
     discarded: int = 0
+    failed: int = 0
+    """Rollouts that errored or timed out: counted here, never scored, never trained on."""
 
 
 def groups_of(rollouts: list[Rollout]) -> torch.Tensor:

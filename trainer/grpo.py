@@ -124,13 +124,22 @@ def _generate_with_retry(
 
 def _sample(run: _Run, seed: int) -> Sampled:
     """The step's samples (``dynamic_sampling.sample_step``) from this run's prompts; group
-    ids are unique within the step, so ``seed`` gives every sample of the step its own draws."""
+    ids are unique within the step, so ``seed`` gives every sample of the step its own draws.
+
+    A rollout that failed (a timeout, an error the agent reported) is a failure, not a reward:
+    it is counted in ``Sampled.failed`` and left out; its group trains on the samples it has.
+    """
+    failed: list[Rollout] = []
 
     def generate(num_prompts: int, first_group: int) -> list[Rollout]:
         rows = [row for _, row in run.sampler.take(num_prompts)]
-        return _generate_with_retry(run, rows, first_group, seed)
+        rollouts = _generate_with_retry(run, rows, first_group, seed)
+        failed.extend(r for r in rollouts if not r.ok)
+        return [r for r in rollouts if r.ok]
 
-    return sample_step(run.cfg, generate)
+    sampled = sample_step(run.cfg, generate)
+    sampled.failed = len(failed)
+    return sampled
 
 
 def _logprobs(model: Any, mb: MicroBatch, temperature: float) -> torch.Tensor:
@@ -196,13 +205,12 @@ def _microbatch_loss(run: _Run, mb: MicroBatch, tokens: float) -> LossOutput:
 
 
 def _update(run: _Run, rollouts: list[Rollout], advantages: torch.Tensor) -> dict[str, float]:
-    """``rollouts // batch_size`` optimizer steps, each normalised by its own token count (the
-    remainder is dropped, as NeMo-RL shards); the scheduler steps once afterwards."""
+    """``rollouts / batch_size`` optimizer steps, each normalised by its own token count; the
+    scheduler steps once afterwards. A step short of rollouts (some failed) trains what it has:
+    its last optimizer step takes the remainder."""
     size = run.cfg.training.batch_size
-    updates = max(len(rollouts) // size, 1)
-    chunks = [slice(i * size, (i + 1) * size) for i in range(updates)]
-    if updates == 1 and len(rollouts) < size:
-        chunks = [slice(0, len(rollouts))]
+    updates = max(-(-len(rollouts) // size), 1)
+    chunks = [slice(i * size, min((i + 1) * size, len(rollouts))) for i in range(updates)]
     totals: dict[str, float] = {}
     for chunk in chunks:
         for name, value in _one_update(run, rollouts[chunk], advantages[chunk]).items():
@@ -261,6 +269,7 @@ def _step(run: _Run, step: int) -> dict[str, float]:
     run.source.refresh(run.policy)
     metrics = train_metrics(sampled, advantages)
     metrics.update({f"train_{k}": v for k, v in update.items()})
+    metrics["train_failed_rollouts"] = float(sampled.failed)
     if cfg.training.use_dynamic_sampling:
         metrics["train_dynamic_sampling_num_gen_batches"] = float(sampled.gen_batches)
         metrics["train_dynamic_sampling_num_discarded_valid_samples"] = float(sampled.discarded)
@@ -270,12 +279,17 @@ def _step(run: _Run, step: int) -> dict[str, float]:
 
 
 def _validate(run: _Run, val_rows: list[dict[str, Any]], step: int) -> dict[str, float]:
-    """``val_accuracy``: mean reward of one sample per validation row (NeMo-RL's name)."""
+    """``val_accuracy``: mean reward of one sample per validation row (NeMo-RL's name), over
+    the rows that finished; the failed ones are ``val_failed_rollouts``, never a reward."""
     if not val_rows:
         return {}
     seed = _reseed(run.cfg.seed, step, salt=SALT_VALIDATION)
-    rollouts = run.source.rollouts(val_rows, 1, seed=seed)
-    return {"val_accuracy": sum(r.reward for r in rollouts) / len(rollouts)}
+    rewards = [r.reward for r in run.source.rollouts(val_rows, 1, seed=seed) if r.ok]
+    scored = [reward for reward in rewards if reward is not None]
+    metrics = {"val_failed_rollouts": float(len(val_rows) - len(scored))}
+    if scored:
+        metrics["val_accuracy"] = sum(scored) / len(scored)
+    return metrics
 
 
 def _build_run(

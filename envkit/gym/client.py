@@ -62,10 +62,24 @@ def _truncated(response: Mapping[str, Any]) -> bool:
     return response.get("status") == "incomplete" and details.get("reason") == "max_output_tokens"
 
 
+_FAILURE_CLASS = "_ng_failure_class"
+"""Gym 0.7's mark on a rollout that errored (its agents answer ``reward: 0.0`` with it)."""
+
+
 def result_from_record(index: int, agent: str, record: Mapping[str, Any]) -> Rollout:
-    """Gym's ``/run`` answer -> ``Rollout`` (a missing/non-numeric reward is a failure)."""
+    """Gym's ``/run`` answer -> ``Rollout``. A failure is never a reward: an answer that Gym
+    marks as failed (``_ng_failure_class``, or an environment server's ``failure``) or that has
+    no numeric reward is a failed Rollout."""
     response = record.get("response") if isinstance(record.get("response"), Mapping) else {}
     reward = record.get("reward")
+    failure = record.get(_FAILURE_CLASS) or (
+        "environment_server_failed" if isinstance(record.get("failure"), Mapping) else None)
+    if failure is not None:
+        detail = record.get("failure") if isinstance(record.get("failure"), Mapping) else {}
+        why = (record.get("_ng_failure_message") or record.get("error")
+               or detail.get("failure_reason") or "no reason given")
+        return Rollout.failed(index, agent, f"Gym reports a failed rollout ({failure}): {why}",
+                              dict(record))
     if not isinstance(reward, int | float) or isinstance(reward, bool):
         return Rollout.failed(index, agent, f"no numeric `reward` in the answer: {reward!r}",
                               dict(record))

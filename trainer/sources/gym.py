@@ -4,9 +4,12 @@ Why this path: it is what the platform's ``rl`` backend runs. The policy is serv
 OpenAI-compatible endpoint (``policy_server`` over a ``GenerationBackend``: HF on CPU, vLLM on
 GPU); Gym's ``vllm_model`` calls it with ``return_token_id_information``, so each rollout comes
 back with prompt ids, generated ids and the sampler's logprobs. After every optimizer step
-:meth:`GymRolloutSource.refresh` pushes the new weights into the backend. A failed rollout (a
-server died, a timeout) raises ``RolloutFailedError``; the loop then calls :meth:`restart` and
-redoes the batch, so no step is lost or counted twice.
+:meth:`GymRolloutSource.refresh` pushes the new weights into the backend. When the servers
+cannot serve (one died, every row failed), :meth:`GymRolloutSource.rollouts` raises
+``RolloutFailedError``; the loop then calls :meth:`restart` and redoes the batch, so no step is
+lost or counted twice. A single row that failed while the servers are up (a timeout, an error
+the agent reported) comes back as a failed :class:`~envkit.gym.rollout.Rollout`: a failure,
+never a reward of 0, which the loop counts and leaves out of the step.
 
 The path of one batch: ``grpo`` -> :meth:`GymRolloutSource.rollouts` -> ``envkit.gym.client``
 (POST ``/run``), with the session's liveness probe polled while rows are in flight.
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -39,6 +43,8 @@ if TYPE_CHECKING:
     from envkit.gym.types import GymServers
     from envkit.trainer.config import GrpoConfig
     from envkit.trainer.policy import Policy
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "GymRolloutSource",
@@ -268,10 +274,16 @@ class GymRolloutSource:
             raise RolloutFailedError(str(exc)) from None
         failed = [r for r in results if not r.ok]
         if failed:
-            msg = f"{len(failed)} rollout(s) failed, first: {failed[0].failure_reason}"
-            raise RolloutFailedError(msg)
-        return [
-            rollout_from_turns(r, first_group + r.index // num_generations,
-                               self.opts.max_rollout_turns)
-            for r in results
-        ]
+            dead = session.dead()
+            msg = f"{len(failed)} of {len(results)} rollout(s) failed, first: "
+            msg += str(failed[0].failure_reason)
+            if dead or len(failed) == len(results):
+                raise RolloutFailedError(f"{dead}; {msg}" if dead else msg)
+            log.warning("%s (counted as failures, left out of the step)", msg)
+        return [self._sample(r, first_group + r.index // num_generations) for r in results]
+
+    def _sample(self, rollout: Rollout, group: int) -> Rollout:
+        """A finished row laid out for the loss; a failed one stays a failure, in its group."""
+        if not rollout.ok:
+            return dataclasses.replace(rollout, group=group)
+        return rollout_from_turns(rollout, group, self.opts.max_rollout_turns)
