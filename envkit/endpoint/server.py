@@ -365,7 +365,8 @@ class PolicyServer:
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        name = host.decode() if isinstance(host, bytes) else host  # AF_INET: always str
+        return f"http://{name}:{port}/v1"
 
     @property
     def model_name(self) -> str:
