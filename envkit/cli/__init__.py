@@ -23,6 +23,7 @@ from envkit.cli._logging import configure_logging
 __all__ = ["COMMANDS", "EXIT_CODES", "cli", "main"]
 
 COMMANDS = {
+    "init": ("envkit.cli.init", "init_command"),
     "validate": ("envkit.cli.validate", "validate_command"),
     "build": ("envkit.cli.build", "build_command"),
     "convert": ("envkit.cli.convert", "convert_group"),
@@ -52,6 +53,8 @@ EXIT_CODES: dict[str, tuple[int, str]] = {
     "GymVenvError": (2, "usage"),
     "BuildError": (2, "failed"),
     "ConvertError": (1, "failed"),
+    "InitTargetError": (1, "failed"),
+    "InitNameError": (2, "usage"),
     "HubIdError": (1, "failed"),
     "TrainInputError": (1, "invalid"),
     "PrintConfigError": (1, "invalid"),

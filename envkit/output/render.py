@@ -42,6 +42,7 @@ JSON_SCHEMAS = {
     "JobMetrics": "job-output",
     "JobLogs": "job-output",
     "SmokeOutcome": "smoke",
+    "InitResult": "init",
     "error": "error",
 }
 """Result type -> the schema (``envkit schema NAME``) its JSON output follows."""
@@ -235,6 +236,21 @@ def _job_logs(outcome: JobLogs, fmt: str) -> int:
     return 0
 
 
+def _init(result: Any, fmt: str) -> int:
+    """``envkit init``: the files written and what to run next."""
+    if fmt == "json":
+        _echo(_dump({"version": "1.0", "directory": str(result.directory),
+                     "template": result.template, "name": result.name,
+                     "format": result.format, "arch": result.arch,
+                     "files": list(result.files), "next_steps": list(result.next_steps)}))
+        return 0
+    lines = [f"Created {result.directory} ({result.template} template, {result.format} for "
+             f"{result.arch}): {len(result.files)} files", *(f"  {f}" for f in result.files),
+             "", "Next:", *(f"  {step}" for step in result.next_steps)]
+    _echo("\n".join(lines))
+    return 0
+
+
 def _smoke(outcome: Any, fmt: str) -> int:
     from envkit.output.smoke import render_smoke
 
@@ -256,6 +272,7 @@ _RENDERERS: dict[str, Callable[[Any, str], int]] = {
     "JobMetrics": _job_metrics,
     "JobLogs": _job_logs,
     "SmokeOutcome": _smoke,
+    "InitResult": _init,
 }
 
 
