@@ -126,7 +126,8 @@ def _one(package: Path | None, request: GateRequest, dataset: Path | None,
     return replace(report, diagnostics=with_columns(report.diagnostics, bases),
                    root=str(package) if package else None,
                    target_source=choice.source, notes=notes,
-                   dataset=str(dataset) if dataset else None, job=str(job) if job else None)
+                   dataset=str(dataset) if dataset else None, job=str(job) if job else None,
+                   docs_url=settings.docs_url)
 
 
 def _claim_by_config(found: Discovery) -> Discovery:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypedDict
 
-from envkit.model.diagnostics import Diagnostic, Severity
+from envkit.model.diagnostics import Diagnostic, Severity, rule_url
 
 __all__ = [
     "REPORT_VERSION",
@@ -32,7 +32,7 @@ class DiagnosticDict(TypedDict):
     column: int | None
     message: str
     hint: str
-    url: str
+    url: str | None
 
 
 class PackageDict(TypedDict):
@@ -75,6 +75,8 @@ class Report:
     with)."""
     dataset: str | None = None
     job: str | None = None
+    docs_url: str | None = None
+    """The rule reference site (``docs-url`` setting) its diagnostics link to; None: no link."""
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -129,11 +131,13 @@ class ValidationRun:
             "name": one.name if one else None,
             "target": one.target if one else None,
             "packages": [r.package_dict() for r in self.reports],
-            "diagnostics": [_diag_dict(d, r.root) for r in self.reports for d in r.diagnostics],
+            "diagnostics": [_diag_dict(d, r.root, r.docs_url)
+                            for r in self.reports for d in r.diagnostics],
         }
 
 
-def _diag_dict(d: Diagnostic, package: str | None) -> DiagnosticDict:
+def _diag_dict(d: Diagnostic, package: str | None,
+               docs_url: str | None = None) -> DiagnosticDict:
     return {
         "code": d.code,
         "severity": d.severity.value,
@@ -143,5 +147,5 @@ def _diag_dict(d: Diagnostic, package: str | None) -> DiagnosticDict:
         "column": d.column,
         "message": d.message,
         "hint": d.hint,
-        "url": d.url,
+        "url": rule_url(d.code, docs_url),
     }
