@@ -132,3 +132,16 @@ def test_readme_commands_run_from_a_fresh_clone(tmp_path: Path) -> None:
                               check=False)
         assert proc.returncode == 0, f"{script}\n--- stdout\n{proc.stdout[-3000:]}\n" \
                                      f"--- stderr\n{proc.stderr[-5000:]}"
+
+
+@pytest.mark.parametrize("name", ["smoke", "train", "rollout"])
+def test_commands_that_start_servers_read_the_python_override_from_the_environment(
+    name: str,
+) -> None:
+    """What lets the README show the same command for every machine (the variable above)."""
+    import importlib
+
+    module, attr = COMMANDS[name]
+    command = getattr(importlib.import_module(module), attr)
+    envvars = {p.name: p.envvar for p in command.params}
+    assert envvars["allow_python_override"] == "ENVKIT_ALLOW_PYTHON_OVERRIDE"
