@@ -172,3 +172,12 @@ def test_verifiers_template_refuses_a_gym_format(
 ) -> None:
     rc = main(["init", str(tmp_path / "v"), "--template", "verifiers", "--format", "native-v1"])
     assert rc == 2 and not (tmp_path / "v").exists()
+
+
+def test_doctests() -> None:
+    import doctest
+
+    from envkit.init import project, render
+
+    for module in (render, project):
+        assert doctest.testmod(module).failed == 0, module.__name__

@@ -38,3 +38,13 @@ def test_this_checkout_gets_the_editable_line(monkeypatch: pytest.MonkeyPatch) -
     assert install_hint("train") == "pip install -e '.[train]'"
     assert MissingExtra("train", "train", ("torch",)).hint == "pip install -e '.[train]'"
     assert DIST_NAME == "nemo-envkit"
+
+
+def test_doctests() -> None:
+    import doctest
+
+    from envkit.cli import _extras
+    from envkit.model import diagnostics
+
+    for module in (_extras, diagnostics):
+        assert doctest.testmod(module).failed == 0, module.__name__
