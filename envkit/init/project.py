@@ -111,16 +111,23 @@ _CI_NOTE = ("`.pre-commit-config.yaml` and `.github/workflows/envkit.yml` run th
 
 def job_document(name: str) -> dict[str, object]:
     """The platform's ``rl`` GRPO job for ``name``: LoRA with the platform's LoRA defaults
-    (read from :class:`~envkit.model.jobspec.LoraSettings`, not typed again here)."""
+    (read from :class:`~envkit.model.jobspec.LoraSettings`, not typed again here).
+
+    Refs use a lower-case slug of ``name``: the platform's FileSet names allow no capitals.
+
+    >>> job_document("My Env")["environment"]
+    'default/my-env'
+    """
     lora = {f.name: f.default for f in dataclasses.fields(LoraSettings)
             if f.default is not None and f.default is not dataclasses.MISSING}
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
     return {
         "model": "default/base-model",
-        "dataset": f"default/{name}-dataset",
-        "environment": f"default/{name}",
+        "dataset": f"default/{slug}-dataset",
+        "environment": f"default/{slug}",
         "training": {"type": "grpo", "finetuning_type": "lora", "lora": lora,
                      "max_new_tokens": 16},
-        "output": {"name": f"{name}-grpo"},
+        "output": {"name": f"{slug}-grpo"},
     }
 
 
@@ -142,7 +149,9 @@ def next_steps(request: InitRequest, context: dict[str, str]) -> tuple[str, ...]
             f"envkit convert verifiers --hub-id local/{context['name']} "
             f"--source environments/{context['server']} --arch {request.arch} "
             "-o package --dataset-dir package-data")
-    return (f"cd {request.directory}", make, f"envkit validate package{offline}",
+    here = request.directory.resolve() == Path.cwd().resolve()
+    return (*(() if here else (f"cd {request.directory}",)), make,
+            f"envkit validate package{offline}",
             f"envkit smoke package --dataset package-data{offline}")
 
 
