@@ -104,10 +104,14 @@ def install_line(extra: str, direct_url: dict[str, Any], *, cwd: Path) -> str:
 
 
 def _shown(path: Path, cwd: Path) -> str:
-    """``.`` for the working directory, a relative path below it, else the absolute one."""
+    """``.`` for the working directory, ``./sub`` below it, else the absolute path.
+
+    Why ``./``: pip reads ``envkit[train]`` without a slash as a project name on the index
+    (PyPI's ``envkit`` is another project), ``./envkit[train]`` as the directory.
+    """
     if path == cwd:
         return "."
-    return str(path.relative_to(cwd)) if path.is_relative_to(cwd) else str(path)
+    return f"./{path.relative_to(cwd)}" if path.is_relative_to(cwd) else str(path)
 
 
 def missing_modules(extra: str) -> tuple[str, ...]:

@@ -83,3 +83,17 @@ def test_pre_commit_fails_on_a_broken_job(tmp_path: Path) -> None:
     (project / "jobs" / "grpo.json").write_text(json.dumps(job))
     proc = _pre_commit(project, tmp_path)
     assert proc.returncode == 1 and "EK604" in proc.stdout
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_the_workflow_names_no_index_that_lacks_envkit(tmp_path: Path, template: str) -> None:
+    """envkit is on no public index: the install step asks for ENVKIT_PIP_SPEC instead of
+    falling back to a `pip install nemo-envkit` that cannot resolve."""
+    workflow = _init(tmp_path, "--template", template) / ".github" / "workflows" / "envkit.yml"
+    data = yaml.safe_load(workflow.read_text())
+    assert data["env"]["ENVKIT_PIP_SPEC"] == "${{ vars.ENVKIT_PIP_SPEC }}"
+    step = next(s for s in data["jobs"]["package"]["steps"] if s.get("name") == "Install envkit")
+    proc = subprocess.run(["bash", "-e", "-c", step["run"]], env={**os.environ,
+                          "ENVKIT_PIP_SPEC": ""}, capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert proc.returncode == 1 and "::error::set the repository variable" in proc.stdout

@@ -17,7 +17,9 @@ WHEEL = "/dl/nemo_envkit-0.1.0-py3-none-any.whl"
     ({"url": "file:///src/envkit", "dir_info": {"editable": True}}, "/home/me",
      "pip install -e '/src/envkit[train]'"),
     ({"url": "file:///src/envkit", "dir_info": {}}, "/src",
-     "pip install 'envkit[train]'"),
+     "pip install './envkit[train]'"),  # not `envkit[train]`: PyPI's envkit is another project
+    ({"url": "file:///src/envkit", "dir_info": {"editable": True}}, "/",
+     "pip install -e './src/envkit[train]'"),
     ({"url": f"file://{WHEEL}", "archive_info": {"hashes": {}}}, "/home/me",
      f"pip install '{WHEEL}[train]'"),
     ({"url": "https://git.example.com/org/envkit.git",
