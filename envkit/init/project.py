@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import platform
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +20,8 @@ from envkit.init.render import load_template, render_files
 from envkit.init.write import write_new_dir
 from envkit.model.jobspec import LoraSettings
 
-__all__ = ["FORMATS", "InitNameError", "InitRequest", "InitResult", "context_for",
-           "init_project", "job_document", "project_files", "server_name"]
+__all__ = ["FORMATS", "RUNNERS", "InitNameError", "InitRequest", "InitResult", "context_for",
+           "init_project", "job_document", "next_steps", "project_files", "server_name"]
 
 FORMATS = ("wheels-v1", "native-v1")
 """What ``--format`` may ask of the ``gym`` template (``verifiers`` converts to
@@ -95,10 +96,15 @@ def context_for(request: InitRequest) -> dict[str, str]:
         "offline_toml": "true" if offline else "false",
         "offline_why": _OFFLINE_WHY[fmt],
         "make": "convert verifiers" if request.template == "verifiers" else "build",
+        "runner": RUNNERS[request.arch],
         "envkit_version": __version__,
         "ci_note": _CI_NOTE if request.ci else "",
     }
 
+
+RUNNERS = {"x86_64": "ubuntu-latest", "aarch64": "ubuntu-24.04-arm"}
+"""The GitHub-hosted runner of each cluster architecture: smoke and probe install the
+package's wheels and start its servers, so the workflow runs where those wheels run."""
 
 _OFFLINE_WHY = {
     "wheels-v1": "wheels/ covers every install: the cluster needs no egress",
@@ -140,19 +146,27 @@ def project_files(request: InitRequest) -> dict[str, bytes]:
     return files
 
 
-def next_steps(request: InitRequest, context: dict[str, str]) -> tuple[str, ...]:
-    """What to run next, in the new directory (the README's first block)."""
+def next_steps(request: InitRequest, context: dict[str, str],
+               host_arch: str | None = None) -> tuple[str, ...]:
+    """What to run next, in the new directory (the README's first block).
+
+    ``smoke`` starts the package's servers from its wheels, so on a ``host_arch`` (default:
+    this machine's) other than the package's it is named for a machine that has it.
+    """
     offline = context["offline"]
+    host = host_arch or platform.machine()
+    smoke = f"envkit smoke package --dataset package-data{offline}"
+    if host != request.arch:
+        smoke += f"   # on an {request.arch} machine (the workflow's runner)"
     make = ((f"envkit build resources_servers/{context['server']} --format {context['format']} "
             f"--arch {request.arch} -o package")
             if request.template == "gym" else
             f"envkit convert verifiers --hub-id local/{context['name']} "
             f"--source environments/{context['server']} --arch {request.arch} "
-            "-o package --dataset-dir package-data")
+            "-o package --dataset-dir package-data --validation-fraction 0.25")
     here = request.directory.resolve() == Path.cwd().resolve()
     return (*(() if here else (f"cd {request.directory}",)), make,
-            f"envkit validate package{offline}",
-            f"envkit smoke package --dataset package-data{offline}")
+            f"envkit validate package{offline}", smoke)
 
 
 def init_project(request: InitRequest) -> InitResult:

@@ -12,6 +12,7 @@ from jsonschema import Draft202012Validator
 
 from envkit.cli import main
 from envkit.init import TEMPLATES, InitRequest, project_files
+from envkit.init.project import context_for, next_steps
 from envkit.init.render import CI_PATHS, load_template, render_path, substitute
 from envkit.init.write import InitTargetError, _move_entries, write_new_dir
 from envkit.model.jobspec import LoraSettings
@@ -181,3 +182,24 @@ def test_doctests() -> None:
 
     for module in (render, project):
         assert doctest.testmod(module).failed == 0, module.__name__
+
+
+@pytest.mark.parametrize(("arch", "runner"), [("x86_64", "ubuntu-latest"),
+                                              ("aarch64", "ubuntu-24.04-arm")])
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_the_workflow_runs_on_a_runner_of_the_packages_arch(
+    template: str, arch: str, runner: str,
+) -> None:
+    """smoke and probe install wheels/ and start the servers: an aarch64 package's wheels do
+    not run on an x86_64 runner."""
+    workflow = yaml.safe_load(_files(template, arch=arch)[".github/workflows/envkit.yml"])
+    assert workflow["jobs"]["package"]["runs-on"] == runner
+
+
+def test_next_steps_say_where_smoke_can_run() -> None:
+    request = InitRequest(Path("/x/my-env"), arch="aarch64")
+    context = context_for(request)
+    on_arm = next_steps(request, context, host_arch="aarch64")
+    assert on_arm[-1] == "envkit smoke package --dataset package-data --offline"
+    on_x86 = next_steps(request, context, host_arch="x86_64")
+    assert on_x86[-1].endswith("# on an aarch64 machine (the workflow's runner)")
