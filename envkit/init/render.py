@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from envkit.errors import EnvkitError
+
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
@@ -32,8 +34,11 @@ _DOT = "dot-"
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 
-class TemplateError(KeyError):
+class TemplateError(EnvkitError, KeyError):
     """A template names a key the context does not define (a bug in envkit, not user input)."""
+
+    kind = "internal"
+    exit_code = 2
 
 
 def load_template(template: str) -> dict[str, str]:
