@@ -50,6 +50,9 @@ class Settings:
     strict: bool | None = None
     dataset: Path | None = None
     job: Path | None = None
+    docs_url: str | None = None
+    """Base URL of the rule reference site (``mkdocs build`` of envkit's ``docs/``) that
+    diagnostics link to; unset: diagnostics carry no link."""
     source: Path | None = field(default=None, compare=False)
     """The file these came from (``None``: command line or defaults)."""
 
@@ -73,7 +76,8 @@ class Settings:
         return out
 
 
-_STR_KEYS = ("arch", "glibc", "python", "gym-version")
+_STR_KEYS = ("arch", "glibc", "python", "gym-version", "docs-url")
+_URL_SCHEMES = ("https://", "http://", "file://")
 _LIST_KEYS = ("select", "ignore", "extend-select", "extend-ignore")
 _BOOL_KEYS = ("offline", "strict")
 _PATH_KEYS = ("dataset", "job")
@@ -93,6 +97,8 @@ def _parse(table: dict[str, Any], where: str, base: Path) -> Settings:
         elif key in _STR_KEYS or key in _PATH_KEYS:
             if not isinstance(value, str):
                 raise SettingsError(f"{where}: `{key}` must be a string")
+            if key == "docs-url" and not value.startswith(_URL_SCHEMES):
+                raise SettingsError(f"{where}: `docs-url` must be an http(s):// or file:// URL")
             values[attr] = (base / value) if key in _PATH_KEYS else value
         elif key in _BOOL_KEYS:
             if not isinstance(value, bool):

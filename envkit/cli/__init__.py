@@ -25,6 +25,7 @@ from envkit.errors import INTERNAL, KIND_EXITS, EnvkitError
 __all__ = ["COMMANDS", "classify", "cli", "main"]
 
 COMMANDS = {
+    "init": ("envkit.cli.init", "init_command"),
     "validate": ("envkit.cli.validate", "validate_command"),
     "build": ("envkit.cli.build", "build_command"),
     "convert": ("envkit.cli.convert", "convert_group"),

@@ -15,6 +15,7 @@ from envkit.output.shapes import (
     CompiledConfigDict,
     ConvertDict,
     ErrorDict,
+    InitDict,
     RolloutDict,
     RulesDict,
     SettingsDict,
@@ -25,7 +26,7 @@ from envkit.schemas import SCHEMAS, load_schema
 from envkit.smoke.report import SmokeDict
 
 SHAPES: dict[type, str] = {
-    ReportDict: "diagnostics", ConvertDict: "convert", ErrorDict: "error",
+    ReportDict: "diagnostics", ConvertDict: "convert", ErrorDict: "error", InitDict: "init",
     RolloutDict: "rollout", TrainDict: "train", CompiledConfigDict: "train-config",
     RulesDict: "rules", SettingsDict: "settings", SmokeDict: "smoke", SubmitDict: "submit",
     JobReplyDict: "job-output", JobMetricsDict: "job-output", JobLogsDict: "job-output",
