@@ -42,6 +42,7 @@ JSON_SCHEMAS = {
     "JobMetrics": "job-output",
     "JobLogs": "job-output",
     "SmokeOutcome": "smoke",
+    "ProbeOutcome": "probe",
     "error": "error",
 }
 """Result type -> the schema (``envkit schema NAME``) its JSON output follows."""
@@ -241,6 +242,12 @@ def _smoke(outcome: Any, fmt: str) -> int:
     return render_smoke(outcome, fmt)
 
 
+def _probe(outcome: Any, fmt: str) -> int:
+    from envkit.output.probe import render_probe
+
+    return render_probe(outcome, fmt)
+
+
 _RENDERERS: dict[str, Callable[[Any, str], int]] = {
     "ValidationRun": _validation,
     "BuildResult": _build,
@@ -256,6 +263,7 @@ _RENDERERS: dict[str, Callable[[Any, str], int]] = {
     "JobMetrics": _job_metrics,
     "JobLogs": _job_logs,
     "SmokeOutcome": _smoke,
+    "ProbeOutcome": _probe,
 }
 
 

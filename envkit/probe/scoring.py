@@ -1,0 +1,124 @@
+"""The scoring phase: every policy of the panel on every probed row, ``probe-repeats`` times.
+
+One round per policy: the scripted answers are swapped, then the round's rows go to Gym's
+``/run`` at ``probe-concurrency`` (low on purpose: breaking under load is the load phase's
+finding). A rollout that fails is sent once more, alone; if it fails again it is a failure,
+never a reward. Rows whose prompts collide (one prompt, two different replies in one round)
+are sent in separate waves, since the scripted policy answers by prompt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from envkit.probe._session import expand_rows, prompt_key
+from envkit.probe.determinism import spreads
+from envkit.probe.observations import Observation, score_table
+from envkit.probe.verdicts import assess_agent
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    from envkit.model.diagnostics import Diagnostic
+    from envkit.probe._session import Sent
+    from envkit.probe.observations import PolicyScore, ProbeRow
+    from envkit.probe.phases import ProbeContext
+    from envkit.probe.policies import Policy
+    from envkit.probe.verdicts import AgentAssessment
+
+__all__ = ["ScoringPhase", "ScoringResult", "waves"]
+
+_FALLBACK = ""
+"""What the scripted policy answers a prompt it has no reply for (none is sent)."""
+
+
+@dataclass(frozen=True)
+class ScoringResult:
+    name: str
+    observations: tuple[Observation, ...]
+    table: Mapping[str, Mapping[str, PolicyScore]]
+    assessments: tuple[AgentAssessment, ...]
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return [d for a in self.assessments for d in a.diagnostics]
+
+    def oracle_of(self, agent: str) -> str | None:
+        return next((a.oracle for a in self.assessments if a.agent == agent), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rollouts": len(self.observations),
+                "failed": sum(not o.ok for o in self.observations)}
+
+
+def waves(items: Sequence[tuple[str, str, Any]]) -> list[list[tuple[str, str, Any]]]:
+    """Split (key, reply, payload) items so that no wave holds one key with two replies.
+
+    >>> [[p for _, _, p in w] for w in waves([("k", "a", 1), ("k", "b", 2), ("j", "c", 3),
+    ...                                       ("k", "a", 4)])]
+    [[1, 3, 4], [2]]
+    """
+    out: list[tuple[dict[str, str], list[tuple[str, str, Any]]]] = []
+    for item in items:
+        key, reply, _ = item
+        for replies, wave in out:
+            if replies.get(key, reply) == reply:
+                replies[key] = reply
+                wave.append(item)
+                break
+        else:
+            out.append(({key: reply}, [item]))
+    return [wave for _, wave in out]
+
+
+class ScoringPhase:
+    name = "scoring"
+
+    def run(self, ctx: ProbeContext) -> ScoringResult:
+        rows = [r for agent_rows in ctx.rows.values() for r in agent_rows]
+        rounds = [(p, [(prompt_key(r.data), reply, r) for r in rows
+                       if (reply := p.reply(r.data, ctx.job)) is not None])
+                  for p in ctx.panel]
+        total = sum(len(items) for _, items in rounds) * ctx.thresholds.repeats
+        observations: list[Observation] = []
+        with ctx.progress.phase(self.name, total) as advance:
+            for policy, items in rounds:
+                for wave in waves(items):
+                    observations += _round(ctx, policy, wave, advance)
+        kinds = {p.name: p.kind for p in ctx.panel}
+        table = score_table(observations, kinds)
+        unstable = spreads(observations)
+        assessments = tuple(
+            assess_agent(agent, table.get(agent, {}), unstable.get(agent, {}), ctx.scale,
+                         ctx.thresholds, ctx.where_of(agent), stochastic=ctx.stochastic,
+                         oracle_field=ctx.oracle_field)
+            for agent in ctx.rows)
+        return ScoringResult(self.name, tuple(observations), table, assessments)
+
+
+def _round(ctx: ProbeContext, policy: Policy, wave: list[tuple[str, str, ProbeRow]],
+           advance: Callable[[int], None]) -> list[Observation]:
+    """One policy's replies on one wave of rows, each repeated; failures retried alone."""
+    ctx.live.answer({key: reply for key, reply, _ in wave}, _FALLBACK)
+    probed = [row for _, _, row in wave]
+    sent_rows = expand_rows([r.data for r in probed], num_repeats=ctx.thresholds.repeats,
+                            temperature=ctx.job.temperature, max_tokens=ctx.job.max_new_tokens)
+    timeout = ctx.thresholds.rollout_timeout_s
+    sent = ctx.live.send(sent_rows, ctx.thresholds.concurrency, timeout,
+                         on_done=lambda s: advance(1))
+    retry = [i for i, s in enumerate(sent) if not s.rollout.ok]
+    if retry:  # alone: a failure at low concurrency is the reply's, not the load's
+        again = ctx.live.send([sent_rows[i] for i in retry], 1, timeout)
+        for i, s in zip(retry, again, strict=True):
+            sent[i] = s
+    repeats = ctx.thresholds.repeats
+    return [_observation(probed[i // repeats], policy.name, i % repeats, s)
+            for i, s in enumerate(sent)]
+
+
+def _observation(row: ProbeRow, policy: str, repeat: int, sent: Sent) -> Observation:
+    r = sent.rollout
+    return Observation(row.agent, policy, row.line, repeat, r.reward if r.ok else None,
+                       None if r.ok else (r.failure_reason or "no reward"), sent.latency_s)
+
