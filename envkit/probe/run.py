@@ -157,6 +157,7 @@ def _live(request: ProbeRequest, settings: Settings, base: ProbeReport, parts: d
 
 def _phases(ctx: ProbeContext, base: ProbeReport, phases: Sequence[Phase]) -> ProbeReport:
     for phase in phases:
+        log.info("probe: %s phase", phase.name)
         t0 = time.monotonic()
         try:
             ctx.results[phase.name] = phase.run(ctx)
@@ -168,5 +169,5 @@ def _phases(ctx: ProbeContext, base: ProbeReport, phases: Sequence[Phase]) -> Pr
                            failure=failure)
         finally:
             base.timings[f"{phase.name}_s"] = time.monotonic() - t0
-        log.info("%s phase: %.1fs", phase.name, base.timings[f"{phase.name}_s"])
+        log.info("probe: %s phase done in %.1fs", phase.name, base.timings[f"{phase.name}_s"])
     return replace(base, stage="done", phases=tuple(ctx.results.values()))

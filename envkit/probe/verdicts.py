@@ -3,7 +3,8 @@
 Why one place: a single cause often explains several symptoms, and only the cause is worth
 reporting. The order, per agent (documented in ``envkit rule EK802`` / ``EK804``):
 
-1. no row carries a reference answer -> EK808, and nothing that needs an oracle is judged;
+1. no row carries a reference answer -> EK808, and nothing that needs an oracle is judged
+   (a content-free reply that gets the best reward is still EK801: nothing can beat it);
 2. the oracle gets the worst reward on every row -> EK802 (a wrong field or a broken
    verifier), and neither dead rows nor gaming are reported (every reply ties at the worst);
 3. every judged row is dead -> EK804 error (a constant reward), and gaming is not reported
@@ -24,6 +25,7 @@ from envkit.model.diagnostics import Diagnostic, Severity
 from envkit.probe.integrity import choose_oracle, gameable, oracle_never_scores
 from envkit.probe.learning import dead_rows
 from envkit.probe.load import LoadLevel, percentile
+from envkit.probe.observations import TOLERANCE
 from envkit.validators.probe import EK801, EK802, EK803, EK804, EK805, EK806, EK807, EK808
 
 if TYPE_CHECKING:
@@ -114,6 +116,20 @@ def _reward_checks(agent: str, scores: Mapping[str, PolicyScore], oracle: Policy
     return out
 
 
+def _maxed_out(agent: str, scores: Mapping[str, PolicyScore], scale: RewardScale,
+               where: Where) -> list[Diagnostic]:
+    """Without a reference: content-free replies that get the best reward are gameable on
+    their own (no answer can do better)."""
+    best = [s for s in scores.values() if s.kind == "content-free" and s.mean is not None
+            and scale.goodness(s.mean) >= 1.0 - TOLERANCE]
+    if not best:
+        return []
+    listed = ", ".join(f"`{s.policy}`" for s in best)
+    return [EK801.at(where[0], f"`{agent}`: content-free replies get the best reward "
+                     f"({scale.upper if scale.higher_is_better else scale.lower:g}) on every "
+                     f"row: {listed}", line=where[1])]
+
+
 def assess_agent(agent: str, scores: Mapping[str, PolicyScore],
                  found: Mapping[tuple[str, int], Spread], scale: RewardScale, th: Thresholds,
                  where: Where, *, stochastic: str | None = None,
@@ -125,7 +141,8 @@ def assess_agent(agent: str, scores: Mapping[str, PolicyScore],
     if not any(s.kind == "oracle" for s in scores.values()):
         fields = f"`{oracle_field}`" if oracle_field else "a reference answer"
         diags.append(EK808.at(where[0], f"`{agent}`: no probed row carries {fields}: the "
-                              "reward checks were skipped", line=where[1]))
+                              "checks against the reference were skipped", line=where[1]))
+        diags += _maxed_out(agent, scores, scale, where)
     elif oracle_name is not None:
         dead = dead_rows(scores)
         diags += _reward_checks(agent, scores, scores[oracle_name], dead, scale, th, where)

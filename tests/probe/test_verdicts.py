@@ -147,3 +147,10 @@ def test_lower_is_better_scale() -> None:
     never = _assess(_obs({n: _same(1.0) for n in KINDS}), scale)
     assert _codes(never) == [("EK802", "error")]
     assert never.diagnostics[0].severity is Severity.ERROR
+
+
+def test_no_reference_but_empty_gets_full_marks() -> None:
+    """xlam_fc's rows without `expected_answers`: any reply without a tool call scores 1.0."""
+    a = _assess(_obs({n: _same(1.0) for n in FREE}))
+    assert _codes(a) == [("EK808", "warning"), ("EK801", "error")]
+    assert "`empty`" in a.diagnostics[1].message
