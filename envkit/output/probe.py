@@ -61,7 +61,7 @@ def _rewards(data: dict[str, Any], console: Console) -> None:
         for a in agents:
             p = next((p for p in a["policies"] if p["policy"] == name), None)
             mark = "*" if a["oracle"] == name else " "
-            cell = "-" if p is None else _num(p["mean"]) + mark + (
+            cell = "-" if p is None else _num(p["mean"], ".2f") + mark + (
                 f" ({p['failed']} failed)" if p["failed"] else "")
             cells.append(f"{cell:>24}")
         console.print(f"  {escape(name):<24}" + "".join(cells))
@@ -91,8 +91,9 @@ def _load(data: dict[str, Any], console: Console) -> None:
                f"{_num(lv['p95_s'], '.3f'):>7} {_num(lv['p99_s'], '.3f'):>7}")
         console.print(f"[{style}]{row}[/]" if style else row)
     step = load["projected_step_s"]
-    console.print(f"  knee {load['knee'] or '-'}; environment time per step "
-                  f"{_num(step, '.1f')}s ({load['rollouts_per_step']} rollouts)")
+    step_text = "-" if step is None else f"{step:.1f}s"
+    console.print(f"  knee {load['knee'] or '-'}; environment time per step {step_text} "
+                  f"({load['rollouts_per_step']} rollouts)")
 
 
 def _diagnostics(findings: Report, console: Console) -> None:

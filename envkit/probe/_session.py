@@ -57,6 +57,22 @@ class Sent:
     rollout: Rollout
     latency_s: float
 
+    @property
+    def failure(self) -> str | None:
+        """Why this rollout has no reward: it failed, or Gym masked it (``mask_sample``: a
+        judge that failed answers reward 0.0 with the sample masked -- not a score)."""
+        if not self.rollout.ok:
+            return self.rollout.failure_reason or "no reward"
+        record = self.rollout.record
+        if record.get("mask_sample") is True:
+            kind = record.get("failure_kind") or "masked"
+            return f"Gym masked the sample ({kind}): {record.get('failure_reason') or ''}"
+        return None
+
+    @property
+    def reward(self) -> float | None:
+        return None if self.failure is not None else self.rollout.reward
+
 
 def prompt_key(row: Mapping[str, Any]) -> str:
     """What the scripted policy looks a row's answer up by: its prompt's last user text."""

@@ -105,6 +105,6 @@ def _level(ctx: ProbeContext, rows: list[Mapping[str, Any]], level: int,
     sent = ctx.live.send(batch, level, ctx.thresholds.rollout_timeout_s,
                          on_done=lambda s: advance(1))
     wall = time.monotonic() - t0
-    failed = [s for s in sent if not s.rollout.ok]
+    failed = [s for s in sent if not s.rollout.ok]  # a masked sample still came back
     return LoadLevel(level, len(sent), tuple(s.latency_s for s in sent if s.rollout.ok),
-                     len(failed), wall, failed[0].rollout.failure_reason if failed else None)
+                     len(failed), wall, failed[0].failure if failed else None)

@@ -107,7 +107,7 @@ def _round(ctx: ProbeContext, policy: Policy, wave: list[tuple[str, str, ProbeRo
     timeout = ctx.thresholds.rollout_timeout_s
     sent = ctx.live.send(sent_rows, ctx.thresholds.concurrency, timeout,
                          on_done=lambda s: advance(1))
-    retry = [i for i, s in enumerate(sent) if not s.rollout.ok]
+    retry = [i for i, s in enumerate(sent) if s.failure is not None]
     if retry:  # alone: a failure at low concurrency is the reply's, not the load's
         again = ctx.live.send([sent_rows[i] for i in retry], 1, timeout)
         for i, s in zip(retry, again, strict=True):
@@ -118,7 +118,6 @@ def _round(ctx: ProbeContext, policy: Policy, wave: list[tuple[str, str, ProbeRo
 
 
 def _observation(row: ProbeRow, policy: str, repeat: int, sent: Sent) -> Observation:
-    r = sent.rollout
-    return Observation(row.agent, policy, row.line, repeat, r.reward if r.ok else None,
-                       None if r.ok else (r.failure_reason or "no reward"), sent.latency_s)
+    return Observation(row.agent, policy, row.line, repeat, sent.reward, sent.failure,
+                       sent.latency_s)
 

@@ -77,3 +77,19 @@ def test_load_runs_up_to_the_job_and_reports_failures() -> None:
     assert [d.code for d in result.diagnostics] == ["EK805"]
     # the oracle the scoring phase chose is what the load replays
     assert set(live.by_prompt.values()) == {w[::-1] for w in WORDS}
+
+
+def test_a_masked_sample_is_not_a_score() -> None:
+    """Gym's judge failsafe answers reward 0.0 with ``mask_sample``: a failure, not a 0."""
+    class Masking(FakeLive):
+        def send(self, rows, concurrency, timeout_s, on_done=None):
+            out = super().send(rows, concurrency, timeout_s, on_done)
+            return [Sent(Rollout.from_turns(
+                s.rollout.index, "agent", 0.0, (), False,
+                {**s.rollout.record, "mask_sample": True, "failure_kind": "judge_failed"}),
+                s.latency_s) for s in out]
+
+    result = ScoringPhase().run(make_ctx(Masking(exact), [make_row(0, "planet")]))
+    assert all(o.reward is None and "judge_failed" in (o.failure or "")
+               for o in result.observations)
+    assert [d.code for d in result.diagnostics] == ["EK807"]
