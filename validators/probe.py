@@ -38,9 +38,10 @@ EK802 = Rule(
     "Either the verifier reads a field the rows do not carry (Gym's request model then "
     "silently uses its default, e.g. an empty `target`), or it expects a rendering no reply "
     "gives, or it is broken: every rollout will score the same and GRPO learns nothing.",
-    "Make the rows carry the field the resources server's verify request declares (or name "
-    "the row's reference with `--oracle-field`), and check that the verifier scores a right "
-    "answer with the best reward (`envkit probe PKG --dataset DATA`).",
+    "Make the rows carry the field the resources server's verify request declares (the "
+    "message names it when copying the reference there made it score), or name the row's "
+    "reference with `--oracle-field`, and check that the verifier scores a right answer with "
+    "the best reward (`envkit probe PKG --dataset DATA`).",
 )
 EK803 = Rule(
     "EK803",

@@ -29,13 +29,21 @@ from envkit.endpoint.scripted import prompt_text
 if TYPE_CHECKING:
     from envkit.probe.job import ProbeJob
 
-__all__ = ["CONTENT_FREE", "INJECTION", "ORACLE_FIELDS", "RENDERINGS", "Policy", "noise",
-           "panel", "reference"]
+__all__ = ["CONTENT_FREE", "FIELD_CANDIDATES", "INJECTION", "ORACLE_FIELDS", "RENDERINGS",
+           "Policy", "noise", "panel", "reference"]
 
 ORACLE_FIELDS = ("expected_answer", "answer", "ground_truth", "expected_output", "solution")
 """Where rows keep the reference answer, by how many of Gym 0.7.0's resources servers read
 each (``expected_answer`` 45, ``answer`` 8 -- also what verifiers' rows carry --,
 ``ground_truth`` 5, ``solution`` 5, ``expected_output`` 4)."""
+
+FIELD_CANDIDATES = tuple(dict.fromkeys((
+    *ORACLE_FIELDS, "target", "label", "gold", "gold_answer", "reference", "reference_answer",
+    "correct_answer", "expected", "output", "result", "truth")))
+"""Where a verifier may look for the reference instead (Gym's request models declare the field
+they read; a row without it gets the model's default, e.g. spartqa's ``target = ""``). When the
+oracle never scores, the probe copies the reference into each of these in turn to name the
+field the verifier reads (``envkit.probe.scoring``)."""
 
 RENDERINGS: tuple[tuple[str, str], ...] = (
     ("bare", "{}"),

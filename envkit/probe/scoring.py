@@ -9,12 +9,14 @@ are sent in separate waves, since the scripted policy answers by prompt.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from envkit.probe._session import expand_rows, prompt_key
 from envkit.probe.determinism import spreads
-from envkit.probe.observations import Observation, score_table
+from envkit.probe.integrity import choose_oracle, oracle_never_scores
+from envkit.probe.observations import TOLERANCE, Observation, score_table
+from envkit.probe.policies import FIELD_CANDIDATES, RENDERINGS, Policy, reference
 from envkit.probe.verdicts import assess_agent
 
 if TYPE_CHECKING:
@@ -24,10 +26,12 @@ if TYPE_CHECKING:
     from envkit.probe._session import Sent
     from envkit.probe.observations import PolicyScore, ProbeRow
     from envkit.probe.phases import ProbeContext
-    from envkit.probe.policies import Policy
     from envkit.probe.verdicts import AgentAssessment
 
 __all__ = ["ScoringPhase", "ScoringResult", "waves"]
+
+_ANY = Policy("oracle:field-search", "oracle", lambda row, job: None, "the field search")
+"""The policy name the field search's observations carry (they are not part of the panel)."""
 
 _FALLBACK = ""
 """What the scripted policy answers a prompt it has no reply for (none is sent)."""
@@ -92,17 +96,19 @@ class ScoringPhase:
         assessments = tuple(
             assess_agent(agent, table.get(agent, {}), unstable.get(agent, {}), ctx.scale,
                          ctx.thresholds, ctx.where_of(agent), stochastic=ctx.stochastic,
-                         oracle_field=ctx.oracle_field)
+                         oracle_field=ctx.oracle_field,
+                         field_found=_field_if_never_scores(ctx, table.get(agent, {}), agent))
             for agent in ctx.rows)
         return ScoringResult(self.name, tuple(observations), table, assessments)
 
 
 def _round(ctx: ProbeContext, policy: Policy, wave: list[tuple[str, str, ProbeRow]],
-           advance: Callable[[int], None]) -> list[Observation]:
+           advance: Callable[[int], None], repeats: int | None = None) -> list[Observation]:
     """One policy's replies on one wave of rows, each repeated; failures retried alone."""
     ctx.live.answer({key: reply for key, reply, _ in wave}, _FALLBACK)
     probed = [row for _, _, row in wave]
-    sent_rows = expand_rows([r.data for r in probed], num_repeats=ctx.thresholds.repeats,
+    repeats = repeats or ctx.thresholds.repeats
+    sent_rows = expand_rows([r.data for r in probed], num_repeats=repeats,
                             temperature=ctx.job.temperature, max_tokens=ctx.job.max_new_tokens)
     timeout = ctx.thresholds.rollout_timeout_s
     sent = ctx.live.send(sent_rows, ctx.thresholds.concurrency, timeout,
@@ -112,7 +118,6 @@ def _round(ctx: ProbeContext, policy: Policy, wave: list[tuple[str, str, ProbeRo
         again = ctx.live.send([sent_rows[i] for i in retry], 1, timeout)
         for i, s in zip(retry, again, strict=True):
             sent[i] = s
-    repeats = ctx.thresholds.repeats
     return [_observation(probed[i // repeats], policy.name, i % repeats, s)
             for i, s in enumerate(sent)]
 
@@ -121,3 +126,34 @@ def _observation(row: ProbeRow, policy: str, repeat: int, sent: Sent) -> Observa
     return Observation(row.agent, policy, row.line, repeat, sent.reward, sent.failure,
                        sent.latency_s)
 
+
+
+_FIELD_ROWS = 2
+"""Rows per (field, rendering) when looking for the field the verifier reads."""
+
+
+def _field_if_never_scores(ctx: ProbeContext, scores: Mapping[str, PolicyScore],
+                           agent: str) -> tuple[str, str] | None:
+    """The oracle never scored: copy the reference into each of ``FIELD_CANDIDATES`` in turn
+    (on a few rows, every rendering) and return the (field, rendering) that makes it score.
+
+    Why: a verifier that reads a field the rows lack scores 0 for everything, exactly as a
+    constant reward does; only this tells the two apart (EK802 vs EK804)."""
+    oracle = choose_oracle(scores, ctx.scale)
+    if oracle is None or not oracle_never_scores(scores[oracle], ctx.scale):
+        return None
+    rows = [r for r in ctx.rows.get(agent, ())
+            if reference(r.data, ctx.oracle_field) is not None][:_FIELD_ROWS]
+    tries = [(f, name, template) for f in FIELD_CANDIDATES for name, template in RENDERINGS
+             if not all(f in r.data for r in rows)]
+    with ctx.progress.phase("oracle field", len(tries) * len(rows)) as advance:
+        for field, _, template in tries:
+            items = []
+            for row in rows:
+                ref = reference(row.data, ctx.oracle_field) or ""
+                data = {**row.data, field: ref}
+                items.append((prompt_key(data), template.format(ref), replace(row, data=data)))
+            found = [o for wave in waves(items) for o in _round(ctx, _ANY, wave, advance, 1)]
+            if any(o.ok and ctx.scale.goodness(o.reward or 0.0) > TOLERANCE for o in found):
+                return field, template.format("X")
+    return None

@@ -5,12 +5,14 @@ reporting. The order, per agent (documented in ``envkit rule EK802`` / ``EK804``
 
 1. no row carries a reference answer -> EK808, and nothing that needs an oracle is judged
    (a content-free reply that gets the best reward is still EK801: nothing can beat it);
-2. the oracle gets the worst reward on every row -> EK802 (a wrong field or a broken
-   verifier), and neither dead rows nor gaming are reported (every reply ties at the worst);
-3. every judged row is dead -> EK804 error (a constant reward), and gaming is not reported
-   (every content-free reply ties with the oracle because nothing is scored);
-4. otherwise dead rows over ``probe-dead-rows-warn`` warn (EK804) and gameable replies are
-   errors (EK801).
+2. the oracle gets the worst reward on every row, but scores once the reference is copied
+   into another row field -> EK802 naming that field (the verifier reads a field the rows
+   lack), and nothing else: every row is dead and every reply ties because of it;
+3. every judged row is dead -> EK804 error (a constant reward: also an oracle that never
+   scores in any field tried), and gaming is not reported (every content-free reply ties with
+   the oracle because nothing is scored);
+4. otherwise an oracle that never scores is EK802, dead rows over ``probe-dead-rows-warn``
+   warn (EK804) and gameable replies are errors (EK801).
 
 Failed rollouts (EK807) and disagreeing repeats (EK803) are reported whatever else is found:
 they are causes of their own.
@@ -90,19 +92,33 @@ def _unstable(agent: str, found: Mapping[tuple[str, int], Spread], where: Where,
         f"on line {row}: {low:.4g} .. {high:.4g}){why}", line=where[1], severity=severity)]
 
 
+def _never_scores(agent: str, oracle: PolicyScore, scale: RewardScale, where: Where,
+                  field: tuple[str, str] | None) -> Diagnostic:
+    worst = scale.lower if scale.higher_is_better else scale.upper
+    text = (f"`{agent}`: the reference answer got the worst reward ({worst:g}) on all "
+            f"{len(oracle.per_row)} rows, in every rendering")
+    if field is not None:
+        text += (f"; it scores when the row carries it as `{field[0]}` (rendered "
+                 f"`{field[1]}`): the verifier reads `{field[0]}`, which the rows lack")
+    return EK802.at(where[0], text, line=where[1])
+
+
 def _reward_checks(agent: str, scores: Mapping[str, PolicyScore], oracle: PolicyScore,
                    dead: tuple[tuple[int, ...], tuple[int, ...]], scale: RewardScale,
-                   th: Thresholds, where: Where) -> list[Diagnostic]:
+                   th: Thresholds, where: Where,
+                   field: tuple[str, str] | None = None) -> list[Diagnostic]:
     dead_lines, judged = dead
-    if oracle_never_scores(oracle, scale):
-        return [EK802.at(where[0], f"`{agent}`: the reference answer got the worst reward "
-                         f"({scale.lower if scale.higher_is_better else scale.upper:g}) on all "
-                         f"{len(oracle.per_row)} rows, in every rendering", line=where[1])]
+    never = oracle_never_scores(oracle, scale)
+    if never and field is not None:  # a wrong field: every other symptom follows from it
+        return [_never_scores(agent, oracle, scale, where, field)]
     out = []
+    all_dead = bool(judged) and len(dead_lines) == len(judged)
+    if never and not all_dead:  # content-free replies score where the reference cannot
+        out.append(_never_scores(agent, oracle, scale, where, None))
     share = len(dead_lines) / len(judged) if judged else 0.0
     text = (f"`{agent}`: {len(dead_lines)} of {len(judged)} rows ({share:.0%}) give every "
             f"reply the same reward ({lines_text(dead_lines)})")
-    if judged and len(dead_lines) == len(judged):
+    if all_dead:  # a constant reward (no field the probe tried makes the reference score)
         return [EK804.at(where[0], text, line=where[1])]
     if dead_lines and share > th.dead_rows_warn:
         out.append(EK804.at(where[0], f"{text}: over probe-dead-rows-warn "
@@ -133,8 +149,12 @@ def _maxed_out(agent: str, scores: Mapping[str, PolicyScore], scale: RewardScale
 def assess_agent(agent: str, scores: Mapping[str, PolicyScore],
                  found: Mapping[tuple[str, int], Spread], scale: RewardScale, th: Thresholds,
                  where: Where, *, stochastic: str | None = None,
-                 oracle_field: str | None = None) -> AgentAssessment:
-    """Every finding for one agent's rows, causes before their consequences."""
+                 oracle_field: str | None = None,
+                 field_found: tuple[str, str] | None = None) -> AgentAssessment:
+    """Every finding for one agent's rows, causes before their consequences.
+
+    ``field_found``: (row field, rendering) with which the reference did score, when the
+    oracle never scored as the rows carry it (a wrong field, EK802)."""
     diags = _failures(agent, scores, where) + _unstable(agent, found, where, stochastic)
     oracle_name = choose_oracle(scores, scale)
     dead: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
@@ -145,7 +165,8 @@ def assess_agent(agent: str, scores: Mapping[str, PolicyScore],
         diags += _maxed_out(agent, scores, scale, where)
     elif oracle_name is not None:
         dead = dead_rows(scores)
-        diags += _reward_checks(agent, scores, scores[oracle_name], dead, scale, th, where)
+        diags += _reward_checks(agent, scores, scores[oracle_name], dead, scale, th, where,
+                                field_found)
     return AgentAssessment(agent, oracle_name, dead[0], dead[1], dict(found), tuple(diags))
 
 

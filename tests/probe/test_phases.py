@@ -93,3 +93,22 @@ def test_a_masked_sample_is_not_a_score() -> None:
     assert all(o.reward is None and "judge_failed" in (o.failure or "")
                for o in result.observations)
     assert [d.code for d in result.diagnostics] == ["EK807"]
+
+
+def test_the_field_the_verifier_reads_is_found() -> None:
+    """wrong_oracle_field: the verifier reads `target` (default ""), the rows carry
+    `expected_answer`; copying the reference into `target` makes it score."""
+    def reads_target(reply: str, row: Mapping[str, Any]) -> float:
+        target = row.get("target", "")
+        return 1.0 if target and reply.strip() == target else 0.0
+
+    rows = [make_row(i, w) for i, w in enumerate(WORDS)]
+    result = ScoringPhase().run(make_ctx(FakeLive(reads_target), rows))
+    (d,) = result.diagnostics
+    assert d.code == "EK802" and "reads `target`" in d.message
+
+
+def test_a_constant_zero_reward_is_dead_not_a_wrong_field() -> None:
+    rows = [make_row(i, w) for i, w in enumerate(WORDS)]
+    result = ScoringPhase().run(make_ctx(FakeLive(lambda reply, row: 0.0), rows))
+    assert [d.code for d in result.diagnostics] == ["EK804"]

@@ -86,8 +86,24 @@ def test_constant_reward_is_dead_rows_only() -> None:
 
 
 def test_wrong_oracle_field_is_the_cause_only() -> None:
-    a = _assess(_obs({n: _same(0.0) for n in KINDS}))
+    observations = _obs({n: _same(0.0) for n in KINDS})
+    table = score_table(observations, KINDS)["agent"]
+    a = assess_agent("agent", table, {}, RewardScale(), Thresholds(), WHERE,
+                     field_found=("target", "X"))
     assert _codes(a) == [("EK802", "error")]  # not EK804 nor EK801: their cause is reported
+    assert "reads `target`" in a.diagnostics[0].message
+
+
+def test_constant_zero_is_dead_rows() -> None:
+    """Every reply 0, and no row field makes the reference score: a constant reward."""
+    a = _assess(_obs({n: _same(0.0) for n in KINDS}))
+    assert _codes(a) == [("EK804", "error")]
+
+
+def test_reference_never_scores_but_content_free_does() -> None:
+    rewards = {n: _same(0.0) for n in KINDS} | {"noise": _same(1.0)}
+    a = _assess(_obs(rewards))
+    assert _codes(a) == [("EK802", "error"), ("EK801", "error")]
 
 
 def test_nondeterministic_names_the_rows() -> None:
@@ -144,8 +160,9 @@ def test_lower_is_better_scale() -> None:
     scale = RewardScale(0.0, 1.0, higher_is_better=False)
     rewards = {n: _same(1.0) for n in KINDS} | {"oracle:bare": _same(0.0)}
     assert _codes(_assess(_obs(rewards), scale)) == []
-    never = _assess(_obs({n: _same(1.0) for n in KINDS}), scale)
-    assert _codes(never) == [("EK802", "error")]
+    # the reference gets the worst (1.0) everywhere while noise gets the best (0.0)
+    never = _assess(_obs({n: _same(1.0) for n in KINDS} | {"noise": _same(0.0)}), scale)
+    assert _codes(never) == [("EK802", "error"), ("EK801", "error")]
     assert never.diagnostics[0].severity is Severity.ERROR
 
 
