@@ -39,9 +39,10 @@ EK802 = Rule(
     "silently uses its default, e.g. an empty `target`), or it expects a rendering no reply "
     "gives, or it is broken: every rollout will score the same and GRPO learns nothing.",
     "Make the rows carry the field the resources server's verify request declares (the "
-    "message names it when copying the reference there made it score), or name the row's "
-    "reference with `--oracle-field`, and check that the verifier scores a right answer with "
-    "the best reward (`envkit probe PKG --dataset DATA`).",
+    "message names it: a field the request model declares and the rows lack, or the one "
+    "that made the reference score once copied there), or name the row's reference with "
+    "`--oracle-field`, and check that the verifier scores a right answer with the best "
+    "reward (`envkit probe PKG --dataset DATA`).",
 )
 EK803 = Rule(
     "EK803",
@@ -62,7 +63,8 @@ EK804 = Rule(
     "samples of a GRPO group get the same reward, their advantages are zero, and the row "
     "contributes no gradient (dynamic sampling drops it). Over the warning threshold "
     "(`probe-dead-rows-warn`) a large part of each batch is wasted; at 100% the job cannot "
-    "learn at all (a constant reward).",
+    "learn at all (a constant reward; also a reference that never scores when no field the "
+    "rows lack explains it, see EK802).",
     "Make the reward depend on the reply (the reference must score better than a wrong or "
     "empty reply); drop rows that cannot be scored.",
 )

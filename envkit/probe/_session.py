@@ -13,8 +13,10 @@ between rounds (:meth:`LiveProbe.answer`) and send rows at the concurrency they 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import time
+import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -132,6 +134,21 @@ class LiveProbe:
 
     def dead(self) -> str | None:
         return self._session.dead()
+
+    def openapi(self, instance: str) -> Mapping[str, Any]:
+        """Server ``instance``'s OpenAPI document (FastAPI's ``/openapi.json``: the request
+        models it declares), or ``{}`` when it has none or does not answer."""
+        info = self._servers.servers.get(instance)
+        if info is None:
+            return {}
+        try:
+            with urllib.request.urlopen(f"{info.url.rstrip('/')}/openapi.json",
+                                        timeout=10) as reply:
+                doc = json.loads(reply.read())
+        except (OSError, ValueError) as exc:
+            log.info("probe: no OpenAPI document from %s: %s", instance, exc)
+            return {}
+        return doc if isinstance(doc, Mapping) else {}
 
     def answer(self, by_prompt: Mapping[str, str], fallback: str) -> None:
         """The scripted replies for the next round (swapped between rounds, never during)."""

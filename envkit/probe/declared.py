@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from envkit.model.package import Package
     from envkit.probe.verdicts import Where
 
-__all__ = ["agent_locations", "judge_refs", "resources_implementations", "scale_from_manifest",
-           "stochastic_reason"]
+__all__ = ["agent_locations", "agent_resources", "judge_refs", "resources_implementations",
+           "scale_from_manifest", "stochastic_reason"]
 
 _POLICY = "policy_model"
 
@@ -50,6 +50,14 @@ def agent_locations(pkg: Package) -> dict[str, Where]:
     """Agent instance -> (config path, line) where it is defined."""
     return {instance: (path, pkg.configs[path].line_of(instance))
             for path, instance, server_type, _, _ in _blocks(pkg)
+            if server_type == "responses_api_agents"}
+
+
+def agent_resources(pkg: Package) -> dict[str, tuple[str, ...]]:
+    """Agent instance -> the resources servers it refers to (whose ``/verify`` scores it)."""
+    return {instance: tuple(str(v.get("name")) for v in body.values()
+                            if isinstance(v, Mapping) and v.get("type") == "resources_servers")
+            for _, instance, server_type, _, body in _blocks(pkg)
             if server_type == "responses_api_agents"}
 
 

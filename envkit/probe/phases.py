@@ -71,6 +71,8 @@ class ProbeContext:
     """Agent -> where it is defined (findings point there); ``""``: the package itself."""
     stochastic: str | None = None
     """Why the reward may vary (a judge, a manifest), or None."""
+    resources: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Agent -> the resources servers that score it (their ``/verify`` request models)."""
     oracle_field: str | None = None
     progress: Progress = NO_PROGRESS
     results: dict[str, PhaseResult] = field(default_factory=dict)

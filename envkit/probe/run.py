@@ -20,7 +20,12 @@ from envkit.check.settings import Settings
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.model.package import load_package
 from envkit.probe import _session as live_session
-from envkit.probe.declared import agent_locations, scale_from_manifest, stochastic_reason
+from envkit.probe.declared import (
+    agent_locations,
+    agent_resources,
+    scale_from_manifest,
+    stochastic_reason,
+)
 from envkit.probe.inputs import gym_manifests, read_job, rows_by_agent
 from envkit.probe.loading import LoadPhase
 from envkit.probe.observations import RewardScale
@@ -121,7 +126,7 @@ def _prepare(request: ProbeRequest, dataset: Path, settings: Settings,
                   if (s := scale_from_manifest(data, path)) is not None), RewardScale())
     return {"rows": rows, "job": read_job(settings.job), "scale": scale,
             "stochastic": stochastic_reason(pkg, manifests), "where": agent_locations(pkg),
-            "panel": panel(request.oracle_field)}
+            "resources": agent_resources(pkg), "panel": panel(request.oracle_field)}
 
 
 def _options(request: ProbeRequest, settings: Settings) -> live_session.RuntimeOptions:
@@ -146,8 +151,8 @@ def _live(request: ProbeRequest, settings: Settings, base: ProbeReport, parts: d
     try:
         timings["ready_s"] = live.ready_s or 0.0
         ctx = ProbeContext(live, parts["rows"], base.job, base.thresholds, parts["panel"],
-                           base.scale, parts["where"], base.stochastic, request.oracle_field,
-                           request.progress)
+                           base.scale, parts["where"], base.stochastic, parts["resources"],
+                           request.oracle_field, request.progress)
         return _phases(ctx, base, phases)
     finally:
         t1 = time.monotonic()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from envkit.probe._session import expand_rows, prompt_key
 from envkit.probe.determinism import spreads
+from envkit.probe.fields import FieldSearch, reference_slots, verify_fields
 from envkit.probe.integrity import choose_oracle, oracle_never_scores
 from envkit.probe.observations import TOLERANCE, Observation, score_table
 from envkit.probe.policies import FIELD_CANDIDATES, RENDERINGS, Policy, reference
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
     from envkit.model.diagnostics import Diagnostic
     from envkit.probe._session import Sent
+    from envkit.probe.fields import DeclaredField
     from envkit.probe.observations import PolicyScore, ProbeRow
     from envkit.probe.phases import ProbeContext
     from envkit.probe.verdicts import AgentAssessment
@@ -97,7 +99,7 @@ class ScoringPhase:
             assess_agent(agent, table.get(agent, {}), unstable.get(agent, {}), ctx.scale,
                          ctx.thresholds, ctx.where_of(agent), stochastic=ctx.stochastic,
                          oracle_field=ctx.oracle_field,
-                         field_found=_field_if_never_scores(ctx, table.get(agent, {}), agent))
+                         field_search=_field_if_never_scores(ctx, table.get(agent, {}), agent))
             for agent in ctx.rows)
         return ScoringResult(self.name, tuple(observations), table, assessments)
 
@@ -127,27 +129,38 @@ def _observation(row: ProbeRow, policy: str, repeat: int, sent: Sent) -> Observa
                        sent.latency_s)
 
 
-
 _FIELD_ROWS = 2
 """Rows per (field, rendering) when looking for the field the verifier reads."""
 
 
+def _missing_slots(ctx: ProbeContext, agent: str) -> tuple[DeclaredField, ...]:
+    """Fields the agent's resources servers declare for a reference that its rows lack."""
+    rows = [r.data for r in ctx.rows.get(agent, ())]
+    found: list[DeclaredField] = []
+    for server in ctx.resources.get(agent, ()):
+        found += reference_slots(verify_fields(ctx.live.openapi(server)), rows)
+    return tuple(dict.fromkeys(found))
+
+
 def _field_if_never_scores(ctx: ProbeContext, scores: Mapping[str, PolicyScore],
-                           agent: str) -> tuple[str, str] | None:
-    """The oracle never scored: copy the reference into each of ``FIELD_CANDIDATES`` in turn
-    (on a few rows, every rendering) and return the (field, rendering) that makes it score.
+                           agent: str) -> FieldSearch | None:
+    """The oracle never scored: copy the reference into each field a verifier may read (the
+    ones its verify request declares and the rows lack first, then ``FIELD_CANDIDATES``) on a
+    few rows, every rendering, and say which made it score.
 
     Why: a verifier that reads a field the rows lack scores 0 for everything, exactly as a
     constant reward does; only this tells the two apart (EK802 vs EK804)."""
     oracle = choose_oracle(scores, ctx.scale)
     if oracle is None or not oracle_never_scores(scores[oracle], ctx.scale):
         return None
+    missing = _missing_slots(ctx, agent)
     rows = [r for r in ctx.rows.get(agent, ())
             if reference(r.data, ctx.oracle_field) is not None][:_FIELD_ROWS]
-    tries = [(f, name, template) for f in FIELD_CANDIDATES for name, template in RENDERINGS
+    names = dict.fromkeys((*(f.name for f in missing), *FIELD_CANDIDATES))
+    tries = [(f, template) for f in names for _, template in RENDERINGS
              if not all(f in r.data for r in rows)]
     with ctx.progress.phase("oracle field", len(tries) * len(rows)) as advance:
-        for field, _, template in tries:
+        for field, template in tries:
             items = []
             for row in rows:
                 ref = reference(row.data, ctx.oracle_field) or ""
@@ -155,5 +168,5 @@ def _field_if_never_scores(ctx: ProbeContext, scores: Mapping[str, PolicyScore],
                 items.append((prompt_key(data), template.format(ref), replace(row, data=data)))
             found = [o for wave in waves(items) for o in _round(ctx, _ANY, wave, advance, 1)]
             if any(o.ok and ctx.scale.goodness(o.reward or 0.0) > TOLERANCE for o in found):
-                return field, template.format("X")
-    return None
+                return FieldSearch((field, template.format("X")), missing)
+    return FieldSearch(None, missing)

@@ -5,12 +5,13 @@ reporting. The order, per agent (documented in ``envkit rule EK802`` / ``EK804``
 
 1. no row carries a reference answer -> EK808, and nothing that needs an oracle is judged
    (a content-free reply that gets the best reward is still EK801: nothing can beat it);
-2. the oracle gets the worst reward on every row, but scores once the reference is copied
-   into another row field -> EK802 naming that field (the verifier reads a field the rows
-   lack), and nothing else: every row is dead and every reply ties because of it;
+2. the oracle gets the worst reward on every row, and either scores once the reference is
+   copied into another row field, or the verify request declares a field for it that the
+   rows lack (``envkit.probe.fields``) -> EK802 naming that field, and nothing else: every
+   row is dead and every reply ties because of it;
 3. every judged row is dead -> EK804 error (a constant reward: also an oracle that never
-   scores in any field tried), and gaming is not reported (every content-free reply ties with
-   the oracle because nothing is scored);
+   scores in any field tried, with no declared field missing), and gaming is not reported
+   (every content-free reply ties with the oracle because nothing is scored);
 4. otherwise an oracle that never scores is EK802, dead rows over ``probe-dead-rows-warn``
    warn (EK804) and gameable replies are errors (EK801).
 
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from envkit.probe.determinism import Spread
+    from envkit.probe.fields import FieldSearch
     from envkit.probe.observations import PolicyScore, RewardScale
     from envkit.probe.thresholds import Thresholds
 
@@ -93,24 +95,21 @@ def _unstable(agent: str, found: Mapping[tuple[str, int], Spread], where: Where,
 
 
 def _never_scores(agent: str, oracle: PolicyScore, scale: RewardScale, where: Where,
-                  field: tuple[str, str] | None) -> Diagnostic:
+                  search: FieldSearch | None) -> Diagnostic:
     worst = scale.lower if scale.higher_is_better else scale.upper
     text = (f"`{agent}`: the reference answer got the worst reward ({worst:g}) on all "
             f"{len(oracle.per_row)} rows, in every rendering")
-    if field is not None:
-        text += (f"; it scores when the row carries it as `{field[0]}` (rendered "
-                 f"`{field[1]}`): the verifier reads `{field[0]}`, which the rows lack")
-    return EK802.at(where[0], text, line=where[1])
+    return EK802.at(where[0], text + (search.describe() if search else ""), line=where[1])
 
 
 def _reward_checks(agent: str, scores: Mapping[str, PolicyScore], oracle: PolicyScore,
                    dead: tuple[tuple[int, ...], tuple[int, ...]], scale: RewardScale,
                    th: Thresholds, where: Where,
-                   field: tuple[str, str] | None = None) -> list[Diagnostic]:
+                   search: FieldSearch | None = None) -> list[Diagnostic]:
     dead_lines, judged = dead
     never = oracle_never_scores(oracle, scale)
-    if never and field is not None:  # a wrong field: every other symptom follows from it
-        return [_never_scores(agent, oracle, scale, where, field)]
+    if never and search is not None and search.explains:  # a wrong field: every other
+        return [_never_scores(agent, oracle, scale, where, search)]  # symptom follows
     out = []
     all_dead = bool(judged) and len(dead_lines) == len(judged)
     if never and not all_dead:  # content-free replies score where the reference cannot
@@ -150,11 +149,11 @@ def assess_agent(agent: str, scores: Mapping[str, PolicyScore],
                  found: Mapping[tuple[str, int], Spread], scale: RewardScale, th: Thresholds,
                  where: Where, *, stochastic: str | None = None,
                  oracle_field: str | None = None,
-                 field_found: tuple[str, str] | None = None) -> AgentAssessment:
+                 field_search: FieldSearch | None = None) -> AgentAssessment:
     """Every finding for one agent's rows, causes before their consequences.
 
-    ``field_found``: (row field, rendering) with which the reference did score, when the
-    oracle never scored as the rows carry it (a wrong field, EK802)."""
+    ``field_search``: what the probe found out when the oracle never scored as the rows
+    carry it (a field the verifier reads that the rows lack: EK802)."""
     diags = _failures(agent, scores, where) + _unstable(agent, found, where, stochastic)
     oracle_name = choose_oracle(scores, scale)
     dead: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
@@ -166,7 +165,7 @@ def assess_agent(agent: str, scores: Mapping[str, PolicyScore],
     elif oracle_name is not None:
         dead = dead_rows(scores)
         diags += _reward_checks(agent, scores, scores[oracle_name], dead, scale, th, where,
-                                field_found)
+                                field_search)
     return AgentAssessment(agent, oracle_name, dead[0], dead[1], dict(found), tuple(diags))
 
 

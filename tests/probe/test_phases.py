@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from support.probe_fakes import WORDS, FakeLive, exact, make_ctx, make_row
+from support.probe_fakes import WORDS, FakeLive, exact, make_ctx, make_row, verify_openapi
 
 from envkit.gym.rollout import Rollout
 from envkit.probe._session import Sent, prompt_key
@@ -112,3 +112,22 @@ def test_a_constant_zero_reward_is_dead_not_a_wrong_field() -> None:
     rows = [make_row(i, w) for i, w in enumerate(WORDS)]
     result = ScoringPhase().run(make_ctx(FakeLive(lambda reply, row: 0.0), rows))
     assert [d.code for d in result.diagnostics] == ["EK804"]
+
+
+def test_the_declared_field_is_tried_first_and_named() -> None:
+    """The verify request declares `gold_key` (default ""), a name no list of usual fields
+    holds: the probe reads it from the server's OpenAPI document, copies the reference
+    there, and names it."""
+    def reads_gold_key(reply: str, row: Mapping[str, Any]) -> float:
+        gold = row.get("gold_key", "")
+        return 1.0 if gold and reply.strip() == gold else 0.0
+
+    doc = verify_openapi(gold_key="", expected_answer=..., extraction_mode="exact")
+    live = FakeLive(reads_gold_key, openapi=doc)
+    rows = [make_row(i, w) for i, w in enumerate(WORDS)]
+    result = ScoringPhase().run(make_ctx(live, rows))
+    (d,) = result.diagnostics
+    assert d.code == "EK802" and "reads `gold_key`" in d.message
+    assert "declares `gold_key` (default '')" not in d.message  # the scored field says it
+    # the declared field was the first tried: 4 renderings x 2 rows at most after the panel
+    assert len(live.sent) <= len(result.observations) + 4 * 2

@@ -115,8 +115,12 @@ def test_breaking_server_fails_rollouts_not_rewards(probed: Any) -> None:
 
 
 def test_wrong_oracle_field_reports_the_cause_only(probed: Any) -> None:
+    """Every reply scores 0 (every row dead, every reply ties): the one finding is the cause,
+    naming `target`, the field the verify request declares and the reference scores in."""
     report = probed("wrong_oracle_field")["report"]
     assert report["codes"] == ["EK802"]
+    (d,) = report["diagnostics"]
+    assert "reads `target`" in d["message"], d["message"]
     (agent,) = report["agents"]
     assert all(p["mean"] == 0.0 for p in agent["policies"])
 

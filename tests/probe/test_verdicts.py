@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from envkit.model.diagnostics import Severity
 from envkit.probe.determinism import spreads
+from envkit.probe.fields import DeclaredField, FieldSearch
 from envkit.probe.observations import Observation, RewardScale, score_table
 from envkit.probe.policies import panel
 from envkit.probe.thresholds import Thresholds
@@ -89,15 +90,31 @@ def test_wrong_oracle_field_is_the_cause_only() -> None:
     observations = _obs({n: _same(0.0) for n in KINDS})
     table = score_table(observations, KINDS)["agent"]
     a = assess_agent("agent", table, {}, RewardScale(), Thresholds(), WHERE,
-                     field_found=("target", "X"))
+                     field_search=FieldSearch(("target", "X")))
     assert _codes(a) == [("EK802", "error")]  # not EK804 nor EK801: their cause is reported
     assert "reads `target`" in a.diagnostics[0].message
+
+
+def test_a_declared_field_the_rows_lack_is_the_cause() -> None:
+    """Copying the reference into `target` did not make it score (say the verifier wants a
+    list there), but the verify request declares `target` with an empty default and the
+    rows lack it: still the wrong field, not a constant reward."""
+    table = score_table(_obs({n: _same(0.0) for n in KINDS}), KINDS)["agent"]
+    search = FieldSearch(None, (DeclaredField("target", required=False, default=""),))
+    a = assess_agent("agent", table, {}, RewardScale(), Thresholds(), WHERE,
+                     field_search=search)
+    assert _codes(a) == [("EK802", "error")]
+    assert "declares `target` (default '')" in a.diagnostics[0].message
 
 
 def test_constant_zero_is_dead_rows() -> None:
     """Every reply 0, and no row field makes the reference score: a constant reward."""
     a = _assess(_obs({n: _same(0.0) for n in KINDS}))
     assert _codes(a) == [("EK804", "error")]
+    searched = assess_agent("agent", score_table(_obs({n: _same(0.0) for n in KINDS}),
+                                                 KINDS)["agent"], {}, RewardScale(),
+                            Thresholds(), WHERE, field_search=FieldSearch())
+    assert _codes(searched) == [("EK804", "error")]
 
 
 def test_reference_never_scores_but_content_free_does() -> None:

@@ -15,7 +15,7 @@ from envkit.probe.phases import ProbeContext
 from envkit.probe.policies import panel
 from envkit.probe.thresholds import Thresholds
 
-__all__ = ["JOB", "WORDS", "FakeLive", "exact", "make_ctx", "make_row"]
+__all__ = ["JOB", "WORDS", "FakeLive", "exact", "make_ctx", "make_row", "verify_openapi"]
 
 JOB = ProbeJob(concurrency=8, rollouts_per_step=8, max_new_tokens=32, temperature=1.0,
                group_size=4)
@@ -35,8 +35,10 @@ class FakeLive:
     whether a rollout sent at that concurrency errors (a server's in-flight limit)."""
 
     def __init__(self, verify: Callable[[str, Mapping[str, Any]], float],
-                 fails: Callable[[int], bool] = lambda c: False) -> None:
+                 fails: Callable[[int], bool] = lambda c: False,
+                 openapi: Mapping[str, Any] | None = None) -> None:
         self.verify, self.fails = verify, fails
+        self.documents = {"server": dict(openapi or {})}
         self.by_prompt: dict[str, str] = {}
         self.fallback = ""
         self.sent: list[int] = []
@@ -44,6 +46,9 @@ class FakeLive:
 
     def answer(self, by_prompt: Mapping[str, str], fallback: str) -> None:
         self.by_prompt, self.fallback = dict(by_prompt), fallback
+
+    def openapi(self, instance: str) -> Mapping[str, Any]:
+        return self.documents.get(instance, {})
 
     def send(self, rows: Sequence[Mapping[str, Any]], concurrency: int, timeout_s: float,
              on_done: Callable[[Sent], None] | None = None) -> list[Sent]:
@@ -65,8 +70,22 @@ class FakeLive:
 
 def make_ctx(live: FakeLive, rows: list[ProbeRow], **th: Any) -> ProbeContext:
     return ProbeContext(live, {"agent": rows}, JOB, Thresholds(**th), panel(), RewardScale(),
-                        {"agent": ("cfg.yaml", 3)})
+                        {"agent": ("cfg.yaml", 3)}, resources={"agent": ("server",)})
 
 
 def exact(reply: str, row: Mapping[str, Any]) -> float:
     return 1.0 if reply.strip() == row["expected_answer"] else 0.0
+
+
+def verify_openapi(**fields: Any) -> dict[str, Any]:
+    """An OpenAPI document whose ``/verify`` body declares ``fields`` (name -> default, or
+    ``...`` for a required one) next to the base request's two."""
+    props = {"responses_create_params": {}, "response": {}}
+    props |= {k: {} if v is ... else {"default": v} for k, v in fields.items()}
+    required = ["responses_create_params", "response", *(k for k, v in fields.items()
+                                                        if v is ...)]
+    ref = {"$ref": "#/components/schemas/VerifyRequest"}
+    return {"paths": {"/verify": {"post": {"requestBody": {"content": {
+                "application/json": {"schema": ref}}}}}},
+            "components": {"schemas": {"VerifyRequest": {"properties": props,
+                                                         "required": required}}}}
