@@ -86,7 +86,7 @@ EK806 = Rule(
     "p99 rollout latency is over the rollout timeout",
     "At the job's concurrency the slowest rollouts take longer than the per-rollout timeout "
     "(`--rollout-timeout`, the time `envkit train` waits for a row): in training those time "
-    "out and fail.",
+    "out and fail. (The probe waits twice that long, so it measures them instead.)",
     "Make `verify` faster (cache, precompute, avoid per-call subprocesses) or raise the "
     "timeout; the report's load curve gives p50/p95/p99 per concurrency.",
 )

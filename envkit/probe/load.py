@@ -8,7 +8,8 @@ Pure over the measured levels. The documented rules (``envkit rule EK805`` / ``E
   it, more rollouts in flight buy little;
 - any failed rollout at a level at or below the job's concurrency is an error (a failure is
   not a reward: Gym's agent does not retry the server's HTTP error);
-- p99 at the job's concurrency over the rollout timeout is a warning;
+- p99 at the job's concurrency over the rollout timeout is a warning (the probe waits
+  ``PATIENCE`` times the timeout for a rollout, so a slow one is measured, not failed);
 - the **projected environment time per step** is the job's rollouts per step divided by the
   throughput at the job's concurrency (the scripted policy answers at once, so this is the
   environment's share of a step, a lower bound on the step).

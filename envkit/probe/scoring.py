@@ -112,7 +112,7 @@ def _round(ctx: ProbeContext, policy: Policy, wave: list[tuple[str, str, ProbeRo
     repeats = repeats or ctx.thresholds.repeats
     sent_rows = expand_rows([r.data for r in probed], num_repeats=repeats,
                             temperature=ctx.job.temperature, max_tokens=ctx.job.max_new_tokens)
-    timeout = ctx.thresholds.rollout_timeout_s
+    timeout = ctx.thresholds.patience_s
     sent = ctx.live.send(sent_rows, ctx.thresholds.concurrency, timeout,
                          on_done=lambda s: advance(1))
     retry = [i for i, s in enumerate(sent) if s.failure is not None]

@@ -13,11 +13,18 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from envkit.check.settings import Settings
 
-__all__ = ["LOAD_ROUNDS", "ThresholdError", "Thresholds"]
+__all__ = ["LOAD_ROUNDS", "PATIENCE", "ThresholdError", "Thresholds"]
 
 LOAD_ROUNDS = 3
 """Requests per in-flight slot at each load level: a level of concurrency c sends 3c
 rollouts with c in flight, so even level 1 has a p50 of three samples."""
+
+
+PATIENCE = 2.0
+"""The probe waits this many times ``probe-rollout-timeout`` for a rollout before it counts it
+as failed. Why more than the timeout: a rollout slower than the timeout would time out in
+training, and that is the EK806 warning, measured on its latency; only one that does not
+answer at all in twice the time is a failure (EK807 / EK805)."""
 
 
 class ThresholdError(ValueError):
@@ -44,7 +51,13 @@ class Thresholds:
     server that breaks under load is the load check's finding (EK805), not a bad reward."""
     rollout_timeout_s: float = 600.0
     """``probe-rollout-timeout``: seconds a rollout may take (``envkit train``'s per-row
-    timeout); p99 over it at the job's concurrency warns (EK806)."""
+    timeout); p99 over it at the job's concurrency warns (EK806). The probe itself waits
+    ``PATIENCE`` times as long before a rollout counts as failed."""
+
+    @property
+    def patience_s(self) -> float:
+        """How long the probe waits for one rollout."""
+        return self.rollout_timeout_s * PATIENCE
 
     def check(self) -> Thresholds:
         """:raises ThresholdError: a value outside its range."""

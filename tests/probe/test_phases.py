@@ -131,3 +131,15 @@ def test_the_declared_field_is_tried_first_and_named() -> None:
     assert "declares `gold_key` (default '')" not in d.message  # the scored field says it
     # the declared field was the first tried: 4 renderings x 2 rows at most after the panel
     assert len(live.sent) <= len(result.observations) + 4 * 2
+
+
+def test_a_rollout_slower_than_the_timeout_is_measured_not_failed() -> None:
+    """A rollout that takes 1.5x the training timeout would time out in training (EK806), but
+    the probe waits for it, so the load curve shows its latency instead of a failure."""
+    rows = [make_row(i, w) for i, w in enumerate(WORDS)]
+    ctx = make_ctx(FakeLive(exact, latency_s=1.5), rows, rollout_timeout_s=1.0)
+    ctx.results["scoring"] = ScoringPhase().run(ctx)
+    assert ctx.results["scoring"].diagnostics == []
+    result = LoadPhase().run(ctx)
+    assert all(lv.failed == 0 for lv in result.levels)
+    assert [(d.code, d.severity.value) for d in result.diagnostics] == [("EK806", "warning")]

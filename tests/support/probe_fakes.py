@@ -32,12 +32,14 @@ def make_row(i: int, word: str, prompt: str | None = None) -> ProbeRow:
 
 class FakeLive:
     """Scores the scripted reply with ``verify(reply, row)``; ``fails(concurrency)`` says
-    whether a rollout sent at that concurrency errors (a server's in-flight limit)."""
+    whether a rollout sent at that concurrency errors (a server's in-flight limit); every
+    rollout takes ``latency_s``, and fails when that is over the ``timeout_s`` it was sent
+    with."""
 
     def __init__(self, verify: Callable[[str, Mapping[str, Any]], float],
                  fails: Callable[[int], bool] = lambda c: False,
-                 openapi: Mapping[str, Any] | None = None) -> None:
-        self.verify, self.fails = verify, fails
+                 openapi: Mapping[str, Any] | None = None, latency_s: float = 0.01) -> None:
+        self.verify, self.fails, self.latency_s = verify, fails, latency_s
         self.documents = {"server": dict(openapi or {})}
         self.by_prompt: dict[str, str] = {}
         self.fallback = ""
@@ -57,11 +59,14 @@ class FakeLive:
             self.sent.append(concurrency)
             if self.fails(concurrency):
                 rollout = Rollout.failed(i, "agent", "HTTP 500 from agent: 503", dict(row))
+            elif self.latency_s > timeout_s:  # the client gives up, as collect does
+                rollout = Rollout.failed(i, "agent", f"timed out after {timeout_s:g}s",
+                                         dict(row))
             else:
                 reply = self.by_prompt.get(prompt_key(row), self.fallback)
                 rollout = Rollout.from_turns(i, "agent", self.verify(reply, row), (), False,
                                              dict(row))
-            sent = Sent(rollout, 0.01)
+            sent = Sent(rollout, min(self.latency_s, timeout_s))
             if on_done:
                 on_done(sent)
             out.append(sent)
