@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from envkit.check.settings import Settings
 
-__all__ = ["LOAD_ROUNDS", "PATIENCE", "ThresholdError", "Thresholds"]
+__all__ = ["LOAD_ROUNDS", "PATIENCE", "PATIENCE_FLOOR_S", "ThresholdError", "Thresholds"]
 
 LOAD_ROUNDS = 3
 """Requests per in-flight slot at each load level: a level of concurrency c sends 3c
@@ -21,10 +21,13 @@ rollouts with c in flight, so even level 1 has a p50 of three samples."""
 
 
 PATIENCE = 2.0
-"""The probe waits this many times ``probe-rollout-timeout`` for a rollout before it counts it
-as failed. Why more than the timeout: a rollout slower than the timeout would time out in
-training, and that is the EK806 warning, measured on its latency; only one that does not
-answer at all in twice the time is a failure (EK807 / EK805)."""
+PATIENCE_FLOOR_S = 60.0
+"""The probe waits ``PATIENCE`` times ``probe-rollout-timeout`` (and at least
+``PATIENCE_FLOOR_S`` more than it) for a rollout before it counts it as failed. Why more than
+the timeout: a rollout slower than the timeout would time out in training, and that is the
+EK806 warning, measured on its latency; only one that does not answer at all in that time is
+a failure (EK807 / EK805). The floor keeps a short timeout from turning a busy machine's
+scheduling delay into failures."""
 
 
 class ThresholdError(ValueError):
@@ -52,12 +55,16 @@ class Thresholds:
     rollout_timeout_s: float = 600.0
     """``probe-rollout-timeout``: seconds a rollout may take (``envkit train``'s per-row
     timeout); p99 over it at the job's concurrency warns (EK806). The probe itself waits
-    ``PATIENCE`` times as long before a rollout counts as failed."""
+    longer (:attr:`patience_s`) before a rollout counts as failed."""
 
     @property
     def patience_s(self) -> float:
-        """How long the probe waits for one rollout."""
-        return self.rollout_timeout_s * PATIENCE
+        """How long the probe waits for one rollout.
+
+        >>> Thresholds(rollout_timeout_s=600).patience_s, Thresholds(rollout_timeout_s=1).patience_s
+        (1200.0, 61.0)
+        """
+        return max(self.rollout_timeout_s * PATIENCE, self.rollout_timeout_s + PATIENCE_FLOOR_S)
 
     def check(self) -> Thresholds:
         """:raises ThresholdError: a value outside its range."""

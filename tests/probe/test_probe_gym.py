@@ -38,6 +38,7 @@ EXPECTED = {
     "nondeterministic": "EK803",
     "breaks_under_load": "EK805",
     "wrong_oracle_field": "EK802",
+    "slow_verify": None,  # a warning only: EK806 (test_slow_verify_warns)
 }
 _RUNS: dict[str, dict[str, Any]] = {}
 
@@ -100,6 +101,19 @@ def test_sound_observations(probed: Any) -> None:
         1, 2, 4, 8]
     assert all(lv["failed"] == 0 for lv in load["levels"])
     assert load["projected_step_s"] is not None
+
+
+def test_slow_verify_warns(probed: Any) -> None:
+    """Every verify takes 1.5 s; the case's envkit.toml says training waits 1 s: p99 at the
+    job's concurrency is over it, a warning (the rollouts are measured, not failed)."""
+    run = probed("slow_verify")
+    report = run["report"]
+    assert report["thresholds"]["rollout_timeout_s"] == 1.0
+    assert [(d["code"], d["severity"]) for d in report["diagnostics"]] == [
+        ("EK806", "warning")]
+    levels = report["load"]["levels"]
+    assert [lv["concurrency"] for lv in levels] == [1, 2, 4]
+    assert all(lv["failed"] == 0 and lv["p50_s"] >= 1.5 for lv in levels)
 
 
 def test_breaking_server_fails_rollouts_not_rewards(probed: Any) -> None:
