@@ -30,6 +30,7 @@ FAMILIES = {
     "EK5": "the dataset rows",
     "EK6": "the GRPO job",
     "EK7": "spin-up (envkit smoke)",
+    "EK8": "will it train (envkit probe)",
 }
 
 SAFETY_NET = Rule(

@@ -53,6 +53,13 @@ class Settings:
     docs_url: str | None = None
     """Base URL of the rule reference site (``mkdocs build`` of envkit's ``docs/``) that
     diagnostics link to; unset: diagnostics carry no link."""
+    probe_margin: float | None = None
+    probe_repeats: int | None = None
+    probe_rows: int | None = None
+    probe_dead_rows_warn: float | None = None
+    probe_concurrency: int | None = None
+    probe_rollout_timeout: float | None = None
+    """``envkit probe``'s thresholds (``envkit.probe.thresholds`` documents each)."""
     source: Path | None = field(default=None, compare=False)
     """The file these came from (``None``: command line or defaults)."""
 
@@ -83,6 +90,8 @@ _BOOL_KEYS = ("offline", "strict")
 _PATH_KEYS = ("dataset", "job")
 _FILE_KEYS = ("packages", "per-package")
 """Keys of the file's top level only: they describe the repository, not one package."""
+_INT_KEYS = ("probe-repeats", "probe-rows", "probe-concurrency")
+_FLOAT_KEYS = ("probe-margin", "probe-dead-rows-warn", "probe-rollout-timeout")
 
 
 def _parse(table: dict[str, Any], where: str, base: Path) -> Settings:
@@ -104,10 +113,21 @@ def _parse(table: dict[str, Any], where: str, base: Path) -> Settings:
             if not isinstance(value, bool):
                 raise SettingsError(f"{where}: `{key}` must be true or false")
             values[attr] = value
+        elif key in _INT_KEYS or key in _FLOAT_KEYS:
+            values[attr] = _number(key, value, where, integer=key in _INT_KEYS)
         elif key not in _FILE_KEYS:
-            known = ", ".join((*_LIST_KEYS, *_STR_KEYS, *_BOOL_KEYS, *_PATH_KEYS, *_FILE_KEYS))
+            known = ", ".join((*_LIST_KEYS, *_STR_KEYS, *_BOOL_KEYS, *_PATH_KEYS, *_INT_KEYS,
+                               *_FLOAT_KEYS, *_FILE_KEYS))
             raise SettingsError(f"{where}: unknown key `{key}` (known: {known})")
     return Settings(**values)
+
+
+def _number(key: str, value: Any, where: str, *, integer: bool) -> int | float:
+    """A probe threshold: an integer, or any number (ranges are the probe's to check)."""
+    kinds = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        raise SettingsError(f"{where}: `{key}` must be {'an integer' if integer else 'a number'}")
+    return value if integer else float(value)
 
 
 @dataclass(frozen=True)

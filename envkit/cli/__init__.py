@@ -31,6 +31,7 @@ COMMANDS = {
     "convert": ("envkit.cli.convert", "convert_group"),
     "rollout": ("envkit.cli.rollout", "rollout_command"),
     "smoke": ("envkit.cli.smoke", "smoke_command"),
+    "probe": ("envkit.cli.probe", "probe_command"),
     "train": ("envkit.cli.train", "train_command"),
     "submit": ("envkit.cli.submit", "submit_command"),
     "job": ("envkit.cli.job", "job_group"),

@@ -145,6 +145,14 @@ def _register_smoke() -> None:
     renders(SmokeOutcome, "smoke")(render_smoke)
 
 
+@_lazy("envkit.probe.report")
+def _register_probe() -> None:
+    from envkit.output.probe import render_probe
+    from envkit.probe.report import ProbeOutcome
+
+    renders(ProbeOutcome, "probe")(render_probe)
+
+
 @_lazy("envkit.platform.outcomes")
 def _register_platform() -> None:
     from envkit.output import platform

@@ -151,6 +151,12 @@ def _job_logs() -> object:
     return JobLogs(_job_ref(), iter([{"timestamp": "t", "job_step": "s", "message": "m"}]))
 
 
+def _probe() -> object:
+    from envkit.probe import ProbeOutcome, ProbeReport
+
+    return ProbeOutcome(ProbeReport("pkg", "validate", _report("valid-native-v1")), TMP)
+
+
 def _init() -> object:
     from envkit.init.project import InitResult
 
@@ -164,6 +170,7 @@ SAMPLES: dict[str, Callable[[], object]] = {
     "compiled config": _compiled_config, "schema": _schema, "rules": _rules,
     "settings": _settings, "smoke": _smoke, "submit": _submit, "job reply": _job_reply,
     "job metrics": _job_metrics, "job logs": _job_logs, "init": _init,
+    "probe": _probe,
 }
 """One result of every type a command returns (the real types, with made-up values)."""
 

@@ -22,13 +22,15 @@ from envkit.output.shapes import (
     TrainDict,
 )
 from envkit.platform.outcomes import JobLogsDict, JobMetricsDict, JobReplyDict, SubmitDict
+from envkit.probe.report import ProbeDict
 from envkit.schemas import SCHEMAS, load_schema
 from envkit.smoke.report import SmokeDict
 
 SHAPES: dict[type, str] = {
     ReportDict: "diagnostics", ConvertDict: "convert", ErrorDict: "error", InitDict: "init",
     RolloutDict: "rollout", TrainDict: "train", CompiledConfigDict: "train-config",
-    RulesDict: "rules", SettingsDict: "settings", SmokeDict: "smoke", SubmitDict: "submit",
+    RulesDict: "rules", SettingsDict: "settings", SmokeDict: "smoke", ProbeDict: "probe",
+    SubmitDict: "submit",
     JobReplyDict: "job-output", JobMetricsDict: "job-output", JobLogsDict: "job-output",
 }
 """Each JSON output's shape and the schema it follows."""
