@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
+    from envkit.check.report import Report
     from envkit.converters.sandbox import LoadResult
 
 __all__ = ["CLASSIC_MAX", "GYM_VERIFIERS_VERSION", "ConvertError", "ConvertRequest",
@@ -61,7 +62,7 @@ class ConvertResult:
     validation_rows: int
     wheels: tuple[str, ...]
     dataset_source: str
-    report: object = None
+    report: Report | None = None
     """The validation report of the (valid) package, as installed."""
 
 

@@ -153,7 +153,8 @@ def offline_install(wheels: Path, venv_dir: Path, env: dict[str, str]) -> None:
         out = subprocess.run(cmd, capture_output=True, text=True, env=isolated_env(),
                              check=False, timeout=1800)
         if out.returncode != 0:
-            code, reason = diagnose(out.stderr, Where.INSTALL)
+            found = diagnose(out.stderr, Where.INSTALL)
             server = python.parents[2].relative_to(venv_dir)
-            msg = f"offline install of wheels/ into {server} failed: {reason}"
-            raise GymRuntimeError(msg, code=code or EK403.code, log_tail=tail(out.stderr))
+            msg = f"offline install of wheels/ into {server} failed: {found.reason}"
+            raise GymRuntimeError(msg, code=found.code or EK403.code, log_tail=tail(out.stderr),
+                                  reason=found.reason, evidence=found.evidence)
