@@ -24,7 +24,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from envkit.model.tree import hash_files
 
@@ -41,6 +41,7 @@ __all__ = [
     "PROVENANCE_NAME",
     "PROVENANCE_VERSION",
     "Provenance",
+    "ProvenanceDict",
     "ProvenanceDoc",
     "closure_versions",
     "covered_paths",
@@ -52,13 +53,48 @@ __all__ = [
 ]
 
 PROVENANCE_NAME = "provenance.json"
-PROVENANCE_VERSION = "1.0"
+PROVENANCE_VERSION: Literal["1.0"] = "1.0"
 PACKAGE_PURPOSE = "package"
 DATASET_PURPOSE = "dataset"
 _MAX_BYTES = 8 * 1024 * 1024
 _CLOSURE = {"nemo-gym": "gym_version", "verifiers": "verifiers_version"}
 _PIN = re.compile(r"^\s*(nemo[-_.]gym|verifiers)\s*(?:\[[^\]]*\])?\s*===?\s*([\w.+!-]+)",
                   re.IGNORECASE)
+
+
+class _PackageRequired(TypedDict):
+    name: str | None
+    format: str | None
+    sha256: str | None
+
+
+class _PackageDict(_PackageRequired, total=False):
+    # Not NotRequired[...]: under postponed annotations Python 3.11 cannot see it.
+    files: dict[str, str]
+
+
+class _LockDict(TypedDict):
+    sha256: str | None
+    target: str | None
+
+
+_ClosureDict = TypedDict("_ClosureDict", {"nemo-gym": str | None, "verifiers": str | None})
+
+
+class _DigestDict(TypedDict):
+    sha256: str
+
+
+class ProvenanceDict(TypedDict):
+    """The JSON shape (``envkit schema provenance``, version ``1.0``)."""
+
+    version: Literal["1.0"]
+    envkit_version: str
+    package: _PackageDict
+    lock: _LockDict | None
+    closure: _ClosureDict
+    dataset: _DigestDict | None
+    job: _DigestDict | None
 
 
 @dataclass(frozen=True)
@@ -80,14 +116,14 @@ class Provenance:
     job_sha256: str | None = None
     version: str = PROVENANCE_VERSION
 
-    def to_dict(self, *, files: bool = True) -> dict[str, Any]:
+    def to_dict(self, *, files: bool = True) -> ProvenanceDict:
         """The JSON shape (``envkit schema provenance``); ``files=False`` drops the file list."""
-        package: dict[str, Any] = {"name": self.package_name, "format": self.package_format,
+        package: _PackageDict = {"name": self.package_name, "format": self.package_format,
                                    "sha256": self.package_sha256}
         if files and self.package_files:
             package["files"] = dict(sorted(self.package_files.items()))
         return {
-            "version": self.version,
+            "version": PROVENANCE_VERSION,  # this writer's shape, whatever was read
             "envkit_version": self.envkit_version,
             "package": package,
             "lock": {"sha256": self.lock_sha256, "target": self.target}
