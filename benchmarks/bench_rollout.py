@@ -20,7 +20,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "fixtures"), str(ROOT / "tests")]
 
-from tiny_model import make_tiny_char_model  # noqa: E402
 from toy_envs import char_pattern_rows, make_native_package, write_dataset  # noqa: E402
 
 from envkit.endpoint.server import PolicyServer  # noqa: E402
@@ -34,6 +33,7 @@ from envkit.gym.venv import ensure_gym_venv  # noqa: E402
 from envkit.supply.cache import cache_root  # noqa: E402
 from envkit.trainer.generation.hf import HFBackend  # noqa: E402
 from envkit.trainer.rollout import run_rollouts  # noqa: E402
+from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
 
 
 def bench_envkit(pkg: Path, endpoint: PolicyEndpoint, rows: list[dict], opts: RuntimeOptions,
@@ -105,7 +105,7 @@ def main() -> None:
         data = write_dataset(tmp / "data", base_rows)
         rows = expand_rows(base_rows, num_repeats=args.repeats, temperature=1.0,
                            max_tokens=args.max_tokens)
-        model = make_tiny_char_model(tmp / "model")
+        model = make_tiny_model(tmp / "model")
         with PolicyServer(HFBackend(model, model_name="tiny")) as policy:
             endpoint = PolicyEndpoint(policy.base_url, policy.api_key, "tiny")
             bench_envkit(pkg, endpoint, rows[:1], opts, 1)  # make sure venvs are warm

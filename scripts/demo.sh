@@ -7,6 +7,8 @@
 #   5. train it with GRPO through the package's real Gym servers (nemo-gym 0.7.0)
 # Results go to stdout; progress and logs to stderr. Outputs land in $DEMO (.envkit-demo/).
 #
+# ENVKIT_DEMO_INSTALL=0 skips step 1 (envkit already installed in $VENV; the demo test uses it).
+#
 # Needs: python3 >= 3.11 and a CPython 3.13 (PATH, pyenv, or $ENVKIT_GYM_PYTHON) for Gym.
 # nemo-gym 0.7.0 declares Requires-Python >=3.13.14; on an older 3.13 patch release the demo
 # passes the explicit, logged --allow-python-override (set ENVKIT_DEMO_NO_OVERRIDE=1 to refuse).
@@ -21,16 +23,18 @@ start=$SECONDS
 
 step() { printf '\n==> %s (%ds)\n' "$*" "$((SECONDS - start))" >&2; }
 
-step "install envkit into $VENV"
-if [[ ! -x $VENV/bin/python ]]; then
-    python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
-        || { echo "demo.sh: envkit needs Python 3.11+ as python3" >&2; exit 1; }
-    python3 -m venv "$VENV"
+if [[ ${ENVKIT_DEMO_INSTALL:-1} != 0 ]]; then
+    step "install envkit into $VENV"
+    if [[ ! -x $VENV/bin/python ]]; then
+        python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+            || { echo "demo.sh: envkit needs Python 3.11+ as python3" >&2; exit 1; }
+        python3 -m venv "$VENV"
+    fi
+    # torch==2.13.0 is pinned in the train extra: an unpinned torch pulls GBs of CUDA wheels.
+    # PyPI's Linux x86_64 torch 2.13.0 still depends on the CUDA wheels; for the CPU build run
+    # PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu bash scripts/demo.sh
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[train]' >&2
 fi
-# torch==2.13.0 is pinned in the train extra: an unpinned torch pulls GBs of CUDA wheels.
-# PyPI's Linux x86_64 torch 2.13.0 still depends on the CUDA wheels; for the CPU build run
-# PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu bash scripts/demo.sh
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[train]' >&2
 ENVKIT=$VENV/bin/envkit
 PY=$VENV/bin/python
 mkdir -p "$DEMO"
@@ -79,13 +83,28 @@ echo "train:"
 "$ENVKIT" train "$JOB" --env "$DEMO/pkg" --dataset "$DEMO/pkg-data" --model "$DEMO/model" \
     -o "$DEMO/run" --offline "${override[@]}"
 
-"$PY" - "$DEMO/run/metrics.jsonl" <<'EOF'
+# What the README promises: a run that learns. The final epoch (the last 4 steps: 16 rows, 4
+# prompts a step) must average train_reward >= 0.6; the maximum is printed beside it so a
+# reader can judge the curve. Every sample is seeded from (seed, step, prompt, sample), so a
+# second run prints the same numbers (wall-clock timings aside).
+"$PY" - "$DEMO/run/metrics.jsonl" "$JOB" 16 <<'EOF'
 import json
 import sys
 
+from envkit.trainer.config import grpo_config
+
 rows = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8") if line.strip()]
-first, last = rows[0], rows[-1]
-print(f"train_reward: step {first['step']} = {first['train_reward']:.3f} -> "
-      f"step {last['step']} = {last['train_reward']:.3f}")
+with open(sys.argv[2], encoding="utf-8") as fh:
+    per_epoch = grpo_config(json.load(fh)).steps_per_epoch(int(sys.argv[3]))
+rewards = [row["train_reward"] for row in rows]
+final = sum(rewards[-per_epoch:]) / len(rewards[-per_epoch:])
+best = max(range(len(rows)), key=rewards.__getitem__)
+print(f"train_reward: step {rows[0]['step']} = {rewards[0]:.3f} -> step {rows[-1]['step']} = "
+      f"{rewards[-1]:.3f}; final epoch mean {final:.3f}; max {rewards[best]:.3f} "
+      f"(step {rows[best]['step']})")
+if final < 0.6:
+    print(f"demo.sh: the run did not learn: final epoch mean train_reward {final:.3f} < 0.6",
+          file=sys.stderr)
+    sys.exit(1)
 EOF
 step "done: package $DEMO/pkg, run $DEMO/run (metrics.jsonl, reward_curve.png, final/)"

@@ -1,17 +1,19 @@
 """The run configuration the trainer executes, derived from the job model.
 
 Why a view and not a second model: every job field's name, type and default lives in
-``envkit.model.jobspec.GrpoSettings``; :class:`GrpoConfig` wraps those settings, resolves what the
-platform's compiler resolves (seed 42, ``max_new_tokens`` = ``max_seq_length``, LoRA defaults,
-the step count) and groups the loss and batching knobs for the modules that take them.
-Attribute access falls through to the settings, so ``cfg.learning_rate`` is the job's value.
+``envkit.model.jobspec.GrpoSettings``; :class:`GrpoConfig` holds those settings as ``training``
+(the job's ``training`` block, so ``cfg.training.learning_rate`` is ``training.learning_rate``)
+and adds, as typed properties, what the platform's compiler resolves (seed 42,
+``max_new_tokens`` = ``max_seq_length``, LoRA defaults, the step count) and the groups of loss
+and batching knobs the modules take. The job's rules are not checked here: the trainer runs a
+job ``envkit.validators.job`` has accepted.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envkit.errors import InvalidError
 from envkit.model.jobspec import (
@@ -22,6 +24,9 @@ from envkit.model.jobspec import (
     grpo_settings,
 )
 from envkit.trainer.loss import LossConfig
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 __all__ = [
     "BatchingSettings",
@@ -37,7 +42,7 @@ DEFAULT_SEED = 42
 
 
 class ConfigError(InvalidError, ValueError):
-    """The ``training`` block cannot drive a run (wrong type, impossible sizes)."""
+    """The ``training`` block cannot be read into the job model (a wrong type or range)."""
 
 
 @dataclass(frozen=True)
@@ -49,65 +54,68 @@ class BatchingSettings:
     sequence_length_round: int = 64
 
 
-def _default_settings() -> GrpoSettings:
+def _default_training() -> GrpoSettings:
     return GrpoSettings(type="grpo")
 
 
 @dataclass(frozen=True)
 class GrpoConfig:
-    """The job's settings plus what the trainer derives from them."""
+    """The job's ``training`` block plus what the trainer derives from it.
 
-    settings: GrpoSettings = field(default_factory=_default_settings)
+    Read a job field as ``cfg.training.<field>``; where the platform resolves an unset value
+    (``seed``, ``max_new_tokens``, ``lora``, ``hf_config_overrides``), use the property here.
+    """
 
-    def __getattr__(self, name: str) -> Any:
-        if name == "settings":  # not yet set (unpickling): no recursion
-            raise AttributeError(name)
-        return getattr(self.settings, name)
+    training: GrpoSettings = field(default_factory=_default_training)
 
     @property
     def seed(self) -> int:
-        return DEFAULT_SEED if self.settings.seed is None else self.settings.seed
+        return DEFAULT_SEED if self.training.seed is None else self.training.seed
 
     @property
     def max_new_tokens(self) -> int:
-        return self.settings.max_new_tokens or self.settings.max_seq_length
+        return self.training.max_new_tokens or self.training.max_seq_length
 
     @property
     def policy_backend(self) -> str:
-        return self.settings.backend
+        return self.training.backend
 
     @property
     def lora(self) -> LoraSettings:
-        return self.settings.lora or LoraSettings()
+        return self.training.lora or LoraSettings()
+
+    @property
+    def prompts_per_step(self) -> int:
+        return self.training.prompts_per_step
 
     @property
     def loss(self) -> LossConfig:
-        s = self.settings
+        t = self.training
         names = [f.name for f in dataclasses.fields(LossConfig)]
-        return LossConfig(**{n: getattr(s, n) for n in names})
+        return LossConfig(**{n: getattr(t, n) for n in names})
 
     @property
     def batching(self) -> BatchingSettings:
-        s = self.settings
-        return BatchingSettings(s.batching_strategy, s.mb_tokens, s.sequence_length_round)
+        t = self.training
+        return BatchingSettings(t.batching_strategy, t.mb_tokens, t.sequence_length_round)
 
     @property
     def hf_config_overrides(self) -> dict[str, Any]:
         """``hf_config_overrides`` with ``router_aux_loss_coef`` layered on top (as compiled)."""
-        overrides = dict(self.settings.hf_config_overrides or {})
-        if self.settings.router_aux_loss_coef is not None:
-            overrides["router_aux_loss_coef"] = float(self.settings.router_aux_loss_coef)
+        overrides = dict(self.training.hf_config_overrides or {})
+        if self.training.router_aux_loss_coef is not None:
+            overrides["router_aux_loss_coef"] = float(self.training.router_aux_loss_coef)
         return overrides
 
     @property
     def automodel_kwargs(self) -> dict[str, Any]:
-        return dict(self.settings.automodel_kwargs or {})
+        return dict(self.training.automodel_kwargs or {})
 
     @property
     def optimizer_steps_per_step(self) -> int:
         """``rollouts // batch_size``: NeMo-RL trains one GRPO step in this many updates."""
-        rollouts = self.prompts_per_step * self.settings.num_generations_per_prompt
-        return max(rollouts // self.settings.batch_size, 1)
+        rollouts = self.prompts_per_step * self.training.num_generations_per_prompt
+        return max(rollouts // self.training.batch_size, 1)
 
     def steps_per_epoch(self, num_rows: int) -> int:
         """``ceil(rows / prompts_per_step)``, at least 1, as the platform's compiler counts."""
@@ -115,8 +123,8 @@ class GrpoConfig:
 
     def total_steps(self, num_rows: int) -> int:
         """``steps_per_epoch x epochs``, capped by ``max_steps``."""
-        total = self.steps_per_epoch(num_rows) * self.settings.epochs
-        cap = self.settings.max_steps
+        total = self.steps_per_epoch(num_rows) * self.training.epochs
+        cap = self.training.max_steps
         return min(cap, total) if cap else total
 
     def val_period(self, num_rows: int) -> int:
@@ -127,7 +135,7 @@ class GrpoConfig:
         """
         per_epoch, total = self.steps_per_epoch(num_rows), self.total_steps(num_rows)
         effective = min(per_epoch, total)
-        interval = self.settings.val_check_interval
+        interval = self.training.val_check_interval
         if not interval:
             return effective
         steps = max(1, int(interval * per_epoch)) if interval <= 1 else int(interval)
@@ -135,26 +143,14 @@ class GrpoConfig:
         return max(1, total - 1) if steps >= total else steps
 
 
-def grpo_config(job_data: dict[str, Any]) -> GrpoConfig:
-    """The run configuration of a job dict.
+def grpo_config(job_data: Mapping[str, Any]) -> GrpoConfig:
+    """The run configuration of a job dict (tests, benchmarks; a run builds it from the job it
+    validated, :attr:`envkit.model.jobfile.JobDoc.typed`).
 
-    :raises ConfigError: ``training`` is missing, has a wrong field, or cannot train.
+    :raises ConfigError: ``training`` is missing or a field has the wrong type or range; the
+        job's cross-field rules are ``envkit validate --job``'s, not checked here.
     """
-    training = job_data.get("training") if isinstance(job_data, dict) else None
-    if isinstance(training, dict) and "type" not in training:
-        msg = (
-            '`training.type` is missing; GRPO needs "grpo" '
-            "(the platform rejects a missing type with union_tag_not_found, EK600)"
-        )
-        raise ConfigError(msg)
     try:
-        settings = grpo_settings(job_data)
+        return GrpoConfig(grpo_settings(job_data))
     except JobSpecError as exc:
         raise ConfigError(str(exc)) from None
-    if settings.use_leave_one_out_baseline and settings.num_generations_per_prompt < 2:
-        msg = "`training.num_generations_per_prompt` must be >= 2 (the group is the signal)"
-        raise ConfigError(msg)
-    if settings.finetuning_type == "all_weights" and settings.lora is not None:
-        msg = "`training.lora` is given but `training.finetuning_type` is all_weights (EK601)"
-        raise ConfigError(msg)
-    return GrpoConfig(settings)

@@ -42,6 +42,8 @@ class Sampled:
     generated_rewards: list[float]
     gen_batches: int = 1
     discarded: int = 0
+    failed: int = 0
+    """Rollouts that errored or timed out: counted here, never scored, never trained on."""
 
 
 def groups_of(rollouts: list[Rollout]) -> torch.Tensor:
@@ -52,11 +54,12 @@ def step_rewards(rollouts: list[Rollout], cfg: GrpoConfig) -> tuple[torch.Tensor
     """Scaled then shaped rewards (NeMo-RL's order), and the rewards the std is taken over:
     the unshaped ones when dynamic sampling and shaping are both on. (b,), (b,)."""
     raw = torch.tensor([r.reward for r in rollouts], dtype=torch.float32)
-    scaled = scale_rewards(raw, cfg.reward_scaling)
+    scaled = scale_rewards(raw, cfg.training.reward_scaling)
     lengths = torch.tensor([len(r.completion_ids) for r in rollouts])
     truncated = torch.tensor([bool(r.truncated) for r in rollouts])
-    shaped = shape_rewards(scaled, lengths, truncated, cfg.reward_shaping)
-    spread = scaled if cfg.use_dynamic_sampling and cfg.reward_shaping is not None else shaped
+    shaping = cfg.training.reward_shaping
+    shaped = shape_rewards(scaled, lengths, truncated, shaping)
+    spread = scaled if cfg.training.use_dynamic_sampling and shaping is not None else shaped
     return shaped, spread
 
 
@@ -65,7 +68,7 @@ def _scored(rollouts: list[Rollout], cfg: GrpoConfig) -> tuple[torch.Tensor, ...
     baseline, std = baseline_and_std(
         groups_of(rollouts),
         rewards,
-        leave_one_out=cfg.use_leave_one_out_baseline,
+        leave_one_out=cfg.training.use_leave_one_out_baseline,
         std_rewards=spread,
     )
     return rewards, baseline, std
@@ -73,7 +76,7 @@ def _scored(rollouts: list[Rollout], cfg: GrpoConfig) -> tuple[torch.Tensor, ...
 
 def sample_step(cfg: GrpoConfig, generate: Generate) -> Sampled:
     """One generation batch, or dynamic sampling's batches until the step is full."""
-    if cfg.use_dynamic_sampling:
+    if cfg.training.use_dynamic_sampling:
         return _dynamic(cfg, generate)
     rollouts = generate(cfg.prompts_per_step, 0)
     rewards, baseline, _ = _scored(rollouts, cfg)
@@ -85,12 +88,12 @@ def _dynamic(cfg: GrpoConfig, generate: Generate) -> Sampled:
     ``prompts x G``. A batch asks for ``int(prompts x batch_multiplier)`` prompts (floored);
     NeMo-RL counts batches from 1 and fails only once the count exceeds
     ``dynamic_sampling_max_gen_batches``, so batch ``max + 1`` is the last try."""
-    wanted = cfg.prompts_per_step * cfg.num_generations_per_prompt
-    per_batch = int(cfg.prompts_per_step * cfg.batch_multiplier)
+    wanted = cfg.prompts_per_step * cfg.training.num_generations_per_prompt
+    per_batch = int(cfg.prompts_per_step * cfg.training.batch_multiplier)
     kept: list[tuple[Any, float, float]] = []
     generated: list[float] = []
     batches = 0
-    while batches <= cfg.dynamic_sampling_max_gen_batches:
+    while batches <= cfg.training.dynamic_sampling_max_gen_batches:
         batches += 1
         rollouts = generate(per_batch, (batches - 1) * per_batch)
         rewards, baseline, std = _scored(rollouts, cfg)
@@ -113,8 +116,8 @@ def _dynamic(cfg: GrpoConfig, generate: Generate) -> Sampled:
     msg = (
         f"dynamic sampling kept {len(kept)} of {wanted} samples with a reward spread in "
         f"{batches} generation batches (`dynamic_sampling_max_gen_batches` "
-        f"{cfg.dynamic_sampling_max_gen_batches}); raise it or `batch_multiplier`, or check "
-        "the reward"
+        f"{cfg.training.dynamic_sampling_max_gen_batches}); raise it or `batch_multiplier`, or "
+        "check the reward"
     )
     raise DynamicSamplingError(msg)
 

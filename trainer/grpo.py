@@ -2,8 +2,10 @@
 
 Why this shape: each step reads on one screen (:func:`_step`); sampling (with dynamic
 sampling and fault retries), the policy update, validation and checkpoints are separate
-functions. Every step reseeds torch from ``(seed, step)``, so a resumed run draws exactly the
-samples an uninterrupted one would.
+functions. Every step reseeds torch from ``(seed, step)`` and hands the rollout source a seed
+from which each sample's generator is derived (``seeds.py``), so a resumed run draws exactly the
+samples an uninterrupted one would, and two fresh runs of the same job draw the same samples
+whatever order Gym's concurrent requests reach the policy server in.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from envkit.trainer.nemo_config import announce_not_applied
 from envkit.trainer.optim import make_optimizer, make_scheduler
 from envkit.trainer.policy import announce_backend, token_logprobs
 from envkit.trainer.sampler import PromptSampler
+from envkit.trainer.seeds import SALT_GENERATION, SALT_VALIDATION, step_seed
 from envkit.trainer.sources.base import RolloutFailedError
 
 if TYPE_CHECKING:
@@ -91,17 +94,24 @@ class _Run:
     opts: TrainOptions
 
 
-def _reseed(seed: int, step: int, salt: int = 0) -> None:
-    torch.manual_seed((seed * 1_000_003 + step * 7919 + salt) % (2**63))
+def _reseed(seed: int, step: int, salt: int = SALT_GENERATION) -> int:
+    """Reseed torch for this step's draws; returns the step's seed for the rollout source."""
+    value = step_seed(seed, step, salt)
+    torch.manual_seed(value)
+    return value
 
 
-def _generate_with_retry(run: _Run, rows: list[dict[str, Any]], first_group: int) -> list[Rollout]:
-    """One generation batch; a recoverable failure restarts the source and redoes the batch."""
+def _generate_with_retry(
+    run: _Run, rows: list[dict[str, Any]], first_group: int, seed: int
+) -> list[Rollout]:
+    """One generation batch; a recoverable failure restarts the source and redoes the batch
+    with the same seeds (the retried batch samples what the first try would have)."""
     rng = torch.get_rng_state()
     for attempt in range(run.opts.max_rollout_retries + 1):
         try:
             return run.source.rollouts(
-                rows, run.cfg.num_generations_per_prompt, first_group=first_group
+                rows, run.cfg.training.num_generations_per_prompt, first_group=first_group,
+                seed=seed,
             )
         except RolloutFailedError as exc:
             if attempt == run.opts.max_rollout_retries:
@@ -112,14 +122,24 @@ def _generate_with_retry(run: _Run, rows: list[dict[str, Any]], first_group: int
     raise AssertionError  # unreachable: the loop returns or raises
 
 
-def _sample(run: _Run) -> Sampled:
-    """The step's samples (``dynamic_sampling.sample_step``) from this run's prompts."""
+def _sample(run: _Run, seed: int) -> Sampled:
+    """The step's samples (``dynamic_sampling.sample_step``) from this run's prompts; group
+    ids are unique within the step, so ``seed`` gives every sample of the step its own draws.
+
+    A rollout that failed (a timeout, an error the agent reported) is a failure, not a reward:
+    it is counted in ``Sampled.failed`` and left out; its group trains on the samples it has.
+    """
+    failed: list[Rollout] = []
 
     def generate(num_prompts: int, first_group: int) -> list[Rollout]:
         rows = [row for _, row in run.sampler.take(num_prompts)]
-        return _generate_with_retry(run, rows, first_group)
+        rollouts = _generate_with_retry(run, rows, first_group, seed)
+        failed.extend(r for r in rollouts if not r.ok)
+        return [r for r in rollouts if r.ok]
 
-    return sample_step(run.cfg, generate)
+    sampled = sample_step(run.cfg, generate)
+    sampled.failed = len(failed)
+    return sampled
 
 
 def _logprobs(model: Any, mb: MicroBatch, temperature: float) -> torch.Tensor:
@@ -130,12 +150,12 @@ def _no_grad_logprobs(run: _Run, mb: MicroBatch, reference: bool) -> torch.Tenso
     """Old-policy (or reference) logprobs, in eval mode as NeMo-RL's ``get_logprobs``."""
     with torch.no_grad(), _mode(run.policy.model, training=False):
         if not reference:
-            return _logprobs(run.policy.model, mb, run.cfg.temperature)
+            return _logprobs(run.policy.model, mb, run.cfg.training.temperature)
         if run.policy.is_lora:
             return run.policy.reference_logprobs(
-                mb.input_ids, mb.attention_mask, run.cfg.temperature, mb.position_ids
+                mb.input_ids, mb.attention_mask, run.cfg.training.temperature, mb.position_ids
             )
-        return _logprobs(run.reference, mb, run.cfg.temperature)
+        return _logprobs(run.reference, mb, run.cfg.training.temperature)
 
 
 @contextmanager
@@ -153,12 +173,12 @@ def _microbatches(run: _Run, rollouts: list[Rollout], advantages: torch.Tensor) 
     """The step's rollouts laid out by ``batching_strategy`` (``microbatch.py``)."""
     cfg = run.cfg
     lengths = [len(r.prompt_ids) + len(r.completion_ids) for r in rollouts]
-    plans = plan_microbatches(lengths, cfg.batching, cfg.micro_batch_size)
+    plans = plan_microbatches(lengths, cfg.batching, cfg.training.micro_batch_size)
     pad = run.policy.tokenizer.pad_token_id
     device = next(run.policy.model.parameters()).device
     return [
         build_microbatch(
-            rollouts, advantages, p, pad, overlong_filtering=cfg.overlong_filtering
+            rollouts, advantages, p, pad, overlong_filtering=cfg.training.overlong_filtering
         ).to(device)
         for p in plans
     ]
@@ -171,7 +191,7 @@ def _microbatch_loss(run: _Run, mb: MicroBatch, tokens: float) -> LossOutput:
     use_ref = cfg.loss.ref_policy_kl_penalty > 0
     ref = _no_grad_logprobs(run, mb, reference=True) if use_ref else None
     with _mode(run.policy.model, training=True):
-        curr = _logprobs(run.policy.model, mb, cfg.temperature)
+        curr = _logprobs(run.policy.model, mb, cfg.training.temperature)
     return grpo_loss(
         curr,
         prev,
@@ -185,13 +205,12 @@ def _microbatch_loss(run: _Run, mb: MicroBatch, tokens: float) -> LossOutput:
 
 
 def _update(run: _Run, rollouts: list[Rollout], advantages: torch.Tensor) -> dict[str, float]:
-    """``rollouts // batch_size`` optimizer steps, each normalised by its own token count (the
-    remainder is dropped, as NeMo-RL shards); the scheduler steps once afterwards."""
-    size = run.cfg.batch_size
-    updates = max(len(rollouts) // size, 1)
-    chunks = [slice(i * size, (i + 1) * size) for i in range(updates)]
-    if updates == 1 and len(rollouts) < size:
-        chunks = [slice(0, len(rollouts))]
+    """``rollouts / batch_size`` optimizer steps, each normalised by its own token count; the
+    scheduler steps once afterwards. A step short of rollouts (some failed) trains what it has:
+    its last optimizer step takes the remainder."""
+    size = run.cfg.training.batch_size
+    updates = max(-(-len(rollouts) // size), 1)
+    chunks = [slice(i * size, min((i + 1) * size, len(rollouts))) for i in range(updates)]
     totals: dict[str, float] = {}
     for chunk in chunks:
         for name, value in _one_update(run, rollouts[chunk], advantages[chunk]).items():
@@ -217,7 +236,7 @@ def _one_update(run: _Run, rollouts: list[Rollout], advantages: torch.Tensor) ->
         for name, value in out.metrics.items():
             totals[name] = totals.get(name, 0.0) + value * share
     params = [p for p in run.policy.model.parameters() if p.requires_grad]
-    norm = torch.nn.utils.clip_grad_norm_(params, run.cfg.max_grad_norm)
+    norm = torch.nn.utils.clip_grad_norm_(params, run.cfg.training.max_grad_norm)
     totals["grad_norm"] = float(norm)
     run.optimizer.step()
     return {**totals, **_layout_metrics(mbs)}
@@ -234,21 +253,24 @@ def _step(run: _Run, step: int) -> dict[str, float]:
     """generate -> score -> advantages -> loss -> optimizer steps -> refresh generation."""
     started = time.perf_counter()
     cfg = run.cfg
-    _reseed(cfg.seed, step)
-    sampled = _sample(run)  # generate + score (the source scores), dynamic sampling
+    seed = _reseed(cfg.seed, step)
+    sampled = _sample(run, seed)  # generate + score (the source scores), dynamic sampling
     generated_at = time.perf_counter()
     advantages = compute_advantages(  # recomputed on the kept batch, as NeMo-RL does
         groups_of(sampled.rollouts),
         sampled.rewards,
-        leave_one_out=cfg.use_leave_one_out_baseline,
-        normalize=cfg.normalize_rewards,
+        leave_one_out=cfg.training.use_leave_one_out_baseline,
+        normalize=cfg.training.normalize_rewards,
     )
-    advantages = clip_advantages(advantages, cfg.advantage_clip_low, cfg.advantage_clip_high)
+    advantages = clip_advantages(
+        advantages, cfg.training.advantage_clip_low, cfg.training.advantage_clip_high
+    )
     update = _update(run, sampled.rollouts, advantages)
     run.source.refresh(run.policy)
     metrics = train_metrics(sampled, advantages)
     metrics.update({f"train_{k}": v for k, v in update.items()})
-    if cfg.use_dynamic_sampling:
+    metrics["train_failed_rollouts"] = float(sampled.failed)
+    if cfg.training.use_dynamic_sampling:
         metrics["train_dynamic_sampling_num_gen_batches"] = float(sampled.gen_batches)
         metrics["train_dynamic_sampling_num_discarded_valid_samples"] = float(sampled.discarded)
     metrics["train_timing/generation"] = generated_at - started
@@ -257,12 +279,17 @@ def _step(run: _Run, step: int) -> dict[str, float]:
 
 
 def _validate(run: _Run, val_rows: list[dict[str, Any]], step: int) -> dict[str, float]:
-    """``val_accuracy``: mean reward of one sample per validation row (NeMo-RL's name)."""
+    """``val_accuracy``: mean reward of one sample per validation row (NeMo-RL's name), over
+    the rows that finished; the failed ones are ``val_failed_rollouts``, never a reward."""
     if not val_rows:
         return {}
-    _reseed(run.cfg.seed, step, salt=1)
-    rollouts = run.source.rollouts(val_rows, 1)
-    return {"val_accuracy": sum(r.reward for r in rollouts) / len(rollouts)}
+    seed = _reseed(run.cfg.seed, step, salt=SALT_VALIDATION)
+    rewards = [r.reward for r in run.source.rollouts(val_rows, 1, seed=seed) if r.ok]
+    scored = [reward for reward in rewards if reward is not None]
+    metrics = {"val_failed_rollouts": float(len(val_rows) - len(scored))}
+    if scored:
+        metrics["val_accuracy"] = sum(scored) / len(scored)
+    return metrics
 
 
 def _build_run(
@@ -295,12 +322,12 @@ def _checkpoint(run: _Run, step: int, metrics: dict[str, float]) -> None:
     metric = metrics.get("val_accuracy", metrics.get("train_reward"))
     root = run.opts.output / "checkpoints"
     save_checkpoint(root, step, run.policy, run.optimizer, run.scheduler, run.sampler.state, metric)
-    prune(root, run.cfg.keep_top_k)
+    prune(root, run.cfg.training.keep_top_k)
 
 
 def _is_val_step(cfg: GrpoConfig, period: int, step: int, total: int) -> bool:
     """Every ``period`` steps (the compiled ``val_check_interval``) and at the end."""
-    return bool(period and step % period == 0) or (cfg.val_at_end and step == total)
+    return bool(period and step % period == 0) or (cfg.training.val_at_end and step == total)
 
 
 def train(
@@ -321,7 +348,7 @@ def train(
     run, done = _build_run(cfg, policy, source, rows, opts)
     logger = MetricsLogger(opts.output)
     logger.truncate_after(done)
-    if done == 0 and cfg.val_at_start:
+    if done == 0 and cfg.training.val_at_start:
         logger.log(0, _validate(run, val_rows, 0))
     metrics: dict[str, float] = {}
     for step in range(done + 1, total + 1):

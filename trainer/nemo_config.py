@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from envkit.errors import InvalidError
+from envkit.errors import InvalidError, UsageError
 from envkit.trainer.optim import DEFAULT_OPTIMIZER, is_flat
 
 if TYPE_CHECKING:
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CANNOT_APPLY",
+    "NoLocalDatasetError",
     "PrintConfigError",
     "announce_not_applied",
     "cannot_apply_here",
@@ -53,8 +54,6 @@ CANNOT_APPLY: dict[str, str] = {
     "policy.generation.port_range_high": "local ports are picked free",
     "policy.generation.stop_token_ids": "the tokenizer's end of sequence",
     "policy.generation.stop_strings": "the tokenizer's end of sequence",
-    "policy.generation.top_k": "announced when set: local generation samples the full "
-    "distribution (temperature only)",
     "checkpointing.checkpoint_dir": "`<output>/checkpoints`",
     "checkpointing.save_period": "`--save-period` steps (default 10) and the last step",
     "checkpointing.save_consolidated": "the final policy is saved as HF safetensors in `final/`",
@@ -73,15 +72,15 @@ CANNOT_APPLY: dict[str, str] = {
 
 
 def _opt(cfg: GrpoConfig) -> dict[str, Any]:
-    kind = cfg.optimizer_type or DEFAULT_OPTIMIZER
+    kind = cfg.training.optimizer_type or DEFAULT_OPTIMIZER
     name = "torch.optim.Adam" if kind.startswith("adam_") else "torch.optim.AdamW"
     return {
         "name": name,
         "kwargs": {
-            "lr": cfg.learning_rate,
-            "weight_decay": cfg.weight_decay,
-            "betas": [cfg.adam_beta1, cfg.adam_beta2],
-            "eps": cfg.adam_eps,
+            "lr": cfg.training.learning_rate,
+            "weight_decay": cfg.training.weight_decay,
+            "betas": [cfg.training.adam_beta1, cfg.training.adam_beta2],
+            "eps": cfg.training.adam_eps,
             "foreach": False,
             "fused": False,
         },
@@ -90,15 +89,15 @@ def _opt(cfg: GrpoConfig) -> dict[str, Any]:
 
 def _scheduler(cfg: GrpoConfig, steps: int) -> list[dict[str, Any]]:
     """The torch schedulers ``optim.lr_at`` reproduces in closed form."""
-    if is_flat(cfg.optimizer_type):
+    if is_flat(cfg.training.optimizer_type):
         constant = {"factor": 1.0, "total_iters": steps}
         return [
             {"name": "torch.optim.lr_scheduler.ConstantLR", "kwargs": constant},
             {"milestones": []},
         ]
-    floor = cfg.min_learning_rate or 0.0
-    warmup = max(cfg.warmup_steps or 0, 1)
-    start = max(floor / cfg.learning_rate, 1e-5)
+    floor = cfg.training.min_learning_rate or 0.0
+    warmup = max(cfg.training.warmup_steps or 0, 1)
+    start = max(floor / cfg.training.learning_rate, 1e-5)
     linear = {"start_factor": start, "end_factor": 1.0, "total_iters": warmup}
     cosine = {"T_max": max(steps - warmup, 1), "eta_min": floor}
     return [
@@ -109,8 +108,8 @@ def _scheduler(cfg: GrpoConfig, steps: int) -> list[dict[str, Any]]:
 
 
 def _rewards_blocks(cfg: GrpoConfig) -> dict[str, Any]:
-    shaping = cfg.reward_shaping
-    scaling = cfg.reward_scaling
+    shaping = cfg.training.reward_shaping
+    scaling = cfg.training.reward_scaling
     shaped = (
         {k: v for k, v in dataclasses.asdict(shaping).items() if v is not None} if shaping else {}
     )
@@ -124,36 +123,36 @@ def _rewards_blocks(cfg: GrpoConfig) -> dict[str, Any]:
 
 def _grpo(cfg: GrpoConfig, train_rows: int, val_rows: int) -> dict[str, Any]:
     steps, per_epoch = cfg.total_steps(train_rows), cfg.steps_per_epoch(train_rows)
-    report = cfg.progress_reporting
+    report = cfg.training.progress_reporting
     adv = {
-        "normalize_rewards": cfg.normalize_rewards,
-        "use_leave_one_out_baseline": cfg.use_leave_one_out_baseline,
+        "normalize_rewards": cfg.training.normalize_rewards,
+        "use_leave_one_out_baseline": cfg.training.use_leave_one_out_baseline,
     }
     metrics = list(report.time_series_metrics) if report.time_series_metrics is not None else None
     return {
         "num_prompts_per_step": cfg.prompts_per_step,
-        "num_generations_per_prompt": cfg.num_generations_per_prompt,
-        "max_rollout_turns": cfg.max_rollout_turns,
-        "max_num_epochs": cfg.epochs,
+        "num_generations_per_prompt": cfg.training.num_generations_per_prompt,
+        "max_rollout_turns": cfg.training.max_rollout_turns,
+        "max_num_epochs": cfg.training.epochs,
         "max_num_steps": steps,
         "steps_per_epoch": per_epoch,
         "progress_time_series_metrics": metrics,
         "progress_min_report_interval_seconds": report.min_report_interval_seconds,
         **adv,
         "adv_estimator": {"name": "grpo", **adv},
-        "advantage_clip_low": cfg.advantage_clip_low,
-        "advantage_clip_high": cfg.advantage_clip_high,
+        "advantage_clip_low": cfg.training.advantage_clip_low,
+        "advantage_clip_high": cfg.training.advantage_clip_high,
         "val_period": cfg.val_period(train_rows) if val_rows else 0,
         "val_start_at": -1,
-        "val_at_start": bool(cfg.val_at_start and val_rows),
-        "val_at_end": bool(cfg.val_at_end and val_rows),
-        "overlong_filtering": cfg.overlong_filtering,
+        "val_at_start": bool(cfg.training.val_at_start and val_rows),
+        "val_at_end": bool(cfg.training.val_at_end and val_rows),
+        "overlong_filtering": cfg.training.overlong_filtering,
         "max_val_samples": val_rows or None,
         "val_batch_size": val_rows or cfg.prompts_per_step,
         "seed": cfg.seed,
-        "use_dynamic_sampling": cfg.use_dynamic_sampling,
-        "dynamic_sampling_max_gen_batches": cfg.dynamic_sampling_max_gen_batches,
-        "batch_multiplier": cfg.batch_multiplier,
+        "use_dynamic_sampling": cfg.training.use_dynamic_sampling,
+        "dynamic_sampling_max_gen_batches": cfg.training.dynamic_sampling_max_gen_batches,
+        "batch_multiplier": cfg.training.batch_multiplier,
         **_rewards_blocks(cfg),
         "async_grpo": {"enabled": False, "max_trajectory_age_steps": 1},
     }
@@ -182,18 +181,21 @@ def _batching(cfg: GrpoConfig) -> dict[str, Any]:
     strategy = cfg.batching.strategy
     if strategy == "static":
         return {"dynamic_batching": dict(off), "sequence_packing": dict(off)}
-    budgets = {"train_mb_tokens": cfg.mb_tokens, "logprob_mb_tokens": cfg.mb_tokens}
+    tokens = cfg.training.mb_tokens
+    budgets = {"train_mb_tokens": tokens, "logprob_mb_tokens": tokens}
     if strategy == "sequence_packing":
         packing = {"enabled": True, **budgets, "algorithm": "modified_first_fit_decreasing"}
         return {"dynamic_batching": dict(off), "sequence_packing": packing}
-    dynamic = {"enabled": True, **budgets, "sequence_length_round": cfg.sequence_length_round}
+    dynamic = {
+        "enabled": True, **budgets, "sequence_length_round": cfg.batching.sequence_length_round
+    }
     return {"dynamic_batching": dynamic, "sequence_packing": dict(off)}
 
 
 def _dtensor(cfg: GrpoConfig) -> dict[str, Any]:
     """The parts of ``policy.dtensor_cfg`` envkit honours."""
-    block: dict[str, Any] = {"activation_checkpointing": cfg.activation_checkpointing}
-    if cfg.finetuning_type == "lora":
+    block: dict[str, Any] = {"activation_checkpointing": cfg.training.activation_checkpointing}
+    if cfg.training.finetuning_type == "lora":
         lora = cfg.lora
         targets, excludes = list(lora.target_modules or []), list(lora.exclude_modules or [])
         block["lora_cfg"] = {
@@ -211,14 +213,15 @@ def _dtensor(cfg: GrpoConfig) -> dict[str, Any]:
 def _policy(cfg: GrpoConfig, steps: int) -> dict[str, Any]:
     generation = {
         "max_new_tokens": cfg.max_new_tokens,
-        "temperature": cfg.temperature,
+        "temperature": cfg.training.temperature,
         "top_p": 1.0,
+        "top_k": cfg.training.top_k,  # the policy server samples every request with it
     }
     policy = {
-        "train_global_batch_size": cfg.batch_size,
-        "train_micro_batch_size": cfg.micro_batch_size,
-        "max_total_sequence_length": cfg.max_seq_length,
-        "max_grad_norm": cfg.max_grad_norm,
+        "train_global_batch_size": cfg.training.batch_size,
+        "train_micro_batch_size": cfg.training.micro_batch_size,
+        "max_total_sequence_length": cfg.training.max_seq_length,
+        "max_grad_norm": cfg.training.max_grad_norm,
         "dtensor_cfg": _dtensor(cfg),
         "optimizer": _opt(cfg),
         "scheduler": _scheduler(cfg, steps),
@@ -241,26 +244,25 @@ def nemo_rl_config(cfg: GrpoConfig, train_rows: int, val_rows: int) -> dict[str,
             "enabled": True,
             "metric_name": "val:total_reward/mean" if has_val else None,
             "higher_is_better": True,
-            "keep_top_k": cfg.keep_top_k,
+            "keep_top_k": cfg.training.keep_top_k,
             "checkpoint_must_save_by": None,
             "save_optimizer": True,
         },
         "policy": _policy(cfg, steps),
-        "data": {"max_input_seq_length": cfg.max_seq_length, "shuffle": False},
+        "data": {"max_input_seq_length": cfg.training.max_seq_length, "shuffle": False},
     }
 
 
 def _not_applied(cfg: GrpoConfig) -> dict[str, str]:
     """Job fields set here that this machine does not apply, with what happens instead."""
     found = {
-        "top_k": (cfg.top_k is not None, "local generation samples the full distribution"),
         "vllm_tensor_parallel_size": (
-            cfg.vllm_tensor_parallel_size is not None,
+            cfg.training.vllm_tensor_parallel_size is not None,
             "applies with `--backend vllm` only",
         ),
-        "execution_profile": (cfg.execution_profile is not None, "a platform GPU profile"),
+        "execution_profile": (cfg.training.execution_profile is not None, "a platform GPU profile"),
         "lora.use_triton": (
-            cfg.finetuning_type == "lora" and cfg.lora.use_triton is not None,
+            cfg.training.finetuning_type == "lora" and cfg.lora.use_triton is not None,
             "peft's LoRA layers, no Triton kernels",
         ),
         "automodel_kwargs": (bool(cfg.automodel_kwargs), "stock HF modules load the model"),
@@ -308,33 +310,41 @@ def config_report(cfg: GrpoConfig, dataset_dir: Path) -> dict[str, Any]:
 
 
 class PrintConfigError(InvalidError, ValueError):
-    """The job cannot be compiled: it fails validation or has no local dataset."""
+    """The job cannot be compiled: it fails validation."""
+
+
+class NoLocalDatasetError(UsageError, PrintConfigError):
+    """No dataset directory to size the steps by: a usage error (``--dataset`` is missing)."""
 
 
 def report_for_job(job_path: Path, dataset: Path | None) -> dict[str, Any]:
     """``envkit train JOB --print-config``: validate the job, then :func:`config_report`.
 
-    :raises PrintConfigError: the job has errors (listed) or no local dataset directory.
+    The job is read and typed once (``JobDoc.typed``); the validator and the config share it.
+
+    :raises PrintConfigError: the job has errors (listed).
+    :raises NoLocalDatasetError: neither ``dataset`` nor the job's ``dataset`` is a local dir.
     """
     from pathlib import Path
 
     from envkit.model.diagnostics import Severity
     from envkit.model.jobfile import load_job
-    from envkit.trainer.config import grpo_config
+    from envkit.trainer.config import GrpoConfig
     from envkit.validators.job import job_diagnostics
 
     doc = load_job(job_path)
     errors = [
         d for d in job_diagnostics(doc, allow_local_refs=True) if d.severity is Severity.ERROR
     ]
-    if errors:
+    settings, _ = doc.typed
+    if errors or settings is None:
         lines = "\n".join(f"{d.code} {d.message}" for d in errors)
         msg = f"the job does not validate:\n{lines}"
         raise PrintConfigError(msg)
-    ref = doc.data.get("dataset")
-    local = Path(ref) if isinstance(ref, str) and Path(ref).is_dir() else None
+    ref = settings.dataset
+    local = Path(ref) if Path(ref).is_dir() else None
     dataset_dir = dataset or local
     if dataset_dir is None:
-        msg = "no local dataset directory: pass --dataset (its rows size the step counts)"
-        raise PrintConfigError(msg)
-    return config_report(grpo_config(doc.data), dataset_dir)
+        msg = "no local dataset directory: pass --dataset DIR (its rows size the step counts)"
+        raise NoLocalDatasetError(msg)
+    return config_report(GrpoConfig(settings.training), dataset_dir)

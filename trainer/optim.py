@@ -55,14 +55,14 @@ def lr_at(
 def make_optimizer(params: Iterable[torch.nn.Parameter], cfg: GrpoConfig) -> torch.optim.Optimizer:
     """``torch.optim.AdamW``, or ``Adam`` for the ``adam_*`` types (still given the weight
     decay, as the compiler passes it)."""
-    kind = cfg.optimizer_type or DEFAULT_OPTIMIZER
+    kind = cfg.training.optimizer_type or DEFAULT_OPTIMIZER
     cls = torch.optim.Adam if kind.startswith("adam_") else torch.optim.AdamW
     return cls(
         [p for p in params if p.requires_grad],
-        lr=cfg.learning_rate,
-        betas=(cfg.adam_beta1, cfg.adam_beta2),
-        eps=cfg.adam_eps,
-        weight_decay=cfg.weight_decay,
+        lr=cfg.training.learning_rate,
+        betas=(cfg.training.adam_beta1, cfg.training.adam_beta2),
+        eps=cfg.training.adam_eps,
+        weight_decay=cfg.training.weight_decay,
         foreach=False,
     )
 
@@ -71,17 +71,17 @@ def make_scheduler(
     optimizer: torch.optim.Optimizer, cfg: GrpoConfig, total_steps: int
 ) -> torch.optim.lr_scheduler.LambdaLR:
     """LambdaLR over :func:`lr_at`, as a multiplier of the base ``learning_rate``."""
-    flat = is_flat(cfg.optimizer_type)
+    flat = is_flat(cfg.training.optimizer_type)
 
     def factor(step: int) -> float:
         value = lr_at(
             step,
-            lr=cfg.learning_rate,
-            min_lr=cfg.min_learning_rate,
-            warmup=cfg.warmup_steps,
+            lr=cfg.training.learning_rate,
+            min_lr=cfg.training.min_learning_rate,
+            warmup=cfg.training.warmup_steps,
             total=total_steps,
             flat=flat,
         )
-        return value / cfg.learning_rate
+        return value / cfg.training.learning_rate
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)

@@ -123,7 +123,7 @@ def _hint(demand: Mapping[str, float]) -> str:
 
 
 def _warnings(cfg: GrpoConfig, attached: bool) -> tuple[str, ...]:
-    par = cfg.parallelism
+    par = cfg.training.parallelism
     found = [f"{k}={getattr(par, k)}" for k in _SHARDING if getattr(par, k) > 1]
     warnings = []
     if found:
@@ -157,7 +157,7 @@ def plan_placement(
     if backend == "vllm" and not has_gpus:
         msg = "--backend vllm needs GPUs but the Ray cluster has none; use --backend hf on CPU"
         raise PlacementError(msg)
-    rollout_gpus = cfg.vllm_tensor_parallel_size if has_gpus and backend == "vllm" else 0
+    rollout_gpus = cfg.training.vllm_tensor_parallel_size if has_gpus and backend == "vllm" else 0
     rollout = _demand(rollout_gpus, rollout_label)
     trainer = _demand(1 if has_gpus else 0, trainer_label)
     _check_fit(nodes, rollout, trainer)

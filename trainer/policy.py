@@ -92,13 +92,13 @@ def load_policy(model_dir: str | Path, cfg: GrpoConfig) -> Policy:
     model = AutoModelForCausalLM.from_pretrained(model_dir, config=config, dtype=torch.float32)
     if torch.cuda.is_available():  # train on the GPU when there is one (gpu_check.sh)
         model = model.to("cuda")
-    if cfg.activation_checkpointing:
-        _enable_checkpointing(model, lora=cfg.finetuning_type == "lora")
-    if cfg.finetuning_type == "lora":
+    if cfg.training.activation_checkpointing:
+        _enable_checkpointing(model, lora=cfg.training.finetuning_type == "lora")
+    if cfg.training.finetuning_type == "lora":
         from peft import get_peft_model
 
         model = get_peft_model(model, lora_config(cfg.lora))
-    return Policy(model, tokenizer, cfg.finetuning_type == "lora")
+    return Policy(model, tokenizer, cfg.training.finetuning_type == "lora")
 
 
 def _enable_checkpointing(model: Any, *, lora: bool) -> None:

@@ -18,7 +18,7 @@ import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from envkit.trainer.run import TrainInputError
+from envkit.trainer.inputs import TrainInputError
 from envkit.trainer.sources.ray import RaySourceProxy, RolloutWorker, where
 
 if TYPE_CHECKING:
@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
     from envkit.trainer.config import GrpoConfig
     from envkit.trainer.grpo import TrainOptions, TrainResult
+    from envkit.trainer.inputs import TrainInputs, TrainRequest
     from envkit.trainer.placement import ActorPlacement
-    from envkit.trainer.run import TrainRequest
     from envkit.trainer.sources.base import RolloutSource
 
 __all__ = [
@@ -232,24 +232,24 @@ def train_with_actors(
             ray.shutdown()  # a local Ray stops; an attached cluster keeps running
 
 
-def train_on_ray(
-    cfg: GrpoConfig, request: TrainRequest, inputs: dict[str, Path], rows: list, val_rows: list
-) -> TrainResult:
+def train_on_ray(inputs: TrainInputs, request: TrainRequest) -> TrainResult:
+    """``envkit train --ray``: the validated inputs trained by the two actors."""
     from functools import partial
 
     from envkit.trainer.grpo import TrainOptions
     from envkit.trainer.sources.gym import GymRolloutSource, gym_source_options
 
+    cfg, paths = inputs.config, inputs.paths
     source_opts = gym_source_options(cfg, request.backend, request.runtime)
-    factory = partial(GymRolloutSource, inputs["environment"], inputs["model"], source_opts)
+    factory = partial(GymRolloutSource, paths.environment, paths.model, source_opts)
     opts = TrainOptions(request.output, resume=request.resume, save_period=request.save_period)
     labels = RayLabels(request.ray_rollout_resource, request.ray_trainer_resource)
     return train_with_actors(
         cfg,
-        inputs["model"],
+        paths.model,
         factory,
-        rows,
-        val_rows,
+        inputs.train_rows,
+        inputs.val_rows,
         opts,
         address=request.ray_address,
         backend=request.backend,

@@ -8,6 +8,7 @@ layout check accept it; every rejection carries a code and the key path.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import re
@@ -15,13 +16,13 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from envkit.model.diagnostics import Diagnostic, Severity
-from envkit.model.jobspec import JobSettings, read_job
+from envkit.model.jobspec import JobSettings, JobSpecError, grpo_settings
 from envkit.validators._base import Inputs, Rule
 from envkit.validators.job_rules import findings
 
 if TYPE_CHECKING:
     from envkit.model.jobfile import JobDoc
-    from envkit.model.jobspec import Problem
+    from envkit.model.jobspec import GrpoSettings, Problem
 
 __all__ = ["CHECKS", "REF_FIELDS", "RULES", "is_local_ref", "is_workspace_ref", "job_diagnostics"]
 
@@ -216,14 +217,19 @@ def job_diagnostics(job: JobDoc, *, allow_local_refs: bool = False) -> Iterator[
     if job.error is not None or not isinstance(job.data, Mapping):
         yield _not_object(job)
         return
-    settings, problems = read_job(job.data)
+    settings, problems = job.typed
     for problem in problems:
         yield _problem(job, problem)
     yield from _refs(job, job.data, allow_local_refs)
     yield from _steps(job, job.data.get("training"))
-    if settings is None:
+    training, unreadable = (
+        (settings.training, frozenset())
+        if settings is not None
+        else _readable_training(job.data.get("training"), problems)
+    )
+    if training is None:
         return
-    for found in findings(settings):
+    for found in findings(training, unreadable=unreadable):
         rule = _BY_CODE[found.code]
         where = ".".join(found.path)
         text = found.message if f"`{where}`" in found.message else f"`{where}`: {found.message}"
@@ -236,6 +242,41 @@ def job_diagnostics(job: JobDoc, *, allow_local_refs: bool = False) -> Iterator[
 
 
 CHECKS = (check_job,)
+
+
+def _readable_training(
+    training: Any, problems: list[Problem]
+) -> tuple[GrpoSettings | None, frozenset[str]]:
+    """The ``training`` block with every refused field left at its default, and those fields.
+
+    Why: a wrong value in one field (EK609, EK604, ...) must not hide a cross-field violation
+    between two others; the rules that read a refused field are skipped (``job_rules``).
+    """
+    if not isinstance(training, Mapping):
+        return None, frozenset()
+    kept: dict[str, Any] = copy.deepcopy(dict(training))
+    unreadable: set[str] = set()
+    for problem in problems:
+        path = problem.path
+        if problem.kind == "converted" or len(path) < 2 or path[0] != "training":
+            continue
+        unreadable.add(path[1])
+        _drop(kept, path[1:])
+    kept.setdefault("type", "grpo")  # a missing type is EK600; no rule reads it
+    try:
+        return grpo_settings({"training": kept}), frozenset(unreadable)
+    except JobSpecError:  # e.g. a block that is not an object: nothing left to read
+        return None, frozenset()
+
+
+def _drop(mapping: dict[str, Any], path: tuple[str, ...]) -> None:
+    """Remove ``path`` (a key, or a key inside nested objects) from ``mapping`` in place."""
+    head, *rest = path
+    value = mapping.get(head)
+    if rest and isinstance(value, dict):
+        _drop(value, tuple(rest))
+    else:
+        mapping.pop(head, None)
 
 
 def _not_object(job: JobDoc) -> Diagnostic:

@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
-    from envkit.model.jobspec import GrpoSettings, JobSettings
+    from envkit.model.jobspec import GrpoSettings
 
-__all__ = ["RULE_CHECKS", "Finding", "findings"]
+__all__ = ["RULE_CHECKS", "CrossFieldRule", "Finding", "findings"]
 
 
 class Finding(NamedTuple):
@@ -210,8 +210,9 @@ def _modes(t: GrpoSettings) -> Iterator[Finding]:
         )
 
 
-def _layout(t: GrpoSettings) -> Iterator[Finding]:
-    """EK613/EK605: GPU layout and batch divisibility, checked before the platform compiles."""
+def _gpu_layout(t: GrpoSettings) -> Iterator[Finding]:
+    """EK613: the GPUs divide by the model-parallel size, ``batch_size`` by micro-batch x
+    data-parallel size, and the vLLM engine's TP fits a node; each is reported on its own."""
     p = t.parallelism
     gpus = p.num_gpus_per_node * p.num_nodes
     mp = (
@@ -226,16 +227,14 @@ def _layout(t: GrpoSettings) -> Iterator[Finding]:
             _t("parallelism"),
             f"{gpus} GPUs are not divisible by the model-parallel size {mp} (tp x pp x cp x ep)",
         )
-        return
-    divisor = t.micro_batch_size * (gpus // mp)
-    if t.batch_size % divisor:
+    elif t.batch_size % (divisor := t.micro_batch_size * (gpus // mp)):
+        # the data-parallel size is defined only when the model-parallel size divides the GPUs
         yield Finding(
             "EK613",
             _t("batch_size"),
             f"`batch_size` {t.batch_size} is not divisible "
             f"by micro_batch_size x data-parallel size = {divisor}",
         )
-        return
     vtp = t.vllm_tensor_parallel_size
     if vtp is not None and (vtp > p.num_gpus_per_node or gpus % vtp):
         yield Finding(
@@ -243,7 +242,11 @@ def _layout(t: GrpoSettings) -> Iterator[Finding]:
             _t("vllm_tensor_parallel_size"),
             f"`vllm_tensor_parallel_size` {vtp} must divide {gpus} GPUs and fit one node",
         )
-        return
+
+
+def _rollouts_per_step(t: GrpoSettings) -> Iterator[Finding]:
+    """EK605: a step's ``prompts x G`` rollouts split into whole optimizer steps of
+    ``batch_size``; independent of the GPU layout, so it is reported next to EK613."""
     rollouts = t.prompts_per_step * t.num_generations_per_prompt
     if rollouts % t.batch_size:
         yield Finding(
@@ -255,10 +258,76 @@ def _layout(t: GrpoSettings) -> Iterator[Finding]:
         )
 
 
-RULE_CHECKS = (_lora, _backend, _overrides, _tis, _rewards, _ranges, _modes, _layout)
-"""Every cross-field rule over ``training``; EK608 (refs) is checked in ``job.py``."""
+class CrossFieldRule(NamedTuple):
+    """A cross-field rule and the ``training`` fields it reads.
+
+    Why ``reads``: when a field has a wrong type or value (EK609, EK604, ...), the other rules
+    still run on the block with that field at its default, except those that read it (their
+    verdict would be about the default, not the job).
+    """
+
+    check: Callable[[GrpoSettings], Iterator[Finding]]
+    reads: frozenset[str]
 
 
-def findings(job: JobSettings) -> Iterator[Finding]:
-    for check in RULE_CHECKS:
-        yield from check(job.training)
+def _rule(check: Callable[[GrpoSettings], Iterator[Finding]], *reads: str) -> CrossFieldRule:
+    return CrossFieldRule(check, frozenset(reads))
+
+
+RULE_CHECKS = (
+    _rule(_lora, "finetuning_type", "lora", "parallelism"),
+    _rule(_backend, "policy_backend", "finetuning_type", "parallelism", "automodel_kwargs"),
+    _rule(_overrides, "router_aux_loss_coef", "hf_config_overrides"),
+    _rule(
+        _tis,
+        "truncated_importance_sampling_type",
+        "truncated_importance_sampling_ratio",
+        "truncated_importance_sampling_ratio_min",
+        "use_importance_sampling_correction",
+    ),
+    _rule(_rewards, "reward_shaping", "reward_scaling"),
+    _rule(
+        _ranges,
+        "min_learning_rate",
+        "learning_rate",
+        "advantage_clip_low",
+        "advantage_clip_high",
+        "max_new_tokens",
+        "max_seq_length",
+        "train_mb_tokens",
+    ),
+    _rule(
+        _modes,
+        "parallelism",
+        "batch_multiplier",
+        "use_dynamic_sampling",
+        "batching_strategy",
+        "use_leave_one_out_baseline",
+        "num_generations_per_prompt",
+    ),
+    _rule(
+        _gpu_layout,
+        "parallelism",
+        "batch_size",
+        "micro_batch_size",
+        "vllm_tensor_parallel_size",
+    ),
+    _rule(
+        _rollouts_per_step,
+        "batch_size",
+        "num_prompts_per_step",
+        "num_generations_per_prompt",
+    ),
+)
+"""Every cross-field rule over ``training``, each run on its own so that one violation never
+hides another; EK608 (refs) is checked in ``job.py``."""
+
+
+def findings(
+    training: GrpoSettings, *, unreadable: frozenset[str] = frozenset()
+) -> Iterator[Finding]:
+    """Every rule's findings, skipping the rules that read an ``unreadable`` field (one whose
+    value was refused and left at its default)."""
+    for rule in RULE_CHECKS:
+        if not rule.reads & unreadable:
+            yield from rule.check(training)

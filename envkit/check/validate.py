@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from envkit.model.target import Target
     from envkit.validators import Check
 
-__all__ = ["INTERNAL_ERROR", "TargetDisagreement", "ValidateRequest", "validate"]
+__all__ = ["INTERNAL_ERROR", "TargetDisagreement", "ValidateRequest", "validate",
+           "validate_inputs"]
 
 INTERNAL_ERROR = "EK000"
 """The code of the safety net: a check that raised. No input is meant to reach it (every
@@ -85,6 +86,19 @@ def validate(request: ValidateRequest, *, package: Package | None = None) -> Rep
         job=load_job(request.job) if request.job else None,
         options=request.options,
     )
+    return validate_inputs(inputs, request)
+
+
+def validate_inputs(inputs: Inputs, request: ValidateRequest | None = None) -> Report:
+    """Validate models the caller has already read (``load_package``, ``load_dataset``,
+    ``load_job``); ``request`` for the selection and how the report names them (the paths
+    in it are not read again).
+
+    Why a second entry: ``envkit train`` reads the job, package and dataset once and trains on
+    what it read; validating those same objects means the run is checked exactly as it starts.
+    """
+    request = request or ValidateRequest(options=inputs.options)
+    package = inputs.package
     diagnostics = tuple(
         _printable(d)
         for d in with_columns(run_checks(inputs, [_guarded(check) for check in CHECKS]), inputs)
@@ -94,7 +108,7 @@ def validate(request: ValidateRequest, *, package: Package | None = None) -> Rep
     return Report(
         format=_text(package.format) if package and package.format else None,
         name=_text(package.name) if package and package.name else None,
-        target=str(request.options.target),
+        target=str(inputs.options.target),
         diagnostics=diagnostics,
         strict=request.strict,
         root=_named(request.package_as or request.package),

@@ -3,7 +3,9 @@
 Parse -> ``envkit.trainer.run.run_training`` -> a ``TrainOutcome`` that ``envkit.output.render``
 prints. Final metrics go to stdout (JSON with ``--output-format json``); the per-step progress
 line and logs go to stderr. Exit 0 when training finished, 1 when the inputs fail validation or
-a run cannot start, 2 on usage errors or without the ``train`` extra.
+a run cannot start, 2 on usage errors (``--print-config`` with no local dataset among them) or
+without the ``train`` extra. ``--print-config`` prints YAML, or JSON with
+``--output-format json``.
 """
 
 from __future__ import annotations
@@ -96,9 +98,12 @@ def train_command(
     rl (GRPO)" of the platform's customization guide)."""
     if print_config:  # no Gym, no model: the job (and dataset) alone
         precheck("train", "train", dataset=dataset, job=job)
-        from envkit.trainer.nemo_config import report_for_job
+        from envkit.trainer.nemo_config import NoLocalDatasetError, report_for_job
 
-        return CompiledConfig(report_for_job(job, dataset))
+        try:
+            return CompiledConfig(report_for_job(job, dataset))
+        except NoLocalDatasetError as exc:  # a missing option: usage (exit 2), not a verdict
+            raise click.UsageError(str(exc)) from None
     precheck("train", "train", package=env, dataset=dataset, job=job)
     from envkit.gym import RuntimeOptions
     from envkit.trainer.run import TrainRequest, run_training

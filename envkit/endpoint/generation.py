@@ -39,13 +39,16 @@ class GenerationError(FailedError, ValueError):
 class SamplingParams:
     """vLLM's sampling knobs that GRPO and Gym's ``vllm_model`` use.
 
-    ``temperature == 0`` is greedy. ``top_logprobs`` > 0 also returns the k most likely tokens
-    at each step (OpenAI ``top_logprobs``).
+    ``temperature == 0`` is greedy. ``top_k`` keeps the k likeliest tokens (None: all, as
+    vLLM's -1). ``top_logprobs`` > 0 also returns the k most likely tokens at each step
+    (OpenAI ``top_logprobs``). ``seed`` makes the request's samples a function of the request
+    alone: the backend draws them from a generator of their own.
     """
 
     n: int = 1
     temperature: float = 1.0
     top_p: float = 1.0
+    top_k: int | None = None
     max_tokens: int = 16
     seed: int | None = None
     top_logprobs: int = 0
@@ -57,6 +60,9 @@ class SamplingParams:
             raise GenerationError(msg)
         if self.temperature < 0 or not 0 < self.top_p <= 1:
             msg = f"need temperature >= 0 and 0 < top_p <= 1 (got {self.temperature}, {self.top_p})"
+            raise GenerationError(msg)
+        if self.top_k is not None and self.top_k < 1:
+            msg = f"top_k must be >= 1, or unset for every token (got {self.top_k})"
             raise GenerationError(msg)
 
 

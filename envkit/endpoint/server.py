@@ -4,12 +4,14 @@ Stack: the standard library's ``ThreadingHTTPServer`` (HTTP/1.1 keep-alive). The
 bottleneck, not the HTTP layer, so a dependency-free server is enough and it runs in the
 trainer's own process next to the weights. Requests are queued and a single worker thread runs
 them in batches (requests with the same sampling parameters that arrive within a few ms share one
-forward pass), so concurrent Gym rollouts are batched as vLLM would batch them.
+forward pass), so concurrent Gym rollouts are batched as vLLM would batch them. A request with a
+``seed`` runs on its own, so its samples depend on the request alone, never on the order in
+which concurrent requests arrive (``envkit train`` seeds every rollout).
 
 Routes, shaped as vLLM serves them:
 - ``GET /v1/models``, ``GET /health``
 - ``POST /v1/chat/completions``: ``n``, ``max_tokens``/``max_completion_tokens``,
-  ``temperature``, ``top_p``, ``seed``, ``stop``, ``logprobs``/``top_logprobs``,
+  ``temperature``, ``top_p``, vLLM's ``top_k``, ``seed``, ``stop``, ``logprobs``/``top_logprobs``,
   ``return_tokens_as_token_ids`` (logprob tokens as ``token_id:<int>``). The response always
   carries vLLM's ``prompt_token_ids`` and ``choices[].token_ids``, so Gym's
   ``return_token_id_information`` path needs no ``/tokenize`` round trip.
@@ -50,18 +52,21 @@ log = logging.getLogger(__name__)
 _BATCH_WINDOW_S = 0.005
 
 
-def sampling_from_request(body: Mapping[str, Any]) -> SamplingParams:
-    """OpenAI request fields -> ``SamplingParams``.
+def sampling_from_request(body: Mapping[str, Any], *, top_k: int | None = None) -> SamplingParams:
+    """OpenAI request fields -> ``SamplingParams``; ``top_k`` is the server's default for a
+    request that sets none (vLLM's ``top_k``: 0 or -1 mean every token).
 
     :raises GenerationError: on values outside the API's ranges.
     """
     stop = body.get("stop") or ()
     top = body.get("top_logprobs") or 0
     try:
+        k = top_k if body.get("top_k") is None else int(body["top_k"])
         return SamplingParams(
             n=int(1 if body.get("n") is None else body["n"]),
             temperature=float(1.0 if body.get("temperature") is None else body["temperature"]),
             top_p=float(1.0 if body.get("top_p") is None else body["top_p"]),
+            top_k=None if k is None or k in (0, -1) else k,
             max_tokens=int(_first(body, "max_completion_tokens", "max_tokens", default=1 << 30)),
             seed=None if body.get("seed") is None else int(body["seed"]),
             top_logprobs=int(top) if body.get("logprobs") or top else 0,
@@ -105,6 +110,10 @@ class _Batcher:
         first = self._held.pop(0) if self._held else self._queue.get()
         if first is None:
             return None
+        if first.params.seed is not None:
+            # a seeded request runs alone: the rows batched with it would change its logits'
+            # rounding, so its samples would depend on which requests arrived with it
+            return [first]
         batch, deadline = [first], time.monotonic() + _BATCH_WINDOW_S
         while (left := deadline - time.monotonic()) > 0:
             try:
@@ -279,7 +288,7 @@ class _Handler(BaseHTTPRequestHandler):
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             raise _HTTPError(400, "`messages` must be a non-empty list")
-        params = sampling_from_request(body)
+        params = sampling_from_request(body, top_k=self.server.top_k)
         (out,) = self.server.batcher.submit([messages], params)
         return chat_response(self.server.backend, out, body)
 
@@ -292,7 +301,9 @@ class _Handler(BaseHTTPRequestHandler):
             ids = prompt
         else:
             raise _HTTPError(400, "`prompt` must be a string or a list of token ids")
-        params = sampling_from_request({**body, "logprobs": body.get("logprobs") is not None})
+        params = sampling_from_request(
+            {**body, "logprobs": body.get("logprobs") is not None}, top_k=self.server.top_k
+        )
         (out,) = self.server.batcher.submit([ids], params)
         return completion_response(self.server.backend, out, body)
 
@@ -326,18 +337,26 @@ class _Server(ThreadingHTTPServer):
     backend: GenerationBackend
     batcher: _Batcher
     api_key: str | None
+    top_k: int | None
 
 
 class PolicyServer:
-    """Serve ``backend`` on a free loopback port until ``close()`` (or the ``with`` block ends)."""
+    """Serve ``backend`` on a free loopback port until ``close()`` (or the ``with`` block ends).
+
+    ``top_k`` is the job's ``training.top_k``: the server owns sampling, so every request that
+    sets no ``top_k`` of its own samples with it (Gym's agents never send one; the platform
+    compiles the field into ``policy.generation.top_k``, which its vLLM applies to every
+    request).
+    """
 
     def __init__(self, backend: GenerationBackend, *, host: str = "127.0.0.1", port: int = 0,
-                 api_key: str | None = None) -> None:
+                 api_key: str | None = None, top_k: int | None = None) -> None:
         self.backend = backend
         self._httpd = _Server((host, port), _Handler)
         self._httpd.backend = backend
         self._httpd.batcher = _Batcher(backend)
         self._httpd.api_key = api_key
+        self._httpd.top_k = top_k
         self.api_key = api_key or "envkit-local"
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="envkit-policy-http",
                                         daemon=True)
@@ -346,7 +365,8 @@ class PolicyServer:
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        name = host.decode() if isinstance(host, bytes) else host  # AF_INET: always str
+        return f"http://{name}:{port}/v1"
 
     @property
     def model_name(self) -> str:

@@ -63,10 +63,32 @@ def _truncated(response: Mapping[str, Any]) -> bool:
     return response.get("status") == "incomplete" and details.get("reason") == "max_output_tokens"
 
 
+_FAILURE_CLASS = "_ng_failure_class"
+"""Gym 0.7's mark on a rollout that errored (its agents answer ``reward: 0.0`` with it)."""
+
+
+def _gym_failure(record: Mapping[str, Any]) -> str | None:
+    """Why Gym says the rollout failed (``_ng_failure_class``, or an environment server's
+    ``failure`` object), else None."""
+    detail = record.get("failure")
+    detail = detail if isinstance(detail, Mapping) else {}
+    kind = record.get(_FAILURE_CLASS) or ("environment_server_failed" if detail else None)
+    if kind is None:
+        return None
+    why = (record.get("_ng_failure_message") or record.get("error")
+           or detail.get("failure_reason") or "no reason given")
+    return f"Gym reports a failed rollout ({kind}): {why}"
+
+
 def result_from_record(index: int, agent: str, record: Mapping[str, Any]) -> Rollout:
-    """Gym's ``/run`` answer -> ``Rollout`` (a missing/non-numeric reward is a failure)."""
-    response = record.get("response") if isinstance(record.get("response"), Mapping) else {}
+    """Gym's ``/run`` answer -> ``Rollout``. A failure is never a reward: an answer that Gym
+    marks as failed (:func:`_gym_failure`) or that has no numeric reward is a failed Rollout."""
+    raw = record.get("response")
+    response: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     reward = record.get("reward")
+    failure = _gym_failure(record)
+    if failure is not None:
+        return Rollout.failed(index, agent, failure, dict(record))
     if not isinstance(reward, int | float) or isinstance(reward, bool):
         return Rollout.failed(index, agent, f"no numeric `reward` in the answer: {reward!r}",
                               dict(record))

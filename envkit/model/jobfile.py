@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from envkit.model.jobspec import JobSettings, Problem, read_job
 from envkit.model.yamlio import YamlDoc, parse_yaml
 
 __all__ = ["MAX_JOB_BYTES", "JobDoc", "load_job", "parse_job"]
@@ -34,6 +36,15 @@ class JobDoc:
         if self.error_column is not None and line == self.error_line:
             return self.error_column
         return self.lines.column_at(line)
+
+    @functools.cached_property
+    def typed(self) -> tuple[JobSettings | None, list[Problem]]:
+        """The job read into the typed model (``jobspec.read_job``), once per document.
+
+        Why cached here: ``envkit train`` validates the job and then trains on the same
+        document; both read these settings instead of typing the JSON twice.
+        """
+        return read_job(self.data)
 
 
 def load_job(path: str | Path) -> JobDoc:

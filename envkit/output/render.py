@@ -203,8 +203,14 @@ def _train(outcome: TrainOutcome, fmt: str) -> int:
 
 @renders(CompiledConfig, "train-config")
 def _compiled_config(result: CompiledConfig, fmt: str) -> int:
-    """JSON in every format: it is the input of another tool (NeMo-RL's config)."""
-    echo(dump(cast("CompiledConfigDict", result.report)))
+    """JSON: the report object (the input of another tool); for people, the compiled NeMo-RL
+    config as commented YAML."""
+    if fmt == "json":
+        echo(dump(cast("CompiledConfigDict", result.report)))
+    else:
+        from envkit.output.compiled import compiled_config_text
+
+        echo(compiled_config_text(result.report))
     return 0
 
 

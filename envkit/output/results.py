@@ -31,7 +31,7 @@ __all__ = [
 @dataclass(frozen=True)
 class CompiledConfig:
     """``envkit train --print-config``: the NeMo-RL config the job compiles to as envkit runs
-    it, and the fields that cannot apply on this machine (JSON in every output format)."""
+    it, and the fields that cannot apply on this machine (YAML for people, JSON for tools)."""
 
     report: dict[str, Any]
 

@@ -430,9 +430,12 @@ def test_19_no_second_parse_for_a_column(
 def test_19_wide_flow_list_is_refused_before_it_is_composed() -> None:
     """The node bound applied while walking the composed tree: libyaml had already built (and
     PyYAML resolved) two million nodes. The byte count of separators now refuses it first."""
-    code = ("import resource; from envkit.model.yamlio import parse_yaml; "
+    # VmHWM, not getrusage's ru_maxrss: Linux carries ru_maxrss across fork and exec, so the
+    # child would report the test process's own peak (hundreds of MiB in a full run).
+    code = ("import re; from envkit.model.yamlio import parse_yaml; "
             "doc = parse_yaml('x.yaml', b'a: [' + b'1,' * 2_000_000 + b'1]]}'); "
-            "print(doc.error); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+            "print(doc.error); "
+            "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1])")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr[-500:]

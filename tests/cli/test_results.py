@@ -106,7 +106,8 @@ INVALID = CASES / "EK102-unknown-top-level-key" / "pkg"
     (["validate", str(INVALID), "--output-format", "json"], "diagnostics", 1),
     (["smoke", str(INVALID), "--output-format", "json"], "smoke", 1),  # stops at validate
     (["train", str(CASES / "valid-job-grpo-lora" / "job.json"), "--print-config",
-      "--dataset", str(CASES / "valid-dataset" / "data")], "train-config", 0),
+      "--dataset", str(CASES / "valid-dataset" / "data"), "--output-format", "json"],
+     "train-config", 0),
     (["validate", str(VALID), "--arch", "sparc", "--output-format", "json"], "error", 2),
 ])
 def test_json_outputs_follow_their_schemas(

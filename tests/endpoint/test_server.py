@@ -12,18 +12,17 @@ import pytest
 pytest.importorskip("torch")
 openai = pytest.importorskip("openai")
 
-from support.tiny_model import make_tiny_char_model  # noqa: E402
-
 from envkit.endpoint.server import PolicyServer, sampling_from_request  # noqa: E402
 from envkit.trainer.generation import GenerationError, SamplingParams  # noqa: E402
-from envkit.trainer.generation.hf import HFBackend  # noqa: E402
+from envkit.trainer.generation.hf import HFBackend, sample_next  # noqa: E402
+from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
 
 MESSAGES = [{"role": "user", "content": "Write the character a 8 times."}]
 
 
 @pytest.fixture(scope="module")
 def backend(tmp_path_factory: pytest.TempPathFactory) -> HFBackend:
-    return HFBackend(make_tiny_char_model(tmp_path_factory.mktemp("m") / "tiny"), model_name="tiny")
+    return HFBackend(make_tiny_model(tmp_path_factory.mktemp("m") / "tiny"), model_name="tiny")
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +113,7 @@ def test_bad_request_is_a_400_with_an_openai_error(client) -> None:
 
 
 def test_prompt_longer_than_the_context_is_a_400(client) -> None:
-    long = [{"role": "user", "content": "x" * 400}]
+    long = [{"role": "user", "content": "x" * 1100}]
     with pytest.raises(openai.BadRequestError, match="maximum context length"):
         client.chat.completions.create(model="tiny", messages=long, max_tokens=2)
 
@@ -134,12 +133,76 @@ def test_sampling_from_request_maps_openai_fields() -> None:
     assert params == SamplingParams(n=2, temperature=0.5, max_tokens=9, top_logprobs=0, stop=("x",))
     with pytest.raises(GenerationError):
         sampling_from_request({"n": 0})
+    with pytest.raises(GenerationError, match="top_k"):
+        sampling_from_request({"top_k": -5})
+
+
+def test_the_servers_top_k_applies_unless_the_request_sets_its_own() -> None:
+    assert sampling_from_request({}, top_k=50).top_k == 50  # Gym's agents send no top_k
+    assert sampling_from_request({"top_k": 5}, top_k=50).top_k == 5  # vLLM's request field
+    assert sampling_from_request({"top_k": -1}, top_k=50).top_k is None  # vLLM's "every token"
+    assert sampling_from_request({}).top_k is None
+
+
+def _greedy(backend: HFBackend) -> tuple[int, ...]:
+    params = SamplingParams(temperature=0, max_tokens=6)
+    return backend.generate([MESSAGES], params)[0].completions[0].token_ids
+
+
+def test_top_k_one_samples_the_greedy_tokens(backend: HFBackend) -> None:
+    for seed in (1, 2, 3):
+        params = SamplingParams(temperature=1.0, top_k=1, max_tokens=6, seed=seed)
+        comp = backend.generate([MESSAGES], params)[0].completions[0]
+        assert comp.token_ids == _greedy(backend)
+        assert comp.logprobs == pytest.approx([0.0] * len(comp.token_ids))  # one token left
+
+
+def test_top_k_draws_only_the_k_likeliest_and_renormalises() -> None:
+    import torch
+
+    logits = torch.randn(4, 50, generator=torch.Generator().manual_seed(0))
+    allowed = logits.topk(3, dim=-1).indices
+    generator = torch.Generator().manual_seed(1)
+    params = SamplingParams(temperature=0.7, top_k=3)
+    for _ in range(100):
+        tokens, logprobs, table = sample_next(logits, params, generator)
+        assert (allowed == tokens[:, None]).any(-1).all()
+    assert torch.isfinite(table).sum(-1).tolist() == [3, 3, 3, 3]
+    assert table.exp().sum(-1).tolist() == pytest.approx([1.0] * 4)
+    drawn = table.gather(-1, tokens[:, None]).squeeze(-1)
+    assert logprobs.tolist() == pytest.approx(drawn.tolist())
+
+
+def test_a_server_started_with_top_k_one_answers_greedily(backend: HFBackend) -> None:
+    with PolicyServer(backend, top_k=1) as srv:
+        client = openai.OpenAI(base_url=srv.base_url, api_key="x", max_retries=0)
+        text = client.chat.completions.create(model="tiny", messages=MESSAGES, max_tokens=6,
+                                              temperature=1.0, seed=9).choices[0].message.content
+    assert text == backend.decode(_greedy(backend))
+
+
+def test_seeded_requests_sample_the_same_in_any_arrival_order(server: PolicyServer) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def ids(seed: int) -> list[int]:
+        status, body = _post(server, "/v1/chat/completions", {
+            "model": "tiny", "messages": MESSAGES, "max_tokens": 6, "temperature": 1.0,
+            "seed": seed})
+        assert status == 200
+        return body["choices"][0]["token_ids"]
+
+    seeds = list(range(100, 108))
+    alone = {seed: ids(seed) for seed in seeds}
+    with ThreadPoolExecutor(max_workers=8) as pool:  # concurrent, as Gym's rollouts arrive
+        together = dict(zip(seeds[::-1], pool.map(ids, seeds[::-1]), strict=True))
+    assert together == alone
+    assert len({tuple(v) for v in alone.values()}) > 1  # the seeds do draw different samples
 
 
 def test_update_weights_changes_generation(tmp_path: Path) -> None:
     import torch
 
-    backend = HFBackend(make_tiny_char_model(tmp_path / "m"))
+    backend = HFBackend(make_tiny_model(tmp_path / "m"))
     params = SamplingParams(temperature=0, max_tokens=4)
     before = backend.generate([MESSAGES], params)[0].completions[0].token_ids
     state = {k: torch.zeros_like(v) for k, v in backend.model.state_dict().items()}

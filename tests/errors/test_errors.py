@@ -28,8 +28,8 @@ from envkit.schemas import load_schema
 
 INTERNAL = {
     "envkit.model.jobfile._LongInt": "control flow: an over-long integer becomes EK611",
-    "envkit.model.yamlio._TooLarge": "control flow: becomes a YamlReadError or EK101",
-    "envkit.model.yamlio._Unusual": "control flow: the fast constructor hands over to PyYAML",
+    "envkit.model._yamlnodes.TooLarge": "control flow: becomes a YamlReadError or EK101",
+    "envkit.model._yamlnodes.Unusual": "control flow: the fast constructor hands over to PyYAML",
     "envkit.model._zipdir.Unsupported": "control flow: the fast zip reader hands over to zipfile",
     "envkit.platform.upload._Aborted": "control flow: Ctrl-C mid-upload becomes UploadInterrupted",
     "envkit.endpoint.server._HTTPError": "an HTTP reply of the policy server, never raised out",

@@ -17,7 +17,6 @@ import pytest
 pytest.importorskip("torch")
 
 from support.digit_addition import fa
-from support.tiny_model import make_tiny_char_model
 from toy_envs import digit_addition_rows, make_native_package
 
 from envkit.endpoint.server import PolicyServer
@@ -26,6 +25,7 @@ from envkit.gym.servers import GymRuntime
 from envkit.gym.types import PolicyEndpoint, RuntimeOptions
 from envkit.trainer.generation.hf import HFBackend
 from envkit.trainer.rollout import run_rollouts
+from envkit.trainer.tiny_model import make_tiny_model
 
 pytestmark = pytest.mark.slow
 
@@ -65,7 +65,7 @@ def _verify(url: str, record: dict, text: str, expected: str) -> dict:
 
 
 def test_real_server_scores_the_final_number(tmp_path: Path) -> None:
-    model = make_tiny_char_model(tmp_path / "tiny")
+    model = make_tiny_model(tmp_path / "tiny")
     pkg = make_native_package(tmp_path / "pkg", "digit_addition")
     rows = expand_rows(digit_addition_rows(2), num_repeats=2, temperature=1.0, max_tokens=6)
     with PolicyServer(HFBackend(model, model_name="tiny")) as policy:

@@ -19,8 +19,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from support.tiny_model import make_tiny_char_model
 from toy_envs import char_pattern_rows, make_native_package, write_dataset
+
+from envkit.trainer.tiny_model import make_tiny_model
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +39,7 @@ def _tagged(tag: str) -> list[psutil.Process]:
 
 
 def test_ctrl_c_mid_run_exits_130_and_leaves_no_process(tmp_path: Path) -> None:
-    model = make_tiny_char_model(tmp_path / "model")
+    model = make_tiny_model(tmp_path / "model")
     pkg = make_native_package(tmp_path / "pkg")
     data = write_dataset(tmp_path / "data", char_pattern_rows(64))
     tag = uuid.uuid4().hex

@@ -23,7 +23,6 @@ import pytest
 
 pytest.importorskip("torch")
 
-from support.tiny_model import make_tiny_char_model
 from toy_envs import char_pattern_rows, make_native_package, write_dataset
 
 from envkit.endpoint.server import PolicyServer
@@ -37,6 +36,7 @@ from envkit.gym import (
 )
 from envkit.trainer.generation.hf import HFBackend
 from envkit.trainer.rollout import run_rollouts
+from envkit.trainer.tiny_model import make_tiny_model
 
 pytestmark = pytest.mark.slow
 
@@ -50,7 +50,7 @@ def _text(record: dict) -> str:
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_tiny_char_model(tmp_path_factory.mktemp("model") / "tiny")
+    return make_tiny_model(tmp_path_factory.mktemp("model") / "tiny")
 
 
 class _Recorder(RuntimeEvents):

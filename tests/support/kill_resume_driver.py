@@ -45,7 +45,7 @@ def main() -> None:
     cfg = grpo_cfg(max_steps=MAX_STEPS)
     policy = load_policy(args.model, cfg)
     source = LocalRolloutSource(
-        policy, share_of_a, temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens
+        policy, share_of_a, temperature=cfg.training.temperature, max_new_tokens=cfg.max_new_tokens
     )
     opts = TrainOptions(args.out, resume=args.resume, save_period=1, stop_after=args.stop_after)
     train(cfg, policy, source, ROWS, opts)

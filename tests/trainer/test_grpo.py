@@ -6,6 +6,7 @@ These train a real random-init model, so they carry the slow marker.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -14,6 +15,7 @@ pytest.importorskip("transformers")
 
 from support.grpo_jobs import grpo_cfg  # noqa: E402
 
+from envkit.gym.rollout import Rollout  # noqa: E402
 from envkit.trainer.grpo import (  # noqa: E402
     DynamicSamplingError,
     RolloutFailedError,
@@ -47,7 +49,7 @@ def _cfg(**extra):
 def _run(base_model, out, cfg, reward=share_of_a, source_wrapper=None, **opts):
     policy = load_policy(base_model, cfg)
     source = LocalRolloutSource(
-        policy, reward, temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens
+        policy, reward, temperature=cfg.training.temperature, max_new_tokens=cfg.max_new_tokens
     )
     if source_wrapper is not None:
         source = source_wrapper(source)
@@ -104,12 +106,12 @@ class FlakySource:
         self.calls = 0
         self.restarts = 0
 
-    def rollouts(self, rows, num_generations, *, first_group=0):
+    def rollouts(self, rows, num_generations, *, first_group=0, seed=None):
         self.calls += 1
         if self.calls == 2:
             msg = "resources server died"
             raise RolloutFailedError(msg)
-        return self.inner.rollouts(rows, num_generations, first_group=first_group)
+        return self.inner.rollouts(rows, num_generations, first_group=first_group, seed=seed)
 
     def refresh(self, policy):
         self.inner.refresh(policy)
@@ -132,6 +134,42 @@ def test_failed_rollout_is_retried_without_losing_a_step(base_model, tmp_path):
     a, b = read_metrics(clean.metrics_path), read_metrics(flaky.metrics_path)
     assert [r["step"] for r in b] == [1, 2, 3]
     assert [r["train_reward"] for r in b] == pytest.approx([r["train_reward"] for r in a])
+
+
+class FailsEveryFifthRow:
+    """Answers every fifth rollout as failed (a timeout, an error the agent reported)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.scored: list[float] = []
+
+    def rollouts(self, rows, num_generations, *, first_group=0, seed=None):
+        out = self.inner.rollouts(rows, num_generations, first_group=first_group, seed=seed)
+        out = [Rollout.failed(r.index, "a", "timed out", {}) if i % 5 == 0
+               else replace(r, index=i) for i, r in enumerate(out)]
+        out = [replace(r, group=first_group + i // num_generations) for i, r in enumerate(out)]
+        self.scored.append(sum(r.reward for r in out if r.ok) / sum(r.ok for r in out))
+        return out
+
+    def refresh(self, policy):
+        self.inner.refresh(policy)
+
+
+def test_a_failed_rollout_is_counted_never_scored(base_model, tmp_path):
+    wrapped = []
+
+    def wrap(source):
+        wrapped.append(FailsEveryFifthRow(source))
+        return wrapped[-1]
+
+    result = _run(base_model, tmp_path, _cfg(max_steps=2), source_wrapper=wrap, save_period=100)
+    records = read_metrics(result.metrics_path)
+    assert [r["train_failed_rollouts"] for r in records] == [7.0, 7.0]  # 32 rollouts per step
+    # train_reward is the mean of the 25 scored rollouts, not pulled toward 0 by the failures
+    assert [r["train_reward"] for r in records] == pytest.approx(wrapped[0].scored[:2])
+    assert all(r["train_optimizer_steps"] == 1.0 for r in records)
+    assert records[-1]["val_failed_rollouts"] == 1.0  # 1 of the 4 validation rows
+    assert records[-1]["val_accuracy"] == pytest.approx(wrapped[0].scored[2])
 
 
 def test_dynamic_sampling_gives_up_with_a_clear_error(base_model, tmp_path):

@@ -114,11 +114,11 @@ class KillsServerOnce:
         self.calls = 0
         self.restarts = 0
 
-    def rollouts(self, rows, num_generations, *, first_group=0):
+    def rollouts(self, rows, num_generations, *, first_group=0, seed=None):
         self.calls += 1
         if self.calls == 2:
             _kill_server(self.inner, "char_pattern")
-        return self.inner.rollouts(rows, num_generations, first_group=first_group)
+        return self.inner.rollouts(rows, num_generations, first_group=first_group, seed=seed)
 
     def refresh(self, policy):
         self.inner.refresh(policy)
@@ -151,3 +151,35 @@ def test_killed_gym_server_is_restarted_and_the_step_retried(gym, tmp_path):
     result = _train(gym, tmp_path, 3, source=flaky)
     assert flaky.restarts == 1
     assert [r["step"] for r in read_metrics(result.metrics_path)] == [1, 2, 3]
+
+
+def _comparable(records):
+    """Every logged metric but the wall-clock timings (``train_timing/*``), which no run
+    repeats."""
+    return [{k: v for k, v in r.items() if not k.startswith("train_timing/")} for r in records]
+
+
+def test_two_fresh_runs_log_the_same_metrics(gym, tmp_path):
+    """Same job, seed and data, trained twice through real Gym servers: Gym's concurrent
+    requests reach the policy server in a different order each time, and every logged metric
+    (loss, rewards, grad norm, logprob error, ...) is still the same, step by step."""
+    first = read_metrics(_train(gym, tmp_path / "a", 3).metrics_path)
+    second = read_metrics(_train(gym, tmp_path / "b", 3).metrics_path)
+    assert len(first) == 3
+    assert _comparable(first) == _comparable(second)
+    assert len({r["train_loss"] for r in first}) > 1  # the steps did sample and train
+
+
+def test_a_rollout_gym_refuses_is_counted_never_scored(gym, tmp_path):
+    """A row whose request Gym's agent rejects fails while the servers stay up: the step
+    trains on the other prompts and logs the failures, none of them as a reward of 0."""
+    model, source = gym
+    cfg = _cfg(1)
+    policy = load_policy(model, cfg)
+    source.refresh(policy)
+    rows = char_pattern_rows(4, chars="a")
+    rows[1] = {**rows[1], "responses_create_params": {"input": 7}}  # not a valid Responses input
+    result = train(cfg, policy, source, rows, TrainOptions(tmp_path, save_period=1000))
+    [step] = read_metrics(result.metrics_path)
+    assert step["train_failed_rollouts"] == 8.0  # the bad prompt's 8 samples
+    assert step["train_optimizer_steps"] == 1.0  # the 24 others trained

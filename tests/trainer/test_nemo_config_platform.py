@@ -111,9 +111,10 @@ def _envkit_lrs(job: dict[str, Any], steps: int) -> list[float]:
     from envkit.trainer.optim import is_flat, lr_at
 
     cfg = grpo_config(job)
+    t = cfg.training
     return [
-        lr_at(s, lr=cfg.learning_rate, min_lr=cfg.min_learning_rate, warmup=cfg.warmup_steps,
-              total=steps, flat=is_flat(cfg.optimizer_type))
+        lr_at(s, lr=t.learning_rate, min_lr=t.min_learning_rate, warmup=t.warmup_steps,
+              total=steps, flat=is_flat(t.optimizer_type))
         for s in range(steps)
     ]  # fmt: skip
 
@@ -122,7 +123,8 @@ def _envkit_config(job: dict[str, Any], dataset: Path, tmp: Path, capsys: Any) -
     path = tmp / "job.json"
     path.write_text(json.dumps(job))
     capsys.readouterr()
-    assert main(["train", str(path), "--print-config", "--dataset", str(dataset)]) == 0
+    argv = ["train", str(path), "--print-config", "--dataset", str(dataset)]
+    assert main([*argv, "--output-format", "json"]) == 0
     return json.loads(capsys.readouterr().out)["config"]
 
 

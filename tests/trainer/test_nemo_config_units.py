@@ -44,10 +44,10 @@ def lrs(total, **training):
         lr_at(
             s,
             lr=1.0,
-            min_lr=cfg.min_learning_rate,
-            warmup=cfg.warmup_steps,
+            min_lr=cfg.training.min_learning_rate,
+            warmup=cfg.training.warmup_steps,
             total=total,
-            flat=(cfg.optimizer_type or "").endswith("flat_lr"),
+            flat=(cfg.training.optimizer_type or "").endswith("flat_lr"),
         )
         for s in range(total)
     ]
@@ -265,17 +265,17 @@ def test_no_dynamic_sampling_trains_the_whole_batch():
 
 def test_reward_scaling_by_hand():
     cfg = cfg_of(reward_scaling={"target_min": -1.0})
-    out = scale_rewards(torch.tensor([-1.0, 0.0, 0.5, 2.0]), cfg.reward_scaling)
+    out = scale_rewards(torch.tensor([-1.0, 0.0, 0.5, 2.0]), cfg.training.reward_scaling)
     assert out.tolist() == [-1.0, -1.0, 0.0, 1.0]  # clamped to [0, 1], mapped onto [-1, 1]
     assert scale_rewards(torch.tensor([3.0]), None).tolist() == [3.0]
 
 
 def test_reward_shaping_by_hand():
-    stop = cfg_of(reward_shaping={"stop_properly_penalty_coef": 0.5}).reward_shaping
+    stop = cfg_of(reward_shaping={"stop_properly_penalty_coef": 0.5}).training.reward_shaping
     out = shape_rewards(torch.tensor([1.0, 1.0]), torch.tensor([3, 3]), torch.tensor([1, 0]), stop)
     assert out.tolist() == [0.5, 1.0]
     trio = {"overlong_buffer_length": 4, "overlong_buffer_penalty": 1.0, "max_response_length": 10}
-    over = cfg_of(reward_shaping=trio).reward_shaping
+    over = cfg_of(reward_shaping=trio).training.reward_shaping
     lengths = torch.tensor([5, 6, 8, 10, 12])  # 6 tokens are free; the next 4 ramp the penalty
     shaped = shape_rewards(torch.ones(5), lengths, torch.zeros(5), over)
     assert shaped.tolist() == pytest.approx([1.0, 1.0, 0.5, 0.0, -0.5])
@@ -296,20 +296,27 @@ def test_pct_metrics_are_percent_of_samples():
 # -- envkit train --print-config ---------------------------------------------------------------
 
 
+def _print_config_job(tmp_path, **training):
+    import json
+
+    data = tmp_path / "data"
+    data.mkdir(exist_ok=True)
+    (data / "training.jsonl").write_text('{"responses_create_params": {"input": "hi"}}\n' * 9)
+    job = tmp_path / "job.json"
+    block = {"type": "grpo", "batch_size": 8, "num_generations_per_prompt": 4, **training}
+    doc = {"model": "m", "dataset": "d", "environment": "e", "training": block}
+    job.write_text(json.dumps(doc))
+    return job, data
+
+
 def test_print_config_cli(tmp_path, capsys):
     import json
 
     from envkit.cli import main
 
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "training.jsonl").write_text('{"responses_create_params": {"input": "hi"}}\n' * 9)
-    job = tmp_path / "job.json"
-    training = {"type": "grpo", "batch_size": 8, "num_generations_per_prompt": 4, "top_k": 5}
-    job.write_text(
-        json.dumps({"model": "m", "dataset": "d", "environment": "e", "training": training})
-    )
-    assert main(["train", str(job), "--print-config", "--dataset", str(data)]) == 0
+    job, data = _print_config_job(tmp_path, top_k=5)
+    argv = ["train", str(job), "--print-config", "--dataset", str(data)]
+    assert main([*argv, "--output-format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["train_rows"] == 9
     config = report["config"]
@@ -318,16 +325,34 @@ def test_print_config_cli(tmp_path, capsys):
     assert config["data"]["shuffle"] is False
     keys = [note["key"] for note in report["cannot_apply_here"]]
     assert "policy.generation.vllm_cfg" in keys
-    assert "training.top_k" in keys  # set in the job, announced
-    training["top_p"] = 0.9
-    job.write_text(
-        json.dumps({"model": "m", "dataset": "d", "environment": "e", "training": training})
-    )
-    assert main(["train", str(job), "--print-config", "--dataset", str(data)]) == 1
+    assert config["policy"]["generation"]["top_k"] == 5  # applied here, as the platform does
+    assert not [key for key in keys if "top_k" in key]
+    job, _ = _print_config_job(tmp_path, top_k=5, top_p=0.9)
+    assert main(argv) == 1
     assert "EK610 `training.top_p`" in capsys.readouterr().err
-    del training["top_p"]
-    job.write_text(
-        json.dumps({"model": "m", "dataset": "d", "environment": "e", "training": training})
-    )
-    assert main(["train", str(job), "--print-config"]) == 1
+
+
+def test_print_config_without_a_dataset_is_a_usage_error(tmp_path, capsys):
+    from envkit.cli import main
+
+    job, _ = _print_config_job(tmp_path)
+    assert main(["train", str(job), "--print-config"]) == 2
     assert "--dataset" in capsys.readouterr().err
+
+
+def test_print_config_human_is_the_config_as_yaml(tmp_path, capsys):
+    import json
+
+    import yaml
+
+    from envkit.cli import main
+
+    job, data = _print_config_job(tmp_path)
+    argv = ["train", str(job), "--print-config", "--dataset", str(data)]
+    assert main([*argv, "--output-format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--output-format", "human"]) == 0
+    text = capsys.readouterr().out
+    assert not text.lstrip().startswith("{")
+    assert yaml.safe_load(text) == report["config"]  # the notes are comments
+    assert "#   policy.generation.vllm_cfg: " in text

@@ -2,7 +2,7 @@
 
 ``model.generate`` hides the per-token logprobs of the distribution it actually sampled from
 (processed vs raw scores depend on flags and version), so the loop here is written out: left
-padded batch, KV cache, temperature, top-p, one seeded ``torch.Generator`` per call.
+padded batch, KV cache, temperature, top-k, top-p, one seeded ``torch.Generator`` per call.
 """
 
 from __future__ import annotations
@@ -37,27 +37,38 @@ def sample_next(
     """Draw one token per row.
 
     :param logits: ``(B, V)`` next-token logits.
-    :returns: ``(tokens (B,), logprobs (B,), logprob table (B, V))``; logprobs are taken from the
-        temperature-scaled distribution before top-p truncation, as vLLM's processed logprobs.
+    :returns: ``(tokens (B,), logprobs (B,), logprob table (B, V))``, taken from the
+        distribution the token is drawn from: ``logits / temperature`` with the tokens outside
+        ``top_k`` and then outside ``top_p`` masked out, renormalised (vLLM's
+        ``processed_logprobs``); greedy (``temperature == 0``) takes the argmax of the raw
+        distribution.
     """
     if params.temperature == 0:
         logp = torch.log_softmax(logits.float(), dim=-1)
         tokens = logp.argmax(dim=-1)
     else:
-        logp = torch.log_softmax(logits.float() / params.temperature, dim=-1)
-        probs = _top_p(logp.exp(), params.top_p)
-        tokens = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+        scaled = logits.float() / params.temperature
+        logp = torch.log_softmax(_top_p(_top_k(scaled, params.top_k), params.top_p), dim=-1)
+        tokens = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
     return tokens, logp.gather(-1, tokens[:, None]).squeeze(-1), logp
 
 
-def _top_p(probs: torch.Tensor, top_p: float) -> torch.Tensor:
-    """Zero out the tail beyond cumulative mass ``top_p`` (the top token always stays)."""
+def _top_k(logits: torch.Tensor, k: int | None) -> torch.Tensor:
+    """Mask every token below the k-th largest logit (ties with it stay, as in vLLM). (B, V)."""
+    if k is None or k >= logits.shape[-1]:
+        return logits
+    kth = logits.topk(k, dim=-1).values[..., -1:]  # (B, 1)
+    return logits.masked_fill(logits < kth, float("-inf"))
+
+
+def _top_p(logits: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Mask the tail beyond cumulative mass ``top_p`` (the top token always stays). (B, V)."""
     if top_p >= 1.0:
-        return probs
-    sorted_probs, order = probs.sort(dim=-1, descending=True)
-    drop = sorted_probs.cumsum(-1) - sorted_probs > top_p  # (B, V) mass before this token
-    sorted_probs = sorted_probs.masked_fill(drop, 0.0)
-    return torch.zeros_like(probs).scatter(-1, order, sorted_probs)
+        return logits
+    sorted_probs, order = logits.softmax(dim=-1).sort(dim=-1, descending=True)
+    drop_sorted = sorted_probs.cumsum(-1) - sorted_probs > top_p  # mass before this token
+    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+    return logits.masked_fill(drop, float("-inf"))
 
 
 class HFBackend:
@@ -182,7 +193,9 @@ class HFBackend:
         tokens: list[list[int]], logprobs: list[list[float]],
         tops: list[list[tuple[tuple[int, float], ...]]], reasons: list[str | None],
     ) -> None:
-        top = table.topk(params.top_logprobs, dim=-1) if params.top_logprobs else None
+        # a masked token's logprob is -inf; vLLM reports it as -9999.0 (JSON has no -inf)
+        k = params.top_logprobs
+        top = table.clamp_min(-9999.0).topk(k, dim=-1) if k else None
         for row, (tok, val) in enumerate(zip(nxt.tolist(), lp.tolist(), strict=True)):
             if reasons[row] is not None:
                 continue

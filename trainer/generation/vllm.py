@@ -31,11 +31,15 @@ def to_vllm_sampling_kwargs(params: SamplingParams) -> dict[str, Any]:
 
     >>> to_vllm_sampling_kwargs(SamplingParams(n=2, max_tokens=5))["logprobs"]
     0
+    >>> to_vllm_sampling_kwargs(SamplingParams(top_k=50))["top_k"], to_vllm_sampling_kwargs(
+    ...     SamplingParams())["top_k"]
+    (50, -1)
     """
     return {
         "n": params.n,
         "temperature": params.temperature,
         "top_p": params.top_p,
+        "top_k": -1 if params.top_k is None else params.top_k,  # -1: every token, any vLLM
         "max_tokens": params.max_tokens,
         "seed": params.seed,
         "logprobs": params.top_logprobs,  # vLLM always adds the sampled token's logprob

@@ -26,9 +26,14 @@ class RolloutFailedError(FailedError, RuntimeError):
 
 class RolloutSource(Protocol):
     def rollouts(
-        self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0
+        self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0,
+        seed: int | None = None,
     ) -> list[Rollout]:
         """``num_generations`` scored samples per row, grouped by ``first_group + row index``.
+
+        ``seed`` (the loop passes ``seeds.step_seed``) makes the samples a function of the
+        rows, the weights and the seed: each sample draws from its own generator seeded with
+        ``seeds.sample_seed(seed, group, index)``, whatever order the requests are served in.
 
         :raises RolloutFailedError: a recoverable failure; the loop calls :meth:`restart`.
         """

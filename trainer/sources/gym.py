@@ -4,9 +4,12 @@ Why this path: it is what the platform's ``rl`` backend runs. The policy is serv
 OpenAI-compatible endpoint (``policy_server`` over a ``GenerationBackend``: HF on CPU, vLLM on
 GPU); Gym's ``vllm_model`` calls it with ``return_token_id_information``, so each rollout comes
 back with prompt ids, generated ids and the sampler's logprobs. After every optimizer step
-:meth:`GymRolloutSource.refresh` pushes the new weights into the backend. A failed rollout (a
-server died, a timeout) raises ``RolloutFailedError``; the loop then calls :meth:`restart` and
-redoes the batch, so no step is lost or counted twice.
+:meth:`GymRolloutSource.refresh` pushes the new weights into the backend. When the servers
+cannot serve (one died, every row failed), :meth:`GymRolloutSource.rollouts` raises
+``RolloutFailedError``; the loop then calls :meth:`restart` and redoes the batch, so no step is
+lost or counted twice. A single row that failed while the servers are up (a timeout, an error
+the agent reported) comes back as a failed :class:`~envkit.gym.rollout.Rollout`: a failure,
+never a reward of 0, which the loop counts and leaves out of the step.
 
 The path of one batch: ``grpo`` -> :meth:`GymRolloutSource.rollouts` -> ``envkit.gym.client``
 (POST ``/run``), with the session's liveness probe polled while rows are in flight.
@@ -15,6 +18,8 @@ The path of one batch: ``grpo`` -> :meth:`GymRolloutSource.rollouts` -> ``envkit
 from __future__ import annotations
 
 import dataclasses
+import json
+import logging
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -30,6 +35,7 @@ from envkit.gym import (
 )
 from envkit.trainer.generation.factory import EngineOptions, make_backend
 from envkit.trainer.policy import generation_weights
+from envkit.trainer.seeds import sample_seed
 from envkit.trainer.sources.base import RolloutFailedError
 
 if TYPE_CHECKING:
@@ -42,12 +48,15 @@ if TYPE_CHECKING:
     from envkit.trainer.config import GrpoConfig
     from envkit.trainer.policy import Policy
 
+log = logging.getLogger(__name__)
+
 __all__ = [
     "GymRolloutSource",
     "GymSourceOptions",
     "gym_source_options",
     "open_session",
     "rollout_from_turns",
+    "seed_rows",
 ]
 
 
@@ -57,6 +66,8 @@ class GymSourceOptions:
 
     requests: RequestOptions = field(default_factory=RequestOptions)
     max_rollout_turns: int = 1
+    top_k: int | None = None
+    """The job's ``top_k``: the policy server samples every request with it."""
     backend: str = "hf"
     engine: EngineOptions = field(default_factory=EngineOptions)
     runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
@@ -72,12 +83,15 @@ def gym_source_options(
     """
     engine = EngineOptions(
         hf_config_overrides=dict(cfg.hf_config_overrides),
-        vllm_tensor_parallel_size=cfg.vllm_tensor_parallel_size,
-        vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
+        vllm_tensor_parallel_size=cfg.training.vllm_tensor_parallel_size,
+        vllm_gpu_memory_utilization=cfg.training.vllm_gpu_memory_utilization,
     )
     return GymSourceOptions(
-        requests=RequestOptions(temperature=cfg.temperature, max_tokens=cfg.max_new_tokens),
-        max_rollout_turns=cfg.max_rollout_turns,
+        requests=RequestOptions(
+            temperature=cfg.training.temperature, max_tokens=cfg.max_new_tokens
+        ),
+        max_rollout_turns=cfg.training.max_rollout_turns,
+        top_k=cfg.training.top_k,
         backend=backend,
         engine=engine,
         runtime=runtime or RuntimeOptions(),
@@ -85,9 +99,11 @@ def gym_source_options(
 
 
 def open_session(
-    package: Path, model: Path, backend: str, engine: EngineOptions, runtime: RuntimeOptions
+    package: Path, model: Path, backend: str, engine: EngineOptions, runtime: RuntimeOptions,
+    *, top_k: int | None = None,
 ) -> tuple[GymSession, PolicyServer]:
-    """Load the model, serve it, and read the package: a session ready to :meth:`start`.
+    """Load the model, serve it (sampling with ``top_k``), and read the package: a session
+    ready to :meth:`start`.
 
     The session owns the server and the engine (closed with it); on a failure here they are
     closed before the error goes on.
@@ -97,7 +113,7 @@ def open_session(
     engine_ = make_backend(model, backend, engine)
     server: PolicyServer | None = None
     try:
-        server = PolicyServer(engine_)
+        server = PolicyServer(engine_, top_k=top_k)
         endpoint = PolicyEndpoint(server.base_url, server.api_key, engine_.model_name)
         return GymSession(package, endpoint, runtime, owned=(server, engine_)), server
     except BaseException:
@@ -105,6 +121,24 @@ def open_session(
             if part is not None:
                 part.close()
         raise
+
+
+def seed_rows(expanded: Sequence[dict[str, Any]], seed: int, first_group: int) -> None:
+    """Give every expanded row its own sampling seed, in place.
+
+    The seed travels as ``responses_create_params.metadata.extra_body`` (a JSON string): Gym's
+    ``vllm_model`` merges that object into the chat-completion request it sends the policy
+    server, so each rollout's request carries ``seed`` = :func:`sample_seed` of its group
+    (``first_group + _ng_task_index``) and its index in the group (``_ng_rollout_index``).
+    """
+    for row in expanded:
+        params = row.setdefault("responses_create_params", {})
+        metadata = dict(params.get("metadata") or {})
+        extra = json.loads(metadata.get("extra_body") or "{}")
+        group = first_group + int(row["_ng_task_index"])
+        extra["seed"] = sample_seed(seed, group, int(row["_ng_rollout_index"]))
+        metadata["extra_body"] = json.dumps(extra)
+        params["metadata"] = metadata
 
 
 def rollout_from_turns(rollout: Rollout, group: int, max_turns: int) -> Rollout:
@@ -175,7 +209,7 @@ class GymRolloutSource:
         (Ctrl-C on the driver of a Ray run) stops the bring-up and leaves nothing running."""
         opts = self.opts
         session, server = open_session(
-            self.package, self.model_dir, opts.backend, opts.engine, opts.runtime
+            self.package, self.model_dir, opts.backend, opts.engine, opts.runtime, top_k=opts.top_k
         )
         with self._lock:
             if self._closed:
@@ -226,7 +260,8 @@ class GymRolloutSource:
         self._server.update_weights(state)
 
     def rollouts(
-        self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0
+        self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0,
+        seed: int | None = None,
     ) -> list[Rollout]:
         session, req = self.session, self.opts.requests
         reason = session.dead()
@@ -234,6 +269,8 @@ class GymRolloutSource:
             raise RolloutFailedError(reason)
         expanded = expand_rows(rows, num_repeats=num_generations, temperature=req.temperature,
                                max_tokens=req.max_tokens)
+        if seed is not None:
+            seed_rows(expanded, seed, first_group)
         try:
             results = collect(expanded, session.servers.run_url, concurrency=req.concurrency,
                               timeout_s=req.timeout_s, abort=session.dead)
@@ -241,10 +278,16 @@ class GymRolloutSource:
             raise RolloutFailedError(str(exc)) from None
         failed = [r for r in results if not r.ok]
         if failed:
-            msg = f"{len(failed)} rollout(s) failed, first: {failed[0].failure_reason}"
-            raise RolloutFailedError(msg)
-        return [
-            rollout_from_turns(r, first_group + r.index // num_generations,
-                               self.opts.max_rollout_turns)
-            for r in results
-        ]
+            dead = session.dead()
+            msg = f"{len(failed)} of {len(results)} rollout(s) failed, first: "
+            msg += str(failed[0].failure_reason)
+            if dead or len(failed) == len(results):
+                raise RolloutFailedError(f"{dead}; {msg}" if dead else msg)
+            log.warning("%s (counted as failures, left out of the step)", msg)
+        return [self._sample(r, first_group + r.index // num_generations) for r in results]
+
+    def _sample(self, rollout: Rollout, group: int) -> Rollout:
+        """A finished row laid out for the loss; a failed one stays a failure, in its group."""
+        if not rollout.ok:
+            return dataclasses.replace(rollout, group=group)
+        return rollout_from_turns(rollout, group, self.opts.max_rollout_turns)

@@ -70,7 +70,8 @@ class LocalRolloutSource:
             self._policy.model.load_state_dict(state, strict=True)
 
     def rollouts(
-        self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0
+        self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0,
+        seed: int | None = None,  # one process: torch's RNG is reseeded every step
     ) -> list[Rollout]:
         tok = self._policy.tokenizer
         prompts = [

@@ -66,8 +66,10 @@ class RolloutWorker:
             raise RolloutFailedError(msg)
         return self._source
 
-    def rollouts(self, rows: list[dict[str, Any]], n: int, first_group: int) -> list[Rollout]:
-        return self._live().rollouts(rows, n, first_group=first_group)
+    def rollouts(
+        self, rows: list[dict[str, Any]], n: int, first_group: int, seed: int | None = None
+    ) -> list[Rollout]:
+        return self._live().rollouts(rows, n, first_group=first_group, seed=seed)
 
     def load_weights(self, state: dict[str, Any]) -> None:
         self._live().load_weights(state)
@@ -91,12 +93,14 @@ class RaySourceProxy:
         self._actor = actor
 
     def rollouts(
-        self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0
+        self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0,
+        seed: int | None = None,
     ) -> list[Rollout]:
         import ray
 
         try:
-            return ray.get(self._actor.rollouts.remote(list(rows), num_generations, first_group))
+            remote = self._actor.rollouts.remote(list(rows), num_generations, first_group, seed)
+            return ray.get(remote)
         except ray.exceptions.RayTaskError as exc:
             if isinstance(exc.cause, RolloutFailedError):
                 raise exc.cause from None

@@ -15,8 +15,10 @@ from envkit.trainer.generation.vllm import to_completion, to_vllm_sampling_kwarg
 def test_vllm_mapping_without_vllm() -> None:
     kwargs = to_vllm_sampling_kwargs(SamplingParams(n=2, temperature=0.5, max_tokens=7,
                                                     top_logprobs=1, stop=("x",)))
-    assert kwargs == {"n": 2, "temperature": 0.5, "top_p": 1.0, "max_tokens": 7, "seed": None,
-                      "logprobs": 1, "stop": ["x"]}
+    assert kwargs == {"n": 2, "temperature": 0.5, "top_p": 1.0, "top_k": -1, "max_tokens": 7,
+                      "seed": None, "logprobs": 1, "stop": ["x"]}
+    # the job's top_k reaches vLLM's sampler (-1 above: every token, in every vLLM release)
+    assert to_vllm_sampling_kwargs(SamplingParams(top_k=50, seed=3))["top_k"] == 50
     lp = SimpleNamespace
     out = SimpleNamespace(token_ids=[4, 9], text="ab", finish_reason="length",
                           logprobs=[{4: lp(logprob=-0.1), 2: lp(logprob=-3.0)},

@@ -1,8 +1,10 @@
-"""The Gym source's sample layout (multi-turn masks, the turn cap) and the session's liveness
-probe (a dead port is found without waiting for a row timeout)."""
+"""The Gym source's sample layout (multi-turn masks, the turn cap), the per-sample seeds it puts
+into the rows, and the session's liveness probe (a dead port is found without waiting for a row
+timeout)."""
 
 from __future__ import annotations
 
+import json
 import socket
 from types import SimpleNamespace
 
@@ -11,9 +13,12 @@ import pytest
 pytest.importorskip("torch")
 
 from envkit.gym.rollout import Rollout, TokenTurn
+from envkit.gym.rows import expand_rows
 from envkit.gym.session import unreachable as _unreachable
 from envkit.trainer.batch import to_batch
+from envkit.trainer.seeds import sample_seed, step_seed
 from envkit.trainer.sources.gym import rollout_from_turns as _layout
+from envkit.trainer.sources.gym import seed_rows
 
 
 def _turn(prompt, gen, lps):
@@ -73,3 +78,24 @@ def test_unreachable_finds_dead_ports():
                 "down": SimpleNamespace(url=f"http://127.0.0.1:{dead_port}/v1"),
             }
             assert _unreachable(servers) == ["down"]
+
+
+def _seeds(rows, seed, first_group):
+    expanded = expand_rows(rows, num_repeats=3, temperature=1.0, max_tokens=4)
+    seed_rows(expanded, seed, first_group)
+    return [json.loads(r["responses_create_params"]["metadata"]["extra_body"]) for r in expanded]
+
+
+def test_every_sample_carries_its_own_seed_in_what_gym_forwards():
+    rows = [{"responses_create_params": {"input": "a"}},
+            {"responses_create_params": {"input": "b", "metadata": {
+                "extra_body": json.dumps({"top_p": 0.5}), "task": "t"}}}]
+    seed = step_seed(42, 1)
+    extra = _seeds(rows, seed, first_group=4)
+    assert [e["seed"] for e in extra] == [sample_seed(seed, 4 + g, i)
+                                          for g in range(2) for i in range(3)]
+    assert len({e["seed"] for e in extra}) == 6
+    assert extra[3]["top_p"] == 0.5  # the row's own extra_body is kept
+    assert _seeds(rows, seed, first_group=4) == extra  # a function of (seed, group, index)
+    assert rows[1]["responses_create_params"]["metadata"]["task"] == "t"  # rows not modified
+    assert "metadata" not in rows[0]["responses_create_params"]

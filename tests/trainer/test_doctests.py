@@ -1,0 +1,20 @@
+"""Run the doctests of the trainer's pure helpers (pytest collects only tests/)."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+
+pytest.importorskip("torch")
+
+from envkit.output import compiled
+from envkit.trainer import seeds
+from envkit.trainer.generation import vllm
+
+
+@pytest.mark.parametrize("module", [seeds, vllm, compiled], ids=lambda m: m.__name__)
+def test_doctests(module: object) -> None:
+    failed, attempted = doctest.testmod(module)  # type: ignore[arg-type]
+    assert attempted > 0
+    assert failed == 0
