@@ -42,7 +42,8 @@ def package_record(root: Path, *, dataset: Path | None = None,
     """
     pkg = load_package(root)
     regular = [p for p, e in pkg.entries.items() if e.kind == "file"]
-    tree = package_tree(root, regular)
+    hashed = pkg.provenance.actual if pkg.provenance else None  # hashed at load: reuse it
+    tree = hashed if hashed is not None else package_tree(root, regular)
     lock = pkg.lock.lock if pkg.lock else None
     versions = closure_versions(lock, [t for s in pkg.servers for t in s.texts.values()])
     recorded = pkg.provenance.record if pkg.provenance else None
