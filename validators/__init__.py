@@ -15,6 +15,7 @@ from envkit.validators import (
     job,
     layout,
     manifest,
+    probe,
     provenance,
     spinup,
     wheels,
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CHECKS", "RULES", "Check", "CheckOptions", "Inputs", "Rule", "run_checks"]
 
-_MODULES = (manifest, layout, provenance, gym, wheels, dataset_rows, job, spinup)
+_MODULES = (manifest, layout, provenance, gym, wheels, dataset_rows, job, spinup, probe)
 
 CHECKS: tuple[Check, ...] = tuple(check for module in _MODULES for check in module.CHECKS)
 RULES: dict[str, Rule] = {rule.code: rule for module in _MODULES for rule in module.RULES}

@@ -172,7 +172,7 @@ def _one(package: Path | None, request: GateRequest, dataset: Path | None,
         verify_hashes=request.verify_hashes, target_source=choice.source,
         notes=(choice.note,) if choice.note else (),
         leading=() if is_package or package is None else (_not_a_package(package, request),),
-        disagreement=_disagreement(choice),
+        disagreement=_disagreement(choice), docs_url=settings.docs_url,
     ), package=pkg)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypedDict
 
-from envkit.model.diagnostics import Diagnostic, Severity
+from envkit.model.diagnostics import Diagnostic, Severity, rule_url
 
 __all__ = [
     "REPORT_VERSION",
@@ -35,7 +35,7 @@ class DiagnosticDict(TypedDict):
     column: int | None
     message: str
     hint: str
-    url: str
+    url: str | None
 
 
 class PackageDict(TypedDict):
@@ -104,6 +104,8 @@ class Report:
     with)."""
     dataset: str | None = None
     job: str | None = None
+    docs_url: str | None = None
+    """The rule reference site (``docs-url`` setting) its diagnostics link to; None: no link."""
     causes: tuple[Cause, ...] = ()
     """What explains groups of ``diagnostics``; a cause's text is also one of ``notes``."""
 
@@ -175,13 +177,15 @@ class ValidationRun:
             "name": one.name if one else None,
             "target": one.target if one else None,
             "packages": [r.package_dict() for r in self.reports],
-            "diagnostics": [diagnostic_dict(d, r.root)
+            "diagnostics": [diagnostic_dict(d, r.root, r.docs_url)
                             for r in self.reports for d in r.diagnostics],
         }
 
 
-def diagnostic_dict(d: Diagnostic, package: str | None) -> DiagnosticDict:
-    """One diagnostic as JSON; ``package`` is the directory it belongs to (``None``: none)."""
+def diagnostic_dict(d: Diagnostic, package: str | None,
+                    docs_url: str | None = None) -> DiagnosticDict:
+    """One diagnostic as JSON; ``package`` is the directory it belongs to (``None``: none),
+    ``docs_url`` the rule reference site its ``url`` points into (``None``: no link)."""
     return {
         "code": d.code,
         "severity": d.severity.value,
@@ -191,5 +195,5 @@ def diagnostic_dict(d: Diagnostic, package: str | None) -> DiagnosticDict:
         "column": d.column,
         "message": d.message,
         "hint": d.hint,
-        "url": d.url,
+        "url": rule_url(d.code, docs_url),
     }

@@ -50,6 +50,16 @@ class Settings:
     strict: bool | None = None
     dataset: Path | None = None
     job: Path | None = None
+    docs_url: str | None = None
+    """Base URL of the rule reference site (``mkdocs build`` of envkit's ``docs/``) that
+    diagnostics link to; unset: diagnostics carry no link."""
+    probe_margin: float | None = None
+    probe_repeats: int | None = None
+    probe_rows: int | None = None
+    probe_dead_rows_warn: float | None = None
+    probe_concurrency: int | None = None
+    probe_rollout_timeout: float | None = None
+    """``envkit probe``'s thresholds (``envkit.probe.thresholds`` documents each)."""
     source: Path | None = field(default=None, compare=False)
     """The file these came from (``None``: command line or defaults)."""
 
@@ -73,12 +83,15 @@ class Settings:
         return out
 
 
-_STR_KEYS = ("arch", "glibc", "python", "gym-version")
+_STR_KEYS = ("arch", "glibc", "python", "gym-version", "docs-url")
+_URL_SCHEMES = ("https://", "http://", "file://")
 _LIST_KEYS = ("select", "ignore", "extend-select", "extend-ignore")
 _BOOL_KEYS = ("offline", "strict")
 _PATH_KEYS = ("dataset", "job")
 _FILE_KEYS = ("packages", "per-package")
 """Keys of the file's top level only: they describe the repository, not one package."""
+_INT_KEYS = ("probe-repeats", "probe-rows", "probe-concurrency")
+_FLOAT_KEYS = ("probe-margin", "probe-dead-rows-warn", "probe-rollout-timeout")
 
 
 def _parse(table: dict[str, Any], where: str, base: Path) -> Settings:
@@ -93,15 +106,28 @@ def _parse(table: dict[str, Any], where: str, base: Path) -> Settings:
         elif key in _STR_KEYS or key in _PATH_KEYS:
             if not isinstance(value, str):
                 raise SettingsError(f"{where}: `{key}` must be a string")
+            if key == "docs-url" and not value.startswith(_URL_SCHEMES):
+                raise SettingsError(f"{where}: `docs-url` must be an http(s):// or file:// URL")
             values[attr] = (base / value) if key in _PATH_KEYS else value
         elif key in _BOOL_KEYS:
             if not isinstance(value, bool):
                 raise SettingsError(f"{where}: `{key}` must be true or false")
             values[attr] = value
+        elif key in _INT_KEYS or key in _FLOAT_KEYS:
+            values[attr] = _number(key, value, where, integer=key in _INT_KEYS)
         elif key not in _FILE_KEYS:
-            known = ", ".join((*_LIST_KEYS, *_STR_KEYS, *_BOOL_KEYS, *_PATH_KEYS, *_FILE_KEYS))
+            known = ", ".join((*_LIST_KEYS, *_STR_KEYS, *_BOOL_KEYS, *_PATH_KEYS, *_INT_KEYS,
+                               *_FLOAT_KEYS, *_FILE_KEYS))
             raise SettingsError(f"{where}: unknown key `{key}` (known: {known})")
     return Settings(**values)
+
+
+def _number(key: str, value: Any, where: str, *, integer: bool) -> int | float:
+    """A probe threshold: an integer, or any number (ranges are the probe's to check)."""
+    kinds = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        raise SettingsError(f"{where}: `{key}` must be {'an integer' if integer else 'a number'}")
+    return value if integer else float(value)
 
 
 @dataclass(frozen=True)

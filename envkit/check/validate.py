@@ -65,6 +65,8 @@ class ValidateRequest:
     leading: tuple[Diagnostic, ...] = ()
     """What the caller found before any check could run (EK100 for a directory that is not a
     package): reported first, whatever the selection."""
+    docs_url: str | None = None
+    """The rule reference site the report's diagnostics link to (``docs-url``); None: none."""
     disagreement: TargetDisagreement | None = None
     """Set when a target was chosen that the lock disagrees with: the findings that follow from
     that choice become one ``Cause``."""
@@ -117,6 +119,7 @@ def validate_inputs(inputs: Inputs, request: ValidateRequest | None = None) -> R
         dataset=_named(request.dataset_as or request.dataset),
         job=_named(request.job),
         causes=_causes(request, diagnostics),
+        docs_url=request.docs_url,
     )
 
 

@@ -25,11 +25,13 @@ from envkit.errors import INTERNAL, KIND_EXITS, EnvkitError
 __all__ = ["COMMANDS", "classify", "cli", "main"]
 
 COMMANDS = {
+    "init": ("envkit.cli.init", "init_command"),
     "validate": ("envkit.cli.validate", "validate_command"),
     "build": ("envkit.cli.build", "build_command"),
     "convert": ("envkit.cli.convert", "convert_group"),
     "rollout": ("envkit.cli.rollout", "rollout_command"),
     "smoke": ("envkit.cli.smoke", "smoke_command"),
+    "probe": ("envkit.cli.probe", "probe_command"),
     "train": ("envkit.cli.train", "train_command"),
     "submit": ("envkit.cli.submit", "submit_command"),
     "job": ("envkit.cli.job", "job_group"),

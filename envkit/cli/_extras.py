@@ -3,18 +3,25 @@
 ``envkit rollout`` and ``envkit train`` need the ``train`` extra (torch, transformers, Ray ...);
 ``envkit submit``, ``envkit job`` and ``--upload`` need the ``platform`` extra (httpx).
 Without it they check their inputs first (cheap, and what the user is about to fix anyway),
-then stop with the ``pip install`` line that fixes the environment: exit 2.
+then stop with the ``pip install`` line that fixes the environment: exit 2. That line fits how
+this envkit was installed (PEP 610's ``direct_url.json``): a checkout gets ``pip install -e
+'.[train]'``, a wheel file its path with the extra, a git install its URL; only an install
+from an index gets ``pip install 'nemo-envkit[train]'``.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
+import json
 from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from envkit.errors import InvalidError, MissingExtraError
 
-__all__ = ["DIST_NAME", "EXTRAS", "InvalidInputs", "MissingExtra", "missing_modules",
-           "precheck", "require_extra"]
+__all__ = ["DIST_NAME", "EXTRAS", "InvalidInputs", "MissingExtra", "install_hint",
+           "install_line", "missing_modules", "precheck", "require_extra"]
 
 DIST_NAME = "nemo-envkit"
 """The distribution on PyPI (the command and the import are ``envkit``)."""
@@ -32,7 +39,7 @@ class MissingExtra(MissingExtraError, RuntimeError):
     def __init__(self, command: str, extra: str, missing: tuple[str, ...]) -> None:
         super().__init__(f"`envkit {command}` needs the `{extra}` extra "
                          f"(missing: {', '.join(missing)})")
-        self.hint = f"pip install '{DIST_NAME}[{extra}]'"
+        self.hint = install_hint(extra)
 
 
 class InvalidInputs(InvalidError, ValueError):
@@ -41,6 +48,72 @@ class InvalidInputs(InvalidError, ValueError):
     def __init__(self, message: str, diagnostics: list) -> None:
         super().__init__(message)
         self.diagnostics = diagnostics
+
+
+def install_hint(extra: str) -> str:
+    """The ``pip install`` line that adds ``extra`` to the envkit that is running."""
+    checkout = _checkout()
+    how = {"url": checkout.as_uri(), "dir_info": {"editable": True}} if checkout else \
+        _direct_url()
+    return install_line(extra, how, cwd=Path.cwd())
+
+
+def _checkout() -> Path | None:
+    """The source checkout this envkit is imported from (editable or on ``sys.path``), if any.
+
+    Why not the metadata alone: a checkout's own ``nemo_envkit.egg-info`` shadows the
+    installed ``direct_url.json`` when the checkout is the working directory."""
+    root = Path(__file__).resolve().parents[2]
+    pyproject = root / "pyproject.toml"
+    try:
+        return root if f'name = "{DIST_NAME}"' in pyproject.read_text("utf-8") else None
+    except OSError:
+        return None
+
+
+def _direct_url() -> dict[str, Any]:
+    """This distribution's ``direct_url.json`` (PEP 610); ``{}``: installed from an index."""
+    try:
+        text = importlib.metadata.distribution(DIST_NAME).read_text("direct_url.json")
+        data = json.loads(text) if text else {}
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def install_line(extra: str, direct_url: dict[str, Any], *, cwd: Path) -> str:
+    """The install line for ``extra`` given how envkit was installed (PEP 610).
+
+    >>> install_line("train", {"url": "file:///src/envkit", "dir_info": {"editable": True}},
+    ...              cwd=Path("/src/envkit"))
+    "pip install -e '.[train]'"
+    >>> install_line("train", {}, cwd=Path("/"))
+    "pip install 'nemo-envkit[train]'"
+    """
+    url = str(direct_url.get("url", ""))
+    if "vcs_info" in direct_url:
+        vcs = direct_url["vcs_info"]
+        ref = vcs.get("requested_revision") or vcs.get("commit_id")
+        at = f"@{ref}" if ref else ""
+        return f"pip install '{DIST_NAME}[{extra}] @ {vcs.get('vcs', 'git')}+{url}{at}'"
+    if url.startswith("file:"):
+        path = Path(unquote(urlsplit(url).path))
+        editable = "-e " if direct_url.get("dir_info", {}).get("editable") else ""
+        return f"pip install {editable}'{_shown(path, cwd)}[{extra}]'"
+    if url:
+        return f"pip install '{DIST_NAME}[{extra}] @ {url}'"
+    return f"pip install '{DIST_NAME}[{extra}]'"
+
+
+def _shown(path: Path, cwd: Path) -> str:
+    """``.`` for the working directory, ``./sub`` below it, else the absolute path.
+
+    Why ``./``: pip reads ``envkit[train]`` without a slash as a project name on the index
+    (PyPI's ``envkit`` is another project), ``./envkit[train]`` as the directory.
+    """
+    if path == cwd:
+        return "."
+    return f"./{path.relative_to(cwd)}" if path.is_relative_to(cwd) else str(path)
 
 
 def missing_modules(extra: str) -> tuple[str, ...]:

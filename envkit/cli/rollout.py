@@ -46,7 +46,8 @@ _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
               help="nemo-gym version the package's servers run on.")
 @click.option("--gym-python", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="CPython 3.13 for Gym (default: PATH, pyenv, $ENVKIT_GYM_PYTHON).")
-@click.option("--allow-python-override", is_flag=True,
+@click.option("--allow-python-override", is_flag=True, envvar="ENVKIT_ALLOW_PYTHON_OVERRIDE",
+              show_envvar=True,
               help="Install nemo-gym on a 3.13 older than its Requires-Python floor.")
 @click.option("--offline", is_flag=True, help="No index for any install: wheels/ must cover all.")
 @output_path_option(type=click.Path(dir_okay=False, path_type=Path),

@@ -67,6 +67,8 @@ _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 @click.option(
     "--allow-python-override",
     is_flag=True,
+    envvar="ENVKIT_ALLOW_PYTHON_OVERRIDE",
+    show_envvar=True,
     help="Install nemo-gym on a 3.13 older than its Requires-Python floor.",
 )
 @click.option("--offline", is_flag=True, help="No index for any install: wheels/ must cover all.")

@@ -59,6 +59,9 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...] | None:
 @click.option("--smoke", is_flag=True,
               help="Then bring the package's servers up and score rows, as `envkit smoke` "
                    "does (one package; JSON: `envkit schema smoke`).")
+@click.option("--probe", is_flag=True,
+              help="Then probe whether the package will train, as `envkit probe` does (one "
+                   "package, --dataset required; JSON: `envkit schema probe`).")
 @report_file_option
 @common_options(("human", "json", "github", "sarif"))
 def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | None,
@@ -67,7 +70,7 @@ def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | 
                      verify_hashes: bool, select: tuple[str, ...], ignore: tuple[str, ...],
                      extend_select: tuple[str, ...], extend_ignore: tuple[str, ...],
                      exclude: tuple[str, ...], isolated: bool, ignore_unowned_files: bool,
-                     show_settings: bool, smoke: bool) -> object:
+                     show_settings: bool, smoke: bool, probe: bool) -> object:
     """Check packages (and optionally a dataset and GRPO job) before upload.
 
     Each PATH is a package directory (it holds nemo-environment.yaml), a workspace root (its
@@ -92,6 +95,10 @@ def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | 
         packages = discover_for(request).packages
         return SettingsView(tuple((str(p), shown_settings(p, request))
                                   for p in packages or (Path(),)))
+    if probe:  # the probe validates first (same settings), brings the package up once
+        from envkit.cli.probe import probe_from_validate
+
+        return probe_from_validate(request)
     if smoke:  # the smoke run validates first (same settings) and reports both
         from envkit.cli.smoke import smoke_from_validate
 
@@ -104,7 +111,8 @@ def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | 
 @common_options(formats=None)
 def schema_command(name: str) -> SchemaText:
     """Print a JSON Schema shipped with envkit: the manifest, the GRPO job, or the shape of a
-    command's JSON output (diagnostics, convert, rollout, train, rules, settings, smoke, error)."""
+    command's JSON output (diagnostics, convert, rollout, train, rules, settings, smoke, probe,
+    error)."""
     return SchemaText(name, schema_text(name))
 
 

@@ -14,9 +14,28 @@ from typing import NamedTuple
 
 from envkit.errors import UsageError
 
-__all__ = ["Diagnostic", "SelectorError", "Severity", "parse_selectors", "selected"]
+__all__ = ["RULE_PAGE", "Diagnostic", "SelectorError", "Severity", "parse_selectors", "rule_url",
+           "selected"]
 
-DOCS_URL = "https://envkit.readthedocs.io/en/latest/rules/{code}.html"
+RULE_PAGE = "rules/{code}.html"
+"""Where each rule's page sits in the rule reference site (``docs/``, built with MkDocs)."""
+
+
+def rule_url(code: str, docs_url: str | None) -> str | None:
+    """The page of ``code`` on the rule reference site at ``docs_url``, or None.
+
+    Why None by default: envkit publishes no site of its own, so a built-in link would be
+    dead. ``[tool.envkit] docs-url`` names where an organisation serves the site that
+    ``mkdocs build`` makes from ``docs/``; only then does a diagnostic carry a link.
+
+    >>> rule_url("EK105", "https://docs.example.com/envkit")
+    'https://docs.example.com/envkit/rules/EK105.html'
+    >>> rule_url("EK105", None) is None
+    True
+    """
+    if not docs_url:
+        return None
+    return f"{docs_url.rstrip('/')}/{RULE_PAGE.format(code=code)}"
 
 
 class Severity(str, enum.Enum):  # noqa: UP042 - str mixin: JSON-serialisable, py3.11 floor
@@ -44,10 +63,6 @@ class Diagnostic(NamedTuple):
         if self.code.startswith("EK6"):
             return "job"
         return "package"
-
-    @property
-    def url(self) -> str:
-        return DOCS_URL.format(code=self.code)
 
     def sort_key(self) -> tuple[str, int, int, str]:
         return (self.path, self.line or 0, self.column or 0, self.code)

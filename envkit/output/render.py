@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from envkit.output.shapes import (
         CompiledConfigDict,
         ConvertDict,
+        InitDict,
         RolloutDict,
         RulesDict,
         SettingsDict,
@@ -142,6 +143,14 @@ def _register_smoke() -> None:
     from envkit.smoke.report import SmokeOutcome
 
     renders(SmokeOutcome, "smoke")(render_smoke)
+
+
+@_lazy("envkit.probe.report")
+def _register_probe() -> None:
+    from envkit.output.probe import render_probe
+    from envkit.probe.report import ProbeOutcome
+
+    renders(ProbeOutcome, "probe")(render_probe)
 
 
 @_lazy("envkit.platform.outcomes")
@@ -260,3 +269,26 @@ def _settings(view: SettingsView, fmt: str) -> int:
         out.append("")
     echo("\n".join(out).rstrip("\n"))
     return 0
+
+
+@_lazy("envkit.init.project")
+def _register_init() -> None:
+    from envkit.init.project import InitResult
+
+    @renders(InitResult, "init")
+    def _init(result: InitResult, fmt: str) -> int:
+        """``envkit init``: the files written and what to run next."""
+        if fmt == "json":
+            shape: InitDict = {
+                "version": "1.0", "directory": str(result.directory),
+                "template": result.template, "name": result.name, "format": result.format,
+                "arch": result.arch, "files": list(result.files),
+                "next_steps": list(result.next_steps)}
+            echo(dump(shape))
+            return 0
+        lines = [f"Created {result.directory} ({result.template} template, {result.format} "
+                 f"for {result.arch}): {len(result.files)} files",
+                 *(f"  {f}" for f in result.files), "", "Next:",
+                 *(f"  {step}" for step in result.next_steps)]
+        echo("\n".join(lines))
+        return 0

@@ -34,7 +34,8 @@ def _level(severity: Severity) -> str:
     return "error" if severity is Severity.ERROR else "warning"
 
 
-def _rule(code: str, index: dict[str, int], rules: list[dict[str, Any]]) -> int:
+def _rule(code: str, index: dict[str, int], rules: list[dict[str, Any]],
+          docs_url: str | None) -> int:
     if code not in index:
         from envkit.validators import RULES
 
@@ -47,9 +48,11 @@ def _rule(code: str, index: dict[str, int], rules: list[dict[str, Any]]) -> int:
                 "help": {"text": rule.fix},
                 "defaultConfiguration": {"level": _level(rule.severity)},
             })
-        from envkit.model.diagnostics import DOCS_URL
+        from envkit.model.diagnostics import rule_url
 
-        entry["helpUri"] = DOCS_URL.format(code=code)
+        url = rule_url(code, docs_url)
+        if url is not None:  # no configured rule reference site: no link (never a dead one)
+            entry["helpUri"] = url
         index[code] = len(rules)
         rules.append(entry)
     return index[code]
@@ -76,7 +79,7 @@ def sarif_log(run: ValidationRun) -> dict[str, Any]:
     """The SARIF log object of ``run``."""
     rules: list[dict[str, Any]] = []
     index: dict[str, int] = {}
-    results = [_result(r, d, _rule(d.code, index, rules))
+    results = [_result(r, d, _rule(d.code, index, rules, r.docs_url))
                for r in run.reports for d in r.diagnostics]
     return {
         "$schema": SARIF_SCHEMA,

@@ -19,6 +19,7 @@ __all__ = [
     "ConvertDict",
     "ErrorDict",
     "ErrorInfo",
+    "InitDict",
     "RolloutDict",
     "RuleDict",
     "RulesDict",
@@ -81,6 +82,19 @@ class RolloutDict(_RolloutRequired, total=False):
     the key as required."""
 
     aborted: str
+
+
+class InitDict(TypedDict):
+    """``envkit schema init``: ``envkit init``."""
+
+    version: Literal["1.0"]
+    directory: str
+    template: str
+    name: str
+    format: str
+    arch: str
+    files: list[str]
+    next_steps: list[str]
 
 
 class TrainDict(TypedDict):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, TypedDict
 
 from envkit.check.report import DiagnosticDict, Report, ReportDict, ValidationRun
-from envkit.model.diagnostics import Diagnostic
+from envkit.model.diagnostics import Diagnostic, rule_url
 from envkit.smoke.isolation import IsolationDict
 
 if TYPE_CHECKING:
@@ -83,11 +83,12 @@ class SmokeFinding:
     def code(self) -> str:
         return self.diagnostic.code
 
-    def to_dict(self, package: str | None) -> FindingDict:
+    def to_dict(self, package: str | None, docs_url: str | None = None) -> FindingDict:
         d = self.diagnostic
         return {"code": d.code, "severity": d.severity.value, "package": package, "path": d.path,
                 "line": d.line, "column": d.column, "message": d.message, "hint": d.hint,
-                "url": d.url, "subject": self.subject, "log_tail": self.log_tail}
+                "url": rule_url(d.code, docs_url), "subject": self.subject,
+                "log_tail": self.log_tail}
 
 
 @dataclass(frozen=True)
@@ -100,13 +101,13 @@ class ServerResult:
     first_reward: float | None = None
     failure: SmokeFinding | None = None
 
-    def to_dict(self, package: str | None) -> ServerDict:
+    def to_dict(self, package: str | None, docs_url: str | None = None) -> ServerDict:
         return {
             "name": self.name, "server_type": self.server_type,
             "implementation": self.implementation, "ready": self.ready,
             "ready_s": None if self.ready_s is None else round(self.ready_s, 3),
             "first_reward": self.first_reward,
-            "failure": self.failure.to_dict(package) if self.failure else None,
+            "failure": self.failure.to_dict(package, docs_url) if self.failure else None,
         }
 
 
@@ -122,10 +123,10 @@ class AgentResult:
     def ok(self) -> bool:
         return bool(self.rewards) and not self.failures
 
-    def to_dict(self, package: str | None) -> AgentDict:
+    def to_dict(self, package: str | None, docs_url: str | None = None) -> AgentDict:
         return {"agent": self.agent, "ok": self.ok, "rewards": list(self.rewards),
                 "synthetic_rows": self.synthetic_rows,
-                "failures": [f.to_dict(package) for f in self.failures]}
+                "failures": [f.to_dict(package, docs_url) for f in self.failures]}
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,7 @@ class SmokeReport:
 
     def to_dict(self) -> SmokeDict:
         root = self.static.root if self.static and self.static.root else self.package
+        docs = self.static.docs_url if self.static else None
         return {
             "version": SMOKE_VERSION,
             "passed": self.passed,
@@ -184,10 +186,10 @@ class SmokeReport:
             "offline": self.offline,
             "isolation": self.isolation,
             "codes": self.codes,
-            "diagnostics": [f.to_dict(root) for f in self.findings],
+            "diagnostics": [f.to_dict(root, docs) for f in self.findings],
             "static": ValidationRun((self.static,)).to_dict() if self.static else None,
-            "servers": [s.to_dict(root) for s in self.servers],
-            "agents": [a.to_dict(root) for a in self.agents],
+            "servers": [s.to_dict(root, docs) for s in self.servers],
+            "agents": [a.to_dict(root, docs) for a in self.agents],
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "policy_requests": self.policy_requests,
         }

@@ -32,6 +32,8 @@ INTERNAL = {
     "envkit.model._yamlnodes.Unusual": "control flow: the fast constructor hands over to PyYAML",
     "envkit.model._zipdir.Unsupported": "control flow: the fast zip reader hands over to zipfile",
     "envkit.platform.upload._Aborted": "control flow: Ctrl-C mid-upload becomes UploadInterrupted",
+    "envkit.init.render.TemplateError": "a template bug (tests render every template): an "
+                                        "internal error, not user input",
     "envkit.endpoint.server._HTTPError": "an HTTP reply of the policy server, never raised out",
     "envkit.converters.sandbox.LoadError": (
         "always turned into a ConvertError (vf_load._run); its own `kind` (how the load failed) "

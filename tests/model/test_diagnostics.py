@@ -28,7 +28,7 @@ def broken(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize(("selector", "suggestion"), [
-    ("EK999", None), ("EK8", "EK7"), ("EK1055", "EK105"), ("E1", None), ("XX1", None),
+    ("EK999", None), ("EK9", "EK8"), ("EK1055", "EK105"), ("E1", None), ("XX1", None),
 ])
 def test_unknown_selector_exits_2_with_did_you_mean(
     capsys: pytest.CaptureFixture[str], broken: Path, selector: str, suggestion: str | None
@@ -69,5 +69,5 @@ def test_rule_accepts_prefixes(capsys: pytest.CaptureFixture[str]) -> None:
     assert lines and all(line.startswith("EK10") for line in lines)
     assert main(["rule", "EK105"]) == 0
     assert capsys.readouterr().out.startswith("# ")
-    assert main(["rule", "EK8"]) == 2  # EK7 is the spin-up family (`envkit smoke`)
+    assert main(["rule", "EK9"]) == 2  # EK8 (`envkit probe`) is the last family
     assert "did you mean" in capsys.readouterr().err

@@ -140,3 +140,13 @@ def test_build_writes_the_record_and_a_later_edit_fails_validate(tmp_path: Path)
     config = next(p for p in sorted(result.out.rglob("*.yaml")) if "char_pattern" in str(p))
     config.write_bytes(config.read_bytes().replace(b"\n", b" \n", 1))
     assert ("EK209", config.relative_to(result.out).as_posix()) in _codes(result.out)
+
+
+def test_the_probe_writes_provenance_next_to_its_report(tmp_path: Path) -> None:
+    from envkit.probe.report import ProbeReport
+    from envkit.probe.write import write_outputs
+
+    write_outputs(ProbeReport(str(NATIVE), "validate"), tmp_path / "out")
+    record = json.loads((tmp_path / "out" / PROVENANCE_NAME).read_text())
+    assert record["package"]["sha256"] == package_record(NATIVE).package_sha256
+    assert record["dataset"] is None and record["job"] is None

@@ -161,12 +161,26 @@ def _job_logs() -> object:
     return JobLogs(_job_ref(), iter([{"timestamp": "t", "job_step": "s", "message": "m"}]))
 
 
+def _probe() -> object:
+    from envkit.probe import ProbeOutcome, ProbeReport
+
+    return ProbeOutcome(ProbeReport("pkg", "validate", _report("valid-native-v1")), TMP)
+
+
+def _init() -> object:
+    from envkit.init.project import InitResult
+
+    return InitResult(TMP / "my-env", "gym", "my-env", "wheels-v1", "x86_64",
+                      ("envkit.toml", "jobs/grpo.json"), ("cd my-env", "envkit build ..."))
+
+
 SAMPLES: dict[str, Callable[[], object]] = {
     "validation": _validation, "build": _build, "convert": _convert,
     "refused convert": _refused_convert, "rollout": _rollout, "train": _train,
     "compiled config": _compiled_config, "schema": _schema, "rules": _rules,
     "settings": _settings, "smoke": _smoke, "submit": _submit, "job reply": _job_reply,
-    "job metrics": _job_metrics, "job logs": _job_logs, "job show": _job_show,
+    "job metrics": _job_metrics, "job logs": _job_logs, "job show": _job_show, "init": _init,
+    "probe": _probe,
 }
 """One result of every type a command returns (the real types, with made-up values)."""
 

@@ -16,6 +16,7 @@ from envkit.output.shapes import (
     CompiledConfigDict,
     ConvertDict,
     ErrorDict,
+    InitDict,
     RolloutDict,
     RulesDict,
     SettingsDict,
@@ -28,13 +29,15 @@ from envkit.platform.outcomes import (
     JobShowDict,
     SubmitDict,
 )
+from envkit.probe.report import ProbeDict
 from envkit.schemas import SCHEMAS, load_schema
 from envkit.smoke.report import SmokeDict
 
 SHAPES: dict[type, str] = {
-    ReportDict: "diagnostics", ConvertDict: "convert", ErrorDict: "error",
+    ReportDict: "diagnostics", ConvertDict: "convert", ErrorDict: "error", InitDict: "init",
     RolloutDict: "rollout", TrainDict: "train", CompiledConfigDict: "train-config",
-    RulesDict: "rules", SettingsDict: "settings", SmokeDict: "smoke", SubmitDict: "submit",
+    RulesDict: "rules", SettingsDict: "settings", SmokeDict: "smoke", ProbeDict: "probe",
+    SubmitDict: "submit",
     JobReplyDict: "job-output", JobMetricsDict: "job-output", JobLogsDict: "job-output",
     JobShowDict: "job-output", ProvenanceDict: "provenance",
 }

@@ -99,7 +99,7 @@ def test_fresh_venv_imports_all_four(bare_venv: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("command", ["train", "rollout"])
 def test_without_the_train_extra_the_install_line_is_named(
-    bare_venv: Path, tmp_path: Path, command: str
+    wheel: Path, bare_venv: Path, tmp_path: Path, command: str
 ) -> None:
     pkg = ROOT / "fixtures" / "packages" / "valid-native-v1" / "pkg"
     args = ([str(ROOT / "examples" / "tiny_grpo.json"), "--env", str(pkg)] if command == "train"
@@ -109,9 +109,22 @@ def test_without_the_train_extra_the_install_line_is_named(
                            str(tmp_path / "out"), "--output-format", "json"],
                           capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "pip install 'nemo-envkit[train]'" in done.stderr
+    # installed from a wheel file: the hint names that wheel, not an index it is not on
+    line = f"pip install '{wheel}[train]'"
+    assert line in done.stderr
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr
     import json
 
     error = json.loads(done.stdout)["error"]
-    assert error["kind"] == "missing-extra" and error["hint"] == "pip install 'nemo-envkit[train]'"
+    assert error["kind"] == "missing-extra" and error["hint"] == line
+
+
+def test_init_templates_ship_in_the_wheel(wheel: Path, bare_venv: Path, tmp_path: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "envkit/init/templates/common/dot-pre-commit-config.yaml.tmpl" in names
+    done = subprocess.run([str(bare_venv / "bin" / "envkit"), "init", "my-env", "-q"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    for path in (".github/workflows/envkit.yml", "resources_servers/my_env/app.py",
+                 "resources_servers/my_env/tests/verifier_cases.jsonl", "jobs/grpo.json"):
+        assert (tmp_path / "my-env" / path).is_file(), path

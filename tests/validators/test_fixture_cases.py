@@ -25,6 +25,7 @@ import envkit.model.package
 from envkit.check.validate import ValidateRequest, validate
 from envkit.model.target import Target
 from envkit.validators import RULES, CheckOptions
+from envkit.validators.probe import PROBE_FIXTURES
 from envkit.validators.spinup import SPINUP_FIXTURES
 
 ROOT = REPO_ROOT
@@ -86,6 +87,12 @@ def test_every_rule_has_a_failing_fixture(code: str) -> None:
         # fixtures/smoke_* packages that tests/smoke/test_run_gym.py brings up (slow group).
         where = ROOT / SPINUP_FIXTURES[code].split("::")[0]
         assert where.exists(), where
+        return
+    if code in PROBE_FIXTURES:
+        # Probe-only codes (EK8xx): fixtures/probe/<case> packages that tests/probe/ probes on
+        # real servers, or the test of the analysis that assigns the code.
+        for where in PROBE_FIXTURES[code]:
+            assert (ROOT / where.split("::")[0]).exists(), where
         return
     named = [c for c in CASES if c.name.startswith(code + "-")]
     assert named, f"no fixtures/packages/{code}-*/ case for {code}"

@@ -1,0 +1,142 @@
+"""``envkit probe``: will this package train? Parse -> ``envkit.probe.run_probe`` -> a
+``ProbeOutcome`` that ``envkit.output.render`` prints.
+
+Exit 0 when the package was probed and no error was found, 1 when an error was (each a
+diagnostic with its EK8xx code, or the static rule that stopped it), 2 on usage errors, 130 on
+Ctrl-C or SIGTERM (every server torn down first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from envkit.cli._common import common_options, sigterm_as_interrupt
+from envkit.model.gym_data import DEFAULT_GYM_VERSION
+
+if TYPE_CHECKING:
+    from envkit.check.gate import GateRequest
+    from envkit.probe import ProbeOutcome, ProbeRequest
+
+__all__ = ["FORMATS", "probe_command", "probe_from_validate", "run_probe_request"]
+
+_DIR = click.Path(exists=True, file_okay=False, path_type=Path)
+_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+FORMATS = ("human", "json", "github", "sarif")
+
+
+def _static_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The static pass's options, spelled and defaulted as ``envkit validate``'s: unset flags
+    fall back to the configuration, then to the package's ``wheels.lock``."""
+    for option in reversed((
+        click.option("--dataset", type=_DIR, help="Dataset dir (training.jsonl): the rows."),
+        click.option("--job", type=_FILE, help="GRPO job JSON: the concurrency, the reply "
+                                               "length and the step the probe projects."),
+        click.option("--arch", type=click.Choice(["x86_64", "aarch64"]), default=None,
+                     help="Cluster architecture (default: wheels.lock, else x86_64)."),
+        click.option("--python", "python_version", default=None,
+                     help="Target CPython version (default: wheels.lock, else 3.13)."),
+        click.option("--glibc", default=None, metavar="2_N",
+                     help="Cluster glibc floor (default: wheels.lock, else 2_28)."),
+        click.option("--gym-version", default=None,
+                     help=f"nemo-gym version of the image (default {DEFAULT_GYM_VERSION})."),
+        click.option("--offline/--no-offline", default=None,
+                     help="No route out: index-free installs from wheels/, servers in a "
+                          "network namespace with loopback only."),
+        click.option("--isolated", is_flag=True, help="Ignore envkit.toml and [tool.envkit]."),
+    )):
+        func = option(func)
+    return func
+
+
+def _probe_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The thresholds (default: the configuration's ``probe-*`` keys, else the built-ins)."""
+    for option in reversed((
+        click.option("--oracle-field", default=None, metavar="FIELD",
+                     help="Row field with the reference answer (dotted for nested; default: "
+                          "expected_answer, answer, ground_truth, expected_output, solution)."),
+        click.option("--rows", "probe_rows", type=click.IntRange(min=1), default=None,
+                     help="Rows per agent (probe-rows, default 8)."),
+        click.option("--repeats", "probe_repeats", type=click.IntRange(min=1), default=None,
+                     help="Times each reply is scored per row (probe-repeats, default 2)."),
+        click.option("--margin", "probe_margin", type=click.FloatRange(0, 1), default=None,
+                     help="Gameable within this share of the reward range (probe-margin, "
+                          "default 0.1)."),
+        click.option("--rollout-timeout", "probe_rollout_timeout", default=None,
+                     type=click.FloatRange(min=1),
+                     help="Seconds per rollout (probe-rollout-timeout, default 600)."),
+        click.option("--gym-python", type=_FILE,
+                     help="CPython 3.13 for Gym (default: PATH, pyenv, $ENVKIT_GYM_PYTHON)."),
+        click.option("--allow-python-override", is_flag=True,
+                     envvar="ENVKIT_ALLOW_PYTHON_OVERRIDE", show_envvar=True,
+                     help="Install nemo-gym on a 3.13 older than its Requires-Python floor."),
+        click.option("--timeout", "ready_timeout_s", default=300.0, show_default=True,
+                     type=click.FloatRange(min=1), help="Seconds for every server to be ready."),
+        click.option("--keep-logs", type=click.Path(file_okay=False, path_type=Path),
+                     help="Copy the servers' logs here."),
+        click.option("-o", "--output", "output_dir", default=None,
+                     type=click.Path(file_okay=False, path_type=Path),
+                     help="Write probe.json and probe.png (needs matplotlib) here."),
+    )):
+        func = option(func)
+    return func
+
+
+@click.command("probe")
+@click.argument("package", type=_DIR)
+@_static_options
+@_probe_options
+@common_options(FORMATS)
+def probe_command(package: Path, dataset: Path | None, job: Path | None, arch: str | None,
+                  python_version: str | None, glibc: str | None, gym_version: str | None,
+                  offline: bool | None, isolated: bool, probe_rows: int | None,
+                  probe_repeats: int | None, probe_margin: float | None,
+                  probe_rollout_timeout: float | None, output_dir: Path | None,
+                  **runtime: Any) -> ProbeOutcome:
+    """Will PACKAGE train? Validate it, bring its real Gym servers up once, and score a panel
+    of scripted replies (each row's reference answer; empty, echoed, noisy, format-only and
+    injected ones) on the dataset's rows, several times each; then replay the reference at
+    rising concurrency up to what the job sends.
+
+    Errors: a content-free reply scoring like the reference (EK801), a reference that never
+    scores (EK802), rewards that change between calls (EK803), rows with no learning signal
+    (EK804), failures under the job's load (EK805). `envkit rule EK8` lists them all.
+    """
+    from envkit.check.settings import Settings
+    from envkit.probe import ProbeRequest
+
+    flags = Settings(arch=arch, python=python_version, glibc=glibc, gym_version=gym_version,
+                     offline=offline, dataset=dataset, job=job, probe_rows=probe_rows,
+                     probe_repeats=probe_repeats, probe_margin=probe_margin,
+                     probe_rollout_timeout=probe_rollout_timeout)
+    return run_probe_request(ProbeRequest(package=package, flags=flags, isolated=isolated,
+                                          **runtime), output_dir)
+
+
+def run_probe_request(request: ProbeRequest, output_dir: Path | None = None) -> ProbeOutcome:
+    """Run with SIGTERM as Ctrl-C (servers torn down) and a progress bar per phase; write
+    ``probe.json`` and the PNG into ``output_dir``."""
+    from dataclasses import replace
+
+    from envkit.probe import ProbeOutcome, run_probe
+    from envkit.probe.progress import RichProgress
+    from envkit.probe.write import write_outputs
+
+    with sigterm_as_interrupt():
+        report = run_probe(replace(request, progress=RichProgress()))
+    if output_dir is not None:
+        report = write_outputs(report, output_dir)
+    return ProbeOutcome(report, request.package)
+
+
+def probe_from_validate(request: GateRequest) -> ProbeOutcome:
+    """``envkit validate PKG --probe``: validate's resolved settings, the probe's defaults."""
+    import os
+
+    from envkit.probe.gated import probe_request
+
+    override = os.environ.get("ENVKIT_ALLOW_PYTHON_OVERRIDE", "").lower() in ("1", "true", "yes")
+    return run_probe_request(probe_request(request, allow_python_override=override))

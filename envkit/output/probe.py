@@ -1,0 +1,124 @@
+"""Render a probe outcome for people (tables), for machines (JSON), as GitHub annotations and
+as SARIF.
+
+``envkit.output.render`` dispatches a ``ProbeOutcome`` here. The findings are ordinary
+diagnostics, so GitHub annotations and SARIF are the validate renderers' over the static
+report with the probe's findings added (``ProbeReport.findings``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from envkit.check.report import ValidationRun
+from envkit.model.diagnostics import Severity
+from envkit.output.human import Console, diagnostic_path, escape
+from envkit.output.human import render_github as render_validation_github
+
+if TYPE_CHECKING:
+    from envkit.check.report import Report
+    from envkit.probe.report import ProbeOutcome, ProbeReport
+
+__all__ = ["render_human", "render_probe"]
+
+
+def render_probe(outcome: ProbeOutcome, fmt: str) -> int:
+    """Print ``outcome`` in ``fmt`` on stdout; 0 when the probe passed, else 1."""
+    report = outcome.report
+    if fmt == "json":
+        text = json.dumps(report.to_dict(), indent=2, ensure_ascii=False)
+    elif fmt == "github":
+        text = render_validation_github(ValidationRun((report.findings(),)))
+    elif fmt == "sarif":
+        from envkit.output.sarif import sarif_log
+
+        text = json.dumps(sarif_log(ValidationRun((report.findings(),))), indent=2,
+                          ensure_ascii=False)
+    else:
+        render_human(report, Console(sys.stdout))
+        text = ""
+    if text:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    return 0 if report.passed else 1
+
+
+def _num(value: float | None, spec: str = ".3g") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _rewards(data: dict[str, Any], console: Console) -> None:
+    agents = data["agents"]
+    if not agents:
+        return
+    names = list(dict.fromkeys(p["policy"] for a in agents for p in a["policies"]))
+    console.print("[bold]mean reward per policy[/] (* the oracle; failed rollouts not scored)")
+    console.print(f"  {'policy':<24}" + "".join(f"{a['agent'][:22]:>24}" for a in agents))
+    for name in names:
+        cells = []
+        for a in agents:
+            p = next((p for p in a["policies"] if p["policy"] == name), None)
+            mark = "*" if a["oracle"] == name else " "
+            cell = "-" if p is None else _num(p["mean"], ".2f") + mark + (
+                f" ({p['failed']} failed)" if p["failed"] else "")
+            cells.append(f"{cell:>24}")
+        console.print(f"  {escape(name):<24}" + "".join(cells))
+
+
+def _signal(data: dict[str, Any], console: Console) -> None:
+    for a in data["agents"]:
+        pairs = sum(len(p["per_row"]) for p in a["policies"])
+        share = a["dead_share"]
+        console.print(f"{escape(a['agent'])}: determinism {len(a['unstable'])} of {pairs} "
+                      f"reply-row pairs disagree; dead rows {len(a['dead_rows'])} of "
+                      f"{len(a['judged_rows'])}" + (f" ({share:.0%})" if share is not None
+                                                     else ""))
+
+
+def _load(data: dict[str, Any], console: Console) -> None:
+    load = data["load"]
+    if not load:
+        return
+    console.print(f"[bold]load[/] (oracle rollouts; the job sends {load['concurrency']} at once)")
+    console.print(f"  {'in flight':>9} {'sent':>5} {'ok':>5} {'failed':>6} {'rollouts/s':>10} "
+                  f"{'p50':>7} {'p95':>7} {'p99':>7}")
+    for lv in load["levels"]:
+        style = "red" if lv["failed"] else ""
+        row = (f"  {lv['concurrency']:>9} {lv['requests']:>5} {lv['ok']:>5} {lv['failed']:>6} "
+               f"{_num(lv['throughput_rps'], '.1f'):>10} {_num(lv['p50_s'], '.3f'):>7} "
+               f"{_num(lv['p95_s'], '.3f'):>7} {_num(lv['p99_s'], '.3f'):>7}")
+        console.print(f"[{style}]{row}[/]" if style else row)
+    step = load["projected_step_s"]
+    step_text = "-" if step is None else f"{step:.1f}s"
+    console.print(f"  knee {load['knee'] or '-'}; environment time per step {step_text} "
+                  f"({load['rollouts_per_step']} rollouts)")
+
+
+def _diagnostics(findings: Report, console: Console) -> None:
+    for d in findings.diagnostics:
+        style = "red" if d.severity is Severity.ERROR else "yellow"
+        where = diagnostic_path(findings, d) + (f":{d.line}" if d.line else "")
+        console.print(f"[bold]{escape(where)}:[/] [{style} bold]{d.code}[/] {escape(d.message)}")
+        console.print(f"  [cyan]= help:[/] {escape(d.hint)}")
+
+
+def render_human(report: ProbeReport, console: Console) -> None:
+    """The tables (rewards, determinism and dead rows, load), the findings, the verdict."""
+    data = report.to_dict()
+    if report.isolation:
+        console.print(f"offline: {escape(report.isolation.get('detail', ''))}")
+    _rewards(data, console)
+    _signal(data, console)
+    _load(data, console)
+    _diagnostics(report.findings(), console)
+    for line in report.log_tail.splitlines():
+        console.print(f"  | {escape(line)}")
+    for note in report.notes:
+        console.print(f"[yellow bold]note:[/] {escape(note)}")
+    if report.png:
+        console.print(f"wrote {escape(report.png)}")
+    times = " ".join(f"{k.removesuffix('_s')}={v:.1f}s" for k, v in report.timings.items())
+    verdict = "[green bold]passed:[/]" if report.passed else "[red bold]failed:[/]"
+    console.print(f"{verdict} probe ({report.stage}) {times}")

@@ -1,0 +1,186 @@
+"""The one place the probe touches the Gym runtime and the policy endpoint.
+
+Why one module: the bring-up is smoke's (a scripted policy endpoint, the package's real Gym
+servers in their packaged venvs, ``--offline`` in a namespace with no route out); every name
+the probe needs from ``envkit.gym``, ``envkit.endpoint`` and ``envkit.smoke`` is imported here,
+so a change of their face is an edit to this file.
+
+:class:`LiveProbe` brings the package up **once**; the phases then swap the scripted answers
+between rounds (:meth:`LiveProbe.answer`) and send rows at the concurrency they choose
+(:meth:`LiveProbe.send`), each rollout timed on its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from envkit.endpoint.scripted import ScriptedBackend, prompt_text
+from envkit.endpoint.server import PolicyServer
+from envkit.errors import FailedError
+from envkit.gym.client import RolloutAbortedError, collect
+from envkit.gym.rollout import Rollout
+from envkit.gym.rows import expand_rows
+from envkit.gym.session import GymSession
+from envkit.gym.types import GymRuntimeError, PolicyEndpoint, RuntimeOptions
+from envkit.gym.venv import GymVenvError, ensure_gym_venv
+from envkit.smoke.isolation import Isolation, offline_network
+from envkit.validators import RULES
+from envkit.validators.spinup import EK704
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from envkit.model.diagnostics import Diagnostic
+
+__all__ = ["GymRuntimeError", "GymVenvError", "LiveProbe", "ProbeAbortedError",
+           "RuntimeOptions", "Sent", "ensure_gym_venv", "expand_rows", "isolation",
+           "prompt_key", "start_failure"]
+
+log = logging.getLogger(__name__)
+
+MANIFEST = "nemo-environment.yaml"
+
+
+class ProbeAbortedError(FailedError, RuntimeError):
+    """The servers stopped serving while rows were in flight (a server died)."""
+
+
+@dataclass(frozen=True)
+class Sent:
+    """One row's rollout and how long it took."""
+
+    rollout: Rollout
+    latency_s: float
+
+    @property
+    def failure(self) -> str | None:
+        """Why this rollout has no reward: it failed, or Gym masked it (``mask_sample``: a
+        judge that failed answers reward 0.0 with the sample masked -- not a score)."""
+        if not self.rollout.ok:
+            return self.rollout.failure_reason or "no reward"
+        record = self.rollout.record
+        if record.get("mask_sample") is True:
+            kind = record.get("failure_kind") or "masked"
+            return f"Gym masked the sample ({kind}): {record.get('failure_reason') or ''}"
+        return None
+
+    @property
+    def reward(self) -> float | None:
+        return None if self.failure is not None else self.rollout.reward
+
+
+def prompt_key(row: Mapping[str, Any]) -> str:
+    """What the scripted policy looks a row's answer up by: its prompt's last user text."""
+    return prompt_text((row.get("responses_create_params") or {}).get("input"))
+
+
+@contextlib.contextmanager
+def isolation(offline: bool) -> Iterator[Isolation | None]:
+    """``--offline``: the whole bring-up in a namespace with loopback only (smoke's)."""
+    if not offline:
+        yield None
+        return
+    with offline_network() as isolated:
+        log.info("offline: %s", isolated.detail)
+        yield isolated
+
+
+def start_failure(exc: GymRuntimeError) -> tuple[Diagnostic, str]:
+    """A bring-up that failed, as a diagnostic at the manifest (``envkit smoke`` says more),
+    and the failing server's log tail."""
+    rule = RULES.get(exc.code or "", EK704)
+    first = str(exc).splitlines()[0][:300] if str(exc) else "the servers did not start"
+    return rule.at(MANIFEST, f"the Gym servers did not start: {first}",
+                   hint=f"{rule.fix} (`envkit smoke PKG` reports the failing server's log)"
+                   ), exc.log_tail
+
+
+class LiveProbe:
+    """``with LiveProbe(pkg, options) as live:`` -- the package's servers, up once."""
+
+    def __init__(self, package: Path, options: RuntimeOptions) -> None:
+        self.backend = ScriptedBackend(model_name="envkit-probe")
+        policy = PolicyServer(self.backend)
+        endpoint = PolicyEndpoint(policy.base_url, policy.api_key, self.backend.model_name)
+        try:
+            self._session = GymSession(package, endpoint, options, owned=(policy,))
+        except BaseException:
+            policy.close()
+            raise
+        self.ready_s: float | None = None
+
+    def __enter__(self) -> LiveProbe:
+        t0 = time.monotonic()
+        try:
+            self._servers = self._session.start()
+        except BaseException:
+            self._session.close()
+            raise
+        self.ready_s = time.monotonic() - t0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._session.close()
+
+    def agents(self) -> list[str]:
+        return self._servers.agents()
+
+    def dead(self) -> str | None:
+        return self._session.dead()
+
+    def openapi(self, instance: str) -> Mapping[str, Any]:
+        """Server ``instance``'s OpenAPI document (FastAPI's ``/openapi.json``: the request
+        models it declares), or ``{}`` when it has none or does not answer."""
+        info = self._servers.servers.get(instance)
+        if info is None:
+            return {}
+        try:
+            with urllib.request.urlopen(f"{info.url.rstrip('/')}/openapi.json",
+                                        timeout=10) as reply:
+                doc = json.loads(reply.read())
+        except (OSError, ValueError) as exc:
+            log.info("probe: no OpenAPI document from %s: %s", instance, exc)
+            return {}
+        return doc if isinstance(doc, Mapping) else {}
+
+    def answer(self, by_prompt: Mapping[str, str], fallback: str) -> None:
+        """The scripted replies for the next round (swapped between rounds, never during)."""
+        self.backend.by_prompt = dict(by_prompt)
+        self.backend.completion = fallback
+
+    def send(self, rows: Sequence[Mapping[str, Any]], concurrency: int, timeout_s: float,
+             on_done: Callable[[Sent], None] | None = None) -> list[Sent]:
+        """Every row, ``concurrency`` in flight, in row order.
+
+        :raises ProbeAbortedError: a server died meanwhile (what was in flight is dropped).
+        """
+        def one(row: Mapping[str, Any]) -> Sent:
+            t0 = time.monotonic()
+            (rollout,) = collect([row], self._servers.run_url, concurrency=1,
+                                 timeout_s=timeout_s, abort=self.dead)
+            sent = Sent(rollout, time.monotonic() - t0)
+            if on_done is not None:
+                on_done(sent)
+            return sent
+
+        pool = ThreadPoolExecutor(max_workers=max(1, concurrency),
+                                  thread_name_prefix="envkit-probe")
+        futures = [pool.submit(one, row) for row in rows]
+        try:
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            failed = next((f.exception() for f in done if f.exception() is not None), None)
+            if isinstance(failed, RolloutAbortedError):
+                raise ProbeAbortedError(str(failed)) from None
+            if failed is not None:
+                raise failed
+            return [f.result() for f in futures]
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,108 @@
+"""What a package declares about its reward: range, direction, whether it may vary, and where
+each agent is defined. Pure over the package model (``envkit.model.package``) and, when the
+package carries one, the data of a Gym ``manifest.yaml``.
+
+A platform package has no Gym manifest (Gym keeps those in ``environments/<name>/`` of its
+own tree); then the range is ``[0, 1]``, higher is better, as in 171 of Gym 0.7.0's 174
+manifests. A manifest whose ``resources_server`` is one of the package's resources servers
+overrides that (``reward.range``, ``reward.higher_is_better``), and its ``determinism:
+stochastic`` is a declaration that the reward may vary (EK803 becomes a warning), as is a
+resources server that refers to a judge model (``judge_model_server`` and the like: any
+reference to a model server other than the policy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from envkit.probe.observations import RewardScale
+
+if TYPE_CHECKING:
+    from envkit.model.package import Package
+    from envkit.probe.verdicts import Where
+
+__all__ = ["agent_locations", "agent_resources", "judge_refs", "resources_implementations",
+           "scale_from_manifest", "stochastic_reason"]
+
+_POLICY = "policy_model"
+
+
+def _blocks(pkg: Package) -> list[tuple[str, str, str, str, Mapping[str, Any]]]:
+    """(config path, instance, server type, implementation, body) of every server block."""
+    out = []
+    for path, doc in pkg.configs.items():
+        if not isinstance(doc.data, Mapping):
+            continue
+        for instance, block in doc.data.items():
+            if not isinstance(block, Mapping) or len(block) != 1:
+                continue
+            ((server_type, impls),) = block.items()
+            if not isinstance(impls, Mapping) or len(impls) != 1:
+                continue
+            ((impl, body),) = impls.items()
+            if isinstance(body, Mapping):
+                out.append((path, str(instance), str(server_type), str(impl), body))
+    return out
+
+
+def agent_locations(pkg: Package) -> dict[str, Where]:
+    """Agent instance -> (config path, line) where it is defined."""
+    return {instance: (path, pkg.configs[path].line_of(instance))
+            for path, instance, server_type, _, _ in _blocks(pkg)
+            if server_type == "responses_api_agents"}
+
+
+def agent_resources(pkg: Package) -> dict[str, tuple[str, ...]]:
+    """Agent instance -> the resources servers it refers to (whose ``/verify`` scores it)."""
+    return {instance: tuple(str(v.get("name")) for v in body.values()
+                            if isinstance(v, Mapping) and v.get("type") == "resources_servers")
+            for _, instance, server_type, _, body in _blocks(pkg)
+            if server_type == "responses_api_agents"}
+
+
+def judge_refs(pkg: Package) -> list[str]:
+    """``instance.key`` of every resources-server field that refers to a model server other
+    than the policy (a judge)."""
+    found = []
+    for _, instance, server_type, _, body in _blocks(pkg):
+        if server_type != "resources_servers":
+            continue
+        for key, value in body.items():
+            if (isinstance(value, Mapping) and value.get("type") == "responses_api_models"
+                    and value.get("name") != _POLICY):
+                found.append(f"{instance}.{key}")
+    return found
+
+
+def resources_implementations(pkg: Package) -> set[str]:
+    return {impl for _, _, server_type, impl, _ in _blocks(pkg)
+            if server_type == "resources_servers"}
+
+
+def scale_from_manifest(data: Any, source: str) -> RewardScale | None:
+    """The reward scale a Gym manifest declares (``None``: it declares none we can read).
+
+    >>> scale_from_manifest({"reward": {"range": [0, 1.8], "higher_is_better": True}}, "m")
+    RewardScale(lower=0.0, upper=1.8, higher_is_better=True, source='m')
+    """
+    reward = data.get("reward") if isinstance(data, Mapping) else None
+    span = reward.get("range") if isinstance(reward, Mapping) else None
+    if not (isinstance(span, list) and len(span) == 2
+            and all(isinstance(v, int | float) and not isinstance(v, bool) for v in span)
+            and span[0] <= span[1]):
+        return None
+    better = reward.get("higher_is_better", True)
+    return RewardScale(float(span[0]), float(span[1]), better is not False, source)
+
+
+def stochastic_reason(pkg: Package, manifests: Mapping[str, Any]) -> str | None:
+    """Why the reward may legitimately vary, or ``None``: a judge reference, or a manifest
+    (path -> data) that says ``determinism: stochastic``."""
+    judges = judge_refs(pkg)
+    if judges:
+        return f"the package refers to a judge model ({', '.join(judges)})"
+    for path, data in manifests.items():
+        if isinstance(data, Mapping) and data.get("determinism") == "stochastic":
+            return f"{path} declares `determinism: stochastic`"
+    return None

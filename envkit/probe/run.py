@@ -1,0 +1,179 @@
+"""``run_probe``: static checks, then the package brought up once and every phase run on it.
+
+Order matters, as in ``envkit smoke``: a package the static rules reject never costs a venv
+build (the static pass is ``envkit validate``'s own gate, so both judge the package under the
+same settings); then the servers come up through the Gym session with a scripted policy
+endpoint, inside a namespace with no route out under ``--offline``; the phases run in order
+on the same servers; the servers go down whatever happens (Ctrl-C and SIGTERM included).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from envkit.check.gate import GateRequest, gate_package, resolve_settings, selection
+from envkit.check.settings import Settings
+from envkit.errors import UsageError
+from envkit.model.gym_data import DEFAULT_GYM_VERSION
+from envkit.model.package import load_package
+from envkit.probe import _session as live_session
+from envkit.probe.declared import (
+    agent_locations,
+    agent_resources,
+    scale_from_manifest,
+    stochastic_reason,
+)
+from envkit.probe.inputs import gym_manifests, read_job, rows_by_agent
+from envkit.probe.loading import LoadPhase
+from envkit.probe.observations import RewardScale
+from envkit.probe.phases import ProbeContext
+from envkit.probe.policies import panel
+from envkit.probe.progress import NO_PROGRESS, Progress
+from envkit.probe.report import ProbeReport
+from envkit.probe.scoring import ScoringPhase
+from envkit.probe.thresholds import Thresholds
+from envkit.validators.spinup import EK704
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from envkit.probe.phases import Phase
+
+__all__ = ["PHASES", "ProbeRequest", "ProbeUsageError", "run_probe"]
+
+log = logging.getLogger(__name__)
+
+PHASES: tuple[Phase, ...] = (ScoringPhase(), LoadPhase())
+"""Run in this order on one bring-up; a later phase reads the earlier ones' results."""
+
+
+class ProbeUsageError(UsageError, ValueError):
+    """The probe cannot run as asked (no dataset, no rows): a usage error."""
+
+
+@dataclass(frozen=True)
+class ProbeRequest:
+    """One package; ``flags`` are what the command line set (as ``envkit validate`` takes
+    them, the probe's thresholds included), the rest is the bring-up's."""
+
+    package: Path
+    flags: Settings = field(default_factory=Settings)
+    isolated: bool = False
+    verify_hashes: bool = False
+    oracle_field: str | None = None
+    gym_python: Path | None = None
+    allow_python_override: bool = False
+    ready_timeout_s: float = 300.0
+    install_timeout_s: float = 1800.0
+    cache_dir: Path | None = None
+    keep_logs: Path | None = None
+    progress: Progress = NO_PROGRESS
+
+    def gate(self) -> GateRequest:
+        return GateRequest(paths=(self.package,), flags=self.flags,
+                           verify_hashes=self.verify_hashes, isolated=self.isolated)
+
+
+def run_probe(request: ProbeRequest, phases: Sequence[Phase] = PHASES) -> ProbeReport:
+    """Validate, bring the servers up once, run ``phases``, tear down.
+
+    :raises ProbeUsageError: no dataset, or no row names an agent.
+    :raises SettingsError, SelectorError, ThresholdError: a setting that cannot be used.
+    :raises GymVenvError: no CPython 3.13 for Gym (usage error).
+    """
+    start = time.monotonic()
+    gate = request.gate()
+    (static,) = gate_package(request.package, gate).reports
+    settings = resolve_settings(request.package, gate)
+    thresholds = Thresholds().over(settings)
+    base = ProbeReport(str(request.package), "validate", static, static.dataset,
+                       bool(settings.offline), thresholds=thresholds,
+                       selection=selection(settings), strict=bool(settings.strict),
+                       oracle_field=request.oracle_field,
+                       timings={"validate_s": time.monotonic() - start})
+    if not static.valid:
+        return base
+    if static.dataset is None:
+        msg = "the probe sends the dataset's rows: give --dataset (or `dataset` in the config)"
+        raise ProbeUsageError(msg)
+    ctx_parts = _prepare(request, Path(static.dataset), settings, thresholds)
+    base = replace(base, job=ctx_parts["job"], scale=ctx_parts["scale"],
+                   stochastic=ctx_parts["stochastic"], panel=tuple(ctx_parts["panel"]))
+    live_session.ensure_gym_venv(settings.gym_version or DEFAULT_GYM_VERSION,
+                                 python=request.gym_python,
+                                 allow_python_override=request.allow_python_override)
+    with live_session.isolation(base.offline) as isolated:
+        report = _live(request, settings, base, ctx_parts, phases)
+        if isolated is not None:
+            report = replace(report, isolation=isolated.to_dict())
+    report.timings["total_s"] = time.monotonic() - start
+    return report
+
+
+def _prepare(request: ProbeRequest, dataset: Path, settings: Settings,
+             thresholds: Thresholds) -> dict:
+    """What the phases read, from the package, the dataset and the job (read once)."""
+    rows = rows_by_agent(dataset, thresholds.rows)
+    if not rows:
+        msg = f"no row of {dataset / 'training.jsonl'} names an agent (`agent_ref.name`)"
+        raise ProbeUsageError(msg)
+    pkg = load_package(request.package)
+    manifests = gym_manifests(pkg)
+    scale = next((s for path, data in manifests.items()
+                  if (s := scale_from_manifest(data, path)) is not None), RewardScale())
+    return {"rows": rows, "job": read_job(settings.job), "scale": scale,
+            "stochastic": stochastic_reason(pkg, manifests), "where": agent_locations(pkg),
+            "resources": agent_resources(pkg), "panel": panel(request.oracle_field)}
+
+
+def _options(request: ProbeRequest, settings: Settings) -> live_session.RuntimeOptions:
+    return live_session.RuntimeOptions(
+        gym_version=settings.gym_version or DEFAULT_GYM_VERSION, gym_python=request.gym_python,
+        allow_python_override=request.allow_python_override, offline=bool(settings.offline),
+        startup_timeout_s=request.install_timeout_s, ready_timeout_s=request.ready_timeout_s,
+        cache_dir=request.cache_dir, keep_logs=request.keep_logs)
+
+
+def _live(request: ProbeRequest, settings: Settings, base: ProbeReport, parts: dict,
+          phases: Sequence[Phase]) -> ProbeReport:
+    timings = base.timings
+    live = live_session.LiveProbe(request.package, _options(request, settings))
+    t0 = time.monotonic()
+    try:
+        live.__enter__()
+    except live_session.GymRuntimeError as exc:
+        timings["ready_s"] = time.monotonic() - t0
+        failure, log_tail = live_session.start_failure(exc)
+        return replace(base, stage="start", failure=failure, log_tail=log_tail)
+    try:
+        timings["ready_s"] = live.ready_s or 0.0
+        ctx = ProbeContext(live, parts["rows"], base.job, base.thresholds, parts["panel"],
+                           base.scale, parts["where"], base.stochastic, parts["resources"],
+                           request.oracle_field, request.progress)
+        return _phases(ctx, base, phases)
+    finally:
+        t1 = time.monotonic()
+        live.__exit__(None, None, None)
+        timings["teardown_s"] = time.monotonic() - t1
+
+
+def _phases(ctx: ProbeContext, base: ProbeReport, phases: Sequence[Phase]) -> ProbeReport:
+    for phase in phases:
+        log.info("probe: %s phase", phase.name)
+        t0 = time.monotonic()
+        try:
+            ctx.results[phase.name] = phase.run(ctx)
+        except live_session.ProbeAbortedError as exc:
+            failure = EK704.at("nemo-environment.yaml",
+                               f"the Gym servers stopped serving during the {phase.name} "
+                               f"phase: {str(exc)[:300]}")
+            return replace(base, stage=phase.name, phases=tuple(ctx.results.values()),
+                           failure=failure)
+        finally:
+            base.timings[f"{phase.name}_s"] = time.monotonic() - t0
+        log.info("probe: %s phase done in %.1fs", phase.name, base.timings[f"{phase.name}_s"])
+    return replace(base, stage="done", phases=tuple(ctx.results.values()))

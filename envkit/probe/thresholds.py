@@ -1,0 +1,98 @@
+"""The probe's thresholds: their defaults, their meaning, and where a user sets them.
+
+Each is a key of ``envkit.toml`` / ``[tool.envkit]`` (``probe-margin`` ...), shown by
+``envkit validate --show-settings``, and most are flags of ``envkit probe``; a flag wins over
+the file, the file over these defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING, Any
+
+from envkit.errors import UsageError
+
+if TYPE_CHECKING:
+    from envkit.check.settings import Settings
+
+__all__ = ["LOAD_ROUNDS", "PATIENCE", "PATIENCE_FLOOR_S", "ThresholdError", "Thresholds"]
+
+LOAD_ROUNDS = 3
+"""Requests per in-flight slot at each load level: a level of concurrency c sends 3c
+rollouts with c in flight, so even level 1 has a p50 of three samples."""
+
+
+PATIENCE = 2.0
+PATIENCE_FLOOR_S = 60.0
+"""The probe waits ``PATIENCE`` times ``probe-rollout-timeout`` (and at least
+``PATIENCE_FLOOR_S`` more than it) for a rollout before it counts it as failed. Why more than
+the timeout: a rollout slower than the timeout would time out in training, and that is the
+EK806 warning, measured on its latency; only one that does not answer at all in that time is
+a failure (EK807 / EK805). The floor keeps a short timeout from turning a busy machine's
+scheduling delay into failures."""
+
+
+class ThresholdError(UsageError, ValueError):
+    """A threshold outside its range (a usage error)."""
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """What the verdicts compare against."""
+
+    margin: float = 0.1
+    """``probe-margin``: a content-free reply whose mean reward comes within this fraction of
+    the reward range of the reference answer's is gameable (EK801)."""
+    repeats: int = 2
+    """``probe-repeats``: times each (reply, row) is scored; two suffice to catch an
+    unseeded random reward, each more one costs a full panel pass (EK803)."""
+    rows: int = 8
+    """``probe-rows``: rows per agent, the dataset's first N."""
+    dead_rows_warn: float = 0.5
+    """``probe-dead-rows-warn``: warn when more than this share of rows gives every reply the
+    same reward; 100% is an error (EK804)."""
+    concurrency: int = 2
+    """``probe-concurrency``: rollouts in flight while scoring the panel. Low on purpose: a
+    server that breaks under load is the load check's finding (EK805), not a bad reward."""
+    rollout_timeout_s: float = 600.0
+    """``probe-rollout-timeout``: seconds a rollout may take (``envkit train``'s per-row
+    timeout); p99 over it at the job's concurrency warns (EK806). The probe itself waits
+    longer (:attr:`patience_s`) before a rollout counts as failed."""
+
+    @property
+    def patience_s(self) -> float:
+        """How long the probe waits for one rollout.
+
+        >>> Thresholds(rollout_timeout_s=600).patience_s, Thresholds(rollout_timeout_s=1).patience_s
+        (1200.0, 61.0)
+        """
+        return max(self.rollout_timeout_s * PATIENCE, self.rollout_timeout_s + PATIENCE_FLOOR_S)
+
+    def check(self) -> Thresholds:
+        """:raises ThresholdError: a value outside its range."""
+        problems = []
+        if not 0.0 <= self.margin <= 1.0:
+            problems.append(f"probe-margin must be in [0, 1], not {self.margin!r}")
+        if not 0.0 <= self.dead_rows_warn <= 1.0:
+            problems.append(f"probe-dead-rows-warn must be in [0, 1], not {self.dead_rows_warn!r}")
+        for name in ("repeats", "rows", "concurrency"):
+            if getattr(self, name) < 1:
+                problems.append(f"probe-{name} must be at least 1, not {getattr(self, name)!r}")
+        if self.rollout_timeout_s <= 0:
+            problems.append("probe-rollout-timeout must be positive")
+        if problems:
+            raise ThresholdError("; ".join(problems))
+        return self
+
+    def over(self, settings: Settings) -> Thresholds:
+        """These defaults, replaced by what ``settings`` (file + flags) set."""
+        by_key = {
+            "margin": settings.probe_margin, "repeats": settings.probe_repeats,
+            "rows": settings.probe_rows, "dead_rows_warn": settings.probe_dead_rows_warn,
+            "concurrency": settings.probe_concurrency,
+            "rollout_timeout_s": settings.probe_rollout_timeout,
+        }
+        return replace(self, **{k: v for k, v in by_key.items() if v is not None}).check()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -1,0 +1,18 @@
+"""The probe's pure modules carry worked examples as doctests: run them."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ("job", "policies", "observations", "integrity", "learning", "determinism", "load",
+           "verdicts", "declared", "scoring")
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_doctests(name: str) -> None:
+    module = importlib.import_module(f"envkit.probe.{name}")
+    failed, attempted = doctest.testmod(module)
+    assert attempted > 0 and failed == 0

@@ -1,0 +1,130 @@
+"""EK8xx: will this package train? What ``envkit probe`` finds on the running servers.
+
+Why rules without checks: a reward that an empty reply can game, that changes between two
+calls with the same reply, that is the same for every reply on a row, or a server that fails
+at the job's concurrency cannot be seen in the package's files. ``envkit probe`` brings the
+package up once, drives a panel of scripted replies (the row's reference answer and
+content-free ones) through Gym's real ``/run`` path, replays the reference at rising
+concurrency, and reports these codes; ``envkit rule EK8xx`` explains each. ``CHECKS`` is empty:
+no static pass reports them. Their failing fixtures are the ``fixtures/probe/*`` packages
+(``PROBE_FIXTURES``), exercised by ``tests/probe/test_probe_gym.py``.
+"""
+
+from __future__ import annotations
+
+from envkit.model.diagnostics import Severity
+from envkit.validators._base import Check, Rule
+
+__all__ = ["CHECKS", "EK801", "EK802", "EK803", "EK804", "EK805", "EK806", "EK807", "EK808",
+           "PROBE_FIXTURES", "RULES"]
+
+EK801 = Rule(
+    "EK801",
+    Severity.ERROR,
+    "a content-free reply scores as well as the reference answer (the reward can be gamed)",
+    "GRPO maximises whatever the reward pays for. When an empty reply, an echo of the prompt, "
+    "long noise, a bare format skeleton or a plea to the grader scores as well as the right "
+    "answer, the policy learns that shortcut within a few steps (reward hacking) and the run "
+    "is wasted.",
+    "Score the content, not its length, its format or the prompt's own words: extract the "
+    "final answer and compare it with the row's reference; rerun `envkit probe PKG --dataset "
+    "DATA`. The report shows each reply's mean reward next to the reference's.",
+)
+EK802 = Rule(
+    "EK802",
+    Severity.ERROR,
+    "the reference answer never scores",
+    "Replying with each row's own reference answer scored the worst reward on every row. "
+    "Either the verifier reads a field the rows do not carry (Gym's request model then "
+    "silently uses its default, e.g. an empty `target`), or it expects a rendering no reply "
+    "gives, or it is broken: every rollout will score the same and GRPO learns nothing.",
+    "Make the rows carry the field the resources server's verify request declares (the "
+    "message names it: a field the request model declares and the rows lack, or the one "
+    "that made the reference score once copied there), or name the row's reference with "
+    "`--oracle-field`, and check that the verifier scores a right answer with the best "
+    "reward (`envkit probe PKG --dataset DATA`).",
+)
+EK803 = Rule(
+    "EK803",
+    Severity.ERROR,
+    "the same reply on the same row gets different rewards",
+    "A verifier whose reward changes between two calls with the same reply (an unseeded "
+    "random number, a time-dependent score, state shared between requests) adds noise that "
+    "GRPO's group advantages take for signal. A reward that declares an LLM judge, or a Gym "
+    "manifest with `determinism: stochastic`, is expected to vary: then this is a warning.",
+    "Seed or remove the randomness in `verify` (or declare the judge); the report names the "
+    "rows and replies whose repeated rewards disagree.",
+)
+EK804 = Rule(
+    "EK804",
+    Severity.ERROR,
+    "rows on which every reply gets the same reward (no learning signal)",
+    "On a row where the reference answer and every content-free reply score alike, all "
+    "samples of a GRPO group get the same reward, their advantages are zero, and the row "
+    "contributes no gradient (dynamic sampling drops it). Over the warning threshold "
+    "(`probe-dead-rows-warn`) a large part of each batch is wasted; at 100% the job cannot "
+    "learn at all (a constant reward; also a reference that never scores when no field the "
+    "rows lack explains it, see EK802).",
+    "Make the reward depend on the reply (the reference must score better than a wrong or "
+    "empty reply); drop rows that cannot be scored.",
+)
+EK805 = Rule(
+    "EK805",
+    Severity.ERROR,
+    "rollouts fail at or below the job's concurrency",
+    "A GRPO step sends `batch_size` rollouts at once (times `batch_multiplier` with dynamic "
+    "sampling). Gym's agents do not retry an HTTP error from a server: a server that answers "
+    "503 or crashes under that load fails those rollouts, and Gym's rollout collection stops "
+    "the run. A failure is not a reward of zero.",
+    "Let the resources server take the job's concurrency (no in-flight limit below it, more "
+    "workers, async I/O), or lower `batch_size`; the report's load curve shows where it "
+    "breaks.",
+)
+EK806 = Rule(
+    "EK806",
+    Severity.WARNING,
+    "p99 rollout latency is over the rollout timeout",
+    "At the job's concurrency the slowest rollouts take longer than the per-rollout timeout "
+    "(`--rollout-timeout`, the time `envkit train` waits for a row): in training those time "
+    "out and fail. (The probe waits at least twice that long, so it measures them instead.)",
+    "Make `verify` faster (cache, precompute, avoid per-call subprocesses) or raise the "
+    "timeout; the report's load curve gives p50/p95/p99 per concurrency.",
+)
+EK807 = Rule(
+    "EK807",
+    Severity.ERROR,
+    "a probe reply made the rollout fail (no reward)",
+    "A rollout that errors is not scored, neither here nor in training: Gym's agent raises on "
+    "the failed verify, and the rollout collection stops. A verifier that crashes on an "
+    "empty, long or malformed reply will crash the job as soon as the policy produces one.",
+    "Make `verify` return the worst reward for a reply it cannot parse instead of raising; "
+    "the report names the replies and the first failure.",
+)
+EK808 = Rule(
+    "EK808",
+    Severity.WARNING,
+    "no reference answer on the rows: the reward checks need one",
+    "The probe's oracle replies with each row's reference answer (`expected_answer`, "
+    "`answer`, `ground_truth`, `expected_output`, `solution`). Without one, whether the "
+    "reward can be gamed or the rows give a learning signal cannot be judged.",
+    "Name the row field that holds the reference with `--oracle-field` (a dotted path for a "
+    "nested field), or add it to the rows.",
+)
+
+RULES: tuple[Rule, ...] = (EK801, EK802, EK803, EK804, EK805, EK806, EK807, EK808)
+CHECKS: tuple[Check, ...] = ()
+
+PROBE_FIXTURES = {
+    "EK801": ("fixtures/probe/gameable_length", "fixtures/probe/gameable_format",
+              "fixtures/probe/gameable_echo", "fixtures/probe/gameable_injection"),
+    "EK802": ("fixtures/probe/wrong_oracle_field",),
+    "EK803": ("fixtures/probe/nondeterministic",),
+    "EK804": ("fixtures/probe/constant",),
+    "EK805": ("fixtures/probe/breaks_under_load",),
+    "EK806": ("fixtures/probe/slow_verify",),
+    "EK807": ("tests/probe/test_verdicts.py::test_failed_rollouts_are_counted_not_scored",),
+    "EK808": ("tests/probe/test_verdicts.py::test_no_reference_answer",),
+}
+"""Rule -> where it fails: the ``fixtures/probe/<case>`` package that
+``tests/probe/test_probe_gym.py`` probes, or (a reply that crashes the verifier, rows without a
+reference) the test of the analysis that assigns it."""
