@@ -39,6 +39,7 @@ from envkit.model.closure import python_ok
 from envkit.model.wheelfile import read_wheel
 from envkit.supply import uvcmd
 from envkit.supply.atomic import write_text
+from envkit.supply.provenance import package_record, write_provenance
 from envkit.validators import CheckOptions
 
 if TYPE_CHECKING:
@@ -85,6 +86,7 @@ def convert_verifiers(req: ConvertRequest) -> ConvertResult:
         loaded = load_rows(req, hub, pins, pkg / "wheels", env_wheel, name, work)
         counts = _write_dataset(req, hub, loaded, data)
         _write_package(req, hub, pins, env_wheel, name, pkg)
+        write_provenance(pkg, package_record(pkg, dataset=data, gym_version=req.gym_version))
         report = _validate_staged(req, pkg, data)
         try:
             install([(pkg, req.out_dir), (data, req.dataset_dir)], force=req.force)
