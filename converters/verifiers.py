@@ -81,6 +81,10 @@ def convert_verifiers(req: ConvertRequest) -> ConvertResult:
         work = stage(stack, req.out_dir.with_name(req.out_dir.name + "-work"))
         env_wheel = _env_wheel(req, hub, work / "src")
         name = env_wheel.meta.name
+        if name is None:
+            msg = f"{env_wheel.path.name} has no Name in its METADATA"
+            raise ConvertError(msg, "Rebuild the environment's wheel with a `name` in its "
+                                    "pyproject.toml `[project]` table.")
         pins = fetch(resolve_target(req, hub, env_wheel, name), pkg / "wheels")
         _check_closure(req, pins, pkg / "wheels", env_wheel, name)
         loaded = load_rows(req, hub, pins, pkg / "wheels", env_wheel, name, work)
@@ -226,7 +230,7 @@ def _write_package(req: ConvertRequest, hub: HubRef, pins: Sequence, env_wheel: 
     write_text(pkg / LOCK_NAME, lock.dumps())
 
 
-def _validate_staged(req: ConvertRequest, pkg: Path, data: Path) -> object:
+def _validate_staged(req: ConvertRequest, pkg: Path, data: Path) -> Report:
     """Validate before anything is installed: an invalid package is refused with its report
     and leaves nothing behind."""
     options = CheckOptions(target=req.target, gym_version=req.gym_version, offline=req.offline)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from envkit.model.lock import Lock
-    from envkit.model.tree import Stamps, Tree
+    from envkit.model.tree import Tree
 
 __all__ = [
     "DATASET_PURPOSE",
@@ -163,7 +163,7 @@ def covered_paths(regular_files: Iterable[str]) -> list[str]:
 
 
 def package_tree(root: Path, regular_files: Iterable[str],
-                 stamps: Mapping[str, list] | Stamps | None = None) -> Tree:
+                 stamps: Mapping[str, list[Any]] | None = None) -> Tree:
     """The package digest over ``covered_paths(regular_files)``.
 
     :raises OSError: a file cannot be read.

@@ -16,7 +16,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["Stamps", "Tree", "TreeFile", "hash_files", "sha256_file", "tree_digest",
            "walk_files"]
 
-Stamps = dict[str, list]
+Stamps = dict[str, list[Any]]
 """``rel -> [size, mtime_ns, inode, sha256]`` of the last scan."""
 
 _CHUNK = 1 << 20
@@ -60,7 +60,7 @@ def sha256_file(path: Path) -> str:
 
 def walk_files(root: Path) -> list[str]:
     """Every non-directory name under ``root`` (links to directories are not entered)."""
-    found = []
+    found: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames.sort()
         base = Path(dirpath).relative_to(root)
@@ -77,7 +77,7 @@ def tree_digest(files: Iterable[TreeFile], purpose: str) -> str:
 
 
 def hash_files(root: Path, rels: Iterable[str], purpose: str,
-               stamps: Mapping[str, list] | None = None) -> Tree:
+               stamps: Mapping[str, list[Any]] | None = None) -> Tree:
     """Hash ``rels`` under ``root``; a file whose stamp matches ``stamps`` is not re-read.
 
     Why the stamp: a resubmit or re-validate of an unchanged 400 MB package should cost a

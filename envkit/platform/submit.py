@@ -22,6 +22,7 @@ from envkit.supply.provenance import run_record
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from envkit.model.provenance import ProvenanceDict
     from envkit.platform.http import PlatformClient
     from envkit.platform.upload import Progress
 
@@ -57,7 +58,7 @@ def environment_metadata(package: Path) -> tuple[str, dict[str, Any] | None]:
     meta = doc.get("metadata") if isinstance(doc, dict) else None
     if not isinstance(doc, dict) or not isinstance(meta, dict):
         return package.name, None
-    adapter = doc.get("adapter") if isinstance(doc.get("adapter"), dict) else {}
+    adapter = doc["adapter"] if isinstance(doc.get("adapter"), dict) else {}
     env = {
         "format": doc.get("format"),
         "name": meta.get("name") or package.name,
@@ -100,7 +101,7 @@ def job_spec(job_path: Path, model: str | None) -> dict[str, Any]:
     return spec
 
 
-def _record(package: Path, dataset: Path, job_path: Path) -> dict[str, Any]:
+def _record(package: Path, dataset: Path, job_path: Path) -> ProvenanceDict:
     """The provenance the job carries (read before any upload: an unreadable file sends
     nothing).
 
