@@ -27,7 +27,7 @@ from envkit.converters.adapter_pkg import (
     package_texts,
 )
 from envkit.converters.env_args import EnvArgsError, literal_secrets, resolved
-from envkit.converters.env_source import EnvWheel, SourceError, build_source, local_wheel, sha256_of
+from envkit.converters.env_source import EnvWheel, SourceError, build_source, local_wheel
 from envkit.converters.hub import HubRef, parse_hub_id
 from envkit.converters.rows import build_rows, split_rows, write_jsonl
 from envkit.converters.staging import InstallError, install, remove_stale, stage
@@ -36,6 +36,7 @@ from envkit.converters.vf_closure import fetch, hub_wheel, pin_sources, requirem
 from envkit.converters.vf_load import load_rows
 from envkit.converters.vf_request import GYM_VERIFIERS_VERSION, ConvertError, ConvertRequest
 from envkit.model.closure import python_ok
+from envkit.model.tree import sha256_file
 from envkit.model.wheelfile import read_wheel
 from envkit.supply import uvcmd
 from envkit.supply.atomic import write_text
@@ -183,7 +184,7 @@ def _check_closure(req: ConvertRequest, pins: Sequence, wheels: Path, env_wheel:
     pin = next((p for p in pins if p.name == name), None)
     if pin is None:
         raise ConvertError(f"the resolved closure has no wheel for {name!r}")
-    if pin.sha256 and pin.sha256 != sha256_of(env_wheel.path):
+    if pin.sha256 and pin.sha256 != sha256_file(env_wheel.path):
         msg = (f"an index served a different {pin.filename} than the wheel given "
                "(dependency confusion?)")
         raise ConvertError(msg, "rename the project or bump its version")

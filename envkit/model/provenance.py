@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
+from envkit.model.jsonfile import JsonObject, parse_object, read_object
 from envkit.model.tree import hash_files
 
 if TYPE_CHECKING:
@@ -194,25 +195,18 @@ def closure_versions(lock: Lock | None, requirement_texts: Iterable[str] = ()) -
 
 def read_provenance(path: Path) -> ProvenanceDoc:
     """Read ``path`` (a regular file the package walk found); never raises over content."""
-    try:
-        with path.open("rb") as fh:
-            raw = fh.read(_MAX_BYTES + 1)
-    except OSError as exc:
-        return ProvenanceDoc(error=f"cannot be read: {exc.strerror or exc}")
-    return parse_provenance(raw)
+    return _record_of(read_object(path, _MAX_BYTES))
 
 
 def parse_provenance(raw: bytes) -> ProvenanceDoc:
     """The record in ``raw``, leniently: a wrong-typed field reads as None."""
-    if len(raw) > _MAX_BYTES:
-        return ProvenanceDoc(error=f"over {_MAX_BYTES // 2**20} MiB; not parsed")
-    try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, RecursionError, ValueError) as exc:
-        return ProvenanceDoc(error=f"not JSON: {exc}")
-    if not isinstance(data, dict):
-        return ProvenanceDoc(error=f"top level is a {type(data).__name__}, not an object")
-    return ProvenanceDoc(record=from_dict(data))
+    return _record_of(parse_object(raw, _MAX_BYTES))
+
+
+def _record_of(doc: JsonObject) -> ProvenanceDoc:
+    if doc.data is None:
+        return ProvenanceDoc(error=doc.error)
+    return ProvenanceDoc(record=from_dict(doc.data))
 
 
 def from_dict(data: Mapping[str, Any]) -> Provenance:

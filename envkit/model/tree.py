@@ -51,6 +51,7 @@ class Tree:
 
 
 def sha256_file(path: Path) -> str:
+    """The file's SHA-256, hex (wheel pins, FileSet entries, provenance: one function)."""
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         while chunk := fh.read(_CHUNK):
