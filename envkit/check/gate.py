@@ -28,11 +28,11 @@ from envkit.check.validate import TargetDisagreement, ValidateRequest, validate
 from envkit.check.wrong_root import wrong_root
 from envkit.errors import UsageError
 from envkit.model.diagnostics import Diagnostic, parse_selectors
+from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.model.lock import LOCK_NAME, read_lock
 from envkit.model.package import load_package
 from envkit.model.target import Target
 from envkit.validators import RULES, CheckOptions
-from envkit.validators._base import DEFAULT_GYM_VERSION
 from envkit.validators.manifest import EK100
 
 if TYPE_CHECKING:

@@ -18,9 +18,9 @@ from envkit.converters.verifiers import (
     convert_verifiers,
 )
 from envkit.converters.vf_request import GYM_RELEASE_DATE
+from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.model.target import ARCHES
 from envkit.output.results import ConvertOutcome
-from envkit.validators._base import DEFAULT_GYM_VERSION
 
 if TYPE_CHECKING:
     pass
