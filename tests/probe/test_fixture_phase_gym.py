@@ -98,7 +98,7 @@ def _gym_env_test(site: Path, work: Path, name: str) -> dict[str, Any]:
     path = os.pathsep.join([str(gym_bin), str(Path(uv_binary()).parent), str(python),
                             "/usr/bin", "/bin"])
     proc = subprocess.run([str(gym_bin / "gym"), "env", "test", name, "--json"], cwd=work,
-                          env={"PATH": path, "HOME": os.environ.get("HOME", "/")},
+                          env={**os.environ, "PATH": path},
                           capture_output=True, text=True, timeout=900, check=False)
     line = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
     return {"rc": proc.returncode, "out": proc.stdout, "err": proc.stderr[-2000:],
@@ -114,6 +114,9 @@ def _gym_workdir(site: Path, work: Path) -> None:
     subprocess.run([uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
                     "--python-version", "3.13.14", "nemo-gym==0.7.0", "ray[default]==2.60.0",
                     "openai==2.44.0", *EXTRA_REQUIREMENTS], check=True, timeout=1200)
+    cache = subprocess.run([uv, "cache", "dir"], capture_output=True, text=True, check=True)
+    (work / "cache").mkdir()
+    (work / "cache" / "uv").symlink_to(cache.stdout.strip())  # Gym's uv cache: uv's own (pip)
     for server in CATALOG:
         (work / "resources_servers" / server).mkdir(parents=True)
         (work / "resources_servers" / server / ".venv").symlink_to(venv)
@@ -143,7 +146,8 @@ def test_gym_env_test_gives_the_same_verdict_per_case(
                 (c["name"], c["kind"], c["observed_rewards"]) for c in gym["report"]["cases"]
             ], (server, gym["report"])
         else:  # fail-fast: the cases before the first failure passed, Gym names that one
-            first = next(c for c in ran if not c["passed"])
+            first = next((c for c in ran if not c["passed"]), None)
+            assert first is not None, (server, gym)
             assert f"'{first['name']}'" in gym["out"], (server, gym)
             assert all(c["passed"] for c in ran[:ran.index(first)])
 
