@@ -94,11 +94,11 @@ def _agent(pkg: Path) -> str:
     return next((a for a in agents if a.endswith("_simple_agent")), agents[0])
 
 
-def _prepare(case: Case, site: Path, out: Path) -> tuple[Path, Path, Path]:
+def _prepare(case: Case, site: Path, out: Path, fmt: str) -> tuple[Path, Path, Path]:
     pkg = out / case.server
     if not (pkg / "nemo-environment.yaml").exists():
         proc = _envkit("build", str(site / "resources_servers" / case.server), "--format",
-                       "wheels-v1", "--arch", "x86_64", "-o", str(pkg))
+                       fmt, "--arch", "x86_64", "-o", str(pkg))
         if proc.returncode != 0:
             raise SystemExit(f"{case.server}: build failed\n{proc.stderr[-3000:]}")
     agent = _agent(pkg)
@@ -134,6 +134,12 @@ def _summary(case: Case, rc: int, report: dict[str, Any]) -> str:
         p99 = load["levels"][-1]["p99_s"] if load["levels"] else None
         parts.append(f"load failures {fails or 'none'}; p99 at {load['concurrency']} "
                      f"{p99}s; step {load['projected_step_s']}s")
+    for server in (report["phases"].get("fixtures") or {}).get("servers", []):
+        marks = {True: "ok", False: "FAIL", None: "skip"}
+        cases = ", ".join(f"{c['name']} {marks[c['passed']]} {c['observed']}"
+                          for c in server["cases"])
+        parts.append(f"Gym verifier fixture {server['server']}: "
+                     f"{'passed' if server['passed'] else 'failed'} ({cases or server['message']})")
     for d in report["diagnostics"]:
         parts.append(f"  {d['code']} {d['severity']}: {d['message'][:240]}")
     return "\n  ".join(parts)
@@ -143,11 +149,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("cases", nargs="*", help=f"default: all of {[c.name for c in CASES]}")
     parser.add_argument("--out", type=Path, default=Path("/tmp/envkit-probe-real"))
+    parser.add_argument("--format", default="wheels-v1", choices=("wheels-v1", "native-v1"),
+                        help="native-v1: no vendored wheels (~400 MB less disk per server; "
+                             "the server venvs install from the index)")
     args = parser.parse_args()
     chosen = [c for c in CASES if not args.cases or c.name in args.cases]
     site = _site_packages()
     for case in chosen:
-        pkg, data, job = _prepare(case, site, args.out)
+        pkg, data, job = _prepare(case, site, args.out, args.format)
         extra = ["--oracle-field", case.oracle_field] if case.oracle_field else []
         proc = _envkit("probe", str(pkg), "--dataset", str(data), "--job", str(job),
                        "--allow-python-override", "--output-format", "json", "-o",
