@@ -8,9 +8,10 @@ among them, move to the dataset directory; native-v1 rather than wheels-v1 keeps
 of vendored wheels per server off the shared disk, and the fixture runs the same files either
 way) and its venvs come from ``GymRuntime.prepare`` (the shared cache, keyed by content).
 Gym's side runs ``gym env test NAME --json`` in a scratch directory whose
-``resources_servers/<impl>/.venv`` is one venv for all three servers, made by uv from its cache with ``--python-version 3.13.14`` (Gym installs with its own interpreter's
-version, and this machine's 3.13 is older than nemo-gym's floor); Gym's own setup step then
-finds it satisfied.
+``resources_servers/<impl>/.venv`` is one venv for all three servers, made by uv from its
+cache with ``--python-version 3.13.14`` (Gym installs with its own interpreter's version, and
+this machine's 3.13 is older than nemo-gym's floor); Gym's own setup step then finds it
+satisfied.
 """
 
 from __future__ import annotations
