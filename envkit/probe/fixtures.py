@@ -131,8 +131,14 @@ def _diagnostics(s: ServerFixture, package: str) -> list[Diagnostic]:
     where = _where(s, package)
     in_pkg = where != s.entrypoint
     shown = where if in_pkg else f"{s.fixture_path or 'its cases'} (named by {s.entrypoint})"
+    failed = [c for c in s.cases if c.passed is False]
+    causes = {(c.message or "").replace(f"'{c.name}'", "''") for c in failed}
+    if len(failed) > 1 and len(causes) == 1 and len(failed) == sum(
+            c.passed is not None for c in s.cases):  # one cause (e.g. no server), said once
+        return [EK809.at(where, f"{s.server}: every verifier case of {shown} fails the same "
+                                f"way: {failed[0].message}")]
     out = []
-    for c in s.cases:
+    for c in failed:
         if c.passed is False:
             expected = (f"expected an error containing {c.expected_error!r}"
                         if c.kind == "malformed" else f"expected {c.expected_reward}")

@@ -133,6 +133,14 @@ def test_a_failing_case_is_an_ek809_at_its_line() -> None:
     assert "expected 1.0, observed 0" in d.message
 
 
+def test_one_cause_for_every_case_is_said_once() -> None:
+    broken = [{"name": n, "kind": "full_reward", "passed": False, "expected_reward": 1.0,
+               "message": f"Case '{n}' could not create a fresh server: config.yaml missing"}
+              for n in ("a", "b")]
+    (d,) = _result(broken).diagnostics
+    assert "every verifier case" in d.message and "config.yaml missing" in d.message
+
+
 def test_a_fixture_that_cannot_run_is_one_ek809_at_the_entrypoint() -> None:
     (d,) = _result([], status="error", message="could not import").diagnostics
     assert d.code == "EK809" and "could not import" in d.message
