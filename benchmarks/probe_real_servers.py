@@ -94,11 +94,11 @@ def _agent(pkg: Path) -> str:
     return next((a for a in agents if a.endswith("_simple_agent")), agents[0])
 
 
-def _prepare(case: Case, site: Path, out: Path, fmt: str) -> tuple[Path, Path, Path]:
+def _prepare(case: Case, site: Path, out: Path) -> tuple[Path, Path, Path]:
     pkg = out / case.server
     if not (pkg / "nemo-environment.yaml").exists():
         proc = _envkit("build", str(site / "resources_servers" / case.server), "--format",
-                       fmt, "--arch", "x86_64", "-o", str(pkg))
+                       "wheels-v1", "--arch", "x86_64", "-o", str(pkg))
         if proc.returncode != 0:
             raise SystemExit(f"{case.server}: build failed\n{proc.stderr[-3000:]}")
     agent = _agent(pkg)
@@ -149,14 +149,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("cases", nargs="*", help=f"default: all of {[c.name for c in CASES]}")
     parser.add_argument("--out", type=Path, default=Path("/tmp/envkit-probe-real"))
-    parser.add_argument("--format", default="wheels-v1", choices=("wheels-v1", "native-v1"),
-                        help="native-v1: no vendored wheels (~400 MB less disk per server; "
-                             "the server venvs install from the index)")
     args = parser.parse_args()
     chosen = [c for c in CASES if not args.cases or c.name in args.cases]
     site = _site_packages()
     for case in chosen:
-        pkg, data, job = _prepare(case, site, args.out, args.format)
+        pkg, data, job = _prepare(case, site, args.out)
         extra = ["--oracle-field", case.oracle_field] if case.oracle_field else []
         proc = _envkit("probe", str(pkg), "--dataset", str(data), "--job", str(job),
                        "--allow-python-override", "--output-format", "json", "-o",

@@ -3,10 +3,10 @@ the differential against the real ``gym env test`` on every Gym 0.7.0 server in 
 wheel that ships a verifier fixture.
 
 Slow. Each server is built as envkit builds any server dir (``envkit build
-<site-packages>/resources_servers/<impl> --format native-v1``: its ``.jsonl`` files, the cases
-among them, move to the dataset directory; native-v1 rather than wheels-v1 keeps the ~400 MB
-of vendored wheels per server off the shared disk, and the fixture runs the same files either
-way) and its venvs come from ``GymRuntime.prepare`` (the shared cache, keyed by content).
+<site-packages>/resources_servers/<impl> --format wheels-v1``: its ``.jsonl`` files, the cases
+among them, move to the dataset directory) and its venvs come from ``GymRuntime.prepare`` (the
+shared cache, keyed by content); its ``wheels/`` (~400 MB, needed only to build the venvs) is
+then removed, to spare the shared disk.
 Gym's side runs ``gym env test NAME --json`` in a scratch directory whose
 ``resources_servers/<impl>/.venv`` is one venv for all three servers, made by uv from its
 cache with ``--python-version 3.13.14`` (Gym installs with its own interpreter's version, and
@@ -55,12 +55,13 @@ def _built(site: Path, out: Path, server: str) -> tuple[Path, Path, Path]:
     """(package, dataset, venv dir) of ``server`` built as envkit builds it."""
     pkg = out / server
     proc = subprocess.run([sys.executable, "-m", "envkit", "build",
-                           str(site / "resources_servers" / server), "--format", "native-v1",
+                           str(site / "resources_servers" / server), "--format", "wheels-v1",
                            "--arch", "x86_64", "-o", str(pkg)], capture_output=True, text=True,
                           env=ENV, cwd=REPO_ROOT, timeout=1800, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     endpoint = PolicyEndpoint("http://127.0.0.1:9/v1", "unused", "unused")
     venvs = GymRuntime(pkg, endpoint, RuntimeOptions(allow_python_override=True)).prepare()
+    shutil.rmtree(pkg / "wheels")
     return pkg, out / f"{server}-data", venvs
 
 
