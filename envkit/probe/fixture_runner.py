@@ -120,8 +120,11 @@ async def _gym_verdict(fixture: Any, request: dict[str, Any], gym: Any) -> dict[
 
 
 async def _run(request: dict[str, Any]) -> dict[str, Any]:
-    import nemo_gym.verifier_fixture as gym
-    from nemo_gym.environment.onboarding import _import_resources_server
+    # the server venv's Gym, absent from envkit's own environment
+    import nemo_gym.verifier_fixture as gym  # type: ignore[import-not-found]
+    from nemo_gym.environment.onboarding import (  # type: ignore[import-not-found]
+        _import_resources_server,
+    )
 
     app, root, server = (Path(request[k]) for k in ("app_path", "component_root", "server_dir"))
     out: dict[str, Any] = {"status": "error", "message": None, "fixture_path": None,
