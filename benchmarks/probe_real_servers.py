@@ -16,7 +16,34 @@ and one summary line per case: exit status, codes, the oracle's mean, the best c
 reply, dead rows, disagreeing repeats and load failures. Cases with a ``variant`` change the
 rows first (e.g. spartqa's rows with ``expected_answer`` instead of the ``target`` its verify
 request declares: Gym's own wrong-field trap). Rerunning reuses the built packages under
-``--out`` and the cached server venvs.
+``--out`` and the cached server venvs. A server whose entrypoint exports Gym's
+``VERIFIER_FIXTURE`` also gets a line for its verifier cases (the probe's fixture phase, EK809).
+
+Disk: each probe copies the whole package (~390 MB of vendored wheels for these servers) into
+``~/.cache/envkit/runs`` while it runs; keep ~1 GB free per case.
+
+Recorded (branch probe-verifiers, 2-core machine shared with five other sessions, load 8-18):
+
+- ``equivalence_rule``: exit 1, EK804 -- every reply, each oracle rendering included, scored
+  0.0 on all 5 rows (5/5 dead); no load failure up to 8 in flight (p99 1.0 s, environment time
+  per step 0.76 s); no verifier fixture. Doubtful as a finding about the server: rows 4-5 have
+  ``expected_answer: "6"`` and ``grading_rule: exact``, so the bare oracle should score 1.0
+  there; the rows are 9-15 kB long-context prompts, and the likelier cause is the scripted
+  reply not being matched to them (to be checked in the scoring phase).
+- ``example_single_tool_call``, ``aegis_v4_safety``, ``equivalence_llm_judge`` (the three 0.7.0
+  servers with a fixture; ``tests/probe/test_fixture_phase_gym.py``): the fixture phase in
+  their packaged venvs. example_single_tool_call: 3 of 3 cases pass (1.0, 0.0, raises), the
+  cases read from the dataset directory ``envkit build`` moved them to. aegis_v4_safety and
+  equivalence_llm_judge **as built: every case fails, one EK809** -- their fixture factories
+  read ``benchmarks/aegis_v4_safety/config.yaml`` / ``benchmarks/hle_verified/config.yaml`` and
+  ``benchmarks/hle/prompts/judge.txt`` from Gym's tree, which a package built from the server
+  dir does not carry; with those files added, 3 of 3 pass each, and ``gym env test
+  aegis_v4_safety`` / ``hle_verified`` gives the same verdict and rewards per case.
+- ``string_match``, ``mcqa``, ``hotpotqa_qa``, ``spartqa_expected_answer_rows``,
+  ``xlam_fc_no_expected_answers`` and the full probe of ``example_single_tool_call``: no
+  verdict -- the shared disk was full (0.2-0.8 GB free); the copy into ``runs/`` or the venv
+  install failed with ENOSPC, which envkit reported as EK406 ("a requirement excludes this
+  Python") or as an internal error. Rerun on a machine with disk to spare.
 """
 
 from __future__ import annotations
@@ -134,6 +161,12 @@ def _summary(case: Case, rc: int, report: dict[str, Any]) -> str:
         p99 = load["levels"][-1]["p99_s"] if load["levels"] else None
         parts.append(f"load failures {fails or 'none'}; p99 at {load['concurrency']} "
                      f"{p99}s; step {load['projected_step_s']}s")
+    for server in (report["phases"].get("fixtures") or {}).get("servers", []):
+        marks = {True: "ok", False: "FAIL", None: "skip"}
+        cases = ", ".join(f"{c['name']} {marks[c['passed']]} {c['observed']}"
+                          for c in server["cases"])
+        parts.append(f"Gym verifier fixture {server['server']}: "
+                     f"{'passed' if server['passed'] else 'failed'} ({cases or server['message']})")
     for d in report["diagnostics"]:
         parts.append(f"  {d['code']} {d['severity']}: {d['message'][:240]}")
     return "\n  ".join(parts)

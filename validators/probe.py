@@ -16,7 +16,7 @@ from envkit.model.diagnostics import Severity
 from envkit.validators._base import Check, Rule
 
 __all__ = ["CHECKS", "EK801", "EK802", "EK803", "EK804", "EK805", "EK806", "EK807", "EK808",
-           "PROBE_FIXTURES", "RULES"]
+           "EK809", "PROBE_FIXTURES", "RULES"]
 
 EK801 = Rule(
     "EK801",
@@ -111,7 +111,23 @@ EK808 = Rule(
     "nested field), or add it to the rows.",
 )
 
-RULES: tuple[Rule, ...] = (EK801, EK802, EK803, EK804, EK805, EK806, EK807, EK808)
+EK809 = Rule(
+    "EK809",
+    Severity.ERROR,
+    "a case of the server's own Gym verifier fixture fails",
+    "A resources server that exports Gym's `VERIFIER_FIXTURE` ships its author's contract for "
+    "the reward: requests that must score the best reward, the worst, or be refused (what "
+    "`gym env test` checks). A case that fails means the verifier no longer does what its "
+    "author wrote down (a regression, a reward that is not the range's end, a malformed "
+    "request that scores instead of raising), or the fixture cannot run at all from the "
+    "package (its cases file is missing, or its factory reads a file the package lacks).",
+    "Fix the verifier, or the case if the contract changed on purpose; the report gives each "
+    "case's expected and observed reward. Ship the cases inside the package as `.ndjson` "
+    "(a `.jsonl` cannot ship there), or keep `tests/verifier_cases.jsonl` in the source tree "
+    "and pass the dataset `envkit build` wrote (`--dataset DATA`), where it moves them.",
+)
+
+RULES: tuple[Rule, ...] = (EK801, EK802, EK803, EK804, EK805, EK806, EK807, EK808, EK809)
 CHECKS: tuple[Check, ...] = ()
 
 PROBE_FIXTURES = {
@@ -124,6 +140,7 @@ PROBE_FIXTURES = {
     "EK806": ("fixtures/probe/slow_verify",),
     "EK807": ("tests/probe/test_verdicts.py::test_failed_rollouts_are_counted_not_scored",),
     "EK808": ("tests/probe/test_verdicts.py::test_no_reference_answer",),
+    "EK809": ("fixtures/probe/fixture_fails",),
 }
 """Rule -> where it fails: the ``fixtures/probe/<case>`` package that
 ``tests/probe/test_probe_gym.py`` probes, or (a reply that crashes the verifier, rows without a

@@ -96,6 +96,21 @@ def _load(data: ProbeDict, console: Console) -> None:
                   f"({load['rollouts_per_step']} rollouts)")
 
 
+def _fixtures(data: dict[str, Any], console: Console) -> None:
+    section = data["phases"].get("fixtures") or {}
+    for server in section.get("servers", []):
+        verdict = "passed" if server["passed"] else "[red]failed[/]"
+        console.print(f"[bold]Gym verifier fixture[/] {escape(server['server'])}: {verdict}"
+                      + (f" ({escape(server['fixture_path'])})" if server["fixture_path"] else ""))
+        for case in server["cases"]:
+            mark = {True: "ok", False: "[red]FAIL[/]", None: "skip"}[case["passed"]]
+            want = (f"error ~ {case['expected_error']!r}" if case["kind"] == "malformed"
+                    else _num(case["expected_reward"]))
+            seen = ", ".join(_num(r) for r in case["observed"]) or "-"
+            console.print(f"  {mark:>4} {escape(case['name'])[:32]:<32} {case['kind']:<12} "
+                          f"expected {escape(want)}, observed {seen}")
+
+
 def _diagnostics(findings: Report, console: Console) -> None:
     for d in findings.diagnostics:
         style = "red" if d.severity is Severity.ERROR else "yellow"
@@ -112,6 +127,7 @@ def render_human(report: ProbeReport, console: Console) -> None:
     _rewards(data, console)
     _signal(data, console)
     _load(data, console)
+    _fixtures(data, console)
     _diagnostics(report.findings(), console)
     for line in report.log_tail.splitlines():
         console.print(f"  | {escape(line)}")

@@ -107,6 +107,7 @@ class LiveProbe:
     """``with LiveProbe(pkg, options) as live:`` -- the package's servers, up once."""
 
     def __init__(self, package: Path, options: RuntimeOptions) -> None:
+        self.package = package
         self.backend = ScriptedBackend(model_name="envkit-probe")
         policy = PolicyServer(self.backend)
         endpoint = PolicyEndpoint(policy.base_url, policy.api_key, self.backend.model_name)
@@ -129,6 +130,11 @@ class LiveProbe:
 
     def __exit__(self, *exc: object) -> None:
         self._session.close()
+
+    @property
+    def venv_dir(self) -> Path | None:
+        """The server venvs (``<type>/<impl>/.venv``), once the bring-up set them up."""
+        return self._session.venv_dir
 
     def agents(self) -> list[str]:
         return self._servers.agents()

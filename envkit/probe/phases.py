@@ -22,6 +22,7 @@ from envkit.probe.progress import NO_PROGRESS, Progress
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+    from pathlib import Path
 
     from envkit.model.diagnostics import Diagnostic
     from envkit.probe._session import LiveProbe
@@ -77,6 +78,8 @@ class ProbeContext:
     """Agent -> the resources servers that score it (their ``/verify`` request models)."""
     oracle_field: str | None = None
     progress: Progress = NO_PROGRESS
+    dataset: Path | None = None
+    """The dataset directory (where ``envkit build`` moved a server's ``.jsonl`` files)."""
     results: dict[str, PhaseResult] = field(default_factory=dict)
 
     def where_of(self, agent: str) -> Where:

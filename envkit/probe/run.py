@@ -27,6 +27,7 @@ from envkit.probe.declared import (
     scale_from_manifest,
     stochastic_reason,
 )
+from envkit.probe.fixtures import VerifierFixturePhase
 from envkit.probe.inputs import gym_manifests, read_job, rows_by_agent
 from envkit.probe.loading import LoadPhase
 from envkit.probe.observations import RewardScale
@@ -47,7 +48,7 @@ __all__ = ["PHASES", "ProbeRequest", "ProbeUsageError", "run_probe"]
 
 log = logging.getLogger(__name__)
 
-PHASES: tuple[Phase, ...] = (ScoringPhase(), LoadPhase())
+PHASES: tuple[Phase, ...] = (ScoringPhase(), LoadPhase(), VerifierFixturePhase())
 """Run in this order on one bring-up; a later phase reads the earlier ones' results."""
 
 
@@ -155,7 +156,8 @@ def _live(request: ProbeRequest, settings: Settings, base: ProbeReport, parts: d
         assert base.job is not None and base.thresholds is not None and base.scale is not None
         ctx = ProbeContext(live, parts["rows"], base.job, base.thresholds, parts["panel"],
                            base.scale, parts["where"], base.stochastic, parts["resources"],
-                           request.oracle_field, request.progress)
+                           request.oracle_field, request.progress,
+                           dataset=Path(base.dataset) if base.dataset else None)
         return _phases(ctx, base, phases)
     finally:
         t1 = time.monotonic()

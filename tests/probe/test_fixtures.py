@@ -25,7 +25,8 @@ def test_generate_check_passes() -> None:
 def test_every_case_is_here() -> None:
     assert sorted(["sound", "gameable_length", "gameable_format", "gameable_echo",
                             "gameable_injection", "constant", "nondeterministic",
-                            "breaks_under_load", "wrong_oracle_field", "slow_verify"]) == CASES
+                            "breaks_under_load", "wrong_oracle_field", "slow_verify",
+                            "fixture_fails"]) == CASES
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -28,17 +28,18 @@ pytestmark = pytest.mark.slow
 
 PROBE = REPO_ROOT / "fixtures" / "probe"
 ENV = {"ENVKIT_ALLOW_PYTHON_OVERRIDE": "1"}  # this machine's 3.13 is older than 3.13.14
-EXPECTED = {
+EXPECTED: dict[str, tuple[str, ...] | None] = {
     "sound": None,
-    "gameable_length": "EK801",
-    "gameable_format": "EK801",
-    "gameable_echo": "EK801",
-    "gameable_injection": "EK801",
-    "constant": "EK804",
-    "nondeterministic": "EK803",
-    "breaks_under_load": "EK805",
-    "wrong_oracle_field": "EK802",
+    "gameable_length": ("EK801",),
+    "gameable_format": ("EK801",),
+    "gameable_echo": ("EK801",),
+    "gameable_injection": ("EK801",),
+    "constant": ("EK804", "EK809"),  # its own verifier fixture's zero case scores 1.0 too
+    "nondeterministic": ("EK803", "EK809"),  # and its full case scores 0.9x
+    "breaks_under_load": ("EK805",),
+    "wrong_oracle_field": ("EK802",),
     "slow_verify": None,  # a warning only: EK806 (test_slow_verify_warns)
+    "fixture_fails": ("EK809",),  # test_fixture_phase_gym.py reads its cases
 }
 _RUNS: dict[str, dict[str, Any]] = {}
 
@@ -93,7 +94,7 @@ def test_case_verdict(probed: Any, case: str) -> None:
         assert run["rc"] == 0 and report["passed"] and errors == [], report["diagnostics"]
     else:
         assert run["rc"] == 1 and not report["passed"]
-        assert errors == [expected], report["diagnostics"]  # the cause, no follow-on errors
+        assert sorted(errors) == list(expected), report["diagnostics"]  # no follow-on errors
     assert run["left"] == [], run["left"]
     saved = json.loads((run["out"] / "probe.json").read_text())
     assert saved["codes"] == report["codes"]

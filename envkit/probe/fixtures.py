@@ -1,0 +1,256 @@
+"""The verifier-fixture phase: Gym 0.7's own verifier cases, run in each server's packaged venv.
+
+Why here: a resources server that exports ``VERIFIER_FIXTURE`` (Gym 0.7's
+``nemo_gym.verifier_fixture.VerifierFixture``) carries its author's own contract for the reward
+(``gym env test`` checks it): a request that must score the best reward, one that must score
+the worst, one that must be refused. The probe runs those cases too, so one report says both
+what the author promised and what the panel of scripted replies found.
+
+How (what ``gym env test`` does, without its catalog entry, which a package does not have):
+for every resources server of the package whose entrypoint names ``VERIFIER_FIXTURE``,
+``envkit/probe/fixture_runner.py`` runs in a subprocess with that server's venv Python (the one
+the bring-up built; the package's code is never imported by envkit), imports the entrypoint as
+Gym does, and runs every case (a failing case does not hide the next ones) and Gym's own
+fail-fast check. The reward range and direction are the probe's (a Gym manifest's, else
+``[0, 1]``, higher is better), ``determinism`` is a Gym manifest's for that server, else
+``unknown`` (Gym then skips determinism cases).
+
+Where the cases live: Gym's convention, ``tests/verifier_cases.jsonl``, cannot ship inside a
+package (a ``.jsonl`` there is EK200). A package ships them as ``.ndjson`` (Gym reads any file
+name), with ``VERIFIER_FIXTURE.cases_path`` naming it or naming the ``.jsonl`` beside it; or
+leaves them to ``envkit build``, which moves every ``.jsonl`` to the dataset directory under
+the same path, where the probe (``--dataset DATA``) finds them.
+
+This phase needs no running server (``ctx.live`` only gives the package and its venvs).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from envkit.model.package import load_package
+from envkit.probe.inputs import gym_manifests
+from envkit.probe.observations import RewardScale
+from envkit.validators.probe import EK809
+
+if TYPE_CHECKING:
+    from envkit.model.diagnostics import Diagnostic
+    from envkit.model.package import Package
+    from envkit.probe.phases import ProbeContext
+
+__all__ = ["RUNNER", "FixtureCase", "FixtureRun", "FixturesResult", "ServerFixture",
+           "VerifierFixturePhase", "fixture_servers", "run_fixtures"]
+
+log = logging.getLogger(__name__)
+
+RUNNER = Path(__file__).with_name("fixture_runner.py")
+TIMEOUT_S = 600.0
+"""One server's whole fixture (importing Gym and the server takes most of it)."""
+_RESOURCES = "resources_servers"
+
+
+@dataclass(frozen=True)
+class FixtureCase:
+    """One case: ``passed`` is None when Gym does not run it (determinism, not ``seeded``)."""
+
+    name: str
+    kind: str
+    passed: bool | None
+    expected_reward: float | None = None
+    expected_error: str | None = None
+    observed: tuple[float, ...] = ()
+    message: str | None = None
+    line: int | None = None
+    """Its line in the cases file."""
+
+
+@dataclass(frozen=True)
+class ServerFixture:
+    """One resources server's fixture: ``status`` ``ran``, ``no-fixture`` or ``error``."""
+
+    server: str
+    entrypoint: str
+    """Package-relative path of the module that exports ``VERIFIER_FIXTURE``."""
+    status: str
+    message: str | None = None
+    fixture_path: str | None = None
+    gym_ok: bool | None = None
+    gym_error: str | None = None
+    """Gym's own verdict on the whole file (fail-fast: the first failure's message)."""
+    cases: tuple[FixtureCase, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return self.status != "error" and self.gym_ok is not False and not any(
+            c.passed is False for c in self.cases)
+
+
+@dataclass(frozen=True)
+class FixturesResult:
+    name: str
+    servers: tuple[ServerFixture, ...] = ()
+    package: str = ""
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return [d for s in self.servers for d in _diagnostics(s, self.package)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"servers": [_server_dict(s) for s in self.servers]}
+
+
+def _server_dict(s: ServerFixture) -> dict[str, Any]:
+    return {"server": s.server, "entrypoint": s.entrypoint, "status": s.status,
+            "passed": s.passed, "message": s.message, "fixture_path": s.fixture_path,
+            "gym": {"ok": s.gym_ok, "error": s.gym_error},
+            "cases": [{"name": c.name, "kind": c.kind, "passed": c.passed,
+                       "expected_reward": c.expected_reward,
+                       "expected_error": c.expected_error, "observed": list(c.observed),
+                       "message": c.message, "line": c.line} for c in s.cases]}
+
+
+def _where(s: ServerFixture, package: str) -> str:
+    """The cases file when it is in the package, else the entrypoint that names it."""
+    if s.fixture_path and package:
+        try:
+            return Path(s.fixture_path).resolve().relative_to(Path(package).resolve()).as_posix()
+        except ValueError:
+            pass
+    return s.entrypoint
+
+
+def _diagnostics(s: ServerFixture, package: str) -> list[Diagnostic]:
+    where = _where(s, package)
+    in_pkg = where != s.entrypoint
+    shown = where if in_pkg else f"{s.fixture_path or 'its cases'} (named by {s.entrypoint})"
+    failed = [c for c in s.cases if c.passed is False]
+    causes = {(c.message or "").replace(f"'{c.name}'", "''") for c in failed}
+    if len(failed) > 1 and len(causes) == 1 and len(failed) == sum(
+            c.passed is not None for c in s.cases):  # one cause (e.g. no server), said once
+        return [EK809.at(where, f"{s.server}: every verifier case of {shown} fails the same "
+                                f"way: {failed[0].message}")]
+    out = []
+    for c in failed:
+        if c.passed is False:
+            expected = (f"expected an error containing {c.expected_error!r}"
+                        if c.kind == "malformed" else f"expected {c.expected_reward}")
+            seen = ", ".join(f"{r:g}" for r in c.observed) or "no reward"
+            out.append(EK809.at(where, f"{s.server}: verifier case {c.name!r} ({c.kind}) of "
+                                       f"{shown} fails: {c.message} ({expected}, observed "
+                                       f"{seen})", line=c.line if in_pkg else None))
+    if s.status == "error" or (s.gym_ok is False and not out):
+        why = s.message or s.gym_error or "the fixture could not run"
+        out.append(EK809.at(where, f"{s.server}: Gym's verifier fixture cannot be checked: "
+                                   f"{why}"))
+    return out
+
+
+def fixture_servers(pkg: Package) -> list[tuple[str, str]]:
+    """``(implementation, entrypoint path)`` of every resources server shipped in the package
+    whose entrypoint names ``VERIFIER_FIXTURE`` (the attribute ``gym env test`` imports)."""
+    shipped = {s.name for s in pkg.servers if s.server_type == _RESOURCES}
+    found: dict[str, str] = {}
+    for doc in pkg.configs.values():
+        for block in (doc.data.values() if isinstance(doc.data, Mapping) else ()):
+            impls = block.get(_RESOURCES) if isinstance(block, Mapping) else None
+            for impl, body in (impls.items() if isinstance(impls, Mapping) else ()):
+                entry = body.get("entrypoint", "app.py") if isinstance(body, Mapping) else None
+                if impl in shipped and isinstance(entry, str):
+                    found.setdefault(str(impl), f"{_RESOURCES}/{impl}/{entry}")
+    out = []
+    for impl, rel in sorted(found.items()):
+        try:
+            text = (pkg.root / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if "VERIFIER_FIXTURE" in text:
+            out.append((impl, rel))
+    return out
+
+
+def _determinism(pkg: Package, impl: str) -> str:
+    for data in gym_manifests(pkg).values():
+        if data.get("resources_server") == impl and data.get("determinism") in (
+                "seeded", "stochastic", "unknown"):
+            return str(data["determinism"])
+    return "unknown"
+
+
+@dataclass(frozen=True)
+class FixtureRun:
+    """What :func:`run_fixtures` needs: the package, its server venvs, where moved cases are."""
+
+    package: Path
+    venv_dir: Path
+    dataset: Path | None = None
+    scale: RewardScale = field(default_factory=RewardScale)
+    timeout_s: float = TIMEOUT_S
+
+
+def run_fixtures(run: FixtureRun) -> FixturesResult:
+    """Every fixture-shipping resources server's cases, each server in its own venv."""
+    pkg = load_package(run.package)
+    servers = [_run_one(run, impl, rel, _determinism(pkg, impl))
+               for impl, rel in fixture_servers(pkg)]
+    return FixturesResult("fixtures", tuple(s for s in servers if s.status != "no-fixture"),
+                          str(run.package))
+
+
+def _run_one(run: FixtureRun, impl: str, rel: str, determinism: str) -> ServerFixture:
+    python = run.venv_dir / _RESOURCES / impl / ".venv" / "bin" / "python"
+    if not python.exists():
+        return ServerFixture(impl, rel, "error", f"no server venv at {python.parent.parent}")
+    root = run.package.resolve()
+    server_dir = root / _RESOURCES / impl
+    request = {"app_path": str(root / rel), "component_root": str(root),
+               "server_dir": str(server_dir), "package_root": str(root),
+               "dataset": str(run.dataset.resolve()) if run.dataset else None,
+               "reward_range": [run.scale.lower, run.scale.upper],
+               "higher_is_better": run.scale.higher_is_better, "determinism": determinism}
+    with tempfile.TemporaryDirectory(prefix="envkit-fixture-") as tmp:
+        req, res = Path(tmp) / "request.json", Path(tmp) / "result.json"
+        req.write_text(json.dumps(request), encoding="utf-8")
+        env = {**os.environ, "PYTHONPATH": str(server_dir), "PYTHONDONTWRITEBYTECODE": "1"}
+        log.info("probe: verifier fixture of %s in %s", impl, python)
+        try:
+            proc = subprocess.run([str(python), str(RUNNER), "--request", str(req), "--result",
+                                   str(res)], cwd=server_dir, env=env, capture_output=True,
+                                  text=True, timeout=run.timeout_s, check=False)
+        except subprocess.TimeoutExpired:
+            return ServerFixture(impl, rel, "error", f"no verdict within {run.timeout_s:g} s")
+        if not res.is_file():
+            tail = (proc.stderr or proc.stdout)[-600:].strip()
+            return ServerFixture(impl, rel, "error",
+                                 f"the runner exited {proc.returncode} without a verdict: {tail}")
+        return _parse(impl, rel, json.loads(res.read_text(encoding="utf-8")))
+
+
+def _parse(impl: str, rel: str, data: Mapping[str, Any]) -> ServerFixture:
+    gym = data.get("gym") or {}
+    cases = tuple(FixtureCase(
+        str(c["name"]), str(c["kind"]), c.get("passed"), c.get("expected_reward"),
+        c.get("expected_error"), tuple(float(r) for r in c.get("observed") or ()),
+        c.get("message"), c.get("line")) for c in data.get("cases") or ())
+    return ServerFixture(impl, rel, str(data.get("status", "error")), data.get("message"),
+                         data.get("fixture_path"), gym.get("ok"), gym.get("error"), cases)
+
+
+class VerifierFixturePhase:
+    """Needs no running server: the package and the venvs the bring-up built."""
+
+    name = "fixtures"
+
+    def run(self, ctx: ProbeContext) -> FixturesResult:
+        venv_dir = ctx.live.venv_dir
+        if venv_dir is None:
+            return FixturesResult(self.name)
+        return run_fixtures(FixtureRun(ctx.live.package, venv_dir, ctx.dataset, ctx.scale))
+
