@@ -96,7 +96,7 @@ def _load(data: ProbeDict, console: Console) -> None:
                   f"({load['rollouts_per_step']} rollouts)")
 
 
-def _fixtures(data: dict[str, Any], console: Console) -> None:
+def _fixtures(data: ProbeDict, console: Console) -> None:
     section = data["phases"].get("fixtures") or {}
     for server in section.get("servers", []):
         verdict = "passed" if server["passed"] else "[red]failed[/]"
