@@ -1,110 +1,29 @@
-"""``envkit probe --model``'s phase against a stand-in for Gym's ``/run``: each row's prompt goes
-to whichever engine the phase serves (a real ``GenerationBackend``: the scripted one, or the
-tiny HF model), sampled with the row's own sampling fields and seed, and the reply is scored in
-Python. The real path (the package's Gym servers, the probe's policy endpoint) is
-``test_model_gym.py``.
+"""``envkit probe --model``'s phase against a stand-in for Gym's ``/run``
+(``support.probe_serving``): each row's prompt goes to whichever engine the phase serves (a
+real ``GenerationBackend``: the scripted one, or the tiny HF model), sampled with the row's
+own sampling fields and seed, and the reply is scored in Python. The real path (the package's
+Gym servers, the probe's policy endpoint) is ``test_model_gym.py``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.probe_fakes import make_row
+from support.probe_serving import JOB, Phase, ServingLive, by_index, serving_ctx
 
-from envkit.endpoint.generation import GenerationBackend, SamplingParams
 from envkit.endpoint.scripted import ScriptedBackend
-from envkit.gym.rollout import Rollout
 from envkit.model.diagnostics import Severity
-from envkit.probe._session import Sent
-from envkit.probe.job import ProbeJob
 from envkit.probe.model_phase import PROBE_SALT, ModelDirError, ModelPhase, seeded_rows
-from envkit.probe.observations import RewardScale
-from envkit.probe.phases import ProbeContext
-from envkit.probe.policies import panel
-from envkit.probe.thresholds import Thresholds
-
-JOB = ProbeJob(concurrency=4, rollouts_per_step=8, max_new_tokens=8, temperature=1.0,
-               group_size=4, prompts_per_step=2, top_k=5, seed=7)
-Verify = Callable[[str, Mapping[str, Any]], float]
-
-
-class ServingLive:
-    """Gym's ``/run`` in Python: the row to the served engine, the reply to ``verify``;
-    ``fails(row)`` makes that rollout fail instead (a verifier that raised)."""
-
-    def __init__(self, verify: Verify, fails: Callable[[Mapping[str, Any]], bool] = lambda r: False
-                 ) -> None:
-        self.verify, self.fails = verify, fails
-        self.engine: GenerationBackend | None = None
-        self.replies: list[str] = []
-        self.requests: list[SamplingParams] = []
-
-    @contextlib.contextmanager
-    def serving(self, engine: GenerationBackend) -> Iterator[None]:
-        self.engine = engine
-        try:
-            yield
-        finally:
-            self.engine = None
-
-    def send(self, rows: Sequence[Mapping[str, Any]], concurrency: int, timeout_s: float,
-             on_done: Callable[[Sent], None] | None = None) -> list[Sent]:
-        assert self.engine is not None, "the phase sends only while it serves its engine"
-        out = []
-        for i, row in enumerate(rows):
-            params = row["responses_create_params"]
-            extra = json.loads(params["metadata"]["extra_body"])
-            sampling = SamplingParams(temperature=params["temperature"], seed=extra["seed"],
-                                      max_tokens=params["max_output_tokens"],
-                                      top_k=extra.get("top_k"))
-            self.requests.append(sampling)
-            (generated,) = self.engine.generate([params["input"]], sampling)
-            reply = generated.completions[0].text
-            self.replies.append(reply)
-            rollout = (Rollout.failed(i, "agent", "verify raised", dict(row)) if self.fails(row)
-                       else Rollout.from_turns(i, "agent", self.verify(reply, row), (), False,
-                                               dict(row)))
-            sent = Sent(rollout, 0.01)
-            if on_done:
-                on_done(sent)
-            out.append(sent)
-        return out
-
-
-class Phase(ModelPhase):
-    """The phase with its engine handed in (loading a model dir is ``make_backend``'s)."""
-
-    def __init__(self, tmp: Path, engine: GenerationBackend) -> None:
-        if not (tmp / "config.json").exists():
-            (tmp / "config.json").write_text("{}")
-        super().__init__(tmp)
-        self.engine = engine
-
-    def load(self) -> GenerationBackend:
-        return self.engine
-
-
-def _ctx(live: ServingLive, rows: int = 4, job: ProbeJob = JOB, **th: Any) -> ProbeContext:
-    probed = [make_row(i, w) for i, w in enumerate(["planet", "orange", "river", "garden",
-                                                    "forest", "meadow"][:rows])]
-    return ProbeContext(live, {"agent": probed}, job, Thresholds(**th), panel(), RewardScale(),
-                        {"agent": ("cfg.yaml", 3)})
-
-
-def _by_index(reply: str, row: Mapping[str, Any]) -> float:
-    """Rows 1-3 give every reply 0; row 4 scores replies apart (by their place in the group)."""
-    return float(row["_ng_rollout_index"] % 2) if row["_ng_task_index"] == 3 else 0.0
 
 
 def test_constant_policy_groups_are_an_error(tmp_path: Path) -> None:
     live = ServingLive(lambda reply, row: float(reply == "a"))
-    result = Phase(tmp_path, ScriptedBackend("zz")).run(_ctx(live))
+    result = Phase(tmp_path, ScriptedBackend("zz")).run(serving_ctx(live))
     (agent,) = result.agents
     assert (agent.signal.groups, agent.signal.zero_variance) == (4, 4)
     assert agent.signal.no_gradient_share == 1.0 and agent.mean_reward == 0.0
@@ -115,20 +34,20 @@ def test_constant_policy_groups_are_an_error(tmp_path: Path) -> None:
 
 
 def test_over_the_threshold_warns(tmp_path: Path) -> None:
-    result = Phase(tmp_path, ScriptedBackend("zz")).run(_ctx(ServingLive(_by_index)))
+    result = Phase(tmp_path, ScriptedBackend("zz")).run(serving_ctx(ServingLive(by_index)))
     (agent,) = result.agents
     assert agent.signal.zero_variance_share == 0.75
     (d,) = result.diagnostics
     assert (d.code, d.severity) == ("EK810", Severity.WARNING)
     assert "over probe-zero-variance-warn 50%" in d.message
     quiet = Phase(tmp_path, ScriptedBackend("zz")).run(
-        _ctx(ServingLive(_by_index), zero_variance_warn=0.8))
+        serving_ctx(ServingLive(by_index), zero_variance_warn=0.8))
     assert quiet.diagnostics == ()
 
 
 def test_failures_are_counted_not_scored(tmp_path: Path) -> None:
-    live = ServingLive(_by_index, fails=lambda row: row["_ng_rollout_index"] == 0)
-    result = Phase(tmp_path, ScriptedBackend("zz")).run(_ctx(live))
+    live = ServingLive(by_index, fails=lambda row: row["_ng_rollout_index"] == 0)
+    result = Phase(tmp_path, ScriptedBackend("zz")).run(serving_ctx(live))
     (agent,) = result.agents
     assert (agent.rollouts, agent.failed, agent.signal.samples) == (16, 4, 12)
     assert [d.code for d in result.diagnostics] == ["EK807", "EK810"]
@@ -137,7 +56,7 @@ def test_failures_are_counted_not_scored(tmp_path: Path) -> None:
 
 def test_dynamic_sampling_that_never_fills(tmp_path: Path) -> None:
     dynamic = replace(JOB, dynamic_sampling=True, batch_multiplier=1.0, max_gen_batches=2)
-    result = Phase(tmp_path, ScriptedBackend("zz")).run(_ctx(ServingLive(_by_index),
+    result = Phase(tmp_path, ScriptedBackend("zz")).run(serving_ctx(ServingLive(by_index),
                                                              job=dynamic))
     # one group of four is mixed: with leave-one-out every sample of it keeps a spread
     assert result.total.kept_share == 0.25 and result.expected_gen_batches == 4
@@ -146,9 +65,9 @@ def test_dynamic_sampling_that_never_fills(tmp_path: Path) -> None:
     assert "needs about 4 per step" in result.diagnostics[-1].message
     enough = replace(dynamic, max_gen_batches=3)
     assert [d.code for d in Phase(tmp_path, ScriptedBackend("zz")).run(
-        _ctx(ServingLive(_by_index), job=enough)).diagnostics] == ["EK810"]
+        serving_ctx(ServingLive(by_index), job=enough)).diagnostics] == ["EK810"]
     never = Phase(tmp_path, ScriptedBackend("zz")).run(
-        _ctx(ServingLive(lambda reply, row: 0.0), job=dynamic))
+        serving_ctx(ServingLive(lambda reply, row: 0.0), job=dynamic))
     assert never.expected_gen_batches is None
     assert "never fills a step" in never.diagnostics[-1].message
 
@@ -182,7 +101,7 @@ def test_the_tiny_model_samples_its_own_replies(tmp_path: Path) -> None:
     def run() -> tuple[list[str], Any, HFBackend]:
         live = ServingLive(lambda reply, row: reply.count("a") / 8)
         engine = HFBackend(model)
-        result = Phase(tmp_path / "model", engine).run(_ctx(live, rows=2))
+        result = Phase(tmp_path / "model", engine).run(serving_ctx(live, rows=2))
         return live.replies, result, engine
 
     replies, result, engine = run()
@@ -194,5 +113,5 @@ def test_the_tiny_model_samples_its_own_replies(tmp_path: Path) -> None:
 
 
 def test_a_model_dir_needs_a_config(tmp_path: Path) -> None:
-    with pytest.raises(ModelDirError, match="no config.json"):
+    with pytest.raises(ModelDirError, match=r"no config\.json"):
         ModelPhase(tmp_path)
