@@ -114,11 +114,11 @@ class _Switch:
     def __init__(self, default: GenerationBackend) -> None:
         self.model_name = default.model_name
         self.default = default
-        self.current: GenerationBackend = default
+        self.use(default)
 
-    @property
-    def max_model_len(self) -> int:
-        return self.current.max_model_len
+    def use(self, engine: GenerationBackend) -> None:
+        self.current = engine
+        self.max_model_len = engine.max_model_len
 
     @property
     def tokenizer(self) -> Any:
@@ -193,11 +193,11 @@ class LiveProbe:
     def serving(self, engine: GenerationBackend) -> Iterator[None]:
         """Gym's model calls are answered by ``engine`` inside the block, then by the script
         again; the caller owns ``engine`` (and closes it)."""
-        self._switch.current = engine
+        self._switch.use(engine)
         try:
             yield
         finally:
-            self._switch.current = self.backend
+            self._switch.use(self.backend)
 
     def answer(self, by_prompt: Mapping[str, str], fallback: str) -> None:
         """The scripted replies for the next round (swapped between rounds, never during)."""

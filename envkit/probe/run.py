@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from envkit.probe.phases import Phase
 
-__all__ = ["PHASES", "ProbeRequest", "ProbeUsageError", "run_probe"]
+__all__ = ["PHASES", "ProbeRequest", "ProbeUsageError", "phases_for", "run_probe"]
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,16 @@ class ProbeRequest:
                            verify_hashes=self.verify_hashes, isolated=self.isolated)
 
 
+def phases_for(request: ProbeRequest) -> tuple[Phase, ...]:
+    """``PHASES``, then with ``--model`` the phase that samples the policy's own groups.
+
+    :raises ModelDirError: ``request.model`` is no model directory (before any bring-up).
+    """
+    if request.model is None:
+        return PHASES
+    return (*PHASES, ModelPhase(request.model, request.model_backend))
+
+
 def run_probe(request: ProbeRequest, phases: Sequence[Phase] | None = None) -> ProbeReport:
     """Validate, bring the servers up once, run ``phases`` (default: ``PHASES``, then the
     model phase with ``request.model``), tear down.
@@ -91,9 +101,7 @@ def run_probe(request: ProbeRequest, phases: Sequence[Phase] | None = None) -> P
     :raises GymVenvError: no CPython 3.13 for Gym (usage error).
     :raises ModelDirError: ``request.model`` is no model directory.
     """
-    if phases is None:
-        phases = (*PHASES, *((ModelPhase(request.model, request.model_backend),)
-                             if request.model is not None else ()))
+    phases = phases_for(request) if phases is None else phases
     start = time.monotonic()
     gate = request.gate()
     (static,) = gate_package(request.package, gate).reports

@@ -115,3 +115,13 @@ def test_the_tiny_model_samples_its_own_replies(tmp_path: Path) -> None:
 def test_a_model_dir_needs_a_config(tmp_path: Path) -> None:
     with pytest.raises(ModelDirError, match=r"no config\.json"):
         ModelPhase(tmp_path)
+
+
+def test_model_adds_the_phase_last(tmp_path: Path) -> None:
+    from envkit.probe.run import PHASES, ProbeRequest, phases_for
+
+    assert phases_for(ProbeRequest(tmp_path)) == PHASES
+    Phase(tmp_path, ScriptedBackend("zz"))  # writes a config.json
+    *first, last = phases_for(ProbeRequest(tmp_path, model=tmp_path, model_backend="vllm"))
+    assert tuple(first) == PHASES
+    assert isinstance(last, ModelPhase) and (last.model, last.backend) == (tmp_path, "vllm")
