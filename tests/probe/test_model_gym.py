@@ -99,6 +99,7 @@ def test_probe_predicts_the_zero_variance_share_train_sees(tmp_path: Path) -> No
 
     p1, p2, pooled = z1 / n1, z2 / n2, (z1 + z2) / (n1 + n2)
     tolerance = Z * math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
+    print(f"zero-variance groups: probe {z1}/{n1}, train {z2}/{n2}, tolerance {tolerance:.3f}")
     assert 0.15 < pooled < 0.85, (z1, n1, z2, n2)
     assert abs(p1 - p2) <= tolerance, (f"probe {z1}/{n1}, train {z2}/{n2}: "
                                        f"|{p1:.3f} - {p2:.3f}| > {tolerance:.3f}")
