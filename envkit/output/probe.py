@@ -100,7 +100,7 @@ def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
 
-def _model_signal(data: dict[str, Any], console: Console) -> None:
+def _model_signal(data: ProbeDict, console: Console) -> None:
     signal = data["signal"]
     if not signal:
         return
