@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     Generate = Callable[[int, int], list[Rollout]]
     """``generate(num_prompts, first_group)``: take that many prompts and roll them out."""
 
-__all__ = ["DynamicSamplingError", "Sampled", "sample_step", "step_rewards", "train_metrics"]
+__all__ = ["DynamicSamplingError", "Sampled", "sample_step", "step_rewards", "train_metrics",
+           "zero_variance_groups"]
 
 
 class DynamicSamplingError(FailedError, RuntimeError):
@@ -44,10 +45,21 @@ class Sampled:
     discarded: int = 0
     failed: int = 0
     """Rollouts that errored or timed out: counted here, never scored, never trained on."""
+    zero_variance: tuple[int, int] = (0, 0)
+    """(groups whose rewards all agree, groups) over every generated batch of the step."""
 
 
 def groups_of(rollouts: list[Rollout]) -> torch.Tensor:
     return torch.tensor([r.group for r in rollouts], dtype=torch.long)
+
+
+def zero_variance_groups(rollouts: list[Rollout], rewards: torch.Tensor) -> tuple[int, int]:
+    """(groups whose rewards all agree, groups): the prompts that give this batch no gradient
+    (``envkit probe --model`` predicts the same share, EK810)."""
+    by_group: dict[int, list[float]] = {}
+    for rollout, reward in zip(rollouts, rewards.tolist(), strict=True):
+        by_group.setdefault(rollout.group, []).append(reward)
+    return sum(max(g) - min(g) <= 1e-9 for g in by_group.values()), len(by_group)
 
 
 def step_rewards(rollouts: list[Rollout], cfg: GrpoConfig) -> tuple[torch.Tensor, torch.Tensor]:
@@ -80,7 +92,8 @@ def sample_step(cfg: GrpoConfig, generate: Generate) -> Sampled:
         return _dynamic(cfg, generate)
     rollouts = generate(cfg.prompts_per_step, 0)
     rewards, baseline, _ = _scored(rollouts, cfg)
-    return Sampled(rollouts, rewards, baseline, rewards.tolist())
+    return Sampled(rollouts, rewards, baseline, rewards.tolist(),
+                   zero_variance=zero_variance_groups(rollouts, rewards))
 
 
 def _dynamic(cfg: GrpoConfig, generate: Generate) -> Sampled:
@@ -92,12 +105,14 @@ def _dynamic(cfg: GrpoConfig, generate: Generate) -> Sampled:
     per_batch = int(cfg.prompts_per_step * cfg.training.batch_multiplier)
     kept: list[tuple[Any, float, float]] = []
     generated: list[float] = []
-    batches = 0
+    batches = zero = groups = 0
     while batches <= cfg.training.dynamic_sampling_max_gen_batches:
         batches += 1
         rollouts = generate(per_batch, (batches - 1) * per_batch)
         rewards, baseline, std = _scored(rollouts, cfg)
         generated += rewards.tolist()
+        batch_zero, batch_groups = zero_variance_groups(rollouts, rewards)
+        zero, groups = zero + batch_zero, groups + batch_groups
         kept += [
             (r, float(w), float(b))
             for r, w, b, s in zip(rollouts, rewards, baseline, std, strict=True)
@@ -112,6 +127,7 @@ def _dynamic(cfg: GrpoConfig, generate: Generate) -> Sampled:
                 generated,
                 batches,
                 len(kept) - wanted,
+                zero_variance=(zero, groups),
             )
     msg = (
         f"dynamic sampling kept {len(kept)} of {wanted} samples with a reward spread in "
@@ -124,7 +140,9 @@ def _dynamic(cfg: GrpoConfig, generate: Generate) -> Sampled:
 
 def train_metrics(sampled: Sampled, advantages: torch.Tensor) -> dict[str, float]:
     """NeMo-RL's step metrics: ``train_reward`` over every generated sample (unfiltered),
-    ``baseline_reward/pct_*`` in percent of the trained samples."""
+    ``baseline_reward/pct_*`` in percent of the trained samples; and envkit's
+    ``train_zero_variance_share``, the share of the step's generated prompt groups whose
+    rewards all agree (before dynamic sampling drops them)."""
     rollouts, n = sampled.rollouts, len(sampled.rollouts)
     stats = group_stats(sampled.baseline)
     metrics = {
@@ -135,6 +153,7 @@ def train_metrics(sampled: Sampled, advantages: torch.Tensor) -> dict[str, float
         "train_advantages/mean": float(advantages.mean()) if n else 0.0,
         "train_truncation_rate": sum(bool(r.truncated) for r in rollouts) / max(n, 1),
         "train_mean_gen_tokens": sum(len(r.completion_ids) for r in rollouts) / max(n, 1),
+        "train_zero_variance_share": sampled.zero_variance[0] / max(sampled.zero_variance[1], 1),
     }
     if len(sampled.generated_rewards) != n:
         metrics["train_filtered_reward"] = float(sampled.rewards.mean()) if n else 0.0

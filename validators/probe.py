@@ -5,7 +5,8 @@ calls with the same reply, that is the same for every reply on a row, or a serve
 at the job's concurrency cannot be seen in the package's files. ``envkit probe`` brings the
 package up once, drives a panel of scripted replies (the row's reference answer and
 content-free ones) through Gym's real ``/run`` path, replays the reference at rising
-concurrency, and reports these codes; ``envkit rule EK8xx`` explains each. ``CHECKS`` is empty:
+concurrency (and with ``--model`` samples the policy's own G replies per prompt), and
+reports these codes; ``envkit rule EK8xx`` explains each. ``CHECKS`` is empty:
 no static pass reports them. Their failing fixtures are the ``fixtures/probe/*`` packages
 (``PROBE_FIXTURES``), exercised by ``tests/probe/test_probe_gym.py``.
 """
@@ -16,7 +17,7 @@ from envkit.model.diagnostics import Severity
 from envkit.validators._base import Check, Rule
 
 __all__ = ["CHECKS", "EK801", "EK802", "EK803", "EK804", "EK805", "EK806", "EK807", "EK808",
-           "EK809", "PROBE_FIXTURES", "RULES"]
+           "EK809", "EK810", "EK811", "PROBE_FIXTURES", "RULES"]
 
 EK801 = Rule(
     "EK801",
@@ -127,7 +128,38 @@ EK809 = Rule(
     "and pass the dataset `envkit build` wrote (`--dataset DATA`), where it moves them.",
 )
 
-RULES: tuple[Rule, ...] = (EK801, EK802, EK803, EK804, EK805, EK806, EK807, EK808, EK809)
+EK810 = Rule(
+    "EK810",
+    Severity.ERROR,
+    "the policy's own replies to a prompt all get the same reward (zero-variance groups)",
+    "GRPO samples `num_generations_per_prompt` replies per prompt and learns from how their "
+    "rewards differ; when the policy's replies to a prompt all score alike, their advantages "
+    "are zero and the prompt contributes no gradient. `envkit probe --model DIR` samples the "
+    "job's G replies per prompt from the policy the job starts from and counts such groups: "
+    "over the warning threshold (`probe-zero-variance-warn`) that share of every batch is "
+    "wasted (or regenerated, with dynamic sampling); at 100% the job cannot learn from this "
+    "policy at all.",
+    "Give the reward partial credit so near misses score apart, start from a policy that "
+    "solves some of the prompts and fails others (a stronger or fine-tuned model), drop "
+    "prompts it always or never solves, or raise `num_generations_per_prompt` or "
+    "`temperature`; the report gives the share per agent with its sampling interval.",
+)
+EK811 = Rule(
+    "EK811",
+    Severity.ERROR,
+    "dynamic sampling will run out of generation batches",
+    "With `use_dynamic_sampling` a step keeps only samples whose group's rewards differ and "
+    "generates batches of `num_prompts_per_step x batch_multiplier` prompts until it has "
+    "`num_prompts_per_step x G` of them; after `dynamic_sampling_max_gen_batches` more "
+    "batches the step fails. With the share of kept samples the policy's replies give, a "
+    "step needs more batches than that on average (or never fills), so the job stops in its "
+    "first steps.",
+    "Raise `dynamic_sampling_max_gen_batches` or `batch_multiplier`, or fix the zero-variance "
+    "groups (EK810); the report gives the expected generation batches per step.",
+)
+
+RULES: tuple[Rule, ...] = (EK801, EK802, EK803, EK804, EK805, EK806, EK807, EK808, EK809,
+                           EK810, EK811)
 CHECKS: tuple[Check, ...] = ()
 
 PROBE_FIXTURES = {
@@ -141,6 +173,8 @@ PROBE_FIXTURES = {
     "EK807": ("tests/probe/test_verdicts.py::test_failed_rollouts_are_counted_not_scored",),
     "EK808": ("tests/probe/test_verdicts.py::test_no_reference_answer",),
     "EK809": ("fixtures/probe/fixture_fails",),
+    "EK810": ("tests/probe/test_model_phase.py::test_constant_policy_groups_are_an_error",),
+    "EK811": ("tests/probe/test_model_phase.py::test_dynamic_sampling_that_never_fills",),
 }
 """Rule -> where it fails: the ``fixtures/probe/<case>`` package that
 ``tests/probe/test_probe_gym.py`` probes, or (a reply that crashes the verifier, rows without a

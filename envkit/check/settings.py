@@ -57,6 +57,7 @@ class Settings:
     probe_repeats: int | None = None
     probe_rows: int | None = None
     probe_dead_rows_warn: float | None = None
+    probe_zero_variance_warn: float | None = None
     probe_concurrency: int | None = None
     probe_rollout_timeout: float | None = None
     """``envkit probe``'s thresholds (``envkit.probe.thresholds`` documents each)."""
@@ -91,7 +92,8 @@ _PATH_KEYS = ("dataset", "job")
 _FILE_KEYS = ("packages", "per-package")
 """Keys of the file's top level only: they describe the repository, not one package."""
 _INT_KEYS = ("probe-repeats", "probe-rows", "probe-concurrency")
-_FLOAT_KEYS = ("probe-margin", "probe-dead-rows-warn", "probe-rollout-timeout")
+_FLOAT_KEYS = ("probe-margin", "probe-dead-rows-warn", "probe-zero-variance-warn",
+               "probe-rollout-timeout")
 
 
 def _parse(table: dict[str, Any], where: str, base: Path) -> Settings:

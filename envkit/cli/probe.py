@@ -68,6 +68,17 @@ def _probe_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--rollout-timeout", "probe_rollout_timeout", default=None,
                      type=click.FloatRange(min=1),
                      help="Seconds per rollout (probe-rollout-timeout, default 600)."),
+        click.option("--model", type=_DIR, default=None, metavar="DIR",
+                     help="Also sample this HF policy's own G replies per prompt (the job's "
+                          "num_generations_per_prompt) and report its zero-variance groups "
+                          "(needs the `train` extra)."),
+        click.option("--backend", "model_backend", default="hf", show_default=True,
+                     type=click.Choice(["hf", "vllm"]),
+                     help="Engine for --model: hf (CPU) or vllm (GPU)."),
+        click.option("--zero-variance-warn", "probe_zero_variance_warn", default=None,
+                     type=click.FloatRange(0, 1),
+                     help="With --model: warn over this share of zero-variance groups "
+                          "(probe-zero-variance-warn, default 0.5)."),
         click.option("--gym-python", type=_FILE,
                      help="CPython 3.13 for Gym (default: PATH, pyenv, $ENVKIT_GYM_PYTHON)."),
         click.option("--allow-python-override", is_flag=True,
@@ -94,8 +105,8 @@ def probe_command(package: Path, dataset: Path | None, job: Path | None, arch: s
                   python_version: str | None, glibc: str | None, gym_version: str | None,
                   offline: bool | None, isolated: bool, probe_rows: int | None,
                   probe_repeats: int | None, probe_margin: float | None,
-                  probe_rollout_timeout: float | None, output_dir: Path | None,
-                  **runtime: Any) -> ProbeOutcome:
+                  probe_rollout_timeout: float | None, probe_zero_variance_warn: float | None,
+                  output_dir: Path | None, **runtime: Any) -> ProbeOutcome:
     """Will PACKAGE train? Validate it, bring its real Gym servers up once, and score a panel
     of scripted replies (each row's reference answer; empty, echoed, noisy, format-only and
     injected ones) on the dataset's rows, several times each; then replay the reference at
@@ -103,15 +114,23 @@ def probe_command(package: Path, dataset: Path | None, job: Path | None, arch: s
 
     Errors: a content-free reply scoring like the reference (EK801), a reference that never
     scores (EK802), rewards that change between calls (EK803), rows with no learning signal
-    (EK804), failures under the job's load (EK805). `envkit rule EK8` lists them all.
+    (EK804), failures under the job's load (EK805). With --model DIR, the policy's own G
+    replies per prompt: groups that all score alike (EK810), dynamic sampling that cannot fill
+    a step (EK811). `envkit rule EK8` lists them all.
     """
     from envkit.check.settings import Settings
     from envkit.probe import ProbeRequest
 
+    if runtime.get("model") is not None:
+        from envkit.cli._extras import require_extra
+
+        require_extra("probe --model", "train")  # torch and transformers serve the policy
+
     flags = Settings(arch=arch, python=python_version, glibc=glibc, gym_version=gym_version,
                      offline=offline, dataset=dataset, job=job, probe_rows=probe_rows,
                      probe_repeats=probe_repeats, probe_margin=probe_margin,
-                     probe_rollout_timeout=probe_rollout_timeout)
+                     probe_rollout_timeout=probe_rollout_timeout,
+                     probe_zero_variance_warn=probe_zero_variance_warn)
     return run_probe_request(ProbeRequest(package=package, flags=flags, isolated=isolated,
                                           **runtime), output_dir)
 

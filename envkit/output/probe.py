@@ -111,6 +111,35 @@ def _fixtures(data: ProbeDict, console: Console) -> None:
                           f"expected {escape(want)}, observed {seen}")
 
 
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _model_signal(data: ProbeDict, console: Console) -> None:
+    signal = data["signal"]
+    if not signal:
+        return
+    console.print(f"[bold]learning signal[/] (the policy {escape(signal['model'])}, "
+                  f"G={signal['group_size']} replies per prompt, {signal['backend']})")
+    console.print(f"  {'agent':<28} {'groups':>6} {'zero-variance (95%)':>22} "
+                  f"{'no gradient':>11} {'mean reward':>11} {'failed':>6}")
+    for a in [*signal["agents"], {**signal["total"], "agent": "all", "failed": None,
+                                  "mean_reward": None}]:
+        lo_hi = a["zero_variance_interval"]
+        zv = _share(a["zero_variance_share"]) + (
+            f" ({lo_hi[0]:.0%}..{lo_hi[1]:.0%})" if lo_hi else "")
+        failed = "" if a["failed"] is None else str(a["failed"])
+        console.print(f"  {escape(a['agent'][:28]):<28} {a['groups']:>6} {zv:>22} "
+                      f"{_share(a['no_gradient_share']):>11} "
+                      f"{_num(a['mean_reward'], '.3f'):>11} {failed:>6}")
+    dynamic = signal["dynamic_sampling"]
+    if dynamic:
+        batches = dynamic["expected_gen_batches"]
+        need = "never fills a step" if batches is None else f"about {batches} per step"
+        console.print(f"  dynamic sampling: generation batches of {dynamic['prompts_per_batch']} "
+                      f"prompts: {need} (the job allows {dynamic['max_gen_batches'] + 1})")
+
+
 def _diagnostics(findings: Report, console: Console) -> None:
     for d in findings.diagnostics:
         style = "red" if d.severity is Severity.ERROR else "yellow"
@@ -120,13 +149,15 @@ def _diagnostics(findings: Report, console: Console) -> None:
 
 
 def render_human(report: ProbeReport, console: Console) -> None:
-    """The tables (rewards, determinism and dead rows, load), the findings, the verdict."""
+    """The tables (rewards, determinism and dead rows, load, the policy's learning signal),
+    the findings, the verdict."""
     data = report.to_dict()
     if report.isolation:
         console.print(f"offline: {escape(report.isolation.get('detail', ''))}")
     _rewards(data, console)
     _signal(data, console)
     _load(data, console)
+    _model_signal(data, console)
     _fixtures(data, console)
     _diagnostics(report.findings(), console)
     for line in report.log_tail.splitlines():

@@ -7,7 +7,10 @@ so a change of their face is an edit to this file.
 
 :class:`LiveProbe` brings the package up **once**; the phases then swap the scripted answers
 between rounds (:meth:`LiveProbe.answer`) and send rows at the concurrency they choose
-(:meth:`LiveProbe.send`), each rollout timed on its own.
+(:meth:`LiveProbe.send`), each rollout timed on its own. A phase with a real policy
+(``--model``) serves it on the same endpoint for a while (:meth:`LiveProbe.serving`): Gym's
+model server was configured with the endpoint's address at bring-up, so the engine behind it
+is swapped, not the address.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from envkit.endpoint.generation import GenerationBackend
 from envkit.endpoint.scripted import Script, ScriptedBackend, prompt_text
 from envkit.endpoint.server import PolicyServer
 from envkit.errors import FailedError
@@ -103,13 +107,47 @@ def start_failure(exc: GymRuntimeError) -> tuple[Diagnostic, str]:
                    ), exc.log_tail
 
 
+class _Switch:
+    """A ``GenerationBackend`` that answers through whichever engine is current (the script,
+    or a real policy inside :meth:`LiveProbe.serving`); its name stays the one Gym knows."""
+
+    def __init__(self, default: GenerationBackend) -> None:
+        self.model_name = default.model_name
+        self.default = default
+        self.use(default)
+
+    def use(self, engine: GenerationBackend) -> None:
+        self.current = engine
+        self.max_model_len = engine.max_model_len
+
+    @property
+    def tokenizer(self) -> Any:
+        return getattr(self.current, "tokenizer", None)
+
+    def generate(self, prompts: Any, params: Any) -> Any:
+        return self.current.generate(prompts, params)
+
+    def encode_prompt(self, prompt: Any) -> list[int]:
+        return self.current.encode_prompt(prompt)
+
+    def decode(self, token_ids: Any) -> str:
+        return self.current.decode(token_ids)
+
+    def update_weights(self, state_dict: Any) -> None:
+        self.current.update_weights(state_dict)
+
+    def close(self) -> None:
+        """The engines are their owners' to close."""
+
+
 class LiveProbe:
     """``with LiveProbe(pkg, options) as live:`` -- the package's servers, up once."""
 
     def __init__(self, package: Path, options: RuntimeOptions) -> None:
         self.package = package
         self.backend = ScriptedBackend(model_name="envkit-probe")
-        policy = PolicyServer(self.backend)
+        self._switch = _Switch(self.backend)
+        policy = PolicyServer(self._switch)
         endpoint = PolicyEndpoint(policy.base_url, policy.api_key, self.backend.model_name)
         try:
             self._session = GymSession(package, endpoint, options, owned=(policy,))
@@ -156,6 +194,16 @@ class LiveProbe:
             log.info("probe: no OpenAPI document from %s: %s", instance, exc)
             return {}
         return doc if isinstance(doc, Mapping) else {}
+
+    @contextlib.contextmanager
+    def serving(self, engine: GenerationBackend) -> Iterator[None]:
+        """Gym's model calls are answered by ``engine`` inside the block, then by the script
+        again; the caller owns ``engine`` (and closes it)."""
+        self._switch.use(engine)
+        try:
+            yield
+        finally:
+            self._switch.use(self.backend)
 
     def answer(self, by_prompt: Mapping[str, str], fallback: str) -> None:
         """The scripted replies for the next round (swapped between rounds, never during)."""

@@ -3,7 +3,8 @@
 Why its own small type: the load check replays rollouts "up to what the job will send", the
 noise reply is as long as the job lets a reply be, and the projected time per step multiplies
 by the rollouts a step needs; all three come from ``envkit.model.jobspec`` (the one job model),
-read here once, so the analyses take plain numbers.
+read here once, so the analyses take plain numbers. With ``--model`` the probe samples as a
+step does (G, top-k, the seed) and judges groups with the job's baseline and dynamic sampling.
 """
 
 from __future__ import annotations
@@ -32,6 +33,15 @@ class ProbeJob:
     temperature: float
     group_size: int
     source: str = "defaults"
+    prompts_per_step: int = 1
+    top_k: int | None = None
+    seed: int = 42
+    """The job's ``seed`` (unset compiles to 42, as ``envkit train`` reads it)."""
+    leave_one_out: bool = True
+    dynamic_sampling: bool = False
+    batch_multiplier: float = 1.0
+    max_gen_batches: int = 10
+    """``dynamic_sampling_max_gen_batches``: a step fails after one more batch than this."""
 
 
 def probe_job(settings: GrpoSettings, source: str = "defaults") -> ProbeJob:
@@ -53,4 +63,11 @@ def probe_job(settings: GrpoSettings, source: str = "defaults") -> ProbeJob:
         temperature=settings.temperature,
         group_size=settings.num_generations_per_prompt,
         source=source,
+        prompts_per_step=settings.prompts_per_step,
+        top_k=settings.top_k,
+        seed=42 if settings.seed is None else settings.seed,
+        leave_one_out=settings.use_leave_one_out_baseline,
+        dynamic_sampling=settings.use_dynamic_sampling,
+        batch_multiplier=settings.batch_multiplier,
+        max_gen_batches=settings.dynamic_sampling_max_gen_batches,
     )

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 from envkit.check.report import DiagnosticDict, Report, ReportDict
 from envkit.model.diagnostics import Severity
 from envkit.probe.loading import LoadResult
+from envkit.probe.model_phase import SignalResult
 from envkit.probe.scoring import ScoringResult
 from envkit.smoke.isolation import IsolationDict
 
@@ -23,13 +24,14 @@ if TYPE_CHECKING:
 
 __all__ = ["PROBE_VERSION", "ProbeDict", "ProbeOutcome", "ProbeReport"]
 
-PROBE_VERSION: Literal["1.0"] = "1.0"
+PROBE_VERSION: Literal["1.1"] = "1.1"
+"""1.1 added ``signal`` (``--model``: the policy's own groups) and ``probe-zero-variance-warn``."""
 
 
 class ProbeDict(TypedDict):
     """``envkit schema probe``: ``envkit probe`` and ``envkit validate --probe``."""
 
-    version: Literal["1.0"]
+    version: Literal["1.1"]
     passed: bool
     package: str
     dataset: str | None
@@ -46,6 +48,7 @@ class ProbeDict(TypedDict):
     policies: list[dict[str, str]]
     agents: list[dict[str, Any]]
     load: dict[str, Any] | None
+    signal: dict[str, Any] | None
     phases: dict[str, dict[str, Any]]
     timings: dict[str, float]
     png: str | None
@@ -55,7 +58,7 @@ class ProbeDict(TypedDict):
 
 @dataclass(frozen=True)
 class ProbeReport:
-    """``stage`` is where the run stopped: validate, start, scoring, load, or done."""
+    """``stage`` is where the run stopped: validate, start, scoring, load, signal, or done."""
 
     package: str
     stage: str
@@ -122,6 +125,7 @@ class ProbeReport:
                          for p in self.panel],
             "agents": _agents(self.phase("scoring")),
             "load": _load(self.phase("load")),
+            "signal": _signal(self.phase("signal")),
             "phases": {p.name: p.to_dict() for p in self.phases},
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "png": self.png, "notes": list(self.notes), "log_tail": self.log_tail,
@@ -183,6 +187,10 @@ def _load(phase: PhaseResult | None) -> dict[str, Any] | None:
                     "p95_s": _r(lv.p(95)), "p99_s": _r(lv.p(99)),
                     "first_failure": lv.first_failure} for lv in phase.levels],
     }
+
+
+def _signal(phase: PhaseResult | None) -> dict[str, Any] | None:
+    return phase.report() if isinstance(phase, SignalResult) else None
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from envkit.probe.declared import (
 from envkit.probe.fixtures import VerifierFixturePhase
 from envkit.probe.inputs import gym_manifests, read_job, rows_by_agent
 from envkit.probe.loading import LoadPhase
+from envkit.probe.model_phase import ModelPhase
 from envkit.probe.observations import RewardScale
 from envkit.probe.phases import ProbeContext
 from envkit.probe.policies import panel
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 
     from envkit.probe.phases import Phase
 
-__all__ = ["PHASES", "ProbeRequest", "ProbeUsageError", "run_probe"]
+__all__ = ["PHASES", "ProbeRequest", "ProbeUsageError", "phases_for", "run_probe"]
 
 log = logging.getLogger(__name__)
 
@@ -73,19 +74,35 @@ class ProbeRequest:
     cache_dir: Path | None = None
     keep_logs: Path | None = None
     progress: Progress = NO_PROGRESS
+    model: Path | None = None
+    """``--model``: also sample this policy's own groups (``ModelPhase``, the last phase)."""
+    model_backend: str = "hf"
 
     def gate(self) -> GateRequest:
         return GateRequest(paths=(self.package,), flags=self.flags,
                            verify_hashes=self.verify_hashes, isolated=self.isolated)
 
 
-def run_probe(request: ProbeRequest, phases: Sequence[Phase] = PHASES) -> ProbeReport:
-    """Validate, bring the servers up once, run ``phases``, tear down.
+def phases_for(request: ProbeRequest) -> tuple[Phase, ...]:
+    """``PHASES``, then with ``--model`` the phase that samples the policy's own groups.
+
+    :raises ModelDirError: ``request.model`` is no model directory (before any bring-up).
+    """
+    if request.model is None:
+        return PHASES
+    return (*PHASES, ModelPhase(request.model, request.model_backend))
+
+
+def run_probe(request: ProbeRequest, phases: Sequence[Phase] | None = None) -> ProbeReport:
+    """Validate, bring the servers up once, run ``phases`` (default: ``PHASES``, then the
+    model phase with ``request.model``), tear down.
 
     :raises ProbeUsageError: no dataset, or no row names an agent.
     :raises SettingsError, SelectorError, ThresholdError: a setting that cannot be used.
     :raises GymVenvError: no CPython 3.13 for Gym (usage error).
+    :raises ModelDirError: ``request.model`` is no model directory.
     """
+    phases = phases_for(request) if phases is None else phases
     start = time.monotonic()
     gate = request.gate()
     (static,) = gate_package(request.package, gate).reports

@@ -51,6 +51,10 @@ class Thresholds:
     dead_rows_warn: float = 0.5
     """``probe-dead-rows-warn``: warn when more than this share of rows gives every reply the
     same reward; 100% is an error (EK804)."""
+    zero_variance_warn: float = 0.5
+    """``probe-zero-variance-warn`` (with ``--model``): warn when more than this share of the
+    policy's groups (G replies to one prompt) all get the same reward; 100% is an error
+    (EK810)."""
     concurrency: int = 2
     """``probe-concurrency``: rollouts in flight while scoring the panel. Low on purpose: a
     server that breaks under load is the load check's finding (EK805), not a bad reward."""
@@ -75,6 +79,9 @@ class Thresholds:
             problems.append(f"probe-margin must be in [0, 1], not {self.margin!r}")
         if not 0.0 <= self.dead_rows_warn <= 1.0:
             problems.append(f"probe-dead-rows-warn must be in [0, 1], not {self.dead_rows_warn!r}")
+        if not 0.0 <= self.zero_variance_warn <= 1.0:
+            problems.append("probe-zero-variance-warn must be in [0, 1], not "
+                            f"{self.zero_variance_warn!r}")
         for name in ("repeats", "rows", "concurrency"):
             if getattr(self, name) < 1:
                 problems.append(f"probe-{name} must be at least 1, not {getattr(self, name)!r}")
@@ -89,6 +96,7 @@ class Thresholds:
         by_key: dict[str, Any] = {
             "margin": settings.probe_margin, "repeats": settings.probe_repeats,
             "rows": settings.probe_rows, "dead_rows_warn": settings.probe_dead_rows_warn,
+            "zero_variance_warn": settings.probe_zero_variance_warn,
             "concurrency": settings.probe_concurrency,
             "rollout_timeout_s": settings.probe_rollout_timeout,
         }

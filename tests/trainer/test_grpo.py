@@ -67,6 +67,7 @@ def test_local_run_writes_metrics_checkpoints_and_model(base_model, tmp_path):
     for name in (
         "train_reward",
         "train_baseline_reward/pct_mixed",
+        "train_zero_variance_share",
         "train_truncation_rate",
         "train_approx_entropy",
         "train_token_mult_prob_error",

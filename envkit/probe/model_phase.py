@@ -1,0 +1,252 @@
+"""The learning-signal phase with a real policy: ``envkit probe --model DIR``.
+
+The model-free dead-rows check (``learning``) asks whether *any* reply could score apart on a
+row; this phase asks what the policy the job starts from will actually see. It loads the
+local HF model on the engine ``envkit train`` uses (HF transformers on CPU, vLLM on a GPU),
+serves it on the probe's own policy endpoint (:meth:`LiveProbe.serving`), and sends every
+probed row ``G = num_generations_per_prompt`` times through Gym's real ``/run`` path with the
+job's sampling settings (temperature, ``max_new_tokens``, ``top_k``), each rollout seeded as a
+training step seeds its samples (``envkit.trainer.seeds``) but with a salt of its own: the
+probe draws independently of the job's steps, and the same job draws the same replies. The
+groups are judged by ``envkit.probe.signal``; the verdicts are EK810 (zero-variance groups) and
+EK811 (dynamic sampling that cannot fill a step), and a rollout that failed is a failure
+(EK807), never a reward.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from envkit.errors import UsageError
+from envkit.model.diagnostics import Severity
+from envkit.probe._session import expand_rows
+from envkit.probe.signal import GroupSignal, expected_gen_batches, group_signal, wilson
+from envkit.validators.probe import EK807, EK810, EK811
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from pathlib import Path
+
+    from envkit.endpoint.generation import GenerationBackend
+    from envkit.model.diagnostics import Diagnostic
+    from envkit.probe._session import Sent
+    from envkit.probe.job import ProbeJob
+    from envkit.probe.phases import ProbeContext
+
+__all__ = ["PROBE_SALT", "AgentSignal", "ModelDirError", "ModelPhase", "SignalResult"]
+
+log = logging.getLogger(__name__)
+
+PROBE_SALT = 2
+"""``step_seed(seed, 0, PROBE_SALT)`` seeds the probe's draws: not a training step's (salt 0)
+nor a validation pass's (salt 1), so the probe's groups are independent of the job's."""
+
+
+class ModelDirError(UsageError, ValueError):
+    """``--model`` names no Hugging Face model directory (a usage error)."""
+
+
+@dataclass(frozen=True)
+class AgentSignal:
+    """One agent's groups: the counts, and what failed instead of scoring."""
+
+    agent: str
+    signal: GroupSignal
+    rollouts: int
+    failed: int
+    first_failure: str | None
+    mean_reward: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"agent": self.agent, "rollouts": self.rollouts, "failed": self.failed,
+                "first_failure": self.first_failure, "mean_reward": _r(self.mean_reward),
+                **_counts(self.signal)}
+
+
+def _r(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def _counts(s: GroupSignal) -> dict[str, Any]:
+    interval = wilson(s.zero_variance, s.groups)
+    return {"groups": s.groups, "zero_variance_groups": s.zero_variance,
+            "zero_variance_share": _r(s.zero_variance_share),
+            "zero_variance_interval": [_r(v) for v in interval] if interval else None,
+            "samples": s.samples, "no_gradient_share": _r(s.no_gradient_share),
+            "kept_share": _r(s.kept_share)}
+
+
+@dataclass(frozen=True)
+class SignalResult:
+    """What the policy's own groups give GRPO (``signal`` in the probe's JSON)."""
+
+    name: str
+    model: str
+    backend: str
+    job: ProbeJob
+    agents: tuple[AgentSignal, ...]
+    found: tuple[Diagnostic, ...]
+
+    @property
+    def diagnostics(self) -> tuple[Diagnostic, ...]:
+        return self.found
+
+    @property
+    def total(self) -> GroupSignal:
+        return sum((a.signal for a in self.agents), GroupSignal(0, 0, 0, 0, 0))
+
+    @property
+    def expected_gen_batches(self) -> int | None:
+        """With dynamic sampling: batches per step at the pooled kept share (None: never)."""
+        return expected_gen_batches(self.total.kept_share, self.job.prompts_per_step,
+                                    self.job.batch_multiplier)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rollouts": sum(a.rollouts for a in self.agents),
+                "failed": sum(a.failed for a in self.agents)}
+
+    def report(self) -> dict[str, Any]:
+        """The ``signal`` section of the probe's JSON (``envkit schema probe``)."""
+        job = self.job
+        dynamic = None
+        if job.dynamic_sampling:
+            dynamic = {"expected_gen_batches": self.expected_gen_batches,
+                       "max_gen_batches": job.max_gen_batches,
+                       "prompts_per_batch": int(job.prompts_per_step * job.batch_multiplier)}
+        return {"model": self.model, "backend": self.backend, "group_size": job.group_size,
+                "temperature": job.temperature, "top_k": job.top_k,
+                "max_new_tokens": job.max_new_tokens, "seed": job.seed,
+                "leave_one_out": job.leave_one_out,
+                "agents": [a.to_dict() for a in self.agents], "total": _counts(self.total),
+                "dynamic_sampling": dynamic}
+
+
+def seeded_rows(rows: Sequence[Mapping[str, Any]], job: ProbeJob,
+                first_group: int) -> list[dict[str, Any]]:
+    """``rows`` expanded G times with the job's sampling, each rollout seeded as a training
+    step seeds its samples (``seed_rows``), ``top_k`` riding along in the same request body."""
+    from envkit.trainer.seeds import step_seed
+    from envkit.trainer.sources.gym import seed_rows
+
+    expanded = expand_rows(rows, num_repeats=job.group_size, temperature=job.temperature,
+                           max_tokens=job.max_new_tokens)
+    seed_rows(expanded, step_seed(job.seed, 0, PROBE_SALT), first_group)
+    if job.top_k is not None:
+        for row in expanded:
+            metadata = row["responses_create_params"]["metadata"]
+            metadata["extra_body"] = json.dumps({**json.loads(metadata["extra_body"]),
+                                                 "top_k": job.top_k})
+    return expanded
+
+
+def agent_signal(agent: str, sent: Sequence[tuple[int, Sent]], leave_one_out: bool
+                 ) -> AgentSignal:
+    """(task index, rollout) pairs of one agent -> its groups' counts; failures apart."""
+    groups: dict[int, list[float]] = {}
+    failures = [s.failure for _, s in sent if s.failure is not None]
+    for task, s in sent:
+        reward = s.reward
+        if reward is not None:
+            groups.setdefault(task, []).append(reward)
+    scored = [r for g in groups.values() for r in g]
+    return AgentSignal(agent, group_signal(list(groups.values()), leave_one_out=leave_one_out),
+                       len(sent), len(failures), failures[0] if failures else None,
+                       sum(scored) / len(scored) if scored else None)
+
+
+class ModelPhase:
+    """``--model DIR``: G replies per probed row from the real policy, judged per group."""
+
+    name = "signal"
+
+    def __init__(self, model: Path, backend: str = "hf") -> None:
+        """:raises ModelDirError: ``model`` has no ``config.json`` (checked before any
+        bring-up, so a typo costs no venv build)."""
+        if not (model / "config.json").is_file():
+            msg = (f"--model {model}: no config.json there; give a local Hugging Face model "
+                   "directory (what `save_pretrained` writes)")
+            raise ModelDirError(msg)
+        self.model = model
+        self.backend = backend
+
+    def load(self) -> GenerationBackend:
+        from envkit.trainer.generation.factory import make_backend
+
+        log.info("probe: loading the policy %s (%s)", self.model, self.backend)
+        return make_backend(self.model, self.backend)
+
+    def run(self, ctx: ProbeContext) -> SignalResult:
+        engine = self.load()
+        try:
+            with ctx.live.serving(engine):
+                per_agent = self._sample(ctx)
+        finally:
+            engine.close()
+        agents = tuple(agent_signal(a, sent, ctx.job.leave_one_out)
+                       for a, sent in per_agent.items())
+        found = signal_diagnostics(agents, ctx)
+        return SignalResult(self.name, str(self.model), self.backend, ctx.job, agents, found)
+
+    def _sample(self, ctx: ProbeContext) -> dict[str, list[tuple[int, Sent]]]:
+        batch: list[dict[str, Any]] = []
+        owners: list[tuple[str, int]] = []
+        groups = 0  # group ids are unique across agents, as within a training step
+        for agent, rows in ctx.rows.items():
+            expanded = seeded_rows([r.data for r in rows], ctx.job, first_group=groups)
+            groups += len(rows)
+            batch += expanded
+            owners += [(agent, int(row["_ng_task_index"])) for row in expanded]
+        log.info("probe: %d rollouts (%d prompts x G=%d) from the policy", len(batch),
+                 len(batch) // max(ctx.job.group_size, 1), ctx.job.group_size)
+        with ctx.progress.phase(self.name, len(batch)) as advance:
+            sent = ctx.live.send(batch, ctx.job.concurrency, ctx.thresholds.patience_s,
+                                 on_done=lambda s: advance(1))
+        out: dict[str, list[tuple[int, Sent]]] = {}
+        for (agent, task), one in zip(owners, sent, strict=True):
+            out.setdefault(agent, []).append((task, one))
+        return out
+
+
+def signal_diagnostics(agents: Sequence[AgentSignal], ctx: ProbeContext) -> tuple[Diagnostic, ...]:
+    """EK807 per agent with failures, EK810 per agent over the threshold, EK811 for the job."""
+    warn = ctx.thresholds.zero_variance_warn
+    G = ctx.job.group_size
+    out: list[Diagnostic] = []
+    for a in agents:
+        path, line = ctx.where_of(a.agent)
+        if a.failed:
+            out.append(EK807.at(path, f"`{a.agent}`: {a.failed} of {a.rollouts} of the "
+                                f"policy's rollouts failed and were not scored: "
+                                f"{(a.first_failure or '')[:200]}", line=line))
+        share = a.signal.zero_variance_share
+        if share is None or (share <= warn and share < 1.0):
+            continue
+        text = (f"`{a.agent}`: {a.signal.zero_variance} of {a.signal.groups} groups of the "
+                f"policy's G={G} replies all got the same reward ({share:.0%}); "
+                f"{a.signal.no_gradient_share or 0:.0%} of the samples carry no gradient")
+        if share >= 1.0:
+            out.append(EK810.at(path, f"{text}: the job cannot learn from this policy",
+                                line=line))
+        else:
+            out.append(EK810.at(path, f"{text}: over probe-zero-variance-warn {warn:.0%}",
+                                line=line, severity=Severity.WARNING))
+    return (*out, *_dynamic(agents, ctx))
+
+
+def _dynamic(agents: Sequence[AgentSignal], ctx: ProbeContext) -> list[Diagnostic]:
+    job = ctx.job
+    total = sum((a.signal for a in agents), GroupSignal(0, 0, 0, 0, 0))
+    if not job.dynamic_sampling or not total.samples:
+        return []
+    batches = expected_gen_batches(total.kept_share, job.prompts_per_step, job.batch_multiplier)
+    allowed = job.max_gen_batches + 1
+    if batches is not None and batches <= allowed:
+        return []
+    need = "never fills a step" if batches is None else f"needs about {batches} per step"
+    path, line = ctx.where_of("")
+    return [EK811.at(path, f"dynamic sampling keeps {total.kept_share or 0:.0%} of the "
+                     f"policy's samples, so it {need}; the job ({job.source}) allows {allowed} "
+                     "(`dynamic_sampling_max_gen_batches` + 1)", line=line)]
