@@ -104,7 +104,7 @@ def _venv_progress(command: str) -> contextlib.AbstractContextManager[object]:
     all of them); imported only there: other commands skip the runtime's imports."""
     if command not in _GYM_COMMANDS:
         return contextlib.nullcontext()
-    from envkit.gym.events import observing
+    from envkit.gym import observing
     from envkit.output.venvs import VenvProgress
 
     return observing(VenvProgress())

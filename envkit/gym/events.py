@@ -28,8 +28,9 @@ exception from one ends the start like any other failure.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
+
+from envkit.gym.venvsteps import VenvStep
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -38,28 +39,6 @@ if TYPE_CHECKING:
     from envkit.gym.types import GymServers, ServerInfo
 
 __all__ = ["Fanout", "RuntimeEvents", "VenvStep", "observers", "observing"]
-
-Step = Literal["create", "resolve", "download", "install", "wheels"]
-State = Literal["start", "done", "cached"]
-
-
-@dataclass(frozen=True)
-class VenvStep:
-    """One step of one venv's set-up.
-
-    ``venv``: ``gym`` for the head's venv, else the server's ``<type>/<name>``; ``step``: what
-    uv does (``wheels`` is the second, offline install of the package's ``wheels/``);
-    ``state``: ``start``/``done``, or ``cached`` (the venv was reused, no step runs);
-    ``seconds``: since that venv's set-up began; ``detail``: uv's own summary line when it gave
-    one (``Installed 183 packages in 21.4s``).
-    """
-
-    venv: str
-    step: Step | None
-    state: State
-    seconds: float = 0.0
-    detail: str = ""
-
 
 class RuntimeEvents:
     """No-op callbacks: subclass and override the ones you need."""

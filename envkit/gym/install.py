@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envkit.gym.diagnose import Where, diagnose, tail
-from envkit.gym.events import VenvStep
 from envkit.gym.types import GymRuntimeError, PolicyEndpoint
 from envkit.gym.venv import GymVenv, uv_binary
+from envkit.gym.venvsteps import VenvStep
 from envkit.supply.cache import content_key
 from envkit.supply.isolation import isolated_env
 from envkit.validators.wheels import EK403

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envkit.errors import UsageError
-from envkit.gym.events import VenvStep
+from envkit.gym.venvsteps import VenvStep
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.supply.cache import cache_root
 from envkit.supply.isolation import isolated_env

@@ -14,17 +14,36 @@ import queue
 import re
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
-
-from envkit.gym.events import VenvStep
+from typing import IO, TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from envkit.gym.events import State, Step
+__all__ = ["PrefetchSteps", "State", "Step", "VenvStep", "stream_lines"]
 
-__all__ = ["PrefetchSteps", "stream_lines"]
+Step = Literal["create", "resolve", "download", "install", "wheels"]
+State = Literal["start", "done", "cached"]
+
+
+@dataclass(frozen=True)
+class VenvStep:
+    """One step of one venv's set-up.
+
+    ``venv``: ``gym`` for the head's venv, else the server's ``<type>/<name>``; ``step``: what
+    uv does (``wheels`` is the second, offline install of the package's ``wheels/``);
+    ``state``: ``start``/``done``, or ``cached`` (the venv was reused, no step runs);
+    ``seconds``: since that venv's set-up began; ``detail``: uv's own summary line when it gave
+    one (``Installed 183 packages in 21.4s``).
+    """
+
+    venv: str
+    step: Step | None
+    state: State
+    seconds: float = 0.0
+    detail: str = ""
+
 
 _PREFIX = re.compile(r"^\([^)]*\) ")
 """Gym prefixes a server's setup output with its instance name: ``(policy_model) ...``."""

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.status import Status
 
-    from envkit.gym.events import VenvStep
+    from envkit.gym import VenvStep
 
 __all__ = ["VenvProgress", "step_line"]
 

@@ -22,7 +22,7 @@ from envkit.gym.venvsteps import PrefetchSteps, stream_lines
 PREFETCH_LOG = """\
 Pre-warming venv for: /c/gym-venvs/site-packages/responses_api_models/vllm_model
 (policy_model) Using CPython 3.13.0 interpreter at: /py/bin/python3.13
-(policy_model) Creating virtual environment with seed packages at: /c/v/responses_api_models/vllm_model/.venv
+(policy_model) Creating virtual environment with seed packages at: /c/v/vllm_model/.venv
 (policy_model)  + pip==26.3
 (policy_model) Activate with: source /c/v/responses_api_models/vllm_model/.venv/bin/activate
 Using Python 3.13.0 environment at: /c/v/responses_api_models/vllm_model/.venv
