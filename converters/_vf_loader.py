@@ -22,6 +22,7 @@ import socket
 import sys
 import traceback
 import types
+from typing import Any
 
 __all__ = ["main"]
 
@@ -111,7 +112,7 @@ def _v1_origin(obj: object) -> str | None:
     return None
 
 
-def _dataset(env: object, num_examples: int) -> tuple[str, object]:
+def _dataset(env: Any, num_examples: int) -> tuple[str, Any]:
     """``get_dataset()``, falling back to the eval dataset, as Gym's create_dataset.py does."""
     try:
         return "dataset", env.get_dataset(n=num_examples)
@@ -119,7 +120,7 @@ def _dataset(env: object, num_examples: int) -> tuple[str, object]:
         return "eval_dataset", env.get_eval_dataset(n=num_examples)
 
 
-def _examples(dataset: object) -> list[dict]:
+def _examples(dataset: Any) -> list[dict[str, Any]]:
     to_list = getattr(dataset, "to_list", None)
     return list(to_list()) if callable(to_list) else [dict(row) for row in dataset]
 

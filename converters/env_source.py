@@ -6,7 +6,6 @@ so the wheel that is vendored is exactly the wheel that was loaded.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import subprocess
 import sys
@@ -21,7 +20,7 @@ from envkit.model.wheelfile import read_wheel
 if TYPE_CHECKING:
     from envkit.model.wheelfile import WheelFile
 
-__all__ = ["EnvWheel", "SourceError", "build_source", "builder_error", "local_wheel", "sha256_of"]
+__all__ = ["EnvWheel", "SourceError", "build_source", "builder_error", "local_wheel"]
 
 
 class SourceError(FailedError, RuntimeError):
@@ -42,14 +41,6 @@ class EnvWheel:
     @property
     def requirement(self) -> str:
         return f"{self.meta.name}=={self.meta.version}"
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 16):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def local_wheel(path: Path, dest: Path, *, index: str | None = None,

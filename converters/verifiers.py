@@ -27,7 +27,7 @@ from envkit.converters.adapter_pkg import (
     package_texts,
 )
 from envkit.converters.env_args import EnvArgsError, literal_secrets, resolved
-from envkit.converters.env_source import EnvWheel, SourceError, build_source, local_wheel, sha256_of
+from envkit.converters.env_source import EnvWheel, SourceError, build_source, local_wheel
 from envkit.converters.hub import HubRef, parse_hub_id
 from envkit.converters.rows import build_rows, split_rows, write_jsonl
 from envkit.converters.staging import InstallError, install, remove_stale, stage
@@ -36,15 +36,18 @@ from envkit.converters.vf_closure import fetch, hub_wheel, pin_sources, requirem
 from envkit.converters.vf_load import load_rows
 from envkit.converters.vf_request import GYM_VERIFIERS_VERSION, ConvertError, ConvertRequest
 from envkit.model.closure import python_ok
+from envkit.model.tree import sha256_file
 from envkit.model.wheelfile import read_wheel
 from envkit.supply import uvcmd
 from envkit.supply.atomic import write_text
+from envkit.supply.provenance import package_record, write_provenance
 from envkit.validators import CheckOptions
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
+    from envkit.check.report import Report
     from envkit.converters.sandbox import LoadResult
 
 __all__ = ["CLASSIC_MAX", "GYM_VERIFIERS_VERSION", "ConvertError", "ConvertRequest",
@@ -61,7 +64,7 @@ class ConvertResult:
     validation_rows: int
     wheels: tuple[str, ...]
     dataset_source: str
-    report: object = None
+    report: Report | None = None
     """The validation report of the (valid) package, as installed."""
 
 
@@ -79,11 +82,16 @@ def convert_verifiers(req: ConvertRequest) -> ConvertResult:
         work = stage(stack, req.out_dir.with_name(req.out_dir.name + "-work"))
         env_wheel = _env_wheel(req, hub, work / "src")
         name = env_wheel.meta.name
+        if name is None:
+            msg = f"{env_wheel.path.name} has no Name in its METADATA"
+            raise ConvertError(msg, "Rebuild the environment's wheel with a `name` in its "
+                                    "pyproject.toml `[project]` table.")
         pins = fetch(resolve_target(req, hub, env_wheel, name), pkg / "wheels")
         _check_closure(req, pins, pkg / "wheels", env_wheel, name)
         loaded = load_rows(req, hub, pins, pkg / "wheels", env_wheel, name, work)
         counts = _write_dataset(req, hub, loaded, data)
         _write_package(req, hub, pins, env_wheel, name, pkg)
+        write_provenance(pkg, package_record(pkg, dataset=data, gym_version=req.gym_version))
         report = _validate_staged(req, pkg, data)
         try:
             install([(pkg, req.out_dir), (data, req.dataset_dir)], force=req.force)
@@ -176,7 +184,7 @@ def _check_closure(req: ConvertRequest, pins: Sequence, wheels: Path, env_wheel:
     pin = next((p for p in pins if p.name == name), None)
     if pin is None:
         raise ConvertError(f"the resolved closure has no wheel for {name!r}")
-    if pin.sha256 and pin.sha256 != sha256_of(env_wheel.path):
+    if pin.sha256 and pin.sha256 != sha256_file(env_wheel.path):
         msg = (f"an index served a different {pin.filename} than the wheel given "
                "(dependency confusion?)")
         raise ConvertError(msg, "rename the project or bump its version")
@@ -223,7 +231,7 @@ def _write_package(req: ConvertRequest, hub: HubRef, pins: Sequence, env_wheel: 
     write_text(pkg / LOCK_NAME, lock.dumps())
 
 
-def _validate_staged(req: ConvertRequest, pkg: Path, data: Path) -> object:
+def _validate_staged(req: ConvertRequest, pkg: Path, data: Path) -> Report:
     """Validate before anything is installed: an invalid package is refused with its report
     and leaves nothing behind."""
     options = CheckOptions(target=req.target, gym_version=req.gym_version, offline=req.offline)

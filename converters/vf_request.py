@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envkit.errors import FailedError
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.model.target import Target
+
+if TYPE_CHECKING:
+    from envkit.check.report import Report
 
 __all__ = ["GYM_RELEASE_DATE", "GYM_VERIFIERS_VERSION", "VERIFIERS_ONLY_DEPS",
            "VERIFIERS_RELEASE_DATE", "ConvertError", "ConvertRequest"]
@@ -41,7 +44,7 @@ shares, e.g. aiohttp, need Gym-era releases: nemo-gym 0.7.0 asks for aiohttp>=3.
 class ConvertError(FailedError, RuntimeError):
     """The conversion cannot proceed; ``hint`` says what to do about it."""
 
-    def __init__(self, message: str, hint: str = "", report: object = None) -> None:
+    def __init__(self, message: str, hint: str = "", report: Report | None = None) -> None:
         super().__init__(message)
         self.hint = hint
         self.report = report

@@ -8,6 +8,9 @@ python3 -m venv .venv
 .venv/bin/python -m pip install -q -e '.[test,train,platform,docs]'
 # The layering contracts (pyproject.toml [tool.importlinter]) before any test runs.
 .venv/bin/python scripts/lint_imports.py
+# mypy ([tool.mypy]): strict on the model, the rules, the supply chain, the validate operation
+# and the errors; the rest with mypy's defaults.
+.venv/bin/python scripts/typecheck.py
 # The rule reference site: pages current with the registry, a strict build, no dead link
 # (the site, the rule URLs diagnostics print with docs-url set, every URL in the sources).
 .venv/bin/python scripts/gen_rule_docs.py --check

@@ -8,7 +8,7 @@ the response mask and the sampler's logprobs are written into the same columns. 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -87,7 +87,7 @@ class MicroBatch:
 
     def to(self, device: torch.device) -> MicroBatch:
         """The micro-batch on the policy's device."""
-        moved = {
+        moved: dict[str, Any] = {
             f: v.to(device) if isinstance(v := getattr(self, f), torch.Tensor) else v
             for f in self.__dataclass_fields__
         }

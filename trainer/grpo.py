@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from envkit.gym import Rollout
     from envkit.trainer.config import GrpoConfig
     from envkit.trainer.policy import Policy
-    from envkit.trainer.sources.base import RolloutSource
+    from envkit.trainer.sources.base import GenerationSource
 
 __all__ = [
     "DynamicSamplingError",
@@ -86,7 +86,7 @@ class TrainResult:
 class _Run:
     cfg: GrpoConfig
     policy: Policy
-    source: RolloutSource
+    source: GenerationSource
     sampler: PromptSampler
     optimizer: torch.optim.Optimizer
     scheduler: Any
@@ -295,7 +295,7 @@ def _validate(run: _Run, val_rows: list[dict[str, Any]], step: int) -> dict[str,
 def _build_run(
     cfg: GrpoConfig,
     policy: Policy,
-    source: RolloutSource,
+    source: GenerationSource,
     rows: list[dict[str, Any]],
     opts: TrainOptions,
 ) -> tuple[_Run, int]:
@@ -333,7 +333,7 @@ def _is_val_step(cfg: GrpoConfig, period: int, step: int, total: int) -> bool:
 def train(
     cfg: GrpoConfig,
     policy: Policy,
-    source: RolloutSource,
+    source: GenerationSource,
     rows: list[dict[str, Any]],
     opts: TrainOptions,
     val_rows: list[dict[str, Any]] | None = None,

@@ -138,6 +138,7 @@ def importance_weights(
     low = cfg.truncated_importance_sampling_ratio_min
     if kind == "tis":
         return weights.clamp(min=low or 0.0, max=high)
+    low = 0.0 if low is None else low  # unset: no lower bound below zero, as for ``tis``
     if kind == "icepop":
         return torch.where((weights >= low) & (weights <= high), weights, 0.0)
     seq_mask = torch.ones_like(weights) if mask is None else mask

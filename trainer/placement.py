@@ -157,7 +157,8 @@ def plan_placement(
     if backend == "vllm" and not has_gpus:
         msg = "--backend vllm needs GPUs but the Ray cluster has none; use --backend hf on CPU"
         raise PlacementError(msg)
-    rollout_gpus = cfg.training.vllm_tensor_parallel_size if has_gpus and backend == "vllm" else 0
+    tp = cfg.training.vllm_tensor_parallel_size or 1  # unset: one GPU per engine, as NeMo-RL's
+    rollout_gpus = tp if has_gpus and backend == "vllm" else 0
     rollout = _demand(rollout_gpus, rollout_label)
     trainer = _demand(1 if has_gpus else 0, trainer_label)
     _check_fit(nodes, rollout, trainer)

@@ -23,6 +23,7 @@ from envkit.gym import (
     mean_reward_by_agent,
 )
 from envkit.gym import write_results as write_results
+from envkit.supply.provenance import run_record, write_provenance
 from envkit.trainer.generation.factory import EngineOptions
 from envkit.trainer.sources.gym import open_session
 
@@ -134,4 +135,5 @@ def rollout_package(
                                timeout_s=req.timeout_s, on_result=on_result, abort=session.dead)
     if request.output is not None:
         write_results(request.output, summary.results)
+        write_provenance(request.output.parent, run_record(request.package, request.dataset))
     return dataclasses.replace(summary, ready_s=ready)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from envkit.supply.provenance import run_record, write_provenance
 from envkit.trainer.inputs import TrainInputError, TrainInputs, TrainRequest, read_inputs
 
 if TYPE_CHECKING:
@@ -32,6 +33,8 @@ def run_training(request: TrainRequest) -> TrainResult:
     """
     _refuse_previous_run(request)
     inputs = read_inputs(request)
+    write_provenance(request.output, run_record(inputs.paths.environment, inputs.paths.dataset,
+                                                request.job))
     if request.use_ray or request.ray_address:
         from envkit.trainer.ray_run import train_on_ray
 

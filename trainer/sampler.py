@@ -35,7 +35,7 @@ class PromptSampler:
 
     def take(self, n: int) -> list[tuple[int, dict[str, Any]]]:
         """Next ``n`` (row index, row) pairs; rolls over into the next epoch."""
-        taken = []
+        taken: list[tuple[int, dict[str, Any]]] = []
         epoch, pos = self.state.epoch, self.state.position
         order = self._order(epoch)
         while len(taken) < n:

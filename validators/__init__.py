@@ -9,7 +9,17 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from envkit.validators import dataset_rows, gym, job, layout, manifest, probe, spinup, wheels
+from envkit.validators import (
+    dataset_rows,
+    gym,
+    job,
+    layout,
+    manifest,
+    probe,
+    provenance,
+    spinup,
+    wheels,
+)
 from envkit.validators._base import Check, CheckOptions, Inputs, Rule
 
 if TYPE_CHECKING:
@@ -19,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CHECKS", "RULES", "Check", "CheckOptions", "Inputs", "Rule", "run_checks"]
 
-_MODULES = (manifest, layout, gym, wheels, dataset_rows, job, spinup, probe)
+_MODULES = (manifest, layout, provenance, gym, wheels, dataset_rows, job, spinup, probe)
 
 CHECKS: tuple[Check, ...] = tuple(check for module in _MODULES for check in module.CHECKS)
 RULES: dict[str, Rule] = {rule.code: rule for module in _MODULES for rule in module.RULES}

@@ -43,6 +43,7 @@ from envkit.supply.atomic import (
 )
 from envkit.supply.cache import cache_root
 from envkit.supply.downloads import vendor_pins
+from envkit.supply.provenance import package_record, write_provenance
 from envkit.supply.resolve import PinnedWheel, ResolutionCache, resolve_closure
 from envkit.supply.sdists import SdistBuild
 from envkit.supply.uvcmd import Runner, UvSources, run_subprocess, uv_version
@@ -222,6 +223,8 @@ def _produce(request: BuildRequest, plan: TreePlan, requirements: list[tuple[str
         if plan.dataset:
             tmp_data = make_temp_dir(data_dir)
             write_files(tmp_data, plan.dataset)
+        write_provenance(tmp, package_record(tmp, dataset=tmp_data,
+                                             gym_version=request.gym_version))
         swap_into_place(tmp, out)
         if tmp_data is not None:
             swap_into_place(tmp_data, data_dir)

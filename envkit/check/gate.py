@@ -28,18 +28,29 @@ from envkit.check.validate import TargetDisagreement, ValidateRequest, validate
 from envkit.check.wrong_root import wrong_root
 from envkit.errors import UsageError
 from envkit.model.diagnostics import Diagnostic, parse_selectors
+from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.model.lock import LOCK_NAME, read_lock
 from envkit.model.package import load_package
 from envkit.model.target import Target
 from envkit.validators import RULES, CheckOptions
-from envkit.validators._base import DEFAULT_GYM_VERSION
 from envkit.validators.manifest import EK100
 
 if TYPE_CHECKING:
     from envkit.model.package import Package
 
-__all__ = ["GateRequest", "GateUsageError", "TargetChoice", "choose_target", "discover_for",
-           "gate_package", "resolve_settings", "run_gate", "selection", "shown_settings"]
+__all__ = [
+    "GateRequest",
+    "GateUsageError",
+    "TargetChoice",
+    "choose_target",
+    "discover_for",
+    "gate_package",
+    "one_package",
+    "resolve_settings",
+    "run_gate",
+    "selection",
+    "shown_settings",
+]
 
 
 class GateUsageError(UsageError, ValueError):
@@ -294,3 +305,20 @@ def gate_package(package: Path, request: GateRequest) -> ValidationRun:
     """One package exactly as named (no discovery: a directory without a manifest is checked
     and reported, not skipped), with ``request.flags``' dataset and job: ``envkit submit``."""
     return ValidationRun((_one(package, request, request.flags.dataset, request.flags.job),))
+
+
+def one_package(request: GateRequest, flag: str) -> Path:
+    """The one package ``request`` names (no PATH: `.`, as validate takes it), for ``flag``
+    (``--smoke``, ``--probe``): a check that brings one package's servers up.
+
+    Why here: the servers must run under exactly the settings and target validate resolves,
+    so the run takes validate's own request; only the count is its own.
+
+    :raises GateUsageError: the paths hold no package or several.
+    """
+    packages = discover_for(request).packages
+    if len(packages) != 1:
+        msg = (f"{flag} runs one package, but the paths hold {len(packages)}: "
+               "name exactly one package directory")
+        raise GateUsageError(msg)
+    return Path(packages[0])

@@ -27,7 +27,7 @@ from envkit.builder.build import BuildRequest, BuildResult, build, convert_packa
 from envkit.cli._common import common_options, output_path_option, target_from, target_options
 from envkit.cli.submit import upload_options, upload_outputs
 from envkit.converters.gym_tree import FORMATS
-from envkit.validators._base import DEFAULT_GYM_VERSION
+from envkit.model.gym_data import DEFAULT_GYM_VERSION
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

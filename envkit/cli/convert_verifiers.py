@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,12 +18,12 @@ from envkit.converters.verifiers import (
     convert_verifiers,
 )
 from envkit.converters.vf_request import GYM_RELEASE_DATE
+from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.model.target import ARCHES
 from envkit.output.results import ConvertOutcome
-from envkit.validators._base import DEFAULT_GYM_VERSION
 
 if TYPE_CHECKING:
-    from envkit.check.report import Report
+    pass
 
 __all__ = ["verifiers_command"]
 
@@ -117,7 +117,10 @@ def verifiers_command(**opts: Any) -> ConvertOutcome:
             raise
         _log.error("%s", exc)  # refused after validation: the report says why
         return ConvertOutcome(None, exc.report)
-    report = cast("Report", result.report)  # named as installed (``package_as``)
+    report = result.report  # named as installed (``package_as``)
+    if report is None:  # convert_verifiers always validates what it installs
+        msg = "conversion returned no validation report"
+        raise AssertionError(msg)
     if opts["upload"] and report.valid:  # a package envkit rejects is never uploaded
         status = upload_outputs(result.package, result.dataset, opts["workspace"],
                                 opts["base_url"])

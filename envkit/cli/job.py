@@ -1,4 +1,4 @@
-"""``envkit job status|logs|metrics|cancel|wait NAME``: follow a GRPO job on NeMo Platform.
+"""``envkit job show|status|logs|metrics|cancel|wait NAME``: follow a GRPO job on NeMo Platform.
 
 Each subcommand parses, calls one function of ``envkit.platform.commands`` and returns its
 outcome for ``envkit.output.render`` (JSON shapes: ``envkit schema job-output``). Without the
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from envkit.platform.commands import Where
-    from envkit.platform.outcomes import JobLogs, JobMetrics, JobReply
+    from envkit.platform.outcomes import JobLogs, JobMetrics, JobReply, JobShow
 
 __all__ = ["job_group", "platform_options", "where_from"]
 
@@ -57,7 +57,17 @@ def _job_command(name: str, formats: tuple[str, ...] = ("json", "human"),
 
 @click.group("job")
 def job_group() -> None:
-    """Follow a GRPO job on NeMo Platform: status, logs, metrics, cancel, wait."""
+    """Follow a GRPO job on NeMo Platform: show, status, logs, metrics, cancel, wait."""
+
+
+@_job_command("show", default="human")
+def show_command(name: str, workspace: str | None, base_url: str | None) -> JobShow:
+    """The job with its provenance: package, dataset and job-file digests, the lock's target,
+    the Gym and verifiers versions, envkit's version (as `envkit submit` recorded them)."""
+    require_extra("job show", "platform")
+    from envkit.platform.commands import show
+
+    return show(where_from(base_url, workspace), name)
 
 
 @_job_command("status")

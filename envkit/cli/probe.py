@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from envkit.cli._common import common_options, sigterm_as_interrupt
+from envkit.cli._common import common_options, python_override_from_env, sigterm_as_interrupt
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 
 if TYPE_CHECKING:
@@ -134,9 +134,9 @@ def run_probe_request(request: ProbeRequest, output_dir: Path | None = None) -> 
 
 def probe_from_validate(request: GateRequest) -> ProbeOutcome:
     """``envkit validate PKG --probe``: validate's resolved settings, the probe's defaults."""
-    import os
+    from envkit.check.gate import one_package
+    from envkit.probe import ProbeRequest
 
-    from envkit.probe.gated import probe_request
-
-    override = os.environ.get("ENVKIT_ALLOW_PYTHON_OVERRIDE", "").lower() in ("1", "true", "yes")
-    return run_probe_request(probe_request(request, allow_python_override=override))
+    return run_probe_request(ProbeRequest(
+        package=one_package(request, "--probe"), flags=request.flags, isolated=request.isolated,
+        verify_hashes=request.verify_hashes, allow_python_override=python_override_from_env()))

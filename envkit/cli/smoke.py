@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from envkit.cli._common import common_options, sigterm_as_interrupt
+from envkit.cli._common import common_options, python_override_from_env, sigterm_as_interrupt
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 
 if TYPE_CHECKING:
@@ -114,9 +114,9 @@ def run_smoke_request(request: SmokeRequest) -> SmokeOutcome:
 
 def smoke_from_validate(request: GateRequest) -> SmokeOutcome:
     """``envkit validate PKG --smoke``: validate's resolved settings, smoke's runtime defaults."""
-    import os
+    from envkit.check.gate import one_package
+    from envkit.smoke.run import SmokeRequest
 
-    from envkit.smoke.gated import smoke_request
-
-    override = os.environ.get("ENVKIT_ALLOW_PYTHON_OVERRIDE", "").lower() in ("1", "true", "yes")
-    return run_smoke_request(smoke_request(request, allow_python_override=override))
+    return run_smoke_request(SmokeRequest(
+        package=one_package(request, "--smoke"), flags=request.flags, isolated=request.isolated,
+        verify_hashes=request.verify_hashes, allow_python_override=python_override_from_env()))

@@ -130,7 +130,7 @@ class ScriptedBackend:
         return bytes(t for t in token_ids if 0 <= t < 256).decode("utf-8", "replace")
 
     def generate(self, prompts: Sequence[Any], params: Any) -> list[Any]:
-        from envkit.endpoint.generation import Completion, GenerationOutput
+        from envkit.endpoint.generation import Completion, FinishReason, GenerationOutput
 
         outputs = []
         script = self.script  # one script per batch, even if it is swapped meanwhile
@@ -142,7 +142,7 @@ class ScriptedBackend:
             for stop in params.stop:
                 text = text.split(stop, 1)[0] if stop else text
             ids = tuple(text.encode() or b" ")
-            finish = "length" if len(ids) > params.max_tokens else "stop"
+            finish: FinishReason = "length" if len(ids) > params.max_tokens else "stop"
             ids = ids[: params.max_tokens]
             tops = tuple(((t, 0.0),) for t in ids) if params.top_logprobs else ()
             comp = Completion(ids, (0.0,) * len(ids), self.decode(ids), finish, tops)

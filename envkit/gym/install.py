@@ -213,8 +213,9 @@ def offline_install(wheels: Path, venv_dir: Path, env: dict[str, str],
         out = subprocess.run(cmd, capture_output=True, text=True, env=isolated_env(),
                              check=False, timeout=1800)
         if out.returncode != 0:
-            code, reason = diagnose(out.stderr, Where.INSTALL)
-            msg = f"offline install of wheels/ into {server} failed: {reason}"
-            raise GymRuntimeError(msg, code=code or EK403.code, log_tail=tail(out.stderr))
+            found = diagnose(out.stderr, Where.INSTALL)
+            msg = f"offline install of wheels/ into {server} failed: {found.reason}"
+            raise GymRuntimeError(msg, code=found.code or EK403.code, log_tail=tail(out.stderr),
+                                  reason=found.reason, evidence=found.evidence)
         on_step(VenvStep(server, "wheels", "done", time.monotonic() - started,
                          f"Installed {len(files)} wheels from wheels/"))

@@ -64,7 +64,8 @@ def rows_by_agent(dataset: Path, per_agent: int,
             data = row.data if row.error is None and isinstance(row.data, dict) else None
             ref = (data or {}).get("agent_ref")
             agent = ref.get("name") if isinstance(ref, dict) else None
-            if isinstance(agent, str) and len(found.setdefault(agent, [])) < per_agent:
+            if (data is not None and isinstance(agent, str)
+                    and len(found.setdefault(agent, [])) < per_agent):
                 found[agent].append(data)
     return found
 

@@ -357,8 +357,8 @@ class GymRuntime(StartedInWith):
         assert self._paths is not None
         gym_path = self._paths.run_dir / "gym.log"
         gym_log = gym_path.read_text(errors="replace") if gym_path.exists() else ""
-        found = _FAILED.search(gym_log)
-        server = found.group(1) if found else None
+        named = _FAILED.search(gym_log)
+        server = named.group(1) if named else None
         text = (self.server_log(server) if server else "") or self._all_logs(gym_log)
         found = diagnose(text, Where.START, offline=self.options.offline)
         who = f" (`{server}`)" if server else ""

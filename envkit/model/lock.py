@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
+from envkit.model.jsonfile import JsonObject, parse_object, read_object
 from envkit.model.target import Target, TargetError
 
 if TYPE_CHECKING:
@@ -167,24 +168,18 @@ class LockDoc:
 
 def read_lock(path: Path) -> LockDoc:
     """Read ``path`` (a regular file the package walk found); never raises over content."""
-    try:
-        with path.open("rb") as fh:
-            raw = fh.read(MAX_LOCK_BYTES + 1)
-    except OSError as exc:
-        return LockDoc(error=f"cannot be read: {exc.strerror or exc}")
-    return parse_lock(raw)
+    return _lock_of(read_object(path, MAX_LOCK_BYTES))
 
 
 def parse_lock(raw: bytes) -> LockDoc:
     """The lock in ``raw``, leniently (see the module docstring)."""
-    if len(raw) > MAX_LOCK_BYTES:
-        return LockDoc(error=f"over {MAX_LOCK_BYTES // 2**20} MiB; not parsed")
-    try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, RecursionError, ValueError) as exc:
-        return LockDoc(error=f"not JSON: {exc}")
-    if not isinstance(data, dict):
-        return LockDoc(error=f"top level is a {type(data).__name__}, not an object")
+    return _lock_of(parse_object(raw, MAX_LOCK_BYTES))
+
+
+def _lock_of(doc: JsonObject) -> LockDoc:
+    data = doc.data
+    if data is None:
+        return LockDoc(error=doc.error)
     problems: list[str] = []
     lock = Lock(
         target=_text(data, "target"), python_version=_text(data, "python_version"),

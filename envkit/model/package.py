@@ -19,6 +19,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from envkit.model._configs import read_bytes, read_configs, read_yaml
 from envkit.model._paths import display_path, safe_relpath
 from envkit.model.lock import LOCK_NAME, LockDoc, read_lock
+from envkit.model.provenance import (
+    PROVENANCE_NAME,
+    ProvenanceDoc,
+    package_tree,
+    read_provenance,
+)
 from envkit.model.reqfiles import include_target
 from envkit.model.wheelfile import WheelFile, read_wheel
 from envkit.model.yamlio import YamlDoc
@@ -106,6 +112,8 @@ class Package:
     so the checks never re-walk a fan-out of include pairs)."""
     lock: LockDoc | None = None
     """``wheels.lock`` as read; None when the package has none."""
+    provenance: ProvenanceDoc | None = None
+    """``provenance.json`` as read, with the files hashed now; None when there is none."""
     read_errors: tuple[tuple[str, str], ...] = ()
     """``(path, reason)`` for entries that could not be read."""
     nested_manifest: str | None = None
@@ -171,6 +179,7 @@ def load_package(root: str | os.PathLike[str], *, verify_hashes: bool = False) -
         nested_manifest=None if manifest else _find_nested_manifest(entries),
         truncated=truncated,
         lock=_read_lock(root_path, entries),
+        provenance=_read_provenance(root_path, entries),
     )
     configs = read_configs(root_path, entries, pkg.config_paths(), errors)
     return Package(**{**pkg.__dict__, "configs": configs.docs, "includes": configs.includes,
@@ -184,6 +193,22 @@ def _read_lock(root: Path, entries: Mapping[str, FileEntry]) -> LockDoc | None:
     if entry.kind != "file":
         return LockDoc(error=f"is {_kind(entry)}, not a regular file; not read")
     return read_lock(root / LOCK_NAME)
+
+
+def _read_provenance(root: Path, entries: Mapping[str, FileEntry]) -> ProvenanceDoc | None:
+    """The record, and the package digest now: only when there is a record (a package
+    without one is never hashed here)."""
+    entry = entries.get(PROVENANCE_NAME)
+    if entry is None:
+        return None
+    if entry.kind != "file":
+        return ProvenanceDoc(error=f"is {_kind(entry)}, not a regular file; not read")
+    doc = read_provenance(root / PROVENANCE_NAME)
+    try:
+        actual = package_tree(root, [p for p, e in entries.items() if e.kind == "file"])
+    except OSError:  # the unreadable file is reported by EK207
+        actual = None
+    return ProvenanceDoc(doc.path, doc.record, doc.error, actual)
 
 
 def _kind(entry: FileEntry) -> str:

@@ -4,7 +4,7 @@ JSON error object on stdout when the user asked for JSON (``envkit schema error`
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from envkit.check.report import diagnostic_dict
 from envkit.errors import INTERNAL, EnvkitError
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ERROR_VERSION", "error_dict", "render_error"]
 
-ERROR_VERSION = "1.0"
+ERROR_VERSION: Literal["1.0"] = "1.0"
 
 
 def error_dict(exc: BaseException, kind: str) -> ErrorDict:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from envkit.output.failure import render_error
 from envkit.output.stdout import dump, echo
 from envkit.platform.errors import PlatformError
-from envkit.platform.outcomes import JobLogs, JobMetrics, JobReply, SubmitOutcome
+from envkit.platform.outcomes import JobLogs, JobMetrics, JobReply, JobShow, SubmitOutcome
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -26,6 +26,7 @@ def register(renders: Callable[[type, str | None], Callable[[Any], Any]]) -> Non
     renders(SubmitOutcome, "submit")(_submit)
     renders(JobReply, "job-output")(_job_reply)
     renders(JobMetrics, "job-output")(_job_metrics)
+    renders(JobShow, "job-output")(_job_show)
     renders(JobLogs, "job-output")(_job_logs)
 
 
@@ -52,6 +53,36 @@ def _job_reply(outcome: JobReply, fmt: str) -> int:
 
     echo(f"{outcome.ref.name}: {status_line(outcome.reply)}")
     return outcome.exit_code
+
+
+def _job_show(outcome: JobShow, fmt: str) -> int:
+    if fmt == "json":
+        echo(dump(outcome.to_json()))
+        return 0
+    from envkit.platform.progress import status_line
+
+    spec = outcome.job.get("spec") or {}
+    lines = [f"{outcome.ref.workspace}/{outcome.ref.name}: {status_line(outcome.job)}",
+             *(f"{key:<12}{spec[key]}" for key in ("model", "environment", "dataset")
+               if spec.get(key))]
+    lines += _provenance_lines(outcome.provenance)
+    echo("\n".join(lines))
+    return 0
+
+
+def _provenance_lines(record: dict[str, Any] | None) -> list[str]:
+    if record is None:
+        return ["provenance  none (the job was not submitted by `envkit submit`)"]
+    pkg, lock = record.get("package") or {}, record.get("lock") or {}
+    closure = record.get("closure") or {}
+    rows = [("package", f"{pkg.get('name')} ({pkg.get('format')}) sha256 {pkg.get('sha256')}"),
+            ("wheels.lock", f"sha256 {lock.get('sha256')} target {lock.get('target')}"
+             if lock else "none"),
+            ("closure", ", ".join(f"{k} {v or '-'}" for k, v in closure.items())),
+            ("dataset", f"sha256 {(record.get('dataset') or {}).get('sha256', '-')}"),
+            ("job file", f"sha256 {(record.get('job') or {}).get('sha256', '-')}"),
+            ("envkit", str(record.get("envkit_version")))]
+    return ["provenance", *(f"  {k:<12}{v}" for k, v in rows)]
 
 
 def _job_metrics(outcome: JobMetrics, fmt: str) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from envkit.check.report import ValidationRun
 from envkit.model.diagnostics import Severity
@@ -19,7 +19,7 @@ from envkit.output.human import render_github as render_validation_github
 
 if TYPE_CHECKING:
     from envkit.check.report import Report
-    from envkit.probe.report import ProbeOutcome, ProbeReport
+    from envkit.probe.report import ProbeDict, ProbeOutcome, ProbeReport
 
 __all__ = ["render_human", "render_probe"]
 
@@ -49,7 +49,7 @@ def _num(value: float | None, spec: str = ".3g") -> str:
     return "-" if value is None else format(value, spec)
 
 
-def _rewards(data: dict[str, Any], console: Console) -> None:
+def _rewards(data: ProbeDict, console: Console) -> None:
     agents = data["agents"]
     if not agents:
         return
@@ -67,7 +67,7 @@ def _rewards(data: dict[str, Any], console: Console) -> None:
         console.print(f"  {escape(name):<24}" + "".join(cells))
 
 
-def _signal(data: dict[str, Any], console: Console) -> None:
+def _signal(data: ProbeDict, console: Console) -> None:
     for a in data["agents"]:
         pairs = sum(len(p["per_row"]) for p in a["policies"])
         share = a["dead_share"]
@@ -77,7 +77,7 @@ def _signal(data: dict[str, Any], console: Console) -> None:
                                                      else ""))
 
 
-def _load(data: dict[str, Any], console: Console) -> None:
+def _load(data: ProbeDict, console: Console) -> None:
     load = data["load"]
     if not load:
         return

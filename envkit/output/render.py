@@ -186,7 +186,7 @@ def _rollout(outcome: RolloutOutcome, fmt: str) -> int:
         echo(dump(data))
         return summary.exit_code
     lines = [f"{agent}\tmean_reward={mean:.4f}" for agent, mean in summary.mean_reward.items()]
-    if getattr(summary, "aborted", None):
+    if summary.aborted:
         lines.append(f"aborted: {summary.aborted}")
     lines.append(f"rollouts={len(summary.results)} failed={len(summary.failed)} "
                  f"ready_s={summary.ready_s:.1f} rollout_s={summary.rollout_s:.1f}"

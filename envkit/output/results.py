@@ -57,9 +57,17 @@ class SettingsView:
 
 
 class _Summary(Protocol):
-    mean_reward: Mapping[str, float]
-    ready_s: float
-    rollout_s: float
+    @property
+    def mean_reward(self) -> Mapping[str, float]: ...
+
+    @property
+    def ready_s(self) -> float: ...
+
+    @property
+    def rollout_s(self) -> float: ...
+
+    @property
+    def aborted(self) -> str | None: ...
 
     @property
     def results(self) -> Sequence[Any]: ...
@@ -92,11 +100,20 @@ class TrainOutcome:
 
 
 class _Converted(Protocol):
-    package: Path
-    dataset: Path
-    training_rows: int
-    validation_rows: int
-    wheels: tuple[str, ...]
+    @property
+    def package(self) -> Path: ...
+
+    @property
+    def dataset(self) -> Path: ...
+
+    @property
+    def training_rows(self) -> int: ...
+
+    @property
+    def validation_rows(self) -> int: ...
+
+    @property
+    def wheels(self) -> tuple[str, ...]: ...
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from envkit.metrics.records import metrics_records, write_metrics
 from envkit.platform import jobs
 from envkit.platform.connection import resolve_connection
 from envkit.platform.errors import SubmitRejected, UploadInterrupted
-from envkit.platform.outcomes import JobLogs, JobMetrics, JobReply, SubmitOutcome
+from envkit.platform.outcomes import JobLogs, JobMetrics, JobReply, JobShow, SubmitOutcome
 from envkit.platform.progress import live_status, status_line, upload_progress
 
 if TYPE_CHECKING:
@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from envkit.platform.http import PlatformClient
     from envkit.platform.submit import SubmitResult
 
-__all__ = ["SubmitRequest", "Where", "cancel", "check_submission", "logs", "metrics", "status",
-           "submit", "upload_outputs", "wait"]
+__all__ = ["SubmitRequest", "Where", "cancel", "check_submission", "logs", "metrics", "show",
+           "status", "submit", "upload_outputs", "wait"]
 
 _LOG = logging.getLogger("envkit.platform")
 _RESUME = "Run the same command again to finish the upload without resending what is there."
@@ -169,6 +169,14 @@ def status(where: Where, name: str) -> JobReply:
     with _client(where) as client:
         ref = _ref(client, name)
         return JobReply("status", ref, jobs.job_status(client, ref))
+
+
+def show(where: Where, name: str) -> JobShow:
+    """The job and the provenance ``envkit submit`` attached to it."""
+    with _client(where) as client:
+        ref = _ref(client, name)
+        job = jobs.get_job(client, ref)
+    return JobShow(ref, job, jobs.job_provenance(job))
 
 
 def cancel(where: Where, name: str) -> JobReply:

@@ -15,11 +15,15 @@ if TYPE_CHECKING:
 
     from envkit.platform.http import PlatformClient
 
-__all__ = ["TERMINAL", "JobRef", "cancel_job", "create_job", "job_logs", "job_status",
-           "new_job_name", "wait_job"]
+__all__ = ["PROVENANCE_FIELD", "TERMINAL", "JobRef", "cancel_job", "create_job", "get_job",
+           "job_logs", "job_provenance", "job_status", "new_job_name", "wait_job"]
 
 TERMINAL = frozenset({"completed", "error", "cancelled"})
 _REF_KEYS = ("model", "dataset", "environment")
+PROVENANCE_FIELD = "envkit_provenance"
+"""The job's ``custom_fields`` key for its provenance record: the jobs service stores a job's
+``custom_fields`` with it and returns them on every read (the ``spec`` is rewritten by the
+platform's transform, so a key of envkit's own there would not survive)."""
 
 
 @dataclass(frozen=True)
@@ -38,15 +42,19 @@ def new_job_name() -> str:
     return f"rl-envkit-{secrets.token_hex(6)}"
 
 
-def create_job(client: PlatformClient, ref: JobRef, spec: dict[str, Any]) -> tuple[dict, bool]:
-    """POST the job; on 409 attach to the existing job of that name if it has the same refs.
+def create_job(client: PlatformClient, ref: JobRef, spec: dict[str, Any],
+               custom_fields: dict[str, Any] | None = None) -> tuple[dict, bool]:
+    """POST the job (with ``custom_fields``, the provenance among them); on 409 attach to
+    the existing job of that name if it has the same refs.
 
     Returns ``(job, created)``.
     :raises PlatformError: 422 (the platform's ``detail``), or 409 for a job with other inputs.
     """
     collection = ref.url.rsplit("/", 1)[0]
-    reply = client.request("POST", collection, json={"name": ref.name, "spec": spec},
-                           ok=(200, 201, 409))
+    body: dict[str, Any] = {"name": ref.name, "spec": spec}
+    if custom_fields:
+        body["custom_fields"] = custom_fields
+    reply = client.request("POST", collection, json=body, ok=(200, 201, 409))
     if reply.status_code != 409:
         return reply.json(), True
     existing = client.json("GET", ref.url)
@@ -56,6 +64,18 @@ def create_job(client: PlatformClient, ref: JobRef, spec: dict[str, Any]) -> tup
                "environment; pass another --name")
         raise PlatformError(msg, status=409)
     return existing, False
+
+
+def get_job(client: PlatformClient, ref: JobRef) -> dict[str, Any]:
+    """The job as the platform keeps it (spec, status, ``custom_fields``)."""
+    return client.json("GET", ref.url)
+
+
+def job_provenance(job: dict[str, Any]) -> dict[str, Any] | None:
+    """The provenance record ``envkit submit`` attached; None for a job without one."""
+    fields = job.get("custom_fields")
+    record = fields.get(PROVENANCE_FIELD) if isinstance(fields, dict) else None
+    return record if isinstance(record, dict) else None
 
 
 def job_status(client: PlatformClient, ref: JobRef) -> dict[str, Any]:

@@ -25,6 +25,8 @@ __all__ = [
     "JobMetricsDict",
     "JobReply",
     "JobReplyDict",
+    "JobShow",
+    "JobShowDict",
     "SubmitDict",
     "SubmitOutcome",
 ]
@@ -62,6 +64,18 @@ class JobReplyDict(TypedDict):
     name: str
     reply: dict[str, Any]
     written: list[str]
+
+
+class JobShowDict(TypedDict):
+    """``envkit schema job-output`` for ``job show``."""
+
+    version: Literal["1.0"]
+    command: Literal["show"]
+    workspace: str
+    name: str
+    job: dict[str, Any]
+    provenance: dict[str, Any] | None
+    """``envkit schema provenance``: the record ``envkit submit`` attached, or null."""
 
 
 class JobMetricsDict(TypedDict):
@@ -134,6 +148,20 @@ class JobReply:
         return {"version": VERSION, "command": self.command, "workspace": self.ref.workspace,
                 "name": self.ref.name, "reply": self.reply,
                 "written": [str(p) for p in self.written]}
+
+
+@dataclass(frozen=True)
+class JobShow:
+    """``job show``: the job as the platform keeps it, and the provenance it carries."""
+
+    ref: JobRef
+    job: dict[str, Any]
+    provenance: dict[str, Any] | None
+    exit_code: int = 0
+
+    def to_json(self) -> JobShowDict:
+        return {"version": VERSION, "command": "show", "workspace": self.ref.workspace,
+                "name": self.ref.name, "job": self.job, "provenance": self.provenance}
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,15 @@ import yaml
 
 from envkit.platform.errors import PlatformError
 from envkit.platform.filesets import ensure_fileset, fileset_name
-from envkit.platform.jobs import JobRef, create_job
+from envkit.platform.jobs import PROVENANCE_FIELD, JobRef, create_job
 from envkit.platform.tree import scan_tree
 from envkit.platform.upload import UploadStats, complete_fileset
+from envkit.supply.provenance import run_record
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from envkit.model.provenance import ProvenanceDict
     from envkit.platform.http import PlatformClient
     from envkit.platform.upload import Progress
 
@@ -56,7 +58,7 @@ def environment_metadata(package: Path) -> tuple[str, dict[str, Any] | None]:
     meta = doc.get("metadata") if isinstance(doc, dict) else None
     if not isinstance(doc, dict) or not isinstance(meta, dict):
         return package.name, None
-    adapter = doc.get("adapter") if isinstance(doc.get("adapter"), dict) else {}
+    adapter = doc["adapter"] if isinstance(doc.get("adapter"), dict) else {}
     env = {
         "format": doc.get("format"),
         "name": meta.get("name") or package.name,
@@ -99,11 +101,25 @@ def job_spec(job_path: Path, model: str | None) -> dict[str, Any]:
     return spec
 
 
+def _record(package: Path, dataset: Path, job_path: Path) -> ProvenanceDict:
+    """The provenance the job carries (read before any upload: an unreadable file sends
+    nothing).
+
+    :raises PlatformError: a file cannot be read.
+    """
+    try:
+        return run_record(package, dataset, job_path).to_dict(files=False)
+    except OSError as exc:
+        msg = f"cannot read {exc.filename or package}: {exc.strerror or exc}"
+        raise PlatformError(msg) from None
+
+
 def submit_job(client: PlatformClient, ref: JobRef, job_path: Path, package: Path,
                dataset: Path, progress: Progress, model: str | None = None) -> SubmitResult:
     spec = job_spec(job_path, model)
+    record = _record(package, dataset, job_path)
     env = publish_package(client, ref.workspace, package, progress)
     data = publish(client, ref.workspace, dataset, "dataset", dataset.name, progress)
     spec = {**spec, "environment": env.ref, "dataset": data.ref}
-    job, created = create_job(client, ref, spec)
+    job, created = create_job(client, ref, spec, {PROVENANCE_FIELD: record})
     return SubmitResult(job, created, env, data)

@@ -22,7 +22,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from envkit.endpoint.scripted import ScriptedBackend, prompt_text
+from envkit.endpoint.scripted import Script, ScriptedBackend, prompt_text
 from envkit.endpoint.server import PolicyServer
 from envkit.errors import FailedError
 from envkit.gym.client import RolloutAbortedError, collect
@@ -153,8 +153,7 @@ class LiveProbe:
 
     def answer(self, by_prompt: Mapping[str, str], fallback: str) -> None:
         """The scripted replies for the next round (swapped between rounds, never during)."""
-        self.backend.by_prompt = dict(by_prompt)
-        self.backend.completion = fallback
+        self.backend.script = Script(fallback, dict(by_prompt))
 
     def send(self, rows: Sequence[Mapping[str, Any]], concurrency: int, timeout_s: float,
              on_done: Callable[[Sent], None] | None = None) -> list[Sent]:

@@ -92,6 +92,7 @@ def scale_from_manifest(data: Any, source: str) -> RewardScale | None:
             and all(isinstance(v, int | float) and not isinstance(v, bool) for v in span)
             and span[0] <= span[1]):
         return None
+    assert isinstance(reward, Mapping)  # span came from it
     better = reward.get("higher_is_better", True)
     return RewardScale(float(span[0]), float(span[1]), better is not False, source)
 

@@ -37,7 +37,8 @@ __all__ = ["Phase", "PhaseResult", "ProbeContext"]
 class PhaseResult(Protocol):
     """What a phase found: its diagnostics and its JSON section (``phases.<name>``)."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     @property
     def diagnostics(self) -> Sequence[Diagnostic]: ...
@@ -46,7 +47,8 @@ class PhaseResult(Protocol):
 
 
 class Phase(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def run(self, ctx: ProbeContext) -> PhaseResult:
         """Observe through ``ctx.live`` and judge; never raises over a package defect.

@@ -24,7 +24,10 @@ class Progress(Protocol):
 class _Silent:
     @contextlib.contextmanager
     def phase(self, name: str, total: int) -> Iterator[Callable[[int], None]]:
-        yield lambda n=1: None
+        def advance(n: int = 1) -> None:
+            return None
+
+        yield advance
 
 
 NO_PROGRESS: Progress = _Silent()
@@ -42,4 +45,8 @@ class RichProgress:
                    TimeElapsedColumn())
         with Progress(*columns, console=Console(file=sys.stderr), transient=False) as bar:
             task = bar.add_task(name, total=total)
-            yield lambda n=1: bar.advance(task, n)
+
+            def advance(n: int = 1) -> None:
+                bar.advance(task, n)
+
+            yield advance

@@ -9,6 +9,7 @@ from envkit.check.report import DiagnosticDict, Report, ReportDict
 from envkit.model.diagnostics import Severity
 from envkit.probe.loading import LoadResult
 from envkit.probe.scoring import ScoringResult
+from envkit.smoke.isolation import IsolationDict
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -34,7 +35,7 @@ class ProbeDict(TypedDict):
     dataset: str | None
     stage: str
     offline: bool
-    isolation: dict[str, Any] | None
+    isolation: IsolationDict | None
     codes: list[str]
     diagnostics: list[DiagnosticDict]
     static: ReportDict | None
@@ -61,7 +62,7 @@ class ProbeReport:
     static: Report | None = None
     dataset: str | None = None
     offline: bool = False
-    isolation: dict[str, Any] | None = None
+    isolation: IsolationDict | None = None
     job: ProbeJob | None = None
     thresholds: Thresholds | None = None
     scale: RewardScale | None = None

@@ -151,6 +151,8 @@ def _live(request: ProbeRequest, settings: Settings, base: ProbeReport, parts: d
         return replace(base, stage="start", failure=failure, log_tail=log_tail)
     try:
         timings["ready_s"] = live.ready_s or 0.0
+        # set by _base before any bring-up (a run without them stopped at validate)
+        assert base.job is not None and base.thresholds is not None and base.scale is not None
         ctx = ProbeContext(live, parts["rows"], base.job, base.thresholds, parts["panel"],
                            base.scale, parts["where"], base.stochastic, parts["resources"],
                            request.oracle_field, request.progress)

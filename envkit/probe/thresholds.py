@@ -86,7 +86,7 @@ class Thresholds:
 
     def over(self, settings: Settings) -> Thresholds:
         """These defaults, replaced by what ``settings`` (file + flags) set."""
-        by_key = {
+        by_key: dict[str, Any] = {
             "margin": settings.probe_margin, "repeats": settings.probe_repeats,
             "rows": settings.probe_rows, "dead_rows_warn": settings.probe_dead_rows_warn,
             "concurrency": settings.probe_concurrency,

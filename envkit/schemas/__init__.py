@@ -10,7 +10,8 @@ from typing import Any
 __all__ = ["SCHEMAS", "load_schema", "schema_text"]
 
 SCHEMAS = ("manifest", "diagnostics", "job", "convert", "rollout", "train", "train-config",
-           "rules", "settings", "error", "submit", "job-output", "smoke", "probe", "init")
+           "rules", "settings", "error", "submit", "job-output", "smoke", "probe", "init",
+           "provenance")
 """The inputs envkit reads (manifest, job) and the JSON every command can print."""
 
 

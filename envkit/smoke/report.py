@@ -29,6 +29,10 @@ __all__ = ["SMOKE_VERSION", "AgentResult", "ServerResult", "SmokeFinding", "Smok
 SMOKE_VERSION: Literal["2.0"] = "2.0"
 
 
+SmokeStage = Literal["validate", "setup", "start", "rollout", "done"]
+"""Where a smoke run stopped."""
+
+
 class FindingDict(DiagnosticDict):
     subject: str | None
     log_tail: str
@@ -58,7 +62,7 @@ class SmokeDict(TypedDict):
     version: Literal["2.0"]
     passed: bool
     package: str
-    stage: Literal["validate", "setup", "start", "rollout", "done"]
+    stage: SmokeStage
     offline: bool
     isolation: IsolationDict | None
     codes: list[str]
@@ -134,7 +138,7 @@ class SmokeReport:
     """``stage`` is where the run stopped: validate, setup, start, rollout, or done."""
 
     package: str
-    stage: str
+    stage: SmokeStage
     static: Report | None = None
     offline: bool = False
     isolation: IsolationDict | None = None

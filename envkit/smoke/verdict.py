@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 from envkit.gym import Finding, RuntimeEvents, Where, diagnose
 from envkit.smoke.findings import finding, read_log, rollout_finding, tail_of
-from envkit.smoke.report import AgentResult, ServerResult, SmokeFinding, SmokeReport
+from envkit.smoke.report import (
+    AgentResult,
+    ServerResult,
+    SmokeFinding,
+    SmokeReport,
+    SmokeStage,
+)
 from envkit.validators.spinup import EK701, EK704
 
 if TYPE_CHECKING:
@@ -20,6 +26,9 @@ if TYPE_CHECKING:
     from envkit.model.package import Package
 
 __all__ = ["SpinUpWatch", "rollout_report", "start_failure_report"]
+
+_STOPPED_AT: dict[str, SmokeStage] = {"setup": "setup", "start": "start", "serve": "start"}
+"""Where a ``GymRuntimeError`` leaves the run: a death while serving is a failed start."""
 
 
 @dataclass
@@ -87,7 +96,7 @@ def start_failure_report(base: SmokeReport, watch: SpinUpWatch, session: GymSess
     if exc.server and exc.server not in watch.instances:
         servers.append(ServerResult(exc.server, None, None, False, None, None, failed))
     named = exc.server is not None or any(s.failure for s in servers)
-    return replace(base, stage=exc.stage if exc.stage != "serve" else "start",
+    return replace(base, stage=_STOPPED_AT.get(exc.stage, "start"),
                    servers=tuple(servers), failures=() if named else (failed,))
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from envkit.errors import FailedError
+from envkit.model.tree import sha256_file
 from envkit.supply.resolve import PinnedWheel
 from envkit.supply.sdists import (
     SdistBuild,
@@ -25,7 +26,7 @@ from envkit.supply.sdists import (
     refuse_compiled,
     sdist_cache_dir,
 )
-from envkit.supply.wheelcache import WheelCache, link_or_copy, sha256_file
+from envkit.supply.wheelcache import WheelCache, link_or_copy
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

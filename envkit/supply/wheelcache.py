@@ -6,14 +6,12 @@ package's ``wheels/`` hard-links them for free and a warm build makes no network
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 from pathlib import Path
 
-__all__ = ["WheelCache", "link_or_copy", "sha256_file"]
+__all__ = ["WheelCache", "link_or_copy"]
 
-_CHUNK = 1 << 16
 
 
 class WheelCache:
@@ -38,14 +36,6 @@ class WheelCache:
         source.chmod(0o444)  # hard-linked into packages: nobody may edit the cached bytes
         source.replace(final)
         return final
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def link_or_copy(source: Path, target: Path) -> None:

@@ -149,17 +149,16 @@ def test_smoke_with_no_path_runs_the_current_package(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``validate --smoke`` takes `.` as validate does; at a workspace root, several: refused."""
-    from envkit.check.gate import GateRequest, GateUsageError
-    from envkit.smoke.gated import smoke_request
+    from envkit.check.gate import GateRequest, GateUsageError, one_package
 
     monkeypatch.chdir(VALID)
-    assert smoke_request(GateRequest()).package == Path()
+    assert one_package(GateRequest(), "--smoke") == Path()
     for name in ("a", "b"):
         shutil.copytree(VALID, tmp_path / "envs" / name)
     (tmp_path / "envkit.toml").write_text('packages = ["envs/*"]\n')
     monkeypatch.chdir(tmp_path)
     with pytest.raises(GateUsageError, match="the paths hold 2"):
-        smoke_request(GateRequest())
+        one_package(GateRequest(), "--smoke")
 
 
 def test_missing_package_dir_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from support.paths import REPO_ROOT
 from support.pep503 import serve_index
 
 from envkit.converters.env_source import build_source
+from envkit.supply.provenance import dataset_digest
 from envkit.validators import RULES
 
 pytestmark = pytest.mark.slow
@@ -111,6 +112,9 @@ def test_convert_validates_for_its_arch(tmp_path: Path, wheelhouse: Path, index_
     if project == "reverse-text":
         _check_reverse_text_rows(tmp_path)
     assert verdict["diagnostics"] == []
+    record = json.loads((tmp_path / "pkg" / "provenance.json").read_text())
+    assert record["closure"] == {"nemo-gym": "0.7.0", "verifiers": "0.3.1"}
+    assert record["dataset"]["sha256"] == dataset_digest(tmp_path / "data")
     ok = _validate(tmp_path, arch)
     assert ok.returncode == 0 and json.loads(ok.stdout)["diagnostics"] == [], ok.stdout
     # seed 001: adapter-wheels-v1 needs egress at job start, because verifiers_agent's own

@@ -48,6 +48,9 @@ def test_rollout_json_follows_its_schema(tmp_path: Path) -> None:
                      "--max-tokens", "4", "-o", out)
     Draft202012Validator(load_schema("rollout")).validate(result)
     assert (result["rollouts"], result["failed"], result["output"]) == (2, 0, str(out))
+    record = json.loads((tmp_path / "provenance.json").read_text())  # next to the rollouts
+    Draft202012Validator(load_schema("provenance")).validate(record)
+    assert record["package"]["name"] and record["dataset"]["sha256"] and record["job"] is None
 
 
 def test_train_json_follows_its_schema(tmp_path: Path) -> None:

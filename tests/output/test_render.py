@@ -139,6 +139,16 @@ def _job_reply() -> object:
     return JobReply("wait", _job_ref(), {"status": "error"})
 
 
+def _job_show() -> object:
+    from envkit.model.provenance import Provenance
+    from envkit.platform.outcomes import JobShow
+
+    record = Provenance("0.1.0", "env", "wheels-v1", "a" * 64, lock_sha256="b" * 64,
+                        target="cp313-manylinux_2_17_x86_64", gym_version="0.7.0")
+    return JobShow(_job_ref(), {"name": "rl-1", "status": "completed", "spec": {}},
+                   dict(record.to_dict(files=False)))
+
+
 def _job_metrics() -> object:
     from envkit.platform.outcomes import JobMetrics
 
@@ -169,7 +179,7 @@ SAMPLES: dict[str, Callable[[], object]] = {
     "refused convert": _refused_convert, "rollout": _rollout, "train": _train,
     "compiled config": _compiled_config, "schema": _schema, "rules": _rules,
     "settings": _settings, "smoke": _smoke, "submit": _submit, "job reply": _job_reply,
-    "job metrics": _job_metrics, "job logs": _job_logs, "init": _init,
+    "job metrics": _job_metrics, "job logs": _job_logs, "job show": _job_show, "init": _init,
     "probe": _probe,
 }
 """One result of every type a command returns (the real types, with made-up values)."""

@@ -11,6 +11,7 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints, is_typedd
 import pytest
 
 from envkit.check.report import ReportDict
+from envkit.model.provenance import ProvenanceDict
 from envkit.output.shapes import (
     CompiledConfigDict,
     ConvertDict,
@@ -21,7 +22,13 @@ from envkit.output.shapes import (
     SettingsDict,
     TrainDict,
 )
-from envkit.platform.outcomes import JobLogsDict, JobMetricsDict, JobReplyDict, SubmitDict
+from envkit.platform.outcomes import (
+    JobLogsDict,
+    JobMetricsDict,
+    JobReplyDict,
+    JobShowDict,
+    SubmitDict,
+)
 from envkit.probe.report import ProbeDict
 from envkit.schemas import SCHEMAS, load_schema
 from envkit.smoke.report import SmokeDict
@@ -32,6 +39,7 @@ SHAPES: dict[type, str] = {
     RulesDict: "rules", SettingsDict: "settings", SmokeDict: "smoke", ProbeDict: "probe",
     SubmitDict: "submit",
     JobReplyDict: "job-output", JobMetricsDict: "job-output", JobLogsDict: "job-output",
+    JobShowDict: "job-output", ProvenanceDict: "provenance",
 }
 """Each JSON output's shape and the schema it follows."""
 

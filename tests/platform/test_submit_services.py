@@ -6,6 +6,7 @@ submit in the platform's own 422. The char_pattern wheels-v1 package (~400 MB) i
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -187,7 +188,8 @@ def test_sigkill_mid_upload_then_rerun_resends_nothing_already_there(e2e, char_p
         slow.close()
         log.close()
     first = set(slow.puts())
-    assert 40 <= len(first) < 189, (tmp_path / "killed.log").read_text()[-2000:]
+    files = sum(1 for p in pkg.rglob("*") if p.is_file())  # 190 with provenance.json
+    assert 40 <= len(first) < files, (tmp_path / "killed.log").read_text()[-2000:]
     env_name = next(n for n in _filesets(e2e, "killtest") if n.startswith("char-pattern-"))
     assert _fileset(e2e, f"killtest/{env_name}")["custom_fields"]["envkit_complete"] is False
 
@@ -199,7 +201,7 @@ def test_sigkill_mid_upload_then_rerun_resends_nothing_already_there(e2e, char_p
     assert rerun.returncode == 0, rerun.stderr
     second = proxy.puts()
     assert not first & set(second), sorted(first & set(second))[:3]
-    assert len(first) + len([p for p in second if env_name in p]) == 189
+    assert len(first) + len([p for p in second if env_name in p]) == files
     assert _fileset(e2e, f"killtest/{env_name}")["custom_fields"]["envkit_complete"] is True
 
 
@@ -327,3 +329,26 @@ def test_build_upload_prints_the_refs_of_complete_filesets(e2e, tmp_path):
     body = _fileset(e2e, ref)
     assert body["custom_fields"]["envkit_complete"] is True
     assert body["metadata"]["environment"]["format"] == "native-v1"
+
+
+def test_job_show_returns_the_provenance_submit_attached(e2e, char_pkg):
+    pkg, data = char_pkg
+    built = json.loads((pkg / "provenance.json").read_text())  # written by `envkit build`
+    submitted = envkit("submit", str(JOB), "--env", str(pkg), "--dataset", str(data),
+                       "--offline", url=e2e, check=True)
+    name = json.loads(submitted.stdout)["name"]
+    shown = _shaped(envkit("job", "show", name, "--output-format", "json", url=e2e,
+                           check=True).stdout, "job-output")
+    record = shown["provenance"]
+    Draft202012Validator(load_schema("provenance")).validate(record)
+    assert shown["job"]["custom_fields"]["envkit_provenance"] == record  # kept by the platform
+    assert record["package"]["sha256"] == built["package"]["sha256"]
+    assert record["lock"] == built["lock"]
+    assert record["lock"]["target"].startswith("cp313-manylinux_")  # `--arch x86_64`
+    assert record["lock"]["target"].endswith("_x86_64")
+    assert record["closure"] == {"nemo-gym": "0.7.0", "verifiers": None}
+    assert record["job"]["sha256"] == hashlib.sha256(JOB.read_bytes()).hexdigest()
+    dataset = _fileset(e2e, shown["job"]["spec"]["dataset"])
+    assert record["dataset"]["sha256"] == dataset["custom_fields"]["envkit_tree_sha256"]
+    human = envkit("job", "show", name, url=e2e, check=True).stdout
+    assert "provenance" in human and record["package"]["sha256"] in human

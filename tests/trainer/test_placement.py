@@ -31,6 +31,13 @@ def test_gpu_node_with_vllm_tp2_gives_rollout_two_gpus_and_trainer_one():
     assert plan.trainer == {"num_cpus": 0, "num_gpus": 1}
 
 
+def test_an_unset_vllm_tp_is_one_gpu_per_engine():
+    """The job may leave ``vllm_tensor_parallel_size`` unset (the platform compiles NeMo-RL's
+    default, 1); placement once passed the None on as the rollout actor's GPU count."""
+    plan = plan_placement([GPU8_NODE], _cfg(), "vllm")
+    assert plan.rollout == {"num_cpus": 0, "num_gpus": 1}
+
+
 def test_hf_backend_on_a_gpu_cluster_generates_without_a_gpu():
     plan = plan_placement([GPU8_NODE], _cfg(vllm_tensor_parallel_size=4), "hf")
     assert plan.rollout["num_gpus"] == 0

@@ -122,8 +122,8 @@ class HFBackend:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def decode(self, token_ids: Sequence[int]) -> str:
-        return self.tokenizer.decode([t for t in token_ids if t not in self._eos],
-                                     skip_special_tokens=True)
+        return str(self.tokenizer.decode([t for t in token_ids if t not in self._eos],
+                                         skip_special_tokens=True))
 
     def generate(self, prompts: Sequence[Prompt], params: SamplingParams) -> list[GenerationOutput]:
         encoded = [self.encode_prompt(p) for p in prompts]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from envkit.endpoint.generation import (
     Completion,
+    FinishReason,
     GenerationError,
     GenerationOutput,
     Prompt,
@@ -57,7 +58,7 @@ def to_completion(output: Any, top_k: int) -> Completion:
                      key=lambda kv: -kv[1])[:top_k])
         for step in steps
     ) if top_k else ()
-    reason = "length" if output.finish_reason == "length" else "stop"
+    reason: FinishReason = "length" if output.finish_reason == "length" else "stop"
     return Completion(ids, logprobs, output.text, reason, tops)
 
 

@@ -17,14 +17,18 @@ if TYPE_CHECKING:
     from envkit.gym import Rollout
     from envkit.trainer.policy import Policy
 
-__all__ = ["RolloutFailedError", "RolloutSource"]
+__all__ = ["GenerationSource", "RolloutFailedError", "RolloutSource"]
 
 
 class RolloutFailedError(FailedError, RuntimeError):
     """A rollout source failed in a way it can recover from (e.g. a Gym server died)."""
 
 
-class RolloutSource(Protocol):
+class GenerationSource(Protocol):
+    """What the GRPO loop calls: generate, follow the weights, recover. A driver-side proxy of
+    a source living in a Ray actor is one too; bringing the source up and down is its owner's
+    (:class:`RolloutSource`)."""
+
     def rollouts(
         self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0,
         seed: int | None = None,
@@ -50,6 +54,10 @@ class RolloutSource(Protocol):
     def restart(self) -> None:
         """Recover after a :class:`RolloutFailedError` (a no-op where nothing can break)."""
         ...
+
+
+class RolloutSource(GenerationSource, Protocol):
+    """A source its owner brings up and down (the loop's caller, or the Ray actor)."""
 
     def start(self) -> None:
         """Bring up what generation needs (servers, endpoint); the Ray actor calls it."""

@@ -83,7 +83,7 @@ def gym_source_options(
     """
     engine = EngineOptions(
         hf_config_overrides=dict(cfg.hf_config_overrides),
-        vllm_tensor_parallel_size=cfg.training.vllm_tensor_parallel_size,
+        vllm_tensor_parallel_size=cfg.training.vllm_tensor_parallel_size or 1,
         vllm_gpu_memory_utilization=cfg.training.vllm_gpu_memory_utilization,
     )
     return GymSourceOptions(
@@ -266,7 +266,7 @@ class GymRolloutSource:
         session, req = self.session, self.opts.requests
         reason = session.dead()
         if reason or session.servers is None:
-            raise RolloutFailedError(reason)
+            raise RolloutFailedError(reason or "the Gym servers are not up")
         expanded = expand_rows(rows, num_repeats=num_generations, temperature=req.temperature,
                                max_tokens=req.max_tokens)
         if seed is not None:

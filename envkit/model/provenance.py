@@ -1,0 +1,238 @@
+"""``provenance.json``: which package, closure and versions a package, job or run came from.
+
+One record, written in three places: ``envkit build`` / ``envkit convert`` put it at the
+package root (``validate`` then reports files that changed since, EK209); ``envkit submit``
+attaches it to the job (the job's ``custom_fields``, which the platform keeps and returns:
+``envkit job show``); ``envkit train``, ``envkit rollout`` and the probe write it next to their
+metrics. The package's own copy also lists every file's SHA-256, so EK209 can name the file
+that changed; the copies attached elsewhere carry the digest only.
+
+What the package digest covers: every regular file of the package (symlinks and special files
+are not files the digest can pin; EK204/EK207 report those), ``wheels.lock`` included, except
+``provenance.json`` itself at the root. It is ``envkit.model.tree``'s digest with purpose
+``package``. The dataset digest is the same function over the dataset directory with purpose
+``dataset``: the digest ``envkit submit`` names the dataset FileSet by.
+
+No timestamps: the same inputs give the same bytes. The reader is lenient, as the other model
+readers are (``ProvenanceDoc.error`` says why a record could not be read); the writer is
+``envkit.supply.provenance.write_provenance`` (atomic).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+from envkit.model.jsonfile import JsonObject, parse_object, read_object
+from envkit.model.tree import hash_files
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from pathlib import Path
+
+    from envkit.model.lock import Lock
+    from envkit.model.tree import Tree
+
+__all__ = [
+    "DATASET_PURPOSE",
+    "PACKAGE_PURPOSE",
+    "PROVENANCE_NAME",
+    "PROVENANCE_VERSION",
+    "Provenance",
+    "ProvenanceDict",
+    "ProvenanceDoc",
+    "closure_versions",
+    "covered_paths",
+    "from_dict",
+    "package_tree",
+    "parse_provenance",
+    "read_provenance",
+    "sha256_bytes",
+]
+
+PROVENANCE_NAME = "provenance.json"
+PROVENANCE_VERSION: Literal["1.0"] = "1.0"
+PACKAGE_PURPOSE = "package"
+DATASET_PURPOSE = "dataset"
+_MAX_BYTES = 8 * 1024 * 1024
+_CLOSURE = {"nemo-gym": "gym_version", "verifiers": "verifiers_version"}
+_PIN = re.compile(r"^\s*(nemo[-_.]gym|verifiers)\s*(?:\[[^\]]*\])?\s*===?\s*([\w.+!-]+)",
+                  re.IGNORECASE)
+
+
+class _PackageRequired(TypedDict):
+    name: str | None
+    format: str | None
+    sha256: str | None
+
+
+class _PackageDict(_PackageRequired, total=False):
+    # Not NotRequired[...]: under postponed annotations Python 3.11 cannot see it.
+    files: dict[str, str]
+
+
+class _LockDict(TypedDict):
+    sha256: str | None
+    target: str | None
+
+
+_ClosureDict = TypedDict("_ClosureDict", {"nemo-gym": str | None, "verifiers": str | None})
+
+
+class _DigestDict(TypedDict):
+    sha256: str
+
+
+class ProvenanceDict(TypedDict):
+    """The JSON shape (``envkit schema provenance``, version ``1.0``)."""
+
+    version: Literal["1.0"]
+    envkit_version: str
+    package: _PackageDict
+    lock: _LockDict | None
+    closure: _ClosureDict
+    dataset: _DigestDict | None
+    job: _DigestDict | None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """The record. Fields a writer did not know (no job at build time) are None."""
+
+    envkit_version: str
+    package_name: str | None = None
+    package_format: str | None = None
+    package_sha256: str | None = None
+    package_files: Mapping[str, str] = field(default_factory=dict)
+    """``path -> sha256`` of every covered file (only in the package's own copy)."""
+    lock_sha256: str | None = None
+    target: str | None = None
+    """The lock's target (``cp313-manylinux_2_17_x86_64``)."""
+    gym_version: str | None = None
+    verifiers_version: str | None = None
+    dataset_sha256: str | None = None
+    job_sha256: str | None = None
+    version: str = PROVENANCE_VERSION
+
+    def to_dict(self, *, files: bool = True) -> ProvenanceDict:
+        """The JSON shape (``envkit schema provenance``); ``files=False`` drops the file list."""
+        package: _PackageDict = {"name": self.package_name, "format": self.package_format,
+                                   "sha256": self.package_sha256}
+        if files and self.package_files:
+            package["files"] = dict(sorted(self.package_files.items()))
+        return {
+            "version": PROVENANCE_VERSION,  # this writer's shape, whatever was read
+            "envkit_version": self.envkit_version,
+            "package": package,
+            "lock": {"sha256": self.lock_sha256, "target": self.target}
+            if self.lock_sha256 else None,
+            "closure": {"nemo-gym": self.gym_version, "verifiers": self.verifiers_version},
+            "dataset": {"sha256": self.dataset_sha256} if self.dataset_sha256 else None,
+            "job": {"sha256": self.job_sha256} if self.job_sha256 else None,
+        }
+
+    def dumps(self, *, files: bool = True) -> str:
+        """The file's text: 2-space JSON, final newline."""
+        return json.dumps(self.to_dict(files=files), indent=2) + "\n"
+
+    def summary(self) -> Provenance:
+        """The record without the per-file list (what a job or a run carries)."""
+        return replace(self, package_files={})
+
+
+@dataclass(frozen=True)
+class ProvenanceDoc:
+    """``provenance.json`` as read, and the package's files as they are now."""
+
+    path: str = PROVENANCE_NAME
+    record: Provenance | None = None
+    error: str | None = None
+    actual: Tree | None = None
+    """The covered files hashed at load (``package_tree``); None when they could not be."""
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def covered_paths(regular_files: Iterable[str]) -> list[str]:
+    """The package's regular files that its digest covers: all but the record itself."""
+    return sorted(p for p in regular_files if p != PROVENANCE_NAME)
+
+
+def package_tree(root: Path, regular_files: Iterable[str],
+                 stamps: Mapping[str, list[Any]] | None = None) -> Tree:
+    """The package digest over ``covered_paths(regular_files)``.
+
+    :raises OSError: a file cannot be read.
+    """
+    return hash_files(root, covered_paths(regular_files), PACKAGE_PURPOSE, stamps)
+
+
+def closure_versions(lock: Lock | None, requirement_texts: Iterable[str] = ()) -> dict[str, str]:
+    """``{"gym_version": ..., "verifiers_version": ...}`` as the closure pins them.
+
+    The lock's wheels first (what is vendored), then its ``gym_version``, then ``==`` pins in
+    the servers' requirements (native-v1 has no lock). Keys without a pin are left out.
+    """
+    found: dict[str, str] = {}
+    for wheel in lock.wheels if lock else ():
+        key = _CLOSURE.get(re.sub(r"[-_.]+", "-", wheel.name).lower())
+        if key:
+            found.setdefault(key, wheel.version)
+    if lock and lock.gym_version:
+        found.setdefault("gym_version", lock.gym_version)
+    for text in requirement_texts:
+        for line in text.splitlines():
+            if match := _PIN.match(line):
+                key = _CLOSURE[re.sub(r"[-_.]+", "-", match[1]).lower()]
+                found.setdefault(key, match[2])
+    return found
+
+
+def read_provenance(path: Path) -> ProvenanceDoc:
+    """Read ``path`` (a regular file the package walk found); never raises over content."""
+    return _record_of(read_object(path, _MAX_BYTES))
+
+
+def parse_provenance(raw: bytes) -> ProvenanceDoc:
+    """The record in ``raw``, leniently: a wrong-typed field reads as None."""
+    return _record_of(parse_object(raw, _MAX_BYTES))
+
+
+def _record_of(doc: JsonObject) -> ProvenanceDoc:
+    if doc.data is None:
+        return ProvenanceDoc(error=doc.error)
+    return ProvenanceDoc(record=from_dict(doc.data))
+
+
+def from_dict(data: Mapping[str, Any]) -> Provenance:
+    """A record from its JSON shape (``to_dict``), leniently."""
+    package, lock = _part(data, "package"), _part(data, "lock")
+    closure = _part(data, "closure")
+    files = package.get("files")
+    return Provenance(
+        envkit_version=_text(data, "envkit_version") or "",
+        package_name=_text(package, "name"), package_format=_text(package, "format"),
+        package_sha256=_text(package, "sha256"),
+        package_files={k: v for k, v in files.items() if isinstance(v, str)}
+        if isinstance(files, dict) else {},
+        lock_sha256=_text(lock, "sha256"), target=_text(lock, "target"),
+        gym_version=_text(closure, "nemo-gym"), verifiers_version=_text(closure, "verifiers"),
+        dataset_sha256=_text(_part(data, "dataset"), "sha256"),
+        job_sha256=_text(_part(data, "job"), "sha256"),
+        version=_text(data, "version") or "",
+    )
+
+
+def _part(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _text(data: Mapping[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    return value if isinstance(value, str) else None

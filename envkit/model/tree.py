@@ -1,0 +1,103 @@
+"""One digest for a directory of files: relative paths, sizes, SHA-256, in path order.
+
+Why one function for two uses: the platform names a content-addressed FileSet by this digest
+(``envkit.platform.tree``), and a package's provenance record (``envkit.model.provenance``)
+pins the package's files with it. The same bytes under the same paths give the same digest
+on every machine; no timestamps, owners or modes go in.
+
+The ``purpose`` is hashed first, so a package and a dataset with equal files never share a
+digest. ``stamps`` lets a caller skip re-reading files whose (size, mtime, inode) are unchanged
+since the last scan; this module never stores them (the layers above decide where they live).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+__all__ = ["Stamps", "Tree", "TreeFile", "hash_files", "sha256_file", "tree_digest",
+           "walk_files"]
+
+Stamps = dict[str, list[Any]]
+"""``rel -> [size, mtime_ns, inode, sha256]`` of the last scan."""
+
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class TreeFile:
+    path: str  # POSIX, relative to the tree root
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Tree:
+    root: Path
+    files: tuple[TreeFile, ...]
+    digest: str  # sha256 over purpose and every (path, size, sha256), in path order
+    stamps: Stamps = field(default_factory=dict, compare=False, repr=False)
+    """What this scan saw, for the caller to keep for the next one."""
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+def sha256_file(path: Path) -> str:
+    """The file's SHA-256, hex (wheel pins, FileSet entries, provenance: one function)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def walk_files(root: Path) -> list[str]:
+    """Every non-directory name under ``root`` (links to directories are not entered)."""
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        base = Path(dirpath).relative_to(root)
+        found.extend((base / name).as_posix() for name in filenames)
+    return sorted(found)
+
+
+def tree_digest(files: Iterable[TreeFile], purpose: str) -> str:
+    """The digest of ``files`` (sorted here, so callers need not) for ``purpose``."""
+    h = hashlib.sha256(f"envkit-tree-v1\n{purpose}\n".encode())
+    for f in sorted(files, key=lambda f: f.path):
+        h.update(f"{f.path}\t{f.size}\t{f.sha256}\n".encode())
+    return h.hexdigest()
+
+
+def hash_files(root: Path, rels: Iterable[str], purpose: str,
+               stamps: Mapping[str, list[Any]] | None = None) -> Tree:
+    """Hash ``rels`` under ``root``; a file whose stamp matches ``stamps`` is not re-read.
+
+    Why the stamp: a resubmit or re-validate of an unchanged 400 MB package should cost a
+    stat per file, not a re-read. Entries that are not regular files (after following a
+    link, as an upload would) are skipped.
+
+    :raises OSError: a file cannot be stat'ed or read.
+    """
+    old = stamps or {}
+    fresh: Stamps = {}
+    files = []
+    for rel in sorted(rels):
+        path = root / rel
+        if not path.is_file():  # a socket or FIFO; validate reports them (EK207)
+            continue
+        st = path.stat()
+        stamp = [st.st_size, st.st_mtime_ns, st.st_ino]
+        hit = old.get(rel)
+        digest = hit[3] if hit and list(hit[:3]) == stamp else sha256_file(path)
+        fresh[rel] = [*stamp, digest]
+        files.append(TreeFile(rel, st.st_size, digest))
+    return Tree(root=root, files=tuple(files), digest=tree_digest(files, purpose), stamps=fresh)
