@@ -60,7 +60,8 @@ class _LazyGroup(click.Group):
         state = run_state(ctx)
         argv = [*getattr(ctx, "_protected_args", ()), *ctx.args]  # the command's, for errors
         try:
-            result = super().invoke(ctx)
+            with _venv_progress(argv[0] if argv else ""):
+                result = super().invoke(ctx)
         except click.exceptions.Exit:
             raise
         except (click.exceptions.Abort, KeyboardInterrupt):
@@ -92,6 +93,21 @@ class _LazyGroup(click.Group):
         command = self.get_command(ctx, argv[0]) if argv else None
         sub = click.Context(command, info_name=argv[0], parent=ctx) if command else ctx
         return click.UsageError(message, ctx=sub)
+
+
+_GYM_COMMANDS = frozenset({"smoke", "train", "rollout", "probe"})
+"""The commands that bring Gym servers up, so may build venvs for minutes."""
+
+
+def _venv_progress(command: str) -> contextlib.AbstractContextManager[object]:
+    """Venv set-up progress on stderr for every Gym bring-up of ``command`` (one observer for
+    all of them); imported only there: other commands skip the runtime's imports."""
+    if command not in _GYM_COMMANDS:
+        return contextlib.nullcontext()
+    from envkit.gym import observing
+    from envkit.output.venvs import VenvProgress
+
+    return observing(VenvProgress())
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -6,7 +6,9 @@ only, never from its modules (whose layout may change).
 
 - :class:`GymSession` -- policy endpoint + servers, up and down together; :meth:`dead` and
   :meth:`failure` say whether Gym still serves, :meth:`server_log` reads a server's log;
-- :class:`RuntimeEvents` -- callbacks on set-up, launch, each server's readiness;
+- :class:`RuntimeEvents` -- callbacks on set-up (each venv step, a :class:`VenvStep`), launch,
+  each server's readiness; :func:`observing` tells an observer about every runtime (the CLI's
+  venv progress);
 - :class:`GymRuntimeError` -- a start (or Gym) failed: likely EK code, the failed ``server``,
   the servers ``not_ready``, the log tail;
 - :func:`collect` (+ :class:`RequestOptions`) -- rows to ``/run``, answers as :class:`Rollout`;
@@ -33,7 +35,7 @@ from envkit.gym.client import (
     write_results,
 )
 from envkit.gym.diagnose import Finding, Where, diagnose, tail
-from envkit.gym.events import RuntimeEvents
+from envkit.gym.events import RuntimeEvents, VenvStep, observing
 from envkit.gym.processes import free_port
 from envkit.gym.rollout import Rollout, TokenTurn
 from envkit.gym.rows import expand_rows, load_rows, rows_by_agent
@@ -67,6 +69,7 @@ __all__ = [
     "ServerInfo",
     "SupportsClose",
     "TokenTurn",
+    "VenvStep",
     "Where",
     "collect",
     "diagnose",
@@ -75,6 +78,7 @@ __all__ = [
     "free_port",
     "load_rows",
     "mean_reward_by_agent",
+    "observing",
     "post_row",
     "rows_by_agent",
     "tail",

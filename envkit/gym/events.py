@@ -5,12 +5,19 @@ package up once and sends many batches, the trainer only wants the servers. Each
 :class:`RuntimeEvents` (or nothing) to :class:`~envkit.gym.session.GymSession`; the runtime
 calls it from the thread that runs ``start()``, in this order:
 
+0. :meth:`~RuntimeEvents.on_venv` for each step of the venvs' set-up (:class:`VenvStep`):
+   the Gym venv, then each server venv's create/resolve/download/install, then the offline
+   ``wheels/`` install; one ``cached`` step when a venv is reused;
 1. :meth:`~RuntimeEvents.on_setup_done` once the server venvs exist (built or reused);
 2. :meth:`~RuntimeEvents.on_launch` when ``gym env start`` is spawned (again after a retry or a
    restart: a watcher resets what it recorded);
 3. :meth:`~RuntimeEvents.on_servers_known` once the head server lists its instances;
 4. :meth:`~RuntimeEvents.on_server_ready` per server, the first time its port answers HTTP;
 5. :meth:`~RuntimeEvents.on_ready` when Gym's head says every server is ready.
+
+Besides the caller's own events, every runtime also tells the *observers* installed with
+:func:`observing` (the CLI's progress display): one place that watches smoke, train, rollout
+and probe alike, without each passing a renderer down.
 
 A failure raises :class:`~envkit.gym.types.GymRuntimeError` (with ``server``, ``not_ready``
 and ``stage``) instead of a callback. A server's log while it runs is
@@ -20,19 +27,24 @@ exception from one ends the start like any other failure.
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
+from envkit.gym.venvsteps import VenvStep
+
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterator, Mapping
     from pathlib import Path
 
     from envkit.gym.types import GymServers, ServerInfo
 
-__all__ = ["RuntimeEvents"]
-
+__all__ = ["Fanout", "RuntimeEvents", "VenvStep", "observers", "observing"]
 
 class RuntimeEvents:
     """No-op callbacks: subclass and override the ones you need."""
+
+    def on_venv(self, step: VenvStep) -> None:
+        """A venv set-up step started, finished, or was skipped (cached)."""
 
     def on_setup_done(self, venv_dir: Path, seconds: float) -> None:
         """The server venvs under ``venv_dir`` are ready; ``seconds`` since ``start()``."""
@@ -48,3 +60,52 @@ class RuntimeEvents:
 
     def on_ready(self, servers: GymServers, seconds: float) -> None:
         """Every server is ready, ``seconds`` after the launch."""
+
+
+_OBSERVERS: list[RuntimeEvents] = []
+
+
+@contextlib.contextmanager
+def observing(events: RuntimeEvents) -> Iterator[RuntimeEvents]:
+    """Tell ``events`` about every runtime started inside the block (the CLI's progress)."""
+    _OBSERVERS.append(events)
+    try:
+        yield events
+    finally:
+        _OBSERVERS.remove(events)
+
+
+def observers() -> tuple[RuntimeEvents, ...]:
+    """The observers installed now, outermost first."""
+    return tuple(_OBSERVERS)
+
+
+class Fanout(RuntimeEvents):
+    """Every callback to each of ``targets`` in order (the caller's events, then observers)."""
+
+    def __init__(self, *targets: RuntimeEvents) -> None:
+        self.targets = targets
+
+    def on_venv(self, step: VenvStep) -> None:
+        for target in self.targets:
+            target.on_venv(step)
+
+    def on_setup_done(self, venv_dir: Path, seconds: float) -> None:
+        for target in self.targets:
+            target.on_setup_done(venv_dir, seconds)
+
+    def on_launch(self, head_url: str) -> None:
+        for target in self.targets:
+            target.on_launch(head_url)
+
+    def on_servers_known(self, servers: Mapping[str, ServerInfo]) -> None:
+        for target in self.targets:
+            target.on_servers_known(servers)
+
+    def on_server_ready(self, name: str, seconds: float) -> None:
+        for target in self.targets:
+            target.on_server_ready(name, seconds)
+
+    def on_ready(self, servers: GymServers, seconds: float) -> None:
+        for target in self.targets:
+            target.on_ready(servers, seconds)

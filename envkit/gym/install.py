@@ -9,8 +9,11 @@ platform's training notes):
 
 ``--offline`` makes step 1 index-free too (``no-index`` in envkit's uv.toml, see below), so
 what ``wheels/`` lacks fails here, not on the cluster. Venvs are cached under
-``cache_root()/server-venvs/<key>``, the key hashing the package's content, the Gym version, the
-interpreter and the install mode, so a second run of the same package skips every install.
+``cache_root()/server-venvs/<key>``, the key (:func:`closure_key`) naming what the venvs hold --
+the install inputs, ``wheels/`` by content, the Gym version, the interpreter -- not how it got
+there: an ``--offline`` build and an online one of the same closure share one tree (the ready
+marker says which built it: an ``--offline`` run rebuilds a tree an online run built, since
+only an index-free install proves that ``wheels/`` is enough).
 
 A 3.13 interpreter older than nemo-gym's ``Requires-Python`` floor needs an explicit override;
 uv has no environment variable for ``--python-version``, so envkit hands Gym's uv calls a
@@ -19,28 +22,38 @@ generated ``uv.toml`` (``UV_CONFIG_FILE``) with ``[pip] python-version``: opt-in
 
 from __future__ import annotations
 
-import hashlib
+import json
 import logging
 import os
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envkit.gym.diagnose import Where, diagnose, tail
 from envkit.gym.types import GymRuntimeError, PolicyEndpoint
 from envkit.gym.venv import GymVenv, uv_binary
+from envkit.gym.venvsteps import VenvStep
+from envkit.supply.cache import content_key
 from envkit.supply.isolation import isolated_env
 from envkit.validators.wheels import EK403
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
 
 __all__ = [
     "OUTER_RAY_ENV",
     "READY_MARKER",
     "WHEEL_FORMATS",
     "RunPaths",
+    "closure_key",
     "gym_args",
     "gym_env",
+    "mark_ready",
     "offline_install",
     "package_key",
+    "reusable",
     "write_uv_toml",
 ]
 
@@ -67,16 +80,57 @@ class RunPaths:
         return self.run_dir / "pkg"
 
 
+_INSTALL_INPUTS = frozenset({"requirements.txt", "pyproject.toml", "overrides.txt"})
+"""The files Gym's ``uv pip install`` of a server reads (``setup_command.py``)."""
+
+
 def package_key(package: Path, *parts: str) -> str:
     """sha256 over the package's files (paths + bytes) and ``parts``; 16 hex chars."""
-    digest = hashlib.sha256()
-    for part in parts:
-        digest.update(part.encode() + b"\0")
     files = (p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-    for path in sorted(files):
-        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()[:16]
+    return content_key(parts, ((p.relative_to(package).as_posix(), p) for p in files))
+
+
+def closure_key(package: Path, fmt: str, config_paths: Iterable[str], *parts: str) -> str:
+    """The key of the venvs that install ``package``: a function of what they will hold.
+
+    What decides it: ``parts`` (the Gym version, the interpreter, the override, the harness),
+    the configs (which servers get a venv), each server's install inputs
+    (``requirements.txt``/``pyproject.toml``/``overrides.txt``) and, for the wheels formats,
+    every file in ``wheels/`` by content (the second install puts all of them in every venv).
+    Not the install mode, nor files no install reads (``app.py``, data, docs): editing a
+    server's code keeps its venvs.
+    """
+    files: list[tuple[str, Path]] = []
+    for path in package.rglob("*"):
+        rel = path.relative_to(package)
+        if rel.parts[0] in {"wheels", ".venv"} or "__pycache__" in rel.parts:
+            continue
+        if path.name in _INSTALL_INPUTS and path.is_file():
+            files.append((rel.as_posix(), path))
+    files += [(c, package / c) for c in config_paths if (package / c).is_file()]
+    if fmt in WHEEL_FORMATS:
+        files += [(f"wheels/{w.name}", w) for w in (package / "wheels").glob("*.whl")]
+    return content_key((f"format={fmt}", *parts), files)
+
+
+def reusable(venv_dir: Path, *, offline: bool) -> bool:
+    """Whether the venv tree is complete and fits the mode: ``--offline`` needs one built
+    ``--offline`` (the proof that ``wheels/`` is enough); any complete tree serves online."""
+    marker = venv_dir / READY_MARKER
+    if not marker.exists():
+        return False
+    if not offline:
+        return True
+    try:
+        return bool(json.loads(marker.read_text()).get("offline"))
+    except (ValueError, AttributeError):
+        return False
+
+
+def mark_ready(venv_dir: Path, package: Path, *, offline: bool) -> None:
+    """The tree is complete; ``offline``: no index was used to build it."""
+    record = {"package": str(package), "offline": offline}
+    (venv_dir / READY_MARKER).write_text(json.dumps(record))
 
 
 def gym_env(gym: GymVenv, paths: RunPaths, fmt: str, uv_toml: Path) -> dict[str, str]:
@@ -136,8 +190,11 @@ def gym_args(config_paths: list[str], policy: PolicyEndpoint, venv_dir: Path, ru
     ]
 
 
-def offline_install(wheels: Path, venv_dir: Path, env: dict[str, str]) -> None:
+def offline_install(wheels: Path, venv_dir: Path, env: dict[str, str],
+                    on_step: Callable[[VenvStep], None] = lambda step: None) -> None:
     """The platform's second install: ``wheels/`` with ``--no-index`` into every server venv.
+
+    ``on_step`` hears a ``wheels`` start and done per venv (progress while it runs).
 
     :raises GymRuntimeError: uv refused (the likely code from its stderr, else that of a
         requirement ``wheels/`` does not satisfy).
@@ -146,6 +203,9 @@ def offline_install(wheels: Path, venv_dir: Path, env: dict[str, str]) -> None:
     if not files:
         return
     for python in sorted(venv_dir.glob("*/*/.venv/bin/python")):
+        server = python.parents[2].relative_to(venv_dir).as_posix()
+        started = time.monotonic()
+        on_step(VenvStep(server, "wheels", "start"))
         cmd = [uv_binary(), "pip", "install", "--no-config", "--quiet", "--python", str(python),
                "--no-index", "--find-links", str(wheels), *files]
         if "python-version" in Path(env["UV_CONFIG_FILE"]).read_text():
@@ -154,7 +214,8 @@ def offline_install(wheels: Path, venv_dir: Path, env: dict[str, str]) -> None:
                              check=False, timeout=1800)
         if out.returncode != 0:
             found = diagnose(out.stderr, Where.INSTALL)
-            server = python.parents[2].relative_to(venv_dir)
             msg = f"offline install of wheels/ into {server} failed: {found.reason}"
             raise GymRuntimeError(msg, code=found.code or EK403.code, log_tail=tail(out.stderr),
                                   reason=found.reason, evidence=found.evidence)
+        on_step(VenvStep(server, "wheels", "done", time.monotonic() - started,
+                         f"Installed {len(files)} wheels from wheels/"))

@@ -9,7 +9,6 @@ tracked (``envkit.gym.processes``) and stopped on close, Ctrl-C included.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import re
@@ -19,20 +18,21 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envkit.gym.diagnose import Where, diagnose, tail
-from envkit.gym.events import RuntimeEvents
+from envkit.gym.events import Fanout, RuntimeEvents, VenvStep, observers
 from envkit.gym.harness import HarnessError, stage_harness
 from envkit.gym.head import ReadinessWatch, describe, head_ready
 from envkit.gym.install import (
-    READY_MARKER,
     WHEEL_FORMATS,
     RunPaths,
+    closure_key,
     gym_args,
     gym_env,
+    mark_ready,
     offline_install,
-    package_key,
+    reusable,
     write_uv_toml,
 )
 from envkit.gym.processes import ProcessTree, free_port
@@ -44,11 +44,15 @@ from envkit.gym.types import (
     StartedInWith,
 )
 from envkit.gym.venv import GymVenv, ensure_gym_venv
+from envkit.gym.venvsteps import PrefetchSteps, stream_lines
 from envkit.model.package import Package, load_package
 from envkit.supply.cache import cache_root
 from envkit.validators.config_paths import EK104
 from envkit.validators.manifest import EK100, EK101
 from envkit.validators.spinup import EK701
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["GymRuntime"]
 
@@ -92,7 +96,8 @@ class GymRuntime(StartedInWith):
         self.package = package.resolve()
         self.policy = policy
         self.options = options
-        self.events = events or RuntimeEvents()
+        self.events: RuntimeEvents = Fanout(*(events,) if events else (), *observers())
+        """The caller's events, then the observers installed (``envkit.gym.events.observing``)."""
         self.model = _load(self.package)
         """The package as the validator's loader read it (configs with line numbers)."""
         self.format = self.model.format or ""
@@ -189,12 +194,12 @@ class GymRuntime(StartedInWith):
     def _setup(self) -> tuple[GymVenv, Path, dict[str, str]]:
         self._refuse_if_closed()
         gym = ensure_gym_venv(self.options.gym_version, python=self.options.gym_python,
-                              allow_python_override=self.options.allow_python_override)
+                              allow_python_override=self.options.allow_python_override,
+                              on_step=self.events.on_venv)
         root = self.options.cache_dir or cache_root()
         harness = ("harness=offline-v1",) if self.format == "adapter-wheels-v1" else ()
-        key = package_key(self.package, gym.gym_version, gym.python_version,
-                          f"override={gym.python_override}", f"offline={self.options.offline}",
-                          *harness)
+        key = closure_key(self.package, self.format, self.config_paths, gym.gym_version,
+                          gym.python_version, f"override={gym.python_override}", *harness)
         venv_dir = root / "server-venvs" / key
         self.venv_dir = venv_dir
         (root / "runs").mkdir(parents=True, exist_ok=True)
@@ -205,10 +210,11 @@ class GymRuntime(StartedInWith):
         self._stage_harness(gym, paths.work)
         uv_toml = write_uv_toml(gym, paths.run_dir, offline=self.options.offline)
         env = gym_env(gym, paths, self.format, uv_toml)
-        if not (venv_dir / READY_MARKER).exists():
+        if not reusable(venv_dir, offline=self.options.offline):
             self._build_venvs(gym, venv_dir, env)
         else:
             log.info("reusing server venvs %s", venv_dir)
+            self.events.on_venv(VenvStep("server venvs", None, "cached", 0.0, key))
         return gym, venv_dir, env
 
     def _stage_harness(self, gym: GymVenv, work: Path) -> None:
@@ -230,7 +236,9 @@ class GymRuntime(StartedInWith):
         log.info("building server venvs in %s (first run of this package)", venv_dir)
         shutil.rmtree(venv_dir, ignore_errors=True)  # never reuse a half-built tree
         cmd = [str(gym.bin / "gym"), "env", "prefetch", *self._args(venv_dir, free_port())]
-        out = self._run_logged(cmd, env, "setup")
+        steps = PrefetchSteps(self.events.on_venv)
+        out = self._run_logged(cmd, env, "setup", on_line=steps.line)
+        steps.finish()
         if out.returncode != 0:
             text = self._all_logs(out.stdout)
             found = diagnose(text, Where.INSTALL)
@@ -240,8 +248,8 @@ class GymRuntime(StartedInWith):
             raise GymRuntimeError(msg, code=found.code, log_tail=tail(text),
                                   reason=found.reason, evidence=found.evidence)
         if self.format in WHEEL_FORMATS:
-            offline_install(self._paths.work / "wheels", venv_dir, env)
-        (venv_dir / READY_MARKER).write_text(json.dumps({"package": str(self.package)}))
+            offline_install(self._paths.work / "wheels", venv_dir, env, self.events.on_venv)
+        mark_ready(venv_dir, self.package, offline=self.options.offline)
 
     def _refuse_if_closed(self) -> None:
         if self._closed:
@@ -259,14 +267,18 @@ class GymRuntime(StartedInWith):
             self._proc, self._tree = proc, ProcessTree(proc.pid)
         return proc, self._tree
 
-    def _run_logged(self, cmd: list[str], env: dict[str, str],
-                    name: str) -> subprocess.CompletedProcess[str]:
+    def _run_logged(self, cmd: list[str], env: dict[str, str], name: str,
+                    on_line: Callable[[str], None]) -> subprocess.CompletedProcess[str]:
         assert self._paths is not None
         run_dir = self._paths.run_dir
         proc, tree = self._spawn(cmd, env, stdout=subprocess.PIPE, text=True)
-        try:
-            stdout, _ = proc.communicate(timeout=self.options.startup_timeout_s)
-        except subprocess.TimeoutExpired:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + self.options.startup_timeout_s
+        stdout = stream_lines(proc.stdout, on_line, deadline)
+        if stdout is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=max(deadline - time.monotonic(), 1))
+        if stdout is None or proc.returncode is None:
             tree.terminate()
             msg = f"{name} timed out after {self.options.startup_timeout_s:g}s"
             raise GymRuntimeError(msg) from None

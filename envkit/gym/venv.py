@@ -14,13 +14,19 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envkit.errors import UsageError
+from envkit.gym.venvsteps import VenvStep
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.supply.cache import cache_root
 from envkit.supply.isolation import isolated_env
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = [
     "DEFAULT_GYM_VERSION",
@@ -115,8 +121,11 @@ def ensure_gym_venv(
     python: Path | None = None,
     allow_python_override: bool = False,
     cache_dir: Path | None = None,
+    on_step: Callable[[VenvStep], None] | None = None,
 ) -> GymVenv:
     """Return a cached venv with ``nemo-gym==gym_version``; build it (atomically) if missing.
+
+    ``on_step`` hears each step (``gym``: create, install) or one ``cached``.
 
     :raises GymVenvError: no 3.13 interpreter, or the install failed (uv's stderr included).
     """
@@ -131,7 +140,9 @@ def ensure_gym_venv(
         raise GymVenvError(msg)
     root = (cache_dir or cache_root() / "gym-venvs") / f"nemo-gym-{gym_version}-py{py_version}"
     marker = root / _MARKER
+    emit = on_step or (lambda step: None)
     if marker.exists():
+        emit(VenvStep("gym", None, "cached", 0.0, f"nemo-gym {gym_version}"))
         return GymVenv(root, gym_version, py_version, override)
     if override:
         log.warning(
@@ -141,7 +152,7 @@ def ensure_gym_venv(
     root.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}-", dir=root.parent))
     try:
-        _install(tmp, interpreter, gym_version, override)
+        _install(tmp, interpreter, gym_version, override, emit)
         (tmp / _MARKER).write_text(json.dumps(
             {"gym_version": gym_version, "python": py_version, "python_override": override}
         ))
@@ -157,14 +168,21 @@ def _needs_override(py_version: str) -> bool:
     return parts < (3, 13, 14)
 
 
-def _install(venv: Path, interpreter: Path, gym_version: str, override: bool) -> None:
+def _install(venv: Path, interpreter: Path, gym_version: str, override: bool,
+             emit: Callable[[VenvStep], None]) -> None:
     uv = uv_binary()
     env = isolated_env()
+    started = time.monotonic()
+    emit(VenvStep("gym", "create", "start"))
     _run([uv, "venv", "--no-config", "--quiet", "--python", str(interpreter), str(venv)], env)
+    emit(VenvStep("gym", "create", "done", time.monotonic() - started))
     cmd = [uv, "pip", "install", "--no-config", "--quiet", "--python", str(venv / "bin" / "python")]
     if override:
         cmd += ["--python-version", "3.13.14"]
-    _run([*cmd, f"nemo-gym=={gym_version}"], env)
+    want = f"nemo-gym=={gym_version}"
+    emit(VenvStep("gym", "install", "start", time.monotonic() - started, want))
+    _run([*cmd, want], env)
+    emit(VenvStep("gym", "install", "done", time.monotonic() - started, want))
 
 
 def _relocate(tmp: Path, root: Path) -> None:

@@ -1,0 +1,168 @@
+"""Venv set-up progress and the closure key, without building a venv: the prefetch output ->
+steps parser, the line reader, the key's inputs, which ready tree a mode may reuse, and the
+observers every runtime tells."""
+
+from __future__ import annotations
+
+import io
+import os
+import time
+from pathlib import Path
+
+from toy_envs import make_native_package
+from wheelfactory import make_wheel
+
+from envkit.gym import GymRuntime, PolicyEndpoint, RuntimeEvents, RuntimeOptions
+from envkit.gym.events import Fanout, VenvStep, observers, observing
+from envkit.gym.install import closure_key, mark_ready, reusable
+from envkit.gym.venvsteps import PrefetchSteps, stream_lines
+
+# The shape of a real `gym env prefetch` log (nemo-gym 0.7.0, uv 0.9): one built-in server with
+# a pyproject (two installs), one requirements.txt server whose downloads were all cached.
+PREFETCH_LOG = """\
+Pre-warming venv for: /c/gym-venvs/site-packages/responses_api_models/vllm_model
+(policy_model) Using CPython 3.13.0 interpreter at: /py/bin/python3.13
+(policy_model) Creating virtual environment with seed packages at: /c/v/vllm_model/.venv
+(policy_model)  + pip==26.3
+(policy_model) Activate with: source /c/v/responses_api_models/vllm_model/.venv/bin/activate
+Using Python 3.13.0 environment at: /c/v/responses_api_models/vllm_model/.venv
+Resolved 159 packages in 3.29s
+Prepared 84 packages in 16.30s
+Installed 159 packages in 2.39s
+ + aiohttp==3.14.5
+(policy_model) Using Python 3.13.0 environment at: /c/v/responses_api_models/vllm_model/.venv
+(policy_model) Resolved 180 packages in 2.87s
+(policy_model) Prepared 11 packages in 7.43s
+(policy_model) Installed 21 packages in 178ms
+Pre-warming venv for: /c/runs/run-x/pkg/resources_servers/char_pattern
+(char_pattern) Using CPython 3.13.0 interpreter at: /py/bin/python3.13
+(char_pattern) Activate with: source /c/v/resources_servers/char_pattern/.venv/bin/activate
+(char_pattern) Using Python 3.13.0 environment at: /c/v/resources_servers/char_pattern/.venv
+(char_pattern) Resolved 159 packages in 3.87s
+(char_pattern) Installed 159 packages in 3.69s
+Prefetch complete.
+"""
+
+
+def _steps(text: str) -> list[tuple[str, str | None, str]]:
+    got: list[VenvStep] = []
+    steps = PrefetchSteps(got.append, clock=iter(range(1000)).__next__)
+    for line in text.splitlines(keepends=True):
+        steps.line(line)
+    steps.finish()
+    return [(s.venv, s.step, s.state) for s in got]
+
+
+def test_prefetch_output_becomes_each_venvs_steps_in_order() -> None:
+    model, server = "responses_api_models/vllm_model", "resources_servers/char_pattern"
+    cycle = [("resolve", "start"), ("resolve", "done"), ("download", "start"),
+             ("download", "done"), ("install", "start"), ("install", "done")]
+    assert _steps(PREFETCH_LOG) == [
+        (model, "create", "start"), (model, "create", "done"),
+        *((model, step, state) for step, state in cycle * 2),
+        (server, "create", "start"), (server, "create", "done"),
+        # nothing to download: uv printed no "Prepared", the step still ends before install
+        *((server, step, state) for step, state in cycle),
+    ]
+
+
+def test_a_done_step_carries_uvs_summary_and_the_venvs_elapsed_time() -> None:
+    got: list[VenvStep] = []
+    clock = iter([10.0, 11.0, 12.0, 13.0, 14.0, 15.0]).__next__
+    steps = PrefetchSteps(got.append, clock=clock)
+    steps.line("Pre-warming venv for: /x/resources_servers/a\n")
+    steps.line("(a) Using Python 3.13.0 environment at: /v\n")
+    steps.line("(a) Resolved 3 packages in 0.1s\n")
+    done = next(s for s in got if s.state == "done" and s.step == "resolve")
+    assert done.detail == "Resolved 3 packages in 0.1s"
+    assert done.venv == "resources_servers/a" and done.seconds > 0
+
+
+def test_lines_before_the_first_venv_and_unknown_lines_are_ignored() -> None:
+    assert _steps("warning: something\nResolved 3 packages in 1s\n") == []
+    assert _steps("Pre-warming venv for: /x/a/b\nsomething new from uv\n") == [
+        ("a/b", "create", "start"), ("a/b", "create", "done")]
+
+
+def test_stream_lines_hands_each_line_on_and_returns_the_text() -> None:
+    seen: list[str] = []
+    text = stream_lines(io.StringIO("a\nb\n"), seen.append, time.monotonic() + 60)
+    assert seen == ["a\n", "b\n"]
+    assert text == "a\nb\n"
+
+
+def test_stream_lines_gives_up_at_the_deadline() -> None:
+    read, write = os.pipe()  # not closed until the call returned: the stream has not ended
+    with os.fdopen(read) as stream:
+        try:
+            assert stream_lines(stream, lambda line: None, time.monotonic() - 1) is None
+        finally:
+            os.close(write)  # the reader thread sees the end (as after the tree is killed)
+
+
+def _wheels_package(root: Path) -> Path:
+    pkg = make_native_package(root)
+    manifest = pkg / "nemo-environment.yaml"
+    manifest.write_text(manifest.read_text().replace("native-v1", "wheels-v1"))
+    make_wheel(pkg / "wheels", "envkit-toy-scorer", "1.0",
+               files={"envkit_toy_scorer/__init__.py": b"SCALE = 1\n"})
+    return pkg
+
+
+def _key(pkg: Path) -> str:
+    return closure_key(pkg, "wheels-v1", ["configs/char_pattern.yaml"], "0.7.0", "3.13.0")
+
+
+def test_the_closure_key_follows_what_the_venvs_hold_not_the_rest(tmp_path: Path) -> None:
+    pkg = _wheels_package(tmp_path / "p")
+    key = _key(pkg)
+    assert key == _key(pkg)
+    assert key != closure_key(pkg, "wheels-v1", [], "0.7.0", "3.13.14")  # the interpreter
+    (pkg / "resources_servers/char_pattern/app.py").write_text("# no install reads this\n")
+    (pkg / "README.md").write_text("docs\n")
+    assert _key(pkg) == key
+    make_wheel(pkg / "wheels", "envkit-toy-scorer", "1.0",  # same name and version, new bytes
+               files={"envkit_toy_scorer/__init__.py": b"SCALE = 2\n"})
+    assert _key(pkg) != key
+
+
+def test_a_changed_requirement_changes_the_key(tmp_path: Path) -> None:
+    pkg = _wheels_package(tmp_path / "p")
+    key = _key(pkg)
+    req = pkg / "resources_servers/char_pattern/requirements.txt"
+    req.write_text(req.read_text() + "envkit-toy-scorer==1.0\n")
+    assert _key(pkg) != key
+
+
+def test_an_offline_built_tree_serves_both_modes_an_online_one_only_online(
+        tmp_path: Path) -> None:
+    offline, online = tmp_path / "a", tmp_path / "b"
+    for tree, built_offline in ((offline, True), (online, False)):
+        tree.mkdir()
+        assert not reusable(tree, offline=False)
+        mark_ready(tree, tmp_path, offline=built_offline)
+    assert reusable(offline, offline=True) and reusable(offline, offline=False)
+    assert reusable(online, offline=False)
+    assert not reusable(online, offline=True)  # only an index-free build proves wheels/
+
+
+class _Seen(RuntimeEvents):
+    def __init__(self) -> None:
+        self.steps: list[VenvStep] = []
+
+    def on_venv(self, step: VenvStep) -> None:
+        self.steps.append(step)
+
+
+def test_every_runtime_tells_its_callers_events_then_the_observers(tmp_path: Path) -> None:
+    pkg = make_native_package(tmp_path / "p")
+    mine, watcher = _Seen(), _Seen()
+    endpoint = PolicyEndpoint("http://127.0.0.1:9/v1", "k", "m")
+    with observing(watcher):
+        assert observers() == (watcher,)
+        runtime = GymRuntime(pkg, endpoint, RuntimeOptions(), mine)
+    assert observers() == ()
+    assert isinstance(runtime.events, Fanout)
+    step = VenvStep("gym", None, "cached")
+    runtime.events.on_venv(step)
+    assert mine.steps == [step] and watcher.steps == [step]
