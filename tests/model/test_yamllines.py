@@ -81,11 +81,13 @@ def test_over_the_node_bound_is_left_to_the_event_reader() -> None:
 # -- generated documents ---------------------------------------------------------------------
 
 KEYS = st.sampled_from(["a", "b", "config_paths", "true", "null", "on", "x.y", "k-1", "_k"])
-VALUES = st.sampled_from([
+PLAIN = [
     "1", "-1", "+1", "1.5", "0x1f", "0o17", "1_000", "1:30", "2001-12-14", ".inf", "-.nan", "~",
     "null", "true", "no", "Tx", "ny", "configs/c1.yaml", "a b", "a:b", "http://x", "(x)", "$x",
-    "~/p", "_", "=", "-", "- x", "a #b", "a: b", "x ", "'q'", "[1]", "%x", "@x", "9" * 120, "",
-])
+    "~/p", "_", "",
+]
+ODD = ["=", "-", "- x", "a #b", "a: b", "x ", "'q'", "[1]", "%x", "@x", "9" * 120]
+VALUES = st.sampled_from(PLAIN * 6 + ODD)  # mostly inside the grammar, a few just outside
 
 
 def _emit(node: Any, indent: int, step: int, out: list[str]) -> None:
@@ -104,21 +106,23 @@ def _emit(node: Any, indent: int, step: int, out: list[str]) -> None:
             out.append(f"{pad}{key}: {value}" if value else f"{pad}{key}:")
 
 
-_SEQ = st.tuples(st.just("seq"), st.lists(VALUES, min_size=1, max_size=6))
+_SEQ = st.tuples(st.just("seq"), st.lists(VALUES.filter(bool), min_size=1, max_size=6))
+_KEY = {"unique_by": lambda entry: entry[0]}  # repeated keys: left to the event reader
 _TREE = st.recursive(
-    _SEQ | st.tuples(st.just("map"), st.lists(st.tuples(KEYS, VALUES), min_size=1, max_size=4)),
+    _SEQ | st.tuples(st.just("map"), st.lists(st.tuples(KEYS, VALUES), min_size=1, max_size=4, **_KEY)),
     lambda inner: st.tuples(st.just("map"),
-                            st.lists(st.tuples(KEYS, VALUES | inner), min_size=1, max_size=4)),
+                            st.lists(st.tuples(KEYS, VALUES | inner), min_size=1, max_size=4,
+                                     **_KEY)),
     max_leaves=12,
 )
 _MUTATIONS = st.lists(st.tuples(st.integers(0, 40), st.sampled_from(["", " ", "  x", "- y"])),
-                      max_size=2)
+                      max_size=1) | st.just([])
 
 
 @st.composite
 def _documents(draw: st.DrawFn) -> str:
     root = draw(st.tuples(st.just("map"), st.lists(st.tuples(KEYS, VALUES | _TREE), min_size=1,
-                                                   max_size=4)))
+                                                   max_size=4, **_KEY)))
     out: list[str] = []
     _emit(root, 0, draw(st.sampled_from([1, 2, 4])), out)
     for at, insert in draw(_MUTATIONS):  # near misses: blank, stray and misplaced lines
@@ -126,7 +130,7 @@ def _documents(draw: st.DrawFn) -> str:
     return "\n".join(out) + draw(st.sampled_from(["\n", ""]))
 
 
-@settings(max_examples=300, derandomize=True, deadline=None, database=None,
+@settings(max_examples=200, derandomize=True, deadline=None, database=None,
           suppress_health_check=list(HealthCheck))
 @given(text=_documents())
 def test_line_reader_agrees_with_the_event_reader(text: str) -> None:
