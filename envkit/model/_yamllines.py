@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from itertools import repeat
 from typing import Any
 
 from envkit.model._yamlevents import RESOLVED_FIRST, resolve_scalar
@@ -23,7 +24,7 @@ from envkit.model._yamlnodes import MAX_DEPTH, MAX_KEYPATH, MAX_NODES, KeyPath, 
 __all__ = ["read_lines"]
 
 _SAFE = r"[A-Za-z0-9_./~+=@%()$-]"
-_REST = rf"(?:{_SAFE}|:(?={_SAFE})| (?={_SAFE}))*"  # no ": ", " #", trailing ":" or space
+_REST = rf"{_SAFE}*(?:[: ]{_SAFE}+)*"  # no ": ", "::", " #", two spaces, trailing ":" or space
 _VALUE = rf"(?:[A-Za-z0-9_./~+$(]|-(?={_SAFE})){_REST}"  # never starts with an indicator
 _ITEM = re.compile(_VALUE)
 _ENTRY = re.compile(rf"([A-Za-z_][A-Za-z0-9_.-]*):(?: +({_VALUE}))?")
@@ -163,12 +164,12 @@ class _LineReader:
         self.visits += len(values)
         if self.visits > MAX_NODES:
             raise _NotPlain  # the event reader raises TooLarge with its own message
-        lines = range(line, line + len(values))
+        lines = list(range(line, line + len(values)))  # one int per line, shared by both maps
         if depth < MAX_KEYPATH:
             first = len(items)
             self.lines.update(zip([(*prefix, i) for i in range(first, first + len(values))],
                                   lines))
-        self.columns.update(dict.fromkeys(lines, indent + 3))
+        self.columns.update(zip(lines, repeat(indent + 3)))
         items.extend(values)
 
     def _visit(self, depth: int) -> None:
