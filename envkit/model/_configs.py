@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 from envkit.model._paths import safe_relpath
 from envkit.model.yamlio import MAX_YAML_BYTES, YamlDoc, parse_yaml
@@ -88,7 +88,7 @@ class _Normaliser:
     def all(self, values: Sequence[object]) -> tuple[str, ...]:
         seen = self._seen
         try:  # every entry seen before (the fan-out's common case): one pass in C
-            known = list(map(seen.__getitem__, values))
+            known = list(map(seen.__getitem__, cast("Sequence[str]", values)))
         except (KeyError, TypeError):  # new strings, or not strings (keys are str, unhashable)
             pass
         else:

@@ -127,10 +127,12 @@ class _LineReader:
         if inner <= indent:
             top.mapping[key] = self._scalar("")  # `key:` alone: null
         elif text.startswith("- ", child + inner):
-            top.mapping[key] = items = []
+            items: list[Any] = []
+            top.mapping[key] = items
             return self._items(items, child, child_line, inner, path, top.depth + 1)
         else:
-            top.mapping[key] = mapping = {}
+            mapping: dict[Any, Any] = {}
+            top.mapping[key] = mapping
             stack.append(_Block(mapping, inner, path, top.depth + 1))
         return child, child_line
 
@@ -168,7 +170,7 @@ class _LineReader:
         if depth < MAX_KEYPATH:
             first = len(items)
             self.lines.update(zip([(*prefix, i) for i in range(first, first + len(values))],
-                                  lines))
+                                  lines, strict=True))
         self.columns.update(zip(lines, repeat(indent + 3)))
         items.extend(values)
 

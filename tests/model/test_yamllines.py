@@ -109,7 +109,8 @@ def _emit(node: Any, indent: int, step: int, out: list[str]) -> None:
 _SEQ = st.tuples(st.just("seq"), st.lists(VALUES.filter(bool), min_size=1, max_size=6))
 _KEY = {"unique_by": lambda entry: entry[0]}  # repeated keys: left to the event reader
 _TREE = st.recursive(
-    _SEQ | st.tuples(st.just("map"), st.lists(st.tuples(KEYS, VALUES), min_size=1, max_size=4, **_KEY)),
+    _SEQ | st.tuples(st.just("map"),
+                     st.lists(st.tuples(KEYS, VALUES), min_size=1, max_size=4, **_KEY)),
     lambda inner: st.tuples(st.just("map"),
                             st.lists(st.tuples(KEYS, VALUES | inner), min_size=1, max_size=4,
                                      **_KEY)),

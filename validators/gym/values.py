@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from envkit.model.diagnostics import Severity
 from envkit.model.gym_data import builtin_configs, gym_data
@@ -113,7 +113,7 @@ def _all_judged_fine(judged: Mapping[str, str | None], values: list[object]) -> 
     """Every value already judged, with no problem: one pass in C (keys are strings, so a
     value that is not one misses, or is unhashable)."""
     try:
-        return not any(map(judged.__getitem__, values))
+        return not any(map(judged.__getitem__, cast("list[str]", values)))
     except (KeyError, TypeError):
         return False
 
