@@ -1,4 +1,6 @@
-"""The common case of ``envkit.model.yamlio``: data and positions straight from the events.
+"""The usual case of ``envkit.model.yamlio``: data and positions straight from the events.
+
+(The plainest configs, line by line, do not get here: see ``_yamllines``.)
 
 A Gym config is plain mappings, sequences and untagged scalars. For those, one pass over the
 parser's events builds the data, the ``key path -> line`` map and each line's first column,

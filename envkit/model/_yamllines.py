@@ -36,10 +36,6 @@ _USABLE = None not in Loader.yaml_implicit_resolvers
 """A wildcard resolver (none in the safe loader) would have to see every scalar, keys too."""
 
 
-class _NotPlain(Exception):
-    """Outside the line grammar: the event reader reads the document."""
-
-
 class _Block:
     """An open block mapping: the column its keys start at, where its key paths start."""
 
@@ -65,7 +61,7 @@ def read_lines(loader: Loader, text: str) -> tuple[Any, dict[KeyPath, int], dict
     reader = _LineReader(loader, text if text.endswith("\n") else text + "\n")
     try:
         return reader.read()
-    except (_NotPlain, Unusual):
+    except Unusual:  # outside the grammar here, or a value for the node path: events decide
         return None
 
 
@@ -85,7 +81,7 @@ class _LineReader:
         text = self.text
         at, line = self._skip_blank(0, 1)
         if at == len(text) or text[at] == " ":
-            raise _NotPlain  # empty, or an indented root
+            raise Unusual  # empty, or an indented root
         self.lines[()], self.columns[line] = line, 1
         data: dict[Any, Any] = {}
         stack = [_Block(data, 0, (), 0)]
@@ -95,7 +91,7 @@ class _LineReader:
                 stack.pop()
             top = stack[-1]
             if top.indent != indent:
-                raise _NotPlain  # a continuation line, or a dedent to no open block
+                raise Unusual  # a continuation line, or a dedent to no open block
             at, line = self._entry(top, at, line, stack)
         return data, self.lines, self.columns
 
@@ -111,11 +107,11 @@ class _LineReader:
         end = text.index("\n", at)
         found = _ENTRY.fullmatch(text, at + indent, end)
         if found is None:
-            raise _NotPlain
+            raise Unusual
         raw_key, raw_value = found.group(1, 2)
         path = (*top.prefix, raw_key) if top.depth < MAX_KEYPATH else top.prefix
         if path in self.lines:
-            raise _NotPlain  # a repeated key: its items' lines must not be overwritten
+            raise Unusual  # a repeated key: its items' lines must not be overwritten
         key = self._scalar(raw_key)
         self._visit(top.depth)
         self.lines[path], self.columns[line] = line, indent + 1
@@ -144,7 +140,7 @@ class _LineReader:
         match, one split and bulk dict updates; any other item is read on its own.
         """
         if depth >= MAX_DEPTH:
-            raise _NotPlain  # the event reader raises TooLarge with its own message
+            raise Unusual  # the event reader raises TooLarge with its own message
         text, run, dash = self.text, _run(indent), " " * indent + "- "
         while at < len(text):
             found = run.match(text, at)
@@ -165,7 +161,7 @@ class _LineReader:
         """Append ``values`` (rows from ``line`` on) with their key paths and columns."""
         self.visits += len(values)
         if self.visits > MAX_NODES:
-            raise _NotPlain  # the event reader raises TooLarge with its own message
+            raise Unusual  # the event reader raises TooLarge with its own message
         lines = list(range(line, line + len(values)))  # one int per line, shared by both maps
         if depth < MAX_KEYPATH:
             first = len(items)
@@ -177,7 +173,7 @@ class _LineReader:
     def _visit(self, depth: int) -> None:
         self.visits += 1
         if self.visits > MAX_NODES or depth >= MAX_DEPTH:
-            raise _NotPlain  # the event reader raises TooLarge with its own message
+            raise Unusual  # the event reader raises TooLarge with its own message
 
     def _scalar(self, value: str) -> Any:
         if value and value[0] not in RESOLVED_FIRST:
