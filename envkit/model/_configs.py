@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 from envkit.model._paths import safe_relpath
 from envkit.model.yamlio import MAX_YAML_BYTES, YamlDoc, parse_yaml
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Sequence
     from pathlib import Path
 
 __all__ = ["MAX_CONFIGS", "MAX_CONFIG_BYTES", "ConfigSet", "read_bytes", "read_configs",
@@ -85,9 +85,15 @@ class _Normaliser:
     def __init__(self) -> None:
         self._seen: dict[str, str | None] = {}
 
-    def all(self, values: Iterable[object]) -> tuple[str, ...]:
-        out: dict[str, None] = {}
+    def all(self, values: Sequence[object]) -> tuple[str, ...]:
         seen = self._seen
+        try:  # every entry seen before (the fan-out's common case): one pass in C
+            known = list(map(seen.__getitem__, cast("Sequence[str]", values)))
+        except (KeyError, TypeError):  # new strings, or not strings (keys are str, unhashable)
+            pass
+        else:
+            return tuple(dict.fromkeys(filter(None, known)))  # safe_relpath never gives ""
+        out: dict[str, None] = {}
         for value in values:
             if isinstance(value, str):
                 rel = seen[value] if value in seen else seen.setdefault(value, safe_relpath(value))

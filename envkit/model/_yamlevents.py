@@ -1,4 +1,6 @@
-"""The common case of ``envkit.model.yamlio``: data and positions straight from the events.
+"""The usual case of ``envkit.model.yamlio``: data and positions straight from the events.
+
+(The plainest configs, line by line, do not get here: see ``_yamllines``.)
 
 A Gym config is plain mappings, sequences and untagged scalars. For those, one pass over the
 parser's events builds the data, the ``key path -> line`` map and each line's first column,
@@ -32,11 +34,11 @@ from envkit.model._yamlnodes import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["read_events"]
+__all__ = ["RESOLVED_FIRST", "read_events", "resolve_scalar"]
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _END = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
-_RESOLVED_FIRST = frozenset(k for k in Loader.yaml_implicit_resolvers if k is not None)
+RESOLVED_FIRST = frozenset(k for k in Loader.yaml_implicit_resolvers if k is not None)
 """First characters some implicit resolver looks at (digits, signs, ``y``, ``n``, ``~``...);
 a plain scalar starting with any other character is a string without asking them."""
 _ANY_FIRST = None in Loader.yaml_implicit_resolvers
@@ -160,17 +162,27 @@ def _scalar(loader: Loader, event: yaml.ScalarEvent) -> Any:
     if event.tag is not None or event.anchor is not None:
         raise Unusual
     value: str = event.value
-    if not event.implicit[0] or (value and value[0] not in _RESOLVED_FIRST and not _ANY_FIRST):
+    if not event.implicit[0] or (value and value[0] not in RESOLVED_FIRST and not _ANY_FIRST):
         return value  # quoted, or plain but no resolver would look at it: a string
+    return resolve_scalar(loader, value, event.implicit, event.style)
+
+
+def resolve_scalar(loader: Loader, value: str, implicit: tuple[bool, bool],
+                   style: str | None) -> Any:
+    """The value of an untagged scalar that some implicit resolver may claim (``_scalar``'s
+    slow half, shared with the line reader).
+
+    :raises Unusual: a merge key, or a value the constructor refuses (the node path decides).
+    """
     # PyYAML's stubs leave ``resolve`` untyped; this is its signature.
     resolve: Callable[[type[yaml.Node], str, tuple[bool, bool]], str] = loader.resolve
-    tag = resolve(yaml.ScalarNode, value, event.implicit)
+    tag = resolve(yaml.ScalarNode, value, implicit)
     if tag == STR_TAG:
         return value
     if tag == _MERGE_TAG:
         raise Unusual  # `<<`: PyYAML's merge semantics live in the node path
     # No marks: a constructor error here goes to the node path, which reports its own.
-    node = yaml.ScalarNode(tag, value, None, None, event.style)
+    node = yaml.ScalarNode(tag, value, None, None, style)
     try:
         return loader.construct_object(node)
     except yaml.constructor.ConstructorError:

@@ -18,6 +18,7 @@ import yaml
 
 from envkit.errors import InvalidError
 from envkit.model._yamlevents import read_events
+from envkit.model._yamllines import read_lines
 from envkit.model._yamlnodes import (
     MAX_DEPTH,
     MAX_NODES,
@@ -109,14 +110,16 @@ def parse_yaml(path: str, raw: bytes) -> YamlDoc:
 
 
 def _compose(path: str, text: str) -> YamlDoc:
-    """Read the document from the events when it is plain (nearly every config), else through
-    the node tree (anchors, aliases, tags, merge keys).
+    """Read the document line by line when its lines are that simple (``_yamllines``), from
+    the events when it is plain (nearly every config), else through the node tree (anchors,
+    aliases, tags, merge keys).
 
     :raises yaml.YAMLError, TooLarge, RecursionError: see ``parse_yaml``.
     """
     loader = Loader(text)  # the pure-Python reader already checks characters here
     try:
-        data, lines, columns = read_events(loader)
+        read = read_lines(loader, text)
+        data, lines, columns = read if read is not None else read_events(loader)
     except Unusual:
         pass
     else:
