@@ -9,9 +9,7 @@ from typing import TYPE_CHECKING
 
 from envkit.check.columns import with_columns
 from envkit.check.report import Cause, Report
-from envkit.model.dataset import load_dataset
 from envkit.model.diagnostics import Diagnostic, Severity, selected
-from envkit.model.jobfile import load_job
 from envkit.model.package import load_package
 from envkit.validators import CHECKS, CheckOptions, Inputs, run_checks
 
@@ -82,6 +80,11 @@ def validate(request: ValidateRequest, *, package: Package | None = None) -> Rep
     """
     if package is None and request.package:
         package = load_package(request.package, verify_hashes=request.verify_hashes)
+    # The dataset and job models load only when given: a hook validates packages.
+    if request.dataset:
+        from envkit.model.dataset import load_dataset
+    if request.job:
+        from envkit.model.jobfile import load_job
     inputs = Inputs(
         package=package,
         dataset=load_dataset(request.dataset) if request.dataset else None,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-__all__ = ["display_path", "safe_relpath"]
+__all__ = ["LOCK_NAME", "display_path", "safe_relpath"]
+
+LOCK_NAME = "wheels.lock"
+"""The lock's file name, here so that a package without one never imports the lock model."""
 
 _CONTROL = {c: f"\\x{c:02x}" for c in (*range(32), 127)}
 

@@ -17,14 +17,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from envkit.model._configs import read_bytes, read_configs, read_yaml
-from envkit.model._paths import display_path, safe_relpath
-from envkit.model.lock import LOCK_NAME, LockDoc, read_lock
+from envkit.model._paths import LOCK_NAME, display_path, safe_relpath
 from envkit.model.reqfiles import include_target
 from envkit.model.wheelfile import WheelFile, read_wheel
 from envkit.model.yamlio import YamlDoc
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+    from envkit.model.lock import LockDoc
 
 __all__ = [
     "INSTALL_MARKERS",
@@ -181,6 +182,8 @@ def _read_lock(root: Path, entries: Mapping[str, FileEntry]) -> LockDoc | None:
     entry = entries.get(LOCK_NAME)
     if entry is None:
         return None
+    from envkit.model.lock import LockDoc, read_lock  # only a package with a lock needs it
+
     if entry.kind != "file":
         return LockDoc(error=f"is {_kind(entry)}, not a regular file; not read")
     return read_lock(root / LOCK_NAME)

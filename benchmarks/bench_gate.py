@@ -1,0 +1,132 @@
+"""The gate as a pre-commit hook feels it: one small package, and 145 real Gym packages, per process.
+
+    python benchmarks/bench_gate.py [--runs 11] [--quick] [--no-gym]
+
+Measured in one run, whole ``envkit validate`` processes (the console script users run):
+
+- small: ``envkit validate fixtures/packages/valid-native-v1/pkg --offline``, CPU (user + sys),
+  with bytecode (a private ``PYTHONPYCACHEPREFIX``, warmed once) and without (
+  ``PYTHONDONTWRITEBYTECODE=1``, as this machine sets it: an editable checkout then compiles
+  envkit's sources on every start); anchor ``python -c pass``. Goals: <= 60 ms CPU with
+  bytecode, <= 100 ms without.
+- tree: ``envkit validate CORPUS`` over one native-v1 package per ``resources_servers/<impl>``
+  of the nemo-gym 0.7.0 wheel (145; ``bench_validate_corpus.corpus()`` builds and caches it),
+  one process, wall and CPU; anchor ``gym env resolve`` on one package, times the count (Gym's
+  own config resolution, no servers). Goal: <= 0.2 s.
+
+Findings (``-X importtime``, cProfile; before this change, load ~6, so absolute figures are
+about 2x a quiet machine's): the small gate spent ~2/3 of its CPU importing. Of the envkit
+part, ``envkit.model.target`` pulled ``packaging.tags`` (and with it ``subprocess``,
+``logging``, ``platform``) for the ``--arch`` option's choices; ``envkit.model.gym_data``
+pulled ``importlib.resources`` (``tempfile``, ``shutil``, ``random``) to find a JSON file next to
+it and ``envkit.model.closure`` for the version string alone; ``envkit.model.wheelfile``
+imported ``hashlib``/``csv`` a native-v1 package never uses; the job model
+(``jobspec``/``jobfile``) was imported with no job to check. click (with ``inspect``,
+``uuid``) is the floor of any click CLI. The run itself (discovery, settings, parse, rules)
+was ~10 ms of 25 ms profiled. Over the tree, time went to the per-package work (rules, YAML
+parse) once the interpreter had started: proportional to input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from _timing import DEFAULT_RUNS, QUICK_RUNS, load_line, time_process, verdict  # noqa: E402
+
+SMALL = ROOT / "fixtures" / "packages" / "valid-native-v1" / "pkg"
+_SCRIPT = Path(sys.executable).parent / "envkit"
+ENVKIT = [str(_SCRIPT)] if _SCRIPT.is_file() else [sys.executable, "-m", "envkit"]
+SMALL_GOAL_S, SMALL_NOBYTECODE_GOAL_S, TREE_GOAL_S = 0.060, 0.100, 0.2
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PIP_", "UV_", "PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE"))}
+    return {**env, **extra}
+
+
+def small(runs: int) -> None:
+    cmd = [*ENVKIT, "validate", str(SMALL), "--offline"]
+    stale = [p for p in (ROOT / "envkit").rglob("__pycache__")]
+    with tempfile.TemporaryDirectory(prefix="bench-gate-pyc-") as pyc:
+        warm = _env(PYTHONPYCACHEPREFIX=pyc)
+        time_process(cmd, 1, env=warm)
+        time_process([sys.executable, "-c", "pass"], 1, env=warm)
+        with_bc = time_process(cmd, runs, env=warm)
+        floor_bc = time_process([sys.executable, "-c", "pass"], runs, env=warm)
+    cold = _env(PYTHONDONTWRITEBYTECODE="1")
+    without = time_process(cmd, runs, env=cold)
+    floor = time_process([sys.executable, "-c", "pass"], runs, env=cold)
+    print(f"small gate: {SMALL.relative_to(ROOT)} --offline; {load_line()}")
+    print(with_bc.line("envkit validate (bytecode)"))
+    print(floor_bc.line("python -c pass (bytecode)"))
+    print(without.line("envkit validate (no bytecode)"))
+    print(floor.line("python -c pass (no bytecode)"))
+    if stale:
+        print(f"note: {len(stale)} envkit __pycache__ dirs exist; 'no bytecode' then reads them")
+    print(f"RESULT small gate: {with_bc.cpu_s * 1e3:.0f} ms CPU with bytecode "
+          f"({with_bc.cpu_s / floor_bc.cpu_s:.1f}x python -c pass; goal <= 60 ms: "
+          f"{verdict(with_bc.cpu_s <= SMALL_GOAL_S)}), {without.cpu_s * 1e3:.0f} ms without "
+          f"(goal <= 100 ms: {verdict(without.cpu_s <= SMALL_NOBYTECODE_GOAL_S)})")
+
+
+def tree(runs: int, gym: bool) -> None:
+    from bench_validate_corpus import corpus
+
+    packages = corpus()
+    count = sum(1 for p in packages.iterdir() if (p / "nemo-environment.yaml").is_file())
+    cmd = [*ENVKIT, "validate", str(packages), "--output-format", "json"]
+    env = _env()
+    done = time_process(cmd, runs, env=env, ok=(0, 1))
+    print(f"tree: {count} packages ({packages}); {load_line()}")
+    print(done.line(f"envkit validate TREE ({count})"))
+    anchor = ""
+    if gym:
+        resolve = _gym_resolve(packages)
+        if resolve is not None:
+            anchor = (f"; gym env resolve {resolve.wall_s:.2f} s per package -> "
+                      f"{resolve.wall_s * count:.0f} s for {count} (extrapolated): envkit "
+                      f"{resolve.wall_s * count / done.wall_s:.0f}x faster")
+    print(f"RESULT tree: {done.wall_s:.3f} s wall, {done.cpu_s:.3f} s CPU for {count} packages "
+          f"(goal <= {TREE_GOAL_S} s: {verdict(done.wall_s <= TREE_GOAL_S)}; CPU "
+          f"{verdict(done.cpu_s <= TREE_GOAL_S)}){anchor}")
+
+
+def _gym_resolve(packages: Path):  # type: ignore[no-untyped-def]
+    """``gym env resolve`` on the first package, three runs (None without a Gym venv)."""
+    venvs = sorted((Path(os.environ.get("ENVKIT_CACHE_DIR", "") or Path.home() / ".cache/envkit")
+                    / "gym-venvs").glob("nemo-gym-0.7.0-*/bin/gym"))
+    if not venvs:
+        print("gym env resolve: skipped (no Gym venv cached; run the smoke benchmark first)")
+        return None
+    pkg = sorted(p for p in packages.iterdir() if (p / "nemo-environment.yaml").is_file())[0]
+    manifest = (pkg / "nemo-environment.yaml").read_text()
+    configs = [line.strip()[2:] for line in manifest.splitlines() if line.startswith("  - ")]
+    cmd = [str(venvs[-1]), "env", "resolve", *[a for c in configs for a in ("--config", c)]]
+    return time_process(cmd, 3, env=_env(NO_COLOR="1"), cwd=str(pkg), ok=(0, 1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=DEFAULT_RUNS)
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_RUNS} runs each")
+    parser.add_argument("--no-gym", action="store_true", help="skip the gym env resolve anchor")
+    parser.add_argument("--only", choices=("small", "tree"))
+    args = parser.parse_args()
+    runs = QUICK_RUNS if args.quick else args.runs
+    if args.only != "tree":
+        small(runs)
+    if args.only != "small":
+        tree(runs, not args.no_gym)
+
+
+if __name__ == "__main__":
+    main()
