@@ -106,7 +106,7 @@ def validate_inputs(inputs: Inputs, request: ValidateRequest | None = None) -> R
     package = inputs.package
     diagnostics = tuple(
         _printable(d)
-        for d in with_columns(run_checks(inputs, [_guarded(check) for check in CHECKS]), inputs)
+        for d in with_columns(run_checks(inputs, _guarded_checks(CHECKS)), inputs)
         if d.code == INTERNAL_ERROR or selected(d.code, request.select, request.ignore)
     )
     diagnostics = request.leading + diagnostics
@@ -147,6 +147,12 @@ def _where(d: Diagnostic) -> tuple[str, str, int | None]:
 def _named(path: Path | None) -> str | None:
     """An input as the report names it: the path as the user gave it."""
     return None if path is None else str(path)
+
+
+@functools.lru_cache(maxsize=4)
+def _guarded_checks(checks: tuple[Check, ...]) -> list[Check]:
+    """``checks``, guarded: wrapped once per process, not once per package validated."""
+    return [_guarded(check) for check in checks]
 
 
 def _guarded(check: Check) -> Check:
