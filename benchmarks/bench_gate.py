@@ -1,4 +1,4 @@
-"""The gate as a pre-commit hook feels it: one small package, and 145 real Gym packages, per process.
+"""The gate as a pre-commit hook feels it: one small package; 145 real Gym packages in one run.
 
     python benchmarks/bench_gate.py [--runs 11] [--quick] [--no-gym]
 
@@ -55,7 +55,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 def small(runs: int) -> None:
     cmd = [*ENVKIT, "validate", str(SMALL), "--offline"]
-    stale = [p for p in (ROOT / "envkit").rglob("__pycache__")]
+    stale = list((ROOT / "envkit").rglob("__pycache__"))
     with tempfile.TemporaryDirectory(prefix="bench-gate-pyc-") as pyc:
         warm = _env(PYTHONPYCACHEPREFIX=pyc)
         time_process(cmd, 1, env=warm)
