@@ -15,11 +15,10 @@ module is rendered (the pattern of dask's ``Dispatch.register_lazy``).
 from __future__ import annotations
 
 import functools
-import sys
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from envkit.check.report import ValidationRun
-from envkit.output.human import Console, render_github, render_human
+from envkit.output.runs import render_run
 from envkit.output.stdout import dump, echo
 
 if TYPE_CHECKING:
@@ -98,17 +97,7 @@ def _register_lazily(cls: type) -> bool:
 
 @renders(ValidationRun, "diagnostics")
 def _validation(run: ValidationRun, fmt: str) -> int:
-    if fmt == "json":
-        echo(dump(run.to_dict()))
-    elif fmt == "github":
-        echo(render_github(run))
-    elif fmt == "sarif":
-        from envkit.output.sarif import sarif_log
-
-        echo(dump(sarif_log(run)))
-    else:
-        render_human(run, Console(sys.stdout))
-    return run.exit_code
+    return render_run(run, fmt)
 
 
 @_lazy("envkit.builder.build")
@@ -147,7 +136,9 @@ def _register_platform() -> None:
 def _register_results() -> None:
     """The outcomes of convert, rollout, train, schema, rule and settings (``render_results``:
     ``envkit validate`` never builds one, so it never imports them)."""
-    import envkit.output.render_results  # noqa: F401  (its ``@renders`` register the types)
+    from envkit.output import render_results
+
+    render_results.register(renders)
 
 
 @_lazy("envkit.init.project")
