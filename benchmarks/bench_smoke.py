@@ -7,15 +7,19 @@ policy endpoint; runs alternate so machine load hits both alike. Measured:
   validation, bring-up, one rollout per agent, teardown, verdict);
 - gym: ``gym env start`` alone, launch -> Gym head ``/readyz`` 200 (no validation, no rollout,
   teardown not counted);
-- the floor, on its own in Gym's venv: ``import nemo_gym.cli.main`` (Gym's own imports, paid
-  by every server process it starts) and ``ray.init(); ray.shutdown()`` (Ray's local start).
+- the floor, on its own in Gym's venv: ``import nemo_gym.base_resources_server`` (Gym's own
+  imports, paid by every server process it starts) and ``ray.init(); ray.shutdown()`` (Ray's
+  local start).
 Smoke's JSON ``timings`` split its own time: validate, setup (venvs reused), ready (Gym's
 bring-up), rollout, and the rest (teardown, interpreter start). Goal: smoke warm <= 15 s.
 
-Findings (this run's breakdown, load ~6 on 2 cores): nearly all of a warm smoke is Gym's
-bring-up (``ready_s``), and that is Gym's imports and Ray's start in each server process;
-envkit's own part (validate, setup with the venvs reused, one scripted rollout, verdict) is a
-few seconds. envkit polls the head's ``/readyz`` every 0.5 s (half a poll, 0.25 s, on average).
+Findings (one run at load ~14 on 2 cores: smoke 149.7 s, ``gym env start`` alone 118.3 s):
+validate 1.6 s, setup 6.1 s with the venvs reused, ready 114.8 s, rollout 0.3 s, process
+2.8 s; Ray's local start alone took 50.5 s and a server's Gym imports 7 s. So ~77% of a warm
+smoke is Gym's own bring-up, whose floor is Ray plus each server's imports; envkit's part is
+~11 s at that load. Of it, setup copies the package into the run directory and hashes every
+file of it for the venv key (the char_pattern wheels-v1 package is ~400 MB); envkit polls
+``/readyz`` every 0.5 s (0.25 s lost on average). Not changed here.
 Run: ``.venv/bin/python benchmarks/bench_smoke.py [--runs 11] [--quick] [--offline]``.
 """
 
@@ -98,7 +102,10 @@ def floor_once(python: Path) -> tuple[float, float]:
     could not start: a loaded or full host; the smoke figures still stand)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     start = time.monotonic()
-    subprocess.run([str(python), "-c", "import nemo_gym.cli.main"], check=True, env=env)
+    # What every server process imports first (the resources server's base class: FastAPI,
+    # Ray, OpenAI's client); ``nemo_gym.cli.main`` alone is ~0.3 s, it imports lazily.
+    subprocess.run([str(python), "-c", "import nemo_gym.base_resources_server"], check=True,
+                   env=env)
     imports = time.monotonic() - start
     with tempfile.TemporaryDirectory(prefix="bench-ray-") as ray_tmp:
         env.update(RAY_TMPDIR=ray_tmp, RAY_USAGE_STATS_ENABLED="0")
