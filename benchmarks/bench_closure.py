@@ -1,6 +1,6 @@
 """Closure check: envkit (in-process) against ``uv pip compile --offline --no-index``.
 
-    python benchmarks/bench_closure.py [--arch aarch64] [-n 15] [--deep]
+    python benchmarks/bench_closure.py [--arch aarch64] [-n 11] [--quick] [--deep]
 
 The ``ray[default]`` + ``openai==2.44.0`` closure for the target (~66 wheels, ~110 MB) is
 downloaded once into ``~/.cache/envkit-tests/``. envkit's timing covers everything the offline
@@ -8,7 +8,15 @@ verdict needs: reading every wheel (zip directory, METADATA, RECORD checks), the
 duplicate / dead-weight scans; its requirement and marker caches are cleared before each run.
 uv's timing is the whole subprocess (it keeps its own metadata cache warm between runs, as it
 would in CI). Then both tools see a wheelhouse with a duplicate and a dead wheel added: uv
-resolves it without complaint, envkit reports both.
+resolves it without complaint, envkit reports both. Goal: envkit >= 25x faster than uv (the
+ratio of medians, wall; CPU printed beside it).
+
+Findings (cProfile of one cold check, 66 wheels): no single hot spot is left in envkit's
+code: the time is the wheels' bytes — zip central directories (``_zipdir._entries``), the
+RECORD rows (~6,600 ``rsplit``), inflating the 212 METADATA/RECORD members, METADATA headers,
+and ``packaging.version.Version`` for 338 versions. The walk itself is < 10%. What is left to
+win is not reading unchanged wheels at all (a cache of the per-wheel facts keyed by the file's
+stat identity, as git's index does); not done here.
 """
 
 from __future__ import annotations
@@ -24,9 +32,10 @@ from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "fixtures"))
+sys.path[:0] = [str(HERE.parent / "fixtures"), str(HERE)]
 
 import realwheels  # noqa: E402
+from _timing import DEFAULT_RUNS, QUICK_RUNS, load_line, verdict  # noqa: E402
 from packaging.requirements import Requirement  # noqa: E402
 from wheelfactory import make_wheel  # noqa: E402
 
@@ -98,16 +107,18 @@ def _with_junk(house: Path, dest: Path) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", default="aarch64", choices=("aarch64", "x86_64"))
-    parser.add_argument("-n", type=int, default=15, help="envkit runs (uv gets n // 2 + 1)")
+    parser.add_argument("-n", type=int, default=DEFAULT_RUNS, help="runs of each tool")
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_RUNS} runs each")
     parser.add_argument("--deep", action="store_true", help="hash every member (--verify-hashes)")
     args = parser.parse_args()
+    runs = QUICK_RUNS if args.quick else args.n
     target = Target(args.arch)
     house = realwheels.wheelhouse("ray-openai", ROOTS, args.arch)
     count = len(list(house.glob("*.whl")))
-    verdict = envkit_check(house, target, deep=args.deep)
-    assert not any(verdict.values()), verdict
-    envkit_t, envkit_cpu = _time_envkit(house, target, args.n, args.deep)
-    uv_t, uv_cpu = _time_uv(house, args.arch, args.n // 2 + 1)
+    found = envkit_check(house, target, deep=args.deep)
+    assert not any(found.values()), found
+    envkit_t, envkit_cpu = _time_envkit(house, target, runs, args.deep)
+    uv_t, uv_cpu = _time_uv(house, args.arch, runs)
     e_ms, u_ms = statistics.median(envkit_t) * 1e3, statistics.median(uv_t) * 1e3
     print(f"closure: {' + '.join(ROOTS)} for {target} ({count} wheels, {house})")
     print(f"envkit : median {e_ms:7.1f} ms wall, {statistics.median(envkit_cpu) * 1e3:7.1f} ms CPU"
@@ -115,9 +126,10 @@ def main() -> None:
           f"{', deep hashes' if args.deep else ''})")
     print(f"uv     : median {u_ms:7.1f} ms wall, {statistics.median(uv_cpu) * 1e3:7.1f} ms CPU"
           f"  (min wall {min(uv_t) * 1e3:.1f}, n={len(uv_t)})")
-    met = "MET" if e_ms <= 100 and u_ms / e_ms >= 7 else "NOT MET"
-    print(f"ratio  : envkit is {u_ms / e_ms:.1f}x faster than uv "
-          f"(targets: <= 100 ms, >= 7x) -> {met}; load average {os.getloadavg()[0]:.1f}")
+    cpu_ratio = statistics.median(uv_cpu) / statistics.median(envkit_cpu)
+    print(f"RESULT closure: envkit is {u_ms / e_ms:.1f}x faster than uv pip compile --offline "
+          f"(wall medians; CPU {cpu_ratio:.1f}x; goal >= 25x: {verdict(u_ms / e_ms >= 25)}); "
+          f"{load_line()}")
     with tempfile.TemporaryDirectory(dir=house.parent) as tmp:
         junk = _with_junk(house, Path(tmp))
         uv_ok, _ = realwheels.uv_offline_ok(ROOTS, junk, args.arch)

@@ -16,13 +16,16 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from envkit.model.diagnostics import Diagnostic, Severity
-from envkit.model.jobspec import JobSettings, JobSpecError, grpo_settings
 from envkit.validators._base import Inputs, Rule
 from envkit.validators.job_rules import findings
 
 if TYPE_CHECKING:
     from envkit.model.jobfile import JobDoc
     from envkit.model.jobspec import GrpoSettings, Problem
+
+# The job model (``envkit.model.jobspec``) is imported where a job is checked, not here: a
+# package-only ``envkit validate`` (a pre-commit hook) would otherwise build its ~60 dataclasses
+# on every start for nothing.
 
 __all__ = ["CHECKS", "REF_FIELDS", "RULES", "is_local_ref", "is_workspace_ref", "job_diagnostics"]
 
@@ -263,6 +266,8 @@ def _readable_training(
         unreadable.add(path[1])
         _drop(kept, path[1:])
     kept.setdefault("type", "grpo")  # a missing type is EK600; no rule reads it
+    from envkit.model.jobspec import JobSpecError, grpo_settings
+
     try:
         return grpo_settings({"training": kept}), frozenset(unreadable)
     except JobSpecError:  # e.g. a block that is not an object: nothing left to read
@@ -326,6 +331,8 @@ _NOT_KNOBS = {
 def _did_you_mean(path: tuple[str, ...]) -> str | None:
     if path[-1] in _NOT_KNOBS:
         return _NOT_KNOBS[path[-1]]
+    from envkit.model.jobspec import JobSettings
+
     cls: Any = JobSettings
     for key in path[:-1]:
         fld = {f.name: f for f in dataclasses.fields(cls)}.get(key)

@@ -13,8 +13,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from envkit.model.diagnostics import Diagnostic, Severity
-from envkit.model.package import display_path
-from envkit.model.provenance import PROVENANCE_NAME
+from envkit.model.package import PROVENANCE_NAME, display_path
 from envkit.validators._base import Inputs, Rule
 
 if TYPE_CHECKING:

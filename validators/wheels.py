@@ -10,22 +10,6 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
-
-from envkit.model.closure import (
-    RUNTIME_ORIGIN,
-    Closure,
-    Egress,
-    Missing,
-    Root,
-    marker_roots,
-    parse_requirement,
-    python_ok,
-    runtime_roots,
-    usable,
-    walk,
-)
 from envkit.model.diagnostics import Severity
 from envkit.model.gym_data import gym_data
 from envkit.model.package import INSTALL_MARKERS
@@ -36,12 +20,17 @@ from envkit.validators.gym.model import view_of
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from envkit.model.closure import Closure, Egress, Missing, Root
     from envkit.model.diagnostics import Diagnostic
     from envkit.model.package import Package
     from envkit.model.target import Target
     from envkit.model.wheelfile import WheelFile
 
 __all__ = ["CHECKS", "RULES", "closure_roots"]
+
+# The closure model and ``packaging`` are imported inside the checks, after the format test:
+# a native-v1 package never reaches them, and importing them costs every ``envkit validate``
+# start ~20 ms (``packaging`` compiles its grammar's regexes at import).
 
 WHEEL_FORMATS = ("wheels-v1", "adapter-wheels-v1")
 WHEELS_DIR = "wheels/"
@@ -126,9 +115,13 @@ def check_wheel_files(inputs: Inputs) -> Iterator[Diagnostic]:
     skips the ones that do not match.
     """
     pkg = _wheel_package(inputs)
+    if pkg is None:
+        return
+    from envkit.model.closure import python_ok, usable
+
     target = inputs.options.target
-    covered = {w.name for w in pkg.wheels if usable(w, target)} if pkg else set()
-    for wheel in pkg.wheels if pkg else ():
+    covered = {w.name for w in pkg.wheels if usable(w, target)}
+    for wheel in pkg.wheels:
         if wheel.error is not None:
             yield EK400.at(wheel.path, f"`{wheel.filename}`: {wheel.error}")
             continue
@@ -190,6 +183,10 @@ def closure_roots(pkg: Package, inputs: Inputs) -> tuple[list[Root], list[Egress
     Without ``--offline`` the runtime pins and the built-ins' requirements count only for
     projects ``wheels/`` vendors (the first install has an index for the rest).
     """
+    from packaging.utils import canonicalize_name
+
+    from envkit.model.closure import Egress, marker_roots, runtime_roots
+
     roots: list[Root] = []
     egress: list[Egress] = []
     for server in pkg.servers:
@@ -222,6 +219,8 @@ def _builtin_server_roots(pkg: Package) -> tuple[list[Root], list[Egress]]:
     most packages): ``nemo-gym[dev]`` plus setuptools to build it. Offline, ``wheels/`` must
     cover that too. The adapter's harness is left to ``_adapter_roots`` (staged offline).
     """
+    from envkit.model.closure import Egress, Root, marker_roots
+
     view = view_of(pkg)
     if view is None:
         return [], []
@@ -255,6 +254,11 @@ def _harness_dir(pkg: Package) -> str | None:
 def _adapter_roots(pkg: Package) -> list[Root]:
     """The env wheel (``metadata.vf_env_id``, or any wheel that requires verifiers) and the
     verifiers the harness imports."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    from envkit.model.closure import Root, parse_requirement
+
     meta = pkg.manifest_data.get("metadata")
     env_id = meta.get("vf_env_id") if isinstance(meta, dict) else None
     env_name = canonicalize_name(env_id) if isinstance(env_id, str) else None
@@ -277,6 +281,8 @@ def check_closure(inputs: Inputs) -> Iterator[Diagnostic]:
     pkg = _wheel_package(inputs)
     if pkg is None:
         return
+    from envkit.model.closure import walk
+
     roots, egress = closure_roots(pkg, inputs)
     closure = walk(pkg.wheels, roots, inputs.options.target)
     yield from _pin_mismatches(pkg, inputs)
@@ -291,6 +297,10 @@ def check_closure(inputs: Inputs) -> Iterator[Diagnostic]:
 
 def _pin_mismatches(pkg: Package, inputs: Inputs) -> Iterator[Diagnostic]:
     """EK404/EK405 for vendored runtime projects off the image's pins."""
+    from packaging.utils import canonicalize_name
+
+    from envkit.model.closure import RUNTIME_ORIGIN, runtime_roots
+
     pins = {canonicalize_name(r.requirement.name): r.requirement for r in
             runtime_roots(inputs.options.gym_version, gym_data().requires_dist, WHEELS_DIR)}
     for wheel in pkg.wheels:
@@ -357,6 +367,10 @@ def _dead_weight(pkg: Package, closure: Closure) -> Iterator[Diagnostic]:
 
 
 def _required_names(wheel: WheelFile) -> set[str]:
+    from packaging.utils import canonicalize_name
+
+    from envkit.model.closure import parse_requirement
+
     return {canonicalize_name(r.name) for r in map(parse_requirement, wheel.requires_dist)
             if r is not None}
 

@@ -29,8 +29,7 @@ from envkit.check.wrong_root import wrong_root
 from envkit.errors import UsageError
 from envkit.model.diagnostics import Diagnostic, parse_selectors
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
-from envkit.model.lock import LOCK_NAME, read_lock
-from envkit.model.package import load_package
+from envkit.model.package import LOCK_NAME, load_package
 from envkit.model.target import Target
 from envkit.validators import RULES, CheckOptions
 from envkit.validators.manifest import EK100
@@ -92,6 +91,8 @@ def _lock_target(package: Package | Path | None) -> tuple[dict[str, str] | None,
     A path (a caller that has not loaded the package) is read through the same lock reader
     ``load_package`` uses."""
     if isinstance(package, Path):
+        from envkit.model.lock import read_lock
+
         doc = read_lock(package / LOCK_NAME) if (package / LOCK_NAME).is_file() else None
     else:
         doc = package.lock if package is not None else None

@@ -239,10 +239,11 @@ def settings_for(package: Path, cli: Settings, *, isolated: bool = False) -> Set
     :raises SettingsError: the configuration file found cannot be used.
     """
     resolved = Settings()
-    config = None if isolated else find_config(package.resolve())
-    if config is not None:
+    absolute = None if isolated else package.resolve()  # once: a realpath walks every level
+    config = None if absolute is None else find_config(absolute)
+    if config is not None and absolute is not None:
         resolved = config.top.over(resolved)
-        rel = _relative(package.resolve(), config.path.parent)
+        rel = _relative(absolute, config.path.parent)
         for glob, override in config.per_package:
             if fnmatch.fnmatch(rel, glob.rstrip("/")):
                 resolved = replace(override, source=config.path).over(resolved)

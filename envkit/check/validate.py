@@ -9,9 +9,7 @@ from typing import TYPE_CHECKING
 
 from envkit.check.columns import with_columns
 from envkit.check.report import Cause, Report
-from envkit.model.dataset import load_dataset
 from envkit.model.diagnostics import Diagnostic, Severity, selected
-from envkit.model.jobfile import load_job
 from envkit.model.package import load_package
 from envkit.validators import CHECKS, CheckOptions, Inputs, run_checks
 
@@ -82,6 +80,11 @@ def validate(request: ValidateRequest, *, package: Package | None = None) -> Rep
     """
     if package is None and request.package:
         package = load_package(request.package, verify_hashes=request.verify_hashes)
+    # The dataset and job models load only when given: a hook validates packages.
+    if request.dataset:
+        from envkit.model.dataset import load_dataset
+    if request.job:
+        from envkit.model.jobfile import load_job
     inputs = Inputs(
         package=package,
         dataset=load_dataset(request.dataset) if request.dataset else None,
@@ -103,7 +106,7 @@ def validate_inputs(inputs: Inputs, request: ValidateRequest | None = None) -> R
     package = inputs.package
     diagnostics = tuple(
         _printable(d)
-        for d in with_columns(run_checks(inputs, [_guarded(check) for check in CHECKS]), inputs)
+        for d in with_columns(run_checks(inputs, _guarded_checks(CHECKS)), inputs)
         if d.code == INTERNAL_ERROR or selected(d.code, request.select, request.ignore)
     )
     diagnostics = request.leading + diagnostics
@@ -144,6 +147,12 @@ def _where(d: Diagnostic) -> tuple[str, str, int | None]:
 def _named(path: Path | None) -> str | None:
     """An input as the report names it: the path as the user gave it."""
     return None if path is None else str(path)
+
+
+@functools.lru_cache(maxsize=4)
+def _guarded_checks(checks: tuple[Check, ...]) -> list[Check]:
+    """``checks``, guarded: wrapped once per process, not once per package validated."""
+    return [_guarded(check) for check in checks]
 
 
 def _guarded(check: Check) -> Check:

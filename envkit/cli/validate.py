@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from envkit.cli._common import common_options, report_file_option
 from envkit.model.diagnostics import parse_selectors
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
-from envkit.output.results import RuleDocs, SchemaText, SettingsView
 from envkit.schemas import SCHEMAS, schema_text
+
+if TYPE_CHECKING:  # imported where built: `envkit validate` itself returns none of them
+    from envkit.output.results import RuleDocs, SchemaText
 
 __all__ = ["rule_command", "schema_command", "validate_command"]
 
@@ -92,6 +95,8 @@ def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | 
                           verify_hashes=verify_hashes, isolated=isolated,
                           ignore_unowned_files=ignore_unowned_files)
     if show_settings:
+        from envkit.output.results import SettingsView
+
         packages = discover_for(request).packages
         return SettingsView(tuple((str(p), shown_settings(p, request))
                                   for p in packages or (Path(),)))
@@ -113,6 +118,8 @@ def schema_command(name: str) -> SchemaText:
     """Print a JSON Schema shipped with envkit: the manifest, the GRPO job, or the shape of a
     command's JSON output (diagnostics, convert, rollout, train, rules, settings, smoke, probe,
     error)."""
+    from envkit.output.results import SchemaText
+
     return SchemaText(name, schema_text(name))
 
 
@@ -122,6 +129,7 @@ def schema_command(name: str) -> SchemaText:
 @common_options()
 def rule_command(selectors: tuple[str, ...], show_all: bool) -> RuleDocs:
     """Explain a rule (EK105), or list the rules a prefix selects (EK1), as `ruff rule` does."""
+    from envkit.output.results import RuleDocs
     from envkit.validators import RULES
 
     if show_all or not selectors:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import re
 import shutil
 import subprocess
@@ -47,6 +46,7 @@ from envkit.gym.venv import GymVenv, ensure_gym_venv
 from envkit.gym.venvsteps import PrefetchSteps, stream_lines
 from envkit.model.package import Package, load_package
 from envkit.supply.cache import cache_root
+from envkit.supply.wheelcache import link_wheels
 from envkit.validators.config_paths import EK104
 from envkit.validators.manifest import EK100, EK101
 from envkit.validators.spinup import EK701
@@ -205,7 +205,7 @@ class GymRuntime(StartedInWith):
         (root / "runs").mkdir(parents=True, exist_ok=True)
         self._paths = paths = RunPaths(Path(tempfile.mkdtemp(prefix="run-", dir=root / "runs")),
                                        Path(tempfile.mkdtemp(prefix="envkit-gymray-")))
-        shutil.copytree(self.package, paths.work, copy_function=_link_wheels,
+        shutil.copytree(self.package, paths.work, copy_function=link_wheels,
                         ignore=shutil.ignore_patterns("__pycache__", ".venv"))
         self._stage_harness(gym, paths.work)
         uv_toml = write_uv_toml(gym, paths.run_dir, offline=self.options.offline)
@@ -388,20 +388,3 @@ def _short(cmdline: str) -> str:
     """A process's command for a log line: program and first argument, paths as base names
     (``python gym``, ``python app.py``, ``raylet``)."""
     return " ".join(Path(part).name for part in cmdline.split()[:2]) or "?"
-
-
-def _link_wheels(source: str, target: str) -> None:
-    """``copytree``'s copy: wheels hard-linked, everything else copied.
-
-    Why: a run works on its own copy of the package (Gym writes beside the configs), but a
-    wheels-v1 package is mostly wheels (hundreds of MB), which nothing writes to in place; a
-    link makes each run's copy free where the cache shares the package's filesystem.
-    """
-    if source.endswith(".whl"):
-        try:
-            os.link(source, target)
-        except OSError:
-            pass
-        else:
-            return
-    shutil.copy2(source, target)

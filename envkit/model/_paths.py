@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-__all__ = ["display_path", "safe_relpath"]
+__all__ = ["LOCK_NAME", "PROVENANCE_NAME", "display_path", "safe_relpath"]
+
+LOCK_NAME = "wheels.lock"
+PROVENANCE_NAME = "provenance.json"
+"""The lock's and the record's file names, here so that a package without them never imports
+their models."""
 
 _CONTROL = {c: f"\\x{c:02x}" for c in (*range(32), 127)}
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import functools
 import re
 from collections.abc import Iterable
 from typing import NamedTuple
@@ -94,8 +95,7 @@ def parse_selectors(values: Iterable[str], known: Iterable[str]) -> tuple[str, .
     >>> parse_selectors(["ek1,EK204"], ["EK105", "EK204"])
     ('EK1', 'EK204')
     """
-    codes = sorted(set(known))
-    prefixes = {code[:n] for code in codes for n in range(2, len(code) + 1)}
+    prefixes = _prefixes(frozenset(known))
     out: list[str] = []
     for value in values:
         for raw in value.split(","):
@@ -108,7 +108,14 @@ def parse_selectors(values: Iterable[str], known: Iterable[str]) -> tuple[str, .
     return tuple(dict.fromkeys(out))
 
 
-def _unknown(raw: str, prefixes: set[str]) -> str:
+@functools.lru_cache(maxsize=8)
+def _prefixes(codes: frozenset[str]) -> frozenset[str]:
+    """Every selector that names a rule of ``codes``: computed once per rule set, not once per
+    package and setting (a run over 145 packages parsed three selector lists for each)."""
+    return frozenset(code[:n] for code in codes for n in range(2, len(code) + 1))
+
+
+def _unknown(raw: str, prefixes: frozenset[str]) -> str:
     same_length = sorted(p for p in prefixes if len(p) > 2 and abs(len(p) - len(raw)) <= 1)
     near = difflib.get_close_matches(raw.upper(), same_length, n=1, cutoff=0.6)
     maybe = f"; did you mean {near[0]!r}?" if near else ""

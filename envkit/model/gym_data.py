@@ -11,10 +11,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
-
-from envkit.model.closure import runtime_roots
 
 __all__ = [
     "DEFAULT_GYM_VERSION",
@@ -27,6 +25,10 @@ __all__ = [
 
 DEFAULT_GYM_VERSION = "0.7.0"
 """The pinned Gym version: the nemo-gym release the training image runs."""
+
+_DATA = Path(__file__).resolve().parent.parent / "data"
+"""``envkit/data``: a plain path, not ``importlib.resources`` (whose imports every command that
+only needs ``DEFAULT_GYM_VERSION`` would pay at start)."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ class GymData:
 
 @cache
 def gym_data() -> GymData:
-    raw = json.loads(resources.files("envkit").joinpath("data/gym.json").read_text("utf-8"))
+    raw = json.loads((_DATA / "gym.json").read_text("utf-8"))
     return GymData(
         version=raw["nemo_gym_version"],
         requires_python=raw["requires_python"],
@@ -129,7 +131,7 @@ def builtin_configs() -> dict[str, dict[str, Any]]:
     Written by ``scripts/gen_gym_configs.py``; loaded only when a package pulls in a config it
     does not ship (Gym then reads the file from its install root).
     """
-    text = resources.files("envkit").joinpath("data/gym_configs.json").read_text("utf-8")
+    text = (_DATA / "gym_configs.json").read_text("utf-8")
     configs: dict[str, dict[str, Any]] = json.loads(text)["configs"]
     return configs
 
@@ -138,5 +140,7 @@ def runtime_requirements(gym_version: str) -> list[str]:
     """What Gym adds to every server venv: ``nemo-gym==V``, ``ray[default]``, ``openai`` at
     nemo-gym's own Requires-Dist, and the ``pip`` its ``uv venv --seed`` installs: the same
     roots ``validate --offline`` walks."""
+    from envkit.model.closure import runtime_roots  # the closure model is not needed at start
+
     roots = runtime_roots(gym_version, gym_data().requires_dist, "")
     return [str(root.requirement) for root in roots]

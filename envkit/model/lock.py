@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
+from envkit.model._paths import LOCK_NAME
 from envkit.model.jsonfile import JsonObject, parse_object, read_object
 from envkit.model.target import Target, TargetError
 
@@ -37,7 +38,6 @@ __all__ = [
     "read_lock",
 ]
 
-LOCK_NAME = "wheels.lock"
 LOCK_VERSION = "1.0"
 MAX_LOCK_BYTES = 16 * 1024 * 1024
 """A lock lists a few hundred wheels (a few hundred KiB); a larger file is not parsed."""

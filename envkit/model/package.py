@@ -17,14 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from envkit.model._configs import read_bytes, read_configs, read_yaml
-from envkit.model._paths import display_path, safe_relpath
-from envkit.model.lock import LOCK_NAME, LockDoc, read_lock
-from envkit.model.provenance import (
-    PROVENANCE_NAME,
-    ProvenanceDoc,
-    package_tree,
-    read_provenance,
-)
+from envkit.model._paths import LOCK_NAME, PROVENANCE_NAME, display_path, safe_relpath
 from envkit.model.reqfiles import include_target
 from envkit.model.wheelfile import WheelFile, read_wheel
 from envkit.model.yamlio import YamlDoc
@@ -32,10 +25,15 @@ from envkit.model.yamlio import YamlDoc
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from envkit.model.lock import LockDoc
+    from envkit.model.provenance import ProvenanceDoc
+
 __all__ = [
     "INSTALL_MARKERS",
+    "LOCK_NAME",
     "MANIFEST",
     "MAX_ENTRIES",
+    "PROVENANCE_NAME",
     "SERVER_TYPES",
     "FileEntry",
     "Package",
@@ -190,6 +188,8 @@ def _read_lock(root: Path, entries: Mapping[str, FileEntry]) -> LockDoc | None:
     entry = entries.get(LOCK_NAME)
     if entry is None:
         return None
+    from envkit.model.lock import LockDoc, read_lock  # only a package with a lock needs it
+
     if entry.kind != "file":
         return LockDoc(error=f"is {_kind(entry)}, not a regular file; not read")
     return read_lock(root / LOCK_NAME)
@@ -201,6 +201,12 @@ def _read_provenance(root: Path, entries: Mapping[str, FileEntry]) -> Provenance
     entry = entries.get(PROVENANCE_NAME)
     if entry is None:
         return None
+    from envkit.model.provenance import (  # only a package with a record needs them
+        ProvenanceDoc,
+        package_tree,
+        read_provenance,
+    )
+
     if entry.kind != "file":
         return ProvenanceDoc(error=f"is {_kind(entry)}, not a regular file; not read")
     doc = read_provenance(root / PROVENANCE_NAME)

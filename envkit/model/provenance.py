@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
+from envkit.model._paths import PROVENANCE_NAME
 from envkit.model.jsonfile import JsonObject, parse_object, read_object
 from envkit.model.tree import hash_files
 
@@ -53,7 +54,6 @@ __all__ = [
     "sha256_bytes",
 ]
 
-PROVENANCE_NAME = "provenance.json"
 PROVENANCE_VERSION: Literal["1.0"] = "1.0"
 PACKAGE_PURPOSE = "package"
 DATASET_PURPOSE = "dataset"

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from packaging.requirements import InvalidRequirement, Requirement
-
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
+
+    from packaging.requirements import Requirement
 
 __all__ = [
     "MAX_REQUIREMENT_CHARS",
@@ -201,6 +201,10 @@ def parse_requirement(text: str) -> Requirement | None:
     """``Requirement(text)``, cached, or None when it does not parse (never raises)."""
     if len(text) > MAX_REQUIREMENT_CHARS:
         return None
+    # Here, not at the top: ``packaging`` compiles its grammar at import (~20 ms), which a
+    # package with no requirement to read (and every other command's start) would pay.
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         return Requirement(text)
     except (InvalidRequirement, ValueError):

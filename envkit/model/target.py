@@ -18,10 +18,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-
-from packaging.tags import Tag, compatible_tags, cpython_tags
+from typing import TYPE_CHECKING
 
 from envkit.errors import UsageError
+
+if TYPE_CHECKING:
+    from packaging.tags import Tag
 
 __all__ = [
     "ARCHES",
@@ -136,6 +138,8 @@ def platform_tags(arch: str, floor: tuple[int, int]) -> tuple[str, ...]:
 def target_tags(target: Target) -> tuple[Tag, ...]:
     """The target's full ordered tag list: ``cp313-cp313-*``, abi3 back to cp32, ``none``,
     then ``py3*-none-*`` and ``*-none-any``; never the host's."""
+    from packaging.tags import compatible_tags, cpython_tags  # ~10 ms; only tags need it
+
     abi = f"cp{target.python[0]}{target.python[1]}"
     platforms = list(target.platforms)
     return (

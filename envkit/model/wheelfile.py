@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import base64
 import csv
-import hashlib
 import io
 import struct
 import zipfile
@@ -32,19 +31,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from packaging.tags import Tag
-from packaging.utils import (
-    InvalidWheelFilename,
-    NormalizedName,
-    canonicalize_name,
-    parse_wheel_filename,
-)
-from packaging.version import Version
-
 from envkit.model._zipdir import Unsupported, ZipfileArchive, open_archive
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
+
+    from packaging.tags import Tag
+    from packaging.utils import NormalizedName
+    from packaging.version import Version
+
+# ``packaging`` and ``hashlib`` are imported where a wheel is read: every ``envkit`` start
+# imports this module (the package model holds ``WheelFile``), most never read a wheel, and
+# ``packaging`` compiles its grammar's regexes at import (~20 ms).
 
 __all__ = [
     "SMALL_WHEEL_BYTES",
@@ -84,6 +82,8 @@ class WheelFile:
 
 def read_wheel(file: Path, rel: str | None = None, *, deep: bool = False) -> WheelFile:
     """Read ``file``; never raises over the wheel's content. ``deep`` hashes every member."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
     rel = rel or f"wheels/{file.name}"
     try:
         name, version, _build, tags = parse_wheel_filename(file.name)
@@ -129,6 +129,8 @@ def _read_archive(base: WheelFile, zf: _Members, *, deep: bool) -> WheelFile:
         meta_bytes = zf.read(metas[0])
     except zipfile.BadZipFile as exc:
         return _replace(base, error=f"unreadable METADATA: {exc}")
+    from packaging.utils import canonicalize_name
+
     raw = core_fields(meta_bytes)
     meta_name = _first(raw, "name")
     if meta_name and base.name and canonicalize_name(meta_name) != base.name:
@@ -274,6 +276,8 @@ def _size_issues(path: str, actual: int, digest: str, size: str) -> list[str]:
 
 
 def _hash_issues(zf: _Members, path: str, digest: str, data: bytes | None) -> list[str]:
+    import hashlib
+
     algo, _, expected = digest.partition("=")
     # shake_* need a digest length RECORD cannot give; md5/sha1 are too weak for the spec.
     if algo not in hashlib.algorithms_guaranteed or algo in _WEAK_OR_XOF:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 __all__ = ["SCHEMAS", "load_schema", "schema_text"]
@@ -15,8 +15,13 @@ SCHEMAS = ("manifest", "diagnostics", "job", "convert", "rollout", "train", "tra
 """The inputs envkit reads (manifest, job) and the JSON every command can print."""
 
 
+_HERE = Path(__file__).parent
+"""The schemas sit beside this module (a plain path: ``importlib.resources`` would cost every
+``envkit`` start ~5 ms of imports — ``tempfile``, ``shutil``, ``random`` — for a file next door)."""
+
+
 def schema_text(name: str) -> str:
-    return resources.files(__name__).joinpath(f"{name}.schema.json").read_text("utf-8")
+    return (_HERE / f"{name}.schema.json").read_text("utf-8")
 
 
 @cache

@@ -10,7 +10,7 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["WheelCache", "link_or_copy"]
+__all__ = ["WheelCache", "link_or_copy", "link_wheels"]
 
 
 
@@ -46,3 +46,19 @@ def link_or_copy(source: Path, target: Path) -> None:
     except OSError:
         shutil.copy2(source, target)
 
+
+def link_wheels(source: str, target: str) -> None:
+    """A ``copytree`` copy function: wheels hard-linked, everything else copied.
+
+    Why: a Gym run works on its own copy of the package (Gym writes beside the configs), but
+    a wheels-v1 package is mostly wheels (hundreds of MB), which nothing writes to in place;
+    a link makes each run's copy free where the cache shares the package's filesystem.
+    """
+    if source.endswith(".whl"):
+        try:
+            os.link(source, target)
+        except OSError:
+            pass
+        else:
+            return
+    shutil.copy2(source, target)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from typing import TYPE_CHECKING
 
-from envkit.gym.servers import _link_wheels
+from envkit.supply.wheelcache import link_wheels
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -19,7 +19,7 @@ def test_wheels_are_linked_and_configs_copied(tmp_path: Path) -> None:
     (pkg / "wheels" / "a-1.0-py3-none-any.whl").write_bytes(b"PK wheel")
     (pkg / "nemo-environment.yaml").write_text("format: wheels-v1\n")
     run = tmp_path / "run"
-    shutil.copytree(pkg, run, copy_function=_link_wheels)
+    shutil.copytree(pkg, run, copy_function=link_wheels)
     wheel, copied = run / "wheels" / "a-1.0-py3-none-any.whl", run / "nemo-environment.yaml"
     assert wheel.stat().st_ino == (pkg / "wheels" / "a-1.0-py3-none-any.whl").stat().st_ino
     assert copied.stat().st_ino != (pkg / "nemo-environment.yaml").stat().st_ino

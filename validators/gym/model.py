@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from envkit.model.package import Package
 
 __all__ = [
+    "MAPPING_TYPES",
     "Definition",
     "GymView",
     "Instance",
@@ -37,6 +38,10 @@ __all__ = [
     "resolve_config",
     "view_of",
 ]
+
+MAPPING_TYPES = (dict, Mapping)
+"""``isinstance(x, MAPPING_TYPES)``: a config's mappings are dicts, and ``dict`` first is a plain
+type check; ``Mapping`` alone runs the ABC hook (a Python call) on every node walked."""
 
 _AGENTS = "responses_api_agents"
 _INHERIT = "_inherit_from"
@@ -118,7 +123,7 @@ class GymView:
 
 def deep_merge(base: Any, override: Any) -> Any:
     """``OmegaConf.merge`` for plain data: mappings merge key by key, anything else is replaced."""
-    if not (isinstance(base, Mapping) and isinstance(override, Mapping)):
+    if not (isinstance(base, MAPPING_TYPES) and isinstance(override, MAPPING_TYPES)):
         return override
     merged = dict(base)
     for key, value in override.items():

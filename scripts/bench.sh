@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The four speed goals, each benchmark printing its figure, its anchor measured in the same run,
+# the ratio and the load average; the RESULT lines are collected at the end.
+#
+#   scripts/bench.sh            # medians of 11 runs (smoke alone takes ~10 min warm)
+#   scripts/bench.sh --quick    # 5 runs (smoke 5), about 8 min on a quiet 2-core machine
+#
+# Needs the dev install (`pip install -e '.[test]'`) and PyPI once: the ray+openai wheelhouse
+# (closure), the 145-package corpus (tree) and the Gym venv (smoke) are built on first use and
+# cached under ~/.cache. Run it on a quiet machine (load < 1): ratios survive load, figures not.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-.venv/bin/python}
+QUICK=()
+[[ "${1:-}" == "--quick" ]] && QUICK=(--quick)
+LOG=$(mktemp -t envkit-bench.XXXXXX)
+trap 'rm -f "$LOG"' EXIT
+echo "== $(date -u +%FT%TZ) $(uptime)" | tee -a "$LOG"
+run() { echo "== $*" | tee -a "$LOG"; "$PY" "$@" "${QUICK[@]}" 2>&1 | tee -a "$LOG"; }
+run benchmarks/bench_closure.py --arch aarch64
+run benchmarks/bench_gate.py
+run benchmarks/bench_smoke.py
+echo "== summary ($(uptime | sed 's/.*load/load/'))"
+grep '^RESULT' "$LOG"
