@@ -18,7 +18,7 @@ from support.paths import REPO_ROOT
 ROOT = REPO_ROOT
 VALID = ROOT / "fixtures" / "packages" / "valid-native-v1" / "pkg"
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.network, pytest.mark.timeout(600)]
 
 
 def _git(repo: Path, *args: str) -> str:

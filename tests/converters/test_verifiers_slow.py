@@ -20,7 +20,7 @@ from support.pep503 import serve_index
 from envkit.converters.env_source import build_source
 from envkit.validators import RULES
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.network
 
 ROOT = REPO_ROOT
 ENVS = ROOT / "fixtures" / "verifiers_envs"
