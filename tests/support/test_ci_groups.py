@@ -11,6 +11,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+
 from support.ci_groups import GROUPS, NEEDS, expression, groups_of
 from support.paths import REPO_ROOT, SUPPORT
 
