@@ -128,5 +128,5 @@ def test_hook_in_a_workspace_maps_files_to_members(
     _git(repo, "add", "-A")
     config = _run(pre_commit, repo, hook_home)  # the workspace's settings: every member
     assert config.returncode == 1, config.stdout + config.stderr
-    assert "envs/other-env/rows.jsonl: EK200 " in config.stdout
+    assert "envs/other-env/rows.jsonl: error[EK200] " in config.stdout
     assert "2 packages checked, 1 valid, 1 invalid" in config.stdout
