@@ -19,12 +19,21 @@ python3 -m venv .venv
 
 # Every group runs even when an earlier one failed (CI reports all of them); the exit status
 # is the first failure's. --durations: where each group's time goes.
+# pytest's temp dirs go under a root of this run's own (PYTEST_DEBUG_TEMPROOT): every pytest
+# session of the same user prunes /tmp/pytest-of-$USER/ to its last three, so on a shared machine
+# another session deletes a running one's dirs. Each group's are removed when it ends (the slow
+# groups write GBs of packages and venvs).
+tmproot=$(mktemp -d "${TMPDIR:-/tmp}/envkit-ci.XXXXXX")
+trap 'rm -rf "$tmproot"' EXIT
 summary=() status=0 all=$SECONDS
 for group in $(.venv/bin/python tests/support/ci_groups.py); do
     expr=$(.venv/bin/python tests/support/ci_groups.py "$group")
     printf '\n==> group %s: pytest -m "%s"\n' "$group" "$expr"
     start=$SECONDS rc=0
-    .venv/bin/python -m pytest -m "$expr" -q --durations=15 || rc=$?
+    mkdir "$tmproot/$group"
+    PYTEST_DEBUG_TEMPROOT="$tmproot/$group" \
+        .venv/bin/python -m pytest -m "$expr" -q --durations=15 || rc=$?
+    rm -rf "${tmproot:?}/$group"
     summary+=("$(printf '%-9s %5ds  exit %d' "$group" "$((SECONDS - start))" "$rc")")
     if [[ $rc != 0 && $status == 0 ]]; then status=$rc; fi
 done
