@@ -1,8 +1,48 @@
+"""Suite-wide hooks: the import paths, the CI groups' markers, and CI's "nothing skipped" rule."""
+
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
+
+import pytest
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))  # the `support` package: builders, launchers, paths
 sys.path.insert(0, str(TESTS.parent / "fixtures"))  # fixtures/wheelfactory.py and friends
+
+from support.ci_groups import NEEDS, groups_of  # noqa: E402  (needs the path above)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that needs a real thing ``slow`` (before ``-m`` deselects), and refuse
+    a run where a collected test is in no CI group or in two: CI would never run it, or twice."""
+    strays = []
+    for item in items:
+        names = {mark.name for mark in item.iter_markers()}
+        if names & NEEDS.keys() and "slow" not in names:
+            item.add_marker(pytest.mark.slow)
+            names.add("slow")
+        groups = groups_of(names)
+        if len(groups) != 1:
+            strays.append(f"  {item.nodeid}: {', '.join(groups) or 'no group'}")
+    if strays:
+        raise pytest.UsageError(
+            "every test must be in exactly one CI group (tests/support/ci_groups.py); "
+            f"a slow test says what it needs with one of the markers {', '.join(NEEDS)}:\n"
+            + "\n".join(strays))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """In CI (``CI`` set), a skipped test fails the run: CI installs every extra, so a skip
+    there means a test that silently stopped testing anything."""
+    if not os.environ.get("CI") or exitstatus != pytest.ExitCode.OK:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = reporter.stats.get("skipped", []) if reporter is not None else []
+    if skipped:
+        reporter.write_line(f"CI: {len(skipped)} skipped; nothing may be skipped in CI "
+                            "(see the short test summary for why each was)", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

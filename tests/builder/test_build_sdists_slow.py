@@ -17,7 +17,7 @@ import pytest
 from packaging.version import Version
 from support.paths import REPO_ROOT
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.network
 
 CHAR_PATTERN = REPO_ROOT / "fixtures" / "gym_trees" / \
     "resources_servers" / "char_pattern"

@@ -21,7 +21,7 @@ from envkit.model.target import Target
 from envkit.supply.uvcmd import clean_env, python_platform
 from envkit.validators import RULES
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.network
 
 SERVERS = ("resources_servers/math_formal_lean", "resources_servers/structeval")
 

@@ -18,7 +18,7 @@ from support.paths import REPO_ROOT
 ROOT = REPO_ROOT
 VALID = ROOT / "fixtures" / "packages" / "valid-native-v1" / "pkg"
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.network, pytest.mark.timeout(600)]
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -58,27 +58,36 @@ def _consumer(tmp_path: Path, args: str) -> Path:
     return repo
 
 
-def _run(pre_commit: Path, repo: Path, tmp_path: Path, *args: str
+@pytest.fixture(scope="module")
+def hook_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One PRE_COMMIT_HOME for the module: pre-commit installs envkit's hook env (envkit at
+    HEAD and its dependencies, from the index) once, not once per test."""
+    return tmp_path_factory.mktemp("pre-commit-home")
+
+
+def _run(pre_commit: Path, repo: Path, home: Path, *args: str
          ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "home")}
+    env = {**os.environ, "PRE_COMMIT_HOME": str(home)}
     return subprocess.run([str(pre_commit), "run", *args], cwd=repo, env=env,
                           capture_output=True, text=True, check=False)
 
 
-def test_hook_passes_then_fails_on_a_broken_package(pre_commit: Path, tmp_path: Path) -> None:
+def test_hook_passes_then_fails_on_a_broken_package(
+    pre_commit: Path, hook_home: Path, tmp_path: Path
+) -> None:
     repo = _consumer(tmp_path, "[my-env/]")
-    first = _run(pre_commit, repo, tmp_path, "--all-files")
+    first = _run(pre_commit, repo, hook_home, "--all-files")
     assert first.returncode == 0, first.stdout + first.stderr
     assert "envkit validate" in first.stdout and "Passed" in first.stdout
     (repo / "my-env" / "rows.jsonl").write_text("{}\n")
     _git(repo, "add", "-A")
-    second = _run(pre_commit, repo, tmp_path, "--all-files")
+    second = _run(pre_commit, repo, hook_home, "--all-files")
     assert second.returncode == 1, second.stdout + second.stderr
     assert "my-env/rows.jsonl: error[EK200] " in second.stdout
 
 
 def test_hook_validates_only_the_packages_a_commit_touches(
-    pre_commit: Path, tmp_path: Path
+    pre_commit: Path, hook_home: Path, tmp_path: Path
 ) -> None:
     repo = _consumer(tmp_path, "[]")
     # other-env is broken but untouched: a commit that touches only my-env passes.
@@ -88,16 +97,18 @@ def test_hook_validates_only_the_packages_a_commit_touches(
     manifest = repo / "my-env" / "nemo-environment.yaml"
     manifest.write_text(manifest.read_text() + "# touched\n")
     _git(repo, "add", "-A")
-    touched = _run(pre_commit, repo, tmp_path)  # the staged files only, as on `git commit`
+    touched = _run(pre_commit, repo, hook_home)  # the staged files only, as on `git commit`
     assert touched.returncode == 0, touched.stdout + touched.stderr
     assert "Passed" in touched.stdout and "other-env" not in touched.stdout
-    everything = _run(pre_commit, repo, tmp_path, "--all-files")
+    everything = _run(pre_commit, repo, hook_home, "--all-files")
     assert everything.returncode == 1
     assert "other-env/rows.jsonl: error[EK200] " in everything.stdout
     assert "2 packages checked, 1 valid, 1 invalid" in everything.stdout
 
 
-def test_hook_in_a_workspace_maps_files_to_members(pre_commit: Path, tmp_path: Path) -> None:
+def test_hook_in_a_workspace_maps_files_to_members(
+    pre_commit: Path, hook_home: Path, tmp_path: Path
+) -> None:
     """A workspace root's own files are no package's; its configuration stands for all."""
     repo = _consumer(tmp_path, "[]")
     (repo / "envs").mkdir()
@@ -110,12 +121,12 @@ def test_hook_in_a_workspace_maps_files_to_members(pre_commit: Path, tmp_path: P
     manifest = repo / "envs" / "my-env" / "nemo-environment.yaml"
     manifest.write_text(manifest.read_text() + "# touched\n")
     _git(repo, "add", "-A")
-    touched = _run(pre_commit, repo, tmp_path)
+    touched = _run(pre_commit, repo, hook_home)
     assert touched.returncode == 0, touched.stdout + touched.stderr
     _git(repo, "commit", "-qm", "touch my-env", "--no-verify")
     (repo / "envkit.toml").write_text('packages = ["envs/*"]\nstrict = false\n')
     _git(repo, "add", "-A")
-    config = _run(pre_commit, repo, tmp_path)  # the workspace's settings: every member
+    config = _run(pre_commit, repo, hook_home)  # the workspace's settings: every member
     assert config.returncode == 1, config.stdout + config.stderr
-    assert "envs/other-env/rows.jsonl: EK200 " in config.stdout
+    assert "envs/other-env/rows.jsonl: error[EK200] " in config.stdout
     assert "2 packages checked, 1 valid, 1 invalid" in config.stdout

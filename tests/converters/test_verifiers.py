@@ -180,7 +180,7 @@ def test_lock_has_envkit_builds_shape() -> None:
 
 # -- verifiers API generations -------------------------------------------------------------
 
-@pytest.mark.slow
+@pytest.mark.gym
 def test_gym_pin_matches_the_installed_gym() -> None:
     """Slow: builds (or reuses) envkit's cached nemo-gym venv and reads its harness."""
     from envkit.gym.harness import find_built_in

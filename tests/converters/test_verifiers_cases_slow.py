@@ -23,7 +23,7 @@ from wheelfactory import make_wheel
 
 from envkit.converters.env_source import build_source
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.network
 
 ROOT = REPO_ROOT
 ENVS = ROOT / "fixtures" / "verifiers_envs"

@@ -26,7 +26,7 @@ from envkit.trainer.generation.hf import HFBackend
 from envkit.trainer.rollout import run_rollouts
 from envkit.trainer.tiny_model import make_tiny_model
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.gym, pytest.mark.network]
 
 ROOT = REPO_ROOT
 SECRET = "sk-envkit-fixture-0123456789"

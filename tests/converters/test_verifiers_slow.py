@@ -21,7 +21,7 @@ from envkit.converters.env_source import build_source
 from envkit.supply.provenance import dataset_digest
 from envkit.validators import RULES
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.network
 
 ROOT = REPO_ROOT
 ENVS = ROOT / "fixtures" / "verifiers_envs"

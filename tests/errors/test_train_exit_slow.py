@@ -23,7 +23,7 @@ from toy_envs import char_pattern_rows, make_native_package, write_dataset
 from envkit.schemas import load_schema
 from envkit.trainer.tiny_model import make_tiny_model
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.train, pytest.mark.gym]
 
 
 def test_dynamic_sampling_that_cannot_fill_a_batch_exits_1_with_its_message(tmp_path):

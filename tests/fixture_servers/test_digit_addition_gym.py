@@ -27,7 +27,7 @@ from envkit.trainer.generation.hf import HFBackend
 from envkit.trainer.rollout import run_rollouts
 from envkit.trainer.tiny_model import make_tiny_model
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.gym
 
 OPTIONS = RuntimeOptions(allow_python_override=True, startup_timeout_s=900)
 

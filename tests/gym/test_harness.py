@@ -117,7 +117,7 @@ def test_a_gym_without_the_harness_is_ek110(tmp_path: Path) -> None:
     assert info.value.code == "EK110"
 
 
-@pytest.mark.slow
+@pytest.mark.gym
 def test_the_real_harness_needs_only_what_wheels_vendor(tmp_path: Path) -> None:
     """Gym 0.7.0's own requirements.txt: every line is replaced, app.py comes along.
 

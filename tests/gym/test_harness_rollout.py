@@ -31,7 +31,7 @@ from envkit.trainer.generation.hf import HFBackend
 from envkit.trainer.rollout import run_rollouts
 from envkit.trainer.tiny_model import make_tiny_model
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.gym, pytest.mark.network]
 
 ROOT = REPO_ROOT
 SOURCE = ROOT / "fixtures" / "verifiers_envs" / "reverse-text"

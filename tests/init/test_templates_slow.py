@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.train, pytest.mark.gym, pytest.mark.network]
 
 ENV = {**os.environ, "ENVKIT_ALLOW_PYTHON_OVERRIDE": "1"}
 

@@ -28,7 +28,7 @@ from envkit.trainer.tiny_model import make_tiny_model
 if TYPE_CHECKING:
     from pathlib import Path
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.train, pytest.mark.gym]
 
 
 def _envkit(*args: object) -> dict:

@@ -30,7 +30,7 @@ from envkit.platform.progress import CountingProgress
 from envkit.platform.submit import publish, publish_package
 from envkit.validators import CheckOptions
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.platform
 
 ROOT = REPO_ROOT
 CASES = ROOT / "fixtures" / "packages"

@@ -30,7 +30,7 @@ from toy_envs import char_pattern_rows, write_dataset
 from envkit.platform import PlatformError
 from envkit.schemas import load_schema
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.platform, pytest.mark.network]
 
 ROOT = REPO_ROOT
 JOB = ROOT / "examples" / "tiny_grpo.json"

@@ -24,7 +24,7 @@ from support.proc_marks import MARK, new_mark, survivors
 
 from envkit.schemas import load_schema
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.gym
 
 PROBE = REPO_ROOT / "fixtures" / "probe"
 ENV = {"ENVKIT_ALLOW_PYTHON_OVERRIDE": "1"}  # this machine's 3.13 is older than 3.13.14

@@ -73,7 +73,9 @@ def _demo(work: Path) -> str:
     return proc.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.train
+@pytest.mark.gym
+@pytest.mark.network
 def test_demo_learns_and_two_runs_print_the_same_numbers(tmp_path):
     # Measured on the 2-core machine (busy): about 4 min a run, the server venvs cached.
     first = _demo(tmp_path / "demo")

@@ -19,7 +19,7 @@ from envkit.gym.venv import uv_binary
 
 ROOT = REPO_ROOT
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.network
 
 _PROBE = """
 import importlib.util, json

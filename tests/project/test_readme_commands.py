@@ -118,7 +118,9 @@ def _fresh_copy(dest: Path) -> Path:
     return dest
 
 
-@pytest.mark.slow
+@pytest.mark.train
+@pytest.mark.gym
+@pytest.mark.network
 def test_readme_commands_run_from_a_fresh_clone(tmp_path: Path) -> None:
     clone = _fresh_copy(tmp_path / "envkit")
     env = {**os.environ, "ENVKIT_ALLOW_PYTHON_OVERRIDE": "1",

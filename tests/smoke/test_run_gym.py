@@ -22,7 +22,7 @@ from toy_envs import GYM_TREES, digit_addition_rows, make_native_package, write_
 
 from envkit.schemas import load_schema
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.gym, pytest.mark.network]
 
 ROOT = REPO_ROOT
 FIXTURES = ROOT / "fixtures"

@@ -26,7 +26,7 @@ from envkit.model.target import Target
 from envkit.model.wheelfile import read_wheel
 from envkit.validators import CheckOptions
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.network
 
 ROOTS = ["ray[default]", "openai==2.44.0"]
 OTHER = {"x86_64": "aarch64", "aarch64": "x86_64"}

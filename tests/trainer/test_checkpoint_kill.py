@@ -25,7 +25,7 @@ from envkit.trainer.checkpoint import latest_checkpoint  # noqa: E402
 from envkit.trainer.metrics import read_metrics  # noqa: E402
 from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.train
 
 DRIVER = SUPPORT / "kill_resume_driver.py"
 K = 2  # kill as soon as this step's checkpoint exists

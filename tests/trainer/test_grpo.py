@@ -27,7 +27,7 @@ from envkit.trainer.policy import load_policy  # noqa: E402
 from envkit.trainer.sources.local import LocalRolloutSource  # noqa: E402
 from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.train
 
 ROWS = [{"responses_create_params": {"input": f"say a {i}"}} for i in range(16)]
 

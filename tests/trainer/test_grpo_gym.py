@@ -26,7 +26,7 @@ from envkit.trainer.policy import load_policy  # noqa: E402
 from envkit.trainer.sources.gym import GymRolloutSource, gym_source_options  # noqa: E402
 from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.train, pytest.mark.gym]
 
 MAX_NEW_TOKENS = 8
 SERVED_OVERRIDES = {"router_aux_loss_coef": 0.0}

@@ -27,7 +27,7 @@ from envkit.model.jobfile import parse_job
 from envkit.trainer.nemo_config import CANNOT_APPLY
 from envkit.validators.job import job_diagnostics
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.platform
 
 ORACLE = SUPPORT / "platform_oracle.py"
 ROW = {

@@ -31,7 +31,7 @@ from envkit.trainer.ray_run import train_with_actors  # noqa: E402
 from envkit.trainer.sources.local import local_source  # noqa: E402
 from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.ray, pytest.mark.train]
 
 RAY = Path(sys.executable).with_name("ray")  # this venv's `ray` script
 

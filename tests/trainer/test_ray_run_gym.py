@@ -23,7 +23,7 @@ from envkit.trainer.metrics import read_metrics
 from envkit.trainer.run import TrainRequest, run_training
 from envkit.trainer.tiny_model import make_tiny_model
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.ray, pytest.mark.train, pytest.mark.gym]
 
 # The random-init model (seed 0) writes "e" in about 1 of 64 tokens (measured); Gym's sampling is
 # unseeded, so a step of 16 rollouts x 8 tokens scored 0 in some runs. 2 steps x 32 rollouts x 24

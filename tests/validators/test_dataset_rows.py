@@ -349,7 +349,7 @@ def _envkit_accepts(params: dict[str, Any]) -> bool:
     return not list(input_problems(params["input"]))
 
 
-@pytest.mark.slow
+@pytest.mark.gym
 def test_verdicts_match_real_gym() -> None:
     """Whatever Gym's request model rejects, envkit rejects; what envkit accepts, Gym accepts.
 

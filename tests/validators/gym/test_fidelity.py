@@ -45,7 +45,7 @@ from gym_config_cases import (  # noqa: E402
 )
 from support.gym_tree_packages import build_tree_packages, site_packages  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.gym
 
 def _package_case(case: Path) -> bool:
     """EK3xx and valid cases whose package has a manifest (dataset/job-only cases do not)."""
