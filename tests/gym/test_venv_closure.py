@@ -18,7 +18,7 @@ from wheelfactory import make_wheel
 from envkit.gym import GymRuntime, PolicyEndpoint, RuntimeEvents, RuntimeOptions
 from envkit.gym.events import VenvStep
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.gym, pytest.mark.network]
 
 ENDPOINT = PolicyEndpoint("http://127.0.0.1:9/v1", "k", "m")  # prepare() starts no server
 

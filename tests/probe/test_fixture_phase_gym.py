@@ -32,7 +32,7 @@ from envkit.gym.types import PolicyEndpoint, RuntimeOptions
 from envkit.gym.venv import ensure_gym_venv, uv_binary
 from envkit.probe.fixtures import FixtureRun, FixturesResult, run_fixtures
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.gym, pytest.mark.network]
 
 ENV = {**os.environ, "ENVKIT_ALLOW_PYTHON_OVERRIDE": "1"}
 CATALOG = {"example_single_tool_call": "example_single_tool_call",

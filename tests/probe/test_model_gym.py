@@ -49,7 +49,7 @@ from envkit.trainer.tiny_model import make_tiny_model
 if TYPE_CHECKING:
     from pathlib import Path
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.gym, pytest.mark.train]
 
 G = 8
 PROMPTS_PER_STEP = 16
