@@ -30,10 +30,15 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DEFAULT_COMPLETION", "Script", "ScriptedBackend", "completion_for_row",
-           "prompt_text"]
+__all__ = ["BYTES_PER_TOKEN", "DEFAULT_COMPLETION", "Script", "ScriptedBackend",
+           "completion_for_row", "prompt_text"]
 
 DEFAULT_COMPLETION = "envkit smoke"
+BYTES_PER_TOKEN = 4
+"""Bytes of reply a real tokenizer's token stands for on English text (BPE vocabularies average
+about four). The scripted policy's tokens are bytes; a caller that replays replies a real policy
+could write within ``max_new_tokens`` (the probe's reference answers) budgets this many bytes per
+token, so a 2 kB reference is not cut at 512 bytes."""
 _ANSWER_FIELDS = ("expected_answer", "answer", "ground_truth", "target", "label")
 
 
@@ -101,9 +106,12 @@ class ScriptedBackend:
 
     def __init__(self, completion: str = DEFAULT_COMPLETION,
                  by_prompt: Mapping[str, str] | None = None,
-                 model_name: str = "envkit-smoke", *, script: Script | None = None) -> None:
+                 model_name: str = "envkit-smoke", *, script: Script | None = None,
+                 bytes_per_token: int = 1) -> None:
         self.script = script or Script(completion or DEFAULT_COMPLETION, dict(by_prompt or {}))
         self.model_name = model_name
+        self.bytes_per_token = bytes_per_token
+        """Reply bytes allowed per ``max_tokens`` (1: a byte is a token)."""
         self.tokenizer = _ByteTokenizer()
         self.requests = 0
         """How many prompts were answered (the report shows that the policy was reached)."""
@@ -142,8 +150,9 @@ class ScriptedBackend:
             for stop in params.stop:
                 text = text.split(stop, 1)[0] if stop else text
             ids = tuple(text.encode() or b" ")
-            finish: FinishReason = "length" if len(ids) > params.max_tokens else "stop"
-            ids = ids[: params.max_tokens]
+            budget = params.max_tokens * self.bytes_per_token
+            finish: FinishReason = "length" if len(ids) > budget else "stop"
+            ids = ids[:budget]
             tops = tuple(((t, 0.0),) for t in ids) if params.top_logprobs else ()
             comp = Completion(ids, (0.0,) * len(ids), self.decode(ids), finish, tops)
             outputs.append(GenerationOutput(tuple(self.encode_prompt(prompt)),

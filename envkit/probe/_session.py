@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from envkit.endpoint.generation import GenerationBackend
-from envkit.endpoint.scripted import Script, ScriptedBackend, prompt_text
+from envkit.endpoint.scripted import BYTES_PER_TOKEN, Script, ScriptedBackend, prompt_text
 from envkit.endpoint.server import PolicyServer
 from envkit.errors import FailedError
 from envkit.gym.client import RolloutAbortedError, collect
@@ -145,7 +145,8 @@ class LiveProbe:
 
     def __init__(self, package: Path, options: RuntimeOptions) -> None:
         self.package = package
-        self.backend = ScriptedBackend(model_name="envkit-probe")
+        # a reference answer a real policy could write within max_new_tokens is not cut
+        self.backend = ScriptedBackend(model_name="envkit-probe", bytes_per_token=BYTES_PER_TOKEN)
         self._switch = _Switch(self.backend)
         policy = PolicyServer(self._switch)
         endpoint = PolicyEndpoint(policy.base_url, policy.api_key, self.backend.model_name)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from envkit.endpoint.scripted import prompt_text
+from envkit.endpoint.scripted import BYTES_PER_TOKEN, prompt_text
 
 if TYPE_CHECKING:
     from envkit.probe.job import ProbeJob
@@ -63,7 +63,8 @@ _SKELETONS = (
     ("skeleton:answer-colon", "Answer:"),
 )
 _NOISE_CAP = 1 << 16
-"""Longest noise reply (characters = the scripted policy's byte tokens)."""
+"""Longest noise reply, in characters (the probe's scripted policy allows ``BYTES_PER_TOKEN``
+bytes per token of ``max_new_tokens``)."""
 
 Reply = Callable[[Mapping[str, Any], "ProbeJob"], "str | None"]
 Kind = Literal["oracle", "content-free"]
@@ -140,7 +141,7 @@ def _echo(row: Mapping[str, Any], job: ProbeJob) -> str:
 
 
 def _noise(row: Mapping[str, Any], job: ProbeJob) -> str:
-    return noise(job.max_new_tokens)
+    return noise(job.max_new_tokens * BYTES_PER_TOKEN)
 
 
 CONTENT_FREE: tuple[Policy, ...] = (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import urllib.request
 
-from envkit.endpoint.scripted import Script, ScriptedBackend
+from envkit.endpoint.scripted import BYTES_PER_TOKEN, Script, ScriptedBackend
 from envkit.endpoint.server import PolicyServer
 
 
@@ -41,3 +41,15 @@ def test_a_key_function_tells_rows_with_one_prompt_apart() -> None:
         assert _ask(server, [{"role": "system", "content": "policy-a"}, user]) == "A"
         assert _ask(server, [{"role": "system", "content": "policy-b"}, user]) == "B"
         assert _ask(server, [user]) == "?"
+
+
+def test_a_reply_is_budgeted_in_bytes_per_token() -> None:
+    """The probe replays reference answers a real policy could write within max_new_tokens:
+    with bytes as tokens, a 1,978-byte reference (Gym's equivalence_rule rows) was cut at 64
+    bytes per 64 tokens and scored 0, a verdict about envkit, not the server."""
+    q = [{"role": "user", "content": "Quote it."}]
+    long = "x" * 200
+    with PolicyServer(ScriptedBackend(long)) as server:
+        assert _ask(server, q) == long[:64]  # a byte is a token: smoke's cheap default
+    with PolicyServer(ScriptedBackend(long, bytes_per_token=BYTES_PER_TOKEN)) as server:
+        assert _ask(server, q) == long  # 64 tokens x 4 bytes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from envkit.endpoint.scripted import BYTES_PER_TOKEN
 from envkit.probe.job import ProbeJob
 from envkit.probe.policies import CONTENT_FREE, INJECTION, panel, reference
 
@@ -43,7 +44,7 @@ def test_a_row_without_reference_gets_no_oracle_reply() -> None:
 def test_content_free_replies_carry_no_answer() -> None:
     replies = _replies(ROW)
     assert replies["echo"] == "Reverse \"planet\"."  # the last user message
-    assert len(replies["noise"] or "") == JOB.max_new_tokens
+    assert len(replies["noise"] or "") == JOB.max_new_tokens * BYTES_PER_TOKEN
     assert replies["whitespace"] is not None and not replies["whitespace"].strip()
     assert replies["skeleton:answer-tags"] == "<answer></answer>"
     assert replies["skeleton:boxed"] == "\\boxed{}"
