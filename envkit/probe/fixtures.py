@@ -221,9 +221,12 @@ def _run_one(run: FixtureRun, impl: str, rel: str, determinism: str) -> ServerFi
         env = {**os.environ, "PYTHONPATH": str(server_dir), "PYTHONDONTWRITEBYTECODE": "1"}
         log.info("probe: verifier fixture of %s in %s", impl, python)
         try:
-            proc = subprocess.run([str(python), str(RUNNER), "--request", str(req), "--result",
-                                   str(res)], cwd=server_dir, env=env, capture_output=True,
-                                  text=True, timeout=run.timeout_s, check=False)
+            # -P: the runner's own folder (envkit/probe/) never lands on sys.path, where a
+            # module could shadow the standard library's for the package's code
+            proc = subprocess.run([str(python), "-P", str(RUNNER), "--request", str(req),
+                                   "--result", str(res)], cwd=server_dir, env=env,
+                                  capture_output=True, text=True, timeout=run.timeout_s,
+                                  check=False)
         except subprocess.TimeoutExpired:
             return ServerFixture(impl, rel, "error", f"no verdict within {run.timeout_s:g} s")
         if not res.is_file():
