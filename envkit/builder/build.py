@@ -282,7 +282,7 @@ def _vendor(root: Path, requirements: list[tuple[str, str]], request: BuildReque
         sources = UvSources(request.index_url, request.extra_index_urls, request.wheels_dirs,
                             cache / "uv")
         how = SdistBuild(sources, runner)
-        pins = vendor_pins(pins, root / "wheels", cache=WheelCache(cache / "wheels"),
+        pins = vendor_pins(pins, root / "wheels", cache=WheelCache.under(cache),
                            progress=progress, sdist_build=how)
     except (RuntimeError, OSError) as exc:
         raise BuildError(str(exc) + _glibc_hint(str(exc), request.target)) from None

@@ -117,7 +117,7 @@ def _replaced(line: str) -> bool:
     return bool(stripped) and not stripped.startswith("#")
 
 
-def offline_requirements(original: str, wheels_dir: Path,
+def offline_requirements(original: str, find_links: Sequence[Path],
                          pins: Sequence[str]) -> tuple[str, tuple[str, ...]]:
     """The harness's requirements with every unreachable line replaced by the vendored pins.
 
@@ -127,7 +127,7 @@ def offline_requirements(original: str, wheels_dir: Path,
     the converter co-resolved into ``wheels/``.
 
     >>> text, dropped = offline_requirements(
-    ...     "verifiers @ git+https://x/v.git@v0.3.1\\nacereason-math\\n", Path("/w"),
+    ...     "verifiers @ git+https://x/v.git@v0.3.1\\nacereason-math\\n", [Path("/w")],
     ...     ["verifiers==0.3.1", "e==1"])
     >>> text.splitlines()
     ['--no-index', '--find-links /w', 'verifiers==0.3.1', 'e==1']
@@ -135,7 +135,7 @@ def offline_requirements(original: str, wheels_dir: Path,
     ('verifiers @ git+https://x/v.git@v0.3.1', 'acereason-math')
     """
     dropped = tuple(ln.strip() for ln in original.splitlines() if _replaced(ln))
-    lines = ["--no-index", f"--find-links {wheels_dir}", *pins]
+    lines = ["--no-index", *(f"--find-links {d}" for d in find_links), *pins]
     return "\n".join(lines) + "\n", dropped
 
 
@@ -151,9 +151,12 @@ def find_built_in(site_packages_root: Path, agent: str) -> Path:
     return found[0]
 
 
-def stage_harness(gym_root: Path, work: Path, package: Package) -> StagedHarness | None:
+def stage_harness(gym_root: Path, work: Path, package: Package,
+                  find_links: Sequence[Path] | None = None) -> StagedHarness | None:
     """Copy the built-in harness into ``work`` (a copy of ``package``) with offline
     requirements; None when the package is not an adapter package on a built-in harness.
+
+    ``find_links``: where its install finds the vendored wheels (default ``work/wheels``).
 
     ``package`` is the model ``envkit.model.package.load_package`` read, the validator's own.
 
@@ -172,7 +175,8 @@ def stage_harness(gym_root: Path, work: Path, package: Package) -> StagedHarness
     pins = vendored_pins(sorted(p.name for p in wheels.glob("*.whl")), vf_env_id)
     source = find_built_in(gym_root, agent)
     shutil.copytree(source, dest, ignore=shutil.ignore_patterns("__pycache__", "tests", "data"))
-    text, dropped = offline_requirements((source / "requirements.txt").read_text(), wheels, pins)
+    text, dropped = offline_requirements((source / "requirements.txt").read_text(),
+                                         [wheels] if find_links is None else find_links, pins)
     (dest / "requirements.txt").write_text(text)
     for line in dropped:
         log.warning("%s harness: dropped unreachable requirement %r", agent, line)

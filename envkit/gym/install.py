@@ -40,7 +40,7 @@ from envkit.supply.isolation import isolated_env
 from envkit.validators.wheels import EK403
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Sequence
 
 __all__ = [
     "OUTER_RAY_ENV",
@@ -133,8 +133,13 @@ def mark_ready(venv_dir: Path, package: Path, *, offline: bool) -> None:
     (venv_dir / READY_MARKER).write_text(json.dumps(record))
 
 
-def gym_env(gym: GymVenv, paths: RunPaths, fmt: str, uv_toml: Path) -> dict[str, str]:
-    """The environment of every ``gym`` call: envkit's uv first, no outer Ray, wheels/ found."""
+def gym_env(gym: GymVenv, paths: RunPaths, uv_toml: Path,
+            find_links: Sequence[Path] = ()) -> dict[str, str]:
+    """The environment of every ``gym`` call: envkit's uv first, no outer Ray, wheels/ found.
+
+    ``find_links``: the folders that offer ``wheels/`` (the wheels formats; see
+    ``envkit.supply.wheelcache.pool_wheels`` for why they are the store's, not the copy's).
+    """
     env = isolated_env()
     env.pop("UV_NO_CONFIG", None)  # Gym's uv calls read envkit's own uv.toml, nothing else
     env["UV_CONFIG_FILE"] = str(uv_toml)
@@ -150,9 +155,8 @@ def gym_env(gym: GymVenv, paths: RunPaths, fmt: str, uv_toml: Path) -> dict[str,
     for key in OUTER_RAY_ENV:  # inside a Ray actor (--ray): Gym's Ray is a separate one
         env.pop(key, None)
     env["RAY_TMPDIR"] = str(paths.ray_tmp)  # Gym's Ray: own session dir, removed on close
-    wheels = paths.work / "wheels"
-    if fmt in WHEEL_FORMATS and wheels.is_dir():
-        env["UV_FIND_LINKS"] = str(wheels)  # as the platform passes wheels/ to Gym
+    if find_links:  # as the platform passes wheels/ to Gym (uv splits the list on commas)
+        env["UV_FIND_LINKS"] = ",".join(str(d) for d in find_links)
     return env
 
 
@@ -190,24 +194,27 @@ def gym_args(config_paths: list[str], policy: PolicyEndpoint, venv_dir: Path, ru
     ]
 
 
-def offline_install(wheels: Path, venv_dir: Path, env: dict[str, str],
+def offline_install(wheels: Sequence[Path], venv_dir: Path, env: dict[str, str],
                     on_step: Callable[[VenvStep], None] = lambda step: None) -> None:
     """The platform's second install: ``wheels/`` with ``--no-index`` into every server venv.
 
-    ``on_step`` hears a ``wheels`` start and done per venv (progress while it runs).
+    ``wheels``: the files of ``wheels/`` (as offered to uv: the store's paths); their folders
+    are the only find-links. ``on_step`` hears a ``wheels`` start and done per venv.
 
     :raises GymRuntimeError: uv refused (the likely code from its stderr, else that of a
         requirement ``wheels/`` does not satisfy).
     """
-    files = sorted(str(w) for w in wheels.glob("*.whl"))
+    files = sorted(str(w) for w in wheels)
     if not files:
         return
+    links = [arg for folder in sorted({str(Path(f).parent) for f in files})
+             for arg in ("--find-links", folder)]
     for python in sorted(venv_dir.glob("*/*/.venv/bin/python")):
         server = python.parents[2].relative_to(venv_dir).as_posix()
         started = time.monotonic()
         on_step(VenvStep(server, "wheels", "start"))
         cmd = [uv_binary(), "pip", "install", "--no-config", "--quiet", "--python", str(python),
-               "--no-index", "--find-links", str(wheels), *files]
+               "--no-index", *links, *files]
         if "python-version" in Path(env["UV_CONFIG_FILE"]).read_text():
             cmd[4:4] = ["--python-version", _OVERRIDE_VERSION]
         out = subprocess.run(cmd, capture_output=True, text=True, env=isolated_env(),

@@ -46,7 +46,7 @@ from envkit.gym.venv import GymVenv, ensure_gym_venv
 from envkit.gym.venvsteps import PrefetchSteps, stream_lines
 from envkit.model.package import Package, load_package
 from envkit.supply.cache import cache_root
-from envkit.supply.wheelcache import link_wheels
+from envkit.supply.wheelcache import WheelCache, link_wheels, pool_wheels
 from envkit.validators.config_paths import EK104
 from envkit.validators.manifest import EK100, EK101
 from envkit.validators.spinup import EK701
@@ -105,6 +105,7 @@ class GymRuntime(StartedInWith):
         self._proc: subprocess.Popen[Any] | None = None
         self._tree: ProcessTree | None = None
         self._paths: RunPaths | None = None
+        self._wheels: list[Path] = []  # wheels/ as offered to uv (the store's files)
         self._lock = threading.Lock()
         self._closed = False
         """Set by a final :meth:`close`: nothing more is started (close may come from another
@@ -207,9 +208,11 @@ class GymRuntime(StartedInWith):
                                        Path(tempfile.mkdtemp(prefix="envkit-gymray-")))
         shutil.copytree(self.package, paths.work, copy_function=link_wheels,
                         ignore=shutil.ignore_patterns("__pycache__", ".venv"))
-        self._stage_harness(gym, paths.work)
+        self._wheels = self._pooled_wheels(root, paths.work / "wheels")
+        find_links = sorted({w.parent for w in self._wheels})
+        self._stage_harness(gym, paths.work, find_links)
         uv_toml = write_uv_toml(gym, paths.run_dir, offline=self.options.offline)
-        env = gym_env(gym, paths, self.format, uv_toml)
+        env = gym_env(gym, paths, uv_toml, find_links)
         if not reusable(venv_dir, offline=self.options.offline):
             self._build_venvs(gym, venv_dir, env)
         else:
@@ -217,10 +220,20 @@ class GymRuntime(StartedInWith):
             self.events.on_venv(VenvStep("server venvs", None, "cached", 0.0, key))
         return gym, venv_dir, env
 
-    def _stage_harness(self, gym: GymVenv, work: Path) -> None:
+    def _pooled_wheels(self, root: Path, wheels: Path) -> list[Path]:
+        """The wheels formats: ``wheels/`` as the store's files (``pool_wheels``: why)."""
+        if self.format not in WHEEL_FORMATS or not wheels.is_dir():
+            return []
+        try:
+            return pool_wheels(sorted(wheels.glob("*.whl")), WheelCache.under(root))
+        except OSError as exc:
+            msg = f"cannot offer wheels/ to uv from envkit's wheel store: {exc}"
+            raise GymRuntimeError(msg) from None
+
+    def _stage_harness(self, gym: GymVenv, work: Path, find_links: list[Path]) -> None:
         """adapter-wheels-v1: the built-in harness with offline requirements (``harness``)."""
         try:
-            stage_harness(gym.root, work, self.model)
+            stage_harness(gym.root, work, self.model, find_links or None)
         except (HarnessError, OSError) as exc:
             code = exc.code if isinstance(exc, HarnessError) else None
             msg = f"cannot stage the adapter harness: {exc}"
@@ -248,7 +261,7 @@ class GymRuntime(StartedInWith):
             raise GymRuntimeError(msg, code=found.code, log_tail=tail(text),
                                   reason=found.reason, evidence=found.evidence)
         if self.format in WHEEL_FORMATS:
-            offline_install(self._paths.work / "wheels", venv_dir, env, self.events.on_venv)
+            offline_install(self._wheels, venv_dir, env, self.events.on_venv)
         mark_ready(venv_dir, self.package, offline=self.options.offline)
 
     def _refuse_if_closed(self) -> None:

@@ -55,7 +55,7 @@ def _work(tmp_path: Path, manifest: dict, wheels: tuple[str, ...] = WHEELS) -> P
 
 
 def test_requirements_become_the_vendored_pins_from_wheels_only() -> None:
-    text, dropped = offline_requirements(GYM_REQS, Path("/p/wheels"),
+    text, dropped = offline_requirements(GYM_REQS, [Path("/p/wheels")],
                                          ["verifiers==0.3.1", "reverse-text==0.1.0"])
     assert text.splitlines() == ["--no-index", "--find-links /p/wheels", "verifiers==0.3.1",
                                  "reverse-text==0.1.0"]
@@ -138,5 +138,5 @@ def test_the_runtime_reports_a_staging_failure_with_its_code(tmp_path: Path) -> 
     work = _work(tmp_path, _manifest())
     runtime = GymRuntime(work, PolicyEndpoint("http://x", "k", "m"), RuntimeOptions())
     with pytest.raises(GymRuntimeError, match="adapter harness") as info:
-        runtime._stage_harness(GymVenv(tmp_path / "empty", "0.7.0", "3.13.0", False), work)
+        runtime._stage_harness(GymVenv(tmp_path / "empty", "0.7.0", "3.13.0", False), work, [])
     assert info.value.code == "EK110"
