@@ -105,7 +105,7 @@ class GymRuntime(StartedInWith):
         self._proc: subprocess.Popen[Any] | None = None
         self._tree: ProcessTree | None = None
         self._paths: RunPaths | None = None
-        self._wheels: list[Path] = []  # wheels/ as offered to uv (the store's files)
+        self._wheels: list[Path] = []  # wheels/ as offered to uv (pool_wheels)
         self._lock = threading.Lock()
         self._closed = False
         """Set by a final :meth:`close`: nothing more is started (close may come from another
@@ -208,7 +208,7 @@ class GymRuntime(StartedInWith):
                                        Path(tempfile.mkdtemp(prefix="envkit-gymray-")))
         shutil.copytree(self.package, paths.work, copy_function=link_wheels,
                         ignore=shutil.ignore_patterns("__pycache__", ".venv"))
-        self._wheels = self._pooled_wheels(root, paths.work / "wheels")
+        self._wheels = self._pooled_wheels(root, self.package / "wheels")  # hashed for the key
         find_links = sorted({w.parent for w in self._wheels})
         self._stage_harness(gym, paths.work, find_links)
         uv_toml = write_uv_toml(gym, paths.run_dir, offline=self.options.offline)
@@ -221,13 +221,13 @@ class GymRuntime(StartedInWith):
         return gym, venv_dir, env
 
     def _pooled_wheels(self, root: Path, wheels: Path) -> list[Path]:
-        """The wheels formats: ``wheels/`` as the store's files (``pool_wheels``: why)."""
+        """The wheels formats: ``wheels/`` as the files uv is offered (``pool_wheels``: why)."""
         if self.format not in WHEEL_FORMATS or not wheels.is_dir():
             return []
         try:
-            return pool_wheels(sorted(wheels.glob("*.whl")), WheelCache.under(root))
+            return pool_wheels(sorted(wheels.glob("*.whl")), WheelCache.offer_under(root))
         except OSError as exc:
-            msg = f"cannot offer wheels/ to uv from envkit's wheel store: {exc}"
+            msg = f"cannot offer wheels/ to uv from {WheelCache.offer_under(root).root}: {exc}"
             raise GymRuntimeError(msg) from None
 
     def _stage_harness(self, gym: GymVenv, work: Path, find_links: list[Path]) -> None:

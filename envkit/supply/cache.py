@@ -3,6 +3,7 @@ and the content keys its entries are named by."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from pathlib import Path
@@ -38,8 +39,23 @@ def content_key(parts: Iterable[str], files: Iterable[tuple[str, Path]]) -> str:
 
 
 def _file_digest(path: Path) -> bytes:
+    return bytes.fromhex(file_sha256(path))
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of ``path``'s bytes, read once per process while its stat is unchanged.
+
+    Why the memo: a run keys its venvs by ``wheels/``'s bytes and then offers the same files
+    to uv by content (``envkit.supply.wheelcache.pool_wheels``); hundreds of MB read twice.
+    """
+    st = path.stat()
+    return _sha256_of(str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4096)
+def _sha256_of(path: str, _dev: int, _ino: int, _size: int, _mtime_ns: int) -> str:
     digest = hashlib.sha256()
-    with path.open("rb") as fh:
+    with open(path, "rb") as fh:  # noqa: PTH123 - the memo is keyed by the str path
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
-    return digest.digest()
+    return digest.hexdigest()

@@ -1,18 +1,20 @@
-"""The content-addressed wheel store, and how its files reach a package.
+"""The content-addressed wheel stores, and how their files reach a package and uv.
 
-Files are kept by sha256 (``<root>/<sha256[:2]>/<sha256>/<filename>``), read-only, so a
-package's ``wheels/`` hard-links them for free and a warm build makes no network request.
+Files are kept by sha256 (``<root>/<sha256[:2]>/<sha256>/<filename>``), read-only. The download
+store (``wheels/``) is hard-linked into packages, so a package's ``wheels/`` is free and a warm
+build makes no network request; the offer store (``find-links/``) is what Gym's installs are
+offered, one never-linked copy per wheel (:func:`pool_wheels`).
 """
 
 from __future__ import annotations
 
-import glob
-import hashlib
 import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from envkit.supply.cache import file_sha256
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -29,8 +31,13 @@ class WheelCache:
 
     @classmethod
     def under(cls, cache_root: Path) -> WheelCache:
-        """The store of the envkit cache at ``cache_root`` (its ``wheels/`` folder)."""
+        """The download store of the envkit cache at ``cache_root`` (its ``wheels/``)."""
         return cls(Path(cache_root) / "wheels")
+
+    @classmethod
+    def offer_under(cls, cache_root: Path) -> WheelCache:
+        """The files uv is offered wheels by (``find-links/``; :func:`pool_wheels`)."""
+        return cls(Path(cache_root) / "find-links")
 
     def path_for(self, sha256: str, filename: str) -> Path:
         return self.root / sha256[:2] / sha256 / filename
@@ -50,51 +57,31 @@ class WheelCache:
         return final
 
 
-def pool_wheels(wheels: Iterable[Path], cache: WheelCache) -> list[Path]:
-    """Each of ``wheels`` as a file of the store: the path uv is offered it by.
+def pool_wheels(wheels: Iterable[Path], offer: WheelCache) -> list[Path]:
+    """Each of ``wheels`` as a file of ``offer``: the path uv is offered it by.
 
-    Why: uv keys its unpacked copy of a find-links wheel by the file's URL. Offered from a
-    run's own copy of ``wheels/``, every new venv tree unpacks the whole closure again under a
-    new URL, and that copy outlives the tree in uv's cache (about 1 GB per wheels-v1 package,
-    never reclaimed). Offered from the store, a wheel is unpacked once and every server venv of
-    every package hard-links that one copy. The files are the same bytes, so what Gym installs
-    is what ``wheels/`` holds.
-
-    A wheel the store already holds (the builder hard-links its files into ``wheels/``) is
-    found by inode, without reading it; any other is hashed and copied in, read-only and
-    atomically (first writer wins).
+    Why: uv keys its unpacked copy of a find-links wheel by the file's URL and revalidates it
+    by the file's ctime. Offered from a run's own copy of ``wheels/``, every new venv tree
+    unpacked the whole closure again under a new URL, and that copy outlived the tree in uv's
+    cache (about 1 GB per wheels-v1 package, never reclaimed). ``offer`` (see
+    :meth:`WheelCache.offer_under`) holds one read-only copy per wheel's bytes that nothing
+    ever hard-links, so its ctime never moves (a link to a file changes the file's ctime: the
+    download store's files are linked into every package and run copy): uv unpacks a wheel once
+    and every server venv of every package hard-links that one copy. The bytes are the same,
+    so what Gym installs is what ``wheels/`` holds.
     """
     pooled = []
     for wheel in wheels:
-        stored = _stored_inode(wheel, cache) or _adopt(wheel, cache)
-        pooled.append(stored)
+        sha256 = file_sha256(wheel)
+        found = offer.lookup(sha256, wheel.name)
+        if found is None:
+            offer.root.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".offer-", suffix=".whl", dir=offer.root)
+            os.close(fd)
+            shutil.copyfile(wheel, tmp)  # a copy, never a link: see above
+            found = offer.store(Path(tmp), sha256, wheel.name)
+        pooled.append(found)
     return pooled
-
-
-def _stored_inode(wheel: Path, cache: WheelCache) -> Path | None:
-    """The store's file that *is* ``wheel`` (same inode), if any."""
-    for candidate in cache.root.glob(f"??/*/{glob.escape(wheel.name)}"):
-        try:
-            if candidate.samefile(wheel):
-                return candidate
-        except OSError:
-            continue
-    return None
-
-
-def _adopt(wheel: Path, cache: WheelCache) -> Path:
-    digest = hashlib.sha256()
-    with wheel.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    sha256 = digest.hexdigest()
-    if found := cache.lookup(sha256, wheel.name):
-        return found
-    cache.root.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".adopt-", suffix=".whl", dir=cache.root)
-    os.close(fd)
-    shutil.copyfile(wheel, tmp)
-    return cache.store(Path(tmp), sha256, wheel.name)
 
 
 def link_or_copy(source: Path, target: Path) -> None:

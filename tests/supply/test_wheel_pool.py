@@ -26,50 +26,57 @@ def _wheel(folder: Path, name: str = "demo-1.0-py3-none-any.whl", body: bytes = 
 
 
 def test_same_bytes_in_two_packages_are_offered_from_one_path(tmp_path: Path) -> None:
-    cache = WheelCache.under(tmp_path / "cache")
-    first = pool_wheels([_wheel(tmp_path / "a" / "wheels")], cache)
-    second = pool_wheels([_wheel(tmp_path / "b" / "wheels")], cache)
+    offer = WheelCache.offer_under(tmp_path / "cache")
+    first = pool_wheels([_wheel(tmp_path / "a" / "wheels")], offer)
+    second = pool_wheels([_wheel(tmp_path / "b" / "wheels")], offer)
     assert first == second
     sha = hashlib.sha256(b"PK-1").hexdigest()
-    assert first == [cache.path_for(sha, "demo-1.0-py3-none-any.whl")]
+    assert first == [offer.path_for(sha, "demo-1.0-py3-none-any.whl")]
     assert first[0].read_bytes() == b"PK-1"
 
 
-def test_a_copied_in_wheel_is_read_only_and_the_package_file_is_untouched(tmp_path: Path) -> None:
-    cache = WheelCache.under(tmp_path / "cache")
-    mine = _wheel(tmp_path / "pkg" / "wheels")
+def test_the_offered_file_is_a_read_only_copy_nothing_links(tmp_path: Path) -> None:
+    """uv revalidates its unpacked copy by the file's ctime, and a new hard link to a file
+    changes it: the offered file is a copy of its own, so linking the package's wheel (a run
+    copy, another build) never invalidates what uv unpacked."""
+    offer = WheelCache.offer_under(tmp_path / "cache")
+    stored = WheelCache.under(tmp_path / "cache").path_for("ab" * 32, "demo-1.0-py3-none-any.whl")
+    mine = _wheel(stored.parent)
     mode = stat.S_IMODE(mine.stat().st_mode)
-    [pooled] = pool_wheels([mine], cache)
-    assert not pooled.samefile(mine)  # a copy: editing the package never edits the store
+    [pooled] = pool_wheels([mine], offer)
+    assert not pooled.samefile(mine) and pooled.stat().st_nlink == 1
     assert stat.S_IMODE(pooled.stat().st_mode) == 0o444
     assert stat.S_IMODE(mine.stat().st_mode) == mode
-    assert not list(cache.root.glob(".adopt-*"))  # no temp file left behind
-
-
-def test_a_wheel_linked_from_the_store_is_found_by_inode_not_read(tmp_path: Path) -> None:
-    cache = WheelCache.under(tmp_path / "cache")
-    stored = cache.path_for("ab" * 32, "demo-1.0-py3-none-any.whl")  # not its real sha256
-    _wheel(stored.parent)
-    linked = tmp_path / "pkg" / "wheels" / stored.name
-    linked.parent.mkdir(parents=True)
-    link_or_copy(stored, linked)
-    if linked.stat().st_nlink < 2:  # pragma: no cover - a filesystem without hard links
-        return
-    assert pool_wheels([linked], cache) == [stored]
+    ctime = pooled.stat().st_ctime_ns
+    link_or_copy(mine, tmp_path / "run-copy.whl")
+    assert pool_wheels([mine], offer) == [pooled]
+    assert pooled.stat().st_ctime_ns == ctime
+    assert not list(offer.root.glob(".offer-*"))  # no temp file left behind
 
 
 def test_different_bytes_under_one_name_stay_apart(tmp_path: Path) -> None:
-    cache = WheelCache.under(tmp_path / "cache")
-    [one] = pool_wheels([_wheel(tmp_path / "a", body=b"one")], cache)
-    [two] = pool_wheels([_wheel(tmp_path / "b", body=b"two")], cache)
+    offer = WheelCache.offer_under(tmp_path / "cache")
+    [one] = pool_wheels([_wheel(tmp_path / "a", body=b"one")], offer)
+    [two] = pool_wheels([_wheel(tmp_path / "b", body=b"two")], offer)
     assert one != two and one.name == two.name
     assert (one.read_bytes(), two.read_bytes()) == (b"one", b"two")
 
 
+def test_a_rewritten_wheel_is_hashed_again(tmp_path: Path) -> None:
+    """The digest memo is keyed by the file's stat: new bytes at one path are new bytes."""
+    offer = WheelCache.offer_under(tmp_path / "cache")
+    wheel = _wheel(tmp_path / "w", body=b"first")
+    [before] = pool_wheels([wheel], offer)
+    wheel.unlink()
+    _wheel(tmp_path / "w", body=b"second, longer")
+    [after] = pool_wheels([wheel], offer)
+    assert before != after and after.read_bytes() == b"second, longer"
+
+
 def test_gym_sees_the_pooled_folders_as_its_find_links(tmp_path: Path) -> None:
-    cache = WheelCache.under(tmp_path / "cache")
+    offer = WheelCache.offer_under(tmp_path / "cache")
     pooled = pool_wheels([_wheel(tmp_path / "w", "a-1-py3-none-any.whl", b"a"),
-                          _wheel(tmp_path / "w", "b-1-py3-none-any.whl", b"b")], cache)
+                          _wheel(tmp_path / "w", "b-1-py3-none-any.whl", b"b")], offer)
     folders = sorted({p.parent for p in pooled})
 
     class _Gym:  # the two attributes gym_env reads
