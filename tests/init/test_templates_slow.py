@@ -2,8 +2,8 @@
 the real tools (uv against PyPI, Gym 0.7.0 servers, the GRPO trainer on a tiny model).
 
 gym: init -> build -> validate --offline -> Gym's verifier fixture in the Gym venv ->
-smoke --offline -> probe --offline (when this envkit has the command) -> a 2-step train.
-verifiers: init -> convert verifiers --source -> validate -> smoke -> a 2-step train
+smoke --offline -> probe --offline -> a 2-step train.
+verifiers: init -> convert verifiers --source -> validate -> smoke -> probe -> a 2-step train
 (adapter-wheels-v1 needs egress at job start by design, so nothing runs --offline there).
 """
 
@@ -27,12 +27,6 @@ def _envkit(cwd: Path, *args: str, timeout: int = 1500) -> subprocess.CompletedP
                           capture_output=True, text=True, timeout=timeout, check=False)
     assert proc.returncode == 0, f"envkit {' '.join(args)}\n{proc.stdout}\n{proc.stderr[-4000:]}"
     return proc
-
-
-def _has_probe() -> bool:
-    proc = subprocess.run([sys.executable, "-m", "envkit", "probe", "--help"],
-                          capture_output=True, timeout=120, check=False)
-    return proc.returncode == 0
 
 
 def _train_two_steps(project: Path, tmp_path: Path, *extra: str) -> None:
@@ -79,9 +73,8 @@ def test_gym_template_end_to_end(tmp_path: Path) -> None:
     smoke = json.loads(_envkit(project, "smoke", "package", "--dataset", "package-data",
                                "--offline", "--output-format", "json").stdout)
     assert smoke["passed"] is True, smoke
-    if _has_probe():
-        _envkit(project, "probe", "package", "--dataset", "package-data", "--job",
-                "jobs/grpo.json", "--offline")
+    _envkit(project, "probe", "package", "--dataset", "package-data", "--job", "jobs/grpo.json",
+            "--offline")
     _train_two_steps(project, tmp_path, "--offline")
 
 
@@ -108,7 +101,5 @@ def test_verifiers_template_end_to_end(tmp_path: Path) -> None:
     smoke = json.loads(_envkit(project, "smoke", "package", "--dataset", "package-data",
                                "--output-format", "json").stdout)
     assert smoke["passed"] is True, smoke
-    if _has_probe():
-        _envkit(project, "probe", "package", "--dataset", "package-data", "--job",
-                "jobs/grpo.json")
+    _envkit(project, "probe", "package", "--dataset", "package-data", "--job", "jobs/grpo.json")
     _train_two_steps(project, tmp_path)
