@@ -109,7 +109,7 @@ class PrefetchSteps:
 
 
 def stream_lines(stream: IO[str], on_line: Callable[[str], None], deadline: float) -> str | None:
-    """Read ``stream`` to its end, calling ``on_line`` per line from *this* thread.
+    """Read ``stream`` to its end and close it, calling ``on_line`` per line from *this* thread.
 
     Why a reader thread: a blocking ``readline`` cannot see a deadline; the reader queues lines
     and this thread hands them on, so callbacks run where the caller's events expect them.
@@ -119,8 +119,9 @@ def stream_lines(stream: IO[str], on_line: Callable[[str], None], deadline: floa
     lines: queue.Queue[str | None] = queue.Queue()
 
     def read() -> None:
-        for raw in stream:
-            lines.put(raw)
+        with stream:  # the reader owns it: closed at EOF (also after a deadline), never by GC
+            for raw in stream:
+                lines.put(raw)
         lines.put(None)
 
     threading.Thread(target=read, name="envkit-prefetch-output", daemon=True).start()

@@ -91,6 +91,17 @@ def test_stream_lines_hands_each_line_on_and_returns_the_text() -> None:
     assert text == "a\nb\n"
 
 
+def test_stream_lines_closes_the_stream_it_read_to_its_end() -> None:
+    """A subprocess's stdout pipe left to the garbage collector is a ResourceWarning, which
+    fails the test that happens to be running when it is collected."""
+    stream = io.StringIO("a\n")
+    assert stream_lines(stream, lambda line: None, time.monotonic() + 60) == "a\n"
+    deadline = time.monotonic() + 5
+    while not stream.closed and time.monotonic() < deadline:  # the reader closes it at EOF
+        time.sleep(0.01)
+    assert stream.closed
+
+
 def test_stream_lines_gives_up_at_the_deadline() -> None:
     read, write = os.pipe()  # not closed until the call returned: the stream has not ended
     with os.fdopen(read) as stream:
