@@ -35,7 +35,7 @@ EXPECTED: dict[str, tuple[str, ...] | None] = {
     "gameable_echo": ("EK801",),
     "gameable_injection": ("EK801",),
     "constant": ("EK804", "EK809"),  # its own verifier fixture's zero case scores 1.0 too
-    "nondeterministic": ("EK803", "EK809"),  # and its full case scores 0.9x
+    "nondeterministic": ("EK803", "EK809"),  # its full case scores 0.8-1.0, its zero case 0-0.2
     "breaks_under_load": ("EK805",),
     "wrong_oracle_field": ("EK802",),
     "slow_verify": None,  # a warning only: EK806 (test_slow_verify_warns)
@@ -94,7 +94,10 @@ def test_case_verdict(probed: Any, case: str) -> None:
         assert run["rc"] == 0 and report["passed"] and errors == [], report["diagnostics"]
     else:
         assert run["rc"] == 1 and not report["passed"]
-        assert sorted(errors) == list(expected), report["diagnostics"]  # no follow-on errors
+        # no follow-on errors: each expected code and nothing else. How often a code repeats is
+        # the package's (nondeterministic's zero-reward fixture case, 0.2 x random(), passes
+        # Gym's tolerance on some runs and not others: one EK809 or two).
+        assert sorted(set(errors)) == list(expected), report["diagnostics"]
     assert run["left"] == [], run["left"]
     saved = json.loads((run["out"] / "probe.json").read_text())
     assert saved["codes"] == report["codes"]
