@@ -37,6 +37,7 @@ from envkit.gym.venv import GymVenv, uv_binary
 from envkit.gym.venvsteps import VenvStep
 from envkit.supply.cache import content_key
 from envkit.supply.isolation import isolated_env
+from envkit.supply.wheelcache import WheelCache, pool_wheels
 from envkit.validators.wheels import EK403
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ __all__ = [
     "gym_args",
     "gym_env",
     "mark_ready",
+    "offered_wheels",
     "offline_install",
     "package_key",
     "reusable",
@@ -192,6 +194,23 @@ def gym_args(config_paths: list[str], policy: PolicyEndpoint, venv_dir: Path, ru
         f"++nemo_gym_log_dir={run_dir / 'logs'}",
         f"++head_server.port={head_port}",
     ]
+
+
+def offered_wheels(fmt: str, wheels: Path, cache_root: Path) -> list[Path]:
+    """The wheels formats: ``wheels/`` as the files uv is offered (``pool_wheels``: why).
+
+    ``wheels`` is the package's own folder (its digests are the ones the venv key just read).
+
+    :raises GymRuntimeError: the offer store cannot be written.
+    """
+    if fmt not in WHEEL_FORMATS or not wheels.is_dir():
+        return []
+    offer = WheelCache.offer_under(cache_root)
+    try:
+        return pool_wheels(sorted(wheels.glob("*.whl")), offer)
+    except OSError as exc:
+        msg = f"cannot offer wheels/ to uv from {offer.root}: {exc}"
+        raise GymRuntimeError(msg) from None
 
 
 def offline_install(wheels: Sequence[Path], venv_dir: Path, env: dict[str, str],

@@ -30,6 +30,7 @@ from envkit.gym.install import (
     gym_args,
     gym_env,
     mark_ready,
+    offered_wheels,
     offline_install,
     reusable,
     write_uv_toml,
@@ -46,7 +47,7 @@ from envkit.gym.venv import GymVenv, ensure_gym_venv
 from envkit.gym.venvsteps import PrefetchSteps, stream_lines
 from envkit.model.package import Package, load_package
 from envkit.supply.cache import cache_root
-from envkit.supply.wheelcache import WheelCache, link_wheels, pool_wheels
+from envkit.supply.wheelcache import link_wheels
 from envkit.validators.config_paths import EK104
 from envkit.validators.manifest import EK100, EK101
 from envkit.validators.spinup import EK701
@@ -208,7 +209,7 @@ class GymRuntime(StartedInWith):
                                        Path(tempfile.mkdtemp(prefix="envkit-gymray-")))
         shutil.copytree(self.package, paths.work, copy_function=link_wheels,
                         ignore=shutil.ignore_patterns("__pycache__", ".venv"))
-        self._wheels = self._pooled_wheels(root, self.package / "wheels")  # hashed for the key
+        self._wheels = offered_wheels(self.format, self.package / "wheels", root)
         find_links = sorted({w.parent for w in self._wheels})
         self._stage_harness(gym, paths.work, find_links)
         uv_toml = write_uv_toml(gym, paths.run_dir, offline=self.options.offline)
@@ -219,16 +220,6 @@ class GymRuntime(StartedInWith):
             log.info("reusing server venvs %s", venv_dir)
             self.events.on_venv(VenvStep("server venvs", None, "cached", 0.0, key))
         return gym, venv_dir, env
-
-    def _pooled_wheels(self, root: Path, wheels: Path) -> list[Path]:
-        """The wheels formats: ``wheels/`` as the files uv is offered (``pool_wheels``: why)."""
-        if self.format not in WHEEL_FORMATS or not wheels.is_dir():
-            return []
-        try:
-            return pool_wheels(sorted(wheels.glob("*.whl")), WheelCache.offer_under(root))
-        except OSError as exc:
-            msg = f"cannot offer wheels/ to uv from {WheelCache.offer_under(root).root}: {exc}"
-            raise GymRuntimeError(msg) from None
 
     def _stage_harness(self, gym: GymVenv, work: Path, find_links: list[Path]) -> None:
         """adapter-wheels-v1: the built-in harness with offline requirements (``harness``)."""
