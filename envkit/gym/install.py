@@ -140,7 +140,8 @@ def gym_env(gym: GymVenv, paths: RunPaths, uv_toml: Path,
     """The environment of every ``gym`` call: envkit's uv first, no outer Ray, wheels/ found.
 
     ``find_links``: the folders that offer ``wheels/`` (the wheels formats; see
-    ``envkit.supply.wheelcache.pool_wheels`` for why they are the store's, not the copy's).
+    ``envkit.supply.wheelcache.pool_wheels`` for why they are the offer store's, not the run
+    copy's).
     """
     env = isolated_env()
     env.pop("UV_NO_CONFIG", None)  # Gym's uv calls read envkit's own uv.toml, nothing else
@@ -217,7 +218,7 @@ def offline_install(wheels: Sequence[Path], venv_dir: Path, env: dict[str, str],
                     on_step: Callable[[VenvStep], None] = lambda step: None) -> None:
     """The platform's second install: ``wheels/`` with ``--no-index`` into every server venv.
 
-    ``wheels``: the files of ``wheels/`` (as offered to uv: the store's paths); their folders
+    ``wheels``: the files of ``wheels/`` (as offered to uv: the offer store's paths); their folders
     are the only find-links. ``on_step`` hears a ``wheels`` start and done per venv.
 
     :raises GymRuntimeError: uv refused (the likely code from its stderr, else that of a
