@@ -9,10 +9,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from envkit.model.tree import sha256_file
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["cache_root", "content_key"]
+__all__ = ["cache_root", "content_key", "file_sha256"]
 
 
 def cache_root() -> Path:
@@ -54,8 +56,4 @@ def file_sha256(path: Path) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _sha256_of(path: str, _dev: int, _ino: int, _size: int, _mtime_ns: int) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:  # noqa: PTH123 - the memo is keyed by the str path
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return sha256_file(Path(path))

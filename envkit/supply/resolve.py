@@ -34,6 +34,7 @@ from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from envkit.errors import FailedError
+from envkit.model.tree import sha256_file
 from envkit.supply.atomic import write_text
 from envkit.supply.uvcmd import (
     DEFAULT_INDEX_URL,
@@ -280,11 +281,7 @@ def resolve_closure(
 
 def _arg_digests(args: Sequence[str]) -> list[str]:
     """``extra_args`` for the cache key: a file argument by its content, not its path."""
-    return [_file_digest(Path(a)) if Path(a).is_file() else a for a in args]
-
-
-def _file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return [sha256_file(Path(a)) if Path(a).is_file() else a for a in args]
 
 
 def _run_uv(runner: Runner, cmd: list[str], cwd: Path, target: Target) -> str:
