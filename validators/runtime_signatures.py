@@ -114,6 +114,14 @@ _INSTALL_AND_START: tuple[Signature, ...] = (
     Signature(None, r"The current node timed out during startup",
               "Ray's local cluster did not start within its 30 s (the machine is overloaded): "
               "rerun when it is less busy", frozenset({_S})),
+    # The host, not the package: a full disk, or a uv cache whose index names an unpacked
+    # archive someone removed by hand (uv trusts its index and never re-unpacks it).
+    Signature(None, r"No space left on device",
+              "the disk is full: free space (envkit's cache is ~/.cache/envkit or "
+              "$ENVKIT_CACHE_DIR; `uv cache prune` trims uv's) and rerun", _RUN),
+    Signature(None, r"failed to read directory `[^`\n]*archive-v0/",
+              "uv's cache is damaged (its index names an unpacked wheel that was deleted): "
+              "`uv cache clean` the package named in the log, then rerun", _RUN),
     Signature(EK302.code, r"AlmostServerError|almost-server",
               "a server block failed Gym's validation (domain, datasets[]): see EK302/EK315", _RUN),
     Signature(EK304.code, r"ServerRefNotFoundError|Available responses_api_models: \(none\)",
@@ -127,7 +135,10 @@ _INSTALL_AND_START: tuple[Signature, ...] = (
               r"found in the package registry|network connectivity is disabled|Because .* "
               r"(?:was not found|unsatisfiable)",
               "a requirement is not satisfied by wheels/ (or the index)", _RUN),
-    Signature(EK406.code, r"[Rr]equires-[Pp]ython|current Python version .* does not satisfy",
+    # Only a resolver's verdict: under --allow-python-override uv warns in every install that
+    # the interpreter is below the project's requires-python, whatever then fails.
+    Signature(EK406.code, r"(?:current|requested) Python version \([^)\n]*\) does not satisfy|"
+              r"requires a different Python",
               "a requirement excludes this Python (nemo-gym's 3.13.14 floor: "
               "--allow-python-override)", _RUN),
     Signature(EK313.code, r"InterpolationKeyError|ConfigInterpolationError|MissingMandatoryValue|"

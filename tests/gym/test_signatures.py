@@ -68,12 +68,44 @@ def test_every_signature_names_a_rule_and_where_it_applies(signature) -> None:
 
 
 def test_install_chatter_is_read_only_where_it_means_something() -> None:
-    """uv's Requires-Python note sits in every server log: an install finding, never a
+    """uv's Requires-Python verdict can sit in every server log: an install finding, never a
     rollout's or a bystander server's."""
-    note = "warning: The package `x` requires Requires-Python >=3.13.14"
+    note = ("Because the current Python version (3.13.0) does not satisfy Python>=3.13.14 and "
+            "vllm-model==0.2.0rc0 depends on Python>=3.13.14, we can conclude that ...")
     assert diagnose(note, Where.INSTALL).code == "EK406"
     assert diagnose(note, Where.SERVER_LOG).code is None
     assert diagnose(note, Where.ROLLOUT).code == "EK704"
+
+
+# What uv printed in a CI run whose cache had lost an unpacked archive: the override's
+# interpreter warning (in every install under --allow-python-override) came first.
+_OVERRIDE_WARNING = (
+    "(policy_model) warning: The requested interpreter resolved to Python 3.13.0, which is "
+    "incompatible with the project's Python requirement: `>=3.13.14` (from "
+    "`project.requires-python`)\n")
+_DAMAGED_CACHE = (
+    "(policy_model) error: Failed to install seed packages into virtual environment\n"
+    "(policy_model)   cause: Failed to install: pip-26.3-py3-none-any.whl (pip==26.3)\n"
+    "(policy_model)   cause: failed to read directory `/root/.cache/uv/archive-v0/R7BZcgZ6I2hlP"
+    "PaY`: No such file or directory (os error 2)\n")
+
+
+def test_the_overrides_interpreter_warning_names_no_rule() -> None:
+    """Under --allow-python-override uv warns on every venv: it is no Requires-Python verdict."""
+    assert diagnose(_OVERRIDE_WARNING, Where.INSTALL).code is None
+    assert diagnose(_OVERRIDE_WARNING, Where.START).code == "EK705"
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    (_OVERRIDE_WARNING + _DAMAGED_CACHE, "uv's cache is damaged"),
+    (_OVERRIDE_WARNING + "error: failed to write to file `/x/y.py`: No space left on device "
+     "(os error 28)\n", "the disk is full"),
+])
+def test_a_host_failure_is_named_as_the_hosts_not_a_package_rule(text: str, says: str) -> None:
+    for where in (Where.INSTALL, Where.START):
+        found = diagnose(text, where)
+        assert found.code is None and found.reason.startswith(says)
+        assert found.evidence and "warning" not in found.evidence
 
 
 def test_an_offline_reading_needs_an_offline_run() -> None:
