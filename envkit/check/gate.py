@@ -24,12 +24,12 @@ from envkit.check.settings import (
     settings_for,
     workspace_at,
 )
-from envkit.check.validate import TargetDisagreement, ValidateRequest, validate
+from envkit.check.validate import TargetDisagreement, ValidateRequest, read_package, validate
 from envkit.check.wrong_root import wrong_root
 from envkit.errors import UsageError
 from envkit.model.diagnostics import Diagnostic, parse_selectors
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
-from envkit.model.package import LOCK_NAME, load_package
+from envkit.model.package import LOCK_NAME
 from envkit.model.target import Target
 from envkit.validators import RULES, CheckOptions
 from envkit.validators.manifest import EK100
@@ -170,7 +170,7 @@ def _one(package: Path | None, request: GateRequest, dataset: Path | None,
          job: Path | None) -> Report:
     settings = resolve_settings(package, request)
     is_package = package is None or is_package_root(package)
-    pkg = (load_package(package, verify_hashes=request.verify_hashes)
+    pkg = (read_package(package, verify_hashes=request.verify_hashes)
            if package and is_package else None)
     choice = choose_target(pkg, settings, request.flags)
     select, ignore = selection(settings)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from envkit.model.target import Target
     from envkit.validators import Check
 
-__all__ = ["INTERNAL_ERROR", "TargetDisagreement", "ValidateRequest", "validate",
+__all__ = ["INTERNAL_ERROR", "TargetDisagreement", "ValidateRequest", "read_package", "validate",
            "validate_inputs"]
 
 INTERNAL_ERROR = "EK000"
@@ -70,6 +70,16 @@ class ValidateRequest:
     that choice become one ``Cause``."""
 
 
+def read_package(root: Path, *, verify_hashes: bool = False) -> Package:
+    """``load_package`` as validation reads a package: the archive facts of wheels unchanged
+    since an earlier run come from envkit's cache (``envkit.supply.wheelfacts``)."""
+    from envkit.supply.cache import cache_root
+    from envkit.supply.wheelfacts import WheelFacts
+
+    reader = WheelFacts(cache_root() / "wheel-facts").read
+    return load_package(root, verify_hashes=verify_hashes, wheel_reader=reader)
+
+
 def validate(request: ValidateRequest, *, package: Package | None = None) -> Report:
     """Validate what ``request`` names.
 
@@ -79,7 +89,7 @@ def validate(request: ValidateRequest, *, package: Package | None = None) -> Rep
     :raises FileNotFoundError, NotADirectoryError: a named input does not exist (usage error).
     """
     if package is None and request.package:
-        package = load_package(request.package, verify_hashes=request.verify_hashes)
+        package = read_package(request.package, verify_hashes=request.verify_hashes)
     # The dataset and job models load only when given: a hook validates packages.
     if request.dataset:
         from envkit.model.dataset import load_dataset

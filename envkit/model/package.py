@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from envkit.model._configs import read_bytes, read_configs, read_yaml
 from envkit.model._paths import LOCK_NAME, PROVENANCE_NAME, display_path, safe_relpath
 from envkit.model.reqfiles import include_target
-from envkit.model.wheelfile import WheelFile, read_wheel
+from envkit.model.wheelfile import WheelFile, WheelReader, read_wheel
 from envkit.model.yamlio import YamlDoc
 
 if TYPE_CHECKING:
@@ -147,12 +147,15 @@ class Package:
         return (e for p, e in self.entries.items() if p.startswith(base))
 
 
-def load_package(root: str | os.PathLike[str], *, verify_hashes: bool = False) -> Package:
+def load_package(root: str | os.PathLike[str], *, verify_hashes: bool = False,
+                 wheel_reader: WheelReader = read_wheel) -> Package:
     """Read the package at ``root``. Raises only ``NotADirectoryError``/``FileNotFoundError``
     for a root that is not a directory: that is a usage error, not a package defect.
 
     ``verify_hashes`` checks every wheel member's RECORD hash (slow on big wheels); by
-    default only small wheels and METADATA are hashed (see ``envkit.model.wheelfile``)."""
+    default only small wheels and METADATA are hashed (see ``envkit.model.wheelfile``).
+    ``wheel_reader``: how each wheel is read (validate passes one that keeps the facts of
+    unchanged wheels between runs)."""
     root_path = Path(root)
     if not root_path.exists():
         msg = f"{str(root_path)!r} does not exist"
@@ -169,7 +172,7 @@ def load_package(root: str | os.PathLike[str], *, verify_hashes: bool = False) -
         configs={},
         servers=_read_servers(root_path, entries, errors),
         wheels=tuple(
-            read_wheel(root_path / e.path, deep=verify_hashes)
+            wheel_reader(root_path / e.path, deep=verify_hashes)
             for p, e in sorted(entries.items())
             if e.kind == "file" and p.startswith("wheels/") and p.endswith(".whl")
             and p.count("/") == 1

@@ -45,9 +45,12 @@ if TYPE_CHECKING:
 # ``packaging`` compiles its grammar's regexes at import (~20 ms).
 
 __all__ = [
+    "ARCHIVE_FACTS",
     "SMALL_WHEEL_BYTES",
     "WheelFile",
+    "WheelReader",
     "core_fields",
+    "from_filename",
     "read_wheel",
     "record_issues",
     "unsafe_member",
@@ -80,8 +83,20 @@ class WheelFile:
     """RECORD problems found by the cheap checks (EK407)."""
 
 
-def read_wheel(file: Path, rel: str | None = None, *, deep: bool = False) -> WheelFile:
-    """Read ``file``; never raises over the wheel's content. ``deep`` hashes every member."""
+ARCHIVE_FACTS = ("requires_dist", "requires_python", "provides_extra", "error", "record_issues")
+"""The fields only the archive's bytes give (the rest come from the filename): what a reader
+that keeps facts between runs stores (``envkit.supply.wheelfacts``)."""
+
+
+class WheelReader(Protocol):
+    """How a wheel is read: :func:`read_wheel`, or a reader that keeps facts between runs."""
+
+    def __call__(self, file: Path, rel: str | None = None, *, deep: bool = False) -> WheelFile:
+        ...
+
+
+def from_filename(file: Path, rel: str | None = None) -> WheelFile:
+    """What ``file``'s name alone says (name, version, tags), or its filename error."""
     from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
     rel = rel or f"wheels/{file.name}"
@@ -89,7 +104,14 @@ def read_wheel(file: Path, rel: str | None = None, *, deep: bool = False) -> Whe
         name, version, _build, tags = parse_wheel_filename(file.name)
     except InvalidWheelFilename as exc:
         return WheelFile(rel, file.name, error=f"invalid wheel filename: {exc}")
-    base = WheelFile(rel, file.name, name=name, version=version, tags=frozenset(tags))
+    return WheelFile(rel, file.name, name=name, version=version, tags=frozenset(tags))
+
+
+def read_wheel(file: Path, rel: str | None = None, *, deep: bool = False) -> WheelFile:
+    """Read ``file``; never raises over the wheel's content. ``deep`` hashes every member."""
+    base = from_filename(file, rel)
+    if base.error:
+        return base
     try:
         with file.open("rb") as fh:
             try:

@@ -1,0 +1,108 @@
+"""``WheelFacts``: an unchanged wheel's archive facts come from the store, a changed one is read.
+
+The property pinned here is git's index's: the answer from the store is the answer a fresh read
+gives, for as long as the file's stat identity holds, and any write breaks the identity.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING
+
+from wheelfactory import make_wheel
+
+from envkit.check.validate import read_package
+from envkit.model.wheelfile import read_wheel
+from envkit.supply.wheelfacts import RACY_S, WheelFacts
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def _aged(path: Path, seconds: float = 60.0) -> Path:
+    """``path`` as if written ``seconds`` ago (past the racy window)."""
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+    return path
+
+
+def test_an_unchanged_wheel_is_answered_from_the_store_as_a_fresh_read(tmp_path: Path) -> None:
+    wheel = _aged(make_wheel(tmp_path / "w", "demo", requires=("rich>=13", "x; extra == 'y'"),
+                             requires_python=">=3.10", extras=("y",)))
+    first, second = WheelFacts(tmp_path / "store"), WheelFacts(tmp_path / "store")
+    assert first.read(wheel) == read_wheel(wheel) and first.hits == 0
+    assert second.read(wheel) == read_wheel(wheel) and second.hits == 1
+    assert second.read(wheel, "wheels/elsewhere.whl").path == "wheels/elsewhere.whl"
+
+
+def test_a_rewritten_wheel_is_read_again_even_with_its_old_size_and_mtime(
+    tmp_path: Path,
+) -> None:
+    wheel = _aged(make_wheel(tmp_path / "w", "demo", requires=("aaaa",)))
+    before = os.stat(wheel)
+    facts = WheelFacts(tmp_path / "store")
+    assert facts.read(wheel).requires_dist == ("aaaa",)
+    other = make_wheel(tmp_path / "other", "demo", requires=("bbbb",))
+    wheel.write_bytes(other.read_bytes())  # same length, new bytes
+    os.utime(wheel, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(wheel).st_size == before.st_size
+    again = WheelFacts(tmp_path / "store")
+    assert again.read(wheel).requires_dist == ("bbbb",) and again.hits == 0
+
+
+def test_a_wheel_changed_within_the_racy_window_is_not_stored(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "w", "demo")
+    assert time.time() - os.stat(wheel).st_mtime < RACY_S
+    WheelFacts(tmp_path / "store").read(wheel)
+    assert not list((tmp_path / "store").rglob("*.json"))
+
+
+def test_verify_hashes_reads_every_byte_now(tmp_path: Path) -> None:
+    wheel = _aged(make_wheel(tmp_path / "w", "demo"))
+    facts = WheelFacts(tmp_path / "store")
+    facts.read(wheel)
+    facts.read(wheel, deep=True)
+    assert facts.hits == 0
+
+
+def test_a_damaged_entry_is_a_miss_and_is_written_again(tmp_path: Path) -> None:
+    wheel = _aged(make_wheel(tmp_path / "w", "demo", requires=("rich",)))
+    WheelFacts(tmp_path / "store").read(wheel)
+    (entry,) = (tmp_path / "store").rglob("*.json")
+    for damage in (b"{not json", b'{"requires_dist": 1}', b"[]"):
+        entry.write_bytes(damage)
+        facts = WheelFacts(tmp_path / "store")
+        assert facts.read(wheel) == read_wheel(wheel) and facts.hits == 0
+    assert WheelFacts(tmp_path / "store").read(wheel).requires_dist == ("rich",)
+
+
+def test_a_store_that_cannot_be_written_costs_only_the_speed(tmp_path: Path) -> None:
+    wheel = _aged(make_wheel(tmp_path / "w", "demo"))
+    blocked = tmp_path / "file-not-dir"
+    blocked.write_text("")
+    assert WheelFacts(blocked / "store").read(wheel) == read_wheel(wheel)
+
+
+def test_an_unreadable_wheel_is_stored_with_its_error(tmp_path: Path) -> None:
+    bad = tmp_path / "w" / "demo-1.0-py3-none-any.whl"
+    bad.parent.mkdir()
+    bad.write_bytes(b"not a zip")
+    _aged(bad)
+    WheelFacts(tmp_path / "store").read(bad)
+    again = WheelFacts(tmp_path / "store")
+    assert again.read(bad).error == read_wheel(bad).error and again.hits == 1
+    misnamed = tmp_path / "w" / "not-a-wheel.whl"
+    misnamed.write_bytes(b"x")
+    assert WheelFacts(tmp_path / "store").read(_aged(misnamed)) == read_wheel(misnamed)
+
+
+def test_validation_reads_a_package_through_the_store(tmp_path: Path, monkeypatch) -> None:
+    """The second validation of an unchanged package reads no wheel and sees the same model."""
+    monkeypatch.setenv("ENVKIT_CACHE_DIR", str(tmp_path / "cache"))
+    pkg = tmp_path / "pkg"
+    for name in ("alpha", "beta"):
+        _aged(make_wheel(pkg / "wheels", name, requires=("rich",)))
+    first, second = read_package(pkg), read_package(pkg)
+    assert first.wheels == second.wheels and len(second.wheels) == 2
+    assert len(list((tmp_path / "cache" / "wheel-facts").rglob("*.json"))) == 2
