@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from envkit.model.package import Package
     from envkit.model.target import Target
+    from envkit.model.wheelfile import WheelFile
     from envkit.validators import Check
 
 __all__ = ["INTERNAL_ERROR", "TargetDisagreement", "ValidateRequest", "read_package", "validate",
@@ -73,11 +74,15 @@ class ValidateRequest:
 def read_package(root: Path, *, verify_hashes: bool = False) -> Package:
     """``load_package`` as validation reads a package: the archive facts of wheels unchanged
     since an earlier run come from envkit's cache (``envkit.supply.wheelfacts``)."""
+    return load_package(root, verify_hashes=verify_hashes, wheel_reader=_stored_facts)
+
+
+def _stored_facts(file: Path, rel: str | None = None, *, deep: bool = False) -> WheelFile:
+    """The cache's reader, imported at the first wheel (a package without one never pays)."""
     from envkit.supply.cache import cache_root
     from envkit.supply.wheelfacts import WheelFacts
 
-    reader = WheelFacts(cache_root() / "wheel-facts").read
-    return load_package(root, verify_hashes=verify_hashes, wheel_reader=reader)
+    return WheelFacts(cache_root() / "wheel-facts").read(file, rel, deep=deep)
 
 
 def validate(request: ValidateRequest, *, package: Package | None = None) -> Report:

@@ -70,9 +70,9 @@ def _identity(file: Path) -> tuple[str, float] | None:
         st = real.stat()
     except OSError:
         return None  # read_wheel reports it
-    ident = (f"{_VERSION}\0{real}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}"
-             f"\0{st.st_ctime_ns}")
-    return hashlib.sha256(ident.encode()).hexdigest()[:32], st.st_mtime
+    ident = (f"{_VERSION}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}"
+             f"\0{st.st_ctime_ns}\0").encode()
+    return hashlib.sha256(ident + os.fsencode(real)).hexdigest()[:32], st.st_mtime
 
 
 def _load(entry: Path) -> dict[str, Any] | None:

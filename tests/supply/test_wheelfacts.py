@@ -106,3 +106,14 @@ def test_validation_reads_a_package_through_the_store(tmp_path: Path, monkeypatc
     first, second = read_package(pkg), read_package(pkg)
     assert first.wheels == second.wheels and len(second.wheels) == 2
     assert len(list((tmp_path / "cache" / "wheel-facts").rglob("*.json"))) == 2
+
+
+def test_an_undecodable_filename_is_keyed_by_its_bytes(tmp_path: Path) -> None:
+    folder = tmp_path / "w"
+    folder.mkdir()
+    odd = folder / os.fsdecode(b"demo-1.0-py3-none-any\xff.whl")
+    odd.write_bytes(b"x")
+    _aged(odd)
+    WheelFacts(tmp_path / "store").read(odd)
+    again = WheelFacts(tmp_path / "store")
+    assert again.read(odd) == read_wheel(odd)
