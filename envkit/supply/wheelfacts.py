@@ -4,14 +4,16 @@ keeps a file's hash).
 Why: reading the zip directory, METADATA and RECORD is ~85% of an offline closure check (the
 66 wheels of ray[default] + openai: ~40 ms of CPU, the rest is the walk); a wheel that did not
 change need not be read again, and a wheelhouse rarely changes between two ``envkit validate``
-runs. The key is the file's real path, device, inode, size and mtime and ctime in nanoseconds:
-a write, a rename over it, a ``touch`` or a new hard link each make a new key. Two cases are
-never stored: ``--verify-hashes`` (the user asked for every byte to be read now), and a file
-changed in the last two seconds (git's "racily clean" case: a write in the same timestamp tick
-as the read would leave the stat unchanged). The filename's facts (name, version, tags) are
-parsed again on a hit: they are the key's own. One small JSON file per wheel; an entry that
-cannot be read or does not fit is a miss, and a cache that cannot be written costs nothing
-but the speed.
+runs. The key is the file's device, inode, size and mtime and ctime in nanoseconds, not its
+path: a write, a rename over it, a ``touch`` or a new hard link each make a new key, and the
+hard links envkit makes from its download store into every package share one entry. Two cases
+are never stored: ``--verify-hashes`` (the user asked for every byte to be read now), and a file
+whose mtime or ctime is within the last two seconds (git's "racily clean" case: a write in the
+same timestamp tick as the read would leave the stat unchanged; and since no one can set a
+ctime, a later file on a reused inode cannot match a stored one). The filename's facts (name,
+version, tags) are parsed again on a hit: they are the key's own. One small JSON file per wheel;
+an entry that cannot be read or does not fit is a miss, and a cache that cannot be written costs
+nothing but the speed.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ __all__ = ["RACY_S", "WheelFacts"]
 
 RACY_S = 2.0
 """A file changed this recently is read but not stored (its stat may not show the next write)."""
-_VERSION = "1"
+_VERSION = "2"
 _TUPLES = frozenset({"requires_dist", "provides_extra", "record_issues"})
 
 
@@ -48,7 +50,7 @@ class WheelFacts:
         ident = None if deep else _identity(file)
         if ident is None:
             return read_wheel(file, rel, deep=deep)
-        key, mtime = ident
+        key, changed = ident
         base = from_filename(file, rel)
         if base.error:
             return base
@@ -58,21 +60,21 @@ class WheelFacts:
             self.hits += 1
             return replace(base, **facts)
         wheel = read_wheel(file, rel)
-        if time.time() - mtime >= RACY_S:
+        if time.time() - changed >= RACY_S:
             _store(entry, {name: getattr(wheel, name) for name in ARCHIVE_FACTS})
         return wheel
 
 
 def _identity(file: Path) -> tuple[str, float] | None:
-    """The store key of ``file`` as it is now, and its mtime; None when it cannot be stat'ed."""
+    """The store key of ``file`` as it is now, and when it last changed (the later of mtime and
+    ctime); None when it cannot be stat'ed."""
     try:
-        real = file.resolve()
-        st = real.stat()
+        st = file.stat()
     except OSError:
         return None  # read_wheel reports it
     ident = (f"{_VERSION}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}"
-             f"\0{st.st_ctime_ns}\0").encode()
-    return hashlib.sha256(ident + os.fsencode(real)).hexdigest()[:32], st.st_mtime
+             f"\0{st.st_ctime_ns}")
+    return hashlib.sha256(ident.encode()).hexdigest()[:32], max(st.st_mtime, st.st_ctime)
 
 
 def _load(entry: Path) -> dict[str, Any] | None:

@@ -10,18 +10,28 @@ import os
 import time
 from typing import TYPE_CHECKING
 
+import pytest
 from wheelfactory import make_wheel
 
 from envkit.check.validate import read_package
 from envkit.model.wheelfile import read_wheel
-from envkit.supply.wheelfacts import RACY_S, WheelFacts
+from envkit.supply import wheelfacts
+from envkit.supply.wheelfacts import WheelFacts
 
 if TYPE_CHECKING:
     from pathlib import Path
 
 
+@pytest.fixture(autouse=True)
+def _no_racy_window(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file's ctime is always now in a test (no one can set it): every test but the racy
+    window's own stores what it reads at once."""
+    if "racy" not in request.node.name:
+        monkeypatch.setattr(wheelfacts, "RACY_S", 0.0)
+
+
 def _aged(path: Path, seconds: float = 60.0) -> Path:
-    """``path`` as if written ``seconds`` ago (past the racy window)."""
+    """``path`` with an mtime ``seconds`` ago (its ctime stays now)."""
     then = time.time() - seconds
     os.utime(path, (then, then))
     return path
@@ -40,22 +50,37 @@ def test_a_rewritten_wheel_is_read_again_even_with_its_old_size_and_mtime(
     tmp_path: Path,
 ) -> None:
     wheel = _aged(make_wheel(tmp_path / "w", "demo", requires=("aaaa",)))
-    before = os.stat(wheel)
+    before = wheel.stat()
     facts = WheelFacts(tmp_path / "store")
     assert facts.read(wheel).requires_dist == ("aaaa",)
     other = make_wheel(tmp_path / "other", "demo", requires=("bbbb",))
     wheel.write_bytes(other.read_bytes())  # same length, new bytes
     os.utime(wheel, ns=(before.st_atime_ns, before.st_mtime_ns))
-    assert os.stat(wheel).st_size == before.st_size
+    assert wheel.stat().st_size == before.st_size
     again = WheelFacts(tmp_path / "store")
     assert again.read(wheel).requires_dist == ("bbbb",) and again.hits == 0
 
 
 def test_a_wheel_changed_within_the_racy_window_is_not_stored(tmp_path: Path) -> None:
-    wheel = make_wheel(tmp_path / "w", "demo")
-    assert time.time() - os.stat(wheel).st_mtime < RACY_S
-    WheelFacts(tmp_path / "store").read(wheel)
+    """Neither a fresh write nor an old mtime set just now (the ctime says when)."""
+    fresh = make_wheel(tmp_path / "w", "demo")
+    backdated = _aged(make_wheel(tmp_path / "w", "other"))
+    assert time.time() - backdated.stat().st_ctime < wheelfacts.RACY_S
+    WheelFacts(tmp_path / "store").read(fresh)
+    WheelFacts(tmp_path / "store").read(backdated)
     assert not list((tmp_path / "store").rglob("*.json"))
+
+
+def test_hard_links_of_one_wheel_share_one_entry(tmp_path: Path) -> None:
+    """envkit links its download store's files into every package: one read serves them all."""
+    wheel = make_wheel(tmp_path / "store-of-downloads", "demo", requires=("rich",))
+    (tmp_path / "pkg").mkdir()
+    linked = tmp_path / "pkg" / wheel.name
+    os.link(wheel, linked)
+    WheelFacts(tmp_path / "store").read(wheel)
+    again = WheelFacts(tmp_path / "store")
+    assert again.read(linked, "wheels/x.whl") == read_wheel(linked, "wheels/x.whl")
+    assert again.hits == 1 and len(list((tmp_path / "store").rglob("*.json"))) == 1
 
 
 def test_verify_hashes_reads_every_byte_now(tmp_path: Path) -> None:
