@@ -5,8 +5,9 @@ Why: reading the zip directory, METADATA and RECORD is ~85% of an offline closur
 66 wheels of ray[default] + openai: ~40 ms of CPU, the rest is the walk); a wheel that did not
 change need not be read again, and a wheelhouse rarely changes between two ``envkit validate``
 runs. The key is the file's device, inode, size and mtime and ctime in nanoseconds, not its
-path: a write, a rename over it, a ``touch`` or a new hard link each make a new key, and the
-hard links envkit makes from its download store into every package share one entry. Two cases
+path: a write, a rename over it or a ``touch`` makes a new key; a new hard link moves the
+inode's ctime, so the file is read once more and then every link to it (envkit links its
+download store's files into every package) shares that one entry. Two cases
 are never stored: ``--verify-hashes`` (the user asked for every byte to be read now), and a file
 whose mtime or ctime is within the last two seconds (git's "racily clean" case: a write in the
 same timestamp tick as the read would leave the stat unchanged; and since no one can set a
