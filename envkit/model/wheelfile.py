@@ -54,6 +54,7 @@ __all__ = [
     "read_wheel",
     "record_issues",
     "unsafe_member",
+    "with_archive",
 ]
 
 SMALL_WHEEL_BYTES = 64 * 1024
@@ -110,8 +111,11 @@ def from_filename(file: Path, rel: str | None = None) -> WheelFile:
 def read_wheel(file: Path, rel: str | None = None, *, deep: bool = False) -> WheelFile:
     """Read ``file``; never raises over the wheel's content. ``deep`` hashes every member."""
     base = from_filename(file, rel)
-    if base.error:
-        return base
+    return base if base.error else with_archive(base, file, deep=deep)
+
+
+def with_archive(base: WheelFile, file: Path, *, deep: bool = False) -> WheelFile:
+    """``base`` (:func:`from_filename` of ``file``) with what ``file``'s archive holds."""
     try:
         with file.open("rb") as fh:
             try:

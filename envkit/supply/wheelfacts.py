@@ -28,7 +28,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from envkit.model.wheelfile import ARCHIVE_FACTS, WheelFile, from_filename, read_wheel
+from envkit.model.wheelfile import (
+    ARCHIVE_FACTS,
+    WheelFile,
+    from_filename,
+    read_wheel,
+    with_archive,
+)
 
 __all__ = ["RACY_S", "WheelFacts"]
 
@@ -60,7 +66,7 @@ class WheelFacts:
         if facts is not None:
             self.hits += 1
             return replace(base, **facts)
-        wheel = read_wheel(file, rel)
+        wheel = with_archive(base, file)  # the filename is parsed once
         if time.time() - changed >= RACY_S:
             _store(entry, {name: getattr(wheel, name) for name in ARCHIVE_FACTS})
         return wheel
