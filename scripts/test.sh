@@ -9,6 +9,11 @@ cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[test,train,platform,docs]'
+# An editable install leaves envkit's own sources uncompiled, and with PYTHONDONTWRITEBYTECODE
+# set (CI machines, containers) no run writes their bytecode: every envkit process the suite
+# starts (hundreds, Ray actors included) compiled them again. Compile them once, as a
+# non-editable install does; a stale .pyc is never used (Python checks the source's mtime).
+.venv/bin/python -m compileall -q -j 0 envkit converters trainer validators >/dev/null
 # The layering contracts (pyproject.toml [tool.importlinter]) before any test runs.
 .venv/bin/python scripts/lint_imports.py
 # mypy ([tool.mypy]): strict on the model, the rules, the supply chain, the validate operation
