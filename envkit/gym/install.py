@@ -82,9 +82,6 @@ class RunPaths:
         return self.run_dir / "pkg"
 
 
-_LAYOUT = "bytecode=compiled"
-"""What every venv tree holds beyond its packages (``write_uv_toml``): a tree built before its
-``.pyc`` files were compiled at install gets a new key, not a silent slow start."""
 _INSTALL_INPUTS = frozenset({"requirements.txt", "pyproject.toml", "overrides.txt"})
 """The files Gym's ``uv pip install`` of a server reads (``setup_command.py``)."""
 
@@ -115,7 +112,7 @@ def closure_key(package: Path, fmt: str, config_paths: Iterable[str], *parts: st
     files += [(c, package / c) for c in config_paths if (package / c).is_file()]
     if fmt in WHEEL_FORMATS:
         files += [(f"wheels/{w.name}", w) for w in (package / "wheels").glob("*.whl")]
-    return content_key((f"format={fmt}", _LAYOUT, *parts), files)
+    return content_key((f"format={fmt}", *parts), files)
 
 
 def reusable(venv_dir: Path, *, offline: bool) -> bool:
@@ -157,6 +154,11 @@ def gym_env(gym: GymVenv, paths: RunPaths, uv_toml: Path,
     env["PATH"] = os.pathsep.join([uv_dir, str(base_python), str(gym.bin), env.get("PATH", "")])
     env.pop("VIRTUAL_ENV", None)
     env["PYTHONUNBUFFERED"] = "1"
+    # Gym's head, its Ray and every server start from venvs envkit keeps, and uv writes no
+    # .pyc at install: with PYTHONDONTWRITEBYTECODE set (CI machines, most container images)
+    # every start compiled ray, pydantic, fastapi and nemo_gym from source again (8 s of CPU
+    # per server's imports, 2.7 s from bytecode). Here the first start writes what it imports.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["RAY_USAGE_STATS_ENABLED"] = "0"
     for key in OUTER_RAY_ENV:  # inside a Ray actor (--ray): Gym's Ray is a separate one
         env.pop(key, None)
@@ -167,16 +169,9 @@ def gym_env(gym: GymVenv, paths: RunPaths, uv_toml: Path,
 
 
 def write_uv_toml(gym: GymVenv, run_dir: Path, *, offline: bool) -> Path:
-    """envkit's uv.toml for Gym's uv calls: bytecode, the opt-in Python override, ``--offline``.
-
-    ``compile-bytecode``: a server venv is built once and started on every run, and uv writes
-    no ``.pyc`` by default; where ``PYTHONDONTWRITEBYTECODE`` is set (CI machines, most
-    container images) no run ever writes one either, so each server process and Gym's Ray
-    compiled ray, pydantic, fastapi and nemo_gym from source at every start (measured: 8 s of
-    CPU per server import, 2.7 s with bytecode).
-    """
+    """envkit's uv.toml for Gym's uv calls: the opt-in Python override and ``--offline``."""
     path = run_dir / "uv.toml"
-    lines = ["[pip]", "compile-bytecode = true"]
+    lines = ["[pip]"]
     if gym.python_override:
         log.warning("server venvs: installing with --python-version %s on Python %s "
                     "(--allow-python-override)", _OVERRIDE_VERSION, gym.python_version)
@@ -244,7 +239,7 @@ def offline_install(wheels: Sequence[Path], venv_dir: Path, env: dict[str, str],
         started = time.monotonic()
         on_step(VenvStep(server, "wheels", "start"))
         cmd = [uv_binary(), "pip", "install", "--no-config", "--quiet", "--python", str(python),
-               "--compile-bytecode", "--no-index", *links, *files]
+               "--no-index", *links, *files]
         if "python-version" in Path(env["UV_CONFIG_FILE"]).read_text():
             cmd[4:4] = ["--python-version", _OVERRIDE_VERSION]
         out = subprocess.run(cmd, capture_output=True, text=True, env=isolated_env(),

@@ -142,7 +142,6 @@ def ensure_gym_venv(
     marker = root / _MARKER
     emit = on_step or (lambda step: None)
     if marker.exists():
-        _compile_once(root, marker)
         emit(VenvStep("gym", None, "cached", 0.0, f"nemo-gym {gym_version}"))
         return GymVenv(root, gym_version, py_version, override)
     if override:
@@ -155,40 +154,13 @@ def ensure_gym_venv(
     try:
         _install(tmp, interpreter, gym_version, override, emit)
         (tmp / _MARKER).write_text(json.dumps(
-            {"gym_version": gym_version, "python": py_version, "python_override": override,
-             "bytecode": True}
+            {"gym_version": gym_version, "python": py_version, "python_override": override}
         ))
         _relocate(tmp, root)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return GymVenv(root, gym_version, py_version, override)
-
-
-def _compile_once(root: Path, marker: Path) -> None:
-    """A venv built before installs compiled bytecode: compile its site-packages in place, once.
-
-    Why in place and not a rebuild: the packages are the same; only the ``.pyc`` files are
-    missing. ``compileall`` writes each file atomically, so a second process doing the same
-    at the same time is harmless, and a failure leaves a venv that still works (slowly). A
-    file that does not compile (test data in some wheels) is not tried again.
-    """
-    try:
-        record = json.loads(marker.read_text())
-    except (OSError, ValueError):
-        return
-    if not isinstance(record, dict) or record.get("bytecode"):
-        return
-    log.info("compiling the bytecode of %s (once)", root)
-    env = {**isolated_env(), "PYTHONDONTWRITEBYTECODE": ""}
-    site = [str(p) for p in root.glob("lib/python*/site-packages")]
-    done = subprocess.run([str(root / "bin" / "python"), "-m", "compileall", "-q", "-j", "0",
-                           *site], capture_output=True, env=env, check=False, timeout=1800)
-    if done.returncode in (0, 1):  # 1: some file does not compile; it never will
-        record["bytecode"] = True
-        tmp = marker.with_name(f".{marker.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(record))
-        tmp.replace(marker)
 
 
 def _needs_override(py_version: str) -> bool:
@@ -204,10 +176,7 @@ def _install(venv: Path, interpreter: Path, gym_version: str, override: bool,
     emit(VenvStep("gym", "create", "start"))
     _run([uv, "venv", "--no-config", "--quiet", "--python", str(interpreter), str(venv)], env)
     emit(VenvStep("gym", "create", "done", time.monotonic() - started))
-    # --compile-bytecode: every server start runs Gym's CLI and Ray from this venv
-    # (write_uv_toml in envkit.gym.install says why and what it saves).
-    cmd = [uv, "pip", "install", "--no-config", "--quiet", "--compile-bytecode", "--python",
-           str(venv / "bin" / "python")]
+    cmd = [uv, "pip", "install", "--no-config", "--quiet", "--python", str(venv / "bin" / "python")]
     if override:
         cmd += ["--python-version", "3.13.14"]
     want = f"nemo-gym=={gym_version}"
