@@ -13,6 +13,9 @@ sys.path.insert(0, str(TESTS))  # the `support` package: builders, launchers, pa
 sys.path.insert(0, str(TESTS.parent / "fixtures"))  # fixtures/wheelfactory.py and friends
 
 from support.ci_groups import NEEDS, groups_of  # noqa: E402  (needs the path above)
+from support.signals import restore_sigint  # noqa: E402
+
+restore_sigint()  # a backgrounded run's children must still stop on Ctrl-C (support/signals.py)
 
 
 @pytest.hookimpl(tryfirst=True)
