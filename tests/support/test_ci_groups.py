@@ -55,11 +55,12 @@ def test_test_sh_runs_each_group_from_this_module() -> None:
 
 
 def _suite(tmp_path: Path, body: str) -> Path:
-    """A throwaway suite under the real conftest and ci_groups (copied), with one test file."""
+    """A throwaway suite under the real conftest and its helpers (copied), with one test file."""
     tests = tmp_path / "tests"
     (tests / "support").mkdir(parents=True)
     shutil.copy(REPO_ROOT / "tests" / "conftest.py", tests / "conftest.py")
-    shutil.copy(SUPPORT / "ci_groups.py", tests / "support" / "ci_groups.py")
+    for helper in ("ci_groups.py", "signals.py"):  # what conftest imports
+        shutil.copy(SUPPORT / helper, tests / "support" / helper)
     (tests / "support" / "__init__.py").write_text("")
     lines = "\n".join(f"    {name}: x" for name in ("slow", *NEEDS))
     (tmp_path / "pytest.ini").write_text(f"[pytest]\naddopts = --strict-markers -p no:cacheprovider"
