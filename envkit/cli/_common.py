@@ -120,14 +120,12 @@ def report_file_option(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def _verbosity(ctx: click.Context, param: click.Parameter, value: int) -> int:
     """``-v`` and ``-q`` add up; the level applies at once (the handler is ``main``'s)."""
-    import logging
-
-    from envkit.cli._logging import level_for
+    from envkit.cli._logging import apply_verbosity
 
     state = run_state(ctx)
     sign = 1 if param.name == "verbose" else -1
     state[VERBOSITY_KEY] = state.get(VERBOSITY_KEY, 0) + sign * value
-    logging.getLogger().setLevel(level_for(state[VERBOSITY_KEY]))
+    apply_verbosity(state[VERBOSITY_KEY])
     return value
 
 
@@ -149,7 +147,8 @@ def common_options(formats: Sequence[str] | None = ("human", "json"),
         func = click.option("-q", "--quiet", count=True, expose_value=False,
                             callback=_verbosity, help="Less on stderr (-qq: errors only).")(func)
         return click.option("-v", "--verbose", count=True, expose_value=False,
-                            callback=_verbosity, help="More on stderr (-vv: debug).")(func)
+                            callback=_verbosity,
+                            help="More on stderr (-v: debug; -vv: libraries' debug too).")(func)
     return decorate
 
 

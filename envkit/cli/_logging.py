@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import sys
 
-__all__ = ["configure_logging", "level_for"]
+__all__ = ["apply_verbosity", "configure_logging", "level_for"]
 
 _PREFIX = {logging.WARNING: "warning: ", logging.ERROR: "error: ", logging.CRITICAL: "error: ",
            logging.DEBUG: "debug: "}
@@ -33,6 +33,16 @@ def level_for(verbosity: int) -> int:
     return {0: logging.INFO, -1: logging.WARNING}.get(verbosity, logging.ERROR)
 
 
+def apply_verbosity(verbosity: int) -> None:
+    """envkit's loggers at ``level_for(verbosity)``; everyone else's debug records only from
+    ``-vv`` on. Why: ``-v`` is for envkit's own trace, and a library's (matplotlib scoring
+    every font file it finds, urllib3's connection pool) buried it in hundreds of lines."""
+    level = level_for(verbosity)
+    logging.getLogger("envkit").setLevel(level)
+    logging.getLogger().setLevel(level if verbosity >= 2 else max(level, logging.INFO))
+
+
 def configure_logging(verbosity: int) -> None:
     """Route every logger to stderr at ``verbosity``; replaces earlier handlers."""
-    logging.basicConfig(level=level_for(verbosity), handlers=[_StderrHandler()], force=True)
+    logging.basicConfig(handlers=[_StderrHandler()], force=True)
+    apply_verbosity(verbosity)
