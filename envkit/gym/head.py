@@ -8,6 +8,7 @@ answers, as Gym's ``check_http_server_statuses`` does (any HTTP answer counts); 
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
 import urllib.error
@@ -16,30 +17,50 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from envkit.gym.types import GymServers, ServerInfo
+from envkit.gym.types import GymRuntimeError, GymServers, ServerInfo
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from envkit.gym.events import RuntimeEvents
 
-__all__ = ["ReadinessWatch", "describe", "head_ready", "relays"]
+__all__ = ["PORT_TAKEN", "ReadinessWatch", "describe", "head_ready", "relays"]
 
 
-def _answers(url: str, *, need_ok: bool = False) -> bool:
-    """Any HTTP answer (or a 200 with ``need_ok``) from ``url`` within 2 s."""
+def _answers(url: str) -> bool:
+    """Any HTTP answer from ``url`` within 2 s; a reply in another protocol is none (its
+    ``BadStatusLine`` once escaped the wait loop of a restart)."""
     try:
-        with urllib.request.urlopen(url, timeout=2) as resp:
-            return resp.status == 200 or not need_ok
+        with urllib.request.urlopen(url, timeout=2):
+            return True
     except urllib.error.HTTPError:
-        return not need_ok
-    except (urllib.error.URLError, OSError):
+        return True
+    except (urllib.error.URLError, http.client.HTTPException, OSError):
         return False
 
 
+PORT_TAKEN = "answers in another protocol: another process holds the port"
+"""What :func:`head_ready` raises with when the head's port is not Gym's (a host race)."""
+
+
 def head_ready(head: str) -> bool:
-    """Gym's head says every server is ready."""
-    return _answers(f"{head}/readyz", need_ok=True)
+    """Gym's head says every server is ready.
+
+    :raises GymRuntimeError: (``PORT_TAKEN`` as its log) the port answers, but not in HTTP:
+        it was picked free and another process (one of Ray's gRPC servers, seen) took it
+        before Gym's head could bind it, so the head will never answer there (a host race:
+        the launch is retried).
+    """
+    try:
+        with urllib.request.urlopen(f"{head}/readyz", timeout=2) as resp:
+            return resp.status == 200
+    except urllib.error.HTTPError:
+        return False
+    except http.client.HTTPException:
+        raise GymRuntimeError(f"Gym's head cannot start: {head} {PORT_TAKEN}",
+                              log_tail=PORT_TAKEN, stage="start") from None
+    except (urllib.error.URLError, OSError):
+        return False
 
 
 def _get_text(url: str, timeout_s: float = 10) -> str:
@@ -106,7 +127,8 @@ class ReadinessWatch:
         if not self.instances:
             try:
                 self.instances = _instances(self.head, timeout_s=2)
-            except (urllib.error.URLError, OSError, ValueError, KeyError, TypeError):
+            except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError,
+                    KeyError, TypeError):
                 return
             if self.instances:
                 self.events.on_servers_known(dict(self.instances))

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from envkit.gym.diagnose import Where, diagnose, tail
 from envkit.gym.events import Fanout, RuntimeEvents, VenvStep, observers
 from envkit.gym.harness import HarnessError, stage_harness
-from envkit.gym.head import ReadinessWatch, describe, head_ready
+from envkit.gym.head import PORT_TAKEN, ReadinessWatch, describe, head_ready
 from envkit.gym.install import (
     WHEEL_FORMATS,
     RunPaths,
@@ -60,9 +60,15 @@ __all__ = ["GymRuntime"]
 log = logging.getLogger(__name__)
 
 _RAY_START_ATTEMPTS = 3
-"""Launches when Ray's local cluster misses its fixed 30 s to register its raylet
-(``ray/_private/node.py``): the host's load, not the package; measured on this 2-core box at a
-load of 15-18, one launch in two missed it."""
+"""Launches when the host, not the package, failed one (``_HOST_RACES``)."""
+_HOST_RACES = {
+    "timed out during startup": "Ray did not start in time (machine busy)",
+    "address already in use": "a port picked free was taken before Gym bound it",
+    PORT_TAKEN: "a port picked free was taken before Gym bound it",
+}
+"""Launch log text -> what it means. Ray's cluster has a fixed 30 s to register its raylet
+(``ray/_private/node.py``; one launch in two missed it at a load of 15-18 here); the head's port
+is picked free and bound by Gym later, and Ray's daemons take ports in between (seen once)."""
 
 _FAILED = re.compile(r"Process `([^`]+)` finished unexpectedly")
 """How Gym's head names the server whose process exited (``RunHelper.poll``)."""
@@ -140,14 +146,14 @@ class GymRuntime(StartedInWith):
             try:
                 self.servers = self._launch(gym, venv_dir, env)
             except GymRuntimeError as exc:
-                if (attempt == _RAY_START_ATTEMPTS
-                        or "timed out during startup" not in exc.log_tail):
+                race = next((why for text, why in _HOST_RACES.items() if text in exc.log_tail),
+                            None)
+                if attempt == _RAY_START_ATTEMPTS or race is None:
                     raise
             else:
                 return self.servers
             attempt += 1
-            log.warning("Ray did not start in time (machine busy); launch %d of %d",
-                        attempt, _RAY_START_ATTEMPTS)
+            log.warning("%s; launch %d of %d", race, attempt, _RAY_START_ATTEMPTS)
             self._stop_tree(final=False)
 
     def close(self, grace_s: float = 20.0, *, final: bool = True) -> None:

@@ -1,5 +1,6 @@
 """``GymRuntime.start``'s launch policy: Ray's fixed 30 s start-up window missed on a busy host
-is retried (three launches in all), any other failure is raised at once."""
+and a port taken before Gym bound it are retried (three launches in all), any other failure is
+raised at once."""
 
 from __future__ import annotations
 
@@ -59,3 +60,27 @@ def test_a_package_failure_is_not_retried(tmp_path, monkeypatch) -> None:
     with pytest.raises(GymRuntimeError) as info:
         runtime.start()
     assert info.value is broken and launches == [1]
+
+
+def test_a_head_port_taken_before_gym_bound_it_is_retried(tmp_path, monkeypatch,
+                                                          caplog) -> None:
+    """The head's port is picked free, then bound by Gym a moment later; another process
+    (one of Ray's daemons, in a restart during training) can take it in between."""
+    taken = GymRuntimeError("a server failed to start", log_tail=(
+        "ERROR:    [Errno 98] error while attempting to bind on address "
+        "('127.0.0.1', 41234): address already in use"))
+    runtime, launches = _runtime(tmp_path, [taken, None], monkeypatch)
+    with caplog.at_level(logging.WARNING, logger="envkit.gym.servers"):
+        runtime.start()
+    assert launches == [1, 2]
+    assert [r.getMessage() for r in caplog.records] == [
+        "a port picked free was taken before Gym bound it; launch 2 of 3"]
+
+
+def test_a_head_port_held_by_another_protocol_is_retried(tmp_path, monkeypatch) -> None:
+    from envkit.gym.head import PORT_TAKEN
+
+    held = GymRuntimeError("Gym's head cannot start", log_tail=PORT_TAKEN, stage="start")
+    runtime, launches = _runtime(tmp_path, [held, None], monkeypatch)
+    runtime.start()
+    assert launches == [1, 2]
