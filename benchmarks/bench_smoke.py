@@ -20,6 +20,17 @@ smoke is Gym's own bring-up, whose floor is Ray plus each server's imports; envk
 ~11 s at that load. Of it, setup copies the package into the run directory and hashes every
 file of it for the venv key (the char_pattern wheels-v1 package is ~400 MB); envkit polls
 ``/readyz`` every 0.5 s (0.25 s lost on average). Not changed here.
+
+Later finding (``find`` over the venvs, then ``time`` of one server's imports): no venv envkit
+built for Gym held a single ``.pyc``. uv compiles nothing at install, and this machine, like
+most CI machines and container images, sets ``PYTHONDONTWRITEBYTECODE``, so every server,
+Gym's head and Ray's Python daemons compiled ray, pydantic, fastapi and nemo_gym at every start:
+``import nemo_gym.base_resources_server, ray`` took 7.4 s CPU, 2.7 s from bytecode. The
+processes started from envkit's venvs now write their bytecode (``envkit.gym.install.gym_env``).
+Warm smoke of the char_pattern toy, alternated in one run (load 1.1-2.6, 3 each): ready
+18.6-19.6 s -> 13.8 s, total 24.5-25.5 s -> 19.7 s. What is left is Gym's own: its head polls
+the servers every 3 s, Ray's start (dashboard included: Gym calls ``ray.init()`` with its
+defaults), and its SIGINT shutdown, 6.5 s of the total.
 Run: ``.venv/bin/python benchmarks/bench_smoke.py [--runs 11] [--quick] [--offline]``.
 """
 
