@@ -38,6 +38,7 @@ def _render(steps: list[VenvStep]) -> str:
 def test_each_finished_step_is_one_line_with_its_elapsed_time(
         capsys: pytest.CaptureFixture[str]) -> None:
     logging.getLogger().setLevel(logging.INFO)
+    logging.getLogger("envkit").setLevel(logging.NOTSET)  # as a fresh process has it
     assert _render(_BUILD).splitlines() == [
         "Gym venv: cached (nemo-gym 0.7.0)",
         "venv resources_servers/char_pattern: building",
@@ -57,11 +58,13 @@ def test_reused_server_venvs_are_one_line() -> None:
 
 
 def test_quiet_prints_nothing() -> None:
-    logging.getLogger().setLevel(logging.WARNING)
+    envkit_log = logging.getLogger("envkit")  # what -q sets (envkit.cli._logging)
+    before = envkit_log.level
+    envkit_log.setLevel(logging.WARNING)
     try:
         assert _render(_BUILD) == ""
     finally:
-        logging.getLogger().setLevel(logging.INFO)
+        envkit_log.setLevel(before)
 
 
 @pytest.mark.parametrize(("command", "watched"), [
