@@ -27,15 +27,26 @@ if TYPE_CHECKING:
 __all__ = ["PORT_TAKEN", "ReadinessWatch", "describe", "head_ready", "relays"]
 
 
+def _status(url: str) -> int | None:
+    """The HTTP status ``url`` answers with within 2 s; None when nothing answers.
+
+    :raises http.client.HTTPException: something answers, but not in HTTP.
+    """
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+    except (urllib.error.URLError, OSError):
+        return None
+
+
 def _answers(url: str) -> bool:
-    """Any HTTP answer from ``url`` within 2 s; a reply in another protocol is none (its
+    """Any HTTP answer from ``url``; a reply in another protocol is none (its
     ``BadStatusLine`` once escaped the wait loop of a restart)."""
     try:
-        with urllib.request.urlopen(url, timeout=2):
-            return True
-    except urllib.error.HTTPError:
-        return True
-    except (urllib.error.URLError, http.client.HTTPException, OSError):
+        return _status(url) is not None
+    except http.client.HTTPException:
         return False
 
 
@@ -52,15 +63,10 @@ def head_ready(head: str) -> bool:
         the launch is retried).
     """
     try:
-        with urllib.request.urlopen(f"{head}/readyz", timeout=2) as resp:
-            return resp.status == 200
-    except urllib.error.HTTPError:
-        return False
+        return _status(f"{head}/readyz") == 200
     except http.client.HTTPException:
         raise GymRuntimeError(f"Gym's head cannot start: {head} {PORT_TAKEN}",
                               log_tail=PORT_TAKEN, stage="start") from None
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 def _get_text(url: str, timeout_s: float = 10) -> str:

@@ -61,14 +61,14 @@ log = logging.getLogger(__name__)
 
 _RAY_START_ATTEMPTS = 3
 """Launches when the host, not the package, failed one (``_HOST_RACES``)."""
+_PORT_RACE = "a port picked free was taken before Gym bound it"
 _HOST_RACES = {
     "timed out during startup": "Ray did not start in time (machine busy)",
-    "address already in use": "a port picked free was taken before Gym bound it",
-    PORT_TAKEN: "a port picked free was taken before Gym bound it",
+    "address already in use": _PORT_RACE,
+    PORT_TAKEN: _PORT_RACE,
 }
-"""Launch log text -> what it means. Ray's cluster has a fixed 30 s to register its raylet
-(``ray/_private/node.py``; one launch in two missed it at a load of 15-18 here); the head's port
-is picked free and bound by Gym later, and Ray's daemons take ports in between (seen once)."""
+"""Launch log text -> what it means: Ray's fixed 30 s to register its raylet (one launch in two
+missed it at a load of 15-18 here); a head port Ray's daemons took before Gym bound it (seen)."""
 
 _FAILED = re.compile(r"Process `([^`]+)` finished unexpectedly")
 """How Gym's head names the server whose process exited (``RunHelper.poll``)."""

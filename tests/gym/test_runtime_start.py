@@ -11,6 +11,7 @@ import pytest
 from toy_envs import make_native_package
 
 from envkit.gym import GymRuntime, GymRuntimeError, GymServers, PolicyEndpoint, RuntimeOptions
+from envkit.gym.head import PORT_TAKEN
 
 _RAY_LATE = "Exception: The current node timed out during startup. This could happen ..."
 
@@ -78,8 +79,6 @@ def test_a_head_port_taken_before_gym_bound_it_is_retried(tmp_path, monkeypatch,
 
 
 def test_a_head_port_held_by_another_protocol_is_retried(tmp_path, monkeypatch) -> None:
-    from envkit.gym.head import PORT_TAKEN
-
     held = GymRuntimeError("Gym's head cannot start", log_tail=PORT_TAKEN, stage="start")
     runtime, launches = _runtime(tmp_path, [held, None], monkeypatch)
     runtime.start()
