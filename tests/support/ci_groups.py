@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from _pytest.mark.expression import Expression
 
-__all__ = ["GROUPS", "NEEDS", "expression", "groups_of"]
+__all__ = ["COST_S", "GROUPS", "NEEDS", "expression", "groups_of"]
 
 # What a slow test needs, heaviest bring-up first (the order decides a multi-need test's group).
 NEEDS: dict[str, str] = {
@@ -30,6 +30,11 @@ NEEDS: dict[str, str] = {
     "network": "uv or pip resolving against the package index (PyPI)",
 }
 GROUPS: tuple[str, ...] = ("fast", *NEEDS)
+
+COST_S: dict[str, int] = {"fast": 110, "platform": 240, "ray": 185, "train": 1380, "gym": 1350,
+                          "network": 280}
+"""Each group's wall time on the 2-core CI machine, seconds (measured, warm caches): only the
+order matters, so ``run_groups.py`` starts the longest first and a short one ends the run."""
 
 
 def expression(group: str) -> str:

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from support.ci_groups import GROUPS, NEEDS, expression, groups_of
+from support.ci_groups import COST_S, GROUPS, NEEDS, expression, groups_of
 from support.paths import REPO_ROOT, SUPPORT
+from support.run_groups import schedule
 
 
 @pytest.mark.parametrize("need", list(NEEDS))
@@ -47,11 +48,16 @@ def test_pyproject_registers_exactly_the_umbrella_and_the_needs() -> None:
     assert "--strict-markers" in ini["tool"]["pytest"]["ini_options"]["addopts"]
 
 
-def test_test_sh_runs_each_group_from_this_module() -> None:
+def test_test_sh_runs_every_group_through_the_lane_runner() -> None:
     script = (REPO_ROOT / "scripts" / "test.sh").read_text("utf-8")
-    assert "for group in $(.venv/bin/python tests/support/ci_groups.py)" in script
-    assert 'pytest -m "$expr"' in script
+    assert "exec .venv/bin/python tests/support/run_groups.py" in script
     assert "bash scripts/test.sh" in (REPO_ROOT / ".ci" / "run").read_text("utf-8")
+    assert set(COST_S) == set(GROUPS)
+
+
+def test_groups_start_longest_first() -> None:
+    assert schedule(list(GROUPS))[0] == max(GROUPS, key=COST_S.__getitem__)
+    assert schedule(["fast", "network"]) == ["network", "fast"]
 
 
 def _suite(tmp_path: Path, body: str) -> Path:
@@ -59,7 +65,7 @@ def _suite(tmp_path: Path, body: str) -> Path:
     tests = tmp_path / "tests"
     (tests / "support").mkdir(parents=True)
     shutil.copy(REPO_ROOT / "tests" / "conftest.py", tests / "conftest.py")
-    for helper in ("ci_groups.py", "signals.py"):  # what conftest imports
+    for helper in ("ci_groups.py", "signals.py", "run_groups.py"):  # conftest's, the runner
         shutil.copy(SUPPORT / helper, tests / "support" / helper)
     (tests / "support" / "__init__.py").write_text("")
     lines = "\n".join(f"    {name}: x" for name in ("slow", *NEEDS))
@@ -99,3 +105,36 @@ def test_in_ci_a_skip_fails_the_run_and_outside_it_does_not(tmp_path: Path) -> N
     done = _pytest(root, ci=True)
     assert done.returncode == pytest.ExitCode.TESTS_FAILED, done.stdout
     assert "nothing may be skipped in CI" in done.stdout
+
+
+def test_the_runner_runs_every_group_two_at_a_time_and_reports_the_first_failure(
+    tmp_path: Path,
+) -> None:
+    """Each group is its own pytest run; two overlap; a failing group fails the run but the
+    others still run, and the status is the first failing group's in CI order."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    body = "import time\nfrom pathlib import Path\n\n"
+    for group in GROUPS:
+        mark = "" if group == "fast" else f"@pytest.mark.{group}\n"
+        fails = "    assert False, 'fails on purpose'\n" if group in {"ray", "network"} else ""
+        body += (f"{mark}def test_{group}():\n"
+                 f"    Path({str(marks)!r}, '{group}.start').touch()\n"
+                 f"    deadline = time.monotonic() + 30\n"  # until another group has started
+                 f"    while len(list(Path({str(marks)!r}).glob('*.start'))) < 2 "
+                 f"and time.monotonic() < deadline:\n"
+                 f"        time.sleep(0.05)\n"
+                 f"    assert len(list(Path({str(marks)!r}).glob('*.start'))) >= 2, 'alone'\n"
+                 f"{fails}\n")
+    root = _suite(tmp_path, body)
+    done = subprocess.run([sys.executable, "tests/support/run_groups.py", "--lanes", "2"],
+                          cwd=root, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == pytest.ExitCode.TESTS_FAILED, done.stdout + done.stderr
+    table = done.stdout.rsplit("==> test groups", 1)[1].splitlines()[1:]
+    assert [line.split()[0] for line in table] == [*GROUPS, "all"]
+    exits = {line.split()[0]: line.split()[-1] for line in table}
+    assert exits == {**dict.fromkeys(GROUPS, "0"), "ray": "1", "network": "1", "all": "1"}
+    for group in GROUPS:  # each group's own output, whole
+        assert f'==> group {group}: pytest -m "{expression(group)}"' in done.stdout
+    assert done.stdout.count("fails on purpose") >= 2
+    assert "2 at a time" in done.stdout and "AssertionError: alone" not in done.stdout

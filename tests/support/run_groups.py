@@ -1,0 +1,146 @@
+"""Run CI's test groups side by side: one pytest run per group, ``--lanes`` of them at a time.
+
+Why lanes: most of a slow group's wall time is waiting, not computing: a Gym server that must
+not come up is waited out, a reward server answers in its own time, Ray and Gym's head poll on
+their clocks, the platform's services idle between requests. One group after another left the
+second core of a CI machine idle for most of an hour. Each group is still its own pytest run
+(its own temp root, its own output, its own exit status), so what a group costs and what it
+proves do not change; groups share only what is keyed by content (``~/.cache``: venvs, wheels),
+whose writers already rename into place atomically.
+
+Groups start longest first (:data:`support.ci_groups.COST_S`), each on the first free lane, so
+the last to end is a short one. A group's output is printed whole when it ends (never
+interleaved); stderr says when each starts and ends. Every group runs even when an earlier one
+failed; the exit status is that of the first failing group in CI order.
+
+Run as a script: ``run_groups.py [--lanes N] [GROUP ...]`` (no group: all of them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
+from support.ci_groups import COST_S, GROUPS, expression
+
+DEFAULT_LANES = 2
+"""Lanes when neither ``--lanes`` nor ``$ENVKIT_TEST_LANES`` says: the 2-core CI machine."""
+
+
+@dataclass
+class Run:
+    """One group's pytest run: its process, its log, and when it started and ended."""
+
+    group: str
+    log: Path
+    proc: subprocess.Popen[bytes]
+    started: float = field(default_factory=time.monotonic)
+    seconds: float = 0.0
+    rc: int | None = None
+
+
+def schedule(groups: list[str]) -> list[str]:
+    """``groups`` in start order: the longest expected first (the order CI lists, for ties)."""
+    return sorted(groups, key=lambda g: (-COST_S[g], GROUPS.index(g)))
+
+
+def pytest_command(group: str) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-m", expression(group), "-q", "--durations=15"]
+
+
+def _start(group: str, root: Path) -> Run:
+    temp = root / group
+    temp.mkdir()
+    log = root / f"{group}.log"
+    env = {**os.environ, "PYTEST_DEBUG_TEMPROOT": str(temp)}
+    with log.open("wb") as out:
+        proc = subprocess.Popen(pytest_command(group), stdout=out, stderr=subprocess.STDOUT,
+                                env=env, start_new_session=True)
+    print(f"--> group {group} started", file=sys.stderr, flush=True)
+    return Run(group, log, proc)
+
+
+def _finish(run: Run, root: Path) -> None:
+    run.seconds = time.monotonic() - run.started
+    print(f"--> group {run.group} ended: exit {run.rc}, {run.seconds:.0f} s", file=sys.stderr,
+          flush=True)
+    sys.stdout.write(f'\n==> group {run.group}: pytest -m "{expression(run.group)}" '
+                     f"({run.seconds:.0f} s, exit {run.rc})\n")
+    sys.stdout.write(run.log.read_text("utf-8", errors="replace"))
+    sys.stdout.flush()
+    subprocess.run(["rm", "-rf", str(root / run.group)], check=False)
+
+
+def run_groups(groups: list[str], lanes: int, root: Path) -> list[Run]:
+    """Run ``groups`` with at most ``lanes`` at once; return every run, ended."""
+    pending, running, done = schedule(groups), [], []
+    try:
+        while pending or running:
+            while pending and len(running) < lanes:
+                running.append(_start(pending.pop(0), root))
+            time.sleep(0.5)
+            for run in [r for r in running if r.proc.poll() is not None]:
+                run.rc = run.proc.returncode
+                running.remove(run)
+                _finish(run, root)
+                done.append(run)
+    finally:
+        for run in running:  # interrupted: stop every group's whole process tree
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(run.proc.pid, signal.SIGINT)
+        for run in running:
+            try:
+                run.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(run.proc.pid, signal.SIGKILL)
+    return done
+
+
+def summary(runs: list[Run], wall_s: float) -> tuple[str, int]:
+    """The table of groups in CI order (wall time, exit status) and the run's exit status."""
+    ordered = sorted(runs, key=lambda r: GROUPS.index(r.group))
+    lines = [f"{r.group:<9} {r.seconds:5.0f}s  exit {r.rc}" for r in ordered]
+    status = next((r.rc for r in ordered if r.rc), 0) or 0
+    lines.append(f"{'all':<9} {wall_s:5.0f}s  exit {status}")
+    return "\n".join(lines), status
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("groups", nargs="*", metavar="GROUP",
+                        help=f"groups to run (default: all; {', '.join(GROUPS)})")
+    parser.add_argument("--lanes", type=int,
+                        default=int(os.environ.get("ENVKIT_TEST_LANES", DEFAULT_LANES)),
+                        help="groups at once (default: $ENVKIT_TEST_LANES or %(default)s)")
+    args = parser.parse_args(argv)
+    if args.lanes < 1:
+        parser.error("--lanes must be at least 1")
+    if unknown := [g for g in args.groups if g not in GROUPS]:
+        parser.error(f"no CI group {', '.join(unknown)} (groups: {', '.join(GROUPS)})")
+    start = time.monotonic()
+    # pytest's temp dirs under a root of this run's own (PYTEST_DEBUG_TEMPROOT): every pytest
+    # session of the same user prunes /tmp/pytest-of-$USER/ to its last three, so another
+    # session (or group) would delete a running one's dirs.
+    with tempfile.TemporaryDirectory(prefix="envkit-ci.") as root:
+        print(f"--> {len(args.groups or GROUPS)} groups, {args.lanes} at a time",
+              file=sys.stderr, flush=True)
+        runs = run_groups(list(args.groups or GROUPS), args.lanes, Path(root))
+    table, status = summary(runs, time.monotonic() - start)
+    print(f"\n==> test groups (wall time, exit status; {args.lanes} at a time)\n{table}")
+    return status
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:
+        sys.exit(130)
