@@ -1,8 +1,11 @@
 """Each ``envkit init`` template, all the way: the commands its README and workflow run, on
 the real tools (uv against PyPI, Gym 0.7.0 servers, the GRPO trainer on a tiny model).
 
-gym: init -> build -> validate --offline -> Gym's verifier fixture in the Gym venv ->
-smoke --offline -> probe --offline -> a 2-step train.
+gym: init -> build -> validate --offline -> Gym's verifier fixture in the Gym venv. The rest of
+the gym template's way (smoke --offline, train --offline, probe --offline, rollout) is the
+README's quick start, run by ``tests/project/test_readme_commands.py`` on the same template with
+the same flags (its outputs checked there; ``test_the_quick_start_takes_the_gym_template_all_the
+_way`` keeps that so): one bring-up of each instead of two, in CI's longest group.
 verifiers: init -> convert verifiers --source -> validate -> smoke -> probe -> a 2-step train
 (adapter-wheels-v1 needs egress at job start by design, so nothing runs --offline there).
 """
@@ -17,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.train, pytest.mark.gym, pytest.mark.network]
+pytestmark = pytest.mark.network  # uv against PyPI: every build here; each test adds the rest
 
 ENV = {**os.environ, "ENVKIT_ALLOW_PYTHON_OVERRIDE": "1"}
 
@@ -29,7 +32,7 @@ def _envkit(cwd: Path, *args: str, timeout: int = 1500) -> subprocess.CompletedP
     return proc
 
 
-def _train_two_steps(project: Path, tmp_path: Path, *extra: str) -> None:
+def _train_two_steps(project: Path, tmp_path: Path) -> None:
     pytest.importorskip("torch")
     from envkit.trainer.tiny_model import make_tiny_model
 
@@ -40,7 +43,7 @@ def _train_two_steps(project: Path, tmp_path: Path, *extra: str) -> None:
     model = make_tiny_model(tmp_path / "tiny")
     _envkit(project, "train", str(tmp_path / "job2.json"), "--env", "package", "--dataset",
             "package-data", "--model", str(model), "-o", str(tmp_path / "run"),
-            "--allow-python-override", *extra)
+            "--allow-python-override")
     rows = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
     steps = [json.loads(r) for r in rows if "train_reward" in json.loads(r)]
     assert [s["step"] for s in steps][-1] == 2 and (tmp_path / "run" / "final").is_dir()
@@ -60,7 +63,8 @@ def _verifier_fixture(project: Path) -> None:
     assert proc.returncode == 0 and "fixture ok" in proc.stdout, proc.stderr
 
 
-def test_gym_template_end_to_end(tmp_path: Path) -> None:
+@pytest.mark.gym
+def test_gym_template_builds_validates_and_passes_its_verifier_fixture(tmp_path: Path) -> None:
     project = tmp_path / "echo-env"
     _envkit(tmp_path, "init", str(project))
     _envkit(project, "build", "resources_servers/echo_env", "--format", "wheels-v1",
@@ -70,12 +74,6 @@ def test_gym_template_end_to_end(tmp_path: Path) -> None:
     assert report["valid"] and report["packages"][0]["errors"] == 0
     assert report["packages"][0]["target_source"].endswith("envkit.toml")
     _verifier_fixture(project)
-    smoke = json.loads(_envkit(project, "smoke", "package", "--dataset", "package-data",
-                               "--offline", "--output-format", "json").stdout)
-    assert smoke["passed"] is True, smoke
-    _envkit(project, "probe", "package", "--dataset", "package-data", "--job", "jobs/grpo.json",
-            "--offline")
-    _train_two_steps(project, tmp_path, "--offline")
 
 
 def test_native_template_builds_and_validates(tmp_path: Path) -> None:
@@ -89,6 +87,8 @@ def test_native_template_builds_and_validates(tmp_path: Path) -> None:
     assert report["target"].endswith("aarch64")
 
 
+@pytest.mark.train
+@pytest.mark.gym
 def test_verifiers_template_end_to_end(tmp_path: Path) -> None:
     project = tmp_path / "add-env"
     _envkit(tmp_path, "init", str(project), "--template", "verifiers")

@@ -12,6 +12,7 @@ tests check that every README command is either run or listed there.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -137,6 +138,31 @@ def test_readme_commands_run_from_a_fresh_clone(tmp_path: Path) -> None:
                               check=False)
         assert proc.returncode == 0, f"{script}\n--- stdout\n{proc.stdout[-3000:]}\n" \
                                      f"--- stderr\n{proc.stderr[-5000:]}"
+    # what the gym template's way wrote (tests/init/test_templates_slow.py leaves these here)
+    run = clone / "my-env-run"
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r for r in rows if "train_reward" in r] and (run / "final").is_dir()
+    probe = json.loads((clone / "probe-out" / "probe.json").read_text())
+    assert probe["stage"] == "done" and probe["passed"], probe
+    assert len((clone / "rollouts.jsonl").read_text().splitlines()) == 8
+
+
+QUICK_START = ("envkit init my-env", "envkit build resources_servers/my_env -o package",
+               "envkit validate package --offline",
+               "envkit smoke package --dataset package-data --offline",
+               "envkit train my-env/jobs/grpo.json --env my-env/package",
+               "envkit probe my-env/package", "envkit rollout my-env/package")
+
+
+def test_the_quick_start_takes_the_gym_template_all_the_way() -> None:
+    """The template test leaves smoke, train, probe and rollout of the gym template to the
+    README's quick start (one bring-up each in CI): they stay shown, and run, here."""
+    for prefix in QUICK_START:
+        shown = [c for c in COMMANDS_SHOWN if c.startswith(prefix)]
+        assert shown and not any(reason(c) for c in shown), prefix
+    train = next(c for c in COMMANDS_SHOWN if c.startswith(QUICK_START[4]))
+    probe = next(c for c in COMMANDS_SHOWN if c.startswith(QUICK_START[5]))
+    assert "--offline" in train and "--offline" in probe and "-o my-env-run" in train
 
 
 @pytest.mark.parametrize("name", ["smoke", "train", "rollout"])
