@@ -9,12 +9,11 @@ findings are capped per code per file so a broken 1M-row file prints a screenful
 
 from __future__ import annotations
 
-import difflib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from envkit.model.diagnostics import Diagnostic, Severity
+from envkit.model.diagnostics import Diagnostic, Severity, close_matches
 from envkit.validators._base import Inputs, Rule
 from envkit.validators._responses import CREATE_PARAMS_FIELDS, input_problems
 from envkit.validators.row_context import AGENT_TYPE, RowContext, row_context
@@ -328,5 +327,5 @@ _BY_CODE = {rule.code: rule for rule in RULES}
 
 def _typo_hint(name: str, known: Iterable[str]) -> str | None:
     """Did-you-mean as build's ``_find_typo`` does it (difflib ratio >= 0.8)."""
-    match = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
+    match = close_matches(name, sorted(known), n=1, cutoff=0.8)
     return f"Did you mean `{match[0]}`?" if match else None

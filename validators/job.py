@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import difflib
 import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from envkit.model.diagnostics import Diagnostic, Severity
+from envkit.model.diagnostics import Diagnostic, Severity, close_matches
 from envkit.validators._base import Inputs, Rule
 from envkit.validators.job_rules import findings
 
@@ -340,7 +339,7 @@ def _did_you_mean(path: tuple[str, ...]) -> str | None:
         if cls is None:
             return None
     names = [f.name for f in dataclasses.fields(cls)]
-    match = difflib.get_close_matches(path[-1], names, n=1, cutoff=0.8)
+    match = close_matches(path[-1], names, n=1, cutoff=0.8)
     return f"Did you mean `{'.'.join((*path[:-1], match[0]))}`?" if match else None
 
 

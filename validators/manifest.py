@@ -10,11 +10,10 @@ the "GRPO and Reward Environments" guide ("Choose an environment format").
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from envkit.model.diagnostics import Diagnostic, Severity
+from envkit.model.diagnostics import Diagnostic, Severity, close_matches
 from envkit.model.package import MANIFEST, display_path
 from envkit.validators import config_paths
 from envkit.validators._base import Inputs, Rule, yaml_line, yaml_type
@@ -177,7 +176,7 @@ def _key_path(*keypath: str | int) -> str:
 
 def _find_typo(key: str, allowed: tuple[str, ...]) -> str | None:
     """Closest allowed key at difflib ratio >= 0.8, as pypa/build's ``_find_typo``."""
-    match = difflib.get_close_matches(key, allowed, n=1, cutoff=_TYPO_RATIO)
+    match = close_matches(key, allowed, n=1, cutoff=_TYPO_RATIO)
     return match[0] if match else None
 
 

@@ -6,7 +6,6 @@ that ruff's JSON output carries, so editors and CI annotations can consume it un
 
 from __future__ import annotations
 
-import difflib
 import enum
 import functools
 import re
@@ -15,8 +14,8 @@ from typing import NamedTuple
 
 from envkit.errors import UsageError
 
-__all__ = ["RULE_PAGE", "Diagnostic", "SelectorError", "Severity", "parse_selectors", "rule_url",
-           "selected"]
+__all__ = ["RULE_PAGE", "Diagnostic", "SelectorError", "Severity", "close_matches",
+           "parse_selectors", "rule_url", "selected"]
 
 RULE_PAGE = "rules/{code}.html"
 """Where each rule's page sits in the rule reference site (``docs/``, built with MkDocs)."""
@@ -115,9 +114,24 @@ def _prefixes(codes: frozenset[str]) -> frozenset[str]:
     return frozenset(code[:n] for code in codes for n in range(2, len(code) + 1))
 
 
+def close_matches(word: str, candidates: Iterable[str], *, n: int = 1,
+                  cutoff: float = 0.6) -> list[str]:
+    """The "did you mean" of every diagnostic: ``difflib``'s closest ``candidates``.
+
+    ``difflib`` is imported here, on first use: it costs a few milliseconds at start-up, and a
+    clean run (the pre-commit gate) never needs it — only a misspelt name does.
+
+    >>> close_matches("temprature", ["temperature", "top_k"], cutoff=0.8)
+    ['temperature']
+    """
+    import difflib
+
+    return difflib.get_close_matches(word, list(candidates), n=n, cutoff=cutoff)
+
+
 def _unknown(raw: str, prefixes: frozenset[str]) -> str:
     same_length = sorted(p for p in prefixes if len(p) > 2 and abs(len(p) - len(raw)) <= 1)
-    near = difflib.get_close_matches(raw.upper(), same_length, n=1, cutoff=0.6)
+    near = close_matches(raw.upper(), same_length)
     maybe = f"; did you mean {near[0]!r}?" if near else ""
     return (f"unknown rule selector {raw!r}: no rule code starts with it{maybe} "
             "(`envkit rule --all` lists the codes)")

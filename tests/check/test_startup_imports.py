@@ -39,6 +39,7 @@ NOT_ON_THE_PATH = (
     "importlib.resources",
     "hashlib",
     "subprocess",
+    "difflib",  # did-you-mean: only a misspelt name needs it (close_matches)
 )
 
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from envkit.model.diagnostics import Severity
+from envkit.model.diagnostics import Severity, close_matches
 from envkit.model.package import MANIFEST, safe_relpath
 from envkit.validators.gym.model import own_servers, view_of
 from envkit.validators.gym.rules import (
@@ -50,7 +49,7 @@ E, W = Severity.ERROR, Severity.WARNING
 def _gym_hint(ref: Ref, view: GymView) -> str:
     """Gym's own wording (``validate_and_populate_defaults``): close names, else what exists."""
     same_type = [i.name for i in view.servers(ref.server_type)]
-    close = difflib.get_close_matches(ref.name, same_type, n=3, cutoff=0.6)
+    close = close_matches(ref.name, same_type, n=3, cutoff=0.6)
     if close:
         return "Did you mean: " + ", ".join(repr(s) for s in close) + "?"
     available = ", ".join(repr(n) for n in sorted(same_type)) or "(none)"

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from envkit.model.diagnostics import Severity
+from envkit.model.diagnostics import Severity, close_matches
 from envkit.model.gym_data import gym_data
 from envkit.model.package import safe_relpath
 from envkit.validators.gym.model import own_servers, view_of
@@ -229,7 +228,7 @@ def _impl_findings(pkg: Package, instance: Instance) -> Iterator[tuple[Rule, str
 
 def _builtin_hint(server_type: str, impl: str) -> str | None:
     names = sorted(gym_data().builtins.get(server_type, ()))
-    close = difflib.get_close_matches(impl, names, n=1, cutoff=0.8)
+    close = close_matches(impl, names, n=1, cutoff=0.8)
     return f"did you mean the built-in `{close[0]}`?" if close else None
 
 

@@ -9,11 +9,11 @@ references inside a server's fields.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from envkit.model.diagnostics import close_matches
 from envkit.model.package import SERVER_TYPES
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def _looks_like_server(body: Mapping[str, Any]) -> bool:
 
 def _unknown_type(body: Mapping[str, Any]) -> Shape:
     key = str(next(iter(body)))
-    close = difflib.get_close_matches(key, SERVER_TYPES, n=1, cutoff=0.6)
+    close = close_matches(key, SERVER_TYPES, n=1, cutoff=0.6)
     hint = f"did you mean `{close[0]}`?" if close else f"use one of: {', '.join(SERVER_TYPES)}"
     problem = f"unknown server type `{key}`"
     effect = f"`gym env start` still launches it from `{key}/` and fails"
