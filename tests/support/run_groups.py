@@ -1,12 +1,12 @@
 """Run CI's test groups side by side: one pytest run per group, ``--lanes`` of them at a time.
 
-Why lanes: most of a slow group's wall time is waiting, not computing: a Gym server that must
-not come up is waited out, a reward server answers in its own time, Ray and Gym's head poll on
-their clocks, the platform's services idle between requests. One group after another left the
-second core of a CI machine idle for most of an hour. Each group is still its own pytest run
-(its own temp root, its own output, its own exit status), so what a group costs and what it
-proves do not change; groups share only what is keyed by content (``~/.cache``: venvs, wheels),
-whose writers already rename into place atomically.
+Why lanes: a slow group spends part of its wall time waiting (a server that must not come up is
+waited out, Ray and Gym's head poll on their clocks, the platform's services idle between
+requests), so one group after another left CPU unused. With two lanes the 2-core CI machine is
+~92% busy (vmstat, 2026-12-02): more lanes gain nothing there; fewer bring-ups would.
+Each group is still its own pytest run (its own temp root, output and exit status), so what a
+group costs and what it proves do not change; groups share only what is keyed by content
+(``~/.cache``: venvs, wheels), whose writers already rename into place atomically.
 
 Groups start longest first (:data:`support.ci_groups.COST_S`), each on the first free lane, so
 the last to end is a short one. A group's output is printed whole when it ends (never
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -77,7 +78,7 @@ def _finish(run: Run, root: Path) -> None:
                      f"({run.seconds:.0f} s, exit {run.rc})\n")
     sys.stdout.write(run.log.read_text("utf-8", errors="replace"))
     sys.stdout.flush()
-    subprocess.run(["rm", "-rf", str(root / run.group)], check=False)
+    shutil.rmtree(root / run.group, ignore_errors=True)  # GBs of packages and venvs
 
 
 def run_groups(groups: list[str], lanes: int, root: Path) -> list[Run]:
