@@ -22,6 +22,8 @@ generated ``uv.toml`` (``UV_CONFIG_FILE``) with ``[pip] python-version``: opt-in
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -30,6 +32,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import yaml
 
 from envkit.gym.diagnose import Where, diagnose, tail
 from envkit.gym.types import GymRuntimeError, PolicyEndpoint
@@ -41,16 +45,18 @@ from envkit.supply.wheelcache import WheelCache, pool_wheels
 from envkit.validators.wheels import EK403
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
 
 __all__ = [
     "OUTER_RAY_ENV",
     "READY_MARKER",
     "WHEEL_FORMATS",
     "RunPaths",
+    "building",
     "closure_key",
     "gym_args",
     "gym_env",
+    "install_view",
     "mark_ready",
     "offered_wheels",
     "offline_install",
@@ -96,11 +102,13 @@ def closure_key(package: Path, fmt: str, config_paths: Iterable[str], *parts: st
     """The key of the venvs that install ``package``: a function of what they will hold.
 
     What decides it: ``parts`` (the Gym version, the interpreter, the override, the harness),
-    the configs (which servers get a venv), each server's install inputs
+    what Gym's install reads from the configs (:func:`install_view`: which servers get a venv,
+    and the top-level settings), each server's install inputs
     (``requirements.txt``/``pyproject.toml``/``overrides.txt``) and, for the wheels formats,
     every file in ``wheels/`` by content (the second install puts all of them in every venv).
-    Not the install mode, nor files no install reads (``app.py``, data, docs): editing a
-    server's code keeps its venvs.
+    Not the install mode, nor what no install reads (``app.py``, data, docs, a server block's
+    own fields): editing a server's code or its config's description keeps its venvs, and two
+    packages whose servers install the same things share one tree.
     """
     files: list[tuple[str, Path]] = []
     for path in package.rglob("*"):
@@ -109,10 +117,66 @@ def closure_key(package: Path, fmt: str, config_paths: Iterable[str], *parts: st
             continue
         if path.name in _INSTALL_INPUTS and path.is_file():
             files.append((rel.as_posix(), path))
-    files += [(c, package / c) for c in config_paths if (package / c).is_file()]
     if fmt in WHEEL_FORMATS:
         files += [(f"wheels/{w.name}", w) for w in (package / "wheels").glob("*.whl")]
-    return content_key((f"format={fmt}", *parts), files)
+    views = [f"config={c}:{install_view(package / c)}" for c in config_paths]
+    return content_key((f"format={fmt}", *parts, *views), files)
+
+
+def install_view(config: Path) -> str:
+    """What Gym's install reads from one config file, as canonical JSON.
+
+    ``gym env prefetch`` / ``start`` walk the merged config: a top-level block
+    ``{type: {impl: {entrypoint: ...}}}`` is a server, and only its ``type/impl`` directory
+    reaches the install (``setup_env_command`` gets the directory and the global keys); every
+    other top-level key is a global setting (``python_version``, ``head_server_deps``,
+    ``uv_pip_set_python`` ...) and counts whole. A file that is not a YAML mapping counts by
+    its bytes (the launch reports it).
+    """
+    try:
+        text = config.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return "unreadable"
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        data = None
+    if not isinstance(data, dict):
+        return json.dumps(text)
+    servers = sorted({d for d in map(_server_dir, data.values()) if d is not None})
+    settings = {str(k): v for k, v in data.items() if _server_dir(v) is None}
+    return json.dumps({"servers": servers, "settings": settings}, sort_keys=True, default=str)
+
+
+def _server_dir(block: object) -> str | None:
+    """``type/impl`` of a server block (one type, one impl, an ``entrypoint``), else None."""
+    if not isinstance(block, dict) or len(block) != 1:
+        return None
+    ((kind, impls),) = block.items()
+    if not isinstance(impls, dict) or len(impls) != 1:
+        return None
+    ((impl, body),) = impls.items()
+    if not isinstance(body, dict) or "entrypoint" not in body:
+        return None
+    return f"{kind}/{impl}"
+
+
+@contextlib.contextmanager
+def building(venv_dir: Path) -> Iterator[None]:
+    """Hold ``<venv_dir>.lock`` while a tree is checked and built: two runs that need the same
+    venvs (two lanes of a test suite, a smoke beside a train) build them once, the second
+    waiting, instead of one deleting the tree the other is installing into."""
+    venv_dir.parent.mkdir(parents=True, exist_ok=True)
+    with venv_dir.with_name(venv_dir.name + ".lock").open("w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.info("waiting for another envkit that is building %s", venv_dir)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def reusable(venv_dir: Path, *, offline: bool) -> bool:

@@ -26,6 +26,7 @@ from envkit.gym.head import PORT_TAKEN, ReadinessWatch, describe, head_ready
 from envkit.gym.install import (
     WHEEL_FORMATS,
     RunPaths,
+    building,
     closure_key,
     gym_args,
     gym_env,
@@ -220,11 +221,11 @@ class GymRuntime(StartedInWith):
         self._stage_harness(gym, paths.work, find_links)
         uv_toml = write_uv_toml(gym, paths.run_dir, offline=self.options.offline)
         env = gym_env(gym, paths, uv_toml, find_links)
-        if not reusable(venv_dir, offline=self.options.offline):
-            self._build_venvs(gym, venv_dir, env)
-        else:
-            log.info("reusing server venvs %s", venv_dir)
-            self.events.on_venv(VenvStep("server venvs", None, "cached", 0.0, key))
+        with building(venv_dir):
+            if not reusable(venv_dir, offline=self.options.offline):
+                self._build_venvs(gym, venv_dir, env)
+            else:  # the CLI's progress says "server venvs: cached (<key>)"
+                self.events.on_venv(VenvStep("server venvs", None, "cached", 0.0, key))
         return gym, venv_dir, env
 
     def _stage_harness(self, gym: GymVenv, work: Path, find_links: list[Path]) -> None:
@@ -391,7 +392,6 @@ class GymRuntime(StartedInWith):
         assert self._paths is not None
         logs = sorted((self._paths.run_dir / "logs").glob("*.log"))
         return "\n".join([head_text, *(p.read_text(errors="replace") for p in logs)])
-
 
 
 def _short(cmdline: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from wheelfactory import make_wheel
 
 from envkit.gym import GymRuntime, PolicyEndpoint, RuntimeEvents, RuntimeOptions
 from envkit.gym.events import Fanout, VenvStep, observers, observing
-from envkit.gym.install import closure_key, mark_ready, reusable
+from envkit.gym.install import building, closure_key, mark_ready, reusable
 from envkit.gym.venvsteps import PrefetchSteps, stream_lines
 
 # The shape of a real `gym env prefetch` log (nemo-gym 0.7.0, uv 0.9): one built-in server with
@@ -143,6 +144,61 @@ def test_a_changed_requirement_changes_the_key(tmp_path: Path) -> None:
     req = pkg / "resources_servers/char_pattern/requirements.txt"
     req.write_text(req.read_text() + "envkit-toy-scorer==1.0\n")
     assert _key(pkg) != key
+
+
+_CONFIG = "resources_servers/char_pattern/configs/char_pattern.yaml"
+
+
+def _config_key(pkg: Path) -> str:
+    return closure_key(pkg, "native-v1", [_CONFIG], "0.7.0", "3.13.0")
+
+
+def test_a_server_blocks_own_fields_keep_the_key_the_server_set_does_not(
+        tmp_path: Path) -> None:
+    """Gym's install reads which servers a config names and its top-level settings, never a
+    server block's fields: a new description keeps the venvs, a new server or setting not."""
+    pkg = make_native_package(tmp_path / "p")
+    config = pkg / _CONFIG
+    text = config.read_text()
+    key = _config_key(pkg)
+    config.write_text(text.replace("entrypoint: app.py", "entrypoint: app.py\n"
+                                   "      description: a new description", 1))
+    assert _config_key(pkg) == key
+    other = make_native_package(tmp_path / "q")  # another package, the same servers
+    (other / "nemo-environment.yaml").write_text(
+        (other / "nemo-environment.yaml").read_text().replace("char-pattern", "renamed"))
+    assert _config_key(other) == key
+    config.write_text(text + "python_version: '3.13'\n")  # a global key Gym's install reads
+    assert _config_key(pkg) != key
+    config.write_text(text + "extra_server:\n  resources_servers:\n    other_impl:\n"
+                      "      entrypoint: app.py\n")
+    assert _config_key(pkg) != key
+    config.write_text("{unbalanced: [\n")  # not YAML: counted by its bytes
+    broken = _config_key(pkg)
+    assert broken != key
+    config.write_text("{unbalanced: [ \n")
+    assert _config_key(pkg) != broken
+
+
+def test_two_runs_building_the_same_tree_take_turns(tmp_path: Path) -> None:
+    tree = tmp_path / "server-venvs" / "k"
+    inside: list[int] = []
+    overlap: list[bool] = []
+
+    def build(n: int) -> None:
+        with building(tree):
+            inside.append(n)
+            overlap.append(len(inside) > 1)
+            time.sleep(0.2)
+            inside.remove(n)
+
+    threads = [threading.Thread(target=build, args=(n,)) for n in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert overlap == [False, False, False]
+    assert (tmp_path / "server-venvs" / "k.lock").exists() and not tree.exists()
 
 
 def test_an_offline_built_tree_serves_both_modes_an_online_one_only_online(
