@@ -1,6 +1,7 @@
 """Rollouts through a package's REAL Gym servers (nemo-gym 0.7.0 in its own 3.13 venvs, Ray, uv)
 against a tiny random-init policy served by envkit. Slow: one bring-up shared by the library
-tests, one more for the CLI run end to end.
+tests, one more for the CLI run with a dead server (the CLI run end to end is
+tests/output/test_command_json_slow.py's rollout test).
 
 Issue #5 acceptance: (a) numeric rewards from a real resources server, (c) killing the resources
 server mid-run gives failed + finished rows, a non-zero exit status and no orphan process.
@@ -138,28 +139,6 @@ def test_c_killing_the_resources_server_fails_rows_and_leaves_no_orphan(gym) -> 
     tree = runtime._tree
     runtime.close()
     assert tree.alive() == []
-
-
-def test_cli_rollout_end_to_end(tmp_path: Path, model_dir: Path) -> None:
-    pkg = make_native_package(tmp_path / "pkg")
-    data = write_dataset(tmp_path / "data", char_pattern_rows(2))
-    out = tmp_path / "rollouts.jsonl"
-    tag = uuid.uuid4().hex
-    proc = subprocess.run(
-        [sys.executable, "-m", "envkit", "rollout", str(pkg), "--dataset", str(data),
-         "--model", str(model_dir), "--num-repeats", "2", "--max-tokens", "6",
-         "--allow-python-override", "--format", "json", "-o", str(out)],
-        capture_output=True, text=True, timeout=1200, check=False,
-        env={**os.environ, "ENVKIT_TEST_TAG": tag})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    summary = json.loads(proc.stdout)  # stdout is the result only
-    assert summary["rollouts"] == 4
-    assert summary["failed"] == 0
-    assert 0.0 <= summary["mean_reward"]["char_pattern_simple_agent"] <= 1.0
-    rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert len(rows) == 4
-    assert all(isinstance(r["reward"], float) for r in rows)
-    assert _leftovers(tag) == []
 
 
 def _leftovers(tag: str) -> list[int]:

@@ -20,6 +20,7 @@ pytest.importorskip("torch")
 
 from jsonschema import Draft202012Validator
 from support.grpo_jobs import training, write_job
+from support.proc_marks import new_mark, survivors
 from toy_envs import char_pattern_rows, make_native_package, write_dataset
 
 from envkit.schemas import load_schema
@@ -39,18 +40,25 @@ def _envkit(*args: object) -> dict:
     return json.loads(done.stdout)  # stdout is the result only
 
 
-def test_rollout_json_follows_its_schema(tmp_path: Path) -> None:
+def test_rollout_json_follows_its_schema(tmp_path: Path, monkeypatch) -> None:
+    """Also the rollout command end to end: G samples a row, every row written with a float
+    reward, the provenance beside them, no process left behind."""
+    mark = new_mark(monkeypatch)
     model = make_tiny_model(tmp_path / "model", seed=0)
     package = make_native_package(tmp_path / "pkg", "char_pattern")
     data = write_dataset(tmp_path / "data", char_pattern_rows(2))
     out = tmp_path / "rollouts.jsonl"
     result = _envkit("rollout", package, "--dataset", data, "--model", model,
-                     "--max-tokens", "4", "-o", out)
+                     "--num-repeats", "2", "--max-tokens", "4", "-o", out)
     Draft202012Validator(load_schema("rollout")).validate(result)
-    assert (result["rollouts"], result["failed"], result["output"]) == (2, 0, str(out))
+    assert (result["rollouts"], result["failed"], result["output"]) == (4, 0, str(out))
+    assert 0.0 <= result["mean_reward"]["char_pattern_simple_agent"] <= 1.0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 4 and all(isinstance(r["reward"], float) for r in rows)
     record = json.loads((tmp_path / "provenance.json").read_text())  # next to the rollouts
     Draft202012Validator(load_schema("provenance")).validate(record)
     assert record["package"]["name"] and record["dataset"]["sha256"] and record["job"] is None
+    assert survivors(mark) == []
 
 
 def test_train_json_follows_its_schema(tmp_path: Path) -> None:

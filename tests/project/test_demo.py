@@ -1,8 +1,11 @@
 """The README's main job: ``scripts/demo.sh`` and its GRPO job ``examples/tiny_grpo.json``.
 
-The fast tests keep the demo's inputs from rotting; the slow one runs the demo twice end to end
+The fast tests keep the demo's inputs from rotting; the slow one runs the demo end to end
 (build, validate, real Gym servers, 32 GRPO steps) and holds it to what the README promises: a
-run that learns, and two runs that print the same numbers.
+run that learns. That two runs print the same numbers is
+``tests/trainer/test_grpo_gym.py::test_two_fresh_runs_log_the_same_metrics`` (the same trainer
+through real Gym servers, every metric compared): a second 32-step demo would prove it again
+at four minutes a run.
 """
 
 from __future__ import annotations
@@ -76,13 +79,11 @@ def _demo(work: Path) -> str:
 @pytest.mark.train
 @pytest.mark.gym
 @pytest.mark.network
-def test_demo_learns_and_two_runs_print_the_same_numbers(tmp_path):
-    # Measured on the 2-core machine (busy): about 4 min a run, the server venvs cached.
-    first = _demo(tmp_path / "demo")
-    second = _demo(tmp_path / "demo")  # same paths: stdout can be compared whole
-    assert first == second
-    summary = _SUMMARY.search(first)
-    assert summary, first[-2000:]
+def test_demo_learns(tmp_path):
+    # Measured on the 2-core machine (busy): about 4 min, the server venvs cached.
+    out = _demo(tmp_path / "demo")
+    summary = _SUMMARY.search(out)
+    assert summary, out[-2000:]
     assert float(summary["final"]) >= 0.6
     assert float(summary["max"]) >= float(summary["final"])
     assert float(summary["first"]) < 0.2  # it starts from a random policy
