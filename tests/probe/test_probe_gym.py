@@ -42,9 +42,11 @@ EXPECTED: dict[str, tuple[str, ...] | None] = {
     "fixture_fails": ("EK809",),  # test_fixture_phase_gym.py reads its cases
 }
 _RUNS: dict[str, dict[str, Any]] = {}
-FULL_PANEL = {"sound"}
-"""Cases probed on all 8 rows (the default); every other case's finding shows on its first 4
-(each row is scored by the whole panel, twice: 4 rows halve a run's rollouts)."""
+PANEL: dict[str, tuple[str, ...]] = {"sound": (), "nondeterministic": ("--rows", "4")}
+"""How much of the panel a case is probed with: ``sound`` the defaults (8 rows, each reply
+scored twice); ``nondeterministic`` needs the repeats (EK803 is two scores that disagree), not
+8 rows; every other case's finding shows on 4 rows scored once (a quarter of the rollouts)."""
+REDUCED = ("--rows", "4", "--repeats", "1")
 
 
 _RAY_BUSY = "timed out during startup"
@@ -66,7 +68,7 @@ def _probe_once(case: str, out: Path, mark: str) -> dict[str, Any]:
     proc = subprocess.run(
         [sys.executable, "-m", "envkit", "probe", str(root / "pkg"), "--dataset",
          str(root / "data"), "--job", str(root / "job.json"), "--output-format", "json",
-         "-o", str(out), *(() if case in FULL_PANEL else ("--rows", "4"))],
+         "-o", str(out), *PANEL.get(case, REDUCED)],
         capture_output=True, text=True, timeout=1500, check=False, cwd=REPO_ROOT,
         env={**os.environ, **ENV, MARK: mark})
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
