@@ -21,7 +21,7 @@ false alarm under equal shares has probability 0.27%). Both runs are seeded (the
 shares must also lie well inside (0, 1), so agreement is not the trivial kind (all groups
 dead in both, or none).
 
-Slow: two real Gym bring-ups (Python 3.13 venvs, cached) and about 900 rollouts of a tiny
+Slow: two real Gym bring-ups (Python 3.13 venvs, cached) and about 640 rollouts of a tiny
 model on the CPU. The Python 3.13.0 on this machine is below nemo-gym's ``Requires-Python``,
 hence ``allow_python_override``.
 """
@@ -54,7 +54,7 @@ pytestmark = [pytest.mark.gym, pytest.mark.train]
 G = 8
 PROMPTS_PER_STEP = 16
 STEPS = 3
-PROBE_PROMPTS = 64
+PROBE_PROMPTS = 32
 Z = 3.0
 
 
@@ -68,7 +68,8 @@ def _job_block() -> dict:
 def test_probe_predicts_the_zero_variance_share_train_sees(tmp_path: Path) -> None:
     model = make_tiny_model(tmp_path / "model", seed=0)
     package = make_native_package(tmp_path / "pkg", "char_pattern")
-    data = write_dataset(tmp_path / "data", char_pattern_rows(PROBE_PROMPTS, chars="a"))
+    rows = max(PROBE_PROMPTS, STEPS * PROMPTS_PER_STEP)  # the probe reads the first 32
+    data = write_dataset(tmp_path / "data", char_pattern_rows(rows, chars="a"))
     # the probe reads the job's `training` block; its refs are the platform's (validated as such)
     probe_job = write_job(tmp_path / "probe-job.json", _job_block(),
                           model="default/tiny-char-model", dataset="default/char-pattern-data",
