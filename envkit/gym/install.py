@@ -39,6 +39,7 @@ from envkit.gym.diagnose import Where, diagnose, tail
 from envkit.gym.types import GymRuntimeError, PolicyEndpoint
 from envkit.gym.venv import GymVenv, uv_binary
 from envkit.gym.venvsteps import VenvStep
+from envkit.model.package import server_block
 from envkit.supply.cache import content_key
 from envkit.supply.isolation import isolated_env
 from envkit.supply.wheelcache import WheelCache, pool_wheels
@@ -143,22 +144,16 @@ def install_view(config: Path) -> str:
         data = None
     if not isinstance(data, dict):
         return json.dumps(text)
-    servers = sorted({d for d in map(_server_dir, data.values()) if d is not None})
-    settings = {str(k): v for k, v in data.items() if _server_dir(v) is None}
-    return json.dumps({"servers": servers, "settings": settings}, sort_keys=True, default=str)
-
-
-def _server_dir(block: object) -> str | None:
-    """``type/impl`` of a server block (one type, one impl, an ``entrypoint``), else None."""
-    if not isinstance(block, dict) or len(block) != 1:
-        return None
-    ((kind, impls),) = block.items()
-    if not isinstance(impls, dict) or len(impls) != 1:
-        return None
-    ((impl, body),) = impls.items()
-    if not isinstance(body, dict) or "entrypoint" not in body:
-        return None
-    return f"{kind}/{impl}"
+    servers: set[str] = set()
+    settings: dict[str, object] = {}
+    for name, block in data.items():
+        shape = server_block(block)
+        if shape is not None and "entrypoint" in shape[2]:  # what prefetch builds a venv for
+            servers.add(f"{shape[0]}/{shape[1]}")
+        else:
+            settings[str(name)] = block
+    return json.dumps({"servers": sorted(servers), "settings": settings}, sort_keys=True,
+                      default=str)
 
 
 @contextlib.contextmanager

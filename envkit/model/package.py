@@ -41,6 +41,7 @@ __all__ = [
     "display_path",
     "load_package",
     "safe_relpath",
+    "server_block",
 ]
 
 INSTALL_MARKERS = ("requirements.txt", "pyproject.toml")
@@ -361,3 +362,15 @@ def _read_includes(root: Path, prefix: str, texts: dict[str, str],
             if raw is not None and len(raw) <= _MAX_TEXT_BYTES:
                 texts[key] = raw.decode("utf-8", errors="replace")
                 pending.append(key)
+
+
+def server_block(block: object) -> tuple[str, str, Mapping[str, Any]] | None:
+    """``(type, impl, body)`` of a config's top-level block shaped as Gym reads a server
+    (``{type: {impl: {...}}}``, one key at each level); None for anything else (a setting)."""
+    if not isinstance(block, Mapping) or len(block) != 1:
+        return None
+    ((server_type, impls),) = block.items()
+    if not isinstance(impls, Mapping) or len(impls) != 1:
+        return None
+    ((impl, body),) = impls.items()
+    return (str(server_type), str(impl), body) if isinstance(body, Mapping) else None

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from envkit.model.package import server_block
 from envkit.probe.observations import RewardScale
 
 if TYPE_CHECKING:
@@ -35,14 +36,9 @@ def _blocks(pkg: Package) -> list[tuple[str, str, str, str, Mapping[str, Any]]]:
         if not isinstance(doc.data, Mapping):
             continue
         for instance, block in doc.data.items():
-            if not isinstance(block, Mapping) or len(block) != 1:
-                continue
-            ((server_type, impls),) = block.items()
-            if not isinstance(impls, Mapping) or len(impls) != 1:
-                continue
-            ((impl, body),) = impls.items()
-            if isinstance(body, Mapping):
-                out.append((path, str(instance), str(server_type), str(impl), body))
+            shape = server_block(block)
+            if shape is not None:
+                out.append((path, str(instance), *shape))
     return out
 
 
