@@ -37,7 +37,8 @@ RULES: dict[str, Rule] = {rule.code: rule for module in _MODULES for rule in mod
 
 def run_checks(inputs: Inputs, checks: Iterable[Check] = CHECKS) -> list[Diagnostic]:
     """Run ``checks`` (every check; the CLI passes them guarded) and return all diagnostics,
-    sorted by place.
+    sorted by place (ties keep the order the checks found them in: a set's order would change
+    with the hash seed, and two runs over the same files must print the same report).
 
     A package whose walk stopped at the entry cap (EK208) is reported alone: checks over a
     partial tree would invent missing configs, markers and implementation dirs.
@@ -47,4 +48,4 @@ def run_checks(inputs: Inputs, checks: Iterable[Check] = CHECKS) -> list[Diagnos
         found += layout.check_walk_complete(inputs)
         inputs = replace(inputs, package=None)
     found += [diag for check in checks for diag in check(inputs)]
-    return sorted(set(found), key=lambda d: d.sort_key())
+    return sorted(dict.fromkeys(found), key=lambda d: d.sort_key())
