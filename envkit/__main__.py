@@ -1,7 +1,5 @@
-"""``python -m envkit``."""
+"""``python -m envkit``: the same entry as the ``envkit`` console script."""
 
-import sys
+from envkit.replay import main
 
-from envkit.cli import main
-
-sys.exit(main())
+main()

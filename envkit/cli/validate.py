@@ -65,6 +65,10 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...] | None:
 @click.option("--probe", is_flag=True,
               help="Then probe whether the package will train, as `envkit probe` does (one "
                    "package, --dataset required; JSON: `envkit schema probe`).")
+@click.option("--no-cache", is_flag=True, expose_value=False,
+              help="Neither answer from nor store in the cache of unchanged runs (a run "
+                   "whose inputs, read or looked for, are all unchanged prints its last "
+                   "answer again); also ENVKIT_NO_CACHE=1.")
 @report_file_option
 @common_options(("human", "json", "github", "sarif"))
 def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | None,

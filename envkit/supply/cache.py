@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envkit.model.tree import sha256_file
+from envkit.supply.root import cache_dir
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -18,10 +18,8 @@ __all__ = ["cache_root", "content_key", "file_sha256"]
 
 
 def cache_root() -> Path:
-    if env := os.environ.get("ENVKIT_CACHE_DIR"):
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "envkit"
+    """:func:`envkit.supply.root.cache_dir` as a path."""
+    return Path(cache_dir())
 
 
 def content_key(parts: Iterable[str], files: Iterable[tuple[str, Path]]) -> str:

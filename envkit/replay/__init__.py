@@ -1,0 +1,86 @@
+"""The ``envkit`` process entry: answer ``envkit validate`` from its last run when nothing that
+run depended on has changed; run the CLI otherwise.
+
+Why: a pre-commit hook or a CI gate runs ``envkit validate`` over packages that mostly did not
+change since the last run, and importing click, PyYAML and the rules costs about five times the
+interpreter's own start (the small gate: ~590 M instructions, ~90 M of them Python's). ruff
+keeps a file's diagnostics while the file is unchanged; envkit keeps a whole validate run's
+answer -- its stdout and stderr, in order, and its exit status -- while all of this is unchanged:
+
+- the interpreter, the command line, the working directory, which streams are terminals and
+  their sizes, and the ``PYTHON*``/locale variables (the :class:`~envkit.replay.store.Key`);
+- every environment variable the run read, found or not;
+- the identity (mode, inode, device, size, mtime, ctime) of every path the run opened,
+  stat'ed or listed -- the package's files, settings files looked for and not found, the
+  wheels, the dataset and job -- of every entry of each directory it listed, and of the file of
+  every module it imported (envkit's own sources and its dependencies: an upgrade is a miss).
+
+What the run read is observed, not declared (:mod:`envkit.replay.record`): a new rule that
+reads a new file needs no change here. A run is stored only when its answer is a function of
+those inputs: no subprocess (``--smoke``/``--probe``), no socket, no write outside envkit's
+cache (``-o FILE``), no ``chdir``, no read of a file descriptor (stdin), exit status 0 or 1 (an
+internal error or an interrupt is never replayed), and no input changed later than 2 s before
+the run started (git's racily-clean rule: a same-size rewrite within one timestamp tick would
+keep the stat). ``--no-cache`` or ``ENVKIT_NO_CACHE=1`` runs without reading or writing the store
+(``$ENVKIT_CACHE_DIR/replay``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from envkit.replay.store import Answer, Key, load, save
+from envkit.supply.root import cache_dir
+
+__all__ = ["RACY_NS", "main", "run"]
+
+RACY_NS = 2_000_000_000
+"""An input changed this close to the run's end is read, but the run is not stored."""
+
+
+def main() -> None:
+    """The console script (``envkit``) and ``python -m envkit``."""
+    sys.exit(run(sys.argv[1:]))
+
+
+def run(args: list[str]) -> int:
+    """Run ``envkit ARGS`` in this process, answering from the store when it may."""
+    if not _replayable(args):
+        return _cli(args)
+    where = os.path.join(cache_dir(), "replay")
+    key = Key.now(args)
+    answer = load(key, where)
+    if answer is not None and answer.unchanged():
+        return answer.replay()
+    return _record(args, key, where)
+
+
+def _replayable(args: list[str]) -> bool:
+    """Only ``envkit validate`` without ``--no-cache``, ``--smoke``, ``--probe`` or ``-``
+    (stdin), and not with ``ENVKIT_NO_CACHE`` set."""
+    return (bool(args) and args[0] == "validate" and not os.environ.get("ENVKIT_NO_CACHE")
+            and not {"--no-cache", "--smoke", "--probe", "-"} & set(args))
+
+
+def _cli(args: list[str]) -> int:
+    from envkit.cli import main as cli_main
+
+    return cli_main(args)
+
+
+def _record(args: list[str], key: Key, where: str) -> int:
+    from envkit.replay.record import Recorder
+
+    recorder = Recorder(ignore=os.path.dirname(where))
+    with recorder.watching():
+        status = _cli(args)
+    if status not in (0, 1) or recorder.impure is not None:
+        return status
+    inputs = tuple(recorder.inputs())
+    fresh = recorder.started_ns - RACY_NS
+    if any(i is not None and max(i[4], i[5]) > fresh for _, _, i in inputs):
+        return status
+    answer = Answer(tuple(recorder.env.items()), inputs, tuple(recorder.chunks), status)
+    save(key, answer, where)
+    return status

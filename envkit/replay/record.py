@@ -1,0 +1,257 @@
+"""Watch one CLI run: every path it read, stat'ed or listed, every environment variable it
+read, what it wrote to stdout and stderr, and whether it did anything that is not a pure read.
+
+How, without touching the code it watches (validate's loaders, PyYAML, zipfile, click, rich):
+
+- Python's audit hooks (PEP 578) report every ``open`` (read or write, ``os.open`` too), every
+  directory listing (``os.listdir``/``os.scandir``: ``os.walk``, globbing, ``Path.iterdir``),
+  and every subprocess, socket, ``chdir`` and file-system change;
+- ``os.stat``/``os.lstat``/``os.access``/``os.readlink`` are wrapped for the run: existence and
+  type checks (``Path.exists``, ``os.path.isfile``, ``realpath``) raise no audit event, and a
+  settings file looked for and not found is an input as much as one that was read;
+- ``os.environ`` records the names it is asked for (``get``, ``in``, ``[]``; iterating it
+  records every name);
+- ``sys.stdout``/``sys.stderr`` are teed: the bytes reach the terminal as before and are kept,
+  in order, with the stream they went to.
+
+An audit hook cannot be removed, so one :class:`Recorder` is installed per process (the console
+entry) and stops listening when :meth:`Recorder.stop` is called.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TextIO
+
+from envkit.replay.store import LISTED, LSTAT, STAT, Input, identity
+
+__all__ = ["Recorder"]
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+_IMPURE = ("subprocess.", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
+           "os.forkpty", "pty.", "socket.", "urllib.", "http.", "os.chdir", "os.fchdir",
+           "os.kill", "webbrowser.", "ctypes.")
+"""Audit events after which a run's answer depends on more than what it read."""
+_CHANGES = {"os.remove": 1, "os.rename": 2, "os.rmdir": 1, "os.mkdir": 1, "os.link": 2,
+            "os.symlink": 2, "os.truncate": 1, "os.chmod": 1, "os.chown": 1, "os.utime": 1,
+            "shutil.rmtree": 1, "shutil.copyfile": 2, "shutil.move": 2, "tempfile.mkstemp": 1,
+            "tempfile.mkdtemp": 1}
+"""Audit events that change the file system -> how many of their first arguments are paths;
+allowed only inside envkit's cache (the wheel-facts store writes there)."""
+
+
+class _Tee:
+    """A text stream that also keeps what is written to it, as bytes, in call order."""
+
+    def __init__(self, stream: TextIO, fd: int, chunks: list[tuple[int, bytes]]) -> None:
+        self._stream, self._fd, self._chunks = stream, fd, chunks
+
+    def write(self, text: str) -> int:
+        written = self._stream.write(text)  # first: a bytes argument raises here, as it would
+        self._chunks.append((self._fd, text.encode(self._stream.encoding or "utf-8",
+                                                   self._stream.errors or "strict")))
+        return written
+
+    def writelines(self, lines: list[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "buffer":  # bytes written under the text layer are kept too
+            return _BufferTee(self._stream.buffer, self._fd, self._chunks)
+        return getattr(self._stream, name)
+
+
+class _BufferTee:
+    def __init__(self, raw: Any, fd: int, chunks: list[tuple[int, bytes]]) -> None:
+        self._raw, self._fd, self._chunks = raw, fd, chunks
+
+    def write(self, data: bytes) -> int:
+        written: int = self._raw.write(data)
+        self._chunks.append((self._fd, bytes(data)))
+        return written
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+
+class Recorder:
+    """Record a run: ``with recorder.watching(): ...``, then :meth:`inputs` and :attr:`chunks`.
+
+    ``ignore`` is envkit's cache directory: what the run reads or writes there (wheel facts,
+    this store) is derived from other inputs, never one itself.
+    """
+
+    def __init__(self, ignore: str) -> None:
+        self.ignore = tuple(os.path.abspath(d) for d in (ignore, sys.pycache_prefix) if d)
+        """Never inputs, free to write: envkit's cache, ``$PYTHONPYCACHEPREFIX`` (bytecode)."""
+        self.paths: dict[tuple[int, str | bytes], None] = {}
+        self.listed: dict[str | bytes, None] = {}
+        self.env: dict[str, str | None] = {}
+        self.chunks: list[tuple[int, bytes]] = []
+        self.impure: str | None = None
+        """Why the run's answer may depend on more than its inputs (the first such event)."""
+        self.started_ns = time.time_ns()
+        self._on = False
+
+    # -- the hooks -------------------------------------------------------------------------
+    def _audit(self, event: str, args: tuple[Any, ...]) -> None:
+        if not self._on:
+            return
+        if event == "open":
+            self._opened(args[0], args[2])
+        elif event in ("os.listdir", "os.scandir"):
+            path = "." if args[0] is None else args[0]
+            if isinstance(path, (str, bytes, os.PathLike)):
+                self._listing(os.fspath(path))
+        elif event in _CHANGES:
+            if not all(self._ours(arg) for arg in args[:_CHANGES[event]]):
+                self._taint(event)
+        elif event.startswith(_IMPURE):
+            self._taint(event)
+
+    def _opened(self, path: Any, flags: int | None) -> None:
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            self._taint("open of a file descriptor")  # open(0) reads stdin
+            return
+        path = os.fspath(path)
+        if self._ours(path):
+            return
+        if flags is not None and flags & _WRITE_FLAGS:
+            self._taint(f"write to {path!r}")
+        else:
+            self.paths[(STAT, path)] = None
+
+    def _listing(self, path: str | bytes) -> None:
+        """A directory the run listed: its entries are inputs, unless the lister is the import
+        system scanning ``sys.path`` (then the directory's own identity says whether a module
+        appeared; the modules imported are inputs of their own)."""
+        if sys._getframe(3).f_code.co_filename.startswith("<frozen importlib"):
+            if not self._ours(path):
+                self.paths[(LISTED, path)] = None
+        else:
+            self.listed[path] = None
+
+    def _ours(self, path: Any) -> bool:
+        """``path`` is in envkit's cache or a bytecode cache (never an input, free to write)."""
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            return False
+        text = os.fsdecode(path)
+        if "__pycache__" in text:
+            return True
+        # Only ".." can lead out of a directory a path starts with: normalise only then.
+        full = text if text.startswith(os.sep) and ".." not in text else os.path.abspath(text)
+        return any(full == root or full.startswith(root + os.sep) for root in self.ignore)
+
+    def _taint(self, why: str) -> None:
+        self.impure = self.impure or why
+
+    def _stat_wrapper(self, real: Callable[..., Any], follow: bool) -> Callable[..., Any]:
+        def recorded(path: Any, *args: Any, **kwargs: Any) -> Any:
+            if (self._on and isinstance(path, (str, bytes, os.PathLike))
+                    and kwargs.get("dir_fd") is None):
+                path_ = os.fspath(path)
+                if not self._ours(path_):
+                    how = STAT if follow and kwargs.get("follow_symlinks", True) else LSTAT
+                    self.paths[(how, path_)] = None
+            return real(path, *args, **kwargs)
+        return recorded
+
+    # -- the run ---------------------------------------------------------------------------
+    def watching(self) -> _Watch:
+        return _Watch(self)
+
+    def inputs(self) -> Iterator[Input]:
+        """Every input with its identity now: paths read or stat'ed, directories listed and
+        each of their entries, and the file of every module the process imported."""
+        seen: set[tuple[int, str | bytes]] = set()
+        modules = (getattr(m, "__file__", None) for m in list(sys.modules.values()))
+        entries = ((LSTAT, os.path.join(d, name)) for d in self.listed for name in _names(d))
+        candidates = [*self.paths, *((LISTED, d) for d in self.listed), *entries,
+                      *((STAT, f) for f in modules if isinstance(f, str))]
+        for how, path in candidates:  # the hooks kept out what is ours; entries may be ours
+            if (how, path) not in seen:
+                seen.add((how, path))
+                yield how, path, identity(path, how)
+
+
+def _names(directory: str | bytes) -> list[Any]:
+    try:
+        return sorted(os.listdir(directory))
+    except OSError:
+        return []
+
+
+class _RecordingEnviron(os._Environ):  # type: ignore[type-arg]
+    """``os.environ`` that notes each name asked for into ``_seen`` (set for the run)."""
+
+    _seen: dict[str, str | None] | None = None
+
+    def __getitem__(self, key: str) -> str:
+        try:
+            value: str = super().__getitem__(key)
+        except KeyError:
+            self._note(key, None)
+            raise
+        self._note(key, value)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        for key in super().__iter__():
+            self._note(key, super().__getitem__(key))
+            yield key
+
+    def _note(self, key: str, value: str | None) -> None:
+        if _RecordingEnviron._seen is not None and isinstance(key, str):
+            _RecordingEnviron._seen.setdefault(key, value)
+
+
+class _Watch:
+    """Install the hooks for the run's duration; leave the process as it was after."""
+
+    _audit_installed: Recorder | None = None
+    _hooked = False
+
+    @staticmethod
+    def _dispatch(event: str, args: tuple[Any, ...]) -> None:
+        if _Watch._audit_installed is not None:
+            _Watch._audit_installed._audit(event, args)
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.r = recorder
+        self._saved: dict[str, Any] = {}
+
+    def __enter__(self) -> Recorder:
+        r = self.r
+        if not _Watch._hooked:  # once per process: an audit hook cannot be removed
+            sys.addaudithook(_Watch._dispatch)
+            _Watch._hooked = True
+        _Watch._audit_installed = r
+        self._saved = {"stat": os.stat, "lstat": os.lstat, "access": os.access,
+                       "readlink": os.readlink, "stdout": sys.stdout, "stderr": sys.stderr,
+                       "environ": type(os.environ)}
+        os.stat = r._stat_wrapper(os.stat, True)  # type: ignore[assignment]
+        os.lstat = r._stat_wrapper(os.lstat, False)  # type: ignore[assignment]
+        os.access = r._stat_wrapper(os.access, True)  # type: ignore[assignment]
+        os.readlink = r._stat_wrapper(os.readlink, False)  # type: ignore[assignment]
+        sys.stdout = _Tee(sys.stdout, 1, r.chunks)  # type: ignore[assignment]
+        sys.stderr = _Tee(sys.stderr, 2, r.chunks)  # type: ignore[assignment]
+        _RecordingEnviron._seen = r.env
+        os.environ.__class__ = _RecordingEnviron
+        r._on = True
+        return r
+
+    def __exit__(self, *exc: object) -> None:
+        r, saved = self.r, self._saved
+        r._on = False
+        _Watch._audit_installed = None
+        os.stat, os.lstat = saved["stat"], saved["lstat"]
+        os.access, os.readlink = saved["access"], saved["readlink"]
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        sys.stdout, sys.stderr = saved["stdout"], saved["stderr"]
+        os.environ.__class__ = saved["environ"]
+        _RecordingEnviron._seen = None
