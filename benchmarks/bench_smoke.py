@@ -31,6 +31,15 @@ Warm smoke of the char_pattern toy, alternated in one run (load 1.1-2.6, 3 each)
 18.6-19.6 s -> 13.8 s, total 24.5-25.5 s -> 19.7 s. What is left is Gym's own: its head polls
 the servers every 3 s, Ray's start (dashboard included: Gym calls ``ray.init()`` with its
 defaults), and its SIGINT shutdown, 6.5 s of the total.
+Teardown (2026-12-03, ``teardown_s``, quiet): Gym's own shutdown, SIGINT to its head, took
+5.4 s of every run: the head interrupts each server in turn and waits up to 1 s for each (two
+of the four outlived it, every time), then stops Ray at exit (``ray.shutdown``, ~1.4 s after a
+2 s pause). Nothing a run reports is read after the verdict, so envkit now sends SIGTERM to
+every process of the tree at once and kills what is left after 1 s
+(``envkit.gym.processes``): 5.5 s -> 1.4 s per bring-up (smoke, probe, rollout, train, and
+every bring-up of the test suite). The head's readiness is Gym's 3 s polling loop: the last
+server answers ~3 s before ``/readyz`` does (``ready`` moves in 3 s steps between runs); not
+bypassed here, since Gym's head also checks the model endpoints before it says ready.
 Run: ``.venv/bin/python benchmarks/bench_smoke.py [--runs 11] [--quick] [--offline]``.
 """
 
@@ -185,11 +194,10 @@ def _report(runs: int, smoke: list[float], parts: list[dict[str, float]], gym: l
     med = statistics.median
     s, g = med(smoke), med(gym)
     print(f"smoke warm, time to verdict (median of {runs}): {s:.1f} s; {load_line()}")
-    for key in ("validate_s", "setup_s", "ready_s", "rollout_s"):
+    for key in ("validate_s", "setup_s", "ready_s", "rollout_s", "teardown_s"):
         print(f"  {key:<11} {med([p.get(key, 0.0) for p in parts]):6.2f} s")
     rest = med([w - p.get("total_s", w) for w, p in zip(smoke, parts, strict=True)])
-    print(f"  {'process':<11} {rest:6.2f} s  (interpreter start, imports, teardown after the "
-          "verdict)")
+    print(f"  {'process':<11} {rest:6.2f} s  (interpreter start, imports, rendering)")
     print(f"gym env start bring-up alone (median): {g:.1f} s")
     ray_ok = [r for r in ray if r == r] or [float("nan")]  # NaN: Ray did not start alone
     print(f"floor: Gym's imports {med(imports):.1f} s, Ray start+stop {med(ray_ok):.1f} s (each "

@@ -36,7 +36,7 @@ from envkit.gym.install import (
     reusable,
     write_uv_toml,
 )
-from envkit.gym.processes import ProcessTree, free_port
+from envkit.gym.processes import STOP_GRACE_S, ProcessTree, free_port
 from envkit.gym.types import (
     GymRuntimeError,
     GymServers,
@@ -157,12 +157,12 @@ class GymRuntime(StartedInWith):
             log.warning("%s; launch %d of %d", race, attempt, _RAY_START_ATTEMPTS)
             self._stop_tree(final=False)
 
-    def close(self, grace_s: float = 20.0, *, final: bool = True) -> None:
+    def close(self, grace_s: float = STOP_GRACE_S, *, final: bool = True) -> None:
         """Stop every process this runtime started; safe to call twice, and from another thread.
 
-        ``grace_s``: how long Gym's own SIGINT shutdown may take before the rest is killed;
-        a restart after a server died passes a short one (a broken tree rarely exits cleanly)
-        and ``final=False`` (it starts again).
+        ``grace_s``: how long the processes may take to exit on SIGTERM before the rest is
+        killed (``envkit.gym.processes``: why not Gym's own sequential shutdown);
+        ``final=False``: it starts again (a restart after a server died).
         """
         with self._lock:
             self._closed = self._closed or final
@@ -293,7 +293,7 @@ class GymRuntime(StartedInWith):
             tree.terminate()
             msg = f"{name} timed out after {self.options.startup_timeout_s:g}s"
             raise GymRuntimeError(msg) from None
-        tree.terminate(grace_s=5)
+        tree.terminate()
         with self._lock:
             self._proc = self._tree = None
         self._refuse_if_closed()
@@ -327,28 +327,19 @@ class GymRuntime(StartedInWith):
         return servers
 
     # -- teardown and evidence -------------------------------------------------------------
-    def _stop_tree(self, grace_s: float = 20.0, *, final: bool = True) -> None:
-        """Gym's own shutdown (``ProcessTree.terminate``), then whatever outlived it.
-
-        Said (info) only when something had to be killed at a final close: a retry or a
-        restart stops a tree that is broken on purpose, so that is a debug note.
-        """
+    def _stop_tree(self, grace_s: float = STOP_GRACE_S, *, final: bool = True) -> None:
+        """Stop the tree (``ProcessTree.terminate``); what outlived the grace is a debug note:
+        Ray's daemons and Gym's head always do, and nothing is lost by then."""
         with self._lock:
             tree, proc, self._tree, self._proc = self._tree, self._proc, None, None
         if tree is not None:
             started = time.monotonic()
             killed = tree.terminate(grace_s=grace_s)
-            took = time.monotonic() - started
             names = ", ".join(sorted({_short(p.cmdline) for p in killed}))
-            level = logging.INFO if final else logging.DEBUG
-            if killed and tree.leader_exit_s is not None:  # it outlived Gym's own shutdown
-                log.log(level, "killed %d process(es) still running after Gym's shutdown: %s",
-                        len(killed), names)
-            elif killed:  # Gym was still shutting down when the grace ran out
-                log.log(level, "Gym's shutdown did not finish within %gs; killed %d "
-                        "process(es): %s", grace_s, len(killed), names)
-            else:
-                log.debug("Gym shut down in %.1fs", took)
+            log.debug("Gym stopped in %.1fs%s%s", time.monotonic() - started,
+                      f" ({'final' if final else 'to start again'})",
+                      f"; killed {len(killed)} process(es) after {grace_s:g}s: {names}"
+                      if killed else "")
         if proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)  # reap: no zombie left behind

@@ -58,9 +58,9 @@ __all__ = ["RESTART_GRACE_S", "GymSession", "SupportsClose", "unreachable"]
 
 log = logging.getLogger(__name__)
 
-RESTART_GRACE_S = 5.0
+RESTART_GRACE_S = 1.0
 """Shutdown grace when restarting after a failure: the tree is broken (a server died), and
-the caller waits on the restart."""
+the caller waits on the restart (the same second a final close gives, ``STOP_GRACE_S``)."""
 
 
 class SupportsClose(Protocol):

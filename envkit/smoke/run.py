@@ -145,7 +145,9 @@ def _spin_up(request: SmokeRequest, static: Report, options: RuntimeOptions,
         report = _run(request, session, watch, base, by_agent)
         return replace(report, policy_requests=backend.requests)
     finally:
+        t0 = time.monotonic()
         session.close()
+        timings["teardown_s"] = time.monotonic() - t0  # the report holds this dict
         if isolation is not None and isolation.refused:
             log.warning("offline: refused %s", ", ".join(sorted(set(isolation.refused))))
 
