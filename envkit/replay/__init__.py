@@ -36,7 +36,7 @@ from envkit.supply.root import cache_dir
 __all__ = ["RACY_NS", "main", "run"]
 
 RACY_NS = 2_000_000_000
-"""An input changed this close to the run's end is read, but the run is not stored."""
+"""A run with an input changed later than this before it started is answered, not stored."""
 
 
 def main() -> None:

@@ -14,8 +14,8 @@ How, without touching the code it watches (validate's loaders, PyYAML, zipfile, 
 - ``sys.stdout``/``sys.stderr`` are teed: the bytes reach the terminal as before and are kept,
   in order, with the stream they went to.
 
-An audit hook cannot be removed, so one :class:`Recorder` is installed per process (the console
-entry) and stops listening when :meth:`Recorder.stop` is called.
+An audit hook cannot be removed: one dispatcher is added per process, and it forwards events
+only while a :meth:`Recorder.watching` block runs (the console entry's one run; tests' runs).
 """
 
 from __future__ import annotations
