@@ -336,10 +336,13 @@ class GymRuntime(StartedInWith):
             started = time.monotonic()
             killed = tree.terminate(grace_s=grace_s)
             names = ", ".join(sorted({_short(p.cmdline) for p in killed}))
-            log.debug("Gym stopped in %.1fs%s%s", time.monotonic() - started,
-                      f" ({'final' if final else 'to start again'})",
-                      f"; killed {len(killed)} process(es) after {grace_s:g}s: {names}"
-                      if killed else "")
+            why = "final" if final else "to start again"
+            took = time.monotonic() - started
+            if killed:
+                log.debug("Gym stopped in %.1fs (%s); killed %d process(es) after %gs: %s",
+                          took, why, len(killed), grace_s, names)
+            else:
+                log.debug("Gym stopped in %.1fs (%s)", took, why)
         if proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)  # reap: no zombie left behind

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 from envkit.gym.events import RuntimeEvents
+from envkit.gym.processes import STOP_GRACE_S
 from envkit.gym.servers import GymRuntime
 from envkit.gym.types import (
     GymRuntimeError,
@@ -58,9 +59,9 @@ __all__ = ["RESTART_GRACE_S", "GymSession", "SupportsClose", "unreachable"]
 
 log = logging.getLogger(__name__)
 
-RESTART_GRACE_S = 1.0
+RESTART_GRACE_S = STOP_GRACE_S
 """Shutdown grace when restarting after a failure: the tree is broken (a server died), and
-the caller waits on the restart (the same second a final close gives, ``STOP_GRACE_S``)."""
+the caller waits on the restart; the same grace a final close gives."""
 
 
 class SupportsClose(Protocol):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import marshal
 import os
+import stat
 import sys
 import zlib
 
@@ -40,7 +41,7 @@ def identity(path: str | bytes, how: int) -> Identity:
         st = os.lstat(path) if how == LSTAT else os.stat(path)
     except (OSError, ValueError):
         return None
-    if how != LISTED and (st.st_mode & 0o170000) == 0o040000:
+    if how != LISTED and stat.S_ISDIR(st.st_mode):
         return (st.st_mode, st.st_ino, st.st_dev, 0, 0, 0)
     return (st.st_mode, st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
