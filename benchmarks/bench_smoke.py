@@ -5,8 +5,9 @@ Both sides use the same warm per-server venvs, the same Gym arguments and the sa
 policy endpoint; runs alternate so machine load hits both alike. Measured:
 - smoke: ``envkit smoke PKG --format json`` as a user runs it, process start -> exit (static
   validation, bring-up, one rollout per agent, teardown, verdict);
-- gym: ``gym env start`` alone, launch -> Gym head ``/readyz`` 200 (no validation, no rollout,
-  teardown not counted);
+- gym: ``gym env start`` alone, as Gym ships it (its console script: 3 s polls, Ray's
+  defaults), launch -> Gym head ``/readyz`` 200 (no validation, no rollout, teardown not
+  counted);
 - the floor, on its own in Gym's venv: ``import nemo_gym.base_resources_server`` (Gym's own
   imports, paid by every server process it starts) and ``ray.init(); ray.shutdown()`` (Ray's
   local start).
@@ -54,6 +55,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -120,13 +122,31 @@ def prepare(pkg: Path, offline: bool) -> None:
 
 
 def gym_once(pkg: Path, offline: bool) -> float:
+    """``gym env start`` as Gym ships it, launch -> head ready: Gym's console script (its 3 s
+    polls, ``ray.init()`` with Ray's defaults) where envkit runs ``envkit.gym.gym_main``; the
+    rest (venvs, arguments, environment, the scripted policy) is envkit's runtime, as in smoke."""
+    import envkit.gym.servers as servers
+
+    def own_cli(gym: Any, *args: str) -> list[str]:
+        return [str(gym.bin / "gym"), *args]
+
+    def ray_defaults(*args: Any, **kwargs: Any) -> dict[str, str]:
+        env = envkit_env(*args, **kwargs)
+        env.pop("RAY_prestart_worker_first_driver", None)
+        return env
+
+    envkit_command, envkit_env = servers.gym_command, servers.gym_env
     backend = ScriptedBackend()
     watch = _BringUpOnly()
     policy = PolicyServer(backend)
     endpoint = PolicyEndpoint(policy.base_url, policy.api_key, backend.model_name)
     options = RuntimeOptions(allow_python_override=True, offline=offline)
-    with GymSession(pkg, endpoint, options, owned=(policy,), events=watch):
-        pass
+    servers.gym_command, servers.gym_env = own_cli, ray_defaults  # type: ignore[assignment]
+    try:
+        with GymSession(pkg, endpoint, options, owned=(policy,), events=watch):
+            pass
+    finally:
+        servers.gym_command, servers.gym_env = envkit_command, envkit_env
     return watch.launch_s
 
 

@@ -56,6 +56,7 @@ __all__ = [
     "building",
     "closure_key",
     "gym_args",
+    "gym_command",
     "gym_env",
     "install_view",
     "mark_ready",
@@ -219,6 +220,10 @@ def gym_env(gym: GymVenv, paths: RunPaths, uv_toml: Path,
     # per server's imports, 2.7 s from bytecode). Here the first start writes what it imports.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["RAY_USAGE_STATS_ENABLED"] = "0"
+    # Ray starts one idle worker per CPU when the first driver (Gym's head) connects: ~2 CPU
+    # seconds at every bring-up for workers no Gym server of a typical package asks for (a
+    # server that runs Ray tasks gets its workers on demand, as it would without them).
+    env["RAY_prestart_worker_first_driver"] = "0"
     for key in OUTER_RAY_ENV:  # inside a Ray actor (--ray): Gym's Ray is a separate one
         env.pop(key, None)
     env["RAY_TMPDIR"] = str(paths.ray_tmp)  # Gym's Ray: own session dir, removed on close
@@ -240,6 +245,19 @@ def write_uv_toml(gym: GymVenv, run_dir: Path, *, offline: bool) -> Path:
         # silently install from uv's cache instead of failing on what wheels/ lacks
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+GYM_MAIN = Path(__file__).with_name("gym_main.py")
+"""Gym's CLI as envkit runs it: :mod:`envkit.gym.gym_main` (why: its docstring)."""
+
+
+def gym_command(gym: GymVenv, *args: str) -> list[str]:
+    """``gym ARGS`` with the head's polls every 0.25 s, run by the Gym venv's Python.
+
+    ``-P``: the script's folder is not put on ``sys.path`` (``envkit/gym/types.py`` would shadow
+    the standard ``types`` there).
+    """
+    return [str(gym.python), "-P", str(GYM_MAIN), *args]
 
 
 def gym_args(config_paths: list[str], policy: PolicyEndpoint, venv_dir: Path, run_dir: Path,

@@ -29,6 +29,7 @@ from envkit.gym.install import (
     building,
     closure_key,
     gym_args,
+    gym_command,
     gym_env,
     mark_ready,
     offered_wheels,
@@ -62,6 +63,8 @@ log = logging.getLogger(__name__)
 
 _RAY_START_ATTEMPTS = 3
 """Launches when the host, not the package, failed one (``_HOST_RACES``)."""
+_READY_POLL_S = 0.25
+"""How often the head's ``/readyz`` is asked (as often as its own polls, ``gym_main``)."""
 _PORT_RACE = "a port picked free was taken before Gym bound it"
 _HOST_RACES = {
     "timed out during startup": "Ray did not start in time (machine busy)",
@@ -246,7 +249,7 @@ class GymRuntime(StartedInWith):
         assert self._paths is not None
         log.info("building server venvs in %s (first run of this package)", venv_dir)
         shutil.rmtree(venv_dir, ignore_errors=True)  # never reuse a half-built tree
-        cmd = [str(gym.bin / "gym"), "env", "prefetch", *self._args(venv_dir, free_port())]
+        cmd = gym_command(gym, "env", "prefetch", *self._args(venv_dir, free_port()))
         steps = PrefetchSteps(self.events.on_venv)
         out = self._run_logged(cmd, env, "setup", on_line=steps.line)
         steps.finish()
@@ -304,7 +307,7 @@ class GymRuntime(StartedInWith):
     def _launch(self, gym: GymVenv, venv_dir: Path, env: dict[str, str]) -> GymServers:
         assert self._paths is not None
         head_port = free_port()
-        cmd = [str(gym.bin / "gym"), "env", "start", *self._args(venv_dir, head_port)]
+        cmd = gym_command(gym, "env", "start", *self._args(venv_dir, head_port))
         with (self._paths.run_dir / "gym.log").open("wb") as sink:
             proc, tree = self._spawn(cmd, env, stdout=sink)
         head = f"http://127.0.0.1:{head_port}"
@@ -319,7 +322,7 @@ class GymRuntime(StartedInWith):
             if watch.elapsed() > limit_s:
                 raise self._timeout(limit_s, watch.not_ready())
             watch.poll()
-            time.sleep(0.5)
+            time.sleep(_READY_POLL_S)
         tree.refresh()
         watch.poll()  # the head said ready: the last servers answer now
         servers = describe(head, self._log_dir())

@@ -1,0 +1,57 @@
+"""Gym's CLI as envkit starts it (``envkit/gym/gym_main.py``): only the head's waits between
+polls are shorter, and its ``ray.init()`` of a new cluster starts no dashboard.
+
+The fast tests read the launcher's own functions; the slow one runs it in the real Gym venv
+(nemo-gym 0.7.0), where what it replaces must exist, or every bring-up would silently fall back
+to Gym's 3 s cadence.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from envkit.gym import gym_main
+from envkit.gym.install import GYM_MAIN, gym_command
+from envkit.gym.venv import GymVenv, ensure_gym_venv
+
+
+def test_only_waits_of_gyms_poll_length_or_less_are_shortened() -> None:
+    slept: list[float] = []
+    for seconds in (3, 2.9, 0.1, 0.0, 60, 3.5):
+        gym_main.poll_sleep(seconds, slept.append)
+    assert slept == [0.25, 0.25, 0.1, 0.0, 60, 3.5]
+
+
+def test_without_gym_nothing_is_replaced() -> None:
+    assert gym_main.install() is False  # envkit's own venv has no nemo_gym
+
+
+def test_the_launcher_runs_with_its_folder_off_sys_path(tmp_path: Path) -> None:
+    gym = GymVenv(tmp_path, "0.7.0", "3.13.0", python_override=False)
+    cmd = gym_command(gym, "env", "start", "+x=1")
+    assert cmd == [str(gym.python), "-P", str(GYM_MAIN), "env", "start", "+x=1"]
+    assert (GYM_MAIN.parent / "types.py").is_file()  # why -P: it would shadow `types`
+
+
+@pytest.mark.gym
+def test_in_the_real_gym_the_polls_and_rays_start_are_replaced() -> None:
+    gym = ensure_gym_venv(allow_python_override=True)
+    check = (
+        "import runpy, time\n"
+        f"ns = runpy.run_path({str(GYM_MAIN)!r})\n"
+        "assert ns['install'](), 'nothing replaced'\n"
+        "from nemo_gym.cli import env\n"
+        "assert env.sleep is ns['poll_sleep'] and env.sleep is not time.sleep\n"
+        "from nemo_gym import server_utils\n"
+        "assert getattr(server_utils._get_ray().init, 'envkit', False)\n"
+    )
+    proc = subprocess.run([str(gym.python), "-P", "-c", check], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    version = subprocess.run([*gym_command(gym, "--version")], capture_output=True, text=True,
+                             timeout=300, check=False)
+    assert version.returncode == 0, version.stderr[-2000:]
+    assert "0.7.0" in version.stdout + version.stderr
