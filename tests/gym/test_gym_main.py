@@ -37,7 +37,7 @@ def test_the_launcher_runs_with_its_folder_off_sys_path(tmp_path: Path) -> None:
 
 
 @pytest.mark.gym
-def test_in_the_real_gym_the_polls_and_rays_start_are_replaced() -> None:
+def test_in_the_real_gym_the_polls_and_rays_start_are_replaced(tmp_path: Path) -> None:
     gym = ensure_gym_venv(allow_python_override=True)
     check = (
         "import runpy, time\n"
@@ -51,7 +51,7 @@ def test_in_the_real_gym_the_polls_and_rays_start_are_replaced() -> None:
     proc = subprocess.run([str(gym.python), "-P", "-c", check], capture_output=True, text=True,
                           timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    version = subprocess.run([*gym_command(gym, "--version")], capture_output=True, text=True,
-                             timeout=300, check=False)
+    version = subprocess.run(gym_command(gym, "--version"), capture_output=True, text=True,
+                             timeout=300, check=False, cwd=tmp_path)  # Hydra writes outputs/
     assert version.returncode == 0, version.stderr[-2000:]
     assert "0.7.0" in version.stdout + version.stderr
