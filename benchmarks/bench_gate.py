@@ -161,8 +161,9 @@ def tree(runs: int, gym: bool, pyc: str) -> None:
 
 def _gym_resolve(packages: Path):  # type: ignore[no-untyped-def]
     """``gym env resolve`` on the first package, three runs (None without a Gym venv)."""
-    venvs = sorted((Path(os.environ.get("ENVKIT_CACHE_DIR", "") or Path.home() / ".cache/envkit")
-                    / "gym-venvs").glob("nemo-gym-0.7.0-*/bin/gym"))
+    from envkit.supply.root import cache_dir
+
+    venvs = sorted((Path(cache_dir()) / "gym-venvs").glob("nemo-gym-0.7.0-*/bin/gym"))
     if not venvs:
         print("gym env resolve: skipped (no Gym venv cached; run the smoke benchmark first)")
         return None

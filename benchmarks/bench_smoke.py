@@ -41,6 +41,19 @@ every process of the tree at once and kills what is left after 1 s
 every bring-up of the test suite). The head's readiness is Gym's 3 s polling loop: the last
 server answers ~3 s before ``/readyz`` does (``ready`` moves in 3 s steps between runs); not
 bypassed here, since Gym's head also checks the model endpoints before it says ready.
+Bring-up (2026-12-03, later): with the polls fixed, a four-server package's bring-up used
+~28 CPU seconds in ~20 s of wall on 2 cores (``/proc`` per process): the head 5.6, each server
+2.4-4.4 (its imports, Ray's connect), Ray's dashboard with its UI modules ~2.9, the idle workers
+Ray starts when the first driver connects 1.2, its agents ~2. Gym's CLI now runs through
+``envkit.gym.gym_main`` (the head polls every 0.25 s, the dashboard without its UI) and Ray
+starts no idle workers: ``ray.init`` + 3 s + shutdown alone, 5 runs each: 10.6 -> 6.1 CPU s,
+init 6.2 -> 4.0 s. Medians of 11 (quiet before: load 0.6; the benchmark itself holds it ~2):
+smoke 20.2 s (validate 0.72, setup 0.70, ready 16.22, rollout 0.15, teardown 1.40, process
+0.31) against Gym's own ``gym env start`` bring-up alone 20.4 s: 0.99x, where it was 1.45x
+(23.0 s vs 15.9 s) on the morning's machine. So a whole smoke, validation and rollout and
+teardown included, ends when Gym's own CLI has just brought the servers up. What is left of
+15 s is Gym's and Ray's: Ray's start (~4 s), four server processes importing FastAPI, Ray
+and Gym on two cores (~8 s), the head's own imports.
 Run: ``.venv/bin/python benchmarks/bench_smoke.py [--runs 11] [--quick] [--offline]``.
 """
 
