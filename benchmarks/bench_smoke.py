@@ -50,7 +50,7 @@ starts no idle workers: ``ray.init`` + 3 s + shutdown alone, 5 runs each: 10.6 -
 init 6.2 -> 4.0 s. Medians of 11 (quiet before: load 0.6; the benchmark itself holds it ~2):
 smoke 20.2 s (validate 0.72, setup 0.70, ready 16.22, rollout 0.15, teardown 1.40, process
 0.31) against Gym's own ``gym env start`` bring-up alone 20.4 s: 0.99x, where it was 1.45x
-(23.0 s vs 15.9 s) on the morning's machine. So a whole smoke, validation and rollout and
+(23.0 s vs 15.9 s) before them. So a whole smoke, validation and rollout and
 teardown included, ends when Gym's own CLI has just brought the servers up. What is left of
 15 s is Gym's and Ray's: Ray's start (~4 s), four server processes importing FastAPI, Ray
 and Gym on two cores (~8 s), the head's own imports.
