@@ -147,7 +147,7 @@ def tree(runs: int, gym: bool, pyc: str) -> None:
         print(timing.line(f"validate TREE ({count}), {kind}"))
     anchor = ""
     if gym:
-        resolve = _gym_resolve(packages)
+        resolve = _gym_resolve(packages, min(runs, 3))
         if resolve is not None:
             anchor = (f"; gym env resolve {resolve.wall_s:.2f} s per package -> "
                       f"{resolve.wall_s * count:.0f} s for {count} (extrapolated): envkit "
@@ -159,8 +159,8 @@ def tree(runs: int, gym: bool, pyc: str) -> None:
               f"; CPU {verdict(timing.cpu_s <= TREE_GOAL_S)}){tail}")
 
 
-def _gym_resolve(packages: Path):  # type: ignore[no-untyped-def]
-    """``gym env resolve`` on the first package, three runs (None without a Gym venv)."""
+def _gym_resolve(packages: Path, runs: int):  # type: ignore[no-untyped-def]
+    """``gym env resolve`` on the first package, ``runs`` runs (None without a Gym venv)."""
     from envkit.supply.root import cache_dir
 
     venvs = sorted((Path(cache_dir()) / "gym-venvs").glob("nemo-gym-0.7.0-*/bin/gym"))
@@ -171,7 +171,7 @@ def _gym_resolve(packages: Path):  # type: ignore[no-untyped-def]
     manifest = (pkg / "nemo-environment.yaml").read_text()
     configs = [line.strip()[2:] for line in manifest.splitlines() if line.startswith("  - ")]
     cmd = [str(venvs[-1]), "env", "resolve", *[a for c in configs for a in ("--config", c)]]
-    return time_process(cmd, 3, env=_env(NO_COLOR="1"), cwd=str(pkg), ok=(0, 1))
+    return time_process(cmd, runs, env=_env(NO_COLOR="1"), cwd=str(pkg), ok=(0, 1))
 
 
 def main() -> None:
