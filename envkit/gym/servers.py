@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from envkit.gym.diagnose import Where, diagnose, tail
 from envkit.gym.events import Fanout, RuntimeEvents, VenvStep, observers
+from envkit.gym.gym_main import POLL_S as GYM_HEAD_POLL_S
 from envkit.gym.harness import HarnessError, stage_harness
 from envkit.gym.head import PORT_TAKEN, ReadinessWatch, describe, head_ready
 from envkit.gym.install import (
@@ -63,8 +64,8 @@ log = logging.getLogger(__name__)
 
 _RAY_START_ATTEMPTS = 3
 """Launches when the host, not the package, failed one (``_HOST_RACES``)."""
-_READY_POLL_S = 0.25
-"""How often the head's ``/readyz`` is asked (as often as its own polls, ``gym_main``)."""
+_READY_POLL_S = GYM_HEAD_POLL_S
+"""How often the head's ``/readyz`` is asked: as often as the head polls its servers."""
 _PORT_RACE = "a port picked free was taken before Gym bound it"
 _HOST_RACES = {
     "timed out during startup": "Ray did not start in time (machine busy)",
