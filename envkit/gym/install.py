@@ -196,7 +196,7 @@ def mark_ready(venv_dir: Path, package: Path, *, offline: bool) -> None:
 
 
 def gym_env(gym: GymVenv, paths: RunPaths, uv_toml: Path,
-            find_links: Sequence[Path] = ()) -> dict[str, str]:
+            find_links: Sequence[Path] = (), *, joins_ray: bool = False) -> dict[str, str]:
     """The environment of every ``gym`` call: envkit's uv first, no outer Ray, wheels/ found.
 
     ``find_links``: the folders that offer ``wheels/`` (the wheels formats; see
@@ -227,6 +227,9 @@ def gym_env(gym: GymVenv, paths: RunPaths, uv_toml: Path,
     for key in OUTER_RAY_ENV:  # inside a Ray actor (--ray): Gym's Ray is a separate one
         env.pop(key, None)
     env["RAY_TMPDIR"] = str(paths.ray_tmp)  # Gym's Ray: own session dir, removed on close
+    if joins_ray:  # Ray's token auth (its default for a new cluster) needs the client to ask
+        # for it; a cluster without auth accepts such a client as well
+        env.setdefault("RAY_AUTH_MODE", "token")
     if find_links:  # as the platform passes wheels/ to Gym (uv splits the list on commas)
         env["UV_FIND_LINKS"] = ",".join(str(d) for d in find_links)
     return env
@@ -261,9 +264,11 @@ def gym_command(gym: GymVenv, *args: str) -> list[str]:
 
 
 def gym_args(config_paths: list[str], policy: PolicyEndpoint, venv_dir: Path, run_dir: Path,
-             head_port: int) -> list[str]:
-    """Gym's Hydra overrides: the package's configs, the policy, envkit's venv tree and dirs."""
+             head_port: int, ray_address: str | None = None) -> list[str]:
+    """Gym's Hydra overrides: the package's configs, the policy, envkit's venv tree and dirs,
+    and the Ray cluster to join (``ray_address``; ``None``: Gym's head starts one)."""
     uv_cache = os.environ.get("UV_CACHE_DIR") or str(Path.home() / ".cache" / "uv")
+    joined = [f"++ray_head_node_address={ray_address}"] if ray_address else []
     return [
         f"+config_paths=[{','.join(config_paths)}]",
         f"++policy_base_url={policy.base_url}",
@@ -276,6 +281,7 @@ def gym_args(config_paths: list[str], policy: PolicyEndpoint, venv_dir: Path, ru
         f"++cache_dir={run_dir / 'cache'}",
         f"++nemo_gym_log_dir={run_dir / 'logs'}",
         f"++head_server.port={head_port}",
+        *joined,
     ]
 
 

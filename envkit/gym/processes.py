@@ -30,7 +30,8 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["PROC", "STOP_GRACE_S", "Killed", "ProcessTree", "TrackedProcess", "free_port"]
+__all__ = ["PROC", "STOP_GRACE_S", "Killed", "ProcessTree", "TrackedProcess", "free_port",
+           "short_command"]
 
 PROC = Path("/proc")
 STOP_GRACE_S = 0.5
@@ -173,3 +174,9 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def short_command(cmdline: str) -> str:
+    """A process's command for a log line: program and first argument, paths as base names
+    (``python gym``, ``python app.py``, ``raylet``)."""
+    return " ".join(Path(part).name for part in cmdline.split()[:2]) or "?"

@@ -38,7 +38,8 @@ from envkit.gym.install import (
     reusable,
     write_uv_toml,
 )
-from envkit.gym.processes import STOP_GRACE_S, ProcessTree, free_port
+from envkit.gym.processes import STOP_GRACE_S, ProcessTree, free_port, short_command
+from envkit.gym.ray_cluster import check_reachable, join_failure, joined_address
 from envkit.gym.types import (
     GymRuntimeError,
     GymServers,
@@ -125,6 +126,7 @@ class GymRuntime(StartedInWith):
         self.servers: GymServers | None = None
         self.venv_dir: Path | None = None
         """The server venv tree (``<type>/<impl>/.venv``), known once set-up has run."""
+        self.ray_address = joined_address(options)
 
     # -- lifecycle -------------------------------------------------------------------------
     def prepare(self) -> Path:
@@ -144,6 +146,7 @@ class GymRuntime(StartedInWith):
         :raises GymRuntimeError: with the likely EK code, the failed server and its log tail.
         """
         t0 = time.monotonic()
+        check_reachable(self.ray_address)
         gym, venv_dir, env = self._setup()
         self.events.on_setup_done(venv_dir, time.monotonic() - t0)
         attempt = 1
@@ -224,7 +227,7 @@ class GymRuntime(StartedInWith):
         find_links = sorted({w.parent for w in self._wheels})
         self._stage_harness(gym, paths.work, find_links)
         uv_toml = write_uv_toml(gym, paths.run_dir, offline=self.options.offline)
-        env = gym_env(gym, paths, uv_toml, find_links)
+        env = gym_env(gym, paths, uv_toml, find_links, joins_ray=bool(self.ray_address))
         with building(venv_dir):
             if not reusable(venv_dir, offline=self.options.offline):
                 self._build_venvs(gym, venv_dir, env)
@@ -243,7 +246,8 @@ class GymRuntime(StartedInWith):
 
     def _args(self, venv_dir: Path, head_port: int) -> list[str]:
         assert self._paths is not None
-        return gym_args(self.config_paths, self.policy, venv_dir, self._paths.run_dir, head_port)
+        return gym_args(self.config_paths, self.policy, venv_dir, self._paths.run_dir, head_port,
+                        self.ray_address)
 
     def _build_venvs(self, gym: GymVenv, venv_dir: Path, env: dict[str, str]) -> None:
         """Install 1 by ``gym env prefetch`` (Gym's own setup code), install 2 of ``wheels/``."""
@@ -339,7 +343,7 @@ class GymRuntime(StartedInWith):
         if tree is not None:
             started = time.monotonic()
             killed = tree.terminate(grace_s=grace_s)
-            names = ", ".join(sorted({_short(p.cmdline) for p in killed}))
+            names = ", ".join(sorted({short_command(p.cmdline) for p in killed}))
             why = "final" if final else "to start again"
             took = time.monotonic() - started
             if killed:
@@ -372,6 +376,7 @@ class GymRuntime(StartedInWith):
         text = (self.server_log(server) if server else "") or self._all_logs(gym_log)
         found = diagnose(text, Where.START, offline=self.options.offline)
         who = f" (`{server}`)" if server else ""
+        what = join_failure(self.ray_address, text) or what
         return GymRuntimeError(f"{what}{who}: {found.reason}", code=found.code,
                                log_tail=tail(text), server=server, not_ready=not_ready,
                                stage=stage, reason=found.reason, evidence=found.evidence)
@@ -391,8 +396,3 @@ class GymRuntime(StartedInWith):
         logs = sorted((self._paths.run_dir / "logs").glob("*.log"))
         return "\n".join([head_text, *(p.read_text(errors="replace") for p in logs)])
 
-
-def _short(cmdline: str) -> str:
-    """A process's command for a log line: program and first argument, paths as base names
-    (``python gym``, ``python app.py``, ``raylet``)."""
-    return " ".join(Path(part).name for part in cmdline.split()[:2]) or "?"

@@ -6,6 +6,7 @@ brought up; what is sampled and how rows are sent belongs to the layers above.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,8 @@ from envkit.errors import FailedError
 from envkit.gym.venv import DEFAULT_GYM_VERSION
 
 __all__ = [
-    "GymRuntimeError", "GymServers", "PolicyEndpoint", "RuntimeOptions", "ServerInfo",
-    "StartedInWith",
+    "GYM_RAY_ADDRESS_ENV", "GymRuntimeError", "GymServers", "PolicyEndpoint", "RuntimeOptions",
+    "ServerInfo", "StartedInWith",
 ]
 
 
@@ -46,6 +47,14 @@ class GymRuntimeError(FailedError, RuntimeError):
         self.timed_out = timed_out
 
 
+GYM_RAY_ADDRESS_ENV = "ENVKIT_GYM_RAY_ADDRESS"
+"""Where :attr:`RuntimeOptions.ray_address` comes from when not given."""
+
+
+def _ray_address_from_env() -> str | None:
+    return os.environ.get(GYM_RAY_ADDRESS_ENV) or None
+
+
 @dataclass(frozen=True)
 class PolicyEndpoint:
     """What Gym's ``policy_model`` needs: ``${policy_base_url}``, ``${policy_api_key}``, name."""
@@ -68,6 +77,13 @@ class RuntimeOptions:
     cache_dir: Path | None = None
     keep_logs: Path | None = None
     """Copy the run's logs here on close (else they go with the run dir)."""
+    ray_address: str | None = field(default_factory=_ray_address_from_env)
+    """A running Ray cluster for Gym's servers to join (Gym's ``ray_head_node_address``, as
+    NeMo-RL passes its own cluster on the platform) instead of Gym's head starting one at each
+    bring-up (~4 s and ~6 CPU seconds of every start, more on a loaded machine). It must run
+    Gym's Ray on Gym's Python (``envkit.gym.ray_cluster`` starts one). Default:
+    ``$ENVKIT_GYM_RAY_ADDRESS``; ``None``: Gym starts its own, stopped with the servers, as it
+    does with :attr:`offline` (a network namespace reaches no outside cluster)."""
 
 
 @dataclass(frozen=True)
