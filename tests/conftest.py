@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ sys.path.insert(0, str(TESTS))  # the `support` package: builders, launchers, pa
 sys.path.insert(0, str(TESTS.parent / "fixtures"))  # fixtures/wheelfactory.py and friends
 
 from support.ci_groups import NEEDS, groups_of  # noqa: E402  (needs the path above)
+from support.gym_ray import OWN_RAY, shared_cluster  # noqa: E402
 from support.signals import restore_sigint  # noqa: E402
 
 restore_sigint()  # a backgrounded run's children must still stop on Ctrl-C (support/signals.py)
@@ -36,6 +38,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "every test must be in exactly one CI group (tests/support/ci_groups.py); "
             f"a slow test says what it needs with one of the markers {', '.join(NEEDS)}:\n"
             + "\n".join(strays))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _gym_ray(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """One Ray cluster for the session's Gym bring-ups (``support/gym_ray.py``)."""
+    with shared_cluster(request.session) as address:
+        yield address
+
+
+@pytest.fixture(autouse=True)
+def _own_ray(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``@pytest.mark.own_ray``: this test's bring-ups start their own Ray, as without the
+    shared cluster."""
+    if request.node.get_closest_marker(OWN_RAY):
+        monkeypatch.delenv("ENVKIT_GYM_RAY_ADDRESS", raising=False)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

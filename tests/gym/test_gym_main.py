@@ -37,6 +37,7 @@ def test_the_launcher_runs_with_its_folder_off_sys_path(tmp_path: Path) -> None:
 
 
 @pytest.mark.gym
+@pytest.mark.own_ray  # a new cluster: the wrapped ray.init takes effect there
 def test_in_the_real_gym_the_polls_and_rays_start_are_replaced(tmp_path: Path) -> None:
     gym = ensure_gym_venv(allow_python_override=True)
     check = (

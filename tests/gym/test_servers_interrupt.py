@@ -23,7 +23,7 @@ from toy_envs import char_pattern_rows, make_native_package, write_dataset
 
 from envkit.trainer.tiny_model import make_tiny_model
 
-pytestmark = pytest.mark.gym
+pytestmark = [pytest.mark.gym, pytest.mark.own_ray]  # Ctrl-C with Gym's own Ray in the tree
 
 
 def _tagged(tag: str) -> list[psutil.Process]:

@@ -127,16 +127,16 @@ def test_sound_observations(probed: Any) -> None:
 
 
 def test_slow_verify_warns(probed: Any) -> None:
-    """Every verify takes 1.5 s; the case's envkit.toml says training waits 1 s: p99 at the
+    """Every verify takes 0.6 s; the case's envkit.toml says training waits 0.4 s: p99 at the
     job's concurrency is over it, a warning (the rollouts are measured, not failed)."""
     run = probed("slow_verify")
     report = run["report"]
-    assert report["thresholds"]["rollout_timeout_s"] == 1.0
+    assert report["thresholds"]["rollout_timeout_s"] == 0.4
     assert [(d["code"], d["severity"]) for d in report["diagnostics"]] == [
         ("EK806", "warning")]
     levels = report["load"]["levels"]
     assert [lv["concurrency"] for lv in levels] == [1, 2, 4]
-    assert all(lv["failed"] == 0 and lv["p50_s"] >= 1.5 for lv in levels)
+    assert all(lv["failed"] == 0 and lv["p50_s"] >= 0.6 for lv in levels)
 
 
 def test_breaking_server_fails_rollouts_not_rewards(probed: Any) -> None:
@@ -170,6 +170,7 @@ def _wait_for(log: Path, proc: subprocess.Popen, text: str, deadline_s: float) -
         time.sleep(1)
 
 
+@pytest.mark.own_ray  # an interrupt with Gym's own Ray in the tree
 @pytest.mark.parametrize(("sig", "when"), [(signal.SIGINT, "bring-up"),
                                            (signal.SIGTERM, "scoring")])
 def test_interrupt_leaves_no_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

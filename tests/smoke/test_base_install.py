@@ -24,7 +24,7 @@ from toy_envs import make_native_package
 from envkit.gym import ensure_gym_venv
 from envkit.gym.venv import uv_binary
 
-pytestmark = [pytest.mark.gym, pytest.mark.network]
+pytestmark = [pytest.mark.gym, pytest.mark.network, pytest.mark.own_ray]  # a new user's smoke
 
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "envkit" / "test-venvs"
 

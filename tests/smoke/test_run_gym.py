@@ -56,6 +56,7 @@ def _built(src: Path, dest: Path) -> Path:
     return dest
 
 
+@pytest.mark.own_ray  # the bring-up as it is without a shared cluster: Gym starts its Ray
 def test_char_pattern_passes_through_the_gate(tmp_path: Path, monkeypatch) -> None:
     """`envkit validate PKG --smoke` (the pre-upload gate: the package's settings resolved as
     validate's, one report) on the char_pattern toy; `envkit smoke PKG` itself is every other
@@ -179,6 +180,7 @@ def test_network_reached_at_spin_up_under_offline(tmp_path: Path) -> None:
     assert server["failure"]["code"] == "EK703"
 
 
+@pytest.mark.own_ray  # SIGTERM while Gym's head starts its own Ray
 def test_sigterm_during_bring_up_leaves_no_process(tmp_path: Path, monkeypatch) -> None:
     """SIGTERM while the servers come up: exit 130, nothing left running. (Ctrl-C there is
     ``tests/probe/test_probe_gym.py``'s interrupt test: the probe brings servers up with the

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from support.ci_groups import COST_S, GROUPS, NEEDS, expression, groups_of
+from support.gym_ray import OWN_RAY
 from support.paths import REPO_ROOT, SUPPORT
 from support.run_groups import schedule
 
@@ -44,7 +45,7 @@ def test_the_groups_are_the_fast_one_then_one_per_need() -> None:
 def test_pyproject_registers_exactly_the_umbrella_and_the_needs() -> None:
     ini = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text("utf-8"))
     markers = ini["tool"]["pytest"]["ini_options"]["markers"]
-    assert {line.split(":", 1)[0] for line in markers} == {"slow", *NEEDS}
+    assert {line.split(":", 1)[0] for line in markers} == {"slow", *NEEDS, OWN_RAY}
     assert "--strict-markers" in ini["tool"]["pytest"]["ini_options"]["addopts"]
 
 
@@ -65,7 +66,7 @@ def _suite(tmp_path: Path, body: str) -> Path:
     tests = tmp_path / "tests"
     (tests / "support").mkdir(parents=True)
     shutil.copy(REPO_ROOT / "tests" / "conftest.py", tests / "conftest.py")
-    for helper in ("ci_groups.py", "signals.py", "run_groups.py"):  # conftest's, the runner
+    for helper in ("ci_groups.py", "signals.py", "gym_ray.py", "run_groups.py"):
         shutil.copy(SUPPORT / helper, tests / "support" / helper)
     (tests / "support" / "__init__.py").write_text("")
     lines = "\n".join(f"    {name}: x" for name in ("slow", *NEEDS))
@@ -77,6 +78,7 @@ def _suite(tmp_path: Path, body: str) -> Path:
 
 def _pytest(root: Path, *args: str, ci: bool = False) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env["ENVKIT_TEST_OWN_RAY"] = "1"  # its `gym` tests are stand-ins: no shared Ray cluster
     if ci:
         env["CI"] = "true"
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "tests", *args], cwd=root,
