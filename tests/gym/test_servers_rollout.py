@@ -129,7 +129,7 @@ def test_c_killing_the_resources_server_fails_rows_and_leaves_no_orphan(gym) -> 
                 proc.kill()
             killed.extend(p.pid for p in victims)
 
-    rows = expand_rows(char_pattern_rows(8), num_repeats=1, temperature=1.0, max_tokens=4)
+    rows = expand_rows(char_pattern_rows(4), num_repeats=1, temperature=1.0, max_tokens=4)
     summary = run_rollouts(servers, rows, concurrency=1, timeout_s=15, on_result=kill_after_two)
     assert killed
     assert any(r.ok for r in summary.results)
