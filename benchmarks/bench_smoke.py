@@ -54,6 +54,18 @@ smoke 20.2 s (validate 0.72, setup 0.70, ready 16.22, rollout 0.15, teardown 1.4
 teardown included, ends when Gym's own CLI has just brought the servers up. What is left of
 15 s is Gym's and Ray's: Ray's start (~4 s), four server processes importing FastAPI, Ray
 and Gym on two cores (~8 s), the head's own imports.
+A kept Ray cluster (2026-12-03, ``/proc`` per process, one smoke of the probe's ``sound``
+package, four servers): 31.7 CPU seconds, of which envkit's own process 1.1-1.4; Gym's head
+6.2-6.6; the servers 2.7-5.5 each, mostly their imports (``-X importtime`` of a server: 3.4 s,
+pandas, scipy.stats, wandb, OpenAI's types, FastAPI, all imported by Gym's base modules); Ray's
+own processes ~5.6 (its agents, monitors, GCS, raylet) plus the head's ``ray.init``. On 2 cores
+~30 CPU seconds cannot take less than ~15 s of wall, so the goal is out of reach while every
+smoke starts Ray. Joining a running cluster (``ENVKIT_GYM_RAY_ADDRESS``, what Gym's
+``ray_head_node_address`` is for, and what NeMo-RL does on the platform) takes that share
+away: alternated in one run, three each, ``smoke_string_reward``: 20.1 s -> 12.8 s total,
+ready 18.6 -> 11.2 s; ``sound``: 20.8 -> 13.8 s, 24.4 -> 18.6 CPU s; eight joined smokes in a
+row stayed at 11.8-14.3 s (no growth as jobs accumulate in the cluster). The benchmark now
+reports both: the default (Gym starts Ray) and the joined smoke.
 Run: ``.venv/bin/python benchmarks/bench_smoke.py [--runs 11] [--quick] [--offline]``.
 """
 
