@@ -106,7 +106,9 @@ def gym_ray_cluster(gym: GymVenv) -> Iterator[str]:
                                 start_new_session=True)
     tree = ProcessTree(proc.pid)
     try:
-        yield _address(proc, log)
+        address = _address(proc, log)
+        tree.refresh()  # Ray's daemons, so a holder killed before its shutdown leaves none
+        yield address
     finally:
         with contextlib.suppress(OSError):
             assert proc.stdin is not None
