@@ -14,7 +14,7 @@ sys.path.insert(0, str(TESTS))  # the `support` package: builders, launchers, pa
 sys.path.insert(0, str(TESTS.parent / "fixtures"))  # fixtures/wheelfactory.py and friends
 
 from support.ci_groups import NEEDS, groups_of  # noqa: E402  (needs the path above)
-from support.gym_ray import OWN_RAY, shared_cluster  # noqa: E402
+from support.gym_ray import GYM_RAY_ADDRESS_ENV, OWN_RAY, shared_cluster  # noqa: E402
 from support.signals import restore_sigint  # noqa: E402
 
 restore_sigint()  # a backgrounded run's children must still stop on Ctrl-C (support/signals.py)
@@ -52,7 +52,7 @@ def _own_ray(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     """``@pytest.mark.own_ray``: this test's bring-ups start their own Ray, as without the
     shared cluster."""
     if request.node.get_closest_marker(OWN_RAY):
-        monkeypatch.delenv("ENVKIT_GYM_RAY_ADDRESS", raising=False)
+        monkeypatch.delenv(GYM_RAY_ADDRESS_ENV, raising=False)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

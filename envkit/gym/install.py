@@ -58,6 +58,7 @@ __all__ = [
     "gym_args",
     "gym_command",
     "gym_env",
+    "gym_ray_env",
     "install_view",
     "mark_ready",
     "offered_wheels",
@@ -219,6 +220,21 @@ def gym_env(gym: GymVenv, paths: RunPaths, uv_toml: Path,
     # every start compiled ray, pydantic, fastapi and nemo_gym from source again (8 s of CPU
     # per server's imports, 2.7 s from bytecode). Here the first start writes what it imports.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    gym_ray_env(env, paths.ray_tmp)
+    if joins_ray:  # Ray's token auth (its default for a new cluster) needs the client to ask
+        # for it; a cluster without auth accepts such a client as well
+        env.setdefault("RAY_AUTH_MODE", "token")
+    if find_links:  # as the platform passes wheels/ to Gym (uv splits the list on commas)
+        env["UV_FIND_LINKS"] = ",".join(str(d) for d in find_links)
+    return env
+
+
+def gym_ray_env(env: dict[str, str], ray_tmp: Path) -> None:
+    """Set, in ``env``, how a Ray that Gym's processes start runs: a bring-up's own, or the
+    cluster ``envkit.gym.ray_cluster`` keeps for many.
+
+    ``ray_tmp``: its session dir (removed with it). No usage stats, no outer cluster.
+    """
     env["RAY_USAGE_STATS_ENABLED"] = "0"
     # Ray starts one idle worker per CPU when the first driver (Gym's head) connects: ~2 CPU
     # seconds at every bring-up for workers no Gym server of a typical package asks for (a
@@ -226,13 +242,7 @@ def gym_env(gym: GymVenv, paths: RunPaths, uv_toml: Path,
     env["RAY_prestart_worker_first_driver"] = "0"
     for key in OUTER_RAY_ENV:  # inside a Ray actor (--ray): Gym's Ray is a separate one
         env.pop(key, None)
-    env["RAY_TMPDIR"] = str(paths.ray_tmp)  # Gym's Ray: own session dir, removed on close
-    if joins_ray:  # Ray's token auth (its default for a new cluster) needs the client to ask
-        # for it; a cluster without auth accepts such a client as well
-        env.setdefault("RAY_AUTH_MODE", "token")
-    if find_links:  # as the platform passes wheels/ to Gym (uv splits the list on commas)
-        env["UV_FIND_LINKS"] = ",".join(str(d) for d in find_links)
-    return env
+    env["RAY_TMPDIR"] = str(ray_tmp)
 
 
 def write_uv_toml(gym: GymVenv, run_dir: Path, *, offline: bool) -> Path:

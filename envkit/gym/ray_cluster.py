@@ -27,7 +27,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from envkit.gym.install import OUTER_RAY_ENV
+from envkit.gym.install import gym_ray_env
 from envkit.gym.processes import ProcessTree
 from envkit.gym.types import GYM_RAY_ADDRESS_ENV, GymRuntimeError, RuntimeOptions
 from envkit.gym.venv import DEFAULT_GYM_VERSION, GymVenv, ensure_gym_venv
@@ -95,10 +95,8 @@ def gym_ray_cluster(gym: GymVenv) -> Iterator[str]:
     """
     tmp = Path(tempfile.mkdtemp(prefix="envkit-gymray-shared-"))
     env = isolated_env()
-    for key in OUTER_RAY_ENV:
-        env.pop(key, None)
-    env.update(RAY_TMPDIR=str(tmp), RAY_USAGE_STATS_ENABLED="0",
-               RAY_prestart_worker_first_driver="0", PYTHONUNBUFFERED="1")
+    gym_ray_env(env, tmp)
+    env["PYTHONUNBUFFERED"] = "1"
     log = tmp / "holder.log"
     with log.open("wb") as sink:
         proc = subprocess.Popen([str(gym.python), "-P", str(HOLDER)], stdin=subprocess.PIPE,

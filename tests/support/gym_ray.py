@@ -4,8 +4,9 @@ Each bring-up otherwise starts and stops its own (Gym's head does: ~4 s and ~6 C
 each, ~100 bring-ups in CI). The cluster is the one ``python -m envkit.gym.ray_cluster`` gives
 users, started when the session has a ``gym`` test to run. A test that must see Gym start its
 own Ray (what a bring-up is without the variable: teardown, interrupts, the launcher's Ray
-options) carries ``@pytest.mark.own_ray``; the README's and the benchmarks' runs also keep
-it (``ENVKIT_TEST_OWN_RAY=1`` turns the shared cluster off for a whole session).
+options) carries ``@pytest.mark.own_ray``; ``--offline`` runs start their own anyway, and the
+benchmarks' default runs drop the variable (``ENVKIT_TEST_OWN_RAY=1`` turns the shared cluster
+off for a whole session).
 """
 
 from __future__ import annotations
