@@ -29,7 +29,6 @@ __all__ = [
     "output_path_option",
     "parse_glibc",
     "parse_python",
-    "python_override_from_env",
     "report_file_option",
     "run_state",
     "sigterm_as_interrupt",
@@ -166,9 +165,3 @@ def target_from(arch: str, python_version: str, glibc: str | None) -> Target:
     return Target(arch=arch, python=parse_python(python_version), glibc=parse_glibc(glibc))
 
 
-def python_override_from_env() -> bool:
-    """``ENVKIT_ALLOW_PYTHON_OVERRIDE`` as the commands' ``--allow-python-override`` reads it
-    (for ``validate --smoke``/``--probe``, which have no such flag of their own)."""
-    import os
-
-    return os.environ.get("ENVKIT_ALLOW_PYTHON_OVERRIDE", "").lower() in ("1", "true", "yes")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from envkit.cli._common import common_options, python_override_from_env, sigterm_as_interrupt
+from envkit.cli._common import common_options, sigterm_as_interrupt
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 
 if TYPE_CHECKING:
@@ -154,6 +154,7 @@ def run_probe_request(request: ProbeRequest, output_dir: Path | None = None) -> 
 def probe_from_validate(request: GateRequest) -> ProbeOutcome:
     """``envkit validate PKG --probe``: validate's resolved settings, the probe's defaults."""
     from envkit.check.gate import one_package
+    from envkit.gym import python_override_from_env
     from envkit.probe import ProbeRequest
 
     return run_probe_request(ProbeRequest(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from envkit.cli._common import common_options, python_override_from_env, sigterm_as_interrupt
+from envkit.cli._common import common_options, sigterm_as_interrupt
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 
 if TYPE_CHECKING:
@@ -115,6 +115,7 @@ def run_smoke_request(request: SmokeRequest) -> SmokeOutcome:
 def smoke_from_validate(request: GateRequest) -> SmokeOutcome:
     """``envkit validate PKG --smoke``: validate's resolved settings, smoke's runtime defaults."""
     from envkit.check.gate import one_package
+    from envkit.gym import python_override_from_env
     from envkit.smoke.run import SmokeRequest
 
     return run_smoke_request(SmokeRequest(

@@ -15,7 +15,8 @@ only, never from its modules (whose layout may change).
   :func:`post_row` -- one JSON body to any server route (a resources server's ``/verify``);
 - :func:`load_rows` / :func:`expand_rows` -- a dataset's rows, read by the validator's reader;
 - :func:`diagnose` -- a failure's text -> the likely rule (the one signature table);
-- :func:`ensure_gym_venv` -- the cached Python 3.13 venv with ``nemo-gym``.
+- :func:`ensure_gym_venv` -- the cached Python 3.13 venv with ``nemo-gym``;
+  :func:`python_override_from_env` -- ``$ENVKIT_ALLOW_PYTHON_OVERRIDE`` as its flag reads it.
 
 Modules: ``venv`` (the head's venv), ``install`` (server-venv key, env, ``uv.toml``, the
 offline ``wheels/`` install), ``harness`` (the built-in verifiers harness staged offline),
@@ -48,7 +49,13 @@ from envkit.gym.types import (
     RuntimeOptions,
     ServerInfo,
 )
-from envkit.gym.venv import DEFAULT_GYM_VERSION, GymVenv, GymVenvError, ensure_gym_venv
+from envkit.gym.venv import (
+    DEFAULT_GYM_VERSION,
+    GymVenv,
+    GymVenvError,
+    ensure_gym_venv,
+    python_override_from_env,
+)
 
 __all__ = [
     "DEFAULT_GYM_VERSION",
@@ -80,6 +87,7 @@ __all__ = [
     "mean_reward_by_agent",
     "observing",
     "post_row",
+    "python_override_from_env",
     "rows_by_agent",
     "tail",
     "unreachable",

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import shutil
 import signal
 import socket
@@ -30,7 +29,12 @@ from typing import TYPE_CHECKING
 from envkit.gym.install import gym_ray_env
 from envkit.gym.processes import ProcessTree
 from envkit.gym.types import GYM_RAY_ADDRESS_ENV, GymRuntimeError, RuntimeOptions
-from envkit.gym.venv import DEFAULT_GYM_VERSION, GymVenv, ensure_gym_venv
+from envkit.gym.venv import (
+    DEFAULT_GYM_VERSION,
+    GymVenv,
+    ensure_gym_venv,
+    python_override_from_env,
+)
 from envkit.supply.isolation import isolated_env
 
 if TYPE_CHECKING:
@@ -141,8 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gym-version", default=DEFAULT_GYM_VERSION)
     parser.add_argument("--gym-python", type=Path, default=None)
     parser.add_argument("--allow-python-override", action="store_true",
-                        default=os.environ.get("ENVKIT_ALLOW_PYTHON_OVERRIDE", "").lower()
-                        in ("1", "true", "yes"))
+                        default=python_override_from_env())
     args = parser.parse_args(argv)
     gym = ensure_gym_venv(args.gym_version, python=args.gym_python,
                           allow_python_override=args.allow_python_override)

@@ -30,12 +30,24 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_GYM_VERSION",
+    "PYTHON_OVERRIDE_ENV",
     "GymVenv",
     "GymVenvError",
     "ensure_gym_venv",
     "find_python313",
+    "python_override_from_env",
     "uv_binary",
 ]
+
+PYTHON_OVERRIDE_ENV = "ENVKIT_ALLOW_PYTHON_OVERRIDE"
+"""The variable behind every ``--allow-python-override``."""
+
+
+def python_override_from_env() -> bool:
+    """``$ENVKIT_ALLOW_PYTHON_OVERRIDE`` read as the commands' ``--allow-python-override`` reads
+    it, for the entry points with no such flag of their own (``validate --smoke``/``--probe``,
+    ``python -m envkit.gym.ray_cluster``'s default)."""
+    return os.environ.get(PYTHON_OVERRIDE_ENV, "").lower() in ("1", "true", "yes")
 
 log = logging.getLogger(__name__)
 
