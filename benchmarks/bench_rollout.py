@@ -24,13 +24,12 @@ from toy_envs import char_pattern_rows, make_native_package, write_dataset  # no
 
 from envkit.endpoint.server import PolicyServer  # noqa: E402
 from envkit.gym.head import head_ready  # noqa: E402
-from envkit.gym.install import RunPaths, gym_args, gym_env, package_key, write_uv_toml  # noqa: E402
+from envkit.gym.install import RunPaths, gym_args, gym_env, write_uv_toml  # noqa: E402
 from envkit.gym.processes import ProcessTree, free_port  # noqa: E402
 from envkit.gym.rows import expand_rows  # noqa: E402
 from envkit.gym.servers import GymRuntime  # noqa: E402
 from envkit.gym.types import PolicyEndpoint, RuntimeOptions  # noqa: E402
 from envkit.gym.venv import ensure_gym_venv  # noqa: E402
-from envkit.supply.cache import cache_root  # noqa: E402
 from envkit.trainer.generation.hf import HFBackend  # noqa: E402
 from envkit.trainer.rollout import run_rollouts  # noqa: E402
 from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
@@ -56,10 +55,8 @@ def bench_gym(pkg: Path, endpoint: PolicyEndpoint, data: Path, args: argparse.Na
     paths.ray_tmp.mkdir()
     work = paths.work
     shutil.copytree(pkg, work)
-    env = gym_env(gym, paths, runtime.format, write_uv_toml(gym, workdir, offline=opts.offline))
-    key = package_key(pkg, gym.gym_version, gym.python_version,
-                      f"override={gym.python_override}", f"offline={opts.offline}")
-    venv_dir = (opts.cache_dir or cache_root()) / "server-venvs" / key
+    env = gym_env(gym, paths, write_uv_toml(gym, workdir, offline=opts.offline))
+    venv_dir = runtime.prepare()  # the venvs envkit's side used (built by its warm-up run)
     port = free_port()
     common = gym_args(runtime.config_paths, endpoint, venv_dir, workdir, port)
     start = time.monotonic()
