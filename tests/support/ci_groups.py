@@ -31,10 +31,10 @@ NEEDS: dict[str, str] = {
 }
 GROUPS: tuple[str, ...] = ("fast", *NEEDS)
 
-COST_S: dict[str, int] = {"fast": 105, "platform": 270, "ray": 190, "train": 1335, "gym": 2020,
-                          "network": 330}
-"""Each group's wall time on the 2-core CI machine, seconds (measured on a fresh machine, cold
-caches, two lanes): only the order matters, so ``run_groups.py`` starts the longest first and a
+COST_S: dict[str, int] = {"fast": 130, "platform": 252, "ray": 156, "train": 1204, "gym": 1747,
+                          "network": 364}
+"""Each group's wall time on the 2-core CI machine, seconds (a fresh clone, warm caches, two
+lanes, 2026-12-03): only the order matters, so ``run_groups.py`` starts the longest first and a
 short one ends the run."""
 
 
