@@ -23,7 +23,7 @@ from support.proc_marks import new_mark, survivors
 
 from envkit.gym.install import RunPaths, gym_args, gym_env, write_uv_toml
 from envkit.gym.types import GYM_RAY_ADDRESS_ENV, PolicyEndpoint, RuntimeOptions
-from envkit.gym.venv import GymVenv
+from envkit.gym.venv import PYTHON_OVERRIDE_ENV, GymVenv, python_override_from_env
 
 SOUND = REPO_ROOT / "fixtures" / "probe" / "sound"
 POLICY = PolicyEndpoint("http://127.0.0.1:9/v1", "key", "model")
@@ -45,6 +45,17 @@ def test_the_address_comes_from_the_environment_unless_given(
     assert RuntimeOptions(ray_address=None).ray_address is None
     monkeypatch.setenv(GYM_RAY_ADDRESS_ENV, "")
     assert RuntimeOptions().ray_address is None
+
+
+@pytest.mark.parametrize(("value", "allowed"), [
+    ("1", True), ("true", True), ("YES", True), ("", False), ("0", False), ("no", False)])
+def test_the_python_override_is_read_from_the_environment_as_the_flag_reads_it(
+        value: str, allowed: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one reading behind ``validate --smoke/--probe`` and this module's default."""
+    monkeypatch.setenv(PYTHON_OVERRIDE_ENV, value)
+    assert python_override_from_env() is allowed
+    monkeypatch.delenv(PYTHON_OVERRIDE_ENV)
+    assert python_override_from_env() is False
 
 
 def test_joining_asks_for_rays_token_auth_unless_the_user_chose(
