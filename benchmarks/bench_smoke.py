@@ -112,14 +112,10 @@ def build() -> Path:
     a rebuild was seen to rebuild them, so a package built per run would make every run of this
     benchmark a cold one; keyed by the sources, an edit of the toy is measured, not a stale
     build of it."""
-    import hashlib
-
+    from envkit.gym.install import package_key
     from envkit.supply.cache import cache_root
 
-    digest = hashlib.sha256()
-    for path in sorted(p for p in SRC.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-        digest.update(str(path.relative_to(SRC)).encode() + b"\0" + path.read_bytes())
-    dest = cache_root() / "bench-smoke" / f"char-pattern-{digest.hexdigest()[:16]}"
+    dest = cache_root() / "bench-smoke" / f"char-pattern-{package_key(SRC)}"
     if not (dest / "nemo-environment.yaml").is_file():
         dest.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run([sys.executable, "-m", "envkit", "build", str(SRC), "--format",
