@@ -1,11 +1,16 @@
 """Where the environment wheel comes from: a hub index, a wheel file, or a source tree.
 
 ``--source`` trees are built with ``uv build`` (isolated, the user's pip/uv configuration off)
-so the wheel that is vendored is exactly the wheel that was loaded.
+so the wheel that is vendored is exactly the wheel that was loaded, and with a fixed
+``SOURCE_DATE_EPOCH`` so that the same source gives the same wheel, byte for byte: a build
+stamps its dist-info files with the clock and its sources with their checkout's mtime, so each
+conversion gave a new wheel, a new ``wheels.lock`` and provenance, and a new set of server venvs
+(they are keyed by the wheels' content) for an unchanged environment.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -21,6 +26,10 @@ if TYPE_CHECKING:
     from envkit.model.wheelfile import WheelFile
 
 __all__ = ["EnvWheel", "SourceError", "build_source", "builder_error", "local_wheel"]
+
+ZIP_EPOCH = "315532800"
+"""1980-01-01T00:00:00Z, the earliest time a zip entry can hold: what a wheel built from
+``--source`` is stamped with unless ``SOURCE_DATE_EPOCH`` says otherwise."""
 
 
 class SourceError(FailedError, RuntimeError):
@@ -70,8 +79,10 @@ def build_source(src: Path, dest: Path, *, timeout: float = 600) -> Path:
         raise SourceError(msg)
     cmd = [_uv_path(), "build", "--wheel", "--no-config", "--system-certs",
            "--no-python-downloads", "--python", sys.executable, "--out-dir", str(dest), str(src)]
+    env = uv_env()
+    env["SOURCE_DATE_EPOCH"] = os.environ.get("SOURCE_DATE_EPOCH") or ZIP_EPOCH
     try:
-        proc = subprocess.run(cmd, env=uv_env(), capture_output=True, text=True,
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
                               timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         msg = f"building {str(src)!r} took longer than {timeout:g} s"

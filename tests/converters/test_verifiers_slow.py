@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -166,3 +167,20 @@ def test_env_printing_to_stdout_still_converts(tmp_path: Path, wheelhouse: Path)
     proc = _convert(tmp_path, "envkit/hostile-print", "--wheel", str(wheel))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout)["training_rows"] == 4  # stdout is only the verdict
+
+
+def test_a_source_tree_builds_to_the_same_wheel_bytes_in_another_checkout(
+    tmp_path: Path, wheelhouse: Path,
+) -> None:
+    """Another checkout (new mtimes) an hour later builds the wheel the session built: the same
+    source is the same package, and reuses the server venvs keyed by the wheels' content."""
+    checkout = tmp_path / "checkout"
+    shutil.copytree(ENVS / "reverse-text", checkout, copy_function=shutil.copy,
+                    ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    later = 3600 + max(p.stat().st_mtime for p in checkout.rglob("*"))
+    for path in checkout.rglob("*"):
+        os.utime(path, (later, later))
+    built = build_source(checkout, tmp_path / "out")
+    first = next(wheelhouse.glob("reverse_text-*.whl"))
+    assert built.name == first.name
+    assert built.read_bytes() == first.read_bytes()
