@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import signal
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import click
@@ -22,10 +23,13 @@ from envkit.model.target import ARCHES, Target
 
 __all__ = [
     "FORMAT_KEY",
+    "PYTHON_OVERRIDE_ENV",
     "REPORT_FILE_KEY",
     "VERBOSITY_KEY",
     "AliasOption",
+    "allow_python_override_option",
     "common_options",
+    "gym_python_option",
     "output_path_option",
     "parse_glibc",
     "parse_python",
@@ -35,6 +39,11 @@ __all__ = [
     "target_from",
     "target_options",
 ]
+
+PYTHON_OVERRIDE_ENV = "ENVKIT_ALLOW_PYTHON_OVERRIDE"
+"""What ``--allow-python-override`` also reads; the same name as the Gym runtime's
+``envkit.gym.PYTHON_OVERRIDE_ENV`` (a test pins the two; importing the runtime here would load
+it with every command)."""
 
 FORMAT_KEY = "envkit.output_format"
 REPORT_FILE_KEY = "envkit.report_file"
@@ -165,3 +174,20 @@ def target_from(arch: str, python_version: str, glibc: str | None) -> Target:
     return Target(arch=arch, python=parse_python(python_version), glibc=parse_glibc(glibc))
 
 
+
+
+def gym_python_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--gym-python``: the CPython 3.13 Gym's venv is built on (commands that start servers)."""
+    return click.option("--gym-python", type=click.Path(exists=True, dir_okay=False,
+                                                        path_type=Path),
+                        help="CPython 3.13 for Gym (default: PATH, pyenv, "
+                             "$ENVKIT_GYM_PYTHON).")(func)
+
+
+def allow_python_override_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--allow-python-override`` (or ``$ENVKIT_ALLOW_PYTHON_OVERRIDE``), one spelling for
+    every command that installs nemo-gym, so a README can show one command for every machine."""
+    return click.option("--allow-python-override", is_flag=True, envvar=PYTHON_OVERRIDE_ENV,
+                        show_envvar=True,
+                        help="Install nemo-gym on a 3.13 older than its Requires-Python "
+                             "floor.")(func)

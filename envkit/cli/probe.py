@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from envkit.cli._common import common_options, sigterm_as_interrupt
+from envkit.cli._common import (
+    allow_python_override_option,
+    common_options,
+    gym_python_option,
+    sigterm_as_interrupt,
+)
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 
 if TYPE_CHECKING:
@@ -79,11 +84,8 @@ def _probe_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      type=click.FloatRange(0, 1),
                      help="With --model: warn over this share of zero-variance groups "
                           "(probe-zero-variance-warn, default 0.5)."),
-        click.option("--gym-python", type=_FILE,
-                     help="CPython 3.13 for Gym (default: PATH, pyenv, $ENVKIT_GYM_PYTHON)."),
-        click.option("--allow-python-override", is_flag=True,
-                     envvar="ENVKIT_ALLOW_PYTHON_OVERRIDE", show_envvar=True,
-                     help="Install nemo-gym on a 3.13 older than its Requires-Python floor."),
+        gym_python_option,
+        allow_python_override_option,
         click.option("--timeout", "ready_timeout_s", default=300.0, show_default=True,
                      type=click.FloatRange(min=1), help="Seconds for every server to be ready."),
         click.option("--keep-logs", type=click.Path(file_okay=False, path_type=Path),

@@ -13,7 +13,13 @@ from typing import Any
 
 import click
 
-from envkit.cli._common import common_options, output_path_option, sigterm_as_interrupt
+from envkit.cli._common import (
+    allow_python_override_option,
+    common_options,
+    gym_python_option,
+    output_path_option,
+    sigterm_as_interrupt,
+)
 from envkit.cli._extras import precheck
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.output.results import RolloutOutcome
@@ -44,11 +50,8 @@ _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
               help="hf: transformers on CPU; vllm: GPU.")
 @click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
               help="nemo-gym version the package's servers run on.")
-@click.option("--gym-python", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="CPython 3.13 for Gym (default: PATH, pyenv, $ENVKIT_GYM_PYTHON).")
-@click.option("--allow-python-override", is_flag=True, envvar="ENVKIT_ALLOW_PYTHON_OVERRIDE",
-              show_envvar=True,
-              help="Install nemo-gym on a 3.13 older than its Requires-Python floor.")
+@gym_python_option
+@allow_python_override_option
 @click.option("--offline", is_flag=True, help="No index for any install: wheels/ must cover all.")
 @output_path_option(type=click.Path(dir_okay=False, path_type=Path),
                     help="Write Gym's rollout rows (JSONL) here.")

@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from envkit.cli._common import common_options, sigterm_as_interrupt
+from envkit.cli._common import (
+    allow_python_override_option,
+    common_options,
+    gym_python_option,
+    sigterm_as_interrupt,
+)
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 
 if TYPE_CHECKING:
@@ -40,12 +45,8 @@ def smoke_runtime_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      type=click.FloatRange(min=1), help="Seconds for every server to be ready."),
         click.option("--rollout-timeout", "rollout_timeout_s", default=120.0, show_default=True,
                      type=click.FloatRange(min=1), help="Seconds per rollout."),
-        click.option("--gym-python", type=click.Path(exists=True, dir_okay=False,
-                                                     path_type=Path),
-                     help="CPython 3.13 for Gym (default: PATH, pyenv, $ENVKIT_GYM_PYTHON)."),
-        click.option("--allow-python-override", is_flag=True,
-                     envvar="ENVKIT_ALLOW_PYTHON_OVERRIDE", show_envvar=True,
-                     help="Install nemo-gym on a 3.13 older than its Requires-Python floor."),
+        gym_python_option,
+        allow_python_override_option,
         click.option("--keep-logs", type=click.Path(file_okay=False, path_type=Path),
                      help="Copy the servers' logs here."),
     )):

@@ -14,7 +14,12 @@ from pathlib import Path
 
 import click
 
-from envkit.cli._common import common_options, output_path_option, sigterm_as_interrupt
+from envkit.cli._common import (
+    allow_python_override_option,
+    common_options,
+    output_path_option,
+    sigterm_as_interrupt,
+)
 from envkit.cli._extras import precheck
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.output.results import CompiledConfig, TrainOutcome
@@ -64,13 +69,7 @@ _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 )
 @click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
               help="nemo-gym version the package's servers run on.")
-@click.option(
-    "--allow-python-override",
-    is_flag=True,
-    envvar="ENVKIT_ALLOW_PYTHON_OVERRIDE",
-    show_envvar=True,
-    help="Install nemo-gym on a 3.13 older than its Requires-Python floor.",
-)
+@allow_python_override_option
 @click.option("--offline", is_flag=True, help="No index for any install: wheels/ must cover all.")
 @click.option(
     "--print-config",

@@ -16,7 +16,8 @@ only, never from its modules (whose layout may change).
 - :func:`load_rows` / :func:`expand_rows` -- a dataset's rows, read by the validator's reader;
 - :func:`diagnose` -- a failure's text -> the likely rule (the one signature table);
 - :func:`ensure_gym_venv` -- the cached Python 3.13 venv with ``nemo-gym``;
-  :func:`python_override_from_env` -- ``$ENVKIT_ALLOW_PYTHON_OVERRIDE`` as its flag reads it.
+  :func:`python_override_from_env` -- ``$ENVKIT_ALLOW_PYTHON_OVERRIDE``
+  (:data:`PYTHON_OVERRIDE_ENV`) as its flag reads it.
 
 Modules: ``venv`` (the head's venv), ``install`` (server-venv key, env, ``uv.toml``, the
 offline ``wheels/`` install), ``harness`` (the built-in verifiers harness staged offline),
@@ -51,6 +52,7 @@ from envkit.gym.types import (
 )
 from envkit.gym.venv import (
     DEFAULT_GYM_VERSION,
+    PYTHON_OVERRIDE_ENV,
     GymVenv,
     GymVenvError,
     ensure_gym_venv,
@@ -59,6 +61,7 @@ from envkit.gym.venv import (
 
 __all__ = [
     "DEFAULT_GYM_VERSION",
+    "PYTHON_OVERRIDE_ENV",
     "RESTART_GRACE_S",
     "Finding",
     "GymRuntime",

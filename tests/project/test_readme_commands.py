@@ -165,14 +165,17 @@ def test_the_quick_start_takes_the_gym_template_all_the_way() -> None:
     assert "--offline" in train and "--offline" in probe and "-o my-env-run" in train
 
 
-@pytest.mark.parametrize("name", ["smoke", "train", "rollout"])
+@pytest.mark.parametrize("name", ["smoke", "train", "rollout", "probe"])
 def test_commands_that_start_servers_read_the_python_override_from_the_environment(
     name: str,
 ) -> None:
-    """What lets the README show the same command for every machine (the variable above)."""
+    """What lets the README show the same command for every machine (the variable above), the
+    variable the Gym runtime reads where no flag is parsed (``validate --smoke``)."""
     import importlib
+
+    from envkit.gym import PYTHON_OVERRIDE_ENV
 
     module, attr = COMMANDS[name]
     command = getattr(importlib.import_module(module), attr)
     envvars = {p.name: p.envvar for p in command.params}
-    assert envvars["allow_python_override"] == "ENVKIT_ALLOW_PYTHON_OVERRIDE"
+    assert envvars["allow_python_override"] == PYTHON_OVERRIDE_ENV == "ENVKIT_ALLOW_PYTHON_OVERRIDE"
