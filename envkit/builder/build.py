@@ -41,7 +41,7 @@ from envkit.supply.atomic import (
     write_files,
     write_text,
 )
-from envkit.supply.cache import cache_root
+from envkit.supply.cache import cache_root, uv_cache_under
 from envkit.supply.downloads import vendor_pins
 from envkit.supply.provenance import package_record, write_provenance
 from envkit.supply.resolve import PinnedWheel, ResolutionCache, resolve_closure
@@ -270,7 +270,7 @@ def _vendor(root: Path, requirements: list[tuple[str, str]], request: BuildReque
             lines, request.target, find_links=request.wheels_dirs,
             index_url=request.index_url, extra_index_urls=request.extra_index_urls,
             runner=runner, cache=ResolutionCache(cache / "resolutions"),
-            uv_cache_dir=cache / "uv", offline=request.resolve_offline,
+            uv_cache_dir=uv_cache_under(cache), offline=request.resolve_offline,
             python_version=python_version, refresh=request.refresh,
         )
         sdists = [p for p in pins if p.sdist]
@@ -280,7 +280,7 @@ def _vendor(root: Path, requirements: list[tuple[str, str]], request: BuildReque
                 f"{pin.filename}: a pure wheel built from it is vendored if the project is pure "
                 "(built once, cached by the sdist's sha256)")
         sources = UvSources(request.index_url, request.extra_index_urls, request.wheels_dirs,
-                            cache / "uv")
+                            uv_cache_under(cache))
         how = SdistBuild(sources, runner)
         pins = vendor_pins(pins, root / "wheels", cache=WheelCache.under(cache),
                            progress=progress, sdist_build=how)

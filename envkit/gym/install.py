@@ -196,9 +196,11 @@ def mark_ready(venv_dir: Path, package: Path, *, offline: bool) -> None:
     (venv_dir / READY_MARKER).write_text(json.dumps(record))
 
 
-def gym_env(gym: GymVenv, paths: RunPaths, uv_toml: Path,
+def gym_env(gym: GymVenv, paths: RunPaths, uv_toml: Path, uv_cache: Path,
             find_links: Sequence[Path] = (), *, joins_ray: bool = False) -> dict[str, str]:
     """The environment of every ``gym`` call: envkit's uv first, no outer Ray, wheels/ found.
+
+    ``uv_cache``: the uv cache of the runtime's cache root (``uv_cache_under``: why not uv's).
 
     ``find_links``: the folders that offer ``wheels/`` (the wheels formats; see
     ``envkit.supply.wheelcache.pool_wheels`` for why they are the offer store's, not the run
@@ -208,6 +210,7 @@ def gym_env(gym: GymVenv, paths: RunPaths, uv_toml: Path,
     env.pop("UV_NO_CONFIG", None)  # Gym's uv calls read envkit's own uv.toml, nothing else
     env["UV_CONFIG_FILE"] = str(uv_toml)
     env["UV_PYTHON_DOWNLOADS"] = "never"
+    env["UV_CACHE_DIR"] = str(uv_cache)
     # Gym shells out to a bare `uv`; envkit's uv goes first, and the 3.13 venv lets uv find
     # the interpreter Gym asks for by version.
     uv_dir = str(Path(uv_binary()).parent)
@@ -274,10 +277,9 @@ def gym_command(gym: GymVenv, *args: str) -> list[str]:
 
 
 def gym_args(config_paths: list[str], policy: PolicyEndpoint, venv_dir: Path, run_dir: Path,
-             head_port: int, ray_address: str | None = None) -> list[str]:
-    """Gym's Hydra overrides: the package's configs, the policy, envkit's venv tree and dirs,
-    and the Ray cluster to join (``ray_address``; ``None``: Gym's head starts one)."""
-    uv_cache = os.environ.get("UV_CACHE_DIR") or str(Path.home() / ".cache" / "uv")
+             head_port: int, uv_cache: Path, ray_address: str | None = None) -> list[str]:
+    """Gym's Hydra overrides: the package's configs, the policy, envkit's venv tree, uv cache
+    and dirs, and the Ray cluster to join (``ray_address``; ``None``: Gym's head starts one)."""
     joined = [f"++ray_head_node_address={ray_address}"] if ray_address else []
     return [
         f"+config_paths=[{','.join(config_paths)}]",
@@ -317,7 +319,8 @@ def offline_install(wheels: Sequence[Path], venv_dir: Path, env: dict[str, str],
     """The platform's second install: ``wheels/`` with ``--no-index`` into every server venv.
 
     ``wheels``: the files of ``wheels/`` (as offered to uv: the offer store's paths); their folders
-    are the only find-links. ``on_step`` hears a ``wheels`` start and done per venv.
+    are the only find-links. ``env``: the ``gym`` calls' (:func:`gym_env`), for its uv config and
+    uv cache. ``on_step`` hears a ``wheels`` start and done per venv.
 
     :raises GymRuntimeError: uv refused (the likely code from its stderr, else that of a
         requirement ``wheels/`` does not satisfy).
@@ -335,7 +338,7 @@ def offline_install(wheels: Sequence[Path], venv_dir: Path, env: dict[str, str],
                "--no-index", *links, *files]
         if "python-version" in Path(env["UV_CONFIG_FILE"]).read_text():
             cmd[4:4] = ["--python-version", _OVERRIDE_VERSION]
-        out = subprocess.run(cmd, capture_output=True, text=True, env=isolated_env(),
+        out = subprocess.run(cmd, capture_output=True, text=True, env=isolated_env(env),
                              check=False, timeout=1800)
         if out.returncode != 0:
             found = diagnose(out.stderr, Where.INSTALL)

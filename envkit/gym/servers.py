@@ -50,7 +50,7 @@ from envkit.gym.types import (
 from envkit.gym.venv import GymVenv, ensure_gym_venv
 from envkit.gym.venvsteps import PrefetchSteps, stream_lines
 from envkit.model.package import Package, load_package
-from envkit.supply.cache import cache_root
+from envkit.supply.cache import cache_root, uv_cache_under
 from envkit.supply.wheelcache import link_wheels
 from envkit.validators.config_paths import EK104
 from envkit.validators.manifest import EK100, EK101
@@ -119,6 +119,7 @@ class GymRuntime(StartedInWith):
         self._tree: ProcessTree | None = None
         self._paths: RunPaths | None = None
         self._wheels: list[Path] = []  # wheels/ as offered to uv (pool_wheels)
+        self._uv_cache = uv_cache_under(self.options.cache_dir or cache_root())
         self._lock = threading.Lock()
         self._closed = False
         """Set by a final :meth:`close`: nothing more is started (close may come from another
@@ -227,7 +228,8 @@ class GymRuntime(StartedInWith):
         find_links = sorted({w.parent for w in self._wheels})
         self._stage_harness(gym, paths.work, find_links)
         uv_toml = write_uv_toml(gym, paths.run_dir, offline=self.options.offline)
-        env = gym_env(gym, paths, uv_toml, find_links, joins_ray=bool(self.ray_address))
+        env = gym_env(gym, paths, uv_toml, self._uv_cache, find_links,
+                      joins_ray=bool(self.ray_address))
         with building(venv_dir):
             if not reusable(venv_dir, offline=self.options.offline):
                 self._build_venvs(gym, venv_dir, env)
@@ -247,7 +249,7 @@ class GymRuntime(StartedInWith):
     def _args(self, venv_dir: Path, head_port: int) -> list[str]:
         assert self._paths is not None
         return gym_args(self.config_paths, self.policy, venv_dir, self._paths.run_dir, head_port,
-                        self.ray_address)
+                        self._uv_cache, self.ray_address)
 
     def _build_venvs(self, gym: GymVenv, venv_dir: Path, env: dict[str, str]) -> None:
         """Install 1 by ``gym env prefetch`` (Gym's own setup code), install 2 of ``wheels/``."""

@@ -14,12 +14,24 @@ from envkit.supply.root import cache_dir
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["cache_root", "content_key", "file_sha256"]
+__all__ = ["cache_root", "content_key", "file_sha256", "uv_cache_under"]
 
 
 def cache_root() -> Path:
     """:func:`envkit.supply.root.cache_dir` as a path."""
     return Path(cache_dir())
+
+
+def uv_cache_under(root: Path) -> Path:
+    """The uv cache of cache root ``root``: the builder's resolutions and downloads, and the
+    unpacked wheels every server venv hard-links.
+
+    Why under ``root``, not uv's default: uv keys its unpacked copy of a find-links wheel by
+    the file's path, and envkit offers wheels from ``root``'s store. In uv's shared cache those
+    copies outlived a ``--cache-dir`` that was removed (about 1 GB per wheels-v1 closure, never
+    reclaimed); here they go with it, and sit on the same filesystem as the venvs that link them.
+    """
+    return Path(root) / "uv"
 
 
 def content_key(parts: Iterable[str], files: Iterable[tuple[str, Path]]) -> str:

@@ -31,7 +31,8 @@ def test_the_first_start_writes_the_bytecode_the_next_ones_read(
     gym = GymVenv(tmp_path / "gym", "0.7.0", "3.13.0", False)
     paths = RunPaths(tmp_path / "run", tmp_path / "ray")
     paths.run_dir.mkdir()
-    env = gym_env(gym, paths, write_uv_toml(gym, paths.run_dir, offline=False))
+    uv_toml = write_uv_toml(gym, paths.run_dir, offline=False)
+    env = gym_env(gym, paths, uv_toml, tmp_path / "uv")
     assert "PYTHONDONTWRITEBYTECODE" not in env
     start = [str(venv / "bin" / "python"), "-c", "import toy_server; assert toy_server.READY"]
     subprocess.run(start, check=True, env=env, timeout=60)

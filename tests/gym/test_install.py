@@ -19,7 +19,9 @@ from envkit.gym import (
     diagnose,
 )
 from envkit.gym.head import relays
-from envkit.gym.install import package_key
+from envkit.gym.install import RunPaths, gym_args, gym_env, package_key, write_uv_toml
+from envkit.gym.venv import GymVenv
+from envkit.supply.cache import uv_cache_under
 from envkit.validators.runtime_signatures import SIGNATURES, Signature
 
 
@@ -76,3 +78,19 @@ def test_every_runtime_signature_names_a_known_rule(
 
     assert signature.code is None or signature.code in RULES
     re.compile(signature.pattern)
+
+
+def test_gym_and_its_installs_use_the_uv_cache_of_the_runtimes_cache_root(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """uv keys its unpacked find-links wheels by path: in uv's shared cache, the copies of a
+    removed ``--cache-dir``'s wheels stayed forever (the slow closure test proves the install)."""
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "users-uv"))
+    gym = GymVenv(tmp_path / "gym", "0.7.0", "3.13.0", False)
+    paths = RunPaths(tmp_path / "run", tmp_path / "ray")
+    paths.run_dir.mkdir()
+    uv_cache = uv_cache_under(tmp_path / "cache")
+    env = gym_env(gym, paths, write_uv_toml(gym, paths.run_dir, offline=False), uv_cache)
+    assert env["UV_CACHE_DIR"] == str(tmp_path / "cache" / "uv")
+    args = gym_args(["c.yaml"], PolicyEndpoint("http://127.0.0.1:9/v1", "k", "m"),
+                    tmp_path / "venvs", paths.run_dir, 9000, uv_cache)
+    assert f"++uv_cache_dir={tmp_path / 'cache' / 'uv'}" in args

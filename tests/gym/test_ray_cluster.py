@@ -30,8 +30,9 @@ POLICY = PolicyEndpoint("http://127.0.0.1:9/v1", "key", "model")
 
 
 def test_an_address_becomes_gyms_ray_head_node_address(tmp_path: Path) -> None:
-    own = gym_args(["c.yaml"], POLICY, tmp_path, tmp_path, 9000)
-    joined = gym_args(["c.yaml"], POLICY, tmp_path, tmp_path, 9000, "10.0.0.1:6379")
+    own = gym_args(["c.yaml"], POLICY, tmp_path, tmp_path, 9000, tmp_path / "uv")
+    joined = gym_args(["c.yaml"], POLICY, tmp_path, tmp_path, 9000, tmp_path / "uv",
+                      "10.0.0.1:6379")
     assert not any("ray_head_node_address" in a for a in own)
     assert joined == [*own, "++ray_head_node_address=10.0.0.1:6379"]
 
@@ -65,10 +66,11 @@ def test_joining_asks_for_rays_token_auth_unless_the_user_chose(
     paths.run_dir.mkdir()
     uv_toml = write_uv_toml(gym, paths.run_dir, offline=False)
     monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
-    assert "RAY_AUTH_MODE" not in gym_env(gym, paths, uv_toml)
-    assert gym_env(gym, paths, uv_toml, joins_ray=True)["RAY_AUTH_MODE"] == "token"
+    uv_cache = tmp_path / "uv"
+    assert "RAY_AUTH_MODE" not in gym_env(gym, paths, uv_toml, uv_cache)
+    assert gym_env(gym, paths, uv_toml, uv_cache, joins_ray=True)["RAY_AUTH_MODE"] == "token"
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
-    assert gym_env(gym, paths, uv_toml, joins_ray=True)["RAY_AUTH_MODE"] == "disabled"
+    assert gym_env(gym, paths, uv_toml, uv_cache, joins_ray=True)["RAY_AUTH_MODE"] == "disabled"
 
 
 def _smoke(env: dict[str, str]) -> tuple[int, dict, str]:

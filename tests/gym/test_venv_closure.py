@@ -75,7 +75,9 @@ def _assert_in_order(steps: list[VenvStep], servers: set[str]) -> None:
 
 
 def test_an_offline_build_is_reused_online_and_a_new_closure_builds_anew(
-        package: Path, tmp_path: Path) -> None:
+        package: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shared = tmp_path / "uv-default"  # where uv's own cache would be
+    monkeypatch.setenv("UV_CACHE_DIR", str(shared))
     options = RuntimeOptions(allow_python_override=True, offline=True,
                              cache_dir=tmp_path / "cache", startup_timeout_s=1800)
     built = _Steps()
@@ -83,6 +85,10 @@ def test_an_offline_build_is_reused_online_and_a_new_closure_builds_anew(
     servers = {p.parent.relative_to(venvs).as_posix() for p in venvs.glob("*/*/.venv")}
     assert len(servers) == 4
     _assert_in_order(built.steps, servers)
+    # uv's unpacked copies of the closure live in the cache root, and go when it goes: in
+    # uv's shared cache they outlived it (~1 GB per closure, keyed by the removed path)
+    assert not shared.exists()
+    assert list((tmp_path / "cache/uv").glob("archive-v*/*/ray"))
 
     online = _Steps()
     again = GymRuntime(package, ENDPOINT, replace(options, offline=False), online).prepare()

@@ -84,10 +84,10 @@ def test_gym_sees_the_pooled_folders_as_its_find_links(tmp_path: Path) -> None:
         bin = tmp_path / "bin"
 
     env = gym_env(_Gym(), RunPaths(tmp_path / "run", tmp_path / "ray"),  # type: ignore[arg-type]
-                  tmp_path / "uv.toml", folders)
+                  tmp_path / "uv.toml", tmp_path / "uv", folders)
     assert env["UV_FIND_LINKS"].split(",") == [str(f) for f in folders]
     native = gym_env(_Gym(), RunPaths(tmp_path / "run", tmp_path / "ray"),  # type: ignore[arg-type]
-                     tmp_path / "uv.toml")
+                     tmp_path / "uv.toml", tmp_path / "uv")
     assert "UV_FIND_LINKS" not in native
 
 
