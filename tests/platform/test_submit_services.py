@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from toy_envs import char_pattern_rows, write_dataset
 
 from envkit.platform import PlatformError
 from envkit.schemas import load_schema
+from envkit.supply.wheelcache import link_wheels
 
 pytestmark = [pytest.mark.platform, pytest.mark.network]
 
@@ -295,7 +297,7 @@ def test_ctrl_c_and_a_vanished_file_mid_upload_leave_nothing_marked_complete(e2e
 
     # A file that vanishes between hashing and sending: one line, still not complete.
     copy = tmp_path / "pkg"
-    subprocess.run(["cp", "-r", str(pkg), str(copy)], check=True)
+    shutil.copytree(pkg, copy, copy_function=link_wheels)  # the wheels hard-linked: ~300 MB
     from envkit.platform import submit as submit_mod
 
     real_scan = submit_mod.scan_tree
