@@ -209,16 +209,27 @@ class _RecordingEnviron(os._Environ):  # type: ignore[type-arg]
             _RecordingEnviron._seen.setdefault(key, value)
 
 
+def _dispatcher(watch: type[_Watch]) -> Callable[[str, tuple[Any, ...]], None]:
+    """The process's audit hook, holding the class it reads the active recorder from.
+
+    Audit events go on firing while the interpreter clears modules at exit, when this module's
+    globals are already None: a hook that looked ``_Watch`` up by name then raised
+    AttributeError, printed as "Exception ignored in audit hook" after a run's output.
+    """
+
+    def dispatch(event: str, args: tuple[Any, ...]) -> None:
+        recorder = watch._audit_installed
+        if recorder is not None:
+            recorder._audit(event, args)
+
+    return dispatch
+
+
 class _Watch:
     """Install the hooks for the run's duration; leave the process as it was after."""
 
     _audit_installed: Recorder | None = None
     _hooked = False
-
-    @staticmethod
-    def _dispatch(event: str, args: tuple[Any, ...]) -> None:
-        if _Watch._audit_installed is not None:
-            _Watch._audit_installed._audit(event, args)
 
     def __init__(self, recorder: Recorder) -> None:
         self.r = recorder
@@ -227,7 +238,7 @@ class _Watch:
     def __enter__(self) -> Recorder:
         r = self.r
         if not _Watch._hooked:  # once per process: an audit hook cannot be removed
-            sys.addaudithook(_Watch._dispatch)
+            sys.addaudithook(_dispatcher(_Watch))
             _Watch._hooked = True
         _Watch._audit_installed = r
         self._saved = {"stat": os.stat, "lstat": os.lstat, "access": os.access,

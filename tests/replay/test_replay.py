@@ -234,3 +234,19 @@ def test_the_tee_keeps_both_streams_in_call_order(tmp_path: Path) -> None:
         sys.stdout.buffer.write(b"out 2\n")
     assert recorder.chunks == [(1, b"out 1"), (1, b"\n"), (2, b"err 1"), (2, b"\n"),
                                (1, b"out 2\n")]
+
+
+def test_the_audit_hook_outlives_its_modules_globals(tmp_path: Path) -> None:
+    """An audit hook cannot be removed, and events go on firing while the interpreter clears
+    modules at exit: the hook must not need the module's globals then (a pytest run that had
+    recorded once printed "Exception ignored in audit hook" after its summary)."""
+    script = (
+        "import envkit.replay.record as record\n"
+        "with record.Recorder(ignore='').watching():\n"
+        "    pass\n"
+        "vars(record).clear()  # what module teardown at exit does\n"
+        f"open({str(tmp_path / 'late.txt')!r}, 'w').close()  # an audit event after it\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
