@@ -15,7 +15,7 @@ import pytest
 from support.ci_groups import COST_S, GROUPS, NEEDS, expression, groups_of
 from support.gym_ray import OWN_RAY
 from support.paths import REPO_ROOT, SUPPORT
-from support.run_groups import schedule
+from support.run_groups import lane_env, schedule
 
 
 @pytest.mark.parametrize("need", list(NEEDS))
@@ -116,7 +116,8 @@ def test_the_runner_runs_every_group_two_at_a_time_and_reports_the_first_failure
     others still run, and the status is the first failing group's in CI order."""
     marks = tmp_path / "marks"
     marks.mkdir()
-    body = "import time\nfrom pathlib import Path\n\n"
+    threads = str(max(1, (os.cpu_count() or 1) // 2))  # each lane's share of the cores
+    body = "import os\nimport time\nfrom pathlib import Path\n\n"
     for group in GROUPS:
         mark = "" if group == "fast" else f"@pytest.mark.{group}\n"
         fails = "    assert False, 'fails on purpose'\n" if group in {"ray", "network"} else ""
@@ -127,10 +128,13 @@ def test_the_runner_runs_every_group_two_at_a_time_and_reports_the_first_failure
                  f"and time.monotonic() < deadline:\n"
                  f"        time.sleep(0.05)\n"
                  f"    assert len(list(Path({str(marks)!r}).glob('*.start'))) >= 2, 'alone'\n"
+                 f"    assert os.environ['OMP_NUM_THREADS'] == {threads!r}, 'threads'\n"
                  f"{fails}\n")
     root = _suite(tmp_path, body)
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     done = subprocess.run([sys.executable, "tests/support/run_groups.py", "--lanes", "2"],
-                          cwd=root, capture_output=True, text=True, timeout=300, check=False)
+                          cwd=root, capture_output=True, text=True, timeout=300, check=False,
+                          env=env)
     assert done.returncode == pytest.ExitCode.TESTS_FAILED, done.stdout + done.stderr
     table = done.stdout.rsplit("==> test groups", 1)[1].splitlines()[1:]
     assert [line.split()[0] for line in table] == [*GROUPS, "all"]
@@ -140,3 +144,13 @@ def test_the_runner_runs_every_group_two_at_a_time_and_reports_the_first_failure
         assert f'==> group {group}: pytest -m "{expression(group)}"' in done.stdout
     assert done.stdout.count("fails on purpose") >= 2
     assert "2 at a time" in done.stdout and "AssertionError: alone" not in done.stdout
+    assert "AssertionError: threads" not in done.stdout
+
+
+def test_each_lane_gets_its_share_of_the_cores_as_openmp_threads() -> None:
+    """Two lanes on two cores: one OpenMP thread each (torch's idle threads spin on the core
+    the other lane needs); a value the caller set is kept."""
+    assert lane_env({"A": "1"}, lanes=2, cpus=2) == {"A": "1", "OMP_NUM_THREADS": "1"}
+    assert lane_env({}, lanes=2, cpus=8)["OMP_NUM_THREADS"] == "4"
+    assert lane_env({}, lanes=4, cpus=2)["OMP_NUM_THREADS"] == "1"
+    assert lane_env({"OMP_NUM_THREADS": "3"}, lanes=2, cpus=2) == {"OMP_NUM_THREADS": "3"}
