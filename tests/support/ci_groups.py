@@ -31,11 +31,11 @@ NEEDS: dict[str, str] = {
 }
 GROUPS: tuple[str, ...] = ("fast", *NEEDS)
 
-COST_S: dict[str, int] = {"fast": 130, "platform": 252, "ray": 156, "train": 1204, "gym": 1747,
-                          "network": 364}
+COST_S: dict[str, int] = {"fast": 98, "platform": 147, "ray": 121, "train": 597, "gym": 887,
+                          "network": 224}
 """Each group's wall time on the 2-core CI machine, seconds (a fresh clone, warm caches, two
-lanes, 2026-12-03): only the order matters, so ``run_groups.py`` starts the longest first and a
-short one ends the run."""
+lanes, 2026-12-04: 1,147 s in all, 1,838 CPU s): only the order matters, so ``run_groups.py``
+starts the longest first and a short one ends the run."""
 
 
 def expression(group: str) -> str:
