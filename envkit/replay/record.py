@@ -213,8 +213,9 @@ def _dispatcher(watch: type[_Watch]) -> Callable[[str, tuple[Any, ...]], None]:
     """The process's audit hook, holding the class it reads the active recorder from.
 
     Audit events go on firing while the interpreter clears modules at exit, when this module's
-    globals are already None: a hook that looked ``_Watch`` up by name then raised
-    AttributeError, printed as "Exception ignored in audit hook" after a run's output.
+    globals are already None or gone: a hook that looked ``_Watch`` up by name then raised
+    (AttributeError, NameError), printed as "Exception ignored in audit hook" after a run's
+    output.
     """
 
     def dispatch(event: str, args: tuple[Any, ...]) -> None:
