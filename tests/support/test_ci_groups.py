@@ -116,7 +116,7 @@ def test_the_runner_runs_every_group_two_at_a_time_and_reports_the_first_failure
     others still run, and the status is the first failing group's in CI order."""
     marks = tmp_path / "marks"
     marks.mkdir()
-    threads = str(max(1, (os.cpu_count() or 1) // 2))  # each lane's share of the cores
+    threads = lane_env({}, lanes=2, cpus=os.cpu_count() or 1)["OMP_NUM_THREADS"]
     body = "import os\nimport time\nfrom pathlib import Path\n\n"
     for group in GROUPS:
         mark = "" if group == "fast" else f"@pytest.mark.{group}\n"
