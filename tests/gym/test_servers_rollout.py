@@ -34,6 +34,7 @@ from envkit.gym import (
     RuntimeEvents,
     RuntimeOptions,
     expand_rows,
+    unreachable,
 )
 from envkit.trainer.generation.hf import HFBackend
 from envkit.trainer.rollout import run_rollouts
@@ -129,10 +130,15 @@ def test_c_killing_the_resources_server_fails_rows_and_leaves_no_orphan(gym) -> 
                 proc.kill()
             killed.extend(p.pid for p in victims)
 
+    def dead() -> str | None:  # the liveness probe `envkit rollout` and the trainer poll
+        return ", ".join(unreachable(servers.servers)) or None
+
     rows = expand_rows(char_pattern_rows(4), num_repeats=1, temperature=1.0, max_tokens=4)
-    summary = run_rollouts(servers, rows, concurrency=1, timeout_s=15, on_result=kill_after_two)
+    summary = run_rollouts(servers, rows, concurrency=1, timeout_s=600, on_result=kill_after_two,
+                           abort=dead)
     assert killed
     assert any(r.ok for r in summary.results)
+    assert "char_pattern" in (summary.aborted or "").split(", ")
     assert summary.failed
     assert all(r.failure_reason for r in summary.failed)
     assert summary.exit_code != 0

@@ -157,7 +157,7 @@ def test_server_that_never_becomes_ready(monkeypatch) -> None:
     pkg = FIXTURES / "smoke_never_ready"
     _validates(pkg)
     started = time.monotonic()
-    rc, report = _smoke(pkg, "--timeout", "30")  # slow_warmup never is; a late other is tolerated
+    rc, report = _smoke(pkg, "--timeout", "20")  # slow_warmup never is; a late other is tolerated
     assert rc == 1
     server = _failed_server(report, "slow_warmup")
     assert server["failure"]["code"] == "EK701"

@@ -110,7 +110,7 @@ def cluster(monkeypatch):
     finally:
         if ray.is_initialized():
             ray.shutdown()
-        tree.terminate(grace_s=20)
+        tree.terminate()  # the grace a run's own teardown gives: no report is read after
         proc.wait(timeout=10)
         shutil.rmtree(temp, ignore_errors=True)
 
