@@ -17,8 +17,10 @@ python3 -m venv .venv
 # The layering contracts (pyproject.toml [tool.importlinter]) before any test runs.
 .venv/bin/python scripts/lint_imports.py
 # mypy ([tool.mypy]): strict on the model, the rules, the supply chain, the validate operation
-# and the errors; the rest with mypy's defaults.
-.venv/bin/python scripts/typecheck.py
+# and the errors; the rest with mypy's defaults. Its cache is kept under ~/.cache (a fresh
+# clone would check everything from nothing; mypy rechecks whatever changed).
+MYPY_CACHE_DIR=${MYPY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/envkit-tests/mypy} \
+    .venv/bin/python scripts/typecheck.py
 # The rule reference site: pages current with the registry, a strict build, no dead link
 # (the site, the rule URLs diagnostics print with docs-url set, every URL in the sources).
 .venv/bin/python scripts/gen_rule_docs.py --check

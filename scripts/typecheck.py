@@ -3,9 +3,13 @@
 ``validators/``, ``converters/`` and ``trainer/`` install as ``envkit.validators`` and so on,
 through the editable install's import hook, which mypy cannot see; so, as for
 ``scripts/lint_imports.py``, the ``.py`` files are staged in the wheel's places, here under
-``build/typecheck/`` (a fixed place, so mypy's cache in ``.mypy_cache/`` stays warm; copies keep
-their mtimes). mypy's messages name the staged files; they are printed with the repository's
-paths (``envkit/validators/x.py`` as ``validators/x.py``).
+``build/typecheck/`` (a fixed place, so mypy's cache stays warm; copies keep their mtimes).
+The cache is ``.mypy_cache/`` unless ``$MYPY_CACHE_DIR`` names another: CI points it under
+``~/.cache``, since every fresh clone otherwise checks all of envkit from nothing (~20 s against
+~1 s). Sharing is safe: mypy re-reads an entry only when the file's hash, mypy's version and
+the options match, and replaces each cache file atomically. mypy's messages name the staged
+files; they are printed with the repository's paths (``envkit/validators/x.py`` as
+``validators/x.py``).
 
 Usage: ``.venv/bin/python scripts/typecheck.py [mypy options]`` (all of ``envkit`` unless the
 options name ``-p``/``-m`` targets); exits with mypy's status.
@@ -13,6 +17,7 @@ options name ``-p``/``-m`` targets); exits with mypy's status.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -44,7 +49,8 @@ def main(argv: list[str]) -> int:
     stage(STAGE)
     targets = [] if {"-p", "-m", "--package", "--module"} & set(argv) else ["-p", "envkit"]
     cmd = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
-           "--cache-dir", str(ROOT / ".mypy_cache"), *targets, *argv]
+           "--cache-dir", os.environ.get("MYPY_CACHE_DIR") or str(ROOT / ".mypy_cache"),
+           *targets, *argv]
     proc = subprocess.run(cmd, cwd=STAGE, capture_output=True, text=True, check=False)
     pairs = _repo_paths()
     for line in proc.stdout.splitlines():
