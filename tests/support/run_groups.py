@@ -2,8 +2,7 @@
 
 Why lanes: a slow group spends part of its wall time waiting (a server that must not come up is
 waited out, Ray and Gym's head poll on their clocks, the platform's services idle between
-requests), so one group after another left CPU unused. With two lanes the 2-core CI machine is
-~92% busy (vmstat, 2026-12-02): more lanes gain nothing there; fewer bring-ups would.
+requests), so one group after another left CPU unused.
 Each group is still its own pytest run (its own temp root, output and exit status), so what a
 group costs and what it proves do not change; groups share only what is keyed by content
 (``~/.cache``: venvs, wheels), whose writers already rename into place atomically.
@@ -16,11 +15,19 @@ model (``tests/probe/test_model_gym.py``): 83 CPU s in 78 s wall with two thread
 with one; the whole suite in two lanes used ~40% more CPU than its groups one by one.
 
 Groups start longest first (:data:`support.ci_groups.COST_S`), each on the first free lane, so
-the last to end is a short one. A group's output is printed whole when it ends (never
-interleaved); stderr says when each starts and ends. Every group runs even when an earlier one
-failed; the exit status is that of the first failing group in CI order.
+the last to end is a short one. Besides the lanes (one per core) there is a background lane
+(``--background``): a group there runs at lower CPU priority (``nice`` +10), so it takes the
+CPU the others leave idle while they wait, and yields it as soon as they want it. Why: with two
+lanes the machine was still ~15% idle, mostly in the run's second half (vmstat, 2026-12-04:
+1,262 s of wall, 2,094 of 2,524 CPU seconds used), and two lanes alone cannot use it; a third
+lane at the same priority would slow the longest group, which ends the run.
 
-Run as a script: ``run_groups.py [--lanes N] [GROUP ...]`` (no group: all of them).
+A group's output is printed whole when it ends (never interleaved); stderr says when each starts
+and ends. Every group runs even when an earlier one failed; the exit status is that of the
+first failing group in CI order.
+
+Run as a script: ``run_groups.py [--lanes N] [--background N] [GROUP ...]`` (no group: all of
+them).
 """
 
 from __future__ import annotations
@@ -42,6 +49,10 @@ from support.ci_groups import COST_S, GROUPS, expression
 
 DEFAULT_LANES = 2
 """Lanes when neither ``--lanes`` nor ``$ENVKIT_TEST_LANES`` says: the 2-core CI machine."""
+DEFAULT_BACKGROUND = 1
+"""Background lanes when neither ``--background`` nor ``$ENVKIT_TEST_BACKGROUND`` says."""
+BACKGROUND_NICE = 10
+"""How much lower a background group's CPU priority is (CFS gives it ~1/10 of a busy core)."""
 
 
 @dataclass
@@ -51,6 +62,7 @@ class Run:
     group: str
     log: Path
     proc: subprocess.Popen[bytes]
+    background: bool = False
     started: float = field(default_factory=time.monotonic)
     seconds: float = 0.0
     rc: int | None = None
@@ -73,7 +85,11 @@ def pytest_command(group: str) -> list[str]:
     return [sys.executable, "-m", "pytest", "-m", expression(group), "-q", "--durations=15"]
 
 
-def _start(group: str, root: Path, lanes: int) -> Run:
+def _lower_priority() -> None:
+    os.nice(BACKGROUND_NICE)
+
+
+def _start(group: str, root: Path, lanes: int, background: bool) -> Run:
     temp = root / group
     temp.mkdir()
     log = root / f"{group}.log"
@@ -81,9 +97,11 @@ def _start(group: str, root: Path, lanes: int) -> Run:
            "PYTEST_DEBUG_TEMPROOT": str(temp)}
     with log.open("wb") as out:
         proc = subprocess.Popen(pytest_command(group), stdout=out, stderr=subprocess.STDOUT,
-                                env=env, start_new_session=True)
-    print(f"--> group {group} started", file=sys.stderr, flush=True)
-    return Run(group, log, proc)
+                                env=env, start_new_session=True,
+                                preexec_fn=_lower_priority if background else None)
+    where = f" (background: nice +{BACKGROUND_NICE})" if background else ""
+    print(f"--> group {group} started{where}", file=sys.stderr, flush=True)
+    return Run(group, log, proc, background)
 
 
 def _finish(run: Run, root: Path) -> None:
@@ -91,19 +109,21 @@ def _finish(run: Run, root: Path) -> None:
     print(f"--> group {run.group} ended: exit {run.rc}, {run.seconds:.0f} s", file=sys.stderr,
           flush=True)
     sys.stdout.write(f'\n==> group {run.group}: pytest -m "{expression(run.group)}" '
-                     f"({run.seconds:.0f} s, exit {run.rc})\n")
+                     f"({run.seconds:.0f} s, exit {run.rc}{', background' * run.background})\n")
     sys.stdout.write(run.log.read_text("utf-8", errors="replace"))
     sys.stdout.flush()
     shutil.rmtree(root / run.group, ignore_errors=True)  # GBs of packages and venvs
 
 
-def run_groups(groups: list[str], lanes: int, root: Path) -> list[Run]:
-    """Run ``groups`` with at most ``lanes`` at once; return every run, ended."""
+def run_groups(groups: list[str], lanes: int, root: Path, background: int = 0) -> list[Run]:
+    """Run ``groups`` with at most ``lanes`` at once, and ``background`` more at lower
+    priority; return every run, ended. A free lane is taken before a background one."""
     pending, running, done = schedule(groups), [], []
     try:
         while pending or running:
-            while pending and len(running) < lanes:
-                running.append(_start(pending.pop(0), root, lanes))
+            while pending and len(running) < lanes + background:
+                behind = sum(not r.background for r in running) >= lanes
+                running.append(_start(pending.pop(0), root, lanes, behind))
             time.sleep(0.5)
             for run in [r for r in running if r.proc.poll() is not None]:
                 run.rc = run.proc.returncode
@@ -125,10 +145,16 @@ def run_groups(groups: list[str], lanes: int, root: Path) -> list[Run]:
 def summary(runs: list[Run], wall_s: float) -> tuple[str, int]:
     """The table of groups in CI order (wall time, exit status) and the run's exit status."""
     ordered = sorted(runs, key=lambda r: GROUPS.index(r.group))
-    lines = [f"{r.group:<9} {r.seconds:5.0f}s  exit {r.rc}" for r in ordered]
+    lines = [f"{r.group:<9} {r.seconds:5.0f}s  exit {r.rc}{'  (background)' * r.background}"
+             for r in ordered]
     status = next((r.rc for r in ordered if r.rc), 0) or 0
     lines.append(f"{'all':<9} {wall_s:5.0f}s  exit {status}")
     return "\n".join(lines), status
+
+
+def _at_a_time(args: argparse.Namespace) -> str:
+    extra = f" + {args.background} in the background" if args.background else ""
+    return f"{args.lanes} at a time{extra}"
 
 
 def main(argv: list[str]) -> int:
@@ -138,9 +164,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--lanes", type=int,
                         default=int(os.environ.get("ENVKIT_TEST_LANES", DEFAULT_LANES)),
                         help="groups at once (default: $ENVKIT_TEST_LANES or %(default)s)")
+    parser.add_argument("--background", type=int,
+                        default=int(os.environ.get("ENVKIT_TEST_BACKGROUND", DEFAULT_BACKGROUND)),
+                        help="more groups at once at lower CPU priority, on what the lanes "
+                             "leave idle (default: $ENVKIT_TEST_BACKGROUND or %(default)s)")
     args = parser.parse_args(argv)
     if args.lanes < 1:
         parser.error("--lanes must be at least 1")
+    if args.background < 0:
+        parser.error("--background must be at least 0")
     if unknown := [g for g in args.groups if g not in GROUPS]:
         parser.error(f"no CI group {', '.join(unknown)} (groups: {', '.join(GROUPS)})")
     start = time.monotonic()
@@ -148,11 +180,11 @@ def main(argv: list[str]) -> int:
     # session of the same user prunes /tmp/pytest-of-$USER/ to its last three, so another
     # session (or group) would delete a running one's dirs.
     with tempfile.TemporaryDirectory(prefix="envkit-ci.") as root:
-        print(f"--> {len(args.groups or GROUPS)} groups, {args.lanes} at a time",
-              file=sys.stderr, flush=True)
-        runs = run_groups(list(args.groups or GROUPS), args.lanes, Path(root))
+        print(f"--> {len(args.groups or GROUPS)} groups, {_at_a_time(args)}", file=sys.stderr,
+              flush=True)
+        runs = run_groups(list(args.groups or GROUPS), args.lanes, Path(root), args.background)
     table, status = summary(runs, time.monotonic() - start)
-    print(f"\n==> test groups (wall time, exit status; {args.lanes} at a time)\n{table}")
+    print(f"\n==> test groups (wall time, exit status; {_at_a_time(args)})\n{table}")
     return status
 
 

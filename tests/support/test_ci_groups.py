@@ -15,7 +15,7 @@ import pytest
 from support.ci_groups import COST_S, GROUPS, NEEDS, expression, groups_of
 from support.gym_ray import OWN_RAY
 from support.paths import REPO_ROOT, SUPPORT
-from support.run_groups import lane_env, schedule
+from support.run_groups import BACKGROUND_NICE, lane_env, schedule
 
 
 @pytest.mark.parametrize("need", list(NEEDS))
@@ -112,8 +112,9 @@ def test_in_ci_a_skip_fails_the_run_and_outside_it_does_not(tmp_path: Path) -> N
 def test_the_runner_runs_every_group_two_at_a_time_and_reports_the_first_failure(
     tmp_path: Path,
 ) -> None:
-    """Each group is its own pytest run; two overlap; a failing group fails the run but the
-    others still run, and the status is the first failing group's in CI order."""
+    """Each group is its own pytest run; two overlap, and a third in the background at lower
+    CPU priority; a failing group fails the run but the others still run, and the status is
+    the first failing group's in CI order."""
     marks = tmp_path / "marks"
     marks.mkdir()
     threads = lane_env({}, lanes=2, cpus=os.cpu_count() or 1)["OMP_NUM_THREADS"]
@@ -129,22 +130,32 @@ def test_the_runner_runs_every_group_two_at_a_time_and_reports_the_first_failure
                  f"        time.sleep(0.05)\n"
                  f"    assert len(list(Path({str(marks)!r}).glob('*.start'))) >= 2, 'alone'\n"
                  f"    assert os.environ['OMP_NUM_THREADS'] == {threads!r}, 'threads'\n"
+                 f"    Path({str(marks)!r}, '{group}.nice').write_text(str(os.nice(0)))\n"
                  f"{fails}\n")
     root = _suite(tmp_path, body)
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
-    done = subprocess.run([sys.executable, "tests/support/run_groups.py", "--lanes", "2"],
+    done = subprocess.run([sys.executable, "tests/support/run_groups.py", "--lanes", "2",
+                           "--background", "1"],
                           cwd=root, capture_output=True, text=True, timeout=300, check=False,
                           env=env)
     assert done.returncode == pytest.ExitCode.TESTS_FAILED, done.stdout + done.stderr
     table = done.stdout.rsplit("==> test groups", 1)[1].splitlines()[1:]
     assert [line.split()[0] for line in table] == [*GROUPS, "all"]
-    exits = {line.split()[0]: line.split()[-1] for line in table}
+    exits = {line.split()[0]: line.split()[3] for line in table}
     assert exits == {**dict.fromkeys(GROUPS, "0"), "ray": "1", "network": "1", "all": "1"}
     for group in GROUPS:  # each group's own output, whole
         assert f'==> group {group}: pytest -m "{expression(group)}"' in done.stdout
     assert done.stdout.count("fails on purpose") >= 2
-    assert "2 at a time" in done.stdout and "AssertionError: alone" not in done.stdout
+    assert "2 at a time + 1 in the background" in done.stdout
+    assert "AssertionError: alone" not in done.stdout
     assert "AssertionError: threads" not in done.stdout
+    # the third of the longest-first start is in the background, niced; the lanes' are not
+    behind = {line.split()[0] for line in table if line.endswith("(background)")}
+    assert schedule(list(GROUPS))[2] in behind and schedule(list(GROUPS))[0] not in behind
+    nice = {group: int((marks / f"{group}.nice").read_text()) for group in GROUPS}
+    base = os.nice(0)
+    assert nice == {g: base + BACKGROUND_NICE * (g in behind) for g in GROUPS}, (nice, behind)
+    assert f"--> group {schedule(list(GROUPS))[2]} started (background: nice +" in done.stderr
 
 
 def test_each_lane_gets_its_share_of_the_cores_as_openmp_threads() -> None:
