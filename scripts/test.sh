@@ -29,7 +29,7 @@ MYPY_CACHE_DIR=${MYPY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/envkit-tests/my
 
 # The fast group and each slow group as its own pytest run, two at a time (and a third at lower
 # CPU priority, on what they leave idle), longest first
-# (tests/support/run_groups.py says why; --lanes or ENVKIT_TEST_LANES=1 runs them one by one).
+# (tests/support/run_groups.py says why; --lanes 1 --background 0 runs them one by one).
 # Every group runs even when an earlier one failed; the exit status is the first failure's;
 # each group's output is printed whole when it ends, with --durations (where its time goes).
 exec .venv/bin/python tests/support/run_groups.py "$@"
