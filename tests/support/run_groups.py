@@ -16,11 +16,13 @@ with one; the whole suite in two lanes used ~40% more CPU than its groups one by
 
 Groups start longest first (:data:`support.ci_groups.COST_S`), each on the first free lane, so
 the last to end is a short one. Besides the lanes (one per core) there is a background lane
-(``--background``): a group there runs at lower CPU priority (``nice`` +10), so it takes the
-CPU the others leave idle while they wait, and yields it as soon as they want it. Why: with two
-lanes the machine was still ~15% idle, mostly in the run's second half (vmstat, 2026-12-04:
-1,262 s of wall, 2,094 of 2,524 CPU seconds used), and two lanes alone cannot use it; a third
-lane at the same priority would slow the longest group, which ends the run.
+(``--background``): a group there runs at a low CPU weight, so it takes the CPU the others leave
+idle while they wait, and yields most of it when they want it. Why: with two lanes the machine
+was still ~15% idle, mostly in the run's second half (vmstat, 2026-12-04: 1,262 s of wall,
+2,094 of 2,524 CPU seconds used), and two lanes alone cannot use it. The weight must be a
+cgroup's: ``nice`` alone did nothing there (a third lane at +10 slowed the train group from
+671 s to 1,029), since Linux's autogroups share the CPU between sessions first, and each group's
+pytest, Gym's servers and Ray's daemons start sessions of their own.
 
 A group's output is printed whole when it ends (never interleaved); stderr says when each starts
 and ends. Every group runs even when an earlier one failed; the exit status is that of the
@@ -41,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,7 +55,11 @@ DEFAULT_LANES = 2
 DEFAULT_BACKGROUND = 1
 """Background lanes when neither ``--background`` nor ``$ENVKIT_TEST_BACKGROUND`` says."""
 BACKGROUND_NICE = 10
-"""How much lower a background group's CPU priority is (CFS gives it ~1/10 of a busy core)."""
+"""How much lower a background group's processes' priority is (among themselves)."""
+BACKGROUND_SHARES = 256
+"""The background cgroup's CPU weight, against 1,024 for each busy session of the lanes: about a
+fifth of the machine while both lanes are busy, and all that they leave idle."""
+CGROUP_V1_CPU = Path("/sys/fs/cgroup/cpu")
 
 
 @dataclass
@@ -85,11 +92,38 @@ def pytest_command(group: str) -> list[str]:
     return [sys.executable, "-m", "pytest", "-m", expression(group), "-q", "--durations=15"]
 
 
-def _lower_priority() -> None:
-    os.nice(BACKGROUND_NICE)
+@contextlib.contextmanager
+def background_cgroup(parent: Path = CGROUP_V1_CPU) -> Iterator[Path | None]:
+    """A cgroup (v1 ``cpu``) of :data:`BACKGROUND_SHARES` for the background lane's groups,
+    removed after; None where the machine gives none (no such controller, no permission): the
+    background then has ``nice`` alone, which autogroups undo for every new session."""
+    path = parent / f"envkit-ci-{os.getpid()}"
+    try:
+        path.mkdir()
+        (path / "cpu.shares").write_text(str(BACKGROUND_SHARES))
+    except OSError:
+        with contextlib.suppress(OSError):
+            path.rmdir()
+        yield None
+        return
+    try:
+        yield path
+    finally:
+        with contextlib.suppress(OSError):  # a process still in it keeps it: leave it
+            path.rmdir()
 
 
-def _start(group: str, root: Path, lanes: int, background: bool) -> Run:
+def _lowering(cgroup: Path | None) -> Callable[[], None]:
+    """What a background group's process runs before pytest: its descendants inherit both."""
+    def lower() -> None:
+        os.nice(BACKGROUND_NICE)
+        if cgroup is not None:
+            (cgroup / "cgroup.procs").write_text(str(os.getpid()))
+    return lower
+
+
+def _start(group: str, root: Path, lanes: int, background: bool,
+           cgroup: Path | None = None) -> Run:
     temp = root / group
     temp.mkdir()
     log = root / f"{group}.log"
@@ -98,8 +132,9 @@ def _start(group: str, root: Path, lanes: int, background: bool) -> Run:
     with log.open("wb") as out:
         proc = subprocess.Popen(pytest_command(group), stdout=out, stderr=subprocess.STDOUT,
                                 env=env, start_new_session=True,
-                                preexec_fn=_lower_priority if background else None)
-    where = f" (background: nice +{BACKGROUND_NICE})" if background else ""
+                                preexec_fn=_lowering(cgroup) if background else None)
+    weight = f", cpu.shares {BACKGROUND_SHARES}" if cgroup is not None else ""
+    where = f" (background: nice +{BACKGROUND_NICE}{weight})" if background else ""
     print(f"--> group {group} started{where}", file=sys.stderr, flush=True)
     return Run(group, log, proc, background)
 
@@ -116,14 +151,21 @@ def _finish(run: Run, root: Path) -> None:
 
 
 def run_groups(groups: list[str], lanes: int, root: Path, background: int = 0) -> list[Run]:
-    """Run ``groups`` with at most ``lanes`` at once, and ``background`` more at lower
-    priority; return every run, ended. A free lane is taken before a background one."""
-    pending, running, done = schedule(groups), [], []
+    """Run ``groups`` with at most ``lanes`` at once, and ``background`` more at a low CPU
+    weight; return every run, ended. A free lane is taken before a background one."""
+    with background_cgroup() if background else contextlib.nullcontext() as cgroup:
+        return _run(schedule(groups), lanes, root, background, cgroup)
+
+
+def _run(pending: list[str], lanes: int, root: Path, background: int,
+         cgroup: Path | None) -> list[Run]:
+    running: list[Run] = []
+    done: list[Run] = []
     try:
         while pending or running:
             while pending and len(running) < lanes + background:
                 behind = sum(not r.background for r in running) >= lanes
-                running.append(_start(pending.pop(0), root, lanes, behind))
+                running.append(_start(pending.pop(0), root, lanes, behind, cgroup))
             time.sleep(0.5)
             for run in [r for r in running if r.proc.poll() is not None]:
                 run.rc = run.proc.returncode

@@ -15,7 +15,14 @@ import pytest
 from support.ci_groups import COST_S, GROUPS, NEEDS, expression, groups_of
 from support.gym_ray import OWN_RAY
 from support.paths import REPO_ROOT, SUPPORT
-from support.run_groups import BACKGROUND_NICE, lane_env, schedule
+from support.run_groups import (
+    BACKGROUND_NICE,
+    BACKGROUND_SHARES,
+    CGROUP_V1_CPU,
+    background_cgroup,
+    lane_env,
+    schedule,
+)
 
 
 @pytest.mark.parametrize("need", list(NEEDS))
@@ -131,9 +138,12 @@ def test_the_runner_runs_every_group_two_at_a_time_and_reports_the_first_failure
                  f"    assert len(list(Path({str(marks)!r}).glob('*.start'))) >= 2, 'alone'\n"
                  f"    assert os.environ['OMP_NUM_THREADS'] == {threads!r}, 'threads'\n"
                  f"    Path({str(marks)!r}, '{group}.nice').write_text(str(os.nice(0)))\n"
+                 f"    Path({str(marks)!r}, '{group}.cgroup').write_text("
+                 f"Path('/proc/self/cgroup').read_text())\n"
                  f"{fails}\n")
     root = _suite(tmp_path, body)
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    cgroups_before = set(CGROUP_V1_CPU.glob("envkit-ci-*"))
     done = subprocess.run([sys.executable, "tests/support/run_groups.py", "--lanes", "2",
                            "--background", "1"],
                           cwd=root, capture_output=True, text=True, timeout=300, check=False,
@@ -153,9 +163,28 @@ def test_the_runner_runs_every_group_two_at_a_time_and_reports_the_first_failure
     behind = {line.split()[0] for line in table if line.endswith("(background)")}
     assert schedule(list(GROUPS))[2] in behind and schedule(list(GROUPS))[0] not in behind
     nice = {group: int((marks / f"{group}.nice").read_text()) for group in GROUPS}
-    base = os.nice(0)
-    assert nice == {g: base + BACKGROUND_NICE * (g in behind) for g in GROUPS}, (nice, behind)
+    base = os.nice(0)  # this run may itself be in the background (capped at 19)
+    assert nice == {g: min(19, base + BACKGROUND_NICE * (g in behind)) for g in GROUPS}, nice
     assert f"--> group {schedule(list(GROUPS))[2]} started (background: nice +" in done.stderr
+    # where the machine gives a cpu cgroup, the background groups (and only they) are in it
+    weighted = f"cpu.shares {BACKGROUND_SHARES})" in done.stderr
+    with background_cgroup() as probe:
+        assert weighted == (probe is not None)
+    inside = {g for g in GROUPS if "envkit-ci-" in (marks / f"{g}.cgroup").read_text()}
+    assert inside == (behind if weighted else set()), inside
+    assert set(CGROUP_V1_CPU.glob("envkit-ci-*")) <= cgroups_before  # its own is removed
+
+
+def test_the_background_cgroup_falls_back_to_none_and_leaves_nothing(tmp_path: Path) -> None:
+    """A cgroup where the parent takes one (here a plain directory standing in for the
+    controller's), none where it cannot be made, and nothing left behind either way."""
+    with background_cgroup(tmp_path) as made:
+        assert made is not None and (made / "cpu.shares").read_text() == str(BACKGROUND_SHARES)
+        (made / "cpu.shares").unlink()  # the kernel's files go with the group; a plain dir's not
+    assert list(tmp_path.iterdir()) == []
+    with background_cgroup(tmp_path / "no-such-controller") as none:
+        assert none is None
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_each_lane_gets_its_share_of_the_cores_as_openmp_threads() -> None:
