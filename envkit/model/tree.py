@@ -12,8 +12,10 @@ since the last scan; this module never stores them (the layers above decide wher
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,10 +26,12 @@ if TYPE_CHECKING:
 __all__ = ["Stamps", "Tree", "TreeFile", "hash_files", "sha256_file", "tree_digest",
            "walk_files"]
 
+_NO_FILE = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
+"""What ``Path.is_file`` reads as "not a file" rather than raising."""
+
 Stamps = dict[str, list[Any]]
 """``rel -> [size, mtime_ns, inode, sha256]`` of the last scan."""
 
-_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -50,13 +54,10 @@ class Tree:
         return sum(f.size for f in self.files)
 
 
-def sha256_file(path: Path) -> str:
+def sha256_file(path: str | os.PathLike[str]) -> str:
     """The file's SHA-256, hex (wheel pins, FileSet entries, provenance: one function)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+    with open(path, "rb") as fh:  # noqa: PTH123 - str or Path in, no Path built per file
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def walk_files(root: Path) -> list[str]:
@@ -90,11 +91,17 @@ def hash_files(root: Path, rels: Iterable[str], purpose: str,
     old = stamps or {}
     fresh: Stamps = {}
     files = []
+    base = os.fspath(root)
     for rel in sorted(rels):
-        path = root / rel
-        if not path.is_file():  # a socket or FIFO; validate reports them (EK207)
+        path = f"{base}/{rel}"  # one stat per file, no Path built: validate hashes thousands
+        try:
+            st = os.stat(path)  # noqa: PTH116 - a str, as built above
+        except OSError as exc:  # a dangling or looping link: no file, as Path.is_file says
+            if exc.errno in _NO_FILE:
+                continue
+            raise
+        if not stat.S_ISREG(st.st_mode):  # a socket or FIFO; validate reports them (EK207)
             continue
-        st = path.stat()
         stamp = [st.st_size, st.st_mtime_ns, st.st_ino]
         hit = old.get(rel)
         digest = hit[3] if hit and list(hit[:3]) == stamp else sha256_file(path)
