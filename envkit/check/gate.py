@@ -25,6 +25,7 @@ from envkit.check.settings import (
     workspace_at,
 )
 from envkit.check.validate import TargetDisagreement, ValidateRequest, read_package, validate
+from envkit.check.workers import fork_map
 from envkit.check.wrong_root import wrong_root
 from envkit.errors import UsageError
 from envkit.model.diagnostics import Diagnostic, parse_selectors
@@ -67,6 +68,8 @@ class GateRequest:
     """Ignore configuration files (``--isolated``, as ruff)."""
     ignore_unowned_files: bool = False
     """Files in no package are skipped (pre-commit passes them all), not a usage error."""
+    workers: int | None = None
+    """Processes validating packages at once (``None``: one per core; ``envkit.check.workers``)."""
 
 
 @dataclass(frozen=True)
@@ -284,7 +287,9 @@ def run_gate(request: GateRequest) -> ValidationRun:
         if not (dataset or job):
             return ValidationRun(())
         return ValidationRun((_one(None, request, dataset, job),))
-    return ValidationRun(tuple(_one(p, request, dataset, job) for p in found.packages))
+    packages = found.packages
+    return ValidationRun(tuple(fork_map(lambda p: _one(p, request, dataset, job), packages,
+                                        request.workers)))
 
 
 def discover_for(request: GateRequest) -> Discovery:

@@ -13,6 +13,9 @@ How, without touching the code it watches (validate's loaders, PyYAML, zipfile, 
   records every name);
 - ``sys.stdout``/``sys.stderr`` are teed: the bytes reach the terminal as before and are kept,
   in order, with the stream they went to.
+- a validate run over many packages forks workers (``envkit.check.workers``): the recorder is
+  their :class:`~envkit.check.workers.Carrier`, so each worker identifies what it read, imported
+  and printed, and the run's answer depends on it as on the parent's own reads.
 
 An audit hook cannot be removed: one dispatcher is added per process, and it forwards events
 only while a :meth:`Recorder.watching` block runs (the console entry's one run; tests' runs).
@@ -23,9 +26,10 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TextIO
 
+from envkit.check.workers import carrying
 from envkit.replay.store import LISTED, LSTAT, STAT, Input, identity
 
 __all__ = ["Recorder"]
@@ -88,6 +92,7 @@ class Recorder:
     def __init__(self, ignore: str) -> None:
         self.ignore = tuple(os.path.abspath(d) for d in (ignore, sys.pycache_prefix) if d)
         """Never inputs, free to write: envkit's cache, ``$PYTHONPYCACHEPREFIX`` (bytecode)."""
+        self._below = tuple(root + os.sep for root in self.ignore)
         self.paths: dict[tuple[int, str | bytes], None] = {}
         self.listed: dict[str | bytes, None] = {}
         self.env: dict[str, str | None] = {}
@@ -96,6 +101,10 @@ class Recorder:
         """Why the run's answer may depend on more than its inputs (the first such event)."""
         self.started_ns = time.time_ns()
         self._on = False
+        self.carried_inputs: dict[tuple[int, str | bytes], Any] = {}
+        """Inputs forked workers read, with the identities they took."""
+        self._forking = False
+        self._since_fork: tuple[int, int, int, int, frozenset[str]] | None = None
 
     # -- the hooks -------------------------------------------------------------------------
     def _audit(self, event: str, args: tuple[Any, ...]) -> None:
@@ -107,6 +116,8 @@ class Recorder:
             path = "." if args[0] is None else args[0]
             if isinstance(path, (str, bytes, os.PathLike)):
                 self._listing(os.fspath(path))
+        elif event == "os.fork" and self._forking:  # a validate worker: carried back
+            self._forking = False
         elif event in _CHANGES:
             if not all(self._ours(arg) for arg in args[:_CHANGES[event]]):
                 self._taint(event)
@@ -144,7 +155,7 @@ class Recorder:
             return True
         # Only ".." can lead out of a directory a path starts with: normalise only then.
         full = text if text.startswith(os.sep) and ".." not in text else os.path.abspath(text)
-        return any(full == root or full.startswith(root + os.sep) for root in self.ignore)
+        return full.startswith(self._below) or full in self.ignore  # a stat of every file: fast
 
     def _taint(self, why: str) -> None:
         self.impure = self.impure or why
@@ -160,22 +171,62 @@ class Recorder:
             return real(path, *args, **kwargs)
         return recorded
 
+    # -- forked validate workers (envkit.check.workers.Carrier) ----------------------------
+    def before_fork(self) -> None:
+        self._forking = True
+
+    def forked(self) -> None:
+        self._forking = False
+        self._since_fork = (len(self.paths), len(self.listed), len(self.env), len(self.chunks),
+                            frozenset(sys.modules))
+
+    def carried(self) -> dict[str, Any]:
+        """What the worker observed since the fork, identified here (the identities are taken
+        on every core, as the reads were); the modules it imported are inputs too (the
+        parent's ``sys.modules`` never sees them)."""
+        self._on = False  # the worker's run is over: its own stats are no inputs
+        paths, listed, env, chunks, modules = self._since_fork or (0, 0, 0, 0, frozenset())
+        files = [getattr(sys.modules[name], "__file__", None)
+                 for name in list(sys.modules) if name not in modules]
+        found = _identified(list(self.paths)[paths:], list(self.listed)[listed:], files, set())
+        return {"inputs": list(found), "env": list(self.env.items())[env:],
+                "chunks": self.chunks[chunks:], "impure": self.impure}
+
+    def merge(self, state: Any) -> None:  # what carried() returned
+        for how, path, ident in state["inputs"]:
+            self.carried_inputs.setdefault((how, path), ident)
+        for name, value in state["env"]:
+            self.env.setdefault(name, value)
+        self.chunks.extend(state["chunks"])
+        if state["impure"]:
+            self._taint(state["impure"])
+
     # -- the run ---------------------------------------------------------------------------
     def watching(self) -> _Watch:
         return _Watch(self)
 
     def inputs(self) -> Iterator[Input]:
         """Every input with its identity now: paths read or stat'ed, directories listed and
-        each of their entries, and the file of every module the process imported."""
-        seen: set[tuple[int, str | bytes]] = set()
-        modules = (getattr(m, "__file__", None) for m in list(sys.modules.values()))
-        entries = ((LSTAT, os.path.join(d, name)) for d in self.listed for name in _names(d))
-        candidates = [*self.paths, *((LISTED, d) for d in self.listed), *entries,
-                      *((STAT, f) for f in modules if isinstance(f, str))]
-        for how, path in candidates:  # the hooks kept out what is ours; entries may be ours
-            if (how, path) not in seen:
-                seen.add((how, path))
-                yield how, path, identity(path, how)
+        each of their entries, and the file of every module the process imported; then what
+        the forked workers read, as they identified it."""
+        seen = set(self.carried_inputs)
+        modules = [getattr(m, "__file__", None) for m in list(sys.modules.values())]
+        yield from _identified(self.paths, self.listed, modules, seen)
+        for (how, path), ident in self.carried_inputs.items():
+            yield how, path, ident
+
+
+def _identified(paths: Iterable[tuple[int, str | bytes]], listed: Iterable[str | bytes],
+                modules: Iterable[object], seen: set[tuple[int, str | bytes]]
+                ) -> Iterator[Input]:
+    listed = list(listed)
+    entries = ((LSTAT, os.path.join(d, name)) for d in listed for name in _names(d))
+    candidates = [*paths, *((LISTED, d) for d in listed), *entries,
+                  *((STAT, f) for f in modules if isinstance(f, str))]
+    for how, path in candidates:  # the hooks kept out what is ours; entries may be ours
+        if (how, path) not in seen:
+            seen.add((how, path))
+            yield how, path, identity(path, how)
 
 
 def _names(directory: str | bytes) -> list[Any]:
@@ -235,6 +286,7 @@ class _Watch:
     def __init__(self, recorder: Recorder) -> None:
         self.r = recorder
         self._saved: dict[str, Any] = {}
+        self._carrying = carrying(recorder)
 
     def __enter__(self) -> Recorder:
         r = self.r
@@ -253,12 +305,14 @@ class _Watch:
         sys.stderr = _Tee(sys.stderr, 2, r.chunks)  # type: ignore[assignment]
         _RecordingEnviron._seen = r.env
         os.environ.__class__ = _RecordingEnviron
+        self._carrying.__enter__()
         r._on = True
         return r
 
     def __exit__(self, *exc: object) -> None:
         r, saved = self.r, self._saved
         r._on = False
+        self._carrying.__exit__(None, None, None)
         _Watch._audit_installed = None
         os.stat, os.lstat = saved["stat"], saved["lstat"]
         os.access, os.readlink = saved["access"], saved["readlink"]

@@ -170,6 +170,27 @@ def test_a_changed_module_of_the_run_is_a_new_run(aged: dict[str, Path],
     assert _run(args, tmp_path, PYTHONPATH=str(mods)).stdout != MARKER
 
 
+def test_a_tree_validated_by_forked_workers_is_stored_with_what_each_worker_read(
+        tmp_path: Path) -> None:
+    """Enough packages for a second worker (``envkit.check.workers``): its fork is no
+    impurity, and a file only it read is an input of the answer (workers share the packages
+    interleaved, so the odd ones are a worker's on a machine with two cores or more)."""
+    from envkit.check.workers import MIN_SHARE
+
+    root = tmp_path / "tree"
+    pkgs = [Path(shutil.copytree(PACKAGES / "valid-native-v1" / "pkg", root / f"p{i:02d}"))
+            for i in range(2 * MIN_SHARE)]
+    time.sleep(RACY_NS / 1e9 + 0.2)
+    store = tmp_path / "store"
+    args = ["validate", *map(str, pkgs), "--offline"]
+    _stored_and_marked(args, store)
+    config = pkgs[1] / "resources_servers" / "echo_match" / "configs" / "echo_match.yaml"
+    config.write_text(config.read_text() + "  oops: [\n")  # only the worker reads it: EK2xx
+    again = _run(args, store)
+    assert again.stdout != MARKER and again.returncode == 1
+    assert f"{config}:".encode() in again.stdout
+
+
 def test_a_run_that_writes_a_file_is_not_stored(aged: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "report.json"
     args = ["validate", str(aged["output_file"]), "--offline", "--output-format", "json",

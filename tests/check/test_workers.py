@@ -1,0 +1,135 @@
+"""Many packages on every core (``envkit.check.workers``): the same results, in the same order,
+the same exception first in item order, nothing lost when a worker dies, and what a worker read
+carried back to the replay recorder."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.paths import REPO_ROOT
+
+from envkit.check.gate import GateRequest, run_gate
+from envkit.check.workers import MIN_SHARE, carrying, fork_map
+from envkit.replay.record import Recorder
+from envkit.replay.store import STAT
+
+PACKAGES = REPO_ROOT / "fixtures" / "packages"
+PARENT = os.getpid()
+
+
+def _where(item: int) -> tuple[int, int]:
+    return item * item, os.getpid()
+
+
+def test_results_come_back_in_order_from_every_worker() -> None:
+    items = list(range(3 * MIN_SHARE))
+    results = fork_map(_where, items, workers=3)
+    assert [square for square, _ in results] == [i * i for i in items]
+    pids = {pid for _, pid in results}
+    assert len(pids) == 3 and os.getpid() in pids
+    assert {pid for i, (_, pid) in enumerate(results) if i % 3 == 0} == {os.getpid()}
+
+
+def test_too_few_items_for_a_second_worker_run_here() -> None:
+    results = fork_map(_where, list(range(2 * MIN_SHARE - 1)), workers=4)
+    assert {pid for _, pid in results} == {os.getpid()}
+
+
+def test_another_thread_keeps_the_run_in_one_process() -> None:
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        results = fork_map(_where, list(range(4 * MIN_SHARE)), workers=2)
+    finally:
+        stop.set()
+        thread.join()
+    assert {pid for _, pid in results} == {os.getpid()}
+
+
+def test_the_first_exception_in_item_order_is_raised_here_as_a_serial_run_raises_it() -> None:
+    def fails(item: int) -> int:
+        if item in (5, 20):  # 5 in a worker's share, 20 in this process's (2 workers)
+            msg = f"item {item} in process {os.getpid()}"
+            raise ValueError(msg)
+        return item
+
+    with pytest.raises(ValueError, match=rf"^item 5 in process {os.getpid()}$"):
+        fork_map(fails, list(range(4 * MIN_SHARE)), workers=2)
+
+
+def test_items_of_a_worker_that_died_or_returned_unpicklable_results_are_run_here() -> None:
+    def dies_in_a_worker(item: int) -> tuple[int, Any]:
+        if os.getpid() != PARENT and item == 3:
+            os._exit(9)
+        if os.getpid() != PARENT and item == 5:
+            return item, lambda: None  # cannot be pickled
+        return item, None
+
+    results = fork_map(dies_in_a_worker, list(range(4 * MIN_SHARE)), workers=4)
+    assert [item for item, _ in results] == list(range(4 * MIN_SHARE))
+
+
+class _Seen:
+    """A carrier that keeps the items a process saw."""
+
+    def __init__(self) -> None:
+        self.items: list[int] = []
+        self.forks = 0
+
+    def before_fork(self) -> None:
+        self.forks += 1
+
+    def forked(self) -> None:
+        self.items = []
+
+    def carried(self) -> object:
+        return list(self.items)
+
+    def merge(self, state: object) -> None:
+        assert isinstance(state, list)
+        self.items += state
+
+
+def test_a_carrier_gets_back_what_each_worker_kept() -> None:
+    seen = _Seen()
+    with carrying(seen):
+        fork_map(lambda i: seen.items.append(i), list(range(3 * MIN_SHARE)), workers=3)
+    assert seen.forks == 2
+    assert sorted(seen.items) == list(range(3 * MIN_SHARE))
+
+
+@pytest.fixture
+def many(tmp_path: Path) -> list[Path]:
+    """Twice ``MIN_SHARE`` packages, valid and invalid ones in both shares."""
+    names = sorted(p.name for p in PACKAGES.iterdir() if (p / "pkg").is_dir())
+    picked = [*names[: 2 * MIN_SHARE - 2], "valid-native-v1", "valid-wheels-v1"]
+    return [Path(shutil.copytree(PACKAGES / n / "pkg", tmp_path / f"{i:02d}-{n}"))
+            for i, n in enumerate(picked)]
+
+
+def test_a_tree_validated_by_two_workers_reports_what_one_process_reports(
+        many: list[Path]) -> None:
+    paths = tuple(many)
+    serial = run_gate(GateRequest(paths=paths, workers=1))
+    forked = run_gate(GateRequest(paths=paths, workers=2))
+    assert forked == serial
+    assert {r.valid for r in serial.reports} == {True, False}
+
+
+def test_the_recorder_keeps_what_a_worker_read(many: list[Path]) -> None:
+    recorder = Recorder(ignore=str(many[0].parent / "cache"))
+    with recorder.watching():
+        run_gate(GateRequest(paths=tuple(many), workers=2))
+    assert recorder.impure is None  # the workers' fork is no impurity
+    assert recorder.carried_inputs  # the second worker's reads, identified there
+    inputs = {(how, path) for how, path, _ in recorder.inputs()}
+    for pkg in many:  # both shares: this process's (even) and the worker's (odd)
+        manifest = str(pkg / "nemo-environment.yaml")
+        assert any(path == manifest or (how == STAT and path == manifest)
+                   for how, path in inputs), manifest
