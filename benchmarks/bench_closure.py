@@ -45,7 +45,7 @@ from wheelfactory import make_wheel  # noqa: E402
 from envkit.model import closure  # noqa: E402
 from envkit.model.target import Target  # noqa: E402
 from envkit.model.wheelfile import WheelReader, read_wheel  # noqa: E402
-from envkit.supply.wheelfacts import WheelFacts  # noqa: E402
+from envkit.supply.wheelfacts import RACY_S, WheelFacts  # noqa: E402
 
 ROOTS = ["ray[default]", "openai==2.44.0"]
 
@@ -85,6 +85,14 @@ def _time_envkit(
     return times, cpu
 
 
+def _outwait_racy_window(house: Path) -> None:
+    """A wheelhouse just downloaded (or linked) is too new for the facts store, which leaves a
+    file changed in the last ``RACY_S`` unstored: "warm" would silently read every wheel."""
+    stats = [p.stat() for p in house.glob("*.whl")]
+    newest = max((max(st.st_mtime, st.st_ctime) for st in stats), default=0.0)
+    time.sleep(max(0.0, RACY_S + 0.1 - (time.time() - newest)))
+
+
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -122,11 +130,16 @@ def main() -> None:
     target = Target(args.arch)
     house = realwheels.wheelhouse("ray-openai", ROOTS, args.arch)
     count = len(list(house.glob("*.whl")))
+    _outwait_racy_window(house)
     with tempfile.TemporaryDirectory() as store_dir:
         store = Path(store_dir)
         # the verdict must be clean; this read fills the store (deep reads never do)
         found = envkit_check(house, target, deep=args.deep, reader=WheelFacts(store).read)
         assert not any(found.values()), found
+        probe = WheelFacts(store)
+        envkit_check(house, target, reader=probe.read)
+        if not args.deep and probe.hits != count:
+            sys.exit(f"only {probe.hits} of {count} wheels were stored: no warm figure")
         cold_t, cold_cpu = _time_envkit(house, target, runs, args.deep)
         warm_t, warm_cpu = ([], []) if args.deep else _time_envkit(house, target, runs, False,
                                                                      store)
