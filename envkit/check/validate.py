@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from envkit.model.package import Package
     from envkit.model.target import Target
+    from envkit.model.tree import Tree
     from envkit.model.wheelfile import WheelFile
     from envkit.validators import Check
 
@@ -72,9 +73,12 @@ class ValidateRequest:
 
 
 def read_package(root: Path, *, verify_hashes: bool = False) -> Package:
-    """``load_package`` as validation reads a package: the archive facts of wheels unchanged
-    since an earlier run come from envkit's cache (``envkit.supply.wheelfacts``)."""
-    return load_package(root, verify_hashes=verify_hashes, wheel_reader=_stored_facts)
+    """``load_package`` as validation reads a package: the archive facts of wheels and the
+    hashes of files unchanged since an earlier run come from envkit's cache
+    (``envkit.supply.wheelfacts``, ``envkit.supply.treestamps``); ``--verify-hashes`` reads
+    every byte again."""
+    return load_package(root, verify_hashes=verify_hashes, wheel_reader=_stored_facts,
+                        tree_hasher=None if verify_hashes else _stamped_tree)
 
 
 def _stored_facts(file: Path, rel: str | None = None, *, deep: bool = False) -> WheelFile:
@@ -83,6 +87,16 @@ def _stored_facts(file: Path, rel: str | None = None, *, deep: bool = False) -> 
     from envkit.supply.wheelfacts import WheelFacts
 
     return WheelFacts(cache_root() / "wheel-facts").read(file, rel, deep=deep)
+
+
+def _stamped_tree(root: Path, files: list[str]) -> Tree:
+    """The package digest (EK209's), unchanged files' hashes from the cache."""
+    from envkit.model.provenance import PACKAGE_PURPOSE, package_tree
+    from envkit.supply.cache import cache_root
+    from envkit.supply.treestamps import rescan
+
+    return rescan(root, PACKAGE_PURPOSE, lambda stamps: package_tree(root, files, stamps),
+                  cache_root() / "tree-stamps")
 
 
 def validate(request: ValidateRequest, *, package: Package | None = None) -> Report:

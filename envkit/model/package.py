@@ -23,10 +23,14 @@ from envkit.model.wheelfile import WheelFile, WheelReader, read_wheel
 from envkit.model.yamlio import YamlDoc
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from envkit.model.lock import LockDoc
     from envkit.model.provenance import ProvenanceDoc
+    from envkit.model.tree import Tree
+
+    TreeHasher = Callable[[Path, list[str]], Tree]
+    """``(root, its regular files) -> the package digest's tree`` (``package_tree``'s shape)."""
 
 __all__ = [
     "INSTALL_MARKERS",
@@ -149,14 +153,17 @@ class Package:
 
 
 def load_package(root: str | os.PathLike[str], *, verify_hashes: bool = False,
-                 wheel_reader: WheelReader = read_wheel) -> Package:
+                 wheel_reader: WheelReader = read_wheel,
+                 tree_hasher: TreeHasher | None = None) -> Package:
     """Read the package at ``root``. Raises only ``NotADirectoryError``/``FileNotFoundError``
     for a root that is not a directory: that is a usage error, not a package defect.
 
     ``verify_hashes`` checks every wheel member's RECORD hash (slow on big wheels); by
     default only small wheels and METADATA are hashed (see ``envkit.model.wheelfile``).
     ``wheel_reader``: how each wheel is read (validate passes one that keeps the facts of
-    unchanged wheels between runs)."""
+    unchanged wheels between runs). ``tree_hasher``: how the package digest a provenance
+    record is checked against is computed (default ``provenance.package_tree``, every byte;
+    validate passes one that keeps the hashes of unchanged files between runs)."""
     root_path = Path(root)
     if not root_path.exists():
         msg = f"{str(root_path)!r} does not exist"
@@ -181,7 +188,7 @@ def load_package(root: str | os.PathLike[str], *, verify_hashes: bool = False,
         nested_manifest=None if manifest else _find_nested_manifest(entries),
         truncated=truncated,
         lock=_read_lock(root_path, entries),
-        provenance=_read_provenance(root_path, entries),
+        provenance=_read_provenance(root_path, entries, tree_hasher),
     )
     configs = read_configs(root_path, entries, pkg.config_paths(), errors)
     return Package(**{**pkg.__dict__, "configs": configs.docs, "includes": configs.includes,
@@ -199,7 +206,8 @@ def _read_lock(root: Path, entries: Mapping[str, FileEntry]) -> LockDoc | None:
     return read_lock(root / LOCK_NAME)
 
 
-def _read_provenance(root: Path, entries: Mapping[str, FileEntry]) -> ProvenanceDoc | None:
+def _read_provenance(root: Path, entries: Mapping[str, FileEntry],
+                     tree_hasher: TreeHasher | None) -> ProvenanceDoc | None:
     """The record, and the package digest now: only when there is a record (a package
     without one is never hashed here)."""
     entry = entries.get(PROVENANCE_NAME)
@@ -215,7 +223,8 @@ def _read_provenance(root: Path, entries: Mapping[str, FileEntry]) -> Provenance
         return ProvenanceDoc(error=f"is {_kind(entry)}, not a regular file; not read")
     doc = read_provenance(root / PROVENANCE_NAME)
     try:
-        actual = package_tree(root, [p for p, e in entries.items() if e.kind == "file"])
+        files = [p for p, e in entries.items() if e.kind == "file"]
+        actual = (tree_hasher or package_tree)(root, files)
     except OSError:  # the unreadable file is reported by EK207
         actual = None
     return ProvenanceDoc(doc.path, doc.record, doc.error, actual)

@@ -6,8 +6,9 @@ pins the package's files with it. The same bytes under the same paths give the s
 on every machine; no timestamps, owners or modes go in.
 
 The ``purpose`` is hashed first, so a package and a dataset with equal files never share a
-digest. ``stamps`` lets a caller skip re-reading files whose (size, mtime, inode) are unchanged
-since the last scan; this module never stores them (the layers above decide where they live).
+digest. ``stamps`` lets a caller skip re-reading files whose identity (size, mtime, ctime,
+inode, device) is unchanged since the last scan; this module never stores them
+(``envkit.supply.treestamps`` does).
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ _NO_FILE = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
 """What ``Path.is_file`` reads as "not a file" rather than raising."""
 
 Stamps = dict[str, list[Any]]
-"""``rel -> [size, mtime_ns, inode, sha256]`` of the last scan."""
+"""``rel -> [size, mtime_ns, ctime_ns, inode, device, sha256]`` of the last scan: the file's
+identity as git's index keeps it (a same-size rewrite with its mtime set back still moves the
+ctime), then its hash."""
 
 
 
@@ -83,8 +86,9 @@ def hash_files(root: Path, rels: Iterable[str], purpose: str,
     """Hash ``rels`` under ``root``; a file whose stamp matches ``stamps`` is not re-read.
 
     Why the stamp: a resubmit or re-validate of an unchanged 400 MB package should cost a
-    stat per file, not a re-read. Entries that are not regular files (after following a
-    link, as an upload would) are skipped.
+    stat per file, not a re-read (``envkit.supply.treestamps`` keeps them between runs).
+    Entries that are not regular files (after following a link, as an upload would) are
+    skipped.
 
     :raises OSError: a file cannot be stat'ed or read.
     """
@@ -102,9 +106,9 @@ def hash_files(root: Path, rels: Iterable[str], purpose: str,
             raise
         if not stat.S_ISREG(st.st_mode):  # a socket or FIFO; validate reports them (EK207)
             continue
-        stamp = [st.st_size, st.st_mtime_ns, st.st_ino]
+        stamp = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
         hit = old.get(rel)
-        digest = hit[3] if hit and list(hit[:3]) == stamp else sha256_file(path)
+        digest = hit[5] if hit and list(hit[:5]) == stamp else sha256_file(path)
         fresh[rel] = [*stamp, digest]
         files.append(TreeFile(rel, st.st_size, digest))
     return Tree(root=root, files=tuple(files), digest=tree_digest(files, purpose), stamps=fresh)

@@ -3,8 +3,11 @@ and the content keys its entries are named by."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
+import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,12 +17,31 @@ from envkit.supply.root import cache_dir
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["cache_root", "content_key", "file_sha256", "uv_cache_under"]
+__all__ = ["RACY_S", "cache_root", "content_key", "file_sha256", "store_entry", "uv_cache_under"]
+
+RACY_S = 2.0
+"""A file changed this recently is read but its facts are not stored (git's "racily clean" case:
+a write in the same timestamp tick as the read would leave the stat unchanged; and since no one
+can set a ctime, a later file on a reused inode cannot match a stored one)."""
 
 
 def cache_root() -> Path:
     """:func:`envkit.supply.root.cache_dir` as a path."""
     return Path(cache_dir())
+
+
+def store_entry(entry: Path, text: str) -> None:
+    """Write a cache entry whole or not at all (a reader never sees half a file); a cache that
+    cannot be written costs nothing but the speed. No ``tempfile``: validate's stores write
+    here, and its start-up does not import it."""
+    tmp = entry.with_name(f".{entry.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(entry)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
 
 
 def uv_cache_under(root: Path) -> Path:

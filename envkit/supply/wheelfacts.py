@@ -19,10 +19,8 @@ nothing but the speed.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -35,11 +33,10 @@ from envkit.model.wheelfile import (
     read_wheel,
     with_archive,
 )
+from envkit.supply.cache import RACY_S, store_entry
 
 __all__ = ["RACY_S", "WheelFacts"]
 
-RACY_S = 2.0
-"""A file changed this recently is read but not stored (its stat may not show the next write)."""
 _VERSION = "2"
 _TUPLES = frozenset({"requires_dist", "provides_extra", "record_issues"})
 
@@ -68,7 +65,7 @@ class WheelFacts:
             return replace(base, **facts)
         wheel = with_archive(base, file)  # the filename is parsed once
         if time.time() - changed >= RACY_S:
-            _store(entry, {name: getattr(wheel, name) for name in ARCHIVE_FACTS})
+            store_entry(entry, json.dumps({name: getattr(wheel, name) for name in ARCHIVE_FACTS}))
         return wheel
 
 
@@ -104,13 +101,3 @@ def _load(entry: Path) -> dict[str, Any] | None:
     return facts
 
 
-def _store(entry: Path, facts: dict[str, Any]) -> None:
-    """Write ``entry`` whole or not at all (a reader never sees half a file)."""
-    tmp = entry.with_name(f".{entry.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(facts))
-        tmp.replace(entry)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)

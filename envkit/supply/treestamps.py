@@ -1,0 +1,76 @@
+"""Each tree's last scan, kept between runs: every file's identity and SHA-256, so the digest of
+an unchanged tree costs a stat per file, not a read of every byte (git's index, for the same
+reason).
+
+Why: ``envkit validate`` checks a package that has a provenance record against the record's
+digest (EK209), and ``smoke``, ``probe`` and ``submit`` validate first. A wheels-v1 package is
+mostly its wheels: hashing the char_pattern toy's 384 MB took 0.3 s of each of those runs.
+``envkit submit`` keeps the same stamps for the FileSet it uploads. The identity is what
+``envkit.model.tree.hash_files`` compares (size, mtime and ctime in nanoseconds, inode,
+device); a file changed in the ``RACY_S`` before the scan is hashed but not kept (its stat may
+not show the next write), nor is one under ``MIN_BYTES``. One JSON file per tree (its real
+path) and purpose; an entry that cannot be read is a miss, one that cannot be written costs
+only the speed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+from envkit.supply.cache import RACY_S, store_entry
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from envkit.model.tree import Stamps, Tree
+
+__all__ = ["MIN_BYTES", "RACY_S", "rescan"]
+
+MIN_BYTES = 64 * 1024
+"""Smaller files are hashed again each run: reading one costs about what its share of writing
+the store costs, and a tree of small files (most packages: configs, a server, a README) then
+writes nothing at all (the 145 Gym servers as packages: 145 entries cost a first run ~90 ms of
+CPU, and saved the next one ~20)."""
+
+_FIELDS = 5
+"""Identity fields before the hash in a stamp (``envkit.model.tree.Stamps``)."""
+
+
+def rescan(root: Path, purpose: str, scan: Callable[[Stamps], Tree], store: Path) -> Tree:
+    """``scan(stamps)`` with the stamps its last run under ``store`` left for ``root`` and
+    ``purpose``; what it saw is kept for the next, but for files too new to trust or too small
+    to be worth it.
+
+    :raises OSError: what ``scan`` raises (a file that cannot be read).
+    """
+    key = hashlib.sha256(f"{purpose}\0{os.path.realpath(root)}".encode()).hexdigest()[:32]
+    entry = store / key[:2] / f"{key}.json"
+    old = _load(entry)
+    tree = scan(old)
+    settled = time.time_ns() - int(RACY_S * 1e9)
+    keep = {rel: stamp for rel, stamp in tree.stamps.items()
+            if stamp[0] >= MIN_BYTES and max(stamp[1], stamp[2]) < settled}
+    if keep != old:
+        store_entry(entry, json.dumps(keep, separators=(",", ":")))
+    return tree
+
+
+def _load(entry: Path) -> Stamps:
+    try:
+        raw: Any = json.loads(entry.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    return {rel: stamp for rel, stamp in raw.items() if _stamp(stamp)}
+
+
+def _stamp(value: Any) -> bool:
+    return (isinstance(value, list) and len(value) == _FIELDS + 1
+            and all(type(v) is int for v in value[:_FIELDS]) and isinstance(value[-1], str)
+            and len(value[-1]) == 64)
