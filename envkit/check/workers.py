@@ -174,7 +174,8 @@ def _collect(pid: int, fd: int, results: list[object]) -> None:
     while chunk := os.read(fd, 1 << 20):
         chunks.append(chunk)
     os.close(fd)
-    os.waitpid(pid, 0)
+    with contextlib.suppress(ChildProcessError):  # reaped by a SIGCHLD handler of the caller's
+        os.waitpid(pid, 0)
     data = b"".join(chunks)
     try:
         done, state = pickle.loads(data)  # our own fork's bytes
