@@ -120,8 +120,10 @@ def fork_map(func: Callable[[T], R], items: Sequence[T], workers: int | None = N
 
 
 def _can_fork() -> bool:
-    """Linux only (macOS frameworks are not fork-safe), and no other thread whose locks a
-    worker could inherit held."""
+    """Linux only (macOS frameworks are not fork-safe), and no other Python thread whose locks
+    a worker could inherit held. Threads a native library started (Ray's, OpenMP's) are not
+    seen here; envkit forks only from ``envkit validate`` over 16 packages or more, before any
+    such library is loaded (a worker never calls into one)."""
     return sys.platform == "linux" and threading.active_count() == 1
 
 
