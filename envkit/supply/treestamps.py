@@ -6,11 +6,11 @@ Why: ``envkit validate`` checks a package that has a provenance record against t
 digest (EK209), and ``smoke``, ``probe`` and ``submit`` validate first. A wheels-v1 package is
 mostly its wheels: hashing the char_pattern toy's 384 MB took 0.3 s of each of those runs.
 ``envkit submit`` keeps the same stamps for the FileSet it uploads. The identity is what
-``envkit.model.tree.hash_files`` compares (size, mtime and ctime in nanoseconds, inode,
-device); a file changed in the ``RACY_S`` before the scan is hashed but not kept (its stat may
-not show the next write), nor is one under ``MIN_BYTES``. One JSON file per tree (its real
-path) and purpose; an entry that cannot be read is a miss, one that cannot be written costs
-only the speed.
+``envkit.model.tree.hash_files`` compares (size, mtime in nanoseconds, inode, device: why not
+the ctime is said there); a file written in the ``RACY_S`` before the scan is hashed but not
+kept (its stat may not show the next write), nor is one under ``MIN_BYTES``. One JSON file per
+tree (its real path) and purpose; an entry that cannot be read is a miss, one that cannot be
+written costs only the speed.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ the store costs, and a tree of small files (most packages: configs, a server, a 
 writes nothing at all (the 145 Gym servers as packages: 145 entries cost a first run ~90 ms of
 CPU, and saved the next one ~20)."""
 
-_FIELDS = 5
+_FIELDS = 4
 """Identity fields before the hash in a stamp (``envkit.model.tree.Stamps``)."""
 
 
@@ -54,7 +54,7 @@ def rescan(root: Path, purpose: str, scan: Callable[[Stamps], Tree], store: Path
     tree = scan(old)
     settled = time.time_ns() - int(RACY_S * 1e9)
     keep = {rel: stamp for rel, stamp in tree.stamps.items()
-            if stamp[0] >= MIN_BYTES and max(stamp[1], stamp[2]) < settled}
+            if stamp[0] >= MIN_BYTES and stamp[1] < settled}
     if keep != old:
         store_entry(entry, json.dumps(keep, separators=(",", ":")))
     return tree

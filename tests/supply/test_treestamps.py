@@ -1,5 +1,5 @@
 """A tree's file hashes kept between runs (``envkit.supply.treestamps``): an unchanged file is
-not read again, any change to a file's identity is, a file too new to trust is never kept, and
+not read again, a rewritten or replaced one is, a file too new or too small is never kept, and
 EK209 sees a package changed after a validate that kept its stamps."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,9 @@ def files(tmp_path: Path) -> Path:
     (root / "sub").mkdir(parents=True)
     (root / "a.txt").write_text("alpha")
     (root / "sub" / "b.bin").write_bytes(b"\x00" * 4096)
+    an_hour_ago = time.time_ns() - 3600 * 10**9  # a rewrite below cannot share the mtime's tick
+    for file in (root / "a.txt", root / "sub" / "b.bin"):
+        os.utime(file, ns=(an_hour_ago, an_hour_ago))
     return root
 
 
@@ -63,26 +67,37 @@ def test_an_unchanged_tree_is_hashed_from_its_stamps(files: Path, tmp_path: Path
     assert again.digest == first.digest and again.files == first.files
 
 
-def test_a_same_size_rewrite_with_its_mtime_set_back_is_read_again(
+def test_a_rewrite_or_a_replaced_file_is_read_again_a_new_link_is_not(
         files: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Only the ctime says so; no one can set it."""
+    """A same-size rewrite moves the mtime; a file replaced by a rename is another inode, even
+    with the old size and mtime; a hard link (a smoke's run copy) moves only the ctime."""
     _every_file(monkeypatch)
-    first = _scan(files, tmp_path / "store")
+    store = tmp_path / "store"
+    first = _scan(files, store)
     target = files / "a.txt"
     before = target.stat()
-    target.write_text("ALPHA")
-    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
-    again = _scan(files, tmp_path / "store")
-    assert again.digest != first.digest
-    assert again.digest == hash_files(files, walk_files(files), "test").digest
+    os.link(target, tmp_path / "run-copy-link")
+    _no_reads(monkeypatch)
+    assert _scan(files, store).digest == first.digest
+    monkeypatch.undo()
+    _every_file(monkeypatch)
+    target.write_text("ALPHA")  # same size
+    assert _scan(files, store).digest == hash_files(files, walk_files(files), "test").digest
+    assert _scan(files, store).digest != first.digest
+    (tmp_path / "new").write_text("alpha")  # the old bytes again, through a new inode
+    os.utime(tmp_path / "new", ns=(before.st_atime_ns, before.st_mtime_ns))
+    (tmp_path / "new").replace(target)
+    assert _scan(files, store).digest == first.digest
 
 
 def test_files_changed_just_before_the_scan_are_hashed_but_not_kept(
-        files: Path, tmp_path: Path) -> None:
+        files: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(treestamps, "MIN_BYTES", 0)  # the racy window as it is
     store = tmp_path / "store"
-    first = _scan(files, store)  # both files were written a moment ago
+    (files / "new.txt").write_text("written a moment ago")
+    first = _scan(files, store)
     assert first.digest == hash_files(files, walk_files(files), "test").digest
-    assert not list(store.rglob("*.json")) or json.loads(_entry(store).read_text()) == {}
+    assert set(json.loads(_entry(store).read_text())) == {"a.txt", "sub/b.bin"}
 
 
 def test_only_files_worth_a_stamp_are_kept(files: Path, tmp_path: Path,
@@ -122,9 +137,7 @@ def test_a_package_changed_after_a_validate_that_kept_its_stamps_is_ek209(
     assert codes() == []
     assert list((tmp_path / "cache" / "tree-stamps").rglob("*.json"))  # kept for the next run
     app = pkg / "resources_servers" / "echo_match" / "app.py"
-    before = app.stat()
     raw = bytearray(app.read_bytes())
-    raw[0] ^= 1  # same size, other content, mtime set back
+    raw[0] ^= 1  # same size, other content
     app.write_bytes(bytes(raw))
-    os.utime(app, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert codes() == [("EK209", "resources_servers/echo_match/app.py")]
