@@ -66,6 +66,10 @@ away: alternated in one run, three each, ``smoke_string_reward``: 20.1 s -> 12.8
 ready 18.6 -> 11.2 s; ``sound``: 20.8 -> 13.8 s, 24.4 -> 18.6 CPU s; eight joined smokes in a
 row stayed at 11.8-14.3 s (no growth as jobs accumulate in the cluster). The benchmark now
 reports both: the default (Gym starts Ray) and the joined smoke.
+2026-12-05, medians of 11 (load ~0.5 at the start): ``validate_s`` 0.40 -> 0.15 s, the package
+digest EK209 checks now reads only files changed since the last run (``envkit.supply.treestamps``;
+the 384 MB of wheels were hashed at every smoke); smoke 13.7 s against ``gym env start``'s 15.4 s
+(0.89x), joined 7.9 s.
 Run: ``.venv/bin/python benchmarks/bench_smoke.py [--runs 11] [--quick] [--offline]``.
 """
 
