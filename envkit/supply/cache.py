@@ -20,9 +20,9 @@ if TYPE_CHECKING:
 __all__ = ["RACY_S", "cache_root", "content_key", "file_sha256", "store_entry", "uv_cache_under"]
 
 RACY_S = 2.0
-"""A file changed this recently is read but its facts are not stored (git's "racily clean" case:
-a write in the same timestamp tick as the read would leave the stat unchanged; and since no one
-can set a ctime, a later file on a reused inode cannot match a stored one)."""
+"""A file changed this recently is read but what was learnt from it is not stored (git's
+"racily clean" case: a write in the same timestamp tick as the read would leave the stat
+unchanged). The wheel-facts and tree-stamps stores both wait it out."""
 
 
 def cache_root() -> Path:
