@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from support.paths import REPO_ROOT
 
+from envkit.check import workers
 from envkit.check.gate import GateRequest, run_gate
 from envkit.check.workers import MIN_SHARE, carrying, fork_map
 from envkit.replay.record import Recorder
@@ -20,6 +21,15 @@ from envkit.replay.store import STAT
 
 PACKAGES = REPO_ROOT / "fixtures" / "packages"
 PARENT = os.getpid()
+
+
+@pytest.fixture(autouse=True)
+def _forks_whatever_else_runs(request: pytest.FixtureRequest,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread another test left running in this pytest process would make every run here a
+    serial one; only the test of that check sees it."""
+    if "thread" not in request.node.name:
+        monkeypatch.setattr(workers, "_can_fork", lambda: True)
 
 
 def _where(item: int) -> tuple[int, int]:
