@@ -87,7 +87,8 @@ def _time_envkit(
 
 def _outwait_racy_window(house: Path) -> None:
     """A wheelhouse just downloaded (or linked) is too new for the facts store, which leaves a
-    file changed in the last ``RACY_S`` unstored: "warm" would silently read every wheel."""
+    file changed in the last ``RACY_S`` unstored: "warm" would silently read every wheel (so it
+    is measured only when the store answers for every wheel)."""
     stats = [p.stat() for p in house.glob("*.whl")]
     newest = max((max(st.st_mtime, st.st_ctime) for st in stats), default=0.0)
     time.sleep(max(0.0, RACY_S + 0.1 - (time.time() - newest)))
@@ -130,19 +131,25 @@ def main() -> None:
     target = Target(args.arch)
     house = realwheels.wheelhouse("ray-openai", ROOTS, args.arch)
     count = len(list(house.glob("*.whl")))
-    _outwait_racy_window(house)
     with tempfile.TemporaryDirectory() as store_dir:
         store = Path(store_dir)
-        # the verdict must be clean; this read fills the store (deep reads never do)
-        found = envkit_check(house, target, deep=args.deep, reader=WheelFacts(store).read)
-        assert not any(found.values()), found
-        probe = WheelFacts(store)
-        envkit_check(house, target, reader=probe.read)
-        if not args.deep and probe.hits != count:
-            sys.exit(f"only {probe.hits} of {count} wheels were stored: no warm figure")
+        stored = 0
+        for _ in range(3):  # another process may link the wheels meanwhile (CI's other groups)
+            _outwait_racy_window(house)
+            # the verdict must be clean; this read fills the store (deep reads never do)
+            found = envkit_check(house, target, deep=args.deep, reader=WheelFacts(store).read)
+            assert not any(found.values()), found
+            probe = WheelFacts(store)
+            envkit_check(house, target, reader=probe.read)
+            stored = probe.hits
+            if args.deep or stored == count:
+                break
         cold_t, cold_cpu = _time_envkit(house, target, runs, args.deep)
-        warm_t, warm_cpu = ([], []) if args.deep else _time_envkit(house, target, runs, False,
-                                                                     store)
+        warm = not args.deep and stored == count
+        if not args.deep and not warm:
+            print(f"envkit warm : not measured: the store answered {stored} of {count} wheels "
+                  "(their files kept changing: another process linking them?)")
+        warm_t, warm_cpu = _time_envkit(house, target, runs, False, store) if warm else ([], [])
     uv_t, uv_cpu = _time_uv(house, args.arch, runs)
     u_ms = statistics.median(uv_t) * 1e3
     print(f"closure: {' + '.join(ROOTS)} for {target} ({count} wheels, {house})")
