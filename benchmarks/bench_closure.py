@@ -45,7 +45,8 @@ from wheelfactory import make_wheel  # noqa: E402
 from envkit.model import closure  # noqa: E402
 from envkit.model.target import Target  # noqa: E402
 from envkit.model.wheelfile import WheelReader, read_wheel  # noqa: E402
-from envkit.supply.wheelfacts import RACY_S, WheelFacts  # noqa: E402
+from envkit.supply.cache import RACY_S  # noqa: E402
+from envkit.supply.wheelfacts import WheelFacts  # noqa: E402
 
 ROOTS = ["ray[default]", "openai==2.44.0"]
 

@@ -287,9 +287,8 @@ def run_gate(request: GateRequest) -> ValidationRun:
         if not (dataset or job):
             return ValidationRun(())
         return ValidationRun((_one(None, request, dataset, job),))
-    packages = found.packages
-    return ValidationRun(tuple(fork_map(lambda p: _one(p, request, dataset, job), packages,
-                                        request.workers)))
+    return ValidationRun(tuple(fork_map(lambda p: _one(p, request, dataset, job),
+                                        found.packages, request.workers)))
 
 
 def discover_for(request: GateRequest) -> Discovery:

@@ -39,7 +39,6 @@ never survive a run; what it would add is a same-size rewrite whose mtime was se
 nanosecond, which is no accident (``--verify-hashes`` reads every byte)."""
 
 
-
 @dataclass(frozen=True)
 class TreeFile:
     path: str  # POSIX, relative to the tree root
