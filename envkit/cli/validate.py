@@ -1,4 +1,9 @@
-"""``envkit validate``, ``envkit schema`` and ``envkit rule``: parse, call, return a result."""
+"""``envkit validate``, ``envkit schema`` and ``envkit rule``: parse, call, return a result.
+
+``envkit validate``'s work is ``envkit.cli.validate_core.validate``, which the quick path
+(``envkit.cli.quick``) calls too; a new option here is also one there, or one it declines
+(``tests/cli/test_quick.py`` fails until it is).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from envkit.cli._common import common_options, report_file_option
+from envkit.cli.validate_core import VALIDATE_FORMATS, validate
 from envkit.model.diagnostics import parse_selectors
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.schemas import SCHEMAS, schema_text
@@ -16,11 +22,6 @@ if TYPE_CHECKING:  # imported where built: `envkit validate` itself returns none
     from envkit.output.results import RuleDocs, SchemaText
 
 __all__ = ["rule_command", "schema_command", "validate_command"]
-
-
-def _codes(values: tuple[str, ...]) -> tuple[str, ...] | None:
-    """Flags as given (checked against the rules later, with the config's); ``None``: unset."""
-    return tuple(values) if values else None
 
 
 @click.command("validate")
@@ -70,7 +71,7 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...] | None:
                    "whose inputs, read or looked for, are all unchanged prints its last "
                    "answer again); also ENVKIT_NO_CACHE=1.")
 @report_file_option
-@common_options(("human", "json", "github", "sarif"))
+@common_options(VALIDATE_FORMATS)
 def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | None,
                      arch: str | None, python_version: str | None, glibc: str | None,
                      gym_version: str | None, offline: bool | None, strict: bool | None,
@@ -88,31 +89,9 @@ def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | 
     closest envkit.toml or [tool.envkit] in pyproject.toml; flags win. Reports every
     violation in one run. Exit 0 when all are valid, 1 when any is not, 2 on usage errors.
     """
-    from envkit.check.gate import GateRequest, discover_for, run_gate, shown_settings
-    from envkit.check.settings import Settings
-
-    flags = Settings(select=_codes(select), ignore=_codes(ignore),
-                     extend_select=extend_select, extend_ignore=extend_ignore, arch=arch,
-                     glibc=glibc, python=python_version, gym_version=gym_version,
-                     offline=offline, strict=strict, dataset=dataset, job=job)
-    request = GateRequest(paths=paths, flags=flags, exclude=exclude,
-                          verify_hashes=verify_hashes, isolated=isolated,
-                          ignore_unowned_files=ignore_unowned_files)
-    if show_settings:
-        from envkit.output.results import SettingsView
-
-        packages = discover_for(request).packages
-        return SettingsView(tuple((str(p), shown_settings(p, request))
-                                  for p in packages or (Path(),)))
-    if probe:  # the probe validates first (same settings), brings the package up once
-        from envkit.cli.probe import probe_from_validate
-
-        return probe_from_validate(request)
-    if smoke:  # the smoke run validates first (same settings) and reports both
-        from envkit.cli.smoke import smoke_from_validate
-
-        return smoke_from_validate(request)
-    return run_gate(request)
+    return validate(paths, dataset, job, arch, python_version, glibc, gym_version, offline,
+                    strict, verify_hashes, select, ignore, extend_select, extend_ignore,
+                    exclude, isolated, ignore_unowned_files, show_settings, smoke, probe)
 
 
 @click.command("schema")

@@ -109,7 +109,7 @@ _INTERNAL = re.compile(r"seed \d{3}|\bSPEC\b|§|issue #\d")
 
 
 def test_user_facing_text_cites_no_internal_notes(capsys: pytest.CaptureFixture[str]) -> None:
-    from envkit.cli import COMMANDS
+    from envkit.cli.app import COMMANDS
 
     texts = {"README.md": (ROOT / "README.md").read_text(),
              "docs/ci.md": (ROOT / "docs" / "ci.md").read_text()}

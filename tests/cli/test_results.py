@@ -12,7 +12,8 @@ import pytest
 from jsonschema import Draft202012Validator
 from support.paths import REPO_ROOT
 
-from envkit.cli import classify, main
+from envkit.cli import main
+from envkit.cli.app import classify
 from envkit.errors import KIND_EXITS, FailedError, UsageError
 from envkit.schemas import SCHEMAS, load_schema
 
@@ -133,7 +134,7 @@ def test_build_json_follows_its_schema(
 
 
 def test_every_option_has_help() -> None:
-    from envkit.cli import COMMANDS, cli
+    from envkit.cli.app import COMMANDS, cli
 
     ctx = click.Context(cli)
     missing = []
@@ -218,7 +219,7 @@ def test_rollout_and_train_json_follow_their_schemas(
 def test_convert_failure_is_a_schema_valid_error_object(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from envkit.cli import cli
+    from envkit.cli.app import cli
 
     bad = tmp_path / "env-1.0-py3-none-any.whl"
     bad.write_bytes(b"not a zip")

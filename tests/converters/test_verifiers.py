@@ -17,7 +17,7 @@ from support.paths import REPO_ROOT
 from wheelfactory import make_wheel
 
 from envkit.check.validate import ValidateRequest, validate
-from envkit.cli import cli
+from envkit.cli.app import cli
 from envkit.converters.adapter_pkg import AdapterSpec, LockedWheel, lock_data, package_texts
 from envkit.converters.hub import HubIdError, parse_hub_id
 from envkit.converters.rows import SplitError, build_row, build_rows, split_rows

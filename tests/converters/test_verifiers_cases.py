@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from support.paths import REPO_ROOT
 from wheelfactory import make_wheel
 
-from envkit.cli import cli
+from envkit.cli.app import cli
 from envkit.converters.adapter_pkg import AdapterSpec, package_texts
 from envkit.converters.env_args import EnvArgsError, literal_secrets, redacted, resolved
 from envkit.converters.env_source import EnvWheel, builder_error

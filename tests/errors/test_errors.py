@@ -15,7 +15,8 @@ import pytest
 from jsonschema import Draft202012Validator
 from support.paths import REPO_ROOT
 
-from envkit.cli import classify, main
+from envkit.cli import main
+from envkit.cli.app import classify
 from envkit.errors import (
     KIND_EXITS,
     EnvkitError,

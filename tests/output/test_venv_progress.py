@@ -8,7 +8,7 @@ import logging
 import pytest
 from rich.console import Console
 
-from envkit.cli import _venv_progress
+from envkit.cli.app import _venv_progress
 from envkit.gym.events import VenvStep, observers
 from envkit.output.venvs import VenvProgress, step_line
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from support.paths import REPO_ROOT
 
-from envkit.cli import COMMANDS
+from envkit.cli.app import COMMANDS
 
 README = REPO_ROOT / "README.md"
 PLATFORM = ("needs a NeMo Platform with a GPU cluster behind it; "

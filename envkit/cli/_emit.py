@@ -1,0 +1,21 @@
+"""A command's result on stdout (or in its report file), and the exit status it stands for:
+one copy for the click path (``envkit.cli.app``) and the quick path (``envkit.cli.quick``)."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+__all__ = ["emit"]
+
+
+def emit(result: object, fmt: str, report_file: str | None) -> int:
+    """Render ``result`` in ``fmt``; ``None`` or an int is the status itself."""
+    if result is None or isinstance(result, int):
+        return result or 0
+    from envkit.output import render
+
+    if report_file is None:
+        return render.render(result, fmt)
+    with Path(report_file).open("w", encoding="utf-8") as fh, contextlib.redirect_stdout(fh):
+        return render.render(result, fmt)
