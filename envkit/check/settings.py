@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import tomllib
 from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
@@ -153,6 +152,8 @@ class Workspace:
 
 @cache
 def _load(path: Path) -> _ConfigFile | None:
+    import tomllib  # only where a settings file exists: most runs have none
+
     try:
         data = tomllib.loads(path.read_text("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

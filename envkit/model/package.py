@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from envkit.model._configs import read_bytes, read_configs, read_yaml
 from envkit.model._paths import LOCK_NAME, PROVENANCE_NAME, display_path, safe_relpath
 from envkit.model.reqfiles import include_target
-from envkit.model.wheelfile import WheelFile, WheelReader, read_wheel
 from envkit.model.yamlio import YamlDoc
 
 if TYPE_CHECKING:
@@ -28,6 +27,7 @@ if TYPE_CHECKING:
     from envkit.model.lock import LockDoc
     from envkit.model.provenance import ProvenanceDoc
     from envkit.model.tree import Tree
+    from envkit.model.wheelfile import WheelFile, WheelReader
 
     TreeHasher = Callable[[Path, list[str]], Tree]
     """``(root, its regular files) -> the package digest's tree`` (``package_tree``'s shape)."""
@@ -153,17 +153,18 @@ class Package:
 
 
 def load_package(root: str | os.PathLike[str], *, verify_hashes: bool = False,
-                 wheel_reader: WheelReader = read_wheel,
+                 wheel_reader: WheelReader | None = None,
                  tree_hasher: TreeHasher | None = None) -> Package:
     """Read the package at ``root``. Raises only ``NotADirectoryError``/``FileNotFoundError``
     for a root that is not a directory: that is a usage error, not a package defect.
 
     ``verify_hashes`` checks every wheel member's RECORD hash (slow on big wheels); by
     default only small wheels and METADATA are hashed (see ``envkit.model.wheelfile``).
-    ``wheel_reader``: how each wheel is read (validate passes one that keeps the facts of
-    unchanged wheels between runs). ``tree_hasher``: how the package digest a provenance
-    record is checked against is computed (default ``provenance.package_tree``, every byte;
-    validate passes one that keeps the hashes of unchanged files between runs)."""
+    ``wheel_reader``: how each wheel is read (default ``envkit.model.wheelfile.read_wheel``,
+    imported only for a package with wheels: ``zipfile`` is not free; validate passes one that
+    keeps the facts of unchanged wheels between runs). ``tree_hasher``: how the package digest
+    a provenance record is checked against is computed (default ``provenance.package_tree``,
+    every byte; validate passes one that keeps the hashes of unchanged files between runs)."""
     root_path = Path(root)
     if not root_path.exists():
         msg = f"{str(root_path)!r} does not exist"
@@ -179,12 +180,7 @@ def load_package(root: str | os.PathLike[str], *, verify_hashes: bool = False,
         manifest=manifest,
         configs={},
         servers=_read_servers(root_path, entries, errors),
-        wheels=tuple(
-            wheel_reader(root_path / e.path, deep=verify_hashes)
-            for p, e in sorted(entries.items())
-            if e.kind == "file" and p.startswith("wheels/") and p.endswith(".whl")
-            and p.count("/") == 1
-        ),
+        wheels=_read_wheels(root_path, entries, verify_hashes, wheel_reader),
         nested_manifest=None if manifest else _find_nested_manifest(entries),
         truncated=truncated,
         lock=_read_lock(root_path, entries),
@@ -301,6 +297,20 @@ def _read_manifest(root: Path, entries: Mapping[str, FileEntry], errors: _Errors
     if entry.kind != "file":
         return YamlDoc(MANIFEST, error=f"is {_kind(entry)}, not a regular file")
     return read_yaml(root, MANIFEST, errors)
+
+
+def _read_wheels(root: Path, entries: Mapping[str, FileEntry], deep: bool,
+                 reader: WheelReader | None) -> tuple[WheelFile, ...]:
+    """Each ``wheels/*.whl`` file read, in path order."""
+    files = [e for p, e in sorted(entries.items()) if e.kind == "file"
+             and p.startswith("wheels/") and p.endswith(".whl") and p.count("/") == 1]
+    if not files:
+        return ()
+    if reader is None:
+        from envkit.model.wheelfile import read_wheel
+
+        reader = read_wheel
+    return tuple(reader(root / e.path, deep=deep) for e in files)
 
 
 def _find_nested_manifest(entries: Mapping[str, FileEntry]) -> str | None:

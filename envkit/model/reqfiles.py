@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import posixpath
 import re
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -147,6 +146,8 @@ def pyproject_roots(text: str, path: str) -> tuple[list[Root], list[Egress]]:
     editable project needs the build requirements too. A malformed file yields no roots
     (EK205/EK3xx own it).
     """
+    import tomllib  # a pyproject server's: most packages have none
+
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError:
