@@ -20,27 +20,17 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from envkit.model._yamlnodes import (
-    MAX_DEPTH,
-    MAX_KEYPATH,
-    MAX_NODES,
-    STR_TAG,
-    KeyPath,
-    Loader,
-    TooLarge,
-    Unusual,
-)
+from envkit.model._yamlcore import MAX_DEPTH, MAX_KEYPATH, MAX_NODES, KeyPath, TooLarge, Unusual
+from envkit.model._yamlnodes import STR_TAG, Loader
+from envkit.model._yamlscalars import RESOLVED_FIRST
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["RESOLVED_FIRST", "read_events", "resolve_scalar"]
+__all__ = ["read_events", "resolve_scalar"]
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _END = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
-RESOLVED_FIRST = frozenset(k for k in Loader.yaml_implicit_resolvers if k is not None)
-"""First characters some implicit resolver looks at (digits, signs, ``y``, ``n``, ``~``...);
-a plain scalar starting with any other character is a string without asking them."""
 _ANY_FIRST = None in Loader.yaml_implicit_resolvers
 """A wildcard resolver (none in the safe loader) would have to see every plain scalar."""
 

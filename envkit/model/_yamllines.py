@@ -7,8 +7,12 @@ scalars and block sequences of them, one node per line; for those the line, the 
 text of every node can be read off the line itself. This reader accepts only documents made
 entirely of such lines, ASCII, no tabs, comments, quotes, flow collections or continuation
 lines, and returns None at the first thing outside that grammar (or over a bound), so the
-event reader decides everything else, errors included. Values resolve exactly as there
-(``resolve_scalar``: PyYAML's implicit resolvers and guarded constructors).
+event reader decides everything else, errors included. Values resolve exactly as there:
+the caller passes ``resolve``, either ``_yamlscalars.plain_value`` (no PyYAML: the plainest
+values, ``Unusual`` for the rest) or PyYAML's implicit resolvers and guarded constructors
+(``_yamlevents.resolve_scalar``). Inside a value (never first), quotes, brackets, braces and
+commas are plain characters in block context, for libyaml and PyYAML alike: ``it's``,
+``${policy_base_url}``, ``a[0], b``.
 """
 
 from __future__ import annotations
@@ -16,14 +20,20 @@ from __future__ import annotations
 import re
 from functools import cache
 from itertools import repeat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from envkit.model._yamlevents import RESOLVED_FIRST, resolve_scalar
-from envkit.model._yamlnodes import MAX_DEPTH, MAX_KEYPATH, MAX_NODES, KeyPath, Loader, Unusual
+from envkit.model._yamlcore import MAX_DEPTH, MAX_KEYPATH, MAX_NODES, KeyPath, Unusual
+from envkit.model._yamlscalars import RESOLVED_FIRST
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    Resolve = Callable[[str], Any]
+    """A plain scalar's text -> its value; raises ``Unusual`` for one it leaves to others."""
 
 __all__ = ["read_lines"]
 
-_SAFE = r"[A-Za-z0-9_./~+=@%()$-]"
+_SAFE = r"""[A-Za-z0-9_./~+=@%()$'"{}\[\],-]"""
 _REST = rf"{_SAFE}*(?:[: ]{_SAFE}+)*"  # no ": ", "::", " #", two spaces, trailing ":" or space
 _VALUE = rf"(?:[A-Za-z0-9_./~+$(]|-(?={_SAFE})){_REST}"  # never starts with an indicator
 _ITEM = re.compile(_VALUE)
@@ -32,8 +42,6 @@ _STR_FIRST = "".join(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU
                      if c not in RESOLVED_FIRST)
 _STRING = rf"[{re.escape(_STR_FIRST)}]{_REST}"
 """A plain item no implicit resolver looks at: a string, as written."""
-_USABLE = None not in Loader.yaml_implicit_resolvers
-"""A wildcard resolver (none in the safe loader) would have to see every scalar, keys too."""
 
 
 class _Block:
@@ -51,14 +59,16 @@ def _run(indent: int) -> re.Pattern[str]:
     return re.compile(rf"(?: {{{indent}}}- {_STRING}\n)+")
 
 
-def read_lines(loader: Loader, text: str) -> tuple[Any, dict[KeyPath, int], dict[int, int]] | None:
-    """``(data, lines, columns)`` as ``read_events`` gives them, or None: not in the grammar.
+def read_lines(resolve: Resolve,
+               text: str) -> tuple[Any, dict[KeyPath, int], dict[int, int]] | None:
+    """``(data, lines, columns)`` as ``read_events`` gives them, or None: not in the grammar, or
+    a value ``resolve`` left to others.
 
-    ``loader`` only resolves scalars here; its parser is left unread for the event reader.
+    ``resolve`` sees only values some implicit resolver may claim (``RESOLVED_FIRST``).
     """
-    if not _USABLE or not text.isascii() or "\t" in text or "\r" in text:
+    if not text.isascii() or "\t" in text or "\r" in text:
         return None
-    reader = _LineReader(loader, text if text.endswith("\n") else text + "\n")
+    reader = _LineReader(resolve, text if text.endswith("\n") else text + "\n")
     try:
         return reader.read()
     except Unusual:  # outside the grammar here, or a value for the node path: events decide
@@ -71,8 +81,8 @@ class _LineReader:
     ``at`` is the offset of a row's first character, ``line`` its 1-based number.
     """
 
-    def __init__(self, loader: Loader, text: str) -> None:
-        self.loader, self.text = loader, text
+    def __init__(self, resolve: Resolve, text: str) -> None:
+        self.resolve, self.text = resolve, text
         self.lines: dict[KeyPath, int] = {}
         self.columns: dict[int, int] = {}
         self.visits = 1  # as the node walk counts: the root, every value and item
@@ -178,7 +188,7 @@ class _LineReader:
     def _scalar(self, value: str) -> Any:
         if value and value[0] not in RESOLVED_FIRST:
             return value
-        return resolve_scalar(self.loader, value, (True, False), None)
+        return self.resolve(value)
 
 
 def _indent(text: str, at: int) -> int:

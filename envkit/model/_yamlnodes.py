@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from envkit.model._yamlcore import MAX_DEPTH, MAX_KEYPATH, MAX_NODES, KeyPath, TooLarge, Unusual
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-__all__ = [
-    "MAX_DEPTH", "MAX_INT_CHARS", "MAX_KEYPATH", "MAX_NODES", "STR_TAG", "BaseLoader", "KeyPath",
-    "Loader", "TooLarge", "Unusual", "construct", "record_lines",
-]
+__all__ = ["MAX_INT_CHARS", "STR_TAG", "BaseLoader", "Loader", "construct", "record_lines"]
 
 if TYPE_CHECKING:
     # PyYAML's stubs do not relate CSafeLoader to SafeLoader, but it has the same interface
@@ -29,27 +28,6 @@ if TYPE_CHECKING:
     BaseLoader = yaml.SafeLoader
 else:  # libyaml is ~10x faster; the pure-Python loader is the fallback, same semantics.
     BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-KeyPath = tuple[str | int, ...]
-
-
-class TooLarge(Exception):
-    """Over a bound (nodes, depth): reported as "not parsed", never attempted."""
-
-
-class Unusual(Exception):
-    """A node the fast paths leave to PyYAML's constructor (merge keys, custom tags)."""
-
-
-MAX_NODES = 200_000
-"""Node visits allowed while walking; aliases count every time they are expanded."""
-
-MAX_DEPTH = 1_000
-"""Nesting allowed. Configs nest a handful of levels; a recursive alias (``a: &a [*a]``) nests
-without end, and libyaml's composer overflows the C stack past ~20,000 levels."""
-
-MAX_KEYPATH = 32
-"""Key paths recorded for line numbers are at most this long (memory: nodes x length)."""
 
 MAX_INT_CHARS = 100
 """Longest integer scalar read. Python refuses decimal strings over 4,300 digits, but a hex,

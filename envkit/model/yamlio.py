@@ -6,74 +6,28 @@ point at the line of the key that is wrong. PyYAML's constructed objects carry n
 the node tree is walked once to record ``key path -> line`` (and each line's first column)
 beside the data; a syntax error keeps the parser's own line and column. Nothing downstream
 parses the file again to find a position.
+
+The plainest configs (block mappings and sequences of one-line plain scalars, one node per
+line) are read here without importing PyYAML (``_yamllines`` with ``_yamlscalars``); every
+other document, and every error, is PyYAML's (``_yamlparse``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from envkit.errors import InvalidError
-from envkit.model._yamlevents import read_events
+from envkit.model._yamlcore import KeyPath, YamlDoc, nesting_clear
 from envkit.model._yamllines import read_lines
-from envkit.model._yamlnodes import (
-    MAX_DEPTH,
-    MAX_NODES,
-    BaseLoader,
-    KeyPath,
-    Loader,
-    TooLarge,
-    Unusual,
-    construct,
-    record_lines,
-)
+from envkit.model._yamlscalars import plain_value
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from pathlib import Path
 
 __all__ = ["MAX_YAML_BYTES", "KeyPath", "YamlDoc", "YamlReadError", "parse_yaml", "read_mapping"]
 
 MAX_YAML_BYTES = 8 * 1024 * 1024
 """Gym configs are a few KiB; anything past this is not a config and is not parsed."""
-
-
-@dataclass(frozen=True)
-class YamlDoc:
-    """One parsed YAML file. ``data`` is None when ``error`` says why it could not be read."""
-
-    path: str
-    data: Any = None
-    error: str | None = None
-    error_line: int | None = None
-    lines: Mapping[KeyPath, int] = field(default_factory=dict)
-    error_column: int | None = None
-    """1-based column of ``error_line`` where the parser stopped (syntax errors only)."""
-    columns: Mapping[int, int] = field(default_factory=dict)
-    """``line -> column`` (both 1-based) of the first key or item that starts on the line."""
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    def column_at(self, line: int) -> int | None:
-        """The column a diagnostic on ``line`` points at: the parser's for the syntax error,
-        else the first key or item of the line; None for a line no node starts on."""
-        if self.error_column is not None and line == self.error_line:
-            return self.error_column
-        return self.columns.get(line)
-
-    def line_of(self, *keypath: str | int) -> int | None:
-        """Line of the deepest recorded prefix of ``keypath`` (1-based), or None."""
-        path: KeyPath = tuple(keypath)
-        while path:
-            if path in self.lines:
-                return self.lines[path]
-            path = path[:-1]
-        return self.lines.get((), None)
 
 
 def parse_yaml(path: str, raw: bytes) -> YamlDoc:
@@ -89,77 +43,14 @@ def parse_yaml(path: str, raw: bytes) -> YamlDoc:
         column = exc.start - raw.rfind(b"\n", 0, exc.start)
         return YamlDoc(path, error=f"not UTF-8 (byte 0x{raw[exc.start]:02x})", error_line=line,
                        error_column=column)
-    try:
-        _check_nesting(raw, text)
-        return _compose(path, text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        return YamlDoc(path, error=f"invalid YAML: {exc.problem or exc}",
-                       error_line=mark.line + 1 if mark is not None else None,
-                       error_column=mark.column + 1 if mark is not None else None)
-    except yaml.reader.ReaderError as exc:
-        return _unprintable(path, text, exc)
-    except yaml.YAMLError as exc:
-        return YamlDoc(path, error=f"invalid YAML: {exc}")
-    except TooLarge as exc:
-        return YamlDoc(path, error=str(exc))
-    except RecursionError:
-        return YamlDoc(path, error="invalid YAML: nested too deeply")
-    except (ValueError, OverflowError) as exc:  # pure-Python scanner: chr() of "\U00110000"
-        return YamlDoc(path, error=f"invalid YAML: {exc}")
+    if nesting_clear(raw):
+        read = read_lines(plain_value, text)
+        if read is not None:
+            data, lines, columns = read
+            return YamlDoc(path, data=data, lines=lines, columns=columns)
+    from envkit.model._yamlparse import parse_text
 
-
-def _compose(path: str, text: str) -> YamlDoc:
-    """Read the document line by line when its lines are that simple (``_yamllines``), from
-    the events when it is plain (nearly every config), else through the node tree (anchors,
-    aliases, tags, merge keys).
-
-    :raises yaml.YAMLError, TooLarge, RecursionError: see ``parse_yaml``.
-    """
-    loader = Loader(text)  # the pure-Python reader already checks characters here
-    try:
-        read = read_lines(loader, text)
-        data, lines, columns = read if read is not None else read_events(loader)
-    except Unusual:
-        pass
-    else:
-        return YamlDoc(path, data=data, lines=lines, columns=columns)
-    finally:
-        loader.dispose()
-    return _compose_nodes(path, text)
-
-
-def _compose_nodes(path: str, text: str) -> YamlDoc:
-    loader = Loader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return YamlDoc(path, data=None, lines={(): 1})
-        lines, columns = record_lines(node)
-        data = construct(loader, node)
-    finally:
-        loader.dispose()
-    return YamlDoc(path, data=data, lines=lines, columns=columns)
-
-
-_NON_PRINTABLE = yaml.reader.Reader.NON_PRINTABLE
-
-
-def _unprintable(path: str, text: str, exc: yaml.reader.ReaderError) -> YamlDoc:
-    """A character YAML does not allow (a control character, a lone surrogate).
-
-    ``ReaderError`` is not a ``MarkedYAMLError``: it carries an offset that libyaml counts in
-    UTF-8 bytes and PyYAML in characters, so the character is found again here (the same
-    pattern PyYAML's reader uses) and its line and column come from the text itself.
-    """
-    found = _NON_PRINTABLE.search(text)
-    if found is None:  # pragma: no cover - the reader and the pattern agree
-        return YamlDoc(path, error=f"invalid YAML: {exc.reason}")
-    start = found.start()
-    line = text.count("\n", 0, start) + 1
-    column = start - text.rfind("\n", 0, start)
-    message = f"invalid YAML: character {found.group()!r} is not allowed ({exc.reason})"
-    return YamlDoc(path, error=message, error_line=line, error_column=column)
+    return parse_text(path, raw, text)
 
 
 class YamlReadError(InvalidError, ValueError):
@@ -190,56 +81,3 @@ def read_mapping(path: Path, display: str | None = None) -> dict[str, Any]:
         msg = f"{name}: expected a mapping at the top level, found {kind}"
         raise YamlReadError(msg)
     return doc.data
-
-
-_INDICATORS = (b"[", b"{", b"-", b"?", b":")
-_SAFE_INDICATORS = 5_000
-"""Every nesting level needs one of ``_INDICATORS``; libyaml's composer recurses in C and
-overflows an 8 MiB stack (a segfault, not an exception) somewhere between 20,000 and 50,000
-levels, so fewer indicators than this cannot crash it even on a smaller thread stack."""
-_SEPARATORS = (b",", b"\n")
-"""Two nodes of one collection are apart by one of these or an indicator, so their count
-bounds the nodes a document can compose to (aliases aside: those are bounded by the walk)."""
-_OPEN = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
-_CLOSE = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
-
-
-def _check_nesting(raw: bytes, text: str) -> None:
-    """Refuse nesting past ``MAX_DEPTH``, and more nodes than the walk would visit, before
-    anything recursive (or costly per node: the composer resolves every scalar) sees them.
-
-    A count of indicator and separator bytes clears nearly every file; the rest get one pass
-    over the parser's events (iterative, no node tree) that stops at the first level too deep,
-    or once there are more nodes than the walk would visit anyway (keys are not visited:
-    twice).
-
-    :raises TooLarge: nested too deeply, or too many nodes.
-    :raises yaml.YAMLError: not YAML (reported the same as when composing).
-    """
-    if len(raw) <= _SAFE_INDICATORS:
-        return
-    indicators = sum(map(raw.count, _INDICATORS))
-    nodes = indicators + sum(map(raw.count, _SEPARATORS))
-    if indicators <= _SAFE_INDICATORS and nodes <= MAX_NODES:
-        return
-    loader = BaseLoader(text)
-    try:
-        depth = events = 0
-        get_event: Callable[[], yaml.Event] = loader.get_event  # untyped in PyYAML's stubs
-        while loader.check_event():
-            event = get_event()
-            events += 1
-            if events > 2 * MAX_NODES:
-                msg = f"document has more than {2 * MAX_NODES:,} nodes; not parsed"
-                raise TooLarge(msg)
-            if isinstance(event, _OPEN):
-                depth += 1
-                if depth > MAX_DEPTH:
-                    msg = f"nested more than {MAX_DEPTH} levels deep; not parsed"
-                    raise TooLarge(msg)
-            elif isinstance(event, _CLOSE):
-                depth -= 1
-    finally:
-        loader.dispose()
-
-

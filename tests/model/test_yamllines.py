@@ -9,10 +9,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from envkit.model import yamlio
-from envkit.model._yamlevents import read_events
+from envkit.model import _yamlparse, yamlio
+from envkit.model._yamlcore import MAX_NODES, TooLarge, Unusual
+from envkit.model._yamlevents import read_events, resolve_scalar
 from envkit.model._yamllines import read_lines
-from envkit.model._yamlnodes import MAX_NODES, Loader, TooLarge, Unusual
+from envkit.model._yamlnodes import Loader
+from envkit.model._yamlscalars import plain_value
 
 LISTED = "".join(f"  - configs/c{i}.yaml\n" for i in range(50))
 ACCEPTED = [
@@ -25,6 +27,8 @@ ACCEPTED = [
     "true: 1\nTrue: 2\nnull: 3\non: 4\n",  # resolved keys, raw key paths
     "a: 1",  # no final newline
     "a:\n " + "b:\n  " + "c: 1\n",  # one-space indents
+    # quotes, brackets, braces and commas inside a plain value (never first)
+    "a: it's\nb: ${policy_base_url}\nc: x[0], y{1}\nd: say \"hi\"\ne:\n  - f(a, b)\n",
 ]
 REJECTED = [
     "a: 1  # comment\n", "# comment\na: 1\n", "a: 'q'\n", "a: [1, 2]\n", "a: {b: 1}\n",
@@ -35,6 +39,7 @@ REJECTED = [
     "a: x \n", "a:  \n", "a:\tb\n", "a: 1\r\n", "a: é\n", "a: =\n", "a: 0x" + "f" * 200 + "\n",
     "a:\n  b: 1\n c: 2\n",  # a dedent to no open block
     "a:\n  - x\n  b: 1\n", "a:\n  -  x\n", "a:\n  -\n", "a: b: c\n", "---\na: 1\n", "a:b\n",
+    "a: 'q' x\n", "a: \"q\"\n", "a: {x\n", "a: [x\n", "a: ,x\n", "a: x #c\n", "a:\n  - 'q'\n",
 ]
 
 
@@ -52,11 +57,16 @@ def _events(text: str) -> tuple[object, ...]:
 
 
 def _lines(text: str) -> tuple[object, ...] | None:
+    """The line reader with PyYAML's resolvers; the same without PyYAML, when that reads it."""
     loader = Loader(text)
     try:
-        read = read_lines(loader, text)
+        read = read_lines(lambda value: resolve_scalar(loader, value, (True, False), None), text)
     finally:
         loader.dispose()
+    plain = read_lines(plain_value, text)
+    if plain is not None:
+        assert read is not None and (repr(plain[0]), plain[1], plain[2]) == (
+            repr(read[0]), read[1], read[2])
     return None if read is None else (repr(read[0]), read[1], read[2])
 
 
@@ -84,9 +94,11 @@ KEYS = st.sampled_from(["a", "b", "config_paths", "true", "null", "on", "x.y", "
 PLAIN = [
     "1", "-1", "+1", "1.5", "0x1f", "0o17", "1_000", "1:30", "2001-12-14", ".inf", "-.nan", "~",
     "null", "true", "no", "Tx", "ny", "configs/c1.yaml", "a b", "a:b", "http://x", "(x)", "$x",
-    "~/p", "_", "",
+    "~/p", "_", "", "it's", "${a.b}", "x,y", "a[0]", 'say "hi"', "f(a, b)", "n{}", "0'", "1,5",
+    "yes,", "no'", "-[x", "-{x}", ".x", "-", "+x", "y[",
 ]
-ODD = ["=", "-", "- x", "a #b", "a: b", "x ", "'q'", "[1]", "%x", "@x", "9" * 120]
+ODD = ["=", "-", "- x", "a #b", "a: b", "x ", "'q'", "[1]", "%x", "@x", "9" * 120, '"q"', "{x",
+       "[x", ",x", "!x", "&x", "*x", "|x", ">x", "?x", "`x"]
 VALUES = st.sampled_from(PLAIN * 6 + ODD)  # mostly inside the grammar, a few just outside
 
 
@@ -139,6 +151,6 @@ def test_line_reader_agrees_with_the_event_reader(text: str) -> None:
     assert ours is None or ours == _events(text)
     if ours is not None:  # and end to end, with the node tree
         doc = yamlio.parse_yaml("x.yaml", text.encode())
-        nodes = yamlio._compose_nodes("x.yaml", text)
+        nodes = _yamlparse._compose_nodes("x.yaml", text)
         assert (repr(doc.data), doc.lines, doc.columns) == (
             repr(nodes.data), nodes.lines, nodes.columns)
