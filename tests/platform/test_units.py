@@ -159,6 +159,11 @@ def test_401_is_one_line_without_the_token(scripted) -> None:
     assert "\n" not in text
 
 
+_NO_BYTECODE = {"PYTHONDONTWRITEBYTECODE": "1"}
+"""A bare environment would let these runs write ``__pycache__`` into the checkout (which the
+gate benchmark's runs without bytecode would then read)."""
+
+
 def _closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -170,7 +175,7 @@ def test_unreachable_platform_is_one_line_exit_1() -> None:
     proc = subprocess.run([sys.executable, "-m", "envkit", "job", "status", "rl-x",
                            "--base-url", url], capture_output=True, text=True, timeout=60,
                           env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent",
-                               "NMP_ACCESS_TOKEN": "never-printed"})
+                               "NMP_ACCESS_TOKEN": "never-printed", **_NO_BYTECODE})
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1 and "cannot reach NeMo Platform at" in proc.stderr
     assert "never-printed" not in proc.stderr + proc.stdout and "Traceback" not in proc.stderr
@@ -189,7 +194,8 @@ def test_a_missing_ca_bundle_is_one_line(tmp_path: Path) -> None:
     cfg.write_text(CONFIG.replace("/etc/ca.pem", str(tmp_path / "missing.pem")))
     proc = subprocess.run([sys.executable, "-m", "envkit", "job", "status", "rl-x"],
                           capture_output=True, text=True, timeout=60,
-                          env={"PATH": "/usr/bin:/bin", "NMP_CONFIG_PATH": str(cfg)})
+                          env={"PATH": "/usr/bin:/bin", "NMP_CONFIG_PATH": str(cfg),
+                               **_NO_BYTECODE})
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1
     assert "cannot set up the connection" in proc.stderr
     assert "secret-from-config" not in proc.stderr
