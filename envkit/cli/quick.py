@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from envkit.cli._emit import emit
-from envkit.cli._logging import apply_verbosity
 from envkit.cli.validate_core import VALIDATE_FORMATS, validate
 from envkit.model.target import ARCHES
 
@@ -73,8 +72,10 @@ def run(args: list[str]) -> int | None:
     if parsed is None:
         return None
     params, fmt, verbosity = parsed
-    if verbosity:
-        apply_verbosity(verbosity)
+    if verbosity:  # nothing here logs (see ``envkit.cli``); set up as click's path does
+        from envkit.cli._logging import configure_logging
+
+        configure_logging(verbosity)
     try:
         result = validate(**params)
     except Exception as exc:  # shown as the click path shows it (imports click: rare)

@@ -117,15 +117,32 @@ def test_a_run_prints_what_the_click_path_prints(args: list[str],
     assert (quick_rc, quick_out.out, quick_out.err) == (click_rc, click_out.out, click_out.err)
 
 
-def test_a_small_package_is_validated_without_click_pyyaml_or_zipfile(tmp_path: Path) -> None:
-    """The imports a pre-commit run of a small package pays for: none of these three (its
-    configs are plain block YAML, it ships no wheels)."""
-    code = ("import sys; from envkit.cli import main; rc = main(['validate', sys.argv[1], "
-            "'--no-cache', '-q']); print(rc, *sorted({'click', 'yaml', 'zipfile'} & "
-            "set(sys.modules)))")
-    out = subprocess.run([sys.executable, "-c", code, str(VALID)], capture_output=True,
-                         text=True, check=True, cwd=tmp_path)
-    assert out.stdout.splitlines()[-1].split() == ["0"]
+def _imported(args: list[str], cwd: Path) -> set[str]:
+    """The modules of ``click``, ``yaml``, ``zipfile`` and ``logging`` one process imported to
+    run ``envkit validate ARGS``."""
+    code = ("import sys; from envkit.cli import main; main(sys.argv[1:]); print(*sorted({'click', "
+            "'yaml', 'zipfile', 'logging'} & set(sys.modules)), sep=',', file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", code, "validate", "--no-cache", *args],
+                         capture_output=True, text=True, check=False, cwd=cwd)
+    assert out.returncode in (0, 1), out.stderr
+    return set(filter(None, out.stderr.splitlines()[-1].split(",")))
+
+
+def test_a_small_package_is_validated_without_click_pyyaml_zipfile_or_logging(
+        tmp_path: Path) -> None:
+    """The imports a pre-commit run of a small package pays for: none of these (its configs
+    are plain block YAML, it ships no wheels, and nothing validate runs logs)."""
+    assert _imported([str(VALID)], tmp_path) == set()
+
+
+def test_nothing_the_quick_path_runs_imports_logging(tmp_path: Path) -> None:
+    """It sets logging up only for -q/-v: packages with wheels and with broken YAML, a dataset
+    and a job (and the settings of this checkout's pyproject.toml) must not log either:
+    nothing it runs imports ``logging``."""
+    args = [str(WRONG_ARCH), str(CASES / "EK300-invalid-yaml" / "pkg"), "--dataset",
+            str(DATASET), "--job", str(JOB), "--output-format", "sarif"]
+    assert quick.parse(["validate", *args]) is not None
+    assert "logging" not in _imported(args, tmp_path)
 
 
 def test_shell_completion_is_left_to_click(monkeypatch: pytest.MonkeyPatch,
