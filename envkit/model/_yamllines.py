@@ -5,9 +5,11 @@ marks): on 1,000 configs listing 1,000 paths each, the events alone cost 1.2 s o
 anything is read from them. Most configs are block mappings of simple keys over one-line plain
 scalars and block sequences of them, one node per line; for those the line, the column and the
 text of every node can be read off the line itself. This reader accepts only documents made
-entirely of such lines, ASCII, no tabs, comments, quotes, flow collections or continuation
-lines, and returns None at the first thing outside that grammar (or over a bound), so the
-event reader decides everything else, errors included. Values resolve exactly as there:
+entirely of such lines (sequences indented under their key or not), blank lines and comments
+(a line of its own at any indent, or after a value and a space; printable ASCII), all ASCII,
+no tabs, quotes first, flow collections or continuation lines, and returns None at the first
+thing outside that grammar (or over a bound), so the event reader decides everything else,
+errors included. Values resolve exactly as there:
 the caller passes ``resolve``, either ``_yamlscalars.plain_value`` (no PyYAML: the plainest
 values, ``Unusual`` for the rest) or PyYAML's implicit resolvers and guarded constructors
 (``_yamlevents.resolve_scalar``). Inside a value (never first), quotes, brackets, braces and
@@ -36,8 +38,11 @@ __all__ = ["read_lines"]
 _SAFE = r"""[A-Za-z0-9_./~+=@%()$'"{}\[\],-]"""
 _REST = rf"{_SAFE}*(?:[: ]{_SAFE}+)*"  # no ": ", "::", " #", two spaces, trailing ":" or space
 _VALUE = rf"(?:[A-Za-z0-9_./~+$(]|-(?={_SAFE})){_REST}"  # never starts with an indicator
-_ITEM = re.compile(_VALUE)
-_ENTRY = re.compile(rf"([A-Za-z_][A-Za-z0-9_.-]*):(?: +({_VALUE}))?")
+_COMMENT = r"(?: +#[ -~]*)?"  # after a space, printable ASCII to the end of the line
+_ITEM = re.compile(rf"({_VALUE}){_COMMENT}")
+_ENTRY = re.compile(rf"([A-Za-z_][A-Za-z0-9_.-]*):(?: +({_VALUE}))?{_COMMENT}")
+_BLANK = re.compile(r"(?: *(?:#[ -~]*)?\n)*")
+"""Blank lines, lines of spaces and comment lines (at any indent: they close no block)."""
 _STR_FIRST = "".join(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_/$("
                      if c not in RESOLVED_FIRST)
 _STRING = rf"[{re.escape(_STR_FIRST)}]{_REST}"
@@ -106,10 +111,9 @@ class _LineReader:
         return data, self.lines, self.columns
 
     def _skip_blank(self, at: int, line: int) -> tuple[int, int]:
-        text = self.text
-        while at < len(text) and text[at] == "\n":
-            at, line = at + 1, line + 1
-        return at, line
+        blank = _BLANK.match(self.text, at)  # always matches, if only ""
+        end = blank.end() if blank is not None else at
+        return end, line + self.text.count("\n", at, end)
 
     def _entry(self, top: _Block, at: int, line: int, stack: list[_Block]) -> tuple[int, int]:
         """Read ``key:`` or ``key: value`` at ``at`` into ``top``; where the next row starts."""
@@ -130,12 +134,12 @@ class _LineReader:
             return self._skip_blank(end + 1, line + 1)
         child, child_line = self._skip_blank(end + 1, line + 1)
         inner = _indent(text, child) if child < len(text) else 0
-        if inner <= indent:
-            top.mapping[key] = self._scalar("")  # `key:` alone: null
-        elif text.startswith("- ", child + inner):
+        if inner >= indent and text.startswith("- ", child + inner):  # at the key's indent too
             items: list[Any] = []
             top.mapping[key] = items
             return self._items(items, child, child_line, inner, path, top.depth + 1)
+        if inner <= indent:
+            top.mapping[key] = self._scalar("")  # `key:` alone: null
         else:
             mapping: dict[Any, Any] = {}
             top.mapping[key] = mapping
@@ -157,9 +161,9 @@ class _LineReader:
             if found is not None:
                 end = found.end()
                 values: list[Any] = text[at + len(dash):end - 1].split("\n" + dash)
-            elif text.startswith(dash, at) and _ITEM.fullmatch(text, at + len(dash),
-                                                               eol := text.index("\n", at)):
-                end, values = eol + 1, [self._scalar(text[at + len(dash):eol])]
+            elif text.startswith(dash, at) and (item := _ITEM.fullmatch(
+                    text, at + len(dash), eol := text.index("\n", at))):
+                end, values = eol + 1, [self._scalar(item.group(1))]
             else:
                 break
             self._add(items, values, line, indent, prefix, depth)

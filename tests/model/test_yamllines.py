@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -27,19 +28,25 @@ ACCEPTED = [
     "true: 1\nTrue: 2\nnull: 3\non: 4\n",  # resolved keys, raw key paths
     "a: 1",  # no final newline
     "a:\n " + "b:\n  " + "c: 1\n",  # one-space indents
+    "# head\na: 1  # one\n  # indented\nb:   # a key with a comment\n  - x # item\n# c\n  - y\n",
+    "a:\n- x\n- 2\nb:\n  c:\n  - z\n  d: 1\n",  # sequences at their key's indent
+    "a:\n  b: 1\n   \n\n  c: 2\n",  # a line of spaces is blank
+    "a: x#y\n".replace("x#y", "x") + "b: #\n",  # an empty comment; `b:` null
     # quotes, brackets, braces and commas inside a plain value (never first)
     "a: it's\nb: ${policy_base_url}\nc: x[0], y{1}\nd: say \"hi\"\ne:\n  - f(a, b)\n",
 ]
 REJECTED = [
-    "a: 1  # comment\n", "# comment\na: 1\n", "a: 'q'\n", "a: [1, 2]\n", "a: {b: 1}\n",
+    "a: 1 #\x01\n", "# \x7f\na: 1\n", "a: 1 #é\n", "a: x#y\n", "a:#c\n", "- x # c\n",
+    "a:\n- x\n - y\n",  # a continuation of the item
+    "a:\n  b:\n- x\n",  # a dedent to no open block
+    "a: 'q'\n", "a: [1, 2]\n", "a: {b: 1}\n",
     "a: 1\na: 2\n",  # a repeated key: the event reader keeps the first line
     "a: x\n  y\n",  # a continuation line
-    "a:\n- x\n",  # an indentless sequence
     "a:\n  - b: 1\n", "a:\n  - - x\n", "- x\n", "  a: 1\n", "x\n", "", "\n\n",
     "a: x \n", "a:  \n", "a:\tb\n", "a: 1\r\n", "a: é\n", "a: =\n", "a: 0x" + "f" * 200 + "\n",
     "a:\n  b: 1\n c: 2\n",  # a dedent to no open block
     "a:\n  - x\n  b: 1\n", "a:\n  -  x\n", "a:\n  -\n", "a: b: c\n", "---\na: 1\n", "a:b\n",
-    "a: 'q' x\n", "a: \"q\"\n", "a: {x\n", "a: [x\n", "a: ,x\n", "a: x #c\n", "a:\n  - 'q'\n",
+    "a: 'q' x\n", "a: \"q\"\n", "a: {x\n", "a: [x\n", "a: ,x\n", "a:\n  - 'q'\n",
 ]
 
 
@@ -102,20 +109,24 @@ ODD = ["=", "-", "- x", "a #b", "a: b", "x ", "'q'", "[1]", "%x", "@x", "9" * 12
 VALUES = st.sampled_from(PLAIN * 6 + ODD)  # mostly inside the grammar, a few just outside
 
 
-def _emit(node: Any, indent: int, step: int, out: list[str]) -> None:
-    """Block YAML for ``node`` (a list of entries or a list of items), as a config writes it."""
+def _emit(node: Any, indent: int, step: int, out: list[str], tail: Callable[[], str],
+          flat: bool) -> None:
+    """Block YAML for ``node`` (a list of entries or a list of items), as a config writes it:
+    ``tail`` gives each line's trailing comment (or none), ``flat`` puts a key's sequence at
+    the key's own indent (as PyYAML's dumper writes it)."""
     pad = " " * indent
     kind, body = node
     for entry in body:
         if kind == "seq":
-            out.append(f"{pad}- {entry}")
+            out.append(f"{pad}- {entry}{tail()}")
             continue
         key, value = entry
         if isinstance(value, tuple):
-            out.append(f"{pad}{key}:")
-            _emit(value, indent + step, step, out)
+            out.append(f"{pad}{key}:{tail()}")
+            inner = indent if flat and value[0] == "seq" else indent + step
+            _emit(value, inner, step, out, tail, flat)
         else:
-            out.append(f"{pad}{key}: {value}" if value else f"{pad}{key}:")
+            out.append(f"{pad}{key}: {value}{tail()}" if value else f"{pad}{key}:{tail()}")
 
 
 _SEQ = st.tuples(st.just("seq"), st.lists(VALUES.filter(bool), min_size=1, max_size=6))
@@ -128,8 +139,11 @@ _TREE = st.recursive(
                                      **_KEY)),
     max_leaves=12,
 )
-_MUTATIONS = st.lists(st.tuples(st.integers(0, 40), st.sampled_from(["", " ", "  x", "- y"])),
-                      max_size=1) | st.just([])
+_MUTATIONS = st.lists(st.tuples(st.integers(0, 40), st.sampled_from(
+    ["", " ", "  x", "- y", "# c", "   # c d", "#", " #\x01", "a: b#c", "a: 1 #\x7f"])),
+    max_size=2) | st.just([])
+_TRAILING = st.sampled_from(["", "", "", "", "", " # c", "  #", " #x: y"])
+"""A line's trailing comment, if any (a rare bad one, ``#c`` or ``#\x7f``, is a mutation's)."""
 
 
 @st.composite
@@ -137,7 +151,8 @@ def _documents(draw: st.DrawFn) -> str:
     root = draw(st.tuples(st.just("map"), st.lists(st.tuples(KEYS, VALUES | _TREE), min_size=1,
                                                    max_size=4, **_KEY)))
     out: list[str] = []
-    _emit(root, 0, draw(st.sampled_from([1, 2, 4])), out)
+    _emit(root, 0, draw(st.sampled_from([1, 2, 4])), out, lambda: draw(_TRAILING),
+          draw(st.booleans()))
     for at, insert in draw(_MUTATIONS):  # near misses: blank, stray and misplaced lines
         out.insert(at % (len(out) + 1), insert)
     return "\n".join(out) + draw(st.sampled_from(["\n", ""]))
