@@ -24,11 +24,15 @@ if TYPE_CHECKING:
 __all__ = ["parse_text"]
 
 
-def parse_text(path: str, raw: bytes, text: str) -> YamlDoc:
-    """``raw`` (decoded: ``text``) as one YAML document; never raises over the content."""
+def parse_text(path: str, raw: bytes, text: str, *, try_lines: bool = True) -> YamlDoc:
+    """``raw`` (decoded: ``text``) as one YAML document; never raises over the content.
+
+    ``try_lines``: read it line by line first (with PyYAML's resolvers) if its lines allow;
+    False when the line reader already found they do not.
+    """
     try:
         _check_nesting(raw, text)
-        return _compose(path, text)
+        return _compose(path, text, try_lines=try_lines)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         return YamlDoc(path, error=f"invalid YAML: {exc.problem or exc}",
@@ -46,7 +50,7 @@ def parse_text(path: str, raw: bytes, text: str) -> YamlDoc:
         return YamlDoc(path, error=f"invalid YAML: {exc}")
 
 
-def _compose(path: str, text: str) -> YamlDoc:
+def _compose(path: str, text: str, *, try_lines: bool = True) -> YamlDoc:
     """Read the document line by line when its lines are that simple (``_yamllines``), from
     the events when it is plain (nearly every config), else through the node tree (anchors,
     aliases, tags, merge keys).
@@ -56,7 +60,7 @@ def _compose(path: str, text: str) -> YamlDoc:
     loader = Loader(text)  # the pure-Python reader already checks characters here
     try:
         read = read_lines(lambda value: resolve_scalar(loader, value, (True, False), None),
-                          text)
+                          text) if try_lines else None
         data, lines, columns = read if read is not None else read_events(loader)
     except Unusual:
         pass

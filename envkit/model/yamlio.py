@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import InvalidError
-from envkit.model._yamlcore import KeyPath, YamlDoc, nesting_clear
+from envkit.model._yamlcore import KeyPath, Unusual, YamlDoc, nesting_clear
 from envkit.model._yamllines import read_lines
 from envkit.model._yamlscalars import plain_value
 
@@ -43,14 +43,32 @@ def parse_yaml(path: str, raw: bytes) -> YamlDoc:
         column = exc.start - raw.rfind(b"\n", 0, exc.start)
         return YamlDoc(path, error=f"not UTF-8 (byte 0x{raw[exc.start]:02x})", error_line=line,
                        error_column=column)
+    value_stopped = True  # not tried yet: _yamlparse tries the line reader itself
     if nesting_clear(raw):
-        read = read_lines(plain_value, text)
+        read, value_stopped = _read_plain(text)
         if read is not None:
             data, lines, columns = read
             return YamlDoc(path, data=data, lines=lines, columns=columns)
     from envkit.model._yamlparse import parse_text
 
-    return parse_text(path, raw, text)
+    return parse_text(path, raw, text, try_lines=value_stopped)
+
+
+def _read_plain(text: str) -> tuple[tuple[Any, dict[KeyPath, int], dict[int, int]] | None, bool]:
+    """The line reader without PyYAML, and whether a value only PyYAML decides stopped it (then
+    the line reader is worth a second try with PyYAML's resolvers; else the grammar stopped it,
+    and it would stop there again)."""
+    stopped = False
+
+    def resolve(value: str) -> Any:
+        nonlocal stopped
+        try:
+            return plain_value(value)
+        except Unusual:
+            stopped = True
+            raise
+
+    return read_lines(resolve, text), stopped
 
 
 class YamlReadError(InvalidError, ValueError):
