@@ -15,8 +15,8 @@ import stat
 import sys
 import zlib
 
-__all__ = ["LISTED", "LSTAT", "STAT", "Answer", "Identity", "Input", "Key", "identity", "load",
-           "save"]
+__all__ = ["LISTED", "LSTAT", "STAT", "Answer", "Identity", "Input", "Key", "identity",
+           "identity_of", "load", "save"]
 
 _FORMAT = 2
 
@@ -41,6 +41,11 @@ def identity(path: str | bytes, how: int) -> Identity:
         st = os.lstat(path) if how == LSTAT else os.stat(path)
     except (OSError, ValueError):
         return None
+    return identity_of(st, how)
+
+
+def identity_of(st: os.stat_result, how: int) -> Identity:
+    """The identity ``identity`` gives for the stat result ``st`` of a path looked at ``how``."""
     if how != LISTED and stat.S_ISDIR(st.st_mode):
         return (st.st_mode, st.st_ino, st.st_dev, 0, 0, 0)
     return (st.st_mode, st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)

@@ -245,6 +245,35 @@ def test_the_recorder_sees_a_subprocess_a_socket_and_a_write(tmp_path: Path) -> 
     assert recorded(lambda: (tmp_path / "in.txt").exists()) is None
 
 
+def test_a_listed_and_opened_path_is_identified_once_and_a_symlink_both_ways(
+        tmp_path: Path) -> None:
+    """One system call per path looked at both ways, but a symlink's lstat is the link and its
+    stat the target: the identities are exactly what ``identity`` gives each way."""
+    from envkit.replay.record import Recorder
+    from envkit.replay.store import LISTED, LSTAT, STAT, identity
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "real.txt").write_text("x")
+    (tree / "link.txt").symlink_to("real.txt")
+    (tree / "gone").symlink_to("missing")
+    recorder = Recorder(ignore=str(tmp_path / "cache"))
+    with recorder.watching():
+        list(tree.iterdir())
+        for name in ("real.txt", "link.txt"):
+            (tree / name).read_text()
+        (tree / "gone").exists()
+    found = {(how, os.fspath(path)): ident for how, path, ident in recorder.inputs()}
+    wanted = [(LISTED, tree), (LSTAT, tree / "real.txt"), (LSTAT, tree / "link.txt"),
+              (STAT, tree / "real.txt"), (STAT, tree / "link.txt"), (STAT, tree / "gone"),
+              (LSTAT, tree / "gone")]
+    for how, path in wanted:
+        assert found[(how, str(path))] == identity(str(path), how), (how, path)
+    assert found[(STAT, str(tree / "link.txt"))] == found[(STAT, str(tree / "real.txt"))]
+    assert found[(LSTAT, str(tree / "link.txt"))] != found[(STAT, str(tree / "link.txt"))]
+    assert found[(STAT, str(tree / "gone"))] is None
+
+
 def test_the_tee_keeps_both_streams_in_call_order(tmp_path: Path) -> None:
     from envkit.replay.record import Recorder
 
