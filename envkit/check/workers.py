@@ -52,6 +52,10 @@ class Carrier(Protocol):
     def forked(self) -> None:
         """In the worker, right after the fork: what follows is the worker's own."""
 
+    def waiting(self) -> None:
+        """In the parent, its own share done, before it waits for the workers: work it would
+        do at the run's end that can be done now (the workers' tail is the run's wall time)."""
+
     def carried(self) -> object:
         """In the worker, at its end: what the parent must :meth:`merge` (picklable)."""
 
@@ -105,6 +109,8 @@ def fork_map(func: Callable[[T], R], items: Sequence[T], workers: int | None = N
             except Exception as exc:  # raised below if no earlier item raises first
                 raised[i] = exc
                 break
+        for carrier in _carriers:
+            carrier.waiting()
         for pid, fd in children:
             _collect(pid, fd, results)
         children.clear()

@@ -106,6 +106,9 @@ class Recorder:
         """Inputs forked workers read, with the identities they took."""
         self._forking = False
         self._since_fork: tuple[int, int, int, int, frozenset[str]] | None = None
+        self._early: dict[tuple[int, str | bytes], Any] = {}
+        """Inputs this process identified while forked workers finished (``waiting``)."""
+        self._early_marks: tuple[int, int, frozenset[str]] = (0, 0, frozenset())
 
     # -- the hooks -------------------------------------------------------------------------
     def _audit(self, event: str, args: tuple[Any, ...]) -> None:
@@ -181,6 +184,21 @@ class Recorder:
         self._since_fork = (len(self.paths), len(self.listed), len(self.env), len(self.chunks),
                             frozenset(sys.modules))
 
+    def waiting(self) -> None:
+        """Identify what this process read so far while the workers finish their shares: it
+        would wait for them idle, and identify it all after (~20 ms of the tree's run)."""
+        on, self._on = self._on, False  # its own stats are no inputs
+        try:
+            paths, listed, modules = self._early_marks
+            files = [getattr(sys.modules[name], "__file__", None)
+                     for name in list(sys.modules) if name not in modules]
+            found = _identified(list(self.paths)[paths:], list(self.listed)[listed:], files,
+                                set(self._early))
+            self._early.update(((how, path), ident) for how, path, ident in found)
+            self._early_marks = (len(self.paths), len(self.listed), frozenset(sys.modules))
+        finally:
+            self._on = on
+
     def carried(self) -> dict[str, Any]:
         """What the worker observed since the fork, identified here (the identities are taken
         on every core, as the reads were); the modules it imported are inputs too (the
@@ -207,12 +225,19 @@ class Recorder:
         return _Watch(self)
 
     def inputs(self) -> Iterator[Input]:
-        """Every input with its identity now: paths read or stat'ed, directories listed and
-        each of their entries, and the file of every module the process imported; then what
-        the forked workers read, as they identified it."""
+        """Every input with its identity now (or when :meth:`waiting` took it): paths read or
+        stat'ed, directories listed and each of their entries, and the file of every module the
+        process imported; then what the forked workers read, as they identified it."""
         seen = set(self.carried_inputs)
-        modules = [getattr(m, "__file__", None) for m in list(sys.modules.values())]
-        yield from _identified(self.paths, self.listed, modules, seen)
+        for key, ident in self._early.items():
+            if key not in seen:
+                seen.add(key)
+                yield (*key, ident)
+        paths, listed, before = self._early_marks
+        modules = [getattr(m, "__file__", None)
+                   for name, m in list(sys.modules.items()) if name not in before]
+        yield from _identified(list(self.paths)[paths:], list(self.listed)[listed:], modules,
+                               seen)
         for (how, path), ident in self.carried_inputs.items():
             yield how, path, ident
 

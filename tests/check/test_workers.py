@@ -91,12 +91,16 @@ class _Seen:
     def __init__(self) -> None:
         self.items: list[int] = []
         self.forks = 0
+        self.waited: list[int] = []
 
     def before_fork(self) -> None:
         self.forks += 1
 
     def forked(self) -> None:
         self.items = []
+
+    def waiting(self) -> None:
+        self.waited = list(self.items)
 
     def carried(self) -> object:
         return list(self.items)
@@ -112,6 +116,7 @@ def test_a_carrier_gets_back_what_each_worker_kept() -> None:
         fork_map(lambda i: seen.items.append(i), list(range(3 * MIN_SHARE)), workers=3)
     assert seen.forks == 2
     assert sorted(seen.items) == list(range(3 * MIN_SHARE))
+    assert seen.waited == list(range(0, 3 * MIN_SHARE, 3))  # the parent's share, done
 
 
 @pytest.fixture

@@ -170,11 +170,14 @@ def test_a_changed_module_of_the_run_is_a_new_run(aged: dict[str, Path],
     assert _run(args, tmp_path, PYTHONPATH=str(mods)).stdout != MARKER
 
 
+@pytest.mark.parametrize("reader", [0, 1], ids=["parent", "worker"])
 def test_a_tree_validated_by_forked_workers_is_stored_with_what_each_worker_read(
-        tmp_path: Path) -> None:
+        tmp_path: Path, reader: int) -> None:
     """Enough packages for a second worker (``envkit.check.workers``): its fork is no
-    impurity, and a file only it read is an input of the answer (workers share the packages
-    interleaved, so the odd ones are a worker's on a machine with two cores or more)."""
+    impurity, and a file only one process read is an input of the answer, whether the worker
+    identified it at its end or the parent while it waited for the worker (the packages are
+    shared interleaved: the even ones are the parent's, the odd ones a worker's on a machine
+    with two cores or more)."""
     from envkit.check.workers import MIN_SHARE
 
     root = tmp_path / "tree"
@@ -184,8 +187,8 @@ def test_a_tree_validated_by_forked_workers_is_stored_with_what_each_worker_read
     store = tmp_path / "store"
     args = ["validate", *map(str, pkgs), "--offline"]
     _stored_and_marked(args, store)
-    config = pkgs[1] / "resources_servers" / "echo_match" / "configs" / "echo_match.yaml"
-    config.write_text(config.read_text() + "  oops: [\n")  # only the worker reads it: EK2xx
+    config = pkgs[reader] / "resources_servers" / "echo_match" / "configs" / "echo_match.yaml"
+    config.write_text(config.read_text() + "  oops: [\n")  # one process reads it: EK2xx
     again = _run(args, store)
     assert again.stdout != MARKER and again.returncode == 1
     assert f"{config}:".encode() in again.stdout
