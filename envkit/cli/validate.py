@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -72,13 +72,7 @@ __all__ = ["rule_command", "schema_command", "validate_command"]
                    "answer again); also ENVKIT_NO_CACHE=1.")
 @report_file_option
 @common_options(VALIDATE_FORMATS)
-def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | None,
-                     arch: str | None, python_version: str | None, glibc: str | None,
-                     gym_version: str | None, offline: bool | None, strict: bool | None,
-                     verify_hashes: bool, select: tuple[str, ...], ignore: tuple[str, ...],
-                     extend_select: tuple[str, ...], extend_ignore: tuple[str, ...],
-                     exclude: tuple[str, ...], isolated: bool, ignore_unowned_files: bool,
-                     show_settings: bool, smoke: bool, probe: bool) -> object:
+def validate_command(**options: Any) -> object:
     """Check packages (and optionally a dataset and GRPO job) before upload.
 
     Each PATH is a package directory (it holds nemo-environment.yaml), a workspace root (its
@@ -89,9 +83,7 @@ def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | 
     closest envkit.toml or [tool.envkit] in pyproject.toml; flags win. Reports every
     violation in one run. Exit 0 when all are valid, 1 when any is not, 2 on usage errors.
     """
-    return validate(paths, dataset, job, arch, python_version, glibc, gym_version, offline,
-                    strict, verify_hashes, select, ignore, extend_select, extend_ignore,
-                    exclude, isolated, ignore_unowned_files, show_settings, smoke, probe)
+    return validate(**options)  # the quick path calls it with the same names
 
 
 @click.command("schema")
