@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import threading
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
@@ -130,6 +129,8 @@ def _can_fork() -> bool:
     a worker could inherit held. Threads a native library started (Ray's, OpenMP's) are not
     seen here; envkit forks only from ``envkit validate`` over 16 packages or more, before any
     such library is loaded (a worker never calls into one)."""
+    import threading  # here: a run of a few packages never asks (the small gate's start-up)
+
     return sys.platform == "linux" and threading.active_count() == 1
 
 
