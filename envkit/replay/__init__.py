@@ -33,7 +33,7 @@ import sys
 from envkit.replay.store import Answer, Key, load, save
 from envkit.supply.root import cache_dir
 
-__all__ = ["RACY_NS", "main", "run"]
+__all__ = ["RACY_NS", "exit_now", "main", "run"]
 
 RACY_NS = 2_000_000_000
 """A run with an input changed later than this before it started is answered, not stored."""
@@ -41,7 +41,35 @@ RACY_NS = 2_000_000_000
 
 def main() -> None:
     """The console script (``envkit``) and ``python -m envkit``."""
-    sys.exit(run(sys.argv[1:]))
+    args = sys.argv[1:]
+    status = run(args)
+    if args[:1] == ["validate"]:
+        exit_now(status)
+    sys.exit(status)
+
+
+def exit_now(status: int) -> None:
+    """End the process at once with ``status`` when the interpreter's teardown has nothing to
+    do but free memory; otherwise return (and the caller exits as usual).
+
+    Why: freeing every module and object at exit cost ~8 ms, a seventh of validating a small
+    package, each time a hook runs. Nothing is skipped that a run needs: stdout and stderr are
+    flushed first (a flush that fails returns here, so the usual exit reports it), and it only
+    happens when no ``atexit`` callback is registered (coverage, logging, a temporary
+    directory's finalizer would be) and no other thread runs.
+    """
+    import atexit
+
+    callbacks = getattr(atexit, "_ncallbacks", None)  # CPython's; elsewhere: the usual exit
+    threading = sys.modules.get("threading")
+    if callbacks is None or callbacks() or (threading and threading.active_count() > 1):
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe: the usual exit says so (status 120)
+        return
+    os._exit(status)
 
 
 def run(args: list[str]) -> int:

@@ -303,3 +303,25 @@ def test_the_audit_hook_outlives_its_modules_globals(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=60, check=False)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+
+def _exit_script(body: str) -> subprocess.CompletedProcess[str]:
+    code = f"import atexit, sys\nfrom envkit.replay import exit_now\n{body}\n"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)
+
+
+def test_exit_now_flushes_what_was_written_and_keeps_the_status() -> None:
+    done = _exit_script("print('out', end=''); sys.stderr.write('err')\nexit_now(5)\n"
+                        "print('not reached')")
+    assert (done.returncode, done.stdout, done.stderr) == (5, "out", "err")
+
+
+def test_exit_now_leaves_an_exit_with_atexit_callbacks_or_threads_to_python() -> None:
+    callback = _exit_script("atexit.register(lambda: print('callback ran'))\nexit_now(3)\n"
+                            "print('returned'); sys.exit(4)")
+    assert (callback.returncode, callback.stdout.split()) == (4, ["returned", "callback", "ran"])
+    thread = _exit_script("import threading; e = threading.Event()\n"
+                          "threading.Thread(target=e.wait, daemon=True).start()\n"
+                          "exit_now(3)\nprint('returned'); e.set(); sys.exit(4)")
+    assert (thread.returncode, thread.stdout.strip()) == (4, "returned")
