@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 
 from envkit.cli import quick
+from envkit.cli._emit import interrupted
 
 __all__ = ["main"]
 
@@ -24,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         status = quick.run(args)
     except KeyboardInterrupt:
-        return quick.interrupted()
+        return interrupted()
     if status is not None:
         return status
     from envkit.cli._logging import configure_logging

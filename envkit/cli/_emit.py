@@ -1,12 +1,14 @@
-"""A command's result on stdout (or in its report file), and the exit status it stands for:
-one copy for the click path (``envkit.cli.app``) and the quick path (``envkit.cli.quick``)."""
+"""A command's result on stdout (or in its report file), or its interruption, and the exit
+status each stands for: one copy for the click path (``envkit.cli.app``) and the quick path
+(``envkit.cli.quick``)."""
 
 from __future__ import annotations
 
 import contextlib
+import sys
 from pathlib import Path
 
-__all__ = ["emit"]
+__all__ = ["emit", "interrupted"]
 
 
 def emit(result: object, fmt: str, report_file: str | None) -> int:
@@ -19,3 +21,10 @@ def emit(result: object, fmt: str, report_file: str | None) -> int:
         return render.render(result, fmt)
     with Path(report_file).open("w", encoding="utf-8") as fh, contextlib.redirect_stdout(fh):
         return render.render(result, fmt)
+
+
+def interrupted() -> int:
+    """Ctrl-C (click's ``Abort`` too): say so on stderr; 130 = 128 + SIGINT, as shells report it."""
+    sys.stderr.write("Interrupted.\n")
+    sys.stderr.flush()
+    return 130

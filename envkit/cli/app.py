@@ -18,7 +18,7 @@ import click
 
 from envkit import __version__
 from envkit.cli._common import FORMAT_KEY, REPORT_FILE_KEY, run_state
-from envkit.cli._emit import emit
+from envkit.cli._emit import emit, interrupted
 from envkit.errors import INTERNAL, KIND_EXITS, EnvkitError
 
 __all__ = ["COMMANDS", "classify", "cli", "main", "report_failure"]
@@ -61,10 +61,8 @@ class _LazyGroup(click.Group):
                 result = super().invoke(ctx)
         except click.exceptions.Exit:
             raise
-        except (click.exceptions.Abort, KeyboardInterrupt):
-            # click turns Ctrl-C into Abort; 130 = 128 + SIGINT, as shells report it.
-            click.echo("Interrupted.", err=True)
-            return 130
+        except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
+            return interrupted()
         except Exception as exc:
             return report_failure(exc, argv, _requested_format(argv, state), ctx)
         target = state.get(REPORT_FILE_KEY)
@@ -156,6 +154,5 @@ def main(args: list[str]) -> int:
         exc.show()
         return 2
     except (click.exceptions.Abort, KeyboardInterrupt):
-        click.echo("Interrupted.", err=True)
-        return 130
+        return interrupted()
     return rc if isinstance(rc, int) else 0

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from envkit.cli._emit import emit
 from envkit.cli.validate_core import VALIDATE_FORMATS, validate
 from envkit.model.target import ARCHES
 
-__all__ = ["COMPLETE_VAR", "DECLINED", "interrupted", "parse", "run"]
+__all__ = ["COMPLETE_VAR", "DECLINED", "parse", "run"]
 
 _FORMAT = "output_format"
 _FLAGS: dict[str, tuple[str | None, bool]] = {
@@ -168,10 +167,3 @@ def _path_mode(value: str) -> int | None:
     except (OSError, ValueError):  # ValueError: an embedded NUL
         return None
     return mode if os.access(value, os.R_OK) else None
-
-
-def interrupted() -> int:
-    """Ctrl-C: what click's path prints and returns (130 = 128 + SIGINT)."""
-    sys.stderr.write("Interrupted.\n")
-    sys.stderr.flush()
-    return 130
