@@ -189,11 +189,7 @@ class Recorder:
         would wait for them idle, and identify it all after (~20 ms of the tree's run)."""
         on, self._on = self._on, False  # its own stats are no inputs
         try:
-            paths, listed, modules = self._early_marks
-            files = [getattr(sys.modules[name], "__file__", None)
-                     for name in list(sys.modules) if name not in modules]
-            found = _identified(list(self.paths)[paths:], list(self.listed)[listed:], files,
-                                set(self._early))
+            found = self._since(*self._early_marks, set(self._early))
             self._early.update(((how, path), ident) for how, path, ident in found)
             self._early_marks = (len(self.paths), len(self.listed), frozenset(sys.modules))
         finally:
@@ -205,11 +201,9 @@ class Recorder:
         parent's ``sys.modules`` never sees them)."""
         self._on = False  # the worker's run is over: its own stats are no inputs
         paths, listed, env, chunks, modules = self._since_fork or (0, 0, 0, 0, frozenset())
-        files = [getattr(sys.modules[name], "__file__", None)
-                 for name in list(sys.modules) if name not in modules]
-        found = _identified(list(self.paths)[paths:], list(self.listed)[listed:], files, set())
-        return {"inputs": list(found), "env": list(self.env.items())[env:],
-                "chunks": self.chunks[chunks:], "impure": self.impure}
+        return {"inputs": list(self._since(paths, listed, modules, set())),
+                "env": list(self.env.items())[env:], "chunks": self.chunks[chunks:],
+                "impure": self.impure}
 
     def merge(self, state: Any) -> None:  # what carried() returned
         for how, path, ident in state["inputs"]:
@@ -219,6 +213,14 @@ class Recorder:
         self.chunks.extend(state["chunks"])
         if state["impure"]:
             self._taint(state["impure"])
+
+    def _since(self, paths: int, listed: int, modules: frozenset[str],
+               seen: set[tuple[int, str | bytes]]) -> Iterator[Input]:
+        """What was read after the first ``paths`` paths and ``listed`` listings, and the files
+        of the modules imported since ``modules``, identified now (``seen``: skipped)."""
+        files = [getattr(module, "__file__", None)
+                 for name, module in list(sys.modules.items()) if name not in modules]
+        return _identified(list(self.paths)[paths:], list(self.listed)[listed:], files, seen)
 
     # -- the run ---------------------------------------------------------------------------
     def watching(self) -> _Watch:
@@ -233,11 +235,7 @@ class Recorder:
             if key not in seen:
                 seen.add(key)
                 yield (*key, ident)
-        paths, listed, before = self._early_marks
-        modules = [getattr(m, "__file__", None)
-                   for name, m in list(sys.modules.items()) if name not in before]
-        yield from _identified(list(self.paths)[paths:], list(self.listed)[listed:], modules,
-                               seen)
+        yield from self._since(*self._early_marks, seen)
         for (how, path), ident in self.carried_inputs.items():
             yield how, path, ident
 
