@@ -14,11 +14,11 @@ from envkit.model.package import load_package
 from envkit.validators import CHECKS, CheckOptions, Inputs, run_checks
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
 
     from envkit.model.package import Package
     from envkit.model.target import Target
-    from envkit.model.tree import Tree
+    from envkit.model.tree import FileStat, Tree
     from envkit.model.wheelfile import WheelFile
     from envkit.validators import Check
 
@@ -89,13 +89,14 @@ def _stored_facts(file: Path, rel: str | None = None, *, deep: bool = False) -> 
     return WheelFacts(cache_root() / "wheel-facts").read(file, rel, deep=deep)
 
 
-def _stamped_tree(root: Path, files: list[str]) -> Tree:
+def _stamped_tree(root: Path, files: Mapping[str, FileStat | None]) -> Tree:
     """The package digest (EK209's), unchanged files' hashes from the cache."""
     from envkit.model.provenance import PACKAGE_PURPOSE, package_tree
     from envkit.supply.cache import cache_root
     from envkit.supply.treestamps import rescan
 
-    return rescan(root, PACKAGE_PURPOSE, lambda stamps: package_tree(root, files, stamps),
+    return rescan(root, PACKAGE_PURPOSE,
+                  lambda stamps: package_tree(root, files, stamps, seen=files),
                   cache_root() / "tree-stamps")
 
 

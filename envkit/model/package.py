@@ -26,11 +26,12 @@ if TYPE_CHECKING:
 
     from envkit.model.lock import LockDoc
     from envkit.model.provenance import ProvenanceDoc
-    from envkit.model.tree import Tree
+    from envkit.model.tree import FileStat, Tree
     from envkit.model.wheelfile import WheelFile, WheelReader
 
-    TreeHasher = Callable[[Path, list[str]], Tree]
-    """``(root, its regular files) -> the package digest's tree`` (``package_tree``'s shape)."""
+    TreeHasher = Callable[[Path, Mapping[str, FileStat | None]], Tree]
+    """``(root, its regular files with the walk's stat of each) -> the package digest's tree``
+    (``package_tree``'s shape)."""
 
 __all__ = [
     "INSTALL_MARKERS",
@@ -79,6 +80,9 @@ class FileEntry:
     """Raw ``readlink`` value for symlinks."""
     link_inside: bool | None = None
     """For symlinks: whether the fully resolved target stays inside the package root."""
+    stat: FileStat | None = field(default=None, compare=False, repr=False)
+    """For regular files: what the walk's stat saw, so the package digest does not stat the
+    file again (``envkit.model.tree.hash_files``)."""
 
 
 @dataclass(frozen=True)
@@ -211,7 +215,6 @@ def _read_provenance(root: Path, entries: Mapping[str, FileEntry],
         return None
     from envkit.model.provenance import (  # only a package with a record needs them
         ProvenanceDoc,
-        package_tree,
         read_provenance,
     )
 
@@ -219,11 +222,18 @@ def _read_provenance(root: Path, entries: Mapping[str, FileEntry],
         return ProvenanceDoc(error=f"is {_kind(entry)}, not a regular file; not read")
     doc = read_provenance(root / PROVENANCE_NAME)
     try:
-        files = [p for p, e in entries.items() if e.kind == "file"]
-        actual = (tree_hasher or package_tree)(root, files)
+        files = {p: e.stat for p, e in entries.items() if e.kind == "file"}
+        actual = (tree_hasher or _every_byte)(root, files)
     except OSError:  # the unreadable file is reported by EK207
         actual = None
     return ProvenanceDoc(doc.path, doc.record, doc.error, actual)
+
+
+def _every_byte(root: Path, files: Mapping[str, FileStat | None]) -> Tree:
+    """The default ``tree_hasher``: every file read."""
+    from envkit.model.provenance import package_tree
+
+    return package_tree(root, files, seen=files)
 
 
 def _kind(entry: FileEntry) -> str:
@@ -233,7 +243,7 @@ def _kind(entry: FileEntry) -> str:
 def _walk(root: Path) -> tuple[dict[str, FileEntry], list[tuple[str, str]], bool]:
     entries: dict[str, FileEntry] = {}
     errors: list[tuple[str, str]] = []
-    real_root = os.path.realpath(root)
+    real_root = _RealRoot(root)
     base = os.fspath(root)
     stack = [""]
     while stack:
@@ -255,22 +265,39 @@ def _walk(root: Path) -> tuple[dict[str, FileEntry], list[tuple[str, str]], bool
     return entries, errors, False
 
 
-def _entry(child: os.DirEntry[str], path: str, real_root: str, errors: _Errors) -> FileEntry:
+class _RealRoot:
+    """The root's real path, taken at the walk's first symlink: a ``realpath`` stats every
+    level of the path (~17 us), and most packages have no link to judge."""
+
+    def __init__(self, root: Path) -> None:
+        self._root, self._real = root, ""
+
+    def __str__(self) -> str:
+        if not self._real:
+            self._real = os.path.realpath(self._root)
+        return self._real
+
+
+def _entry(child: os.DirEntry[str], path: str, real_root: _RealRoot,
+           errors: _Errors) -> FileEntry:
     """Classify from the directory entry's type (no syscall on most file systems); only
-    regular files are stat'ed, for their size."""
+    regular files are stat'ed, for their size and the package digest's quick check."""
     try:
         if child.is_symlink():
             return _symlink_entry(child.path, path, real_root, errors)
         if child.is_dir(follow_symlinks=False):
             return FileEntry(path, "dir")
         if child.is_file(follow_symlinks=False):
-            return FileEntry(path, "file", size=child.stat(follow_symlinks=False).st_size)
+            st = child.stat(follow_symlinks=False)
+            return FileEntry(path, "file", size=st.st_size,
+                             stat=(st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev))
     except OSError as exc:
         errors.append((path, exc.strerror or str(exc)))
     return FileEntry(path, "other")
 
 
-def _symlink_entry(full: str, path: str, real_root: str, errors: _Errors) -> FileEntry:
+def _symlink_entry(full: str, path: str, real_root_of: _RealRoot,
+                   errors: _Errors) -> FileEntry:
     """Resolve a link without following it during the walk. Non-strict ``realpath`` cannot
     hang on loops; a second, strict pass tells loops and dangling links (unreadable on the
     cluster too) apart from good ones, but only for links that stay inside."""
@@ -279,7 +306,7 @@ def _symlink_entry(full: str, path: str, real_root: str, errors: _Errors) -> Fil
     except OSError as exc:
         errors.append((path, exc.strerror or str(exc)))
         return FileEntry(path, "other")
-    resolved = os.path.realpath(full)
+    resolved, real_root = os.path.realpath(full), str(real_root_of)
     inside = resolved == real_root or resolved.startswith(real_root + os.sep)
     if inside:
         try:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from envkit.model.lock import Lock
-    from envkit.model.tree import Tree
+    from envkit.model.tree import FileStat, Tree
 
 __all__ = [
     "DATASET_PURPOSE",
@@ -164,12 +164,13 @@ def covered_paths(regular_files: Iterable[str]) -> list[str]:
 
 
 def package_tree(root: Path, regular_files: Iterable[str],
-                 stamps: Mapping[str, list[Any]] | None = None) -> Tree:
-    """The package digest over ``covered_paths(regular_files)``.
+                 stamps: Mapping[str, list[Any]] | None = None, *,
+                 seen: Mapping[str, FileStat | None] | None = None) -> Tree:
+    """The package digest over ``covered_paths(regular_files)`` (``seen``: ``hash_files``').
 
     :raises OSError: a file cannot be read.
     """
-    return hash_files(root, covered_paths(regular_files), PACKAGE_PURPOSE, stamps)
+    return hash_files(root, covered_paths(regular_files), PACKAGE_PURPOSE, stamps, seen)
 
 
 def closure_versions(lock: Lock | None, requirement_texts: Iterable[str] = ()) -> dict[str, str]:

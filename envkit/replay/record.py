@@ -116,7 +116,11 @@ class Recorder:
             return
         if event == "open":
             self._opened(args[0], args[2])
-        elif event in ("os.listdir", "os.scandir"):
+        elif event == "os.scandir":
+            path = "." if args[0] is None else args[0]
+            if isinstance(path, (str, bytes, os.PathLike)):
+                self.listed[os.fspath(path)] = None
+        elif event == "os.listdir":
             path = "." if args[0] is None else args[0]
             if isinstance(path, (str, bytes, os.PathLike)):
                 self._listing(os.fspath(path))
@@ -141,9 +145,12 @@ class Recorder:
             self.paths[(STAT, path)] = None
 
     def _listing(self, path: str | bytes) -> None:
-        """A directory the run listed: its entries are inputs, unless the lister is the import
-        system scanning ``sys.path`` (then the directory's own identity says whether a module
-        appeared; the modules imported are inputs of their own)."""
+        """A directory the run listed with ``os.listdir``: its entries are inputs, unless the
+        lister is the import system scanning ``sys.path`` (then the directory's own identity
+        says whether a module appeared; the modules imported are inputs of their own). The
+        import system never calls ``os.scandir``: those listings (a package walk's, 1,461 over
+        the Gym tree) are the run's without looking at the caller's frame, itself an audit
+        event."""
         if sys._getframe(3).f_code.co_filename.startswith("<frozen importlib"):
             if not self._ours(path):
                 self.paths[(LISTED, path)] = None

@@ -9,15 +9,15 @@ mostly its wheels: hashing the char_pattern toy's 384 MB took 0.3 s of each of t
 ``envkit.model.tree.hash_files`` compares (size, mtime in nanoseconds, inode, device: why not
 the ctime is said there); a file written in the ``RACY_S`` before the scan is hashed but not
 kept (its stat may not show the next write), nor is one under ``MIN_BYTES``. One JSON file per
-tree (its real path) and purpose; an entry that cannot be read is a miss, one that cannot be
-written costs only the speed.
+tree (its root directory's device and inode: the same directory by any path, for one stat where
+a ``realpath`` stats every level of the path) and purpose; an entry that cannot be read is a
+miss, one that cannot be written costs only the speed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +48,11 @@ def rescan(root: Path, purpose: str, scan: Callable[[Stamps], Tree], store: Path
 
     :raises OSError: what ``scan`` raises (a file that cannot be read).
     """
-    key = hashlib.sha256(f"{purpose}\0{os.path.realpath(root)}".encode()).hexdigest()[:32]
+    try:
+        st = root.stat()
+    except OSError:
+        return scan({})  # raises what a scan of a missing root raises, or finds nothing
+    key = hashlib.sha256(f"{purpose}\0{st.st_dev}:{st.st_ino}".encode()).hexdigest()[:32]
     entry = store / key[:2] / f"{key}.json"
     old = _load(entry)
     tree = scan(old)

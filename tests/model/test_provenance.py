@@ -86,6 +86,28 @@ def test_a_package_without_a_record_is_never_hashed(tmp_path: Path) -> None:
     assert _codes(pkg) == []
 
 
+def test_the_digest_takes_each_files_stat_from_the_walk_not_again(
+        recorded: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk stats every regular file for its size; the digest's quick check reuses that
+    stat, and still reads every file, the same digest as one that stats each file itself."""
+    import envkit.model.tree as tree_module
+
+    stats: list[str] = []
+    real = tree_module.os.stat
+
+    def counted(path: object, *args: object, **kwargs: object) -> object:
+        stats.append(str(path))
+        return real(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tree_module.os, "stat", counted)
+    doc = load_package(recorded).provenance
+    assert doc is not None and doc.actual is not None
+    assert not [p for p in stats if p.startswith(f"{recorded}/")]  # the root: exists, is_dir
+    monkeypatch.undo()
+    assert doc.actual.digest == hash_files(
+        recorded, [p for p in walk_files(recorded) if p != PROVENANCE_NAME], "package").digest
+
+
 def test_rewriting_the_record_does_not_change_the_package_digest(recorded: Path) -> None:
     first = package_record(recorded)
     write_provenance(recorded, first)

@@ -67,6 +67,29 @@ def test_an_unchanged_tree_is_hashed_from_its_stamps(files: Path, tmp_path: Path
     assert again.digest == first.digest and again.files == first.files
 
 
+def test_the_same_tree_by_another_path_is_hashed_from_its_stamps(
+        files: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _every_file(monkeypatch)
+    first = _scan(files, tmp_path / "store")
+    link = tmp_path / "link"
+    link.symlink_to(files)
+    _no_reads(monkeypatch)
+    assert _scan(link, tmp_path / "store").digest == first.digest
+    assert len(list((tmp_path / "store").rglob("*.json"))) == 1
+
+
+def test_a_copy_of_a_tree_is_another_tree(files: Path, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    _every_file(monkeypatch)
+    _scan(files, tmp_path / "store")
+    copy = Path(shutil.copytree(files, tmp_path / "copy"))
+    read: list[str] = []
+    real = tree_module.sha256_file
+    monkeypatch.setattr(tree_module, "sha256_file", lambda p: read.append(str(p)) or real(p))
+    assert _scan(copy, tmp_path / "store").digest == _scan(files, tmp_path / "other").digest
+    assert len(read) == 4  # the copy's two files, then the original's into a fresh store
+
+
 def test_a_rewrite_or_a_replaced_file_is_read_again_a_new_link_is_not(
         files: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A same-size rewrite moves the mtime; a file replaced by a rename is another inode, even
