@@ -5,7 +5,7 @@ What git cannot hold is built at test time from an optional ``"setup"`` list in 
 applied to a copy of the case directory in ``tmp_path`` (the committed tree is never changed):
 
 - ``"mkfifo:<path>"``: create a FIFO at ``<path>`` (relative to the case directory);
-- ``"max_entries:<n>"``: lower ``envkit.model.package.MAX_ENTRIES`` to ``n`` for this case.
+- ``"max_entries:<n>"``: lower the package walk's ``MAX_ENTRIES`` to ``n`` for this case.
 
 chmod 000 is not a setup step: root reads such entries anyway
 (``tests/check/test_hostile_inputs.py`` probes for that and covers it).
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from support.paths import REPO_ROOT
 
-import envkit.model.package
+import envkit.model._walk
 from envkit.check.validate import ValidateRequest, validate
 from envkit.model.target import Target
 from envkit.validators import RULES, CheckOptions
@@ -61,7 +61,7 @@ def _apply_setup(case: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         if op == "mkfifo":
             os.mkfifo(copy / arg)
         elif op == "max_entries":
-            monkeypatch.setattr(envkit.model.package, "MAX_ENTRIES", int(arg))
+            monkeypatch.setattr(envkit.model._walk, "MAX_ENTRIES", int(arg))  # the walk's limit
         else:
             pytest.fail(f"{case.name}: unknown setup step {step!r}")
     return copy

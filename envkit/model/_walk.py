@@ -1,0 +1,118 @@
+"""The walk of a package directory: every entry, classified from its directory entry, without
+following a symlink (a loop or a link out of the tree can neither hang nor escape it)."""
+
+from __future__ import annotations
+
+import errno
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from envkit.model.tree import FileStat
+
+__all__ = ["MAX_ENTRIES", "FileEntry", "Kind", "walk"]
+
+MAX_ENTRIES = 200_000
+"""A package with more entries than this is not walked further (reported, not crashed)."""
+
+Kind = Literal["file", "dir", "symlink", "other"]
+_Errors = list[tuple[str, str]]
+"""``(path, reason)`` of what the walk could not read (``Package.read_errors``)."""
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One path in the package, as seen without following symlinks."""
+
+    path: str
+    kind: Kind
+    size: int = 0
+    link_target: str | None = None
+    """Raw ``readlink`` value for symlinks."""
+    link_inside: bool | None = None
+    """For symlinks: whether the fully resolved target stays inside the package root."""
+    stat: FileStat | None = field(default=None, compare=False, repr=False)
+    """For regular files: what the walk's stat saw, so the package digest does not stat the
+    file again (``envkit.model.tree.hash_files``)."""
+
+
+def walk(root: Path) -> tuple[dict[str, FileEntry], list[tuple[str, str]], bool]:
+    """``(entries by relative path, what could not be read, whether it stopped at
+    MAX_ENTRIES)``."""
+    entries: dict[str, FileEntry] = {}
+    errors: list[tuple[str, str]] = []
+    real_root = _RealRoot(root)
+    base = os.fspath(root)
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        try:
+            with os.scandir(f"{base}/{rel}" if rel else base) as it:
+                children = list(it)
+        except OSError as exc:
+            errors.append((rel, exc.strerror or str(exc)))
+            continue
+        for child in children:
+            path = f"{rel}/{child.name}" if rel else child.name
+            if len(entries) >= MAX_ENTRIES:
+                return entries, errors, True
+            entry = _entry(child, path, real_root, errors)
+            entries[path] = entry
+            if entry.kind == "dir":
+                stack.append(path)
+    return entries, errors, False
+
+
+class _RealRoot:
+    """The root's real path, taken at the walk's first symlink: a ``realpath`` stats every
+    level of the path (~17 us), and most packages have no link to judge."""
+
+    def __init__(self, root: Path) -> None:
+        self._root, self._real = root, ""
+
+    def __str__(self) -> str:
+        if not self._real:
+            self._real = os.path.realpath(self._root)
+        return self._real
+
+
+def _entry(child: os.DirEntry[str], path: str, real_root: _RealRoot,
+           errors: _Errors) -> FileEntry:
+    """Classify from the directory entry's type (no syscall on most file systems); only
+    regular files are stat'ed, for their size and the package digest's quick check."""
+    try:
+        if child.is_symlink():
+            return _symlink_entry(child.path, path, real_root, errors)
+        if child.is_dir(follow_symlinks=False):
+            return FileEntry(path, "dir")
+        if child.is_file(follow_symlinks=False):
+            st = child.stat(follow_symlinks=False)
+            return FileEntry(path, "file", size=st.st_size,
+                             stat=(st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev))
+    except OSError as exc:
+        errors.append((path, exc.strerror or str(exc)))
+    return FileEntry(path, "other")
+
+
+def _symlink_entry(full: str, path: str, real_root_of: _RealRoot,
+                   errors: _Errors) -> FileEntry:
+    """Resolve a link without following it during the walk. Non-strict ``realpath`` cannot
+    hang on loops; a second, strict pass tells loops and dangling links (unreadable on the
+    cluster too) apart from good ones, but only for links that stay inside."""
+    try:
+        target = os.readlink(full)  # noqa: PTH115 - str in, str out, no Path round trip
+    except OSError as exc:
+        errors.append((path, exc.strerror or str(exc)))
+        return FileEntry(path, "other")
+    resolved, real_root = os.path.realpath(full), str(real_root_of)
+    inside = resolved == real_root or resolved.startswith(real_root + os.sep)
+    if inside:
+        try:
+            os.path.realpath(full, strict=True)
+        except OSError as exc:
+            reason = "symlink loop" if exc.errno == errno.ELOOP else "dangling symlink"
+            errors.append((path, f"{reason} (-> {target!r})"))
+    return FileEntry(path, "symlink", link_target=target, link_inside=inside)
