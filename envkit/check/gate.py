@@ -287,8 +287,10 @@ def run_gate(request: GateRequest) -> ValidationRun:
         if not (dataset or job):
             return ValidationRun(())
         return ValidationRun((_one(None, request, dataset, job),))
+    keys = [str(p) for p in found.packages]
     return ValidationRun(tuple(fork_map(lambda p: _one(p, request, dataset, job),
-                                        found.packages, request.workers)))
+                                        found.packages, request.workers,
+                                        keys if len(set(keys)) == len(keys) else None)))
 
 
 def discover_for(request: GateRequest) -> Discovery:

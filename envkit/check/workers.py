@@ -33,15 +33,20 @@ import sys
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Iterator, Mapping, Sequence
 
-__all__ = ["MIN_SHARE", "Carrier", "available_workers", "carrying", "fork_map"]
+__all__ = ["MEMO_ITEMS", "MIN_SHARE", "Carrier", "Memo", "available_workers", "carrying",
+           "fork_map", "remembering"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 MIN_SHARE = 8
 """Items per worker below which a fork (a few ms, and a pickle of the results) does not pay."""
+
+MEMO_ITEMS = 2 * MIN_SHARE
+"""Items below which a memo is not asked: re-running a few packages costs less than keeping
+each one's result and inputs (a pickle each, and the imports for it)."""
 
 _FAILED = object()
 """A worker's mark for an item the parent must run itself."""
@@ -82,6 +87,35 @@ def carrying(carrier: Carrier) -> Iterator[None]:
         _carriers.remove(carrier)
 
 
+class Memo(Protocol):
+    """Results of items from an earlier run that still hold, and where each item of this run
+    starts and ends (``fork_map`` with ``keys``)."""
+
+    def recall(self, keys: Sequence[str]) -> Mapping[int, object]:
+        """In the parent, before any item runs: ``{index: result}`` of the items not to run."""
+
+    def begin(self, key: str) -> None:
+        """In the process about to run the item named ``key``."""
+
+    def end(self, key: str, result: object, *, ok: bool) -> None:
+        """Right after it: its result (``ok``), or it raised."""
+
+
+_memos: list[Memo] = []
+"""Registered by :func:`remembering` for a run."""
+
+
+@contextlib.contextmanager
+def remembering(memo: Memo) -> Iterator[None]:
+    """Let ``memo`` answer and watch the items of every ``fork_map`` given ``keys`` inside the
+    block."""
+    _memos.append(memo)
+    try:
+        yield
+    finally:
+        _memos.remove(memo)
+
+
 def available_workers() -> int:
     """The cores this process may run on (its CPU affinity, as ``nproc`` counts them)."""
     try:
@@ -90,26 +124,41 @@ def available_workers() -> int:
         return os.cpu_count() or 1
 
 
-def fork_map(func: Callable[[T], R], items: Sequence[T], workers: int | None = None) -> list[R]:
+def fork_map(func: Callable[[T], R], items: Sequence[T], workers: int | None = None,
+             keys: Sequence[str] | None = None) -> list[R]:
     """``[func(item) for item in items]``, the items shared among up to ``workers`` processes
     (default: :func:`available_workers`), this one included.
+
+    ``keys``: a stable name per item (a package's path as given). With them, a :class:`Memo`
+    registered for the run answers the items it still knows from an earlier run, and sees where
+    every other item starts and ends, in whichever process runs it.
 
     ``func`` must not write to stdout or stderr in a worker: its output would reach the
     terminal out of order (the replay recorder keeps it, in the worker's order).
     """
-    count = min(workers or available_workers(), len(items) // MIN_SHARE)
-    if count < 2 or not _can_fork():
-        return [func(item) for item in items]
+    memo = _memos[-1] if _memos and keys is not None and len(items) >= MEMO_ITEMS else None
     results: list[object] = [_FAILED] * len(items)
+    if memo is not None and keys is not None:
+        for i, result in memo.recall(keys).items():
+            results[i] = result
+        call: Callable[[int], object] = _remembered(func, items, keys, memo)
+    else:
+        call = lambda i: func(items[i])  # noqa: E731 - the plain case of the line above
+    todo = [i for i, result in enumerate(results) if result is _FAILED]
+    count = min(workers or available_workers(), len(todo) // MIN_SHARE)
+    if count < 2 or not _can_fork():
+        for i in todo:
+            results[i] = call(i)
+        return results  # type: ignore[return-value]
     raised: dict[int, Exception] = {}
     children: list[tuple[int, int]] = []
-    queue = _Queue(len(items))
+    queue = _Queue(todo)
     try:
         for _ in range(count - 1):
-            children.append(_start(func, items, queue))
+            children.append(_start(call, queue))
         for i in queue:
             try:
-                results[i] = func(items[i])
+                results[i] = call(i)
             except Exception as exc:  # raised below if no earlier item raises first
                 raised[i] = exc
                 break
@@ -127,8 +176,23 @@ def fork_map(func: Callable[[T], R], items: Sequence[T], workers: int | None = N
         if i in raised:
             raise raised[i]
         if result is _FAILED:
-            results[i] = func(items[i])  # raises here, in order, as a serial run would
+            results[i] = call(i)  # raises here, in order, as a serial run would
     return results  # type: ignore[return-value]
+
+
+def _remembered(func: Callable[[T], R], items: Sequence[T], keys: Sequence[str],
+                memo: Memo) -> Callable[[int], object]:
+    def call(i: int) -> object:
+        memo.begin(keys[i])
+        try:
+            result = func(items[i])
+        except BaseException:
+            memo.end(keys[i], None, ok=False)
+            raise
+        memo.end(keys[i], result, ok=True)
+        return result
+
+    return call
 
 
 class _Queue:
@@ -143,7 +207,8 @@ class _Queue:
 
     _TOKENS = 1024
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, indices: Sequence[int]) -> None:
+        self.indices, size = indices, len(indices)
         self.size = size
         self.chunks = min(size, self._TOKENS)
         self._fd, write_fd = os.pipe()
@@ -155,7 +220,8 @@ class _Queue:
     def __iter__(self) -> Iterator[int]:
         while self._fd >= 0 and len(token := os.read(self._fd, 2)) == 2:
             k = int.from_bytes(token, "little")
-            yield from range(k * self.size // self.chunks, (k + 1) * self.size // self.chunks)
+            yield from self.indices[k * self.size // self.chunks:
+                                    (k + 1) * self.size // self.chunks]
 
     def close(self) -> None:
         """Take no more (what is left goes to the other processes, or is run at the end)."""
@@ -174,7 +240,7 @@ def _can_fork() -> bool:
     return sys.platform == "linux" and threading.active_count() == 1
 
 
-def _start(func: Callable[[T], R], items: Sequence[T], queue: _Queue) -> tuple[int, int]:
+def _start(call: Callable[[int], object], queue: _Queue) -> tuple[int, int]:
     for stream in (sys.stdout, sys.stderr):  # or a worker flushes the parent's buffers again
         stream.flush()
     for carrier in _carriers:
@@ -183,12 +249,12 @@ def _start(func: Callable[[T], R], items: Sequence[T], queue: _Queue) -> tuple[i
     pid = os.fork()
     if pid == 0:  # the worker: never returns
         os.close(read_fd)
-        _work(func, items, queue, write_fd)
+        _work(call, queue, write_fd)
     os.close(write_fd)
     return pid, read_fd
 
 
-def _work(func: Callable[[T], R], items: Sequence[T], queue: _Queue, fd: int) -> None:
+def _work(call: Callable[[int], object], queue: _Queue, fd: int) -> None:
     import pickle  # here, not at the top: a run of a few packages never forks
 
     status = 1
@@ -198,7 +264,7 @@ def _work(func: Callable[[T], R], items: Sequence[T], queue: _Queue, fd: int) ->
         done: dict[int, object] = {}
         for i in queue:
             try:
-                done[i] = func(items[i])
+                done[i] = call(i)
             except BaseException:  # the parent runs it again and raises it
                 break
         queue.close()

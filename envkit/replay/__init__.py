@@ -23,6 +23,11 @@ internal error or an interrupt is never replayed), and no input changed later th
 the run started (git's racily-clean rule: a same-size rewrite within one timestamp tick would
 keep the stat). ``--no-cache`` or ``ENVKIT_NO_CACHE=1`` runs without reading or writing the store
 (``$ENVKIT_CACHE_DIR/replay``).
+
+A run over a tree of packages (16 or more) keeps each package's result with what that package
+read under its own path: when every other input is unchanged and only some packages' own files
+changed (a pre-commit run after an edit), those packages are validated again and the others'
+results come from the store; the output is printed anew, the same bytes a fresh run prints.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from __future__ import annotations
 import os
 import sys
 
-from envkit.replay.store import Answer, Key, load, save
+from envkit.replay.store import Answer, Key, Recalled, load, save
 from envkit.supply.root import cache_dir
 
 __all__ = ["RACY_NS", "exit_now", "main", "run"]
@@ -79,9 +84,14 @@ def run(args: list[str]) -> int:
     where = os.path.join(cache_dir(), "replay")
     key = Key.now(args)
     answer = load(key, where)
-    if answer is not None and answer.unchanged():
-        return answer.replay()
-    return _record(args, key, where)
+    recalled: dict[str, Recalled] = {}
+    if answer is not None:
+        stale = answer.stale()
+        if stale == frozenset():
+            return answer.replay()
+        if stale is not None:  # only some packages' own files changed: the rest are reused
+            recalled = answer.recalled(stale)
+    return _record(args, key, where, recalled)
 
 
 def _replayable(args: list[str]) -> bool:
@@ -97,10 +107,11 @@ def _cli(args: list[str]) -> int:
     return cli_main(args)
 
 
-def _record(args: list[str], key: Key, where: str) -> int:
+def _record(args: list[str], key: Key, where: str, recalled: dict[str, Recalled]) -> int:
     from envkit.replay.record import Recorder
 
     recorder = Recorder(ignore=os.path.dirname(where))
+    recorder.recalled = recalled
     with recorder.watching():
         status = _cli(args)
     if status not in (0, 1) or recorder.impure is not None:
@@ -109,6 +120,7 @@ def _record(args: list[str], key: Key, where: str) -> int:
     fresh = recorder.started_ns - RACY_NS
     if any(i is not None and max(i[4], i[5]) > fresh for _, _, i in inputs):
         return status
-    answer = Answer(tuple(recorder.env.items()), inputs, tuple(recorder.chunks), status)
+    answer = Answer(tuple(recorder.env.items()), inputs, tuple(recorder.chunks), status,
+                    recorder.item_records())
     save(key, answer, where)
     return status

@@ -15,7 +15,12 @@ How, without touching the code it watches (validate's loaders, PyYAML, zipfile, 
   in order, with the stream they went to.
 - a validate run over many packages forks workers (``envkit.check.workers``): the recorder is
   their :class:`~envkit.check.workers.Carrier`, so each worker identifies what it read, imported
-  and printed, and the run's answer depends on it as on the parent's own reads.
+  and printed, and the run's answer depends on it as on the parent's own reads;
+- and it marks where each package of such a run starts and ends (it is the run's
+  :class:`~envkit.check.workers.Memo`): what a package read under its own path, and nothing
+  else of the run read, is that package's own, kept with its result (``item_records``), so a
+  later run whose only changes are some packages' own files validates those again and takes
+  the others' results from the store (``recall``).
 
 An audit hook cannot be removed: one dispatcher is added per process, and it forwards events
 only while a :meth:`Recorder.watching` block runs (the console entry's one run; tests' runs).
@@ -26,12 +31,13 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
-from stat import S_ISLNK
-from typing import Any, TextIO
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
-from envkit.check.workers import carrying
-from envkit.replay.store import LISTED, LSTAT, STAT, Input, identity_of
+from envkit.check.workers import carrying, remembering
+from envkit.replay.identify import identified, under
+from envkit.replay.store import LISTED, LSTAT, STAT, Input, ItemRecord, Recalled
+from envkit.replay.streams import RecordingEnviron, Tee
 
 __all__ = ["Recorder"]
 
@@ -46,41 +52,6 @@ _CHANGES = {"os.remove": 1, "os.rename": 2, "os.rmdir": 1, "os.mkdir": 1, "os.li
             "tempfile.mkdtemp": 1}
 """Audit events that change the file system -> how many of their first arguments are paths;
 allowed only inside envkit's cache (the wheel-facts store writes there)."""
-
-
-class _Tee:
-    """A text stream that also keeps what is written to it, as bytes, in call order."""
-
-    def __init__(self, stream: TextIO, fd: int, chunks: list[tuple[int, bytes]]) -> None:
-        self._stream, self._fd, self._chunks = stream, fd, chunks
-
-    def write(self, text: str) -> int:
-        written = self._stream.write(text)  # first: a bytes argument raises here, as it would
-        self._chunks.append((self._fd, text.encode(self._stream.encoding or "utf-8",
-                                                   self._stream.errors or "strict")))
-        return written
-
-    def writelines(self, lines: list[str]) -> None:
-        for line in lines:
-            self.write(line)
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "buffer":  # bytes written under the text layer are kept too
-            return _BufferTee(self._stream.buffer, self._fd, self._chunks)
-        return getattr(self._stream, name)
-
-
-class _BufferTee:
-    def __init__(self, raw: Any, fd: int, chunks: list[tuple[int, bytes]]) -> None:
-        self._raw, self._fd, self._chunks = raw, fd, chunks
-
-    def write(self, data: bytes) -> int:
-        written: int = self._raw.write(data)
-        self._chunks.append((self._fd, bytes(data)))
-        return written
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._raw, name)
 
 
 class Recorder:
@@ -109,6 +80,22 @@ class Recorder:
         self._early: dict[tuple[int, str | bytes], Any] = {}
         """Inputs this process identified while forked workers finished (``waiting``)."""
         self._early_marks: tuple[int, int, frozenset[str]] = (0, 0, frozenset())
+        self._item: dict[tuple[int, str | bytes], None] | None = None
+        """What the item running now (``fork_map`` with keys: one package) read so far."""
+        self._item_chunks = 0
+        self.outside: dict[tuple[int, str | bytes], None] = {}
+        """What was read while no item ran: before the packages (which paths are packages),
+        after them (the report)."""
+        self.foreign: dict[tuple[int, str | bytes], None] = {}
+        """What items read outside their own paths: the settings files above them, the
+        modules they imported, another package's files."""
+        self.items: dict[str, tuple[list[tuple[int, str | bytes]], bytes, str]] = {}
+        """Each item run here or carried back: what it read under its own path, its result
+        (pickled), its path's realpath."""
+        self.recalled: dict[str, Recalled] = {}
+        """Items an earlier run answered whose inputs are unchanged (set before the run)."""
+        self.reused: dict[str, Recalled] = {}
+        """The recalled items this run took instead of running them."""
 
     # -- the hooks -------------------------------------------------------------------------
     def _audit(self, event: str, args: tuple[Any, ...]) -> None:
@@ -119,7 +106,9 @@ class Recorder:
         elif event == "os.scandir":
             path = "." if args[0] is None else args[0]
             if isinstance(path, (str, bytes, os.PathLike)):
-                self.listed[os.fspath(path)] = None
+                path = os.fspath(path)
+                self.listed[path] = None
+                (self.outside if self._item is None else self._item)[(LISTED, path)] = None
         elif event == "os.listdir":
             path = "." if args[0] is None else args[0]
             if isinstance(path, (str, bytes, os.PathLike)):
@@ -143,6 +132,7 @@ class Recorder:
             self._taint(f"write to {path!r}")
         else:
             self.paths[(STAT, path)] = None
+            (self.outside if self._item is None else self._item)[(STAT, path)] = None
 
     def _listing(self, path: str | bytes) -> None:
         """A directory the run listed with ``os.listdir``: its entries are inputs, unless the
@@ -154,8 +144,10 @@ class Recorder:
         if sys._getframe(3).f_code.co_filename.startswith("<frozen importlib"):
             if not self._ours(path):
                 self.paths[(LISTED, path)] = None
+                self.foreign[(LISTED, path)] = None  # sys.path: every item's
         else:
             self.listed[path] = None
+            (self.outside if self._item is None else self._item)[(LISTED, path)] = None
 
     def _ours(self, path: Any) -> bool:
         """``path`` is in envkit's cache or a bytecode cache (never an input, free to write)."""
@@ -179,6 +171,7 @@ class Recorder:
                 if not self._ours(path_):
                     how = STAT if follow and kwargs.get("follow_symlinks", True) else LSTAT
                     self.paths[(how, path_)] = None
+                    (self.outside if self._item is None else self._item)[(how, path_)] = None
             return real(path, *args, **kwargs)
         return recorded
 
@@ -188,6 +181,7 @@ class Recorder:
 
     def forked(self) -> None:
         self._forking = False
+        self.items, self.outside, self.foreign = {}, {}, {}  # the parent keeps its own
         self._since_fork = (len(self.paths), len(self.listed), len(self.env), len(self.chunks),
                             frozenset(sys.modules))
 
@@ -210,7 +204,8 @@ class Recorder:
         paths, listed, env, chunks, modules = self._since_fork or (0, 0, 0, 0, frozenset())
         return {"inputs": list(self._since(paths, listed, modules, set())),
                 "env": list(self.env.items())[env:], "chunks": self.chunks[chunks:],
-                "impure": self.impure}
+                "impure": self.impure, "items": self.items, "outside": list(self.outside),
+                "foreign": list(self.foreign)}
 
     def merge(self, state: Any) -> None:  # what carried() returned
         for how, path, ident in state["inputs"]:
@@ -220,6 +215,9 @@ class Recorder:
         self.chunks.extend(state["chunks"])
         if state["impure"]:
             self._taint(state["impure"])
+        self.items.update(state["items"])
+        self.outside.update(dict.fromkeys(state["outside"]))
+        self.foreign.update(dict.fromkeys(state["foreign"]))
 
     def _since(self, paths: int, listed: int, modules: frozenset[str],
                seen: set[tuple[int, str | bytes]]) -> Iterator[Input]:
@@ -227,7 +225,85 @@ class Recorder:
         of the modules imported since ``modules``, identified now (``seen``: skipped)."""
         files = [getattr(module, "__file__", None)
                  for name, module in list(sys.modules.items()) if name not in modules]
-        return _identified(list(self.paths)[paths:], list(self.listed)[listed:], files, seen)
+        return identified(list(self.paths)[paths:], list(self.listed)[listed:], files, seen)
+
+    # -- items (envkit.check.workers.Memo): one package each ---------------------------------
+    def recall(self, keys: Sequence[str]) -> dict[int, object]:
+        """The items an earlier run answered whose inputs are all unchanged, by index: their
+        results come from the store, their inputs go into this run's answer as they were."""
+        import pickle  # only a run that reuses an item
+
+        found: dict[int, object] = {}
+        for i, key in enumerate(keys):
+            recalled = self.recalled.get(key)
+            if recalled is not None and key not in self.reused:
+                self.reused[key] = recalled
+                found[i] = pickle.loads(recalled.result)  # our own store's bytes
+        return found
+
+    def begin(self, key: str) -> None:
+        self._item = {}
+        self._item_chunks = len(self.chunks)
+
+    def end(self, key: str, result: object, *, ok: bool) -> None:
+        """Split what the item read: under its own path, its own (a later run may reuse its
+        result while those are unchanged); anything else, the run's (any change there runs
+        every item again). Its result is pickled here, on the core that ran it."""
+        import pickle
+
+        reads, self._item = self._item, None
+        if reads is None:
+            return
+        prefix, own = key + os.sep, []
+        for read in reads:
+            path = read[1]
+            if path == key or (isinstance(path, str) and path.startswith(prefix)):
+                own.append(read)
+            else:
+                self.foreign[read] = None
+        if not ok or len(self.chunks) != self._item_chunks:  # output of its own: run it again
+            return
+        on, self._on = self._on, False  # the realpath's stats are no inputs
+        try:
+            blob = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+            real = os.path.realpath(key)
+        except Exception:  # an unpicklable result: the item is not kept
+            return
+        finally:
+            self._on = on
+        self.items[key] = (own, blob, real)
+
+    def item_records(self) -> tuple[ItemRecord, ...]:
+        """What the answer keeps of each item (its result, its own inputs); none when one
+        item's real path is inside another's: then a settings file of one is the other's
+        input too, read once for both (``envkit.check.settings`` caches the lookup).
+
+        An item's own inputs are what it read under its own path and no other item read: a
+        change to one of them runs that item again. What was read before the items under an
+        item's path (is it a package, is it a workspace) decides only how that item is run,
+        and is read again by every run; anything else read before or after the items, or by
+        an item outside its own path, is the whole run's: a change there runs every item.
+        """
+        reals = {real for _, _, real in self.items.values()}
+        reals.update(recalled.real for recalled in self.reused.values())
+        for real in reals:
+            head = real
+            while (head := os.path.dirname(head)) not in ("", os.sep, "."):
+                if head in reals:
+                    return ()
+        roots = {*self.items, *self.reused}
+        shared = dict(self.foreign)
+        shared.update((read, None) for read in self.outside if not under(read[1], roots))
+        dirs = {os.path.dirname(path) for how, path in shared if how == LSTAT}
+
+        def kept(own: Iterable[tuple[int, str | bytes]]) -> tuple[tuple[int, str | bytes], ...]:
+            return tuple(read for read in own if read not in shared
+                         and not (read[0] == LISTED and read[1] in dirs))
+
+        records = [(key, blob, kept(own), real) for key, (own, blob, real) in self.items.items()]
+        records += [(key, recalled.result, kept(recalled.own), recalled.real)
+                    for key, recalled in self.reused.items()]
+        return tuple(records)
 
     # -- the run ---------------------------------------------------------------------------
     def watching(self) -> _Watch:
@@ -245,66 +321,11 @@ class Recorder:
         yield from self._since(*self._early_marks, seen)
         for (how, path), ident in self.carried_inputs.items():
             yield how, path, ident
-
-
-def _identified(paths: Iterable[tuple[int, str | bytes]], listed: Iterable[str | bytes],
-                modules: Iterable[object], seen: set[tuple[int, str | bytes]]
-                ) -> Iterator[Input]:
-    """Each input not in ``seen`` with its identity now, one system call per path: a path
-    looked at both ways (a package's files are listed, then opened: ~half the tree's 9,400
-    inputs) is lstat'ed once, and stats as it lstats unless it is a symlink."""
-    listed = list(listed)
-    entries = ((LSTAT, os.path.join(d, name)) for d in listed for name in _names(d))
-    fresh: list[tuple[int, str | bytes]] = []
-    for key in [*paths, *((LISTED, d) for d in listed), *entries,
-                *((STAT, f) for f in modules if isinstance(f, str))]:
-        if key not in seen:  # the hooks kept out what is ours; entries may be ours
-            seen.add(key)
-            fresh.append(key)
-    lstats = {path: _stat(os.lstat, path) for how, path in fresh if how == LSTAT}
-    for how, path in fresh:
-        st = lstats.get(path)
-        if how != LSTAT and (path not in lstats or (st is not None and S_ISLNK(st.st_mode))):
-            st = _stat(os.stat, path)
-        yield how, path, None if st is None else identity_of(st, how)
-
-
-def _stat(call: Callable[[Any], os.stat_result], path: str | bytes) -> os.stat_result | None:
-    try:
-        return call(path)
-    except (OSError, ValueError):
-        return None
-
-
-def _names(directory: str | bytes) -> list[Any]:
-    try:
-        return sorted(os.listdir(directory))
-    except OSError:
-        return []
-
-
-class _RecordingEnviron(os._Environ):  # type: ignore[type-arg]
-    """``os.environ`` that notes each name asked for into ``_seen`` (set for the run)."""
-
-    _seen: dict[str, str | None] | None = None
-
-    def __getitem__(self, key: str) -> str:
-        try:
-            value: str = super().__getitem__(key)
-        except KeyError:
-            self._note(key, None)
-            raise
-        self._note(key, value)
-        return value
-
-    def __iter__(self) -> Iterator[str]:
-        for key in super().__iter__():
-            self._note(key, super().__getitem__(key))
-            yield key
-
-    def _note(self, key: str, value: str | None) -> None:
-        if _RecordingEnviron._seen is not None and isinstance(key, str):
-            _RecordingEnviron._seen.setdefault(key, value)
+        for recalled in self.reused.values():
+            for how, path, ident in recalled.inputs:
+                if (how, path) not in seen:
+                    seen.add((how, path))
+                    yield how, path, ident
 
 
 def _dispatcher(watch: type[_Watch]) -> Callable[[str, tuple[Any, ...]], None]:
@@ -334,6 +355,7 @@ class _Watch:
         self.r = recorder
         self._saved: dict[str, Any] = {}
         self._carrying = carrying(recorder)
+        self._remembering = remembering(recorder)
 
     def __enter__(self) -> Recorder:
         r = self.r
@@ -348,17 +370,19 @@ class _Watch:
         os.lstat = r._stat_wrapper(os.lstat, False)  # type: ignore[assignment]
         os.access = r._stat_wrapper(os.access, True)  # type: ignore[assignment]
         os.readlink = r._stat_wrapper(os.readlink, False)  # type: ignore[assignment]
-        sys.stdout = _Tee(sys.stdout, 1, r.chunks)  # type: ignore[assignment]
-        sys.stderr = _Tee(sys.stderr, 2, r.chunks)  # type: ignore[assignment]
-        _RecordingEnviron._seen = r.env
-        os.environ.__class__ = _RecordingEnviron
+        sys.stdout = Tee(sys.stdout, 1, r.chunks)  # type: ignore[assignment]
+        sys.stderr = Tee(sys.stderr, 2, r.chunks)  # type: ignore[assignment]
+        RecordingEnviron._seen = r.env
+        os.environ.__class__ = RecordingEnviron
         self._carrying.__enter__()
+        self._remembering.__enter__()
         r._on = True
         return r
 
     def __exit__(self, *exc: object) -> None:
         r, saved = self.r, self._saved
         r._on = False
+        self._remembering.__exit__(None, None, None)
         self._carrying.__exit__(None, None, None)
         _Watch._audit_installed = None
         os.stat, os.lstat = saved["stat"], saved["lstat"]
@@ -367,4 +391,4 @@ class _Watch:
             stream.flush()
         sys.stdout, sys.stderr = saved["stdout"], saved["stderr"]
         os.environ.__class__ = saved["environ"]
-        _RecordingEnviron._seen = None
+        RecordingEnviron._seen = None

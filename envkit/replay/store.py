@@ -15,10 +15,10 @@ import stat
 import sys
 import zlib
 
-__all__ = ["LISTED", "LSTAT", "STAT", "Answer", "Identity", "Input", "Key", "identity",
-           "identity_of", "load", "save"]
+__all__ = ["LISTED", "LSTAT", "STAT", "Answer", "Identity", "Input", "ItemRecord", "Key",
+           "Recalled", "identity", "identity_of", "load", "save"]
 
-_FORMAT = 2
+_FORMAT = 3
 
 Identity = tuple[int, int, int, int, int, int] | None
 """(mode, inode, device, size, mtime ns, ctime ns); ``None``: the path did not exist."""
@@ -27,6 +27,23 @@ Input = tuple[int, str | bytes, Identity]
 named it, its identity when the run ended)."""
 
 LSTAT, STAT, LISTED = 0, 1, 2
+
+ItemRecord = tuple[str, bytes, tuple[tuple[int, str | bytes], ...], str]
+"""One item of the run (a package, by its path as given): its result, pickled; what it read
+under its own path while it ran and nothing else of the run read (a listed directory stands for
+its entries too); its path's realpath."""
+
+
+class Recalled:
+    """An item an earlier run answered, its inputs unchanged: its result (pickled), its own
+    inputs (as :data:`ItemRecord` has them), those with their listed entries and identities,
+    and its realpath."""
+
+    __slots__ = ("inputs", "own", "real", "result")
+
+    def __init__(self, result: bytes, own: tuple[tuple[int, str | bytes], ...],
+                 inputs: tuple[Input, ...], real: str) -> None:
+        self.result, self.own, self.inputs, self.real = result, own, inputs, real
 
 
 def identity(path: str | bytes, how: int) -> Identity:
@@ -80,20 +97,58 @@ def _terminal(fd: int) -> tuple[int, int] | None:
 
 
 class Answer:
-    """A run's answer (its output chunks, by stream, and its exit status) and what it read."""
+    """A run's answer (its output chunks, by stream, and its exit status), what it read, and
+    its items (the packages of a tree) with what each of them read."""
 
-    __slots__ = ("chunks", "env", "inputs", "status")
+    __slots__ = ("chunks", "env", "inputs", "items", "status")
 
     def __init__(self, env: tuple[tuple[str, str | None], ...], inputs: tuple[Input, ...],
-                 chunks: tuple[tuple[int, bytes], ...], status: int) -> None:
+                 chunks: tuple[tuple[int, bytes], ...], status: int,
+                 items: tuple[ItemRecord, ...] = ()) -> None:
         self.env, self.inputs, self.chunks, self.status = env, inputs, chunks, status
+        self.items = items
 
     def unchanged(self) -> bool:
-        """Every variable and every input is as the run saw it (the first difference stops)."""
+        """Every variable and every input is as the run saw it."""
+        return self.stale() == frozenset()
+
+    def stale(self) -> frozenset[str] | None:
+        """The items whose own inputs changed (none: the answer holds as it is); ``None`` when
+        a variable or any other input changed (the first such difference stops the check)."""
         environ = os.environ
         if any(environ.get(name) != value for name, value in self.env):
-            return False
-        return all(identity(path, how) == ident for how, path, ident in self.inputs)
+            return None
+        owners: dict[tuple[int, str | bytes], str] | None = None
+        stale: set[str] = set()
+        for how, path, ident in self.inputs:
+            if identity(path, how) == ident:
+                continue
+            if owners is None:  # built at the first change only: a replay never needs it
+                owners = {read: key for key, _, own, _ in self.items for read in own}
+            key = owners.get((how, path))
+            if key is None and how == LSTAT:  # an entry of a directory the item listed
+                key = owners.get((LISTED, os.path.dirname(path)))
+            if key is None:
+                return None
+            stale.add(key)
+        return frozenset(stale)
+
+    def recalled(self, stale: frozenset[str]) -> dict[str, Recalled]:
+        """The items not in ``stale``, as :class:`Recalled`."""
+        known = {(how, path): (how, path, ident) for how, path, ident in self.inputs}
+        entries: dict[str | bytes, list[Input]] = {}
+        for how, path, ident in self.inputs:
+            if how == LSTAT:
+                entries.setdefault(os.path.dirname(path), []).append((how, path, ident))
+        found = {}
+        for key, result, own, real in self.items:
+            if key in stale:
+                continue
+            inputs = [known[read] for read in own if read in known]
+            inputs += [entry for how, path in own if how == LISTED
+                       for entry in entries.get(path, ())]
+            found[key] = Recalled(result, own, tuple(inputs), real)
+        return found
 
     def replay(self) -> int:
         """Write the run's output again, each chunk to its stream, in order; its status."""
@@ -111,12 +166,12 @@ def load(key: Key, store: str) -> Answer | None:
     try:
         with open(key.file(store), "rb") as fh:
             data = marshal.loads(fh.read())
-        fmt, text, env, inputs, chunks, status = data
+        fmt, text, env, inputs, chunks, status, items = data
     except (OSError, EOFError, ValueError, TypeError):
         return None
     if fmt != _FORMAT or text != key.text:
         return None
-    return Answer(env, inputs, chunks, status)
+    return Answer(env, inputs, chunks, status, items)
 
 
 def save(key: Key, answer: Answer, store: str) -> None:
@@ -124,7 +179,8 @@ def save(key: Key, answer: Answer, store: str) -> None:
     costs only the speed."""
     path = key.file(store)
     temp = f"{path}.{os.getpid()}.tmp"
-    data = (_FORMAT, key.text, answer.env, answer.inputs, answer.chunks, answer.status)
+    data = (_FORMAT, key.text, answer.env, answer.inputs, answer.chunks, answer.status,
+            answer.items)
     try:
         os.makedirs(store, exist_ok=True)
         with open(temp, "wb") as fh:

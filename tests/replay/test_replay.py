@@ -59,8 +59,8 @@ def _entries(store: Path) -> list[Path]:
 def _mark(store: Path) -> None:
     """Rewrite the one stored answer's output to the marker (its status kept)."""
     [entry] = _entries(store)
-    fmt, text, env, inputs, _chunks, status = marshal.loads(entry.read_bytes())
-    entry.write_bytes(marshal.dumps((fmt, text, env, inputs, ((1, MARKER),), status)))
+    fmt, text, env, inputs, _chunks, status, items = marshal.loads(entry.read_bytes())
+    entry.write_bytes(marshal.dumps((fmt, text, env, inputs, ((1, MARKER),), status, items)))
 
 
 def _stored_and_marked(args: list[str], store: Path, **env: str) -> None:
@@ -175,9 +175,8 @@ def test_a_tree_validated_by_forked_workers_is_stored_with_what_each_worker_read
         tmp_path: Path, reader: int) -> None:
     """Enough packages for a second worker (``envkit.check.workers``): its fork is no
     impurity, and a file only one process read is an input of the answer, whether the worker
-    identified it at its end or the parent while it waited for the worker (the packages are
-    shared interleaved: the even ones are the parent's, the odd ones a worker's on a machine
-    with two cores or more)."""
+    identified it at its end or the parent while it waited for the worker (either process may
+    take a package from the queue: the test edits the first one, then the second)."""
     from envkit.check.workers import MIN_SHARE
 
     root = tmp_path / "tree"
