@@ -236,9 +236,13 @@ class Recorder:
         found: dict[int, object] = {}
         for i, key in enumerate(keys):
             recalled = self.recalled.get(key)
-            if recalled is not None and key not in self.reused:
-                self.reused[key] = recalled
+            if recalled is None or key in self.reused:
+                continue
+            try:
                 found[i] = pickle.loads(recalled.result)  # our own store's bytes
+            except Exception:  # a result that no longer loads: the item runs
+                continue
+            self.reused[key] = recalled
         return found
 
     def begin(self, key: str) -> None:
@@ -275,8 +279,9 @@ class Recorder:
 
     def item_records(self) -> tuple[ItemRecord, ...]:
         """What the answer keeps of each item (its result, its own inputs); none when one
-        item's real path is inside another's: then a settings file of one is the other's
-        input too, read once for both (``envkit.check.settings`` caches the lookup).
+        item's real path is inside another's or is another's: then a settings file of one is
+        the other's input too, read once for both (``envkit.check.settings`` caches the
+        lookup).
 
         An item's own inputs are what it read under its own path and no other item read: a
         change to one of them runs that item again. What was read before the items under an
@@ -286,6 +291,8 @@ class Recorder:
         """
         reals = {real for _, _, real in self.items.values()}
         reals.update(recalled.real for recalled in self.reused.values())
+        if len(reals) != len(self.items) + len(self.reused):
+            return ()  # one package named twice, by two spellings: one settings lookup
         for real in reals:
             head = real
             while (head := os.path.dirname(head)) not in ("", os.sep, "."):

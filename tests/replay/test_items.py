@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import marshal
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -26,7 +27,7 @@ from envkit.replay import RACY_NS
 from envkit.replay.store import LISTED, LSTAT, STAT, Answer, identity
 
 PACKAGES = REPO_ROOT / "fixtures" / "packages"
-NAMES = ("config", "added", "removed", "settings", "nested", "again", "invalid")
+NAMES = ("config", "added", "removed", "settings", "nested", "twice", "again", "invalid")
 COUNTER = """\
 import os
 
@@ -63,6 +64,9 @@ def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
     nested = found["nested"][4] / "inner"  # a package inside another, both named
     shutil.copytree(PACKAGES / "valid-native-v1" / "pkg", nested)
     found["nested"].append(nested)
+    link = root / "twice" / "link"  # the first package again, by another path
+    link.symlink_to(found["twice"][0])
+    found["twice"].append(link)
     (root / "counter").mkdir()
     (root / "counter" / "sitecustomize.py").write_text(COUNTER)
     time.sleep(RACY_NS / 1e9 + 0.2)
@@ -162,6 +166,28 @@ def test_a_package_inside_another_keeps_no_answers_of_its_own(trees: dict[str, l
     again, ran = _run(pkgs, tmp_path)
     assert ran == sorted(map(str, pkgs))
     _same_as_fresh(again, pkgs, tmp_path)
+
+
+def test_a_package_named_twice_keeps_no_answers_of_its_own(trees: dict[str, list[Path]],
+                                                           tmp_path: Path) -> None:
+    """By its path and through a link: its settings are looked up once, for either name."""
+    pkgs = trees["twice"]
+    assert _stored(pkgs, tmp_path).items == ()
+    (pkgs[0] / "envkit.toml").write_text('select = ["EK2"]\n')
+    again, ran = _run(pkgs, tmp_path)
+    assert ran == sorted(map(str, pkgs))
+    _same_as_fresh(again, pkgs, tmp_path)
+
+
+def test_a_stored_result_that_no_longer_loads_is_run_again(tmp_path: Path) -> None:
+    from envkit.replay.record import Recorder
+    from envkit.replay.store import Recalled
+
+    recorder = Recorder(ignore=str(tmp_path))
+    recorder.recalled = {"a": Recalled(b"not a pickle", (), (), "/a"),
+                         "b": Recalled(pickle.dumps(7), (), (), "/b")}
+    assert recorder.recall(["a", "b", "c"]) == {1: 7}
+    assert list(recorder.reused) == ["b"]
 
 
 def test_a_run_that_reused_packages_is_stored_and_answers_the_next_one(
