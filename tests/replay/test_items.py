@@ -246,3 +246,20 @@ def test_the_check_runs_everything_again_for_any_other_change(tmp_path: Path) ->
     assert read_unset.stale() == {str(a)}  # unset then, unset now: only a's listing
     read_set = Answer((("ENVKIT_SOMETHING", "1"),), answer.inputs, (), 0, answer.items)
     assert read_set.stale() is None  # a variable the run read, now another value
+
+
+def test_the_check_stats_a_path_once_unless_it_is_a_link(tmp_path: Path) -> None:
+    """A path looked at both ways is lstat'ed once when it is a file; through a link, the
+    stat still follows it: the target's change is a change."""
+    target, link, plain = tmp_path / "target.yaml", tmp_path / "link.yaml", tmp_path / "f.yaml"
+    target.write_text("a: 1\n")
+    plain.write_text("b: 1\n")
+    link.symlink_to(target)
+    looked = [(how, str(path)) for path in (link, plain) for how in (LSTAT, STAT)]
+    answer = Answer((), tuple((how, path, identity(path, how)) for how, path in looked), (), 0)
+    assert answer.stale() == frozenset()
+    target.write_text("a: 22\n")
+    assert answer.stale() is None
+    answer = Answer((), tuple((how, path, identity(path, how)) for how, path in looked), (), 0)
+    plain.write_text("b: 22\n")
+    assert answer.stale() is None
