@@ -9,20 +9,7 @@ from typing import Any
 
 from envkit.replay.store import LISTED, LSTAT, STAT, Input, identity_of
 
-__all__ = ["identified", "under"]
-
-
-def under(path: str | bytes, roots: set[str]) -> bool:
-    """``path`` is one of ``roots`` or below one (as spelled: no link is followed)."""
-    if not isinstance(path, str):
-        return False
-    head = path
-    while head not in roots:
-        parent = os.path.dirname(head)
-        if parent == head or not parent:
-            return False
-        head = parent
-    return True
+__all__ = ["identified"]
 
 
 def identified(paths: Iterable[tuple[int, str | bytes]], listed: Iterable[str | bytes],

@@ -31,11 +31,12 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from envkit.check.workers import carrying, remembering
-from envkit.replay.identify import identified, under
+from envkit.replay.identify import identified
+from envkit.replay.items import item_records
 from envkit.replay.store import LISTED, LSTAT, STAT, Input, ItemRecord, Recalled
 from envkit.replay.streams import RecordingEnviron, Tee
 
@@ -278,39 +279,8 @@ class Recorder:
         self.items[key] = (own, blob, real)
 
     def item_records(self) -> tuple[ItemRecord, ...]:
-        """What the answer keeps of each item (its result, its own inputs); none when one
-        item's real path is inside another's or is another's: then a settings file of one is
-        the other's input too, read once for both (``envkit.check.settings`` caches the
-        lookup).
-
-        An item's own inputs are what it read under its own path and no other item read: a
-        change to one of them runs that item again. What was read before the items under an
-        item's path (is it a package, is it a workspace) decides only how that item is run,
-        and is read again by every run; anything else read before or after the items, or by
-        an item outside its own path, is the whole run's: a change there runs every item.
-        """
-        reals = {real for _, _, real in self.items.values()}
-        reals.update(recalled.real for recalled in self.reused.values())
-        if len(reals) != len(self.items) + len(self.reused):
-            return ()  # one package named twice, by two spellings: one settings lookup
-        for real in reals:
-            head = real
-            while (head := os.path.dirname(head)) not in ("", os.sep, "."):
-                if head in reals:
-                    return ()
-        roots = {*self.items, *self.reused}
-        shared = dict(self.foreign)
-        shared.update((read, None) for read in self.outside if not under(read[1], roots))
-        dirs = {os.path.dirname(path) for how, path in shared if how == LSTAT}
-
-        def kept(own: Iterable[tuple[int, str | bytes]]) -> tuple[tuple[int, str | bytes], ...]:
-            return tuple(read for read in own if read not in shared
-                         and not (read[0] == LISTED and read[1] in dirs))
-
-        records = [(key, blob, kept(own), real) for key, (own, blob, real) in self.items.items()]
-        records += [(key, recalled.result, kept(recalled.own), recalled.real)
-                    for key, recalled in self.reused.items()]
-        return tuple(records)
+        """What the answer keeps of each item (``envkit.replay.items``)."""
+        return item_records(self.items, self.reused, self.outside, self.foreign)
 
     # -- the run ---------------------------------------------------------------------------
     def watching(self) -> _Watch:
