@@ -223,7 +223,7 @@ def tree(runs: int, gym: bool, pyc: str) -> None:
     for kind, timing in (("replayed", replayed), ("after a change in one package", changed),
                          ("first run, file hashes cached", hashed),
                          ("first run, empty cache", first)):
-        tail = anchor if kind == "first run" else ""
+        tail = anchor if timing is first else ""
         print(f"RESULT tree, {kind}: {timing.wall_s:.3f} s wall, {timing.cpu_s:.3f} s CPU for "
               f"{count} packages (goal <= {TREE_GOAL_S} s: {verdict(timing.wall_s <= TREE_GOAL_S)}"
               f"; CPU {verdict(timing.cpu_s <= TREE_GOAL_S)}){tail}")
