@@ -35,10 +35,11 @@ def item_records(items: Mapping[str, tuple[list[Read], bytes, str]],
     if len(reals) != len(items) + len(reused):
         return ()  # one package named twice, by two spellings: one settings lookup
     for real in reals:
-        head = real
-        while (head := os.path.dirname(head)) not in ("", os.sep, "."):
-            if head in reals:
+        head, parent = real, os.path.dirname(real)
+        while parent != head:  # up to the root of the file system, itself included
+            if parent in reals:
                 return ()
+            head, parent = parent, os.path.dirname(parent)
     roots = {*items, *reused}
     shared = dict(foreign)
     shared.update((read, None) for read in outside if not _under(read[1], roots))

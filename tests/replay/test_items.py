@@ -263,3 +263,15 @@ def test_the_check_stats_a_path_once_unless_it_is_a_link(tmp_path: Path) -> None
     answer = Answer((), tuple((how, path, identity(path, how)) for how, path in looked), (), 0)
     plain.write_text("b: 22\n")
     assert answer.stale() is None
+
+
+def test_no_package_keeps_answers_of_its_own_when_one_lies_inside_another() -> None:
+    from envkit.replay.items import item_records
+
+    def items(*reals: str) -> dict[str, tuple[list[tuple[int, str]], bytes, str]]:
+        return {real: ([(STAT, f"{real}/f")], b"r", real) for real in reals}
+
+    assert [key for key, *_ in item_records(items("/t/a", "/t/b"), {}, {}, {})] == [
+        "/t/a", "/t/b"]
+    for nested in (("/t/a", "/t/a/b"), ("/t", "/t/a/b/c"), ("/", "/a")):
+        assert item_records(items(*nested), {}, {}, {}) == ()
