@@ -108,10 +108,6 @@ class Answer:
         self.env, self.inputs, self.chunks, self.status = env, inputs, chunks, status
         self.items = items
 
-    def unchanged(self) -> bool:
-        """Every variable and every input is as the run saw it."""
-        return self.stale() == frozenset()
-
     def stale(self) -> frozenset[str] | None:
         """The items whose own inputs changed (none: the answer holds as it is); ``None`` when
         a variable or any other input changed (the first such difference stops the check).
