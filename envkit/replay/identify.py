@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
-from stat import S_ISLNK
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from envkit.replay.store import LISTED, LSTAT, STAT, Input, identity_of
+from envkit.replay.store import LISTED, LSTAT, STAT, Input, identity_after, lstat_of
 
 __all__ = ["identified"]
 
@@ -17,7 +16,7 @@ def identified(paths: Iterable[tuple[int, str | bytes]], listed: Iterable[str | 
                 ) -> Iterator[Input]:
     """Each input not in ``seen`` with its identity now, one system call per path: a path
     looked at both ways (a package's files are listed, then opened: ~half the tree's 9,400
-    inputs) is lstat'ed once, and stats as it lstats unless it is a symlink."""
+    inputs) is lstat'ed once (``identity_after``)."""
     listed = list(listed)
     entries = ((LSTAT, os.path.join(d, name)) for d in listed for name in _names(d))
     fresh: list[tuple[int, str | bytes]] = []
@@ -26,19 +25,9 @@ def identified(paths: Iterable[tuple[int, str | bytes]], listed: Iterable[str | 
         if key not in seen:  # the hooks kept out what is ours; entries may be ours
             seen.add(key)
             fresh.append(key)
-    lstats = {path: _stat(os.lstat, path) for how, path in fresh if how == LSTAT}
+    lstats = {path: lstat_of(path) for how, path in fresh if how == LSTAT}
     for how, path in fresh:
-        st = lstats.get(path)
-        if how != LSTAT and (path not in lstats or (st is not None and S_ISLNK(st.st_mode))):
-            st = _stat(os.stat, path)
-        yield how, path, None if st is None else identity_of(st, how)
-
-
-def _stat(call: Callable[[Any], os.stat_result], path: str | bytes) -> os.stat_result | None:
-    try:
-        return call(path)
-    except (OSError, ValueError):
-        return None
+        yield how, path, identity_after(path, how, lstats)
 
 
 def _names(directory: str | bytes) -> list[Any]:

@@ -104,16 +104,13 @@ class Recorder:
             return
         if event == "open":
             self._opened(args[0], args[2])
-        elif event == "os.scandir":
+        elif event in ("os.scandir", "os.listdir"):
             path = "." if args[0] is None else args[0]
             if isinstance(path, (str, bytes, os.PathLike)):
-                path = os.fspath(path)
-                self.listed[path] = None
-                (self.outside if self._item is None else self._item)[(LISTED, path)] = None
-        elif event == "os.listdir":
-            path = "." if args[0] is None else args[0]
-            if isinstance(path, (str, bytes, os.PathLike)):
-                self._listing(os.fspath(path))
+                if event == "os.scandir":  # never the import system's (see _listing)
+                    self._list(os.fspath(path))
+                else:
+                    self._listing(os.fspath(path))
         elif event == "os.fork" and self._forking:  # a validate worker: carried back
             self._forking = False
         elif event in _CHANGES:
@@ -132,8 +129,7 @@ class Recorder:
         if flags is not None and flags & _WRITE_FLAGS:
             self._taint(f"write to {path!r}")
         else:
-            self.paths[(STAT, path)] = None
-            (self.outside if self._item is None else self._item)[(STAT, path)] = None
+            self._read((STAT, path))
 
     def _listing(self, path: str | bytes) -> None:
         """A directory the run listed with ``os.listdir``: its entries are inputs, unless the
@@ -147,8 +143,18 @@ class Recorder:
                 self.paths[(LISTED, path)] = None
                 self.foreign[(LISTED, path)] = None  # sys.path: every item's
         else:
-            self.listed[path] = None
-            (self.outside if self._item is None else self._item)[(LISTED, path)] = None
+            self._list(path)
+
+    def _read(self, key: tuple[int, str | bytes]) -> None:
+        """A path the run opened or stat'ed: the run's, and the item's running now (or the
+        part of the run outside the items)."""
+        self.paths[key] = None
+        (self.outside if self._item is None else self._item)[key] = None
+
+    def _list(self, path: str | bytes) -> None:
+        """A directory the run listed, the same way."""
+        self.listed[path] = None
+        (self.outside if self._item is None else self._item)[(LISTED, path)] = None
 
     def _ours(self, path: Any) -> bool:
         """``path`` is in envkit's cache or a bytecode cache (never an input, free to write)."""
@@ -171,8 +177,7 @@ class Recorder:
                 path_ = os.fspath(path)
                 if not self._ours(path_):
                     how = STAT if follow and kwargs.get("follow_symlinks", True) else LSTAT
-                    self.paths[(how, path_)] = None
-                    (self.outside if self._item is None else self._item)[(how, path_)] = None
+                    self._read((how, path_))
             return real(path, *args, **kwargs)
         return recorded
 

@@ -16,7 +16,7 @@ import sys
 import zlib
 
 __all__ = ["LISTED", "LSTAT", "STAT", "Answer", "Identity", "Input", "ItemRecord", "Key",
-           "Recalled", "identity", "identity_of", "load", "save"]
+           "Recalled", "identity", "identity_after", "identity_of", "load", "lstat_of", "save"]
 
 _FORMAT = 3
 
@@ -59,6 +59,26 @@ def identity(path: str | bytes, how: int) -> Identity:
     except (OSError, ValueError):
         return None
     return identity_of(st, how)
+
+
+def identity_after(path: str | bytes, how: int,
+                   lstats: dict[str | bytes, os.stat_result | None]) -> Identity:
+    """``identity(path, how)``, one system call per path: a path in ``lstats`` (the lstat
+    results of the paths looked at without following links) is not stat'ed again unless it
+    is a symlink (a package's files are listed, then opened: half a tree's inputs)."""
+    if path in lstats:
+        st = lstats[path]
+        if how == LSTAT or st is None or not stat.S_ISLNK(st.st_mode):
+            return None if st is None else identity_of(st, how)
+    return identity(path, how)
+
+
+def lstat_of(path: str | bytes) -> os.stat_result | None:
+    """``os.lstat(path)``; ``None`` when it does not exist (or cannot be stat'ed)."""
+    try:
+        return os.lstat(path)
+    except (OSError, ValueError):
+        return None
 
 
 def identity_of(st: os.stat_result, how: int) -> Identity:
@@ -113,8 +133,7 @@ class Answer:
         a variable or any other input changed (the first such difference stops the check).
 
         The paths looked at without following links come first (a package's files, as its
-        directories list them); a path lstat'ed so that is no symlink is not stat'ed again
-        (half the Gym tree's 9,000 inputs are looked at both ways)."""
+        directories list them), so that ``identity_after`` stats no path twice."""
         environ = os.environ
         if any(environ.get(name) != value for name, value in self.env):
             return None
@@ -136,21 +155,13 @@ class Answer:
         lstats: dict[str | bytes, os.stat_result | None] = {}
         for how, path, ident in self.inputs:
             if how == LSTAT:
-                try:
-                    st: os.stat_result | None = os.lstat(path)
-                except (OSError, ValueError):
-                    st = None
-                lstats[path] = st
-                now = None if st is None else identity_of(st, how)
-                if now != ident and not own(how, path):
+                lstats[path] = lstat_of(path)
+                if identity_after(path, how, lstats) != ident and not own(how, path):
                     return None
         for how, path, ident in self.inputs:
-            if how == LSTAT:
+            if how == LSTAT or identity_after(path, how, lstats) == ident:
                 continue
-            st = lstats.get(path)
-            now = (identity_of(st, how) if how == STAT and st is not None
-                   and not stat.S_ISLNK(st.st_mode) else identity(path, how))
-            if now != ident and not own(how, path):
+            if not own(how, path):
                 return None
         return frozenset(stale)
 
