@@ -32,6 +32,11 @@ class Timing:
     def cpu_s(self) -> float:
         return statistics.median(self.cpu)
 
+    def add(self, other: Timing) -> None:
+        """Take ``other``'s runs as this one's (runs timed one at a time, each set up apart)."""
+        self.wall.extend(other.wall)
+        self.cpu.extend(other.cpu)
+
     def line(self, label: str) -> str:
         return (f"{label:<34} median {self.cpu_s * 1e3:8.1f} ms CPU {self.wall_s * 1e3:8.1f} ms "
                 f"wall (n={len(self.cpu)}, min CPU {min(self.cpu) * 1e3:.1f})")

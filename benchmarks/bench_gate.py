@@ -153,14 +153,25 @@ def _three(cmd: list[str], runs: int, env: dict[str, str]) -> tuple[Timing, Timi
         stored = {**env, "ENVKIT_CACHE_DIR": store}
         time_process(cmd, 1, env=stored, ok=(0, 1))
         replayed = time_process(cmd, runs, env=stored, ok=(0, 1))
-    first = Timing([], [])
-    for _ in range(runs):
-        with tempfile.TemporaryDirectory(prefix="bench-gate-cache-") as store:
-            one = time_process(cmd, 1, env={**env, "ENVKIT_CACHE_DIR": store}, ok=(0, 1))
-        first.wall.extend(one.wall)
-        first.cpu.extend(one.cpu)
+    first = _each_in_a_new_cache(cmd, runs, env)
     plain = time_process([*cmd, "--no-cache"], runs, env=env, ok=(0, 1))
     return replayed, first, plain
+
+
+def _each_in_a_new_cache(cmd: list[str], runs: int, env: dict[str, str],
+                         seed: Path | None = None) -> Timing:
+    """``cmd`` ``runs`` times, each with a new cache directory: empty, or holding the file
+    hashes and wheel facts ``seed`` (another cache directory) holds."""
+    import shutil
+
+    timing = Timing([], [])
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory(prefix="bench-gate-cache-") as store:
+            for kept in ("tree-stamps", "wheel-facts"):
+                if seed is not None and (seed / kept).is_dir():
+                    shutil.copytree(seed / kept, Path(store) / kept)
+            timing.add(time_process(cmd, 1, env={**env, "ENVKIT_CACHE_DIR": store}, ok=(0, 1)))
+    return timing
 
 
 def small(runs: int, pyc: str) -> None:
@@ -233,20 +244,9 @@ def _first_with_hashes(cmd: list[str], runs: int, env: dict[str, str]) -> Timing
     """A command line run for the first time on a machine that validated these packages before
     (another flag, a new CI step, an upgrade of envkit): no stored answer, every package
     validated, the big files' hashes and the wheels' facts from the cache."""
-    import shutil
-
-    timing = Timing([], [])
     with tempfile.TemporaryDirectory(prefix="bench-gate-cache-") as warm:
         time_process(cmd, 1, env={**env, "ENVKIT_CACHE_DIR": warm}, ok=(0, 1))
-        for _ in range(runs):
-            with tempfile.TemporaryDirectory(prefix="bench-gate-cache-") as store:
-                for kept in ("tree-stamps", "wheel-facts"):
-                    if (Path(warm) / kept).is_dir():
-                        shutil.copytree(Path(warm) / kept, Path(store) / kept)
-                one = time_process(cmd, 1, env={**env, "ENVKIT_CACHE_DIR": store}, ok=(0, 1))
-            timing.wall.extend(one.wall)
-            timing.cpu.extend(one.cpu)
-    return timing
+        return _each_in_a_new_cache(cmd, runs, env, seed=Path(warm))
 
 
 def _after_a_change(cmd: list[str], members: list[str], runs: int,
@@ -265,9 +265,7 @@ def _after_a_change(cmd: list[str], members: list[str], runs: int,
             st = manifest.stat()
             os.utime(manifest, ns=(st.st_atime_ns, st.st_mtime_ns + 1000))
             time.sleep(2.2)  # older than the racy window: the run's answer is stored
-            one = time_process(cmd, 1, env=stored, ok=(0, 1))
-            timing.wall.extend(one.wall)
-            timing.cpu.extend(one.cpu)
+            timing.add(time_process(cmd, 1, env=stored, ok=(0, 1)))
     return timing
 
 
