@@ -9,6 +9,8 @@ How, without touching the code it watches (validate's loaders, PyYAML, zipfile, 
 - ``os.stat``/``os.lstat``/``os.access``/``os.readlink`` are wrapped for the run: existence and
   type checks (``Path.exists``, ``os.path.isfile``, ``realpath``) raise no audit event, and a
   settings file looked for and not found is an input as much as one that was read;
+- ``os.scandir`` keeps the entries of each listing read to the end: they name the directory's
+  entries, with the stats the run's walk took (``envkit.replay.listings``);
 - ``os.environ`` records the names it is asked for (``get``, ``in``, ``[]``; iterating it
   records every name);
 - ``sys.stdout``/``sys.stderr`` are teed: the bytes reach the terminal as before and are kept,
@@ -37,6 +39,7 @@ from typing import Any
 from envkit.check.workers import carrying, remembering
 from envkit.replay.identify import identified
 from envkit.replay.items import item_records
+from envkit.replay.listings import Listings, keeping_listings
 from envkit.replay.store import LISTED, LSTAT, STAT, Input, ItemRecord, Recalled
 from envkit.replay.streams import RecordingEnviron, Tee
 
@@ -68,6 +71,9 @@ class Recorder:
         self._below = tuple(root + os.sep for root in self.ignore)
         self.paths: dict[tuple[int, str | bytes], None] = {}
         self.listed: dict[str | bytes, None] = {}
+        self.scanned: Listings = {}
+        """The ``os.scandir`` listings read to the end, with their entries (their names and
+        stats identify the listed directories' entries)."""
         self.env: dict[str, str | None] = {}
         self.chunks: list[tuple[int, bytes]] = []
         self.impure: str | None = None
@@ -231,7 +237,8 @@ class Recorder:
         of the modules imported since ``modules``, identified now (``seen``: skipped)."""
         files = [getattr(module, "__file__", None)
                  for name, module in list(sys.modules.items()) if name not in modules]
-        return identified(list(self.paths)[paths:], list(self.listed)[listed:], files, seen)
+        return identified(list(self.paths)[paths:], list(self.listed)[listed:], files, seen,
+                          self.scanned)
 
     # -- items (envkit.check.workers.Memo): one package each ---------------------------------
     def recall(self, keys: Sequence[str]) -> dict[int, object]:
@@ -346,12 +353,13 @@ class _Watch:
             _Watch._hooked = True
         _Watch._audit_installed = r
         self._saved = {"stat": os.stat, "lstat": os.lstat, "access": os.access,
-                       "readlink": os.readlink, "stdout": sys.stdout, "stderr": sys.stderr,
-                       "environ": type(os.environ)}
+                       "readlink": os.readlink, "scandir": os.scandir, "stdout": sys.stdout,
+                       "stderr": sys.stderr, "environ": type(os.environ)}
         os.stat = r._stat_wrapper(os.stat, True)  # type: ignore[assignment]
         os.lstat = r._stat_wrapper(os.lstat, False)  # type: ignore[assignment]
         os.access = r._stat_wrapper(os.access, True)  # type: ignore[assignment]
         os.readlink = r._stat_wrapper(os.readlink, False)  # type: ignore[assignment]
+        os.scandir = keeping_listings(os.scandir, r.scanned)  # type: ignore[assignment]
         sys.stdout = Tee(sys.stdout, 1, r.chunks)  # type: ignore[assignment]
         sys.stderr = Tee(sys.stderr, 2, r.chunks)  # type: ignore[assignment]
         RecordingEnviron._seen = r.env
@@ -369,6 +377,7 @@ class _Watch:
         _Watch._audit_installed = None
         os.stat, os.lstat = saved["stat"], saved["lstat"]
         os.access, os.readlink = saved["access"], saved["readlink"]
+        os.scandir = saved["scandir"]
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
         sys.stdout, sys.stderr = saved["stdout"], saved["stderr"]
