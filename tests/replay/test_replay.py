@@ -324,3 +324,15 @@ def test_exit_now_leaves_an_exit_with_atexit_callbacks_or_threads_to_python() ->
                           "threading.Thread(target=e.wait, daemon=True).start()\n"
                           "exit_now(3)\nprint('returned'); e.set(); sys.exit(4)")
     assert (thread.returncode, thread.stdout.strip()) == (4, "returned")
+
+
+@pytest.mark.parametrize(("command", "young"), [("validate", 200_000), ("build", 700)])
+def test_a_validate_process_runs_the_cyclic_collector_less_often(command: str,
+                                                                   young: int) -> None:
+    """Only ``envkit validate``: a trainer or a build keeps Python's collector as it is."""
+    code = ("import gc, sys\nimport envkit.replay as r\n"
+            "r.run = lambda args: print(gc.get_threshold()[0]) or 0\n"
+            f"sys.argv = ['envkit', {command!r}]\nr.main()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)
+    assert (done.returncode, done.stdout.strip()) == (0, str(young)), done.stderr
