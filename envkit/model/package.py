@@ -112,7 +112,7 @@ class Package:
     def manifest_data(self) -> Mapping[str, Any]:
         """The manifest mapping, or an empty one when it is missing or malformed."""
         data = self.manifest.data if self.manifest else None
-        return data if isinstance(data, Mapping) else {}
+        return data if isinstance(data, dict) else {}
 
     @property
     def format(self) -> str | None:
@@ -122,7 +122,7 @@ class Package:
     @property
     def name(self) -> str | None:
         meta = self.manifest_data.get("metadata")
-        value = meta.get("name") if isinstance(meta, Mapping) else None
+        value = meta.get("name") if isinstance(meta, dict) else None
         return value if isinstance(value, str) else None
 
     def config_paths(self) -> list[str]:
@@ -317,10 +317,10 @@ def _read_includes(root: Path, prefix: str, texts: dict[str, str],
 def server_block(block: object) -> tuple[str, str, Mapping[str, Any]] | None:
     """``(type, impl, body)`` of a config's top-level block shaped as Gym reads a server
     (``{type: {impl: {...}}}``, one key at each level); None for anything else (a setting)."""
-    if not isinstance(block, Mapping) or len(block) != 1:
+    if not isinstance(block, dict) or len(block) != 1:
         return None
     ((server_type, impls),) = block.items()
-    if not isinstance(impls, Mapping) or len(impls) != 1:
+    if not isinstance(impls, dict) or len(impls) != 1:
         return None
     ((impl, body),) = impls.items()
-    return (str(server_type), str(impl), body) if isinstance(body, Mapping) else None
+    return (str(server_type), str(impl), body) if isinstance(body, dict) else None

@@ -116,7 +116,7 @@ def _resolve(value: Any, merged: Mapping[str, Any]) -> Any:
             return value
         node: Any = merged
         for segment in match.group(1).split("."):
-            if not isinstance(node, Mapping) or isinstance(node, Opaque) or segment not in node:
+            if not isinstance(node, dict) or isinstance(node, Opaque) or segment not in node:
                 return value
             node = node[segment]
         value = node
@@ -141,7 +141,7 @@ def _fully_known(view: GymView, instance: Instance) -> bool:
     """False when part of the block comes from a Gym config envkit knows only in summary."""
     names = {instance.name, *([instance.inherits] if instance.inherits else [])}
     return not any(
-        isinstance(view.docs[path].data, Mapping) and names & set(view.docs[path].data)
+        isinstance(view.docs[path].data, dict) and names & set(view.docs[path].data)
         for path in view.builtin
     )
 

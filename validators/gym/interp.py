@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from envkit.model.gym_data import gym_data
-from envkit.validators.gym.model import MAPPING_TYPES, Opaque
+from envkit.validators.gym.model import Opaque
 from envkit.validators.gym.shapes import classify
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def _lookup(merged: Mapping[str, Any], segments: list[str]) -> bool:
             return True  # a Gym built-in config's value: known by name only
         if isinstance(node, str) and "${" in node:
             return True  # goes through another interpolation: judged where it is written
-        if isinstance(node, MAPPING_TYPES) and seg in node:
+        if isinstance(node, dict) and seg in node:
             node = node[seg]
         elif isinstance(node, list) and _index(seg) < len(node):
             node = node[int(seg)]
@@ -153,7 +153,7 @@ def _walk(value: Any, keypath: KeyPath) -> Iterator[tuple[KeyPath, Any]]:
     stack = [(keypath, value)]
     while stack:
         path, node = stack.pop()
-        if isinstance(node, MAPPING_TYPES):
+        if isinstance(node, dict):
             stack.extend(((*path, k), v) for k, v in node.items() if isinstance(k, str | int))
         elif isinstance(node, list):
             stack.extend(((*path, i), v) for i, v in enumerate(node))

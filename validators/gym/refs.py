@@ -133,7 +133,7 @@ def check_policy_model(inputs: Inputs) -> Iterator[Diagnostic]:
 def _includes(view: GymView, first: str, defining: set[str]) -> bool:
     doc = view.docs.get(first)
     data = doc.data if doc is not None else None
-    nested = data.get("config_paths") if isinstance(data, Mapping) else None
+    nested = data.get("config_paths") if isinstance(data, dict) else None
     if not isinstance(nested, list):
         return False
     return bool({safe_relpath(p) for p in nested if isinstance(p, str)} & defining)
@@ -169,14 +169,14 @@ def _relayed_agents(view: GymView) -> set[str]:
 
 
 def _names_agent(key: str, value: Any) -> bool:
-    if not isinstance(value, Mapping) or not isinstance(value.get("name"), str):
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
         return False
     return value.get("type") == AGENTS or (key == "agent_server" and value.get("type") is None)
 
 
 def _unbound(instance: Instance) -> bool:
     ref = instance.shape.fields.get("resources_server")
-    return isinstance(ref, Mapping) and ref.get("name") == "???"
+    return isinstance(ref, dict) and ref.get("name") == "???"
 
 
 def check_environment_relays(inputs: Inputs) -> Iterator[Diagnostic]:
@@ -198,7 +198,7 @@ def check_environment_relays(inputs: Inputs) -> Iterator[Diagnostic]:
 
 def _ref_name(fields: Mapping[str, Any], key: str, server_type: str) -> str | None:
     ref = fields.get(key)
-    if not isinstance(ref, Mapping) or ref.get("type") != server_type:
+    if not isinstance(ref, dict) or ref.get("type") != server_type:
         return None
     name = ref.get("name")
     return name if isinstance(name, str) else None

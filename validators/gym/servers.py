@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from envkit.model.diagnostics import Severity, close_matches
@@ -53,7 +52,7 @@ def check_config_docs(inputs: Inputs) -> Iterator[Diagnostic]:
     for path, doc in (pkg.configs if pkg else {}).items():
         if not doc.ok:
             yield EK300.at(path, f"cannot be read as YAML: {doc.error}", line=doc.error_line)
-        elif doc.data is not None and not isinstance(doc.data, Mapping):
+        elif doc.data is not None and not isinstance(doc.data, dict):
             kind = type(doc.data).__name__
             yield EK300.at(path, f"top level is a {kind}, not a mapping", line=doc.line_of())
 
@@ -65,18 +64,18 @@ def _referenced_names(view: GymView) -> set[str]:
     names: set[str] = set()
     for instance in view.instances.values():
         body = instance.body
-        for value in body.values() if isinstance(body, Mapping) else ():
-            for impl_fields in value.values() if isinstance(value, Mapping) else ():
-                if isinstance(impl_fields, Mapping):
+        for value in body.values() if isinstance(body, dict) else ():
+            for impl_fields in value.values() if isinstance(value, dict) else ():
+                if isinstance(impl_fields, dict):
                     names.update(r.name for r in find_refs(impl_fields))
     return names
 
 
 def _type_impl(body: Any) -> tuple[str, str] | None:
-    if not isinstance(body, Mapping):
+    if not isinstance(body, dict):
         return None
     for key, inner in body.items():
-        if isinstance(inner, Mapping) and len(inner) == 1 and key in (
+        if isinstance(inner, dict) and len(inner) == 1 and key in (
             MODELS, RESOURCES, AGENTS, ENVS,
         ):
             return str(key), str(next(iter(inner)))
@@ -132,7 +131,7 @@ def _scalar_conflicts(
         stack: list[tuple[tuple[str | int, ...], Any]] = [((), definition.body)]
         while stack:
             keypath, value = stack.pop()
-            if isinstance(value, Mapping):
+            if isinstance(value, dict):
                 stack.extend(((*keypath, k), v) for k, v in value.items())
                 continue
             before = leaves.get(keypath)

@@ -61,7 +61,7 @@ def _launcher_crash(body: Mapping[str, Any]) -> Shape | None:
         return Shape("malformed", problem="is an empty mapping", loud=True, effect=effect)
     first = next(iter(body))
     inner = body[first]
-    if isinstance(inner, Mapping) and not inner:
+    if isinstance(inner, dict) and not inner:
         problem = f"`{first}` is an empty mapping"
         return Shape("malformed", problem=problem, keypath=(first,), loud=True, effect=effect)
     return None
@@ -74,8 +74,8 @@ def _looks_like_server(body: Mapping[str, Any]) -> bool:
     misspelt server type still gets launched from ``<misspelt>/<impl>/`` and fails there.
     """
     inner = next(iter(body.values()), None)
-    fields = next(iter(inner.values()), None) if isinstance(inner, Mapping) else None
-    return isinstance(fields, Mapping) and "entrypoint" in fields
+    fields = next(iter(inner.values()), None) if isinstance(inner, dict) else None
+    return isinstance(fields, dict) and "entrypoint" in fields
 
 
 def _unknown_type(body: Mapping[str, Any]) -> Shape:
@@ -88,15 +88,15 @@ def _unknown_type(body: Mapping[str, Any]) -> Shape:
 
 
 def _impl_shape(server_type: str, inner: Any) -> Shape:
-    if not isinstance(inner, Mapping) or len(inner) != 1:
-        count = len(inner) if isinstance(inner, Mapping) else 0
-        loud = isinstance(inner, Mapping) and any(
-            isinstance(v, Mapping) and "entrypoint" in v for v in inner.values()
+    if not isinstance(inner, dict) or len(inner) != 1:
+        count = len(inner) if isinstance(inner, dict) else 0
+        loud = isinstance(inner, dict) and any(
+            isinstance(v, dict) and "entrypoint" in v for v in inner.values()
         )
         problem = f"`{server_type}` must hold exactly one implementation, found {count}"
         return Shape("malformed", server_type, problem=problem, keypath=(server_type,), loud=loud)
     impl, fields = next(iter(inner.items()))
-    if not isinstance(fields, Mapping) or "entrypoint" not in fields:
+    if not isinstance(fields, dict) or "entrypoint" not in fields:
         problem = f"`{server_type}.{impl}` has no `entrypoint`"
         return Shape("malformed", server_type, str(impl), problem=problem,
                      keypath=(server_type, impl))
@@ -110,7 +110,7 @@ def _impl_shape(server_type: str, inner: Any) -> Shape:
 def classify(body: Any) -> Shape:
     """Gym's reading of a top-level value (``maybe_get_server_instance_config`` +
     ``is_almost_server``), with the reason when it is a server block that will not run."""
-    if not isinstance(body, Mapping):
+    if not isinstance(body, dict):
         return Shape("other")
     crash = _launcher_crash(body)
     if crash is not None:
@@ -127,7 +127,7 @@ def classify(body: Any) -> Shape:
 
 def _is_ref(value: Any) -> bool:
     return (
-        isinstance(value, Mapping)
+        isinstance(value, dict)
         and value.get("type") in SERVER_TYPES
         and isinstance(value.get("name"), str)
     )
@@ -141,7 +141,7 @@ def find_refs(fields: Mapping[str, Any]) -> list[Ref]:
         keypath, value = stack.pop()
         if _is_ref(value):
             refs.append(Ref(keypath, value["type"], value["name"], len(keypath) == 1))
-        elif isinstance(value, Mapping):
+        elif isinstance(value, dict):
             stack.extend(((*keypath, k), v) for k, v in value.items())
         elif isinstance(value, list):
             stack.extend(((*keypath, i), v) for i, v in enumerate(value))

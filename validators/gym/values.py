@@ -31,7 +31,7 @@ E, W = Severity.ERROR, Severity.WARNING
 def _dataset_problems(entry: Any) -> list[str]:
     """Gym's ``DatasetConfig`` / ``BenchmarkDatasetConfig`` rules for one entry."""
     data = gym_data()
-    if not isinstance(entry, Mapping):
+    if not isinstance(entry, dict):
         return ["is not a mapping"]
     kind = entry.get("type")
     kind = kind if isinstance(kind, str) or kind is None else repr(kind)
@@ -72,7 +72,7 @@ def check_datasets(inputs: Inputs) -> Iterator[Diagnostic]:
             where = fmt_keypath((instance.name, *instance.field_path("datasets", index)))
             for problem in _dataset_problems(entry):
                 yield EK315.at(path, f"`{where}`: {problem}", line=line)
-            if isinstance(entry, Mapping) and _inside_package(entry.get("jsonl_fpath")):
+            if isinstance(entry, dict) and _inside_package(entry.get("jsonl_fpath")):
                 keypath = instance.field_path("datasets", index, "jsonl_fpath")
                 fpath, fline = instance.locate(*keypath)
                 message = f"`{where}.jsonl_fpath: {entry['jsonl_fpath']}` points inside the package"
@@ -129,7 +129,7 @@ def check_includes(inputs: Inputs) -> Iterator[Diagnostic]:
         return
     judged: dict[str, str | None] = {}
     for path, doc in pkg.configs.items():
-        nested = doc.data.get("config_paths") if isinstance(doc.data, Mapping) else None
+        nested = doc.data.get("config_paths") if isinstance(doc.data, dict) else None
         if nested is None:
             continue
         if not isinstance(nested, list):
