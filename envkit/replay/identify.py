@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -17,7 +18,9 @@ def identified(paths: Iterable[tuple[int, str | bytes]], listed: Iterable[str | 
                ) -> Iterator[Input]:
     """Each input not in ``seen`` with its identity now, one system call per path: a path
     looked at both ways (a package's files are listed, then opened: ~half the tree's 9,400
-    inputs) is lstat'ed once (``identity_after``).
+    inputs) is lstat'ed once (``identity_after``), and a path opened or stat'ed that is also
+    an entry of a listed directory and no symlink is kept once, as the entry: its identity
+    either way is the same, and the stored answer checks it once.
 
     ``scanned``: the entries a listing gave the run, by directory, when it was read to the
     end: those are its names (not listed again), and an entry's lstat is the one it holds
@@ -46,7 +49,18 @@ def identified(paths: Iterable[tuple[int, str | bytes]], listed: Iterable[str | 
         if how == LSTAT and path not in lstats:
             lstats[path] = lstat_of(path)
     for how, path in fresh:
+        if how == STAT and _plain(lstats.get(path, _UNKNOWN)):
+            continue  # its lstat is an input too, and the same identity
         yield how, path, identity_after(path, how, lstats)
+
+
+_UNKNOWN = object()
+
+
+def _plain(st: object) -> bool:
+    """An lstat result of a path that is no symlink: looked at following links or not, the
+    path has the same identity (``identity_of``)."""
+    return isinstance(st, os.stat_result) and not stat.S_ISLNK(st.st_mode)
 
 
 def _lstat_of_entry(entry: os.DirEntry[Any]) -> os.stat_result | None:
