@@ -136,11 +136,10 @@ def _record(args: list[str], key: Key, where: str, recalled: dict[str, Recalled]
         status = _cli(args)
     if status not in (0, 1) or recorder.impure is not None:
         return status
-    inputs = tuple(recorder.inputs())
-    fresh = recorder.started_ns - RACY_NS
-    if any(i is not None and max(i[4], i[5]) > fresh for _, _, i in inputs):
+    parts = recorder.parts()
+    if recorder.newest > recorder.started_ns - RACY_NS:
         return status
-    answer = Answer(tuple(recorder.env.items()), inputs, tuple(recorder.chunks), status,
+    answer = Answer(tuple(recorder.env.items()), parts, tuple(recorder.chunks), status,
                     recorder.item_records())
     save(key, answer, where)
     return status

@@ -30,6 +30,7 @@ only while a :meth:`Recorder.watching` block runs (the console entry's one run; 
 
 from __future__ import annotations
 
+import marshal
 import os
 import sys
 import time
@@ -40,7 +41,7 @@ from envkit.check.workers import carrying, remembering
 from envkit.replay.identify import identified
 from envkit.replay.items import item_records
 from envkit.replay.listings import Listings, keeping_listings
-from envkit.replay.store import LISTED, LSTAT, STAT, Input, ItemRecord, Recalled
+from envkit.replay.store import LISTED, LSTAT, STAT, Input, ItemRecord, Recalled, packed
 from envkit.replay.streams import RecordingEnviron, Tee
 
 __all__ = ["Recorder"]
@@ -80,12 +81,15 @@ class Recorder:
         """Why the run's answer may depend on more than its inputs (the first such event)."""
         self.started_ns = time.time_ns()
         self._on = False
-        self.carried_inputs: dict[tuple[int, str | bytes], Any] = {}
-        """Inputs forked workers read, with the identities they took."""
+        self.carried_parts: list[bytes] = []
+        """Inputs forked workers read, with the identities they took (``store.packed``)."""
+        self.newest = 0
+        """The latest mtime or ctime (ns) among the inputs packed so far."""
         self._forking = False
         self._since_fork: tuple[int, int, int, int, frozenset[str]] | None = None
-        self._early: dict[tuple[int, str | bytes], Any] = {}
+        self._early: set[tuple[int, str | bytes]] = set()
         """Inputs this process identified while forked workers finished (``waiting``)."""
+        self._early_parts: list[bytes] = []
         self._early_marks: tuple[int, int, frozenset[str]] = (0, 0, frozenset())
         self._item: dict[tuple[int, str | bytes], None] | None = None
         """What the item running now (``fork_map`` with keys: one package) read so far."""
@@ -202,9 +206,10 @@ class Recorder:
         would wait for them idle, and identify it all after (~20 ms of the tree's run)."""
         on, self._on = self._on, False  # its own stats are no inputs
         try:
-            found = self._since(*self._early_marks, set(self._early))
-            self._early.update(((how, path), ident) for how, path, ident in found)
+            found = list(self._since(*self._early_marks, set(self._early)))
+            self._early.update((how, path) for how, path, _ in found)
             self._early_marks = (len(self.paths), len(self.listed), frozenset(sys.modules))
+            self._early_parts.append(self._pack(found))
         finally:
             self._on = on
 
@@ -214,14 +219,15 @@ class Recorder:
         parent's ``sys.modules`` never sees them)."""
         self._on = False  # the worker's run is over: its own stats are no inputs
         paths, listed, env, chunks, modules = self._since_fork or (0, 0, 0, 0, frozenset())
-        return {"inputs": list(self._since(paths, listed, modules, set())),
+        inputs = self._pack(list(self._since(paths, listed, modules, set())))
+        return {"inputs": inputs, "newest": self.newest,
                 "env": list(self.env.items())[env:], "chunks": self.chunks[chunks:],
                 "impure": self.impure, "items": self.items, "outside": list(self.outside),
                 "foreign": list(self.foreign)}
 
     def merge(self, state: Any) -> None:  # what carried() returned
-        for how, path, ident in state["inputs"]:
-            self.carried_inputs.setdefault((how, path), ident)
+        self.carried_parts.append(state["inputs"])
+        self.newest = max(self.newest, state["newest"])
         for name, value in state["env"]:
             self.env.setdefault(name, value)
         self.chunks.extend(state["chunks"])
@@ -298,23 +304,32 @@ class Recorder:
     def watching(self) -> _Watch:
         return _Watch(self)
 
-    def inputs(self) -> Iterator[Input]:
-        """Every input with its identity now (or when :meth:`waiting` took it): paths read or
-        stat'ed, directories listed and each of their entries, and the file of every module the
-        process imported; then what the forked workers read, as they identified it."""
-        seen = set(self.carried_inputs)
-        for key, ident in self._early.items():
-            if key not in seen:
-                seen.add(key)
-                yield (*key, ident)
-        yield from self._since(*self._early_marks, seen)
-        for (how, path), ident in self.carried_inputs.items():
-            yield how, path, ident
+    def parts(self) -> tuple[bytes, ...]:
+        """Every input with its identity now (or when :meth:`waiting` took it), packed: paths
+        read or stat'ed, directories listed and each of their entries, and the file of every
+        module the process imported; the inputs of the items reused from the store; then
+        what the forked workers read, as they identified and packed it. :attr:`newest` is
+        then the latest change among them."""
+        seen = set(self._early)
+        late = list(self._since(*self._early_marks, seen))
         for recalled in self.reused.values():
             for how, path, ident in recalled.inputs:
                 if (how, path) not in seen:
                     seen.add((how, path))
-                    yield how, path, ident
+                    late.append((how, path, ident))
+        return (*self._early_parts, self._pack(late), *self.carried_parts)
+
+    def inputs(self) -> Iterator[Input]:
+        """What :meth:`parts` packs, unpacked (a process's inputs once; a path two processes
+        looked at is in both their parts)."""
+        for part in self.parts():
+            yield from marshal.loads(part)
+
+    def _pack(self, found: list[Input]) -> bytes:
+        for _, _, ident in found:
+            if ident is not None and max(ident[4], ident[5]) > self.newest:
+                self.newest = max(ident[4], ident[5])
+        return packed(found)
 
 
 def _dispatcher(watch: type[_Watch]) -> Callable[[str, tuple[Any, ...]], None]:

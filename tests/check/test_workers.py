@@ -163,7 +163,7 @@ def test_the_recorder_keeps_what_a_worker_read(many: list[Path]) -> None:
     with recorder.watching():
         run_gate(GateRequest(paths=tuple(many), workers=2))
     assert recorder.impure is None  # the workers' fork is no impurity
-    assert recorder.carried_inputs  # the second worker's reads, identified there
+    assert recorder.carried_parts  # the second worker's reads, identified there
     inputs = {(how, path) for how, path, _ in recorder.inputs()}
     for pkg in many:  # both shares: this process's (even) and the worker's (odd)
         manifest = str(pkg / "nemo-environment.yaml")

@@ -24,7 +24,7 @@ from support.paths import REPO_ROOT
 
 from envkit.check.workers import MEMO_ITEMS
 from envkit.replay import RACY_NS
-from envkit.replay.store import LISTED, LSTAT, STAT, Answer, identity
+from envkit.replay.store import LISTED, LSTAT, STAT, Answer, identity, packed
 
 PACKAGES = REPO_ROOT / "fixtures" / "packages"
 NAMES = ("config", "added", "removed", "settings", "nested", "twice", "again", "invalid")
@@ -103,8 +103,8 @@ def _stored(pkgs: list[Path], store: Path) -> Answer:
     assert first.returncode in (0, 1), first.stderr.decode()
     assert ran == sorted(map(str, pkgs))
     [entry] = (store / "replay").glob("*.marshal")
-    _, _, env, inputs, chunks, status, items = marshal.loads(entry.read_bytes())
-    return Answer(env, inputs, chunks, status, items)
+    _, _, env, parts, chunks, status, items = marshal.loads(entry.read_bytes())
+    return Answer(env, parts, chunks, status, items)
 
 
 def _same_as_fresh(done: subprocess.CompletedProcess[bytes], pkgs: list[Path],
@@ -220,7 +220,7 @@ def _answer(tmp_path: Path) -> tuple[Answer, Path, Path]:
     entries = [(LSTAT, str(p / "sub" / "f.yaml")) for p in (a, b)]
     inputs = tuple((how, path, identity(path, how)) for how, path in [*reads, *entries])
     items = ((str(a), b"A", tuple(reads[:2]), str(a)), (str(b), b"B", tuple(reads[2:4]), str(b)))
-    return Answer((), inputs, (), 0, items), a, b
+    return Answer((), (packed(inputs),), (), 0, items), a, b
 
 
 def test_the_check_names_the_items_whose_own_inputs_changed(tmp_path: Path) -> None:
@@ -242,9 +242,9 @@ def test_the_check_runs_everything_again_for_any_other_change(tmp_path: Path) ->
     answer, a, _ = _answer(tmp_path / "again")
     (a / "sub" / "new.yaml").write_text("")  # a new entry: its listing changed, a's own
     assert answer.stale() == {str(a)}
-    read_unset = Answer((("ENVKIT_SOMETHING", None),), answer.inputs, (), 0, answer.items)
+    read_unset = Answer((("ENVKIT_SOMETHING", None),), answer.parts, (), 0, answer.items)
     assert read_unset.stale() == {str(a)}  # unset then, unset now: only a's listing
-    read_set = Answer((("ENVKIT_SOMETHING", "1"),), answer.inputs, (), 0, answer.items)
+    read_set = Answer((("ENVKIT_SOMETHING", "1"),), answer.parts, (), 0, answer.items)
     assert read_set.stale() is None  # a variable the run read, now another value
 
 
@@ -256,11 +256,13 @@ def test_the_check_stats_a_path_once_unless_it_is_a_link(tmp_path: Path) -> None
     plain.write_text("b: 1\n")
     link.symlink_to(target)
     looked = [(how, str(path)) for path in (link, plain) for how in (LSTAT, STAT)]
-    answer = Answer((), tuple((how, path, identity(path, how)) for how, path in looked), (), 0)
+    answer = Answer((), (packed([(how, path, identity(path, how)) for how, path in looked]),), (),
+                    0)
     assert answer.stale() == frozenset()
     target.write_text("a: 22\n")
     assert answer.stale() is None
-    answer = Answer((), tuple((how, path, identity(path, how)) for how, path in looked), (), 0)
+    answer = Answer((), (packed([(how, path, identity(path, how)) for how, path in looked]),), (),
+                    0)
     plain.write_text("b: 22\n")
     assert answer.stale() is None
 

@@ -59,8 +59,8 @@ def _entries(store: Path) -> list[Path]:
 def _mark(store: Path) -> None:
     """Rewrite the one stored answer's output to the marker (its status kept)."""
     [entry] = _entries(store)
-    fmt, text, env, inputs, _chunks, status, items = marshal.loads(entry.read_bytes())
-    entry.write_bytes(marshal.dumps((fmt, text, env, inputs, ((1, MARKER),), status, items)))
+    fmt, text, env, parts, _chunks, status, items = marshal.loads(entry.read_bytes())
+    entry.write_bytes(marshal.dumps((fmt, text, env, parts, ((1, MARKER),), status, items)))
 
 
 def _stored_and_marked(args: list[str], store: Path, **env: str) -> None:
@@ -338,3 +338,19 @@ def test_a_validate_process_runs_the_cyclic_collector_less_often(command: str,
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=False)
     assert (done.returncode, done.stdout.strip()) == (0, str(young)), done.stderr
+
+
+def test_an_entry_whose_parts_do_not_load_is_a_miss(tmp_path: Path) -> None:
+    """Each process packs its inputs apart (``packed``); the entry is used whole or not at
+    all: a part cut short, or not a part of inputs, is a miss like an unreadable entry."""
+    from envkit.replay.store import LSTAT, Answer, Key, identity, load, packed, save
+
+    key, where = Key.now(["validate", "x"]), str(tmp_path / "replay")
+    good = packed([(LSTAT, str(tmp_path), identity(str(tmp_path), LSTAT))])
+    for parts, found in (((good, good), True), ((good, good[:-3]), False),
+                         ((good, marshal.dumps(7)), False), ((b"",), False)):
+        save(key, Answer((), parts, ((1, b"out"),), 0), where)
+        answer = load(key, where)
+        assert (answer is not None) == found, parts
+        if answer is not None:
+            assert len(answer.inputs) == 2 and answer.stale() == frozenset()
