@@ -10,12 +10,14 @@ normalise them.
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, cast
 
 from envkit.model._paths import safe_relpath
+from envkit.model._reads import read_bounded
 from envkit.model.yamlio import MAX_YAML_BYTES, YamlDoc, parse_yaml
 
 if TYPE_CHECKING:
@@ -55,8 +57,7 @@ def read_bytes(root: Path, rel: str, errors: Errors, limit: int | None = None) -
     """Contents of ``rel``; at most ``limit + 1`` bytes so an oversized file is detectable
     without holding all of it in memory."""
     try:
-        with (root / rel).open("rb") as fh:
-            return fh.read() if limit is None else fh.read(limit + 1)
+        return read_bounded(f"{os.fspath(root)}/{rel}", limit)  # no Path built per config
     except OSError as exc:
         errors.append((rel, exc.strerror or str(exc)))
         return None

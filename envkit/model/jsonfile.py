@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from envkit.model._reads import read_bounded
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -25,8 +27,7 @@ class JsonObject(NamedTuple):
 def read_object(path: Path, limit: int) -> JsonObject:
     """Read ``path`` (a regular file the package walk found), at most ``limit`` bytes."""
     try:
-        with path.open("rb") as fh:
-            raw = fh.read(limit + 1)
+        raw = read_bounded(path, limit)
     except OSError as exc:
         return JsonObject(error=f"cannot be read: {exc.strerror or exc}")
     return parse_object(raw, limit)

@@ -1,0 +1,32 @@
+"""``read_bounded``: a file whole, or one byte past its bound, read in pieces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from envkit.model._reads import read_bounded
+
+
+@pytest.mark.parametrize(("size", "limit", "read"), [
+    (0, None, 0), (10, None, 10), (200_000, None, 200_000),  # several pieces
+    (10, 10, 10), (11, 10, 11), (200_000, 100_000, 100_001), (200_000, 0, 1),
+])
+def test_a_file_is_read_whole_or_one_byte_past_its_bound(tmp_path: Path, size: int,
+                                                         limit: int | None, read: int) -> None:
+    data = bytes(i % 251 for i in range(size))
+    (tmp_path / "f").write_bytes(data)
+    assert read_bounded(tmp_path / "f", limit) == data[:read]
+    assert read_bounded(str(tmp_path / "f"), limit) == data[:read]
+
+
+def test_what_cannot_be_read_raises_and_leaves_no_descriptor(tmp_path: Path) -> None:
+    import os
+
+    before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(IsADirectoryError):
+        read_bounded(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        read_bounded(tmp_path / "missing", 5)
+    assert len(os.listdir("/proc/self/fd")) == before
