@@ -16,12 +16,12 @@ __all__ = ["item_records"]
 Read = tuple[int, str | bytes]
 
 
-def item_records(items: Mapping[str, tuple[list[Read], bytes, str]],
+def item_records(items: Mapping[str, tuple[list[Read], bytes]],
                  reused: Mapping[str, Recalled], outside: Mapping[Read, None],
                  foreign: Mapping[Read, None]) -> tuple[ItemRecord, ...]:
     """The records of the items run (``items``: what each read under its own path, its pickled
-    result, its realpath) and reused; none when one item's real path is inside another's or
-    is another's: then a settings file of one is the other's input too, read once for both
+    result) and reused; none when one item's real path is inside another's or is another's:
+    then a settings file of one is the other's input too, read once for both
     (``envkit.check.settings`` caches the lookup).
 
     An item's own inputs are what it read under its own path and no other item read: a change
@@ -30,7 +30,9 @@ def item_records(items: Mapping[str, tuple[list[Read], bytes, str]],
     is read again by every run; anything else read before or after the items, or by an item
     outside its own path (``foreign``), is the whole run's: a change there runs every item.
     """
-    reals = {real for _, _, real in items.values()}
+    directories: dict[str, str] = {}
+    real_of = {key: _real(key, directories) for key in items}
+    reals = set(real_of.values())
     reals.update(recalled.real for recalled in reused.values())
     if len(reals) != len(items) + len(reused):
         return ()  # one package named twice, by two spellings: one settings lookup
@@ -49,10 +51,21 @@ def item_records(items: Mapping[str, tuple[list[Read], bytes, str]],
         return tuple(read for read in own if read not in shared
                      and not (read[0] == LISTED and read[1] in dirs))
 
-    records = [(key, blob, kept(own), real) for key, (own, blob, real) in items.items()]
+    records = [(key, blob, kept(own), real_of[key]) for key, (own, blob) in items.items()]
     records += [(key, recalled.result, kept(recalled.own), recalled.real)
                 for key, recalled in reused.items()]
     return tuple(records)
+
+
+def _real(path: str, directories: dict[str, str]) -> str:
+    """``os.path.realpath(path)``, a directory's realpath taken once (``directories``): the
+    packages of a tree share theirs, and a realpath stats every level of the path."""
+    head, name = os.path.split(path)
+    if name in ("", ".", "..") or os.path.islink(path):
+        return os.path.realpath(path)
+    if head not in directories:
+        directories[head] = os.path.realpath(head)
+    return os.path.join(directories[head], name)
 
 
 def _under(path: str | bytes, roots: set[str]) -> bool:

@@ -100,9 +100,9 @@ class Recorder:
         self.foreign: dict[tuple[int, str | bytes], None] = {}
         """What items read outside their own paths: the settings files above them, the
         modules they imported, another package's files."""
-        self.items: dict[str, tuple[list[tuple[int, str | bytes]], bytes, str]] = {}
+        self.items: dict[str, tuple[list[tuple[int, str | bytes]], bytes]] = {}
         """Each item run here or carried back: what it read under its own path, its result
-        (pickled), its path's realpath."""
+        (pickled)."""
         self.recalled: dict[str, Recalled] = {}
         """Items an earlier run answered whose inputs are unchanged (set before the run)."""
         self.reused: dict[str, Recalled] = {}
@@ -286,15 +286,14 @@ class Recorder:
                 self.foreign[read] = None
         if not ok or len(self.chunks) != self._item_chunks:  # output of its own: run it again
             return
-        on, self._on = self._on, False  # the realpath's stats are no inputs
+        on, self._on = self._on, False  # what pickling imports is no input of the run
         try:
             blob = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
-            real = os.path.realpath(key)
         except Exception:  # an unpicklable result: the item is not kept
             return
         finally:
             self._on = on
-        self.items[key] = (own, blob, real)
+        self.items[key] = (own, blob)
 
     def item_records(self) -> tuple[ItemRecord, ...]:
         """What the answer keeps of each item (``envkit.replay.items``)."""

@@ -137,3 +137,20 @@ def test_dataset_and_job_files_stand_for_their_configured_package(
     report = json.loads(capsys.readouterr().out)
     assert rc == 1 and [p["path"] for p in report["packages"]] == [str(repo / "envs" / "b")]
     assert {d["code"] for d in report["diagnostics"]} == {"EK501"}
+
+
+def test_a_package_is_resolved_as_path_resolve_resolves_it(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its directory's realpath is taken once per process; the answer is ``resolve()``'s for
+    every spelling: through a linked directory, a linked package, ``..`` inside or last, and
+    relative to the working directory."""
+    from envkit.check.settings import _resolved
+
+    (tmp_path / "real" / "pkg").mkdir(parents=True)
+    (tmp_path / "real" / "other").mkdir()
+    (tmp_path / "via").symlink_to(tmp_path / "real")
+    (tmp_path / "real" / "linked").symlink_to(tmp_path / "real" / "other")
+    monkeypatch.chdir(tmp_path)
+    for spelling in ("real/pkg", "via/pkg", "via/linked", "via/pkg/../other", "via/pkg/..",
+                     "via/linked/../pkg", str(tmp_path / "via" / "pkg"), "real/missing"):
+        assert _resolved(Path(spelling)) == Path(spelling).resolve(), spelling

@@ -22,11 +22,9 @@ def test_a_file_is_read_whole_or_one_byte_past_its_bound(tmp_path: Path, size: i
 
 
 def test_what_cannot_be_read_raises_and_leaves_no_descriptor(tmp_path: Path) -> None:
-    import os
-
-    before = len(os.listdir("/proc/self/fd"))
+    before = len(list(Path("/proc/self/fd").iterdir()))
     with pytest.raises(IsADirectoryError):
         read_bounded(tmp_path)
     with pytest.raises(FileNotFoundError):
         read_bounded(tmp_path / "missing", 5)
-    assert len(os.listdir("/proc/self/fd")) == before
+    assert len(list(Path("/proc/self/fd").iterdir())) == before

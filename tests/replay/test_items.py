@@ -270,10 +270,26 @@ def test_the_check_stats_a_path_once_unless_it_is_a_link(tmp_path: Path) -> None
 def test_no_package_keeps_answers_of_its_own_when_one_lies_inside_another() -> None:
     from envkit.replay.items import item_records
 
-    def items(*reals: str) -> dict[str, tuple[list[tuple[int, str]], bytes, str]]:
-        return {real: ([(STAT, f"{real}/f")], b"r", real) for real in reals}
+    def items(*reals: str) -> dict[str, tuple[list[tuple[int, str]], bytes]]:
+        return {real: ([(STAT, f"{real}/f")], b"r") for real in reals}
 
     assert [key for key, *_ in item_records(items("/t/a", "/t/b"), {}, {}, {})] == [
         "/t/a", "/t/b"]
     for nested in (("/t/a", "/t/a/b"), ("/t", "/t/a/b/c"), ("/", "/a")):
         assert item_records(items(*nested), {}, {}, {}) == ()
+
+
+def test_an_items_real_path_is_what_realpath_gives(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its directory's realpath is taken once for the tree; the answer is ``realpath``'s for
+    every spelling of a package: a linked directory or package, ``.``/``..``, relative."""
+    from envkit.replay.items import _real
+
+    (tmp_path / "real" / "pkg").mkdir(parents=True)
+    (tmp_path / "via").symlink_to(tmp_path / "real")
+    (tmp_path / "real" / "linked").symlink_to(tmp_path / "real" / "pkg")
+    monkeypatch.chdir(tmp_path)
+    directories: dict[str, str] = {}
+    for spelling in ("real/pkg", "via/pkg", "via/linked", "via/pkg/..", "via/./pkg", "via/",
+                     "via/linked/../pkg", str(tmp_path / "via" / "pkg"), "pkg-missing"):
+        assert _real(spelling, directories) == os.path.realpath(spelling), spelling
