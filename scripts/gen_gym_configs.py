@@ -17,6 +17,7 @@ import json
 import sys
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -77,8 +78,16 @@ def main() -> None:
         except (OSError, yaml.YAMLError, UnicodeDecodeError):
             continue
         out[str(file)] = summarize(data)
-    json.dump({"nemo_gym_version": dist.version, "configs": out}, sys.stdout, sort_keys=True)
-    sys.stdout.write("\n")
+    sys.stdout.write(layout(out, dist.version))
+
+
+def layout(configs: dict[str, Any], version: str) -> str:
+    """The file, one config per line: JSON as a whole, and ``envkit.model.gym_data`` parses
+    only the lines of the configs a package pulls in (a validate run needs a handful of the
+    ~900; parsing them all cost each process 3.5 ms)."""
+    rows = ",\n".join(f"{json.dumps(path)}: {json.dumps(configs[path], sort_keys=True)}"
+                      for path in sorted(configs))
+    return f'{{"configs": {{\n{rows}\n}},\n"nemo_gym_version": {json.dumps(version)}}}\n'
 
 
 if __name__ == "__main__":

@@ -18,8 +18,9 @@ __all__ = [
     "DEFAULT_GYM_VERSION",
     "GymData",
     "ServerModel",
-    "builtin_configs",
+    "builtin_config",
     "gym_data",
+    "is_builtin_config",
     "runtime_requirements",
 ]
 
@@ -124,16 +125,40 @@ def gym_data() -> GymData:
     )
 
 
-@cache
-def builtin_configs() -> dict[str, dict[str, Any]]:
-    """Per YAML file of the nemo-gym wheel: its includes, server blocks and other top-level keys.
+def builtin_config(path: str) -> dict[str, Any] | None:
+    """What the nemo-gym wheel's YAML file ``path`` holds: its includes, server blocks and
+    other top-level keys (a new dict each call); None for a path the wheel does not ship.
 
-    Written by ``scripts/gen_gym_configs.py``; loaded only when a package pulls in a config it
-    does not ship (Gym then reads the file from its install root).
+    Written by ``scripts/gen_gym_configs.py``; read only when a package pulls in a config it
+    does not ship (Gym then reads the file from its install root), and only that config is
+    parsed: the file has one per line (a validate run needs a handful of its ~900).
     """
+    text = _builtin_config_texts().get(path)
+    return None if text is None else json.loads(text)
+
+
+def is_builtin_config(path: str) -> bool:
+    """``path`` is a YAML file of the nemo-gym wheel (``builtin_config`` knows it)."""
+    return path in _builtin_config_texts()
+
+
+@cache
+def _builtin_config_texts() -> dict[str, str]:
+    """Each built-in config's JSON text, by path, from the file's lines (any other layout of
+    the same JSON is parsed whole)."""
     text = (_DATA / "gym_configs.json").read_text("utf-8")
-    configs: dict[str, dict[str, Any]] = json.loads(text)["configs"]
-    return configs
+    lines = text.split("\n")
+    found: dict[str, str] = {}
+    if lines[0] == '{"configs": {':
+        for line in lines[1:]:
+            if line in ("},", "}"):
+                return found
+            key_end = line.find('": ')
+            if not line.startswith('"') or key_end < 0 or "\\" in line[:key_end]:
+                break
+            found[line[1:key_end]] = line[key_end + 3:].removesuffix(",")
+    configs = json.loads(text)["configs"]
+    return {path: json.dumps(config) for path, config in configs.items()}
 
 
 def runtime_requirements(gym_version: str) -> list[str]:

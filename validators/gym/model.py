@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from envkit.model.gym_data import builtin_configs, gym_data
+from envkit.model.gym_data import builtin_config, gym_data
 from envkit.model.package import safe_relpath
 from envkit.model.yamlio import YamlDoc
 from envkit.validators.gym.shapes import Shape, classify
@@ -137,7 +137,7 @@ class Opaque(dict[str, Any]):
 
 def _builtin_doc(path: str) -> YamlDoc | None:
     """A built-in config as the summary in ``envkit/data/gym_configs.json`` records it."""
-    summary = builtin_configs().get(path)
+    summary = builtin_config(path)
     if summary is None:
         return None
     data: dict[str, Any] = {key: Opaque() for key in summary["keys"]}

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from envkit.model.diagnostics import Severity
-from envkit.model.gym_data import builtin_configs, gym_data
+from envkit.model.gym_data import gym_data, is_builtin_config
 from envkit.model.package import safe_relpath
 from envkit.validators.gym.interp import find_interpolation_problems
 from envkit.validators.gym.model import own_servers, view_of
@@ -104,7 +104,7 @@ def _include_problem(pkg: Package, value: str) -> str | None:
     rel = safe_relpath(value)
     if rel is None:
         return f"{value!r} is absolute or leaves the package; it is not shipped"
-    if rel in pkg.entries or rel in builtin_configs():
+    if rel in pkg.entries or is_builtin_config(rel):
         return None
     return f"{value!r} is neither in the package nor one of Gym's built-in configs"
 
