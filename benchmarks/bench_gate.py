@@ -102,6 +102,28 @@ scalars, lists of mappings, block and quoted scalars, non-ASCII; its import is ~
 it ``yaml.reader`` compiling a regex the C parser never uses), the provenance module and
 OpenSSL (~6 ms), ``pickle`` (~3 ms).
 
+2026-12-05, night (paired A/B against the previous commit, medians of 21 first runs each,
+whole processes; ``strace -c``, ``perf``): the first run 0.25 -> 0.20 s. What it was: each
+config and manifest was read with one ``read(8 MiB + 1)`` (the parser's bound), an 8 MiB
+buffer per file (-16 ms: read in pieces, ``envkit.model._reads``); identifying the ~4,000
+entries of the walked directories listed each directory again and lstat'ed each entry (-10
+ms: the listings the run made are kept, with the stats its walk took); the cyclic collector
+ran ~100 passes that found nothing to free (33 cyclic objects over the tree; -7 to -10 ms: a
+validate process's young generation is 200,000); each worker's inputs were pickled, unpickled
+and marshalled again at the end (-2.5 ms: each process packs its own part), and a file both
+listed and opened was two inputs (-4 ms); every process parsed all 474 KB of Gym's built-in
+configs to look up ~7 (-5 ms: one config per line, parsed when asked for); ``Mapping`` ABC
+checks on every config node (-3 ms) and a realpath per package, twice (-3.5 ms). What is
+left on the critical path: the interpreter's start (~15 ms) and the imports before the fork
+(~30 ms: 31 frozen dataclasses ~13 ms, ``inspect`` ~5 ms); on each core ~130 ms of packages,
+of which each process imports PyYAML and the provenance module (~20 ms: the same wall time
+before the fork or after it) and hashes the files (the 30 large ones, 31 MB, on a first run:
+~10 ms per core; writing their 16 stamps ~4 ms); ~10 ms identifying what it read; then ~11 ms
+in the parent (the worker's state, the JSON report with ``indent``, the answer's file).
+Creating files in a new directory under ``/tmp`` cost ~0.35 ms each on this machine at times
+(ext4 inode allocation for a fresh directory; ~0.02 ms under ``~/.cache``): the empty caches
+of the first runs are made under ``/tmp``, so that figure can read a few ms high.
+
 The tree's anchor until 2026-12-05 (afternoon) passed Gym no config: it read the manifest's
 list as indented (``  - ``) while the corpus writes it at the key's indent (``- ``), so ``gym
 env resolve`` resolved nothing (2.10 s: Gym's start-up), and it ran in the corpus's first
