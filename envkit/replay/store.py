@@ -122,7 +122,7 @@ def packed(inputs: list[Input] | tuple[Input, ...]) -> bytes:
 
     Why parts: each process of a forked run packs what it identified itself, on its own core
     (a worker before it ends, the parent while it waits), so the end of the run neither
-    unpickles the workers' inputs nor marshals them again (~7 ms over Gym's 145 packages).
+    unpickles the workers' inputs nor marshals them again (~2.5 ms of Gym's 145 packages).
     """
     return marshal.dumps(tuple(inputs))
 
