@@ -33,15 +33,29 @@ def cache_root() -> Path:
 def store_entry(entry: Path, text: str) -> None:
     """Write a cache entry whole or not at all (a reader never sees half a file); a cache that
     cannot be written costs nothing but the speed. No ``tempfile``: validate's stores write
-    here, and its start-up does not import it."""
-    tmp = entry.with_name(f".{entry.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    here, and its start-up does not import it; the bytes go through one descriptor and the
+    directory is made only when it is missing (a first run writes a stamp per tree)."""
+    tmp = f"{entry.parent}/.{entry.name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+    data = text.encode()
     try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(entry)
+        try:
+            fd = os.open(tmp, _NEW_FILE, 0o666)
+        except FileNotFoundError:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(tmp, _NEW_FILE, 0o666)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.replace(tmp, entry)  # noqa: PTH105 - a str: no Path built per entry
     except OSError:
         with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
+            os.unlink(tmp)  # noqa: PTH108 - the same str
+
+
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
 
 
 def uv_cache_under(root: Path) -> Path:
