@@ -236,7 +236,11 @@ def gym_ray_env(env: dict[str, str], ray_tmp: Path) -> None:
     """Set, in ``env``, how a Ray that Gym's processes start runs: a bring-up's own, or the
     cluster ``envkit.gym.ray_cluster`` keeps for many.
 
-    ``ray_tmp``: its session dir (removed with it). No usage stats, no outer cluster.
+    ``ray_tmp``: its session dir, and where every process of it keeps temporary files
+    (``TMPDIR``), removed with it. Why the files too: a server stopped by a signal never runs
+    its clean-up, and each Gym server process makes two directories in the system's temporary
+    directory when it imports wandb (``wandb-media``, ``wandb-artifacts``): ~800 were left in
+    ``/tmp`` by one run of envkit's tests. No usage stats, no outer cluster.
     """
     env["RAY_USAGE_STATS_ENABLED"] = "0"
     # Ray starts one idle worker per CPU when the first driver (Gym's head) connects: ~2 CPU
@@ -245,7 +249,7 @@ def gym_ray_env(env: dict[str, str], ray_tmp: Path) -> None:
     env["RAY_prestart_worker_first_driver"] = "0"
     for key in OUTER_RAY_ENV:  # inside a Ray actor (--ray): Gym's Ray is a separate one
         env.pop(key, None)
-    env["RAY_TMPDIR"] = str(ray_tmp)
+    env["RAY_TMPDIR"] = env["TMPDIR"] = str(ray_tmp)
 
 
 def write_uv_toml(gym: GymVenv, run_dir: Path, *, offline: bool) -> Path:

@@ -73,6 +73,23 @@ def test_joining_asks_for_rays_token_auth_unless_the_user_chose(
     assert gym_env(gym, paths, uv_toml, uv_cache, joins_ray=True)["RAY_AUTH_MODE"] == "disabled"
 
 
+def test_what_gym_processes_leave_in_a_temporary_directory_goes_with_the_run(
+        tmp_path: Path) -> None:
+    """A server stopped by a signal runs no clean-up: the temporary directories it made (Gym's
+    wandb import makes two) are in the run's Ray directory, which the runtime removes."""
+    gym = GymVenv(tmp_path / "gym", "0.7.0", "3.13.0", False)
+    paths = RunPaths(tmp_path / "run", tmp_path / "ray")
+    paths.run_dir.mkdir()
+    paths.ray_tmp.mkdir()
+    env = gym_env(gym, paths, write_uv_toml(gym, paths.run_dir, offline=False), tmp_path / "uv")
+    killed = ("import os, tempfile\n"
+              "kept = tempfile.TemporaryDirectory('wandb-media')\n"
+              "print(kept.name, flush=True)\nos._exit(0)\n")
+    made = subprocess.run([sys.executable, "-c", killed], env=env, capture_output=True,
+                          text=True, check=True, timeout=60).stdout.strip()
+    assert Path(made).parent == paths.ray_tmp and Path(made).is_dir()
+
+
 def _smoke(env: dict[str, str]) -> tuple[int, dict, str]:
     proc = subprocess.run(
         [sys.executable, "-m", "envkit", "smoke", str(SOUND / "pkg"), "--dataset",

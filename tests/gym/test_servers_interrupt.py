@@ -7,9 +7,11 @@ SIGINT to the CLI while rollouts are in flight.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -39,6 +41,9 @@ def _tagged(tag: str) -> list[psutil.Process]:
 
 
 def test_ctrl_c_mid_run_exits_130_and_leaves_no_process(tmp_path: Path) -> None:
+    """...and nothing in the temporary directory: servers killed by the tear-down run no
+    clean-up of their own (each Gym server's wandb import makes two directories there)."""
+    scratch = Path(tempfile.mkdtemp(prefix="ek-"))  # short: Ray's socket paths live below it
     model = make_tiny_model(tmp_path / "model")
     pkg = make_native_package(tmp_path / "pkg")
     data = write_dataset(tmp_path / "data", char_pattern_rows(64))
@@ -49,7 +54,8 @@ def test_ctrl_c_mid_run_exits_130_and_leaves_no_process(tmp_path: Path) -> None:
             [sys.executable, "-m", "envkit", "rollout", str(pkg), "--dataset", str(data),
              "--model", str(model), "--num-repeats", "4", "--max-tokens", "48",
              "--allow-python-override", "-o", str(tmp_path / "rollouts.jsonl")],
-            stdout=subprocess.DEVNULL, stderr=err, env={**os.environ, "ENVKIT_TEST_TAG": tag})
+            stdout=subprocess.DEVNULL, stderr=err,
+            env={**os.environ, "ENVKIT_TEST_TAG": tag, "TMPDIR": str(scratch)})
         try:
             deadline = time.monotonic() + 900
             while "servers ready" not in log.read_text() and time.monotonic() < deadline:
@@ -68,3 +74,6 @@ def test_ctrl_c_mid_run_exits_130_and_leaves_no_process(tmp_path: Path) -> None:
         p.kill()
     assert leftovers == [], log.read_text()[-3000:]
     assert rc == 130, log.read_text()[-3000:]
+    left = sorted(p.name for p in scratch.iterdir())
+    shutil.rmtree(scratch, ignore_errors=True)
+    assert left == [], left
