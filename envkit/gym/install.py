@@ -239,7 +239,7 @@ def gym_ray_env(env: dict[str, str], ray_tmp: Path) -> None:
     ``ray_tmp``: its session dir, and where every process of it keeps temporary files
     (``TMPDIR``), removed with it. Why the files too: a server stopped by a signal never runs
     its clean-up, and each Gym server process makes two directories in the system's temporary
-    directory when it imports wandb (``wandb-media``, ``wandb-artifacts``): ~800 were left in
+    directory when it imports wandb (``wandb-media``, ``wandb-artifacts``): ~300 were left in
     ``/tmp`` by one run of envkit's tests. No usage stats, no outer cluster.
     """
     env["RAY_USAGE_STATS_ENABLED"] = "0"
