@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -80,6 +82,16 @@ def test_another_thread_keeps_the_run_in_one_process() -> None:
         stop.set()
         thread.join()
     assert {pid for _, pid in results} == {os.getpid()}
+
+
+def test_a_process_that_never_imported_threading_forks_without_importing_it() -> None:
+    code = ("import os, sys, time\nfrom envkit.check.workers import MIN_SHARE, fork_map\n"
+            "def where(i):\n    time.sleep(0.01)\n    return os.getpid()\n"
+            "pids = set(fork_map(where, list(range(4 * MIN_SHARE)), 2))\n"
+            "print(len(pids), 'threading' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, timeout=60)
+    assert done.stdout.split() == ["2", "False"], done.stderr
 
 
 def test_the_first_exception_in_item_order_is_raised_here_as_a_serial_run_raises_it() -> None:
