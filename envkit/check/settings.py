@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from envkit.errors import UsageError
+from envkit.model._realpath import real_path
 
 __all__ = ["CONFIG_NAMES", "Settings", "SettingsError", "Workspace", "find_config", "parse_glibc",
            "parse_python", "settings_for", "workspace_at"]
@@ -253,21 +254,13 @@ def settings_for(package: Path, cli: Settings, *, isolated: bool = False) -> Set
 
 
 def _resolved(package: Path) -> Path:
-    """``package.resolve()``, its directory's realpath taken once per process.
-
-    Why: a realpath stats every level of the path, and the packages of a tree share their
-    directory (Gym's 145: ~1,000 stats). A package that is a symlink, or a path ending in
-    ``..``, is resolved whole.
-    """
-    absolute = package.absolute()
-    if absolute.name in ("", "..") or absolute.is_symlink():
-        return package.resolve()
-    return Path(_real_directory(str(absolute.parent)), absolute.name)
+    """``package.resolve()``, its directory's realpath taken once per process (``real_path``:
+    the packages of a tree share it)."""
+    return Path(real_path(os.fspath(package), _REAL_DIRECTORIES))
 
 
-@cache
-def _real_directory(directory: str) -> str:
-    return os.path.realpath(directory)
+_REAL_DIRECTORIES: dict[str, str] = {}
+"""Directories' realpaths, kept for the process as ``find_config`` keeps what it found."""
 
 
 def _relative(path: Path, base: Path) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from envkit.model._realpath import real_path
 from envkit.replay.store import LISTED, LSTAT, ItemRecord, Recalled
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ def item_records(items: Mapping[str, tuple[list[Read], bytes]],
     outside its own path (``foreign``), is the whole run's: a change there runs every item.
     """
     directories: dict[str, str] = {}
-    real_of = {key: _real(key, directories) for key in items}
+    real_of = {key: real_path(key, directories) for key in items}
     reals = set(real_of.values())
     reals.update(recalled.real for recalled in reused.values())
     if len(reals) != len(items) + len(reused):
@@ -55,17 +56,6 @@ def item_records(items: Mapping[str, tuple[list[Read], bytes]],
     records += [(key, recalled.result, kept(recalled.own), recalled.real)
                 for key, recalled in reused.items()]
     return tuple(records)
-
-
-def _real(path: str, directories: dict[str, str]) -> str:
-    """``os.path.realpath(path)``, a directory's realpath taken once (``directories``): the
-    packages of a tree share theirs, and a realpath stats every level of the path."""
-    head, name = os.path.split(path)
-    if name in ("", ".", "..") or os.path.islink(path):
-        return os.path.realpath(path)
-    if head not in directories:
-        directories[head] = os.path.realpath(head)
-    return os.path.join(directories[head], name)
 
 
 def _under(path: str | bytes, roots: set[str]) -> bool:

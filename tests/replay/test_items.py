@@ -283,7 +283,7 @@ def test_an_items_real_path_is_what_realpath_gives(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Its directory's realpath is taken once for the tree; the answer is ``realpath``'s for
     every spelling of a package: a linked directory or package, ``.``/``..``, relative."""
-    from envkit.replay.items import _real
+    from envkit.model._realpath import real_path
 
     (tmp_path / "real" / "pkg").mkdir(parents=True)
     (tmp_path / "via").symlink_to(tmp_path / "real")
@@ -292,4 +292,4 @@ def test_an_items_real_path_is_what_realpath_gives(tmp_path: Path,
     directories: dict[str, str] = {}
     for spelling in ("real/pkg", "via/pkg", "via/linked", "via/pkg/..", "via/./pkg", "via/",
                      "via/linked/../pkg", str(tmp_path / "via" / "pkg"), "pkg-missing"):
-        assert _real(spelling, directories) == os.path.realpath(spelling), spelling
+        assert real_path(spelling, directories) == os.path.realpath(spelling), spelling
