@@ -102,7 +102,7 @@ scalars, lists of mappings, block and quoted scalars, non-ASCII; its import is ~
 it ``yaml.reader`` compiling a regex the C parser never uses), the provenance module and
 OpenSSL (~6 ms), ``pickle`` (~3 ms).
 
-2026-12-05, night (paired A/B against the previous commit, medians of 21 first runs each,
+2026-12-05, night (paired A/B against the previous commit, medians of 11-25 first runs each,
 whole processes; ``strace -c``, ``perf``): the first run 0.25 -> 0.20 s. What it was: each
 config and manifest was read with one ``read(8 MiB + 1)`` (the parser's bound), an 8 MiB
 buffer per file (-16 ms: read in pieces, ``envkit.model._reads``); identifying the ~4,000

@@ -49,18 +49,15 @@ def identified(paths: Iterable[tuple[int, str | bytes]], listed: Iterable[str | 
         if how == LSTAT and path not in lstats:
             lstats[path] = lstat_of(path)
     for how, path in fresh:
-        if how == STAT and _plain(lstats.get(path, _UNKNOWN)):
+        if how == STAT and _plain(lstats.get(path)):
             continue  # its lstat is an input too, and the same identity
         yield how, path, identity_after(path, how, lstats)
 
 
-_UNKNOWN = object()
-
-
-def _plain(st: object) -> bool:
+def _plain(st: os.stat_result | None) -> bool:
     """An lstat result of a path that is no symlink: looked at following links or not, the
     path has the same identity (``identity_of``)."""
-    return isinstance(st, os.stat_result) and not stat.S_ISLNK(st.st_mode)
+    return st is not None and not stat.S_ISLNK(st.st_mode)
 
 
 def _lstat_of_entry(entry: os.DirEntry[Any]) -> os.stat_result | None:

@@ -203,7 +203,7 @@ class Recorder:
 
     def waiting(self) -> None:
         """Identify what this process read so far while the workers finish their shares: it
-        would wait for them idle, and identify it all after (~20 ms of the tree's run)."""
+        would wait for them idle, and identify it all after (~10 ms of the tree's run)."""
         on, self._on = self._on, False  # its own stats are no inputs
         try:
             found = list(self._since(*self._early_marks, set(self._early)))
