@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from envkit.errors import UsageError
-from envkit.model._realpath import real_path
+from envkit.model.realpaths import real_path
 
 __all__ = ["CONFIG_NAMES", "Settings", "SettingsError", "Workspace", "find_config", "parse_glibc",
            "parse_python", "settings_for", "workspace_at"]

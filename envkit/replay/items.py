@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from envkit.model._realpath import real_path
+from envkit.model.realpaths import real_path
 from envkit.replay.store import LISTED, LSTAT, ItemRecord, Recalled
 
 if TYPE_CHECKING:

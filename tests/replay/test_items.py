@@ -283,7 +283,7 @@ def test_an_items_real_path_is_what_realpath_gives(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Its directory's realpath is taken once for the tree; the answer is ``realpath``'s for
     every spelling of a package: a linked directory or package, ``.``/``..``, relative."""
-    from envkit.model._realpath import real_path
+    from envkit.model.realpaths import real_path
 
     (tmp_path / "real" / "pkg").mkdir(parents=True)
     (tmp_path / "via").symlink_to(tmp_path / "real")
