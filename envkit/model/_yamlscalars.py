@@ -68,6 +68,11 @@ def _number(value: str) -> Any:
         if whole != "0" and whole.startswith("0"):
             raise Unusual  # octal
         return int(value)
-    if fraction.isdigit() and fraction.isascii():
-        return float(value)
+    digits, e, exponent = fraction.replace("E", "e").partition("e")
+    if not (digits.isdigit() and digits.isascii()) and (digits or not e):
+        if fraction.replace(".", "").isdigit() and fraction.isascii():
+            return value  # 127.0.0.1, 1.17.11: two dots, and every number shape has one
+        raise Unusual
+    if not e or (exponent[:1] in ("-", "+") and exponent[1:].isdigit() and exponent.isascii()):
+        return float(value)  # 0.7, 1.0e-06, 1.e+5 (YAML 1.1 wants the dot and the sign)
     raise Unusual
