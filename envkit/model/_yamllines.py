@@ -1,20 +1,26 @@
-"""The plainest configs of ``envkit.model.yamlio``, read line by line without the parser.
+"""Configs read line by line without the parser (``envkit.model.yamlio``).
 
 Even the event reader pays libyaml for three Python objects per node (the event and its two
 marks): on 1,000 configs listing 1,000 paths each, the events alone cost 1.2 s of CPU before
-anything is read from them. Most configs are block mappings of simple keys over one-line plain
-scalars and block sequences of them, one node per line; for those the line, the column and the
-text of every node can be read off the line itself. This reader accepts only documents made
-entirely of such lines (sequences indented under their key or not), blank lines and comments
-(a line of its own at any indent, or after a value and a space; printable ASCII), all ASCII,
-no tabs, quotes first, flow collections or continuation lines, and returns None at the first
-thing outside that grammar (or over a bound), so the event reader decides everything else,
-errors included. Values resolve exactly as there:
-the caller passes ``resolve``, either ``_yamlscalars.plain_value`` (no PyYAML: the plainest
-values, ``Unusual`` for the rest) or PyYAML's implicit resolvers and guarded constructors
-(``_yamlevents.resolve_scalar``). Inside a value (never first), quotes, brackets, braces and
-commas are plain characters in block context, for libyaml and PyYAML alike: ``it's``,
-``${policy_base_url}``, ``a[0], b``.
+anything is read from them; and one config that needs PyYAML in a run costs its process the
+import (~9 ms). Configs are block mappings of simple keys over scalars and block sequences of
+them, and for those the line, the column and the text of every node can be read off the lines
+themselves. This reader accepts documents made of: ``key: value`` rows (a plain key, a path
+like ``a/b``, ``a:b``, or a quoted key), ``key:`` rows opening a mapping or a sequence, ``-
+value`` rows (sequences indented under their key or not), blank lines and comments (a line of
+its own at any indent, or after a value and a space). A value is a plain scalar (continued on
+more-indented lines, folded), a quoted one (``_yamltexts``: over lines and with escapes when it
+is a mapping's value), a block scalar (``|``, ``>``, clip or strip) or a one-line flow sequence
+of plain scalars (``[]``, ``{}``, ``[a, b]``). No tabs, control characters, or characters past
+ASCII that are not printable or break a line. It returns None at the first thing outside that
+grammar (or over a bound), so the event reader decides everything else, errors included.
+Values resolve exactly as there: the caller passes ``resolve``, either
+``_yamlscalars.plain_value`` (no PyYAML: the plainest values, ``Unusual`` for the rest) or
+PyYAML's implicit resolvers and guarded constructors (``_yamlevents.resolve_scalar``). Inside a
+plain value (never first), quotes, brackets, braces, commas, ``|``, ``*`` and ``#`` after a
+character are plain characters in block context, for libyaml and PyYAML alike: ``it's``,
+``${policy_base_url}``, ``a[0], b``, ``x#y``. ``tests/model/test_yamllines.py`` holds it to the
+event reader: every accepted document reads the same, and near misses are left to it.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from envkit.model._yamlcore import MAX_DEPTH, MAX_KEYPATH, MAX_NODES, KeyPath, Unusual
 from envkit.model._yamlscalars import RESOLVED_FIRST
+from envkit.model._yamltexts import block_scalar, quoted_scalar, unquoted
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -35,13 +42,41 @@ if TYPE_CHECKING:
 
 __all__ = ["read_lines"]
 
-_SAFE = r"""[A-Za-z0-9_./~+=@%()$'"{}\[\],-]"""
-_REST = rf"{_SAFE}*(?:[: ]{_SAFE}+)*"  # no ": ", "::", " #", two spaces, trailing ":" or space
-_VALUE = rf"(?:[A-Za-z0-9_./~+$(]|-(?={_SAFE})){_REST}"  # never starts with an indicator
-_COMMENT = r"(?: +#[ -~]*)?"  # after a space, printable ASCII to the end of the line
-_ITEM = re.compile(rf"({_VALUE}){_COMMENT}")
-_ENTRY = re.compile(rf"([A-Za-z_][A-Za-z0-9_.-]*):(?: +({_VALUE}))?{_COMMENT}")
-_BLANK = re.compile(r"(?: *(?:#[ -~]*)?\n)*")
+_SAFE = r"[^\x00-\x20:\x7f]"
+"""Any character but the space and ``:``: plain anywhere in a value but first (``read_lines``
+first refuses control characters, and characters past ASCII that are not printable or break a
+line). Negated classes: a class that names the ranges past ASCII costs ``re`` a loop over
+65,536 code points to compile (~5 ms each)."""
+_AFTER_SPACE = r"[^\x00-\x20:#\x7f]"
+"""The same but ``#``, which starts a comment after a space."""
+_REST = rf"{_SAFE}*(?::+{_SAFE}+| +{_AFTER_SPACE}{_SAFE}*)*"
+"""A ``:`` only before a character (``: `` is a key), spaces only before one that is no ``#``:
+never a trailing space or ``:``; one character class per piece (a regex's fast loop)."""
+_FIRST = r"[A-Za-z0-9_./~+$(<=;\\^)]"
+"""What a value may start with (never an indicator, ``- `` or ``#``)."""
+_VALUE = rf"(?:{_FIRST}|[-?](?=[!-~])){_REST}"  # `-x`, `???`: no indicator there
+_QUOTED = r"'(?:[^\x00-\x1f'\x7f]|'')*'" + r'|"[^\x00-\x1f"\\\x7f]*"'
+"""One-line quoted scalars: single-quoted, or double-quoted without escapes (never resolved)."""
+_FLOW_ITEM = r"[A-Za-z0-9_./~+$(][A-Za-z0-9_./~+$()=@%-]*(?: +[A-Za-z0-9_./~+$()=@%-]+)*"
+"""A plain item of a one-line flow sequence: no ``:``, ``#`` or flow indicator inside."""
+_FLOW = rf"\[ *\]|\{{ *\}}|\[ *{_FLOW_ITEM}(?: *, *{_FLOW_ITEM})* *\]"
+_ANY = rf"{_VALUE}|{_QUOTED}|{_FLOW}"
+"""A value on its key's line: plain, quoted, or a one-line flow sequence (``[]``, ``{}``)."""
+_NOT_PLAIN = frozenset("'\"[{")
+"""The first characters of ``_ANY``'s quoted and flow values."""
+_COMMENT = r"(?: +#[^\x00-\x1f\x7f]*)?"  # after a space, to the end of the line
+_ITEM = re.compile(rf"({_ANY}){_COMMENT}")
+_KEY = r"[A-Za-z_][A-Za-z0-9_./-]*(?::[A-Za-z0-9_./-]+)*"
+"""A plain key: a name, a path, ``a:b`` (a ``:`` before a space ends the key)."""
+_ENTRY = re.compile(rf"({_KEY}|{_QUOTED}):(?: +({_ANY}))?{_COMMENT}")
+_OPENING = re.compile(rf"({_KEY}|{_QUOTED}): +(?=['\"|>])")
+"""A key whose value is quoted over more than one line, has escapes, or is a block scalar
+(``_yamltexts``)."""
+_CONTINUED = re.compile(rf"( +)({_AFTER_SPACE}{_REST}){_COMMENT}\n")
+"""A plain value's next line, more indented than its key: folded into it with one space."""
+_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
+"""A tab, a carriage return, a control character: PyYAML reads or refuses those documents."""
+_BLANK = re.compile(r"(?: *(?:#[^\x00-\x1f\x7f]*)?\n)*")
 """Blank lines, lines of spaces and comment lines (at any indent: they close no block)."""
 _STR_FIRST = "".join(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_/$("
                      if c not in RESOLVED_FIRST)
@@ -71,9 +106,10 @@ def read_lines(resolve: Resolve,
 
     ``resolve`` sees only values some implicit resolver may claim (``RESOLVED_FIRST``).
     """
-    if not text.isascii() or "\t" in text or "\r" in text:
+    if _CONTROL.search(text) or not (text.isascii() or _printable(text)):
         return None
-    reader = _LineReader(resolve, text if text.endswith("\n") else text + "\n")
+    unended = not text.endswith("\n")
+    reader = _LineReader(resolve, text + "\n" if unended else text, unended=unended)
     try:
         return reader.read()
     except Unusual:  # outside the grammar here, or a value for the node path: events decide
@@ -86,8 +122,10 @@ class _LineReader:
     ``at`` is the offset of a row's first character, ``line`` its 1-based number.
     """
 
-    def __init__(self, resolve: Resolve, text: str) -> None:
+    def __init__(self, resolve: Resolve, text: str, *, unended: bool = False) -> None:
         self.resolve, self.text = resolve, text
+        self.unended = unended
+        """The document had no final line break (``text`` has one added)."""
         self.lines: dict[KeyPath, int] = {}
         self.columns: dict[int, int] = {}
         self.visits = 1  # as the node walk counts: the root, every value and item
@@ -120,16 +158,32 @@ class _LineReader:
         text, indent = self.text, top.indent
         end = text.index("\n", at)
         found = _ENTRY.fullmatch(text, at + indent, end)
-        if found is None:
+        head = found if found is not None else _OPENING.match(text, at + indent, end)
+        if head is None:
             raise Unusual
-        raw_key, raw_value = found.group(1, 2)
-        path = (*top.prefix, raw_key) if top.depth < MAX_KEYPATH else top.prefix
+        raw_key = head[1]
+        quoted = raw_key[0] in _NOT_PLAIN
+        name = unquoted(raw_key) if quoted else raw_key
+        path = (*top.prefix, name) if top.depth < MAX_KEYPATH else top.prefix
         if path in self.lines:
             raise Unusual  # a repeated key: its items' lines must not be overwritten
-        key = self._scalar(raw_key)
+        key = name if quoted else self._scalar(raw_key)
         self._visit(top.depth)
         self.lines[path], self.columns[line] = line, indent + 1
+        if found is None:  # a value over lines, with escapes, or a block scalar
+            start = head.end()
+            read = quoted_scalar if text[start] in _NOT_PLAIN else block_scalar
+            top.mapping[key], last = read(text, start, indent)
+            if self.unended and last == len(text) - 1 and read is block_scalar:
+                raise Unusual  # its last line has no line break to keep: PyYAML's call
+            return self._skip_blank(last + 1, line + text.count("\n", end, last) + 1)
+        raw_value = found[2]
         if raw_value is not None:
+            if raw_value[0] in _NOT_PLAIN:
+                top.mapping[key] = self._value(raw_value, line, path, top.depth + 1)
+                return self._skip_blank(end + 1, line + 1)
+            if found.end(2) == end and text.startswith(" " * (indent + 1), end + 1):
+                raw_value, end, line = self._folded(raw_value, end, line, indent)
             top.mapping[key] = self._scalar(raw_value)
             return self._skip_blank(end + 1, line + 1)
         child, child_line = self._skip_blank(end + 1, line + 1)
@@ -163,7 +217,11 @@ class _LineReader:
                 values: list[Any] = text[at + len(dash):end - 1].split("\n" + dash)
             elif text.startswith(dash, at) and (item := _ITEM.fullmatch(
                     text, at + len(dash), eol := text.index("\n", at))):
-                end, values = eol + 1, [self._scalar(item.group(1))]
+                raw = item.group(1)
+                end, values = eol + 1, [self._scalar(raw) if raw[0] not in _NOT_PLAIN else
+                                        self._value(raw, line, (*prefix, len(items))
+                                                    if depth < MAX_KEYPATH else prefix,
+                                                    depth + 1)]
             else:
                 break
             self._add(items, values, line, indent, prefix, depth)
@@ -189,10 +247,47 @@ class _LineReader:
         if self.visits > MAX_NODES or depth >= MAX_DEPTH:
             raise Unusual  # the event reader raises TooLarge with its own message
 
+    def _value(self, raw: str, line: int, path: KeyPath, depth: int) -> Any:
+        """The value written ``raw`` on ``line`` at ``path`` (``_ANY``): a quoted scalar is a
+        string as written, a flow sequence's items are read as plain scalars on that line."""
+        first = raw[0]
+        if first in "'\"":
+            return unquoted(raw)
+        if first == "{":
+            return {}
+        inner = raw[1:-1].strip(" ")
+        values = [self._scalar(item.strip(" ")) for item in inner.split(",")] if inner else []
+        self.visits += len(values)
+        if self.visits > MAX_NODES or depth >= MAX_DEPTH:
+            raise Unusual  # the event reader raises TooLarge with its own message
+        if depth < MAX_KEYPATH:
+            self.lines.update(((*path, i), line) for i in range(len(values)))
+        return values
+
+    def _folded(self, value: str, end: int, line: int, indent: int) -> tuple[str, int, int]:
+        """A plain value continued on the lines below it (each more indented than its key,
+        none blank or a comment): the lines joined with one space, as a plain scalar folds;
+        the end of its last line, and that line's number."""
+        text = self.text
+        while (more := _CONTINUED.match(text, end + 1)) is not None and len(more[1]) > indent:
+            value = f"{value} {more[2]}"
+            end, line = more.end() - 1, line + 1
+            if more.end(2) != end:
+                break  # a comment ends it
+        return value, end, line
+
     def _scalar(self, value: str) -> Any:
         if value and value[0] not in RESOLVED_FIRST:
             return value
         return self.resolve(value)
+
+
+def _printable(text: str) -> bool:
+    """Every character past ASCII is one YAML prints and no line break (``\x85``, ``\u2028``
+    and ``\u2029`` are YAML 1.1's; a byte order mark inside a document is libyaml's error)."""
+    return all(("\xa0" <= c <= "\ud7ff" and c not in "\u2028\u2029") or c >= "\U00010000"
+               or ("\ue000" <= c <= "\ufffd" and c != "\ufeff")
+               for c in set(text) if c > "\x7f")
 
 
 def _indent(text: str, at: int) -> int:

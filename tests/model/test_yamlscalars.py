@@ -82,4 +82,5 @@ def test_a_plain_config_is_read_without_pyyaml() -> None:
     assert not _yaml_imported("a:\n  port: 8000\n  name: it's ${x}\n  on: true\n"
                               "b:\n  - 0.5\n  - ~\n")
     assert _yaml_imported("a: 0x1f\n")  # a value only PyYAML decides
-    assert _yaml_imported("a: 'quoted'\n")  # outside the line reader's grammar
+    assert not _yaml_imported("a: 'quoted'\nb: |\n  text\nc: [x, 1]\nd: x\n  y\n")
+    assert _yaml_imported("a: {b: 1}\n")  # outside the line reader's grammar
