@@ -213,3 +213,29 @@ def test_line_reader_agrees_with_the_event_reader(text: str) -> None:
         nodes = _yamlparse._compose_nodes("x.yaml", text)
         assert (repr(doc.data), doc.lines, doc.columns) == (
             repr(nodes.data), nodes.lines, nodes.columns)
+
+
+_EDITS = [" ", "  ", "\n", "'", '"', ":", ": ", "#", " #", "-", "- ", "|", ">", "\\", "é", "[",
+          "]", "{", "}", ",", "\n  ", "\n\n", "x", "1", "\\u00e9", "''", "\\\n"]
+
+
+@st.composite
+def _edited(draw: st.DrawFn) -> str:
+    """An accepted document with a few characters inserted or deleted: near misses of every
+    form the reader takes (a quote or a fold cut short, an indent off by one)."""
+    text: str = draw(st.sampled_from(ACCEPTED))
+    for _ in range(draw(st.integers(1, 3))):
+        at = draw(st.integers(0, len(text)))
+        if draw(st.booleans()) and at < len(text):
+            text = text[:at] + text[at + draw(st.integers(1, 3)):]
+        else:
+            text = text[:at] + draw(st.sampled_from(_EDITS)) + text[at:]
+    return text
+
+
+@settings(max_examples=500, derandomize=True, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(text=_edited())
+def test_edited_documents_read_as_the_events_read_them_or_are_left(text: str) -> None:
+    ours = _lines(text)
+    assert ours is None or ours == _events(text)
