@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 
 from envkit.model._yamlcore import MAX_DEPTH, MAX_KEYPATH, MAX_NODES, KeyPath, Unusual
 from envkit.model._yamlscalars import RESOLVED_FIRST
-from envkit.model._yamltexts import block_scalar, quoted_scalar, unquoted
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -65,15 +64,26 @@ _ANY = rf"{_VALUE}|{_QUOTED}|{_FLOW}"
 _NOT_PLAIN = frozenset("'\"[{")
 """The first characters of ``_ANY``'s quoted and flow values."""
 _COMMENT = r"(?: +#[^\x00-\x1f\x7f]*)?"  # after a space, to the end of the line
-_ITEM = re.compile(rf"({_ANY}){_COMMENT}")
+_ITEM = re.compile(rf"({_VALUE}){_COMMENT}")
 _KEY = r"[A-Za-z_][A-Za-z0-9_./-]*(?::[A-Za-z0-9_./-]+)*"
 """A plain key: a name, a path, ``a:b`` (a ``:`` before a space ends the key)."""
-_ENTRY = re.compile(rf"({_KEY}|{_QUOTED}):(?: +({_ANY}))?{_COMMENT}")
-_OPENING = re.compile(rf"({_KEY}|{_QUOTED}): +(?=['\"|>])")
-"""A key whose value is quoted over more than one line, has escapes, or is a block scalar
-(``_yamltexts``)."""
-_CONTINUED = re.compile(rf"( +)({_AFTER_SPACE}{_REST}){_COMMENT}\n")
-"""A plain value's next line, more indented than its key: folded into it with one space."""
+_ENTRY = re.compile(rf"({_KEY}):(?: +({_VALUE}))?{_COMMENT}")
+"""The common row: a plain key, a plain value on its line or none. The patterns of rarer rows
+below are compiled when a document has one (a plain config's reader compiles only these)."""
+
+
+@cache
+def _rare(name: str) -> re.Pattern[str]:
+    """``item``: an item of any one-line value; ``entry``: a row with a quoted key or any
+    one-line value; ``opening``: a key whose value is quoted over more than one line, has
+    escapes, or is a block scalar (``_yamltexts``); ``continued``: a plain value's next line,
+    more indented than its key (folded into it with one space)."""
+    return re.compile({
+        "item": rf"({_ANY}){_COMMENT}",
+        "entry": rf"({_KEY}|{_QUOTED}):(?: +({_ANY}))?{_COMMENT}",
+        "opening": rf"({_KEY}|{_QUOTED}): +(?=['\"|>])",
+        "continued": rf"( +)({_AFTER_SPACE}{_REST}){_COMMENT}\n",
+    }[name])
 _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
 """A tab, a carriage return, a control character: PyYAML reads or refuses those documents."""
 _BLANK = re.compile(r"(?: *(?:#[^\x00-\x1f\x7f]*)?\n)*")
@@ -157,13 +167,14 @@ class _LineReader:
         """Read ``key:`` or ``key: value`` at ``at`` into ``top``; where the next row starts."""
         text, indent = self.text, top.indent
         end = text.index("\n", at)
-        found = _ENTRY.fullmatch(text, at + indent, end)
-        head = found if found is not None else _OPENING.match(text, at + indent, end)
+        found = _ENTRY.fullmatch(text, at + indent, end) or _rare("entry").fullmatch(
+            text, at + indent, end)
+        head = found if found is not None else _rare("opening").match(text, at + indent, end)
         if head is None:
             raise Unusual
         raw_key = head[1]
         quoted = raw_key[0] in _NOT_PLAIN
-        name = unquoted(raw_key) if quoted else raw_key
+        name = _unquoted(raw_key) if quoted else raw_key
         path = (*top.prefix, name) if top.depth < MAX_KEYPATH else top.prefix
         if path in self.lines:
             raise Unusual  # a repeated key: its items' lines must not be overwritten
@@ -171,6 +182,8 @@ class _LineReader:
         self._visit(top.depth)
         self.lines[path], self.columns[line] = line, indent + 1
         if found is None:  # a value over lines, with escapes, or a block scalar
+            from envkit.model._yamltexts import block_scalar, quoted_scalar  # a rare row
+
             start = head.end()
             read = quoted_scalar if text[start] in _NOT_PLAIN else block_scalar
             top.mapping[key], last = read(text, start, indent)
@@ -215,8 +228,9 @@ class _LineReader:
             if found is not None:
                 end = found.end()
                 values: list[Any] = text[at + len(dash):end - 1].split("\n" + dash)
-            elif text.startswith(dash, at) and (item := _ITEM.fullmatch(
-                    text, at + len(dash), eol := text.index("\n", at))):
+            elif text.startswith(dash, at) and (item := (
+                    _ITEM.fullmatch(text, at + len(dash), eol := text.index("\n", at))
+                    or _rare("item").fullmatch(text, at + len(dash), eol))):
                 raw = item.group(1)
                 end, values = eol + 1, [self._scalar(raw) if raw[0] not in _NOT_PLAIN else
                                         self._value(raw, line, (*prefix, len(items))
@@ -252,7 +266,7 @@ class _LineReader:
         string as written, a flow sequence's items are read as plain scalars on that line."""
         first = raw[0]
         if first in "'\"":
-            return unquoted(raw)
+            return _unquoted(raw)
         if first == "{":
             return {}
         inner = raw[1:-1].strip(" ")
@@ -269,7 +283,8 @@ class _LineReader:
         none blank or a comment): the lines joined with one space, as a plain scalar folds;
         the end of its last line, and that line's number."""
         text = self.text
-        while (more := _CONTINUED.match(text, end + 1)) is not None and len(more[1]) > indent:
+        continued = _rare("continued")
+        while (more := continued.match(text, end + 1)) is not None and len(more[1]) > indent:
             value = f"{value} {more[2]}"
             end, line = more.end() - 1, line + 1
             if more.end(2) != end:
@@ -280,6 +295,11 @@ class _LineReader:
         if value and value[0] not in RESOLVED_FIRST:
             return value
         return self.resolve(value)
+
+
+def _unquoted(raw: str) -> str:
+    """A one-line quoted scalar's value (``'it''s'``, ``"x"`` without escapes)."""
+    return raw[1:-1].replace("''", "'") if raw[0] == "'" else raw[1:-1]
 
 
 def _printable(text: str) -> bool:

@@ -18,7 +18,7 @@ import re
 
 from envkit.model._yamlcore import Unusual
 
-__all__ = ["block_scalar", "quoted_scalar", "unquoted"]
+__all__ = ["block_scalar", "quoted_scalar"]
 
 _TAIL = re.compile(r"(?: +#[^\x00-\x1f\x7f]*)?\n")
 """What may follow a scalar on its last line: a comment after a space."""
@@ -31,11 +31,6 @@ _HEX4 = re.compile("[0-9A-Fa-f]{4}")
 _HEADER = re.compile(r"([|>])(-?)\n")
 """A block scalar's header this reader takes: clip or strip chomping, no indentation digit,
 no comment."""
-
-
-def unquoted(raw: str) -> str:
-    """A one-line quoted scalar's value (``'it''s'``, ``"x"`` without escapes)."""
-    return raw[1:-1].replace("''", "'") if raw[0] == "'" else raw[1:-1]
 
 
 def quoted_scalar(text: str, at: int, indent: int) -> tuple[str, int]:
