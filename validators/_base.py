@@ -75,6 +75,9 @@ class Rule:
 
 @dataclass(frozen=True)
 class CheckOptions:
+    """How a run checks: the target it judges wheels for, the Gym version it holds configs to,
+    and whether it may reach the network or accept local job refs."""
+
     target: Target = field(default_factory=Target)
     gym_version: str = DEFAULT_GYM_VERSION
     offline: bool = False

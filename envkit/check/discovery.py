@@ -42,6 +42,9 @@ def is_package_root(directory: Path) -> bool:
 
 @dataclass(frozen=True)
 class Discovery:
+    """What the paths on a command line stand for: the package directories to validate and the
+    files that lie in none."""
+
     packages: tuple[Path, ...]
     """Directories to validate, in the order given (each once): packages, workspace members,
     and named directories that are neither (each is reported as no package, EK100)."""

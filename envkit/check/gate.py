@@ -59,6 +59,8 @@ class GateUsageError(UsageError, ValueError):
 
 @dataclass(frozen=True)
 class GateRequest:
+    """``envkit validate`` as the command line asked for it, before settings files are read."""
+
     paths: tuple[Path, ...] = ()
     flags: Settings = field(default_factory=Settings)
     """What the command line set (``None`` fields: not given)."""
@@ -74,6 +76,8 @@ class GateRequest:
 
 @dataclass(frozen=True)
 class TargetChoice:
+    """The target a package is judged for and where that choice came from."""
+
     target: Target
     source: str
     note: str | None = None

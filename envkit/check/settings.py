@@ -135,6 +135,9 @@ def _number(key: str, value: Any, where: str, *, integer: bool) -> int | float:
 
 @dataclass(frozen=True)
 class _ConfigFile:
+    """One settings file read: its top-level settings, its per-package sections (by glob), and
+    the workspace members it lists."""
+
     path: Path
     top: Settings
     per_package: tuple[tuple[str, Settings], ...]

@@ -46,6 +46,9 @@ class TargetDisagreement:
 
 @dataclass(frozen=True)
 class ValidateRequest:
+    """One validate run over at most one package, dataset and job: what to read, how to check
+    it, and which rules to report."""
+
     package: Path | None = None
     dataset: Path | None = None
     job: Path | None = None

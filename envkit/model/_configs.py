@@ -47,6 +47,8 @@ class _Entry(Protocol):
 
 @dataclass(frozen=True)
 class ConfigSet:
+    """A package's Gym configs as read: each parsed document by path, and what each includes."""
+
     docs: dict[str, YamlDoc] = field(default_factory=dict)
     includes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Per parsed config: its ``config_paths`` entries normalised (``safe_relpath``), without

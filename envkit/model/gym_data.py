@@ -64,6 +64,10 @@ def _server_model(raw: dict[str, Any]) -> ServerModel | None:
 
 @dataclass(frozen=True)
 class GymData:
+    """What one Gym version fixes for its configs (from the wheel's summary, not an install):
+    its Python and dependency pins, the domains, dataset types and licenses it accepts, and the
+    servers it ships (by type) with their config models."""
+
     version: str
     requires_python: str
     requires_dist: tuple[str, ...]

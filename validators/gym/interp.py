@@ -41,6 +41,8 @@ _MISSING = "???"
 
 @dataclass(frozen=True)
 class Finding:
+    """An interpolation that will not resolve: where it is and why."""
+
     keypath: tuple[str | int, ...]
     message: str
     direct: bool

@@ -59,6 +59,9 @@ class Definition:
 
 @dataclass(frozen=True)
 class Instance:
+    """A top-level config entry after Gym's merge: its name, merged body, every definition it
+    came from, and its shape (server, agent, ...)."""
+
     name: str
     body: Any
     defs: tuple[Definition, ...]
@@ -89,6 +92,9 @@ class Instance:
 
 @dataclass(frozen=True)
 class GymView:
+    """A package's configs as Gym loads them: the merge order, the merged instances and top
+    level, and what the view could not see (Gym's built-in configs, by name only)."""
+
     order: tuple[str, ...]
     """Config files in Gym's merge order (later overrides earlier)."""
     instances: Mapping[str, Instance]
