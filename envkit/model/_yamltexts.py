@@ -47,6 +47,8 @@ def quoted_scalar(text: str, at: int, indent: int) -> tuple[str, int]:
 
 
 def _single(text: str, at: int, indent: int) -> tuple[str, int]:
+    """A single-quoted scalar's text from ``at`` (``''`` is a quote, nothing else escapes):
+    ``(value, offset after the closing quote)``."""
     pieces: list[str] = []
     while True:
         run = _SINGLE_RUN.match(text, at)
@@ -66,6 +68,8 @@ def _single(text: str, at: int, indent: int) -> tuple[str, int]:
 
 
 def _double(text: str, at: int, indent: int) -> tuple[str, int]:
+    """A double-quoted scalar's text from ``at`` (backslash escapes, ``_escape``): ``(value,
+    offset after the closing quote)``."""
     pieces: list[str] = []
     while True:
         run = _DOUBLE_RUN.match(text, at)
