@@ -124,6 +124,28 @@ Creating files in a new directory under ``/tmp`` cost ~0.35 ms each on this mach
 (ext4 inode allocation for a fresh directory; ~0.02 ms under ``~/.cache``): the empty caches
 of the first runs are made under ``/tmp``, so that figure can read a few ms high.
 
+2026-12-05, last (paired A/B against the commit before, medians of 15 first runs each): every
+process of the tree's run still imported PyYAML (~9 ms; its event reader then took ~13 ms of CPU
+for 141 of the 483 configs read) because 32 packages had a config the line reader left to it: a
+quoted scalar over several lines (prompt templates), a double-quoted ``\\u2014``, a ``>-``
+block, a plain value continued on the next line, ``[]``/``{}``, a key like ``a/b`` or
+``a:b``, text past ASCII, a version like ``1.17.11``. It now reads those (``_yamltexts``:
+YAML 1.1's folding as libyaml does it; anything else, errors included, is still PyYAML's), and
+no process imports PyYAML: first run 196 -> 187 ms, CPU 324 -> 301 ms, ``--no-cache`` 162 ->
+151 ms. Not a faster parser: per row the line reader costs about what the event reader does
+(~2 us); what goes is the import. Two traps on the way: a character class that names the range
+past ASCII costs ``re`` a loop over 65,536 code points at compile time (~5 ms a pattern; the
+reader's classes are negated ones), and the patterns of the rarer rows cost the small gate ~1 ms
+to compile (they are compiled when a document has such a row). Eleven records had no docstring,
+for which ``dataclasses`` computes an ``inspect.signature`` at import (~0.5 ms). What is left on
+the critical path: the interpreter (~18 ms), the imports before the fork (~38 ms, of which the
+31 frozen dataclasses are 13.6 ms: 183 generated methods compiled one ``exec`` each, ~60 us; 39
+regexes ~3 ms); each core's share of the packages (~110 ms: configs ~11 ms, hashing ~10 ms, the
+walk, ~35 ms of checks none of which costs more than ~2 ms); identifying what each process read
+(8-10 ms for ~3,000 inputs; inlining it measured as noise); the worker's state (3-4 ms);
+rendering, item records, the answer's file (~5 ms). Writing the 16 stamps of a first run costs
+~0.5 ms each in a new directory under ``/tmp`` and ~0.12 ms under ``~/.cache``.
+
 The tree's anchor until 2026-12-05 (afternoon) passed Gym no config: it read the manifest's
 list as indented (``  - ``) while the corpus writes it at the key's indent (``- ``), so ``gym
 env resolve`` resolved nothing (2.10 s: Gym's start-up), and it ran in the corpus's first
