@@ -69,21 +69,8 @@ _KEY = r"[A-Za-z_][A-Za-z0-9_./-]*(?::[A-Za-z0-9_./-]+)*"
 """A plain key: a name, a path, ``a:b`` (a ``:`` before a space ends the key)."""
 _ENTRY = re.compile(rf"({_KEY}):(?: +({_VALUE}))?{_COMMENT}")
 """The common row: a plain key, a plain value on its line or none. The patterns of rarer rows
-below are compiled when a document has one (a plain config's reader compiles only these)."""
-
-
-@cache
-def _rare(name: str) -> re.Pattern[str]:
-    """``item``: an item of any one-line value; ``entry``: a row with a quoted key or any
-    one-line value; ``opening``: a key whose value is quoted over more than one line, has
-    escapes, or is a block scalar (``_yamltexts``); ``continued``: a plain value's next line,
-    more indented than its key (folded into it with one space)."""
-    return re.compile({
-        "item": rf"({_ANY}){_COMMENT}",
-        "entry": rf"({_KEY}|{_QUOTED}):(?: +({_ANY}))?{_COMMENT}",
-        "opening": rf"({_KEY}|{_QUOTED}): +(?=['\"|>])",
-        "continued": rf"( +)({_AFTER_SPACE}{_REST}){_COMMENT}\n",
-    }[name])
+below (``_rare``) are compiled when a document has one: a plain config's reader compiles
+only these."""
 _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
 """A tab, a carriage return, a control character: PyYAML reads or refuses those documents."""
 _BLANK = re.compile(r"(?: *(?:#[^\x00-\x1f\x7f]*)?\n)*")
@@ -101,6 +88,20 @@ class _Block:
 
     def __init__(self, mapping: dict[Any, Any], indent: int, prefix: KeyPath, depth: int) -> None:
         self.mapping, self.indent, self.prefix, self.depth = mapping, indent, prefix, depth
+
+
+@cache
+def _rare(name: str) -> re.Pattern[str]:
+    """``item``: an item of any one-line value; ``entry``: a row with a quoted key or any
+    one-line value; ``opening``: a key whose value is quoted over more than one line, has
+    escapes, or is a block scalar (``_yamltexts``); ``continued``: a plain value's next line,
+    more indented than its key (folded into it with one space)."""
+    return re.compile({
+        "item": rf"({_ANY}){_COMMENT}",
+        "entry": rf"({_KEY}|{_QUOTED}):(?: +({_ANY}))?{_COMMENT}",
+        "opening": rf"({_KEY}|{_QUOTED}): +(?=['\"|>])",
+        "continued": rf"( +)({_AFTER_SPACE}{_REST}){_COMMENT}\n",
+    }[name])
 
 
 @cache
@@ -303,7 +304,7 @@ def _unquoted(raw: str) -> str:
 
 
 def _printable(text: str) -> bool:
-    """Every character past ASCII is one YAML prints and no line break (``\x85``, ``\u2028``
+    r"""Every character past ASCII is one YAML prints and no line break (``\x85``, ``\u2028``
     and ``\u2029`` are YAML 1.1's; a byte order mark inside a document is libyaml's error)."""
     return all(("\xa0" <= c <= "\ud7ff" and c not in "\u2028\u2029") or c >= "\U00010000"
                or ("\ue000" <= c <= "\ufffd" and c != "\ufeff")
