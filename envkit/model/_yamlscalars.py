@@ -2,12 +2,14 @@
 
 ``_yamllines`` reads a config's lines itself; what it cannot tell from a value's text alone is
 whether one of YAML 1.1's implicit resolvers claims it (``true``, ``~``, ``8000``, ``0.7``).
-For the forms configs use, the answer is decidable from a few exact spellings and two simple
-number shapes, and that is all this module decides; any other value that some resolver might
-claim (``0x1f``, ``1_000``, ``1:30``, ``2001-12-14``, ``.inf``, ``1e5``, ``<<``, ``=``) raises
-``Unusual``, and the document is read again with PyYAML's own resolvers. The tables are
-PyYAML's ``Resolver`` and ``SafeConstructor`` (``tests/model/test_yamlscalars.py`` compares
-every decision with PyYAML's on generated values, and pins ``RESOLVED_FIRST`` to its table).
+For the forms configs use, the answer is decidable from a few exact spellings and a few simple
+number shapes (decimal ints, floats with a signed exponent or none, digits with two dots or
+more: a version or an address, a string), and that is all this module decides; any other value
+that some resolver might claim (``0x1f``, ``1_000``, ``1:30``, ``2001-12-14``, ``.inf``,
+``1e5``, ``<<``, ``=``) raises ``Unusual``, and the document is read again with PyYAML's own
+resolvers. The tables are PyYAML's ``Resolver`` and ``SafeConstructor``
+(``tests/model/test_yamlscalars.py`` compares every decision with PyYAML's on generated values,
+and pins ``RESOLVED_FIRST`` to its table).
 """
 
 from __future__ import annotations
