@@ -30,7 +30,6 @@ only while a :meth:`Recorder.watching` block runs (the console entry's one run; 
 
 from __future__ import annotations
 
-import marshal
 import os
 import sys
 import time
@@ -41,7 +40,7 @@ from envkit.check.workers import carrying, remembering
 from envkit.replay.identify import identified
 from envkit.replay.items import item_records
 from envkit.replay.listings import Listings, keeping_listings
-from envkit.replay.store import LISTED, LSTAT, STAT, Input, ItemRecord, Recalled, packed
+from envkit.replay.store import LISTED, LSTAT, STAT, Input, ItemRecord, Recalled, packed, unpacked
 from envkit.replay.streams import RecordingEnviron, Tee
 
 __all__ = ["Recorder"]
@@ -318,11 +317,10 @@ class Recorder:
                     late.append((how, path, ident))
         return (*self._early_parts, self._pack(late), *self.carried_parts)
 
-    def inputs(self) -> Iterator[Input]:
+    def inputs(self) -> tuple[Input, ...]:
         """What :meth:`parts` packs, unpacked (a process's inputs once; a path two processes
         looked at is in both their parts)."""
-        for part in self.parts():
-            yield from marshal.loads(part)
+        return unpacked(self.parts())
 
     def _pack(self, found: list[Input]) -> bytes:
         for _, _, ident in found:

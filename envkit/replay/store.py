@@ -17,7 +17,7 @@ import zlib
 
 __all__ = ["LISTED", "LSTAT", "STAT", "Answer", "Identity", "Input", "ItemRecord", "Key",
            "Recalled", "identity", "identity_after", "identity_of", "load", "lstat_of", "packed",
-           "save"]
+           "save", "unpacked"]
 
 _FORMAT = 4
 
@@ -127,6 +127,18 @@ def packed(inputs: list[Input] | tuple[Input, ...]) -> bytes:
     return marshal.dumps(tuple(inputs))
 
 
+def unpacked(parts: tuple[bytes, ...]) -> tuple[Input, ...]:
+    """The inputs of :func:`packed` parts, in order (a path two processes looked at is in both
+    their parts).
+
+    :raises EOFError, ValueError, TypeError: a part that is not one.
+    """
+    found: list[Input] = []
+    for part in parts:
+        found += marshal.loads(part)
+    return tuple(found)
+
+
 class Answer:
     """A run's answer (its output chunks, by stream, and its exit status), what it read (in
     :func:`packed` parts; a path may be in two, looked at by two processes), and its items
@@ -145,10 +157,7 @@ class Answer:
     def inputs(self) -> tuple[Input, ...]:
         """Every input, from all parts (unpacked at the first look)."""
         if self._inputs is None:
-            found: list[Input] = []
-            for part in self.parts:
-                found += marshal.loads(part)
-            self._inputs = tuple(found)
+            self._inputs = unpacked(self.parts)
         return self._inputs
 
     def stale(self) -> frozenset[str] | None:
