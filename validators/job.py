@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from envkit.model.diagnostics import Diagnostic, Severity, close_matches
 from envkit.validators._base import Inputs, Rule
-from envkit.validators.job_rules import findings
 
 if TYPE_CHECKING:
     from envkit.model.jobfile import JobDoc
@@ -231,6 +230,8 @@ def job_diagnostics(job: JobDoc, *, allow_local_refs: bool = False) -> Iterator[
     )
     if training is None:
         return
+    from envkit.validators.job_rules import findings  # a package with a job file only
+
     for found in findings(training, unreadable=unreadable):
         rule = _BY_CODE[found.code]
         where = ".".join(found.path)

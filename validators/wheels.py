@@ -14,7 +14,6 @@ from envkit.model.diagnostics import Severity
 from envkit.model.gym_data import gym_data
 from envkit.model.package import INSTALL_MARKERS
 from envkit.validators._base import Inputs, Rule
-from envkit.validators._wheel_words import built_for
 from envkit.validators.gym.model import view_of
 
 if TYPE_CHECKING:
@@ -139,6 +138,8 @@ def check_wheel_files(inputs: Inputs) -> Iterator[Diagnostic]:
 def _tag_message(wheel: WheelFile, target: Target) -> str:
     """What the wheel is built for and what the target is, in words, then the likely reason
     (the installer's own "has no wheels with a matching platform tag" says neither)."""
+    from envkit.validators._wheel_words import built_for  # a wheel the target can't install
+
     major, minor = target.glibc_floor
     target_words = (f"CPython {target.python[0]}.{target.python[1]} on {target.arch} Linux with "
                     f"glibc {major}.{minor} ({target})")

@@ -26,7 +26,6 @@ from envkit.check.settings import (
 )
 from envkit.check.validate import TargetDisagreement, ValidateRequest, read_package, validate
 from envkit.check.workers import fork_map
-from envkit.check.wrong_root import wrong_root
 from envkit.errors import UsageError
 from envkit.model.diagnostics import Diagnostic, parse_selectors
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
@@ -211,6 +210,8 @@ def _not_a_package(path: Path, request: GateRequest) -> Diagnostic:
     checked, so a selection that hid this would pass a directory no check looked at. Nothing
     else is read from it either (a repository root's ``.jsonl`` files and ``pyproject.toml``
     would only bury the one finding that matters)."""
+    from envkit.check.wrong_root import wrong_root  # a directory that is no package only
+
     message, hint = wrong_root(path, request.exclude)
     return EK100.at(MANIFEST, message, hint=hint)
 
