@@ -8,12 +8,13 @@ is of another format or belongs to another key (a checksum collision) is a miss.
 
 from __future__ import annotations
 
-import contextlib
 import marshal
 import os
 import stat
 import sys
 import zlib
+
+from envkit.supply.root import write_whole
 
 __all__ = ["LISTED", "LSTAT", "STAT", "Answer", "Identity", "Input", "ItemRecord", "Key",
            "Recalled", "identity", "identity_after", "identity_of", "load", "lstat_of", "packed",
@@ -246,15 +247,10 @@ def load(key: Key, store: str) -> Answer | None:
 def save(key: Key, answer: Answer, store: str) -> None:
     """Store ``answer`` under ``key`` (whole or not at all); a store that cannot be written
     costs only the speed."""
-    path = key.file(store)
-    temp = f"{path}.{os.getpid()}.tmp"
     data = (_FORMAT, key.text, answer.env, answer.parts, answer.chunks, answer.status,
             answer.items)
     try:
-        os.makedirs(store, exist_ok=True)
-        with open(temp, "wb") as fh:
-            marshal.dump(data, fh)
-        os.replace(temp, path)
-    except (OSError, ValueError):
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
+        packed = marshal.dumps(data)
+    except ValueError:  # a value marshal cannot write: no answer stored
+        return
+    write_whole(key.file(store), packed)

@@ -3,16 +3,13 @@ and the content keys its entries are named by."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
-import os
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envkit.model.tree import sha256_file
-from envkit.supply.root import cache_dir
+from envkit.supply.root import cache_dir, write_whole
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -31,31 +28,9 @@ def cache_root() -> Path:
 
 
 def store_entry(entry: Path, text: str) -> None:
-    """Write a cache entry whole or not at all (a reader never sees half a file); a cache that
-    cannot be written costs nothing but the speed. No ``tempfile``: validate's stores write
-    here, and its start-up does not import it; the bytes go through one descriptor and the
-    directory is made only when it is missing (a first run writes a stamp per tree)."""
-    tmp = f"{entry.parent}/.{entry.name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
-    data = text.encode()
-    try:
-        try:
-            fd = os.open(tmp, _NEW_FILE, 0o666)
-        except FileNotFoundError:
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(tmp, _NEW_FILE, 0o666)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
-        os.replace(tmp, entry)  # noqa: PTH105 - a str: no Path built per entry
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)  # noqa: PTH108 - the same str
-
-
-_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    """Write a cache entry whole or not at all (:func:`envkit.supply.root.write_whole`); no
+    ``tempfile``: validate's stores write here, and its start-up does not import it."""
+    write_whole(str(entry), text.encode())
 
 
 def uv_cache_under(root: Path) -> Path:
