@@ -146,6 +146,20 @@ walk, ~35 ms of checks none of which costs more than ~2 ms); identifying what ea
 rendering, item records, the answer's file (~5 ms). Writing the 16 stamps of a first run costs
 ~0.5 ms each in a new directory under ``/tmp`` and ~0.12 ms under ``~/.cache``.
 
+2026-12-05, late (``scripts/bench.sh`` twice, 11 minutes apart, medians of 11, load 0.3-0.8):
+small gate first run 49 and 53 ms with bytecode, 88 and 97 ms without; tree first run 0.173 and
+0.192 s (CPU 284 and 316 ms), ``--no-cache`` 0.137 and 0.144 s. The same code both times:
+``python -c pass`` took 15.3 ms in the first run and 18.7 ms in the second, the machine's speed
+and not the code made the difference. The job file's cross-field rules, the wheel-tag wording
+and the wrong-root advice were imported by every validate; they load where a package needs them
+(small gate without bytecode -3.0 ms, with -0.7 ms, paired medians of 21). Measured, not
+changed: in a cold process the 31 frozen dataclasses on validate's path take 12.6 ms of envkit's
+~49 ms of imports (``dataclasses._process_class`` timed; on 3.11 each of the 183 generated
+methods is its own ``exec``: under cProfile ``__eq__`` ~6 ms, ``__init__`` ~5, the frozen
+``__setattr__``/``__delattr__`` ~4, ``__repr__`` ~2, ``__hash__`` ~2); setuptools' editable
+finder imports ``pathlib``, ``urllib.parse`` and ``ipaddress`` while ``site`` runs, ~8 ms of the
+``python -c pass`` anchor in this checkout's venv (an installed wheel has no finder).
+
 The tree's anchor until 2026-12-05 (afternoon) passed Gym no config: it read the manifest's
 list as indented (``  - ``) while the corpus writes it at the key's indent (``- ``), so ``gym
 env resolve`` resolved nothing (2.10 s: Gym's start-up), and it ran in the corpus's first
