@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["read_bounded"]
+__all__ = ["read_bounded", "read_fd_bounded"]
 
 _PIECE = 64 * 1024
 
@@ -21,12 +21,21 @@ def read_bounded(path: str | os.PathLike[str], limit: int | None = None) -> byte
     """
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        left = -1 if limit is None else limit + 1
-        pieces = []
-        while left and (piece := os.read(fd, _PIECE if left < 0 else min(_PIECE, left))):
-            pieces.append(piece)
-            if left > 0:
-                left -= len(piece)
-        return b"".join(pieces)
+        return read_fd_bounded(fd, limit)
     finally:
         os.close(fd)
+
+
+def read_fd_bounded(fd: int, limit: int | None = None) -> bytes:
+    """What :func:`read_bounded` reads, from a descriptor the caller opened (and closes): a
+    reader that must see what the path is before reading (a FIFO, a device) opens it itself.
+
+    :raises OSError: it cannot be read.
+    """
+    left = -1 if limit is None else limit + 1
+    pieces = []
+    while left and (piece := os.read(fd, _PIECE if left < 0 else min(_PIECE, left))):
+        pieces.append(piece)
+        if left > 0:
+            left -= len(piece)
+    return b"".join(pieces)

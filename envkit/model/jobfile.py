@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from envkit.model._reads import read_fd_bounded
 from envkit.model.jobspec import JobSettings, Problem, read_job
 from envkit.model.yamlio import YamlDoc, parse_yaml
 
@@ -61,15 +62,17 @@ def load_job(path: str | Path) -> JobDoc:
         raise
     except OSError as exc:
         return JobDoc(path.name, error=f"cannot be read: {exc.strerror or exc}")
-    with os.fdopen(fd, "rb") as fh:
+    try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO, socket or device"
             return JobDoc(path.name, error=f"not a regular file ({kind}); not read")
         try:
-            raw = fh.read(MAX_JOB_BYTES + 1)
+            raw = read_fd_bounded(fd, MAX_JOB_BYTES)  # in pieces: no 8 MiB buffer per job
         except OSError as exc:
             return JobDoc(path.name, error=f"cannot be read: {exc.strerror or exc}")
+    finally:
+        os.close(fd)
     return parse_job(path.name, raw)
 
 

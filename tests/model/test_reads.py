@@ -1,12 +1,13 @@
-"""``read_bounded``: a file whole, or one byte past its bound, read in pieces."""
+"""``read_bounded``/``read_fd_bounded``: a file whole, or one byte past its bound, in pieces."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from envkit.model._reads import read_bounded
+from envkit.model._reads import read_bounded, read_fd_bounded
 
 
 @pytest.mark.parametrize(("size", "limit", "read"), [
@@ -19,6 +20,11 @@ def test_a_file_is_read_whole_or_one_byte_past_its_bound(tmp_path: Path, size: i
     (tmp_path / "f").write_bytes(data)
     assert read_bounded(tmp_path / "f", limit) == data[:read]
     assert read_bounded(str(tmp_path / "f"), limit) == data[:read]
+    fd = os.open(tmp_path / "f", os.O_RDONLY)
+    try:
+        assert read_fd_bounded(fd, limit) == data[:read]
+    finally:
+        os.close(fd)
 
 
 def test_what_cannot_be_read_raises_and_leaves_no_descriptor(tmp_path: Path) -> None:
