@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from envkit.check.settings import SettingsError, Workspace, workspace_at
+from envkit.check.settings import SettingsError, SettingsFiles, Workspace, workspace_at
 
 __all__ = ["MANIFEST", "SKIPPED_DIRS", "Discovery", "discover", "is_package_root", "members",
            "owning_package", "packages_below"]
@@ -53,13 +53,13 @@ class Discovery:
 
 
 def discover(paths: Sequence[Path], exclude: Sequence[str] = (), *,
-             isolated: bool = False) -> Discovery:
+             isolated: bool = False, files: SettingsFiles | None = None) -> Discovery:
     """The directories ``paths`` stand for.
 
     A package directory stands for itself; a workspace root for its members (``exclude`` globs
     dropped; not with ``isolated``, which ignores configuration files); any other directory
     for itself, so that validation says it is no package. A file stands for the package that
-    contains it.
+    contains it. ``files``: the settings files the run has read (see ``settings_for``).
 
     :raises SettingsError: a workspace's configuration cannot be used, or it names a member
         that does not exist or no member at all.
@@ -68,7 +68,7 @@ def discover(paths: Sequence[Path], exclude: Sequence[str] = (), *,
     unmatched: list[Path] = []
     for path in paths:
         if path.is_dir():
-            space = None if is_package_root(path) or isolated else workspace_at(path)
+            space = None if is_package_root(path) or isolated else workspace_at(path, files)
             found += [path] if space is None else members(space, exclude)
         else:
             owner = owning_package(path)

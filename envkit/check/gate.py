@@ -18,6 +18,7 @@ from envkit.check.report import Report, ValidationRun
 from envkit.check.settings import (
     CONFIG_NAMES,
     Settings,
+    SettingsFiles,
     find_config,
     parse_glibc,
     parse_python,
@@ -71,6 +72,9 @@ class GateRequest:
     """Files in no package are skipped (pre-commit passes them all), not a usage error."""
     workers: int | None = None
     """Processes validating packages at once (``None``: one per core; ``envkit.check.workers``)."""
+    files: SettingsFiles = field(default_factory=SettingsFiles, compare=False, repr=False)
+    """The settings files this request's run has read (each package under one file reads it
+    once; another request reads it anew)."""
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,7 @@ class TargetChoice:
 
 def resolve_settings(package: Path | None, request: GateRequest) -> Settings:
     base = Path.cwd() if package is None else package
-    return settings_for(base, request.flags, isolated=request.isolated)
+    return settings_for(base, request.flags, isolated=request.isolated, files=request.files)
 
 
 def _lock_target(package: Package | Path | None) -> tuple[dict[str, str] | None, str | None]:
@@ -216,7 +220,7 @@ def _not_a_package(path: Path, request: GateRequest) -> Diagnostic:
     return EK100.at(MANIFEST, message, hint=hint)
 
 
-def _claim_by_config(found: Discovery, exclude: tuple[str, ...]) -> Discovery:
+def _claim_by_config(found: Discovery, request: GateRequest) -> Discovery:
     """Files in a package's configured ``dataset`` dir or its ``job`` file stand for it; a
     workspace root's configuration file stands for every member.
 
@@ -227,22 +231,23 @@ def _claim_by_config(found: Discovery, exclude: tuple[str, ...]) -> Discovery:
     packages = list(found.packages)
     unmatched = []
     for file in found.unmatched_files:
-        owners = _workspace_members_of(file, exclude) or _configured_owners(file.resolve())
+        owners = (_workspace_members_of(file, request)
+                  or _configured_owners(file.resolve(), request.files))
         packages += owners
         if not owners:
             unmatched.append(file)
     return Discovery(tuple(dict.fromkeys(packages)), tuple(unmatched))
 
 
-def _workspace_members_of(file: Path, exclude: tuple[str, ...]) -> list[Path]:
-    space = workspace_at(file.parent) if file.name in CONFIG_NAMES else None
+def _workspace_members_of(file: Path, request: GateRequest) -> list[Path]:
+    space = workspace_at(file.parent, request.files) if file.name in CONFIG_NAMES else None
     if space is None or space.config != file.resolve():
         return []
-    return members(space, exclude)
+    return members(space, request.exclude)
 
 
-def _configured_owners(file: Path) -> list[Path]:
-    config = find_config(file.parent)
+def _configured_owners(file: Path, files: SettingsFiles) -> list[Path]:
+    config = find_config(file.parent, files)
     if config is None:
         return []
     base = config.path.parent
@@ -273,7 +278,7 @@ def run_gate(request: GateRequest) -> ValidationRun:
     """
     found = discover_for(request)
     if found.unmatched_files and not request.isolated:
-        found = _claim_by_config(found, request.exclude)
+        found = _claim_by_config(found, request)
     if found.unmatched_files and not request.ignore_unowned_files:
         names = ", ".join(str(f) for f in found.unmatched_files[:3])
         msg = (f"{names}: not in a package (no directory above holds nemo-environment.yaml); "
@@ -307,10 +312,11 @@ def discover_for(request: GateRequest) -> Discovery:
     paths = request.paths
     if not paths:
         here = Path()
-        known = is_package_root(here) or (not request.isolated and workspace_at(here))
+        known = is_package_root(here) or (not request.isolated
+                                           and workspace_at(here, request.files))
         given = request.flags.dataset is not None or request.flags.job is not None
         paths = (here,) if known or not given else ()
-    return discover(paths, request.exclude, isolated=request.isolated)
+    return discover(paths, request.exclude, isolated=request.isolated, files=request.files)
 
 
 def gate_package(package: Path, request: GateRequest) -> ValidationRun:

@@ -18,15 +18,14 @@ import fnmatch
 import os
 import re
 from dataclasses import dataclass, field, fields, replace
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from envkit.errors import UsageError
 from envkit.model.realpaths import real_path
 
-__all__ = ["CONFIG_NAMES", "Settings", "SettingsError", "Workspace", "find_config", "parse_glibc",
-           "parse_python", "settings_for", "workspace_at"]
+__all__ = ["CONFIG_NAMES", "Settings", "SettingsError", "SettingsFiles", "Workspace", "find_config",
+           "parse_glibc", "parse_python", "settings_for", "workspace_at"]
 
 CONFIG_NAMES = ("envkit.toml", "pyproject.toml")
 
@@ -155,8 +154,30 @@ class Workspace:
     """Globs relative to ``root``, as written (``envs/*``, ``tools/**/env``)."""
 
 
-@cache
-def _load(path: Path) -> _ConfigFile | None:
+class SettingsFiles:
+    """The configuration files one run reads, each read once however many packages share it.
+
+    Why an object the run holds, not a process-wide cache: a tree's 145 packages under one
+    ``pyproject.toml`` read it once, and a second run in the same process (a test, a tool that
+    validates, edits the settings and validates again) reads what the file says then.
+    """
+
+    def __init__(self) -> None:
+        self.read: dict[Path, _ConfigFile | None] = {}
+        """Each file read, by path (``None``: a ``pyproject.toml`` without ``[tool.envkit]``)."""
+        self.closest: dict[Path, _ConfigFile | None] = {}
+        """The closest configuration at or above each directory looked up."""
+        self.real_directories: dict[str, str] = {}
+        """Directories' realpaths (``envkit.model.realpaths.real_path``)."""
+
+
+def _load(path: Path, files: SettingsFiles) -> _ConfigFile | None:
+    if path not in files.read:
+        files.read[path] = _read(path)
+    return files.read[path]
+
+
+def _read(path: Path) -> _ConfigFile | None:
     import tomllib  # only where a settings file exists: most runs have none
 
     try:
@@ -203,28 +224,31 @@ def _members(value: object, where: str) -> tuple[str, ...]:
     return tuple(p.strip().rstrip("/") or "." for p in items)
 
 
-def _config_in(directory: Path) -> _ConfigFile | None:
+def _config_in(directory: Path, files: SettingsFiles) -> _ConfigFile | None:
     """The configuration file of ``directory`` itself (``envkit.toml`` first), or ``None``."""
     for name in CONFIG_NAMES:
         candidate = directory / name
         if candidate.is_file():
-            found = _load(candidate)
+            found = _load(candidate, files)
             if found is not None:
                 return found
     return None
 
 
-@cache
-def find_config(directory: Path) -> _ConfigFile | None:
-    """The closest configuration at or above ``directory`` (absolute), or ``None``."""
-    found = _config_in(directory)
-    if found is not None:
-        return found
-    parent = directory.parent
-    return None if parent == directory else find_config(parent)
+def find_config(directory: Path, files: SettingsFiles | None = None) -> _ConfigFile | None:
+    """The closest configuration at or above ``directory`` (absolute), or ``None``; what
+    ``files`` holds is not read again."""
+    files = SettingsFiles() if files is None else files
+    if directory not in files.closest:
+        found = _config_in(directory, files)
+        parent = directory.parent
+        if found is None and parent != directory:
+            found = find_config(parent, files)
+        files.closest[directory] = found
+    return files.closest[directory]
 
 
-def workspace_at(directory: Path) -> Workspace | None:
+def workspace_at(directory: Path, files: SettingsFiles | None = None) -> Workspace | None:
     """The workspace rooted at ``directory``: its own configuration file sets ``packages``.
 
     Only the directory's own file counts (as a uv or cargo workspace root holds the members
@@ -233,20 +257,23 @@ def workspace_at(directory: Path) -> Workspace | None:
 
     :raises SettingsError: the directory's configuration file cannot be used.
     """
-    config = _config_in(directory.resolve())
+    config = _config_in(directory.resolve(), SettingsFiles() if files is None else files)
     if config is None or config.packages is None:
         return None
     return Workspace(directory, config.path, config.packages)
 
 
-def settings_for(package: Path, cli: Settings, *, isolated: bool = False) -> Settings:
-    """The settings one package is validated with: defaults < file < per-package < flags.
+def settings_for(package: Path, cli: Settings, *, isolated: bool = False,
+                 files: SettingsFiles | None = None) -> Settings:
+    """The settings one package is validated with: defaults < file < per-package < flags;
+    what ``files`` holds (the run's files read so far) is not read again.
 
     :raises SettingsError: the configuration file found cannot be used.
     """
+    files = SettingsFiles() if files is None else files
     resolved = Settings()
-    absolute = None if isolated else _resolved(package)
-    config = None if absolute is None else find_config(absolute)
+    absolute = None if isolated else _resolved(package, files)
+    config = None if absolute is None else find_config(absolute, files)
     if config is not None and absolute is not None:
         resolved = config.top.over(resolved)
         rel = _relative(absolute, config.path.parent)
@@ -256,14 +283,10 @@ def settings_for(package: Path, cli: Settings, *, isolated: bool = False) -> Set
     return cli.over(resolved)
 
 
-def _resolved(package: Path) -> Path:
-    """``package.resolve()``, its directory's realpath taken once per process (``real_path``:
-    the packages of a tree share it)."""
-    return Path(real_path(os.fspath(package), _REAL_DIRECTORIES))
-
-
-_REAL_DIRECTORIES: dict[str, str] = {}
-"""Directories' realpaths, kept for the process as ``find_config`` keeps what it found."""
+def _resolved(package: Path, files: SettingsFiles) -> Path:
+    """``package.resolve()``, its directory's realpath taken once per run (``real_path``: the
+    packages of a tree share it)."""
+    return Path(real_path(os.fspath(package), files.real_directories))
 
 
 def _relative(path: Path, base: Path) -> str:

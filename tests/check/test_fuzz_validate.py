@@ -1,6 +1,8 @@
 """Property-based fuzzing of ``envkit validate``: whatever the input, exit 0 or 1, one valid
 UTF-8 JSON report on stdout with ``--format json``, no EK000 (the safety net is not a place a
-defect may land), in bounded time and memory.
+defect may land), in bounded time and memory. The one exit 2: a tree whose own settings file
+(``pyproject.toml`` or ``envkit.toml`` at the package's root) cannot be used, which stops the
+run with an error naming the file, as ruff stops on a ``pyproject.toml`` it cannot parse.
 
 Most examples run in-process through the CLI entry (cheap); a few run ``envkit validate`` in
 a subprocess under ``resource`` limits, where time and peak RSS are measured for real.
@@ -16,6 +18,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -84,6 +87,9 @@ def _report_stats() -> object:
               f"{STATS.get('max_rss_mib', 0):.0f} MiB", file=sys.__stderr__)
 
 
+_SETTINGS_ERROR = re.compile(r"^Error: /\S+/(?:pyproject|envkit)\.toml: ", re.MULTILINE)
+
+
 def _check(args: list[str], what: str, size: int) -> dict:
     """The contract, in-process through the CLI entry."""
     out, err = io.StringIO(), io.StringIO()
@@ -92,6 +98,10 @@ def _check(args: list[str], what: str, size: int) -> dict:
         rc = main(["validate", *args, "--format", "json"])
     elapsed = time.perf_counter() - start
     _record(elapsed, size, what)
+    if rc == 2 and _SETTINGS_ERROR.search(err.getvalue()):
+        error = json.loads(out.getvalue())["error"]  # nothing validated: the error, as JSON
+        assert (error["kind"], error["type"]) == ("usage", "SettingsError"), error
+        return {}
     assert rc in (0, 1), (rc, err.getvalue()[-2000:])
     text = out.getvalue()
     text.encode("utf-8")  # strict: no lone surrogates on stdout

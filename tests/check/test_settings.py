@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from support.paths import REPO_ROOT
 
-from envkit.check.settings import Settings, SettingsError, settings_for
+from envkit.check import settings
+from envkit.check.settings import Settings, SettingsError, SettingsFiles, settings_for
 from envkit.cli import main
 
 ROOT = REPO_ROOT
@@ -69,6 +70,31 @@ def test_flags_win_over_the_file(capsys: pytest.CaptureFixture[str], repo: Path)
     assert _codes(capsys, repo / "envs" / "a") == {"a": {"EK102"}}
     assert _codes(capsys, repo / "envs" / "a", "--select", "EK2") == {"a": {"EK203"}}
     assert _codes(capsys, repo / "envs" / "a", "--isolated") == {"a": {"EK102", "EK203"}}
+
+
+def test_an_edited_settings_file_is_read_again_by_the_next_run(
+    capsys: pytest.CaptureFixture[str], repo: Path
+) -> None:
+    """Two runs in one process (a tool that validates, edits the settings, validates again)."""
+    (repo / "envkit.toml").write_text('ignore = ["EK102"]\n')
+    assert _codes(capsys, repo / "envs" / "a") == {"a": {"EK203"}}
+    (repo / "envkit.toml").write_text('ignore = ["EK203"]\n')
+    assert _codes(capsys, repo / "envs" / "a") == {"a": {"EK102"}}
+
+
+def test_one_run_reads_a_shared_settings_file_once(repo: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    (repo / "envkit.toml").write_text('strict = true\n')
+    read: list[Path] = []
+    real_read = settings._read
+    monkeypatch.setattr(settings, "_read", lambda path: read.append(path) or real_read(path))
+    files = SettingsFiles()
+    assert all(settings_for(pkg, Settings(), files=files).strict for pkg in _both(repo))
+    # each package's own pyproject.toml (no [tool.envkit]: passed over), the shared file once
+    a, b = _both(repo)
+    assert read == [a / "pyproject.toml", repo / "envkit.toml", b / "pyproject.toml"]
+    settings_for(a, Settings())  # another run reads them again
+    assert read[3:] == [a / "pyproject.toml", repo / "envkit.toml"]
 
 
 def test_strict_and_arch_from_config(repo: Path) -> None:
@@ -141,10 +167,12 @@ def test_dataset_and_job_files_stand_for_their_configured_package(
 
 def test_a_package_is_resolved_as_path_resolve_resolves_it(tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """Its directory's realpath is taken once per process; the answer is ``resolve()``'s for
+    """Its directory's realpath is taken once per run; the answer is ``resolve()``'s for
     every spelling: through a linked directory, a linked package, ``..`` inside or last, and
     relative to the working directory."""
     from envkit.check.settings import _resolved
+
+    files = SettingsFiles()
 
     (tmp_path / "real" / "pkg").mkdir(parents=True)
     (tmp_path / "real" / "other").mkdir()
@@ -153,4 +181,4 @@ def test_a_package_is_resolved_as_path_resolve_resolves_it(tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     for spelling in ("real/pkg", "via/pkg", "via/linked", "via/pkg/../other", "via/pkg/..",
                      "via/linked/../pkg", str(tmp_path / "via" / "pkg"), "real/missing"):
-        assert _resolved(Path(spelling)) == Path(spelling).resolve(), spelling
+        assert _resolved(Path(spelling), files) == Path(spelling).resolve(), spelling
