@@ -201,9 +201,13 @@ def _documents(draw: st.DrawFn) -> str:
     return "\n".join(out) + draw(st.sampled_from(["\n", ""]))
 
 
+_PROPERTY = settings(max_examples=500, derandomize=True, deadline=None, database=None,
+                     suppress_health_check=list(HealthCheck))
+"""Both property tests: 500 examples, the same ones every run (CI's fast group)."""
+
+
 @pytest.mark.filterwarnings("ignore:Generating overly large repr")  # the draws' record, not a bug
-@settings(max_examples=500, derandomize=True, deadline=None, database=None,
-          suppress_health_check=list(HealthCheck))
+@_PROPERTY
 @given(text=_documents())
 def test_line_reader_agrees_with_the_event_reader(text: str) -> None:
     ours = _lines(text)
@@ -233,8 +237,7 @@ def _edited(draw: st.DrawFn) -> str:
     return text
 
 
-@settings(max_examples=500, derandomize=True, deadline=None, database=None,
-          suppress_health_check=list(HealthCheck))
+@_PROPERTY
 @given(text=_edited())
 def test_edited_documents_read_as_the_events_read_them_or_are_left(text: str) -> None:
     ours = _lines(text)
