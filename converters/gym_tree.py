@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,7 @@ from envkit.converters.gym_configs import (
 from envkit.model.gym_data import gym_data
 from envkit.model.package import SERVER_TYPES
 from envkit.model.yamlio import YamlReadError, read_mapping
+from envkit.records import record
 
 __all__ = [
     "FORMATS",
@@ -54,7 +54,7 @@ _SKIP_DIRS = frozenset({"__pycache__", ".venv", ".git", ".pytest_cache", ".ruff_
 _AGENTS_FILE = "envkit_agents.yaml"
 
 
-@dataclass(frozen=True)
+@record
 class ServerSource:
     """One ``<server_type>/<impl>/`` directory of a Gym tree and the configs chosen from it."""
 

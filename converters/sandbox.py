@@ -17,11 +17,12 @@ import signal
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import FailedError
+from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -62,7 +63,7 @@ class LoadError(RuntimeError):
         self.missing = missing
 
 
-@dataclass(frozen=True)
+@record
 class LoadResult:
     examples: list[dict[str, Any]]
     source: str

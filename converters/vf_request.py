@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import FailedError
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.model.target import Target
+from envkit.records import record
 
 if TYPE_CHECKING:
     from envkit.check.report import Report
@@ -51,7 +52,7 @@ class ConvertError(FailedError, RuntimeError):
         """The validation report when the staged outputs were found invalid."""
 
 
-@dataclass(frozen=True)
+@record
 class ConvertRequest:
     hub_id: str
     out_dir: Path

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from envkit.records import record
 from envkit.trainer.advantages import clip_advantages, compute_advantages
 from envkit.trainer.batch import MicroBatch, build_microbatch
 from envkit.trainer.checkpoint import (
@@ -65,7 +66,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@record
 class TrainOptions:
     output: Path
     resume: bool = False

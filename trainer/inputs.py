@@ -12,7 +12,7 @@ existing path may stand in for each, or the ``--model/--dataset/--env`` options 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,7 @@ from envkit.errors import InvalidError
 from envkit.gym import RuntimeOptions
 from envkit.model.dataset import Dataset, Row, load_dataset
 from envkit.model.diagnostics import Severity
+from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -52,7 +53,7 @@ class TrainInputError(InvalidError, ValueError):
         self.diagnostics = diagnostics or []
 
 
-@dataclass(frozen=True)
+@record
 class TrainRequest:
     job: Path
     output: Path
@@ -70,7 +71,7 @@ class TrainRequest:
     backend: str = "hf"
 
 
-@dataclass(frozen=True)
+@record
 class LocalInputs:
     """The local directories that stand in for the job's three refs."""
 
@@ -79,7 +80,7 @@ class LocalInputs:
     model: Path
 
 
-@dataclass(frozen=True)
+@record
 class TrainInputs:
     """Everything a run starts from, read once and validated."""
 
@@ -89,7 +90,7 @@ class TrainInputs:
     val_rows: list[dict[str, Any]]
 
 
-@dataclass(frozen=True)
+@record
 class ReadDataset(Dataset):
     """A dataset whose rows were read once and are kept: the validator streams them from
     memory, and the run trains on the same rows (a run holds its rows in memory anyway)."""

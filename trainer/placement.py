@@ -17,10 +17,11 @@ testable without a GPU. Rules:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import InvalidError
+from envkit.records import record
 
 if TYPE_CHECKING:
     from envkit.trainer.config import GrpoConfig
@@ -39,7 +40,7 @@ class PlacementError(InvalidError, ValueError):
     """The cluster cannot hold the actors the job asks for."""
 
 
-@dataclass(frozen=True)
+@record
 class ActorPlacement:
     """``ray.remote`` options for each actor, and warnings to log before they start."""
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from envkit.gym import (
@@ -23,6 +23,7 @@ from envkit.gym import (
     mean_reward_by_agent,
 )
 from envkit.gym import write_results as write_results
+from envkit.records import record
 from envkit.supply.provenance import run_record, write_provenance
 from envkit.trainer.generation.factory import EngineOptions
 from envkit.trainer.sources.gym import open_session
@@ -38,7 +39,7 @@ __all__ = ["RolloutRequest", "RolloutSummary", "rollout_package", "run_rollouts"
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@record
 class RolloutRequest:
     """The one-shot run's layer: inputs and which rows; the rest is one object per layer."""
 
@@ -55,7 +56,7 @@ class RolloutRequest:
     runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
 
 
-@dataclass(frozen=True)
+@record
 class RolloutSummary:
     """The run's report: every :class:`Rollout` and the timings."""
 

@@ -7,13 +7,14 @@ prompts per step, so the position is state that the checkpoint carries.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from envkit.records import record
 
 __all__ = ["PromptSampler", "SamplerState"]
 
 
-@dataclass(frozen=True)
+@record
 class SamplerState:
     epoch: int = 0
     position: int = 0

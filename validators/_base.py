@@ -9,12 +9,13 @@ yields diagnostics.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from envkit.model.diagnostics import Diagnostic, Severity
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.model.target import Target
+from envkit.records import record
 
 if TYPE_CHECKING:
     from envkit.model.dataset import Dataset
@@ -33,7 +34,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     """A stable rule code with the texts ``envkit rule CODE`` prints (laid out as ruff's)."""
 
@@ -73,7 +74,7 @@ class Rule:
         )
 
 
-@dataclass(frozen=True)
+@record
 class CheckOptions:
     """How a run checks: the target it judges wheels for, the Gym version it holds configs to,
     and whether it may reach the network or accept local job refs."""
@@ -85,7 +86,7 @@ class CheckOptions:
     """Job refs may be local paths (a local trainer run); submit needs `workspace/name` (EK608)."""
 
 
-@dataclass(frozen=True)
+@record
 class Inputs:
     """What one validate run looks at; any of the three may be absent."""
 

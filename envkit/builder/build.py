@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ from envkit.model.lock import LOCK_NAME, Lock, LockedRequirement, LockedWheel
 from envkit.model.package import SERVER_TYPES, load_package
 from envkit.model.target import Target
 from envkit.model.yamlio import YamlReadError, read_mapping
+from envkit.records import record
 from envkit.supply.atomic import (
     EscapingPathError,
     make_temp_dir,
@@ -75,7 +76,7 @@ class BuildError(FailedError, RuntimeError):
     exit_code = 2  # kept from before the one error type; the README's "failed" is 1
 
 
-@dataclass(frozen=True)
+@record
 class BuildRequest:
     """One ``envkit build`` (or ``convert package``) invocation."""
 
@@ -106,7 +107,7 @@ class BuildRequest:
         return self.dataset_dir or self.out.parent / f"{self.out.name}-data"
 
 
-@dataclass(frozen=True)
+@record
 class BuildResult:
     out: Path
     dataset_dir: Path | None

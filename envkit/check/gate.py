@@ -9,7 +9,7 @@ reported as such (EK100), never searched for packages to pass instead.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +32,7 @@ from envkit.model.diagnostics import Diagnostic, parse_selectors
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.model.package import LOCK_NAME
 from envkit.model.target import Target
+from envkit.records import record
 from envkit.validators import RULES, CheckOptions
 from envkit.validators.manifest import EK100
 
@@ -57,7 +58,7 @@ class GateUsageError(UsageError, ValueError):
     """The request cannot be run as given (e.g. ``--dataset`` with several packages)."""
 
 
-@dataclass(frozen=True)
+@record
 class GateRequest:
     """``envkit validate`` as the command line asked for it, before settings files are read."""
 
@@ -77,7 +78,7 @@ class GateRequest:
     once; another request reads it anew)."""
 
 
-@dataclass(frozen=True)
+@record
 class TargetChoice:
     """The target a package is judged for and where that choice came from."""
 

@@ -17,12 +17,13 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from envkit.errors import UsageError
 from envkit.model.realpaths import real_path
+from envkit.records import record
 
 __all__ = ["CONFIG_NAMES", "Settings", "SettingsError", "SettingsFiles", "Workspace", "find_config",
            "parse_glibc", "parse_python", "settings_for", "workspace_at"]
@@ -34,7 +35,7 @@ class SettingsError(UsageError, ValueError):
     """A configuration file envkit cannot use (bad TOML, unknown key, wrong type)."""
 
 
-@dataclass(frozen=True)
+@record
 class Settings:
     """Everything a package's validation can be configured with; ``None``: not set here."""
 
@@ -132,7 +133,7 @@ def _number(key: str, value: Any, where: str, *, integer: bool) -> int | float:
     return value if integer else float(value)
 
 
-@dataclass(frozen=True)
+@record
 class _ConfigFile:
     """One settings file read: its top-level settings, its per-package sections (by glob), and
     the workspace members it lists."""
@@ -144,7 +145,7 @@ class _ConfigFile:
     """The workspace's member globs (``None``: the file makes no workspace)."""
 
 
-@dataclass(frozen=True)
+@record
 class Workspace:
     """A directory whose own configuration file lists its packages (``packages = [...]``)."""
 

@@ -27,8 +27,10 @@ from __future__ import annotations
 import contextlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from envkit.records import record
 
 __all__ = ["BYTES_PER_TOKEN", "DEFAULT_COMPLETION", "Script", "ScriptedBackend",
            "completion_for_row", "prompt_text"]
@@ -72,7 +74,7 @@ def completion_for_row(row: Mapping[str, Any]) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
+@record
 class Script:
     """``by_key[key(prompt)]``, else ``completion``: one scripted policy."""
 

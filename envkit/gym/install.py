@@ -29,7 +29,6 @@ import logging
 import os
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +39,7 @@ from envkit.gym.types import GymRuntimeError, PolicyEndpoint
 from envkit.gym.venv import GymVenv, uv_binary
 from envkit.gym.venvsteps import VenvStep
 from envkit.model.package import server_block
+from envkit.records import record
 from envkit.supply.cache import content_key
 from envkit.supply.isolation import isolated_env
 from envkit.supply.wheelcache import WheelCache, pool_wheels
@@ -79,7 +79,7 @@ WHEEL_FORMATS = ("wheels-v1", "adapter-wheels-v1")
 _OVERRIDE_VERSION = "3.13.14"
 
 
-@dataclass(frozen=True)
+@record
 class RunPaths:
     """One run's scratch space: the package copy, logs, results, and Gym's Ray session dir."""
 

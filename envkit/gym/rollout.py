@@ -10,13 +10,15 @@ trainer's Gym source fills ``group`` and the masked multi-turn token layout with
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from envkit.records import record
 
 __all__ = ["Rollout", "TokenTurn"]
 
 
-@dataclass(frozen=True)
+@record
 class TokenTurn:
     """One policy call inside a rollout."""
 
@@ -25,7 +27,7 @@ class TokenTurn:
     generation_logprobs: tuple[float, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Rollout:
     """One sampled response. ``group`` ties the samples of one prompt together.
 

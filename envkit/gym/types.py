@@ -13,6 +13,7 @@ from typing import Any
 
 from envkit.errors import FailedError
 from envkit.gym.venv import DEFAULT_GYM_VERSION
+from envkit.records import record
 
 __all__ = [
     "GYM_RAY_ADDRESS_ENV", "GymRuntimeError", "GymServers", "PolicyEndpoint", "RuntimeOptions",
@@ -55,7 +56,7 @@ def _ray_address_from_env() -> str | None:
     return os.environ.get(GYM_RAY_ADDRESS_ENV) or None
 
 
-@dataclass(frozen=True)
+@record
 class PolicyEndpoint:
     """What Gym's ``policy_model`` needs: ``${policy_base_url}``, ``${policy_api_key}``, name."""
 
@@ -64,7 +65,7 @@ class PolicyEndpoint:
     model_name: str
 
 
-@dataclass(frozen=True)
+@record
 class RuntimeOptions:
     gym_version: str = DEFAULT_GYM_VERSION
     gym_python: Path | None = None
@@ -86,7 +87,7 @@ class RuntimeOptions:
     does with :attr:`offline` (a network namespace reaches no outside cluster)."""
 
 
-@dataclass(frozen=True)
+@record
 class ServerInfo:
     name: str
     server_type: str

@@ -14,9 +14,10 @@ import queue
 import re
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Literal
+
+from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -27,7 +28,7 @@ Step = Literal["create", "resolve", "download", "install", "wheels"]
 State = Literal["start", "done", "cached"]
 
 
-@dataclass(frozen=True)
+@record
 class VenvStep:
     """One step of one venv's set-up.
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Literal
+
+from envkit.records import record
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -23,7 +25,7 @@ _Errors = list[tuple[str, str]]
 """``(path, reason)`` of what the walk could not read (``Package.read_errors``)."""
 
 
-@dataclass(frozen=True)
+@record
 class FileEntry:
     """One path in the package, as seen without following symlinks."""
 

@@ -9,8 +9,10 @@ this module lets those readers and ``yamlio`` stay PyYAML-free.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from envkit.records import record
 
 __all__ = [
     "MAX_DEPTH", "MAX_KEYPATH", "MAX_NODES", "KeyPath", "TooLarge", "Unusual", "YamlDoc",
@@ -61,7 +63,7 @@ def nesting_clear(raw: bytes) -> bool:
     return indicators <= _SAFE_INDICATORS and nodes <= MAX_NODES
 
 
-@dataclass(frozen=True)
+@record
 class YamlDoc:
     """One parsed YAML file. ``data`` is None when ``error`` says why it could not be read."""
 

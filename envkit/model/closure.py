@@ -33,6 +33,7 @@ from envkit.model.reqfiles import (  # re-exported: the closure's callers read r
     pyproject_roots,
     requirements_txt_roots,
 )
+from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -65,7 +66,7 @@ _LAST_EXTRA = re.compile(r"(?:;|\band)\s*extra\s*==\s*[\"']([^\"']+)[\"']\s*$")
 _PARENS = re.compile(r"\([^()]*\)")
 
 
-@dataclass(frozen=True)
+@record
 class Missing:
     """A requirement no usable wheel in ``wheels/`` satisfies."""
 
@@ -91,7 +92,7 @@ def _bare(req: Requirement) -> str:
     return f"{req.name}{extras}{req.specifier}"
 
 
-@dataclass(frozen=True)
+@record
 class Closure:
     """The result of one walk: what got used, by which chain, and what is missing."""
 

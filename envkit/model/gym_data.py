@@ -9,10 +9,12 @@ data was read off that same release).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from envkit.records import record
 
 __all__ = [
     "DEFAULT_GYM_VERSION",
@@ -32,7 +34,7 @@ _DATA = Path(__file__).resolve().parent.parent / "data"
 only needs ``DEFAULT_GYM_VERSION`` would pay at start)."""
 
 
-@dataclass(frozen=True)
+@record
 class ServerModel:
     """The pydantic config model a built-in server validates its block with when it starts.
 
@@ -62,7 +64,7 @@ def _server_model(raw: dict[str, Any]) -> ServerModel | None:
     )
 
 
-@dataclass(frozen=True)
+@record
 class GymData:
     """What one Gym version fixes for its configs (from the wheel's summary, not an install):
     its Python and dependency pins, the domains, dataset types and licenses it accepts, and the

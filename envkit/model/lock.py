@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from envkit.model._paths import LOCK_NAME
 from envkit.model.jsonfile import JsonObject, parse_object, read_object
 from envkit.model.target import Target, TargetError
+from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -72,14 +73,14 @@ class LockDict(TypedDict):
     wheels: list[_WheelDict]
 
 
-@dataclass(frozen=True)
+@record
 class LockedRequirement:
     requirement: str
     origins: tuple[str, ...] = ()
     """Where the line came from (``resources_servers/x/requirements.txt``, the Gym runtime)."""
 
 
-@dataclass(frozen=True)
+@record
 class LockedWheel:
     """One vendored file. The field order is the converter's positional one."""
 
@@ -110,7 +111,7 @@ class LockedWheel:
         return out
 
 
-@dataclass(frozen=True)
+@record
 class Lock:
     target: str
     """``cp313-manylinux_2_28_aarch64``: ``str(Target)`` of the build."""
@@ -151,7 +152,7 @@ class Lock:
         return json.dumps(self.to_dict(), indent=2) + "\n"
 
 
-@dataclass(frozen=True)
+@record
 class LockDoc:
     """``wheels.lock`` as read: ``lock`` is None when ``error`` says why it could not be."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,7 @@ from envkit.model._paths import LOCK_NAME, PROVENANCE_NAME, display_path, safe_r
 from envkit.model._walk import MAX_ENTRIES, FileEntry, walk
 from envkit.model.reqfiles import include_target
 from envkit.model.yamlio import YamlDoc
+from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -66,7 +67,7 @@ _Errors = list[tuple[str, str]]
 """``(path, reason)`` of what the walk could not read (``Package.read_errors``)."""
 
 
-@dataclass(frozen=True)
+@record
 class ServerDir:
     """``<server_type>/<impl>/`` as the package ships it."""
 
@@ -82,7 +83,7 @@ class ServerDir:
         return f"{self.server_type}/{self.name}"
 
 
-@dataclass(frozen=True)
+@record
 class Package:
     """Everything the validators may look at, read once."""
 

@@ -23,12 +23,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from envkit.model._paths import PROVENANCE_NAME
 from envkit.model.jsonfile import JsonObject, parse_object, read_object
 from envkit.model.tree import hash_files
+from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -98,7 +99,7 @@ class ProvenanceDict(TypedDict):
     job: _DigestDict | None
 
 
-@dataclass(frozen=True)
+@record
 class Provenance:
     """The record. Fields a writer did not know (no job at build time) are None."""
 
@@ -143,7 +144,7 @@ class Provenance:
         return replace(self, package_files={})
 
 
-@dataclass(frozen=True)
+@record
 class ProvenanceDoc:
     """``provenance.json`` as read, and the package's files as they are now."""
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
+
+from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -34,7 +35,7 @@ _EDITABLE = re.compile(r"^(?:-e|--editable)(?:\s+|=)")
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://|^git\+|^hg\+|^svn\+|^bzr\+")
 
 
-@dataclass(frozen=True)
+@record
 class Root:
     """A requirement the install starts from, and where it is written."""
 
@@ -45,7 +46,7 @@ class Root:
     line: int | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Egress:
     """A requirement only a network can satisfy (URL, VCS ref): never covered by wheels/."""
 

@@ -17,9 +17,11 @@ import errno
 import hashlib
 import os
 import stat
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -42,14 +44,14 @@ FileStat = tuple[int, int, int, int]
 """``(size, mtime_ns, inode, device)`` of a regular file: a stamp without its hash."""
 
 
-@dataclass(frozen=True)
+@record
 class TreeFile:
     path: str  # POSIX, relative to the tree root
     size: int
     sha256: str
 
 
-@dataclass(frozen=True)
+@record
 class Tree:
     root: Path
     files: tuple[TreeFile, ...]

@@ -27,11 +27,12 @@ import csv
 import io
 import struct
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from envkit.model._zipdir import Unsupported, ZipfileArchive, open_archive
+from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
@@ -65,7 +66,7 @@ MAX_META_BYTES = 32 * 1024 * 1024
 _MAX_SIZE_DIGITS = 20
 
 
-@dataclass(frozen=True)
+@record
 class WheelFile:
     """One wheel of ``wheels/``: its filename tags and core metadata, or why it is unreadable."""
 

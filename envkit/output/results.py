@@ -7,9 +7,10 @@ given, the validation it ran after a conversion) and the two commands that only 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -28,7 +29,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class CompiledConfig:
     """``envkit train --print-config``: the NeMo-RL config the job compiles to as envkit runs
     it, and the fields that cannot apply on this machine (YAML for people, JSON for tools)."""
@@ -36,20 +37,20 @@ class CompiledConfig:
     report: dict[str, Any]
 
 
-@dataclass(frozen=True)
+@record
 class SchemaText:
     name: str
     text: str
 
 
-@dataclass(frozen=True)
+@record
 class RuleDocs:
     rules: tuple[Rule, ...]
     detail: bool
     """One rule's full text (``envkit rule EK105``) rather than the one-line list."""
 
 
-@dataclass(frozen=True)
+@record
 class SettingsView:
     """``envkit validate --show-settings``: each package and the settings it resolves to."""
 
@@ -81,7 +82,7 @@ class _Summary(Protocol):
     def to_json(self) -> dict[str, Any]: ...
 
 
-@dataclass(frozen=True)
+@record
 class RolloutOutcome:
     summary: _Summary
     output: Path | None
@@ -94,7 +95,7 @@ class _Trained(Protocol):
     final_metrics: dict[str, float]
 
 
-@dataclass(frozen=True)
+@record
 class TrainOutcome:
     result: _Trained
 
@@ -116,7 +117,7 @@ class _Converted(Protocol):
     def wheels(self) -> tuple[str, ...]: ...
 
 
-@dataclass(frozen=True)
+@record
 class ConvertOutcome:
     """A conversion and the validation of what it wrote (``result`` is None when the converted
     package failed validation: then nothing was written and ``report`` says why)."""

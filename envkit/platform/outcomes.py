@@ -6,8 +6,10 @@ job-output``) and the exit status it stands for; how it looks for people is the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -103,7 +105,7 @@ def ended_ok(status: dict[str, Any] | None) -> bool:
     return status is None or status.get("status") == "completed"
 
 
-@dataclass(frozen=True)
+@record
 class SubmitOutcome:
     """The job created (or attached to), what went up, and with ``--wait`` how it ended."""
 
@@ -131,7 +133,7 @@ def _fileset(p: Published) -> FileSetDict:
             "bytes_sent": p.stats.bytes_sent}
 
 
-@dataclass(frozen=True)
+@record
 class JobReply:
     """``job status``, ``job cancel`` and ``job wait``: the platform's reply for the job."""
 
@@ -150,7 +152,7 @@ class JobReply:
                 "written": [str(p) for p in self.written]}
 
 
-@dataclass(frozen=True)
+@record
 class JobShow:
     """``job show``: the job as the platform keeps it, and the provenance it carries."""
 
@@ -164,7 +166,7 @@ class JobShow:
                 "name": self.ref.name, "job": self.job, "provenance": self.provenance}
 
 
-@dataclass(frozen=True)
+@record
 class JobMetrics:
     """``job metrics``: one record per training step, the fields a local run logs."""
 
@@ -179,7 +181,7 @@ class JobMetrics:
                 "written": [str(p) for p in self.written]}
 
 
-@dataclass(frozen=True)
+@record
 class JobLogs:
     """``job logs``: lines as they arrive (``--follow`` keeps the iterator open)."""
 

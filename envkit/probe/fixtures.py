@@ -32,13 +32,14 @@ import os
 import subprocess
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envkit.model.package import load_package
 from envkit.probe.inputs import gym_manifests
 from envkit.probe.observations import RewardScale
+from envkit.records import record
 from envkit.validators.probe import EK809
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ TIMEOUT_S = 600.0
 _RESOURCES = "resources_servers"
 
 
-@dataclass(frozen=True)
+@record
 class FixtureCase:
     """One case: ``passed`` is None when Gym does not run it (determinism, not ``seeded``)."""
 
@@ -72,7 +73,7 @@ class FixtureCase:
     """Its line in the cases file."""
 
 
-@dataclass(frozen=True)
+@record
 class ServerFixture:
     """One resources server's fixture: ``status`` ``ran``, ``no-fixture`` or ``error``."""
 
@@ -93,7 +94,7 @@ class ServerFixture:
             c.passed is False for c in self.cases)
 
 
-@dataclass(frozen=True)
+@record
 class FixturesResult:
     name: str
     servers: tuple[ServerFixture, ...] = ()
@@ -184,7 +185,7 @@ def _determinism(pkg: Package, impl: str) -> str:
     return "unknown"
 
 
-@dataclass(frozen=True)
+@record
 class FixtureRun:
     """What :func:`run_fixtures` needs: the package, its server venvs, where moved cases are."""
 

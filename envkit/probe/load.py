@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from envkit.records import record
 
 __all__ = ["KNEE_SHARE", "LoadLevel", "knee", "levels_for", "percentile", "projected_step_s"]
 
 KNEE_SHARE = 0.9
 
 
-@dataclass(frozen=True)
+@record
 class LoadLevel:
     """One level: ``requests`` rollouts with ``concurrency`` in flight."""
 

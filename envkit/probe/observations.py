@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from envkit.records import record
 
 __all__ = ["TOLERANCE", "Observation", "PolicyScore", "ProbeRow", "RewardScale", "score_table"]
 
@@ -19,7 +20,7 @@ TOLERANCE = 1e-9
 """Two rewards closer than this are equal (float noise is not a different verdict)."""
 
 
-@dataclass(frozen=True)
+@record
 class ProbeRow:
     """One dataset row the probe sends; ``line`` (in ``training.jsonl``) names it."""
 
@@ -28,7 +29,7 @@ class ProbeRow:
     data: Mapping[str, Any]
 
 
-@dataclass(frozen=True)
+@record
 class Observation:
     """One rollout: which policy, which row (its dataset line), which repeat, what came back."""
 
@@ -45,7 +46,7 @@ class Observation:
         return self.failure is None and self.reward is not None
 
 
-@dataclass(frozen=True)
+@record
 class RewardScale:
     """The reward's declared range and direction (default ``[0, 1]``, higher is better)."""
 
@@ -68,7 +69,7 @@ class RewardScale:
         return share if self.higher_is_better else 1.0 - share
 
 
-@dataclass(frozen=True)
+@record
 class PolicyScore:
     """One policy on one agent's rows: the mean over every reward, and per row."""
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from envkit.endpoint.scripted import BYTES_PER_TOKEN, prompt_text
+from envkit.records import record
 
 if TYPE_CHECKING:
     from envkit.probe.job import ProbeJob
@@ -70,7 +70,7 @@ Reply = Callable[[Mapping[str, Any], "ProbeJob"], "str | None"]
 Kind = Literal["oracle", "content-free"]
 
 
-@dataclass(frozen=True)
+@record
 class Policy:
     name: str
     kind: Kind

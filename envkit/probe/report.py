@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from envkit.check.report import DiagnosticDict, Report, ReportDict
@@ -10,6 +10,7 @@ from envkit.model.diagnostics import Severity
 from envkit.probe.loading import LoadResult
 from envkit.probe.model_phase import SignalResult
 from envkit.probe.scoring import ScoringResult
+from envkit.records import record
 from envkit.smoke.isolation import IsolationDict
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ class ProbeDict(TypedDict):
     log_tail: str
 
 
-@dataclass(frozen=True)
+@record
 class ProbeReport:
     """``stage`` is where the run stopped: validate, start, scoring, load, signal, or done."""
 
@@ -193,7 +194,7 @@ def _signal(phase: PhaseResult | None) -> dict[str, Any] | None:
     return phase.report() if isinstance(phase, SignalResult) else None
 
 
-@dataclass(frozen=True)
+@record
 class ProbeOutcome:
     """``envkit probe`` (and ``validate --probe``): the report and the package it is about,
     for ``envkit.output.render`` (JSON: ``envkit schema probe``)."""

@@ -7,10 +7,11 @@ the file, the file over these defaults.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import UsageError
+from envkit.records import record
 
 if TYPE_CHECKING:
     from envkit.check.settings import Settings
@@ -36,7 +37,7 @@ class ThresholdError(UsageError, ValueError):
     """A threshold outside its range (a usage error)."""
 
 
-@dataclass(frozen=True)
+@record
 class Thresholds:
     """What the verdicts compare against."""
 

@@ -13,11 +13,12 @@ package's path and where its target came from.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Literal, TypedDict
 
 from envkit.check.report import DiagnosticDict, Report, ReportDict, ValidationRun
 from envkit.model.diagnostics import Diagnostic, rule_url
+from envkit.records import record
 from envkit.smoke.isolation import IsolationDict
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ class SmokeDict(TypedDict):
     policy_requests: int
 
 
-@dataclass(frozen=True)
+@record
 class SmokeFinding:
     """One spin-up failure: the diagnostic, whom it concerns (a server or an agent instance;
     None: the run), and the evidence."""
@@ -95,7 +96,7 @@ class SmokeFinding:
                 "log_tail": self.log_tail}
 
 
-@dataclass(frozen=True)
+@record
 class ServerResult:
     name: str
     server_type: str | None
@@ -115,7 +116,7 @@ class ServerResult:
         }
 
 
-@dataclass(frozen=True)
+@record
 class AgentResult:
     agent: str
     rewards: tuple[float, ...] = ()
@@ -133,7 +134,7 @@ class AgentResult:
                 "failures": [f.to_dict(package, docs_url) for f in self.failures]}
 
 
-@dataclass(frozen=True)
+@record
 class SmokeReport:
     """``stage`` is where the run stopped: validate, setup, start, rollout, or done."""
 
@@ -199,7 +200,7 @@ class SmokeReport:
         }
 
 
-@dataclass(frozen=True)
+@record
 class SmokeOutcome:
     """``envkit smoke`` (and ``validate --smoke``): the report and the package it is about,
     for ``envkit.output.render`` (JSON: ``envkit schema smoke``)."""

@@ -15,9 +15,10 @@ import errno
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -128,7 +129,7 @@ def install(pairs: Sequence[tuple[Path, Path]], *, replace: bool) -> None:
         moved.discard_old()
 
 
-@dataclass(frozen=True)
+@record
 class _Moved:
     """One done move: ``old`` holds what ``final`` had before (None if it was free)."""
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
+
+from envkit.records import record
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -13,7 +15,7 @@ if TYPE_CHECKING:
 __all__ = ["EngineOptions", "make_backend"]
 
 
-@dataclass(frozen=True)
+@record
 class EngineOptions:
     """The job's settings for the generation engine (the job's ``training`` block)."""
 

@@ -21,7 +21,7 @@ import dataclasses
 import json
 import logging
 import threading
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from envkit.gym import (
@@ -33,6 +33,7 @@ from envkit.gym import (
     collect,
     expand_rows,
 )
+from envkit.records import record
 from envkit.trainer.generation.factory import EngineOptions, make_backend
 from envkit.trainer.policy import generation_weights
 from envkit.trainer.seeds import sample_seed
@@ -60,7 +61,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class GymSourceOptions:
     """The Gym source's layer: how rows are sent, the engine, the runtime, the turn cap."""
 

@@ -17,12 +17,13 @@ it is a ``dict``, so the checks test ``isinstance(x, dict)``, a plain type check
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from envkit.model.gym_data import builtin_config, gym_data
 from envkit.model.package import safe_relpath
 from envkit.model.yamlio import YamlDoc
+from envkit.records import record
 from envkit.validators.gym.shapes import Shape, classify
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ _INHERIT = "_inherit_from"
 _COPY = "_copy"
 
 
-@dataclass(frozen=True)
+@record
 class Definition:
     """One top-level key of one config file."""
 
@@ -57,7 +58,7 @@ class Definition:
     body: Any
 
 
-@dataclass(frozen=True)
+@record
 class Instance:
     """A top-level config entry after Gym's merge: its name, merged body, every definition it
     came from, and its shape (server, agent, ...)."""
@@ -90,7 +91,7 @@ class Instance:
         return (self.shape.server_type or "", self.shape.impl or "", *keypath)
 
 
-@dataclass(frozen=True)
+@record
 class GymView:
     """A package's configs as Gym loads them: the merge order, the merged instances and top
     level, and what the view could not see (Gym's built-in configs, by name only)."""

@@ -10,11 +10,12 @@ references inside a server's fields.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal
 
 from envkit.model.diagnostics import close_matches
 from envkit.model.package import SERVER_TYPES
+from envkit.records import record
 
 if TYPE_CHECKING:
     from envkit.model.yamlio import KeyPath
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["Ref", "Shape", "classify", "find_refs", "fmt_keypath"]
 
 
-@dataclass(frozen=True)
+@record
 class Shape:
     """What Gym makes of an instance body: a server, a near-miss, or not a server at all."""
 
@@ -39,7 +40,7 @@ class Shape:
     """What Gym does with a loud block."""
 
 
-@dataclass(frozen=True)
+@record
 class Ref:
     """A ``{type, name}`` server reference inside a server's fields."""
 
