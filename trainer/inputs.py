@@ -179,7 +179,7 @@ def read_inputs(request: TrainRequest) -> TrainInputs:
 
     :raises TrainInputError: an input is missing, unreadable or invalid (with diagnostics).
     """
-    from envkit.model.package import load_package
+    from envkit.check.validate import read_package
     from envkit.trainer.config import GrpoConfig
     from envkit.validators import CheckOptions, Inputs
 
@@ -194,7 +194,7 @@ def read_inputs(request: TrainRequest) -> TrainInputs:
         dataset = read_dataset(paths.dataset)
     except NotADirectoryError as exc:
         raise TrainInputError(str(exc)) from None
-    _raise_on_errors(Inputs(load_package(paths.environment), dataset, doc, options))
+    _raise_on_errors(Inputs(read_package(paths.environment), dataset, doc, options))
     settings, _ = doc.typed
     if settings is None:  # unreachable once validation passed: the model's errors are EK6xx
         msg = f"{request.job}: the job does not read into the job model"

@@ -340,6 +340,11 @@ class _Server(ThreadingHTTPServer):
     top_k: int | None
 
 
+_SHUTDOWN_POLL_S = 0.05
+"""How often the serving loop looks for ``close()`` (``socketserver``'s default, 0.5 s, made
+every smoke, probe and rollout wait ~0.35 s after its verdict for the policy server to stop)."""
+
+
 class PolicyServer:
     """Serve ``backend`` on a free loopback port until ``close()`` (or the ``with`` block ends).
 
@@ -358,8 +363,8 @@ class PolicyServer:
         self._httpd.api_key = api_key
         self._httpd.top_k = top_k
         self.api_key = api_key or "envkit-local"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="envkit-policy-http",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(_SHUTDOWN_POLL_S,),
+                                        name="envkit-policy-http", daemon=True)
         self._thread.start()
 
     @property

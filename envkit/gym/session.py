@@ -92,7 +92,7 @@ class GymSession(StartedInWith):
 
     ``owned`` are the policy side's parts (the endpoint's server, its engine), closed after the
     Gym servers in the order given; ``events`` are told about each step of a start. The
-    package is read (``load_package``) on construction, so a package Gym cannot start fails
+    package is read (as validation reads it) on construction, so a package Gym cannot start fails
     before anything runs.
     """
 
@@ -105,7 +105,7 @@ class GymSession(StartedInWith):
         self._owned = list(owned)
         self._runtime = GymRuntime(package, endpoint, options, events)
         self.model = self._runtime.model
-        """The package as ``envkit.model.package.load_package`` read it."""
+        """The package as validation read it (``envkit.check.validate.read_package``)."""
         self.servers: GymServers | None = None
 
     def start(self) -> GymServers:

@@ -36,7 +36,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envkit.model.package import load_package
+from envkit.check.validate import read_package
 from envkit.probe.inputs import gym_manifests
 from envkit.probe.observations import RewardScale
 from envkit.records import record
@@ -198,7 +198,7 @@ class FixtureRun:
 
 def run_fixtures(run: FixtureRun) -> FixturesResult:
     """Every fixture-shipping resources server's cases, each server in its own venv."""
-    pkg = load_package(run.package)
+    pkg = read_package(run.package)
     servers = [_run_one(run, impl, rel, _determinism(pkg, impl))
                for impl, rel in fixture_servers(pkg)]
     return FixturesResult("fixtures", tuple(s for s in servers if s.status != "no-fixture"),

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 from envkit.check.gate import GateRequest, gate_package, resolve_settings, selection
 from envkit.check.settings import Settings
+from envkit.check.validate import read_package
 from envkit.errors import UsageError
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
-from envkit.model.package import load_package
 from envkit.probe import _session as live_session
 from envkit.probe.declared import (
     agent_locations,
@@ -140,7 +140,7 @@ def _prepare(request: ProbeRequest, dataset: Path, settings: Settings,
     if not rows:
         msg = f"no row of {dataset / 'training.jsonl'} names an agent (`agent_ref.name`)"
         raise ProbeUsageError(msg)
-    pkg = load_package(request.package)
+    pkg = read_package(request.package)
     manifests = gym_manifests(pkg)
     scale = next((s for path, data in manifests.items()
                   if (s := scale_from_manifest(data, path)) is not None), RewardScale())

@@ -14,7 +14,8 @@ from envkit.supply.root import cache_dir, write_whole
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["RACY_S", "cache_root", "content_key", "file_sha256", "store_entry", "uv_cache_under"]
+__all__ = ["RACY_S", "cache_root", "content_key", "digests_key", "file_sha256", "store_entry",
+           "uv_cache_under"]
 
 RACY_S = 2.0
 """A file changed this recently is read but what was learnt from it is not stored (git's
@@ -52,17 +53,19 @@ def content_key(parts: Iterable[str], files: Iterable[tuple[str, Path]]) -> str:
     files (a rebuilt package, a copied tree) and differ for one changed byte. ``files`` are
     sorted by name here, so the caller's order changes nothing.
     """
+    return digests_key(parts, ((name, file_sha256(path)) for name, path in files))
+
+
+def digests_key(parts: Iterable[str], digests: Iterable[tuple[str, str]]) -> str:
+    """:func:`content_key` of files whose SHA-256 the caller has (``(name, hex digest)``), the
+    same key as for their bytes: a caller that keeps hashes between runs reads no file."""
     digest = hashlib.sha256()
     for part in parts:
         digest.update(part.encode() + b"\0")
-    for name, path in sorted(files):
+    for name, sha256 in sorted(digests):
         digest.update(name.encode() + b"\0")
-        digest.update(_file_digest(path))
+        digest.update(bytes.fromhex(sha256))
     return digest.hexdigest()[:16]
-
-
-def _file_digest(path: Path) -> bytes:
-    return bytes.fromhex(file_sha256(path))
 
 
 def file_sha256(path: Path) -> str:

@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from toy_envs import make_native_package
 from wheelfactory import make_wheel
 
@@ -17,6 +18,9 @@ from envkit.gym import GymRuntime, PolicyEndpoint, RuntimeEvents, RuntimeOptions
 from envkit.gym.events import Fanout, VenvStep, observers, observing
 from envkit.gym.install import building, closure_key, mark_ready, reusable
 from envkit.gym.venvsteps import PrefetchSteps, stream_lines
+from envkit.model import tree as tree_module
+from envkit.supply import cache
+from envkit.supply.treestamps import MIN_BYTES
 
 # The shape of a real `gym env prefetch` log (nemo-gym 0.7.0, uv 0.9): one built-in server with
 # a pyproject (two installs), one requirements.txt server whose downloads were all cached.
@@ -136,6 +140,38 @@ def test_the_closure_key_follows_what_the_venvs_hold_not_the_rest(tmp_path: Path
     make_wheel(pkg / "wheels", "envkit-toy-scorer", "1.0",  # same name and version, new bytes
                files={"envkit_toy_scorer/__init__.py": b"SCALE = 2\n"})
     assert _key(pkg) != key
+
+
+def test_kept_wheel_hashes_give_the_same_key_and_read_no_unchanged_wheel(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``stamps`` the key is the one every byte gives; a second start reads no wheel whose
+    stat is unchanged, and a rewritten wheel is read again and moves the key."""
+    pkg = _wheels_package(tmp_path / "p")
+    big = pkg / "wheels" / "envkit_big-1.0-py3-none-any.whl"
+    big.write_bytes(b"\1" * (MIN_BYTES + 1))  # kept stamps are for files worth a stat
+    for wheel in (pkg / "wheels").iterdir():
+        os.utime(wheel, ns=(time.time_ns() - 60 * 10**9,) * 2)  # older than the racy window
+    stamps = tmp_path / "stamps"
+    key = _key(pkg)
+    assert _stamped_key(pkg, stamps) == key
+
+    read: list[str] = []
+    real = tree_module.sha256_file
+    for module in (tree_module, cache):  # every reader of a file's bytes, counted
+        monkeypatch.setattr(module, "sha256_file",
+                            lambda path: read.append(str(path)) or real(path))
+    cache._sha256_of.cache_clear()  # as in the next process: this one's memo is gone
+    assert _stamped_key(pkg, stamps) == key
+    assert not any(path.endswith("envkit_big-1.0-py3-none-any.whl") for path in read)
+
+    big.write_bytes(b"\2" * (MIN_BYTES + 1))
+    os.utime(big, ns=(time.time_ns() - 30 * 10**9,) * 2)
+    assert _stamped_key(pkg, stamps) == _key(pkg) != key
+
+
+def _stamped_key(pkg: Path, stamps: Path) -> str:
+    return closure_key(pkg, "wheels-v1", ["configs/char_pattern.yaml"], "0.7.0", "3.13.0",
+                       stamps=stamps)
 
 
 def test_a_changed_requirement_changes_the_key(tmp_path: Path) -> None:

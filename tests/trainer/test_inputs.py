@@ -12,6 +12,7 @@ import pytest
 from support.grpo_jobs import training, write_job
 from toy_envs import char_pattern_rows, make_native_package, write_dataset
 
+import envkit.check.validate as check_validate
 import envkit.model.jobfile as jobfile
 import envkit.model.package as package_model
 from envkit.check.validate import ValidateRequest, validate, validate_inputs
@@ -48,7 +49,7 @@ def _count(monkeypatch, owner, name):
 def test_job_package_and_dataset_are_read_once(tmp_path, pkg, monkeypatch):
     request = _inputs(tmp_path, pkg, validation=char_pattern_rows(2, seed=1))
     typed = _count(monkeypatch, jobfile, "read_job")
-    loads = _count(monkeypatch, package_model, "load_package")
+    loads = _count(monkeypatch, check_validate, "read_package")  # as validate reads it
     opened = _count(monkeypatch, Dataset, "iter_rows")  # the one method that reads a file
     inputs = read_inputs(request)
     assert len(typed) == 1  # the validator and the config share JobDoc.typed
