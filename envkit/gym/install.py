@@ -64,6 +64,7 @@ __all__ = [
     "install_view",
     "mark_ready",
     "offered_wheels",
+    "wheel_digests",
     "offline_install",
     "package_key",
     "reusable",
@@ -128,22 +129,24 @@ def closure_key(package: Path, fmt: str, config_paths: Iterable[str], *parts: st
         if path.name in _INSTALL_INPUTS and path.is_file():
             digests.append((rel.as_posix(), file_sha256(path)))
     if fmt in WHEEL_FORMATS:
-        digests += _wheel_digests(package / "wheels", stamps)
+        digests += [(f"wheels/{name}", sha256)
+                    for name, sha256 in wheel_digests(package / "wheels", stamps).items()]
     views = [f"config={c}:{install_view(package / c)}" for c in config_paths]
     return digests_key((f"format={fmt}", *parts, *views), digests)
 
 
-def _wheel_digests(wheels: Path, stamps: Path | None) -> list[tuple[str, str]]:
-    """``(wheels/NAME, sha256)`` of each ``*.whl`` file in ``wheels``."""
-    names = [p.name for p in wheels.glob("*.whl") if p.is_file()]
+def wheel_digests(wheels: Path, stamps: Path | None) -> dict[str, str]:
+    """The SHA-256 of each ``*.whl`` file in ``wheels``, by file name; ``stamps``: where they
+    are kept between runs (a wheel unchanged since is a stat, not a read), ``None``: read."""
+    names = sorted(p.name for p in wheels.glob("*.whl") if p.is_file())
     if stamps is None:
-        return [(f"wheels/{name}", file_sha256(wheels / name)) for name in names]
+        return {name: file_sha256(wheels / name) for name in names}
     tree = rescan(wheels, _WHEELS_PURPOSE,
                   lambda old: hash_files(wheels, names, _WHEELS_PURPOSE, old), stamps)
-    return [(f"wheels/{f.path}", f.sha256) for f in tree.files]
+    return {f.path: f.sha256 for f in tree.files}
 
 
-_WHEELS_PURPOSE = "server venv key: wheels"
+_WHEELS_PURPOSE = "server venvs: wheels"
 """The purpose the wheels' stamps are kept under (``envkit.supply.treestamps``)."""
 
 
@@ -322,10 +325,12 @@ def gym_args(config_paths: list[str], policy: PolicyEndpoint, venv_dir: Path, ru
     ]
 
 
-def offered_wheels(fmt: str, wheels: Path, cache_root: Path) -> list[Path]:
+def offered_wheels(fmt: str, wheels: Path, cache_root: Path,
+                   stamps: Path | None = None) -> list[Path]:
     """The wheels formats: ``wheels/`` as the files uv is offered (``pool_wheels``: why).
 
-    ``wheels`` is the package's own folder (its digests are the ones the venv key just read).
+    ``wheels`` is the package's own folder; ``stamps`` as for :func:`wheel_digests` (the venv
+    key's, just taken: no wheel is read again).
 
     :raises GymRuntimeError: the offer store cannot be written.
     """
@@ -333,7 +338,8 @@ def offered_wheels(fmt: str, wheels: Path, cache_root: Path) -> list[Path]:
         return []
     offer = WheelCache.offer_under(cache_root)
     try:
-        return pool_wheels(sorted(wheels.glob("*.whl")), offer)
+        return pool_wheels([(wheels / name, sha256)
+                            for name, sha256 in wheel_digests(wheels, stamps).items()], offer)
     except OSError as exc:
         msg = f"cannot offer wheels/ to uv from {offer.root}: {exc}"
         raise GymRuntimeError(msg) from None

@@ -230,7 +230,8 @@ class GymRuntime(StartedInWith):
                                        Path(tempfile.mkdtemp(prefix="envkit-gymray-")))
         shutil.copytree(self.package, paths.work, copy_function=link_wheels,
                         ignore=shutil.ignore_patterns("__pycache__", ".venv"))
-        self._wheels = offered_wheels(self.format, self.package / "wheels", root)
+        self._wheels = offered_wheels(self.format, self.package / "wheels", root,
+                                      stamps=root / "tree-stamps")
         find_links = sorted({w.parent for w in self._wheels})
         self._stage_harness(gym, paths.work, find_links)
         uv_toml = write_uv_toml(gym, paths.run_dir, offline=self.options.offline)

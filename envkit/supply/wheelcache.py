@@ -14,8 +14,6 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from envkit.supply.cache import file_sha256
-
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
@@ -57,8 +55,9 @@ class WheelCache:
         return final
 
 
-def pool_wheels(wheels: Iterable[Path], offer: WheelCache) -> list[Path]:
-    """Each of ``wheels`` as a file of ``offer``: the path uv is offered it by.
+def pool_wheels(wheels: Iterable[tuple[Path, str]], offer: WheelCache) -> list[Path]:
+    """Each of ``wheels`` (a file and its SHA-256) as a file of ``offer``: the path uv is offered
+    it by.
 
     Why: uv keys its unpacked copy of a find-links wheel by the file's URL and revalidates it
     by the file's ctime. Offered from a run's own copy of ``wheels/``, every new venv tree
@@ -71,8 +70,7 @@ def pool_wheels(wheels: Iterable[Path], offer: WheelCache) -> list[Path]:
     so what Gym installs is what ``wheels/`` holds.
     """
     pooled = []
-    for wheel in wheels:
-        sha256 = file_sha256(wheel)
+    for wheel, sha256 in wheels:
         found = offer.lookup(sha256, wheel.name)
         if found is None:
             offer.root.mkdir(parents=True, exist_ok=True)

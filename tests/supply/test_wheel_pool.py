@@ -12,10 +12,16 @@ import sys
 from typing import TYPE_CHECKING
 
 from envkit.gym.install import RunPaths, gym_env, offline_install
+from envkit.supply.cache import file_sha256
 from envkit.supply.wheelcache import WheelCache, link_or_copy, pool_wheels
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+
+def _pool(wheels: list[Path], offer: WheelCache) -> list[Path]:
+    """``pool_wheels`` with each wheel's digest, as the Gym runtime passes them."""
+    return pool_wheels([(wheel, file_sha256(wheel)) for wheel in wheels], offer)
 
 
 def _wheel(folder: Path, name: str = "demo-1.0-py3-none-any.whl", body: bytes = b"PK-1") -> Path:
@@ -27,8 +33,8 @@ def _wheel(folder: Path, name: str = "demo-1.0-py3-none-any.whl", body: bytes = 
 
 def test_same_bytes_in_two_packages_are_offered_from_one_path(tmp_path: Path) -> None:
     offer = WheelCache.offer_under(tmp_path / "cache")
-    first = pool_wheels([_wheel(tmp_path / "a" / "wheels")], offer)
-    second = pool_wheels([_wheel(tmp_path / "b" / "wheels")], offer)
+    first = _pool([_wheel(tmp_path / "a" / "wheels")], offer)
+    second = _pool([_wheel(tmp_path / "b" / "wheels")], offer)
     assert first == second
     sha = hashlib.sha256(b"PK-1").hexdigest()
     assert first == [offer.path_for(sha, "demo-1.0-py3-none-any.whl")]
@@ -43,21 +49,21 @@ def test_the_offered_file_is_a_read_only_copy_nothing_links(tmp_path: Path) -> N
     stored = WheelCache.under(tmp_path / "cache").path_for("ab" * 32, "demo-1.0-py3-none-any.whl")
     mine = _wheel(stored.parent)
     mode = stat.S_IMODE(mine.stat().st_mode)
-    [pooled] = pool_wheels([mine], offer)
+    [pooled] = _pool([mine], offer)
     assert not pooled.samefile(mine) and pooled.stat().st_nlink == 1
     assert stat.S_IMODE(pooled.stat().st_mode) == 0o444
     assert stat.S_IMODE(mine.stat().st_mode) == mode
     ctime = pooled.stat().st_ctime_ns
     link_or_copy(mine, tmp_path / "run-copy.whl")
-    assert pool_wheels([mine], offer) == [pooled]
+    assert _pool([mine], offer) == [pooled]
     assert pooled.stat().st_ctime_ns == ctime
     assert not list(offer.root.glob(".offer-*"))  # no temp file left behind
 
 
 def test_different_bytes_under_one_name_stay_apart(tmp_path: Path) -> None:
     offer = WheelCache.offer_under(tmp_path / "cache")
-    [one] = pool_wheels([_wheel(tmp_path / "a", body=b"one")], offer)
-    [two] = pool_wheels([_wheel(tmp_path / "b", body=b"two")], offer)
+    [one] = _pool([_wheel(tmp_path / "a", body=b"one")], offer)
+    [two] = _pool([_wheel(tmp_path / "b", body=b"two")], offer)
     assert one != two and one.name == two.name
     assert (one.read_bytes(), two.read_bytes()) == (b"one", b"two")
 
@@ -66,16 +72,16 @@ def test_a_rewritten_wheel_is_hashed_again(tmp_path: Path) -> None:
     """The digest memo is keyed by the file's stat: new bytes at one path are new bytes."""
     offer = WheelCache.offer_under(tmp_path / "cache")
     wheel = _wheel(tmp_path / "w", body=b"first")
-    [before] = pool_wheels([wheel], offer)
+    [before] = _pool([wheel], offer)
     wheel.unlink()
     _wheel(tmp_path / "w", body=b"second, longer")
-    [after] = pool_wheels([wheel], offer)
+    [after] = _pool([wheel], offer)
     assert before != after and after.read_bytes() == b"second, longer"
 
 
 def test_gym_sees_the_pooled_folders_as_its_find_links(tmp_path: Path) -> None:
     offer = WheelCache.offer_under(tmp_path / "cache")
-    pooled = pool_wheels([_wheel(tmp_path / "w", "a-1-py3-none-any.whl", b"a"),
+    pooled = _pool([_wheel(tmp_path / "w", "a-1-py3-none-any.whl", b"a"),
                           _wheel(tmp_path / "w", "b-1-py3-none-any.whl", b"b")], offer)
     folders = sorted({p.parent for p in pooled})
 
