@@ -18,11 +18,22 @@ Why, measured on a 2-core machine (a four-server package, warm venvs):
   cluster (``ray_head_node_address``) is unchanged. ``RAY_prestart_worker_first_driver=0``
   (``envkit.gym.install.gym_env``) is the other half of Ray's share.
 
+- ``env start`` starts its new local cluster while the head is still importing Gym: the head
+  imports FastAPI, pydantic, OmegaConf and Gym (~2.5 s on one core) before its ``ray.init()``,
+  which then waited ~3.4 s for Ray's daemons (their own processes: GCS, raylet, agents) with
+  the other core idle. Here a child process makes that ``ray.init()`` at the start and holds
+  the cluster while the head lives; the head's ``ray.init()`` connects to it, as NeMo-RL's Gym
+  joins the cluster NeMo-RL started. The servers join it by the address the head passes them,
+  as before. Not when the head joins a cluster of its own (``ray_head_node_address``) or only
+  installs.
+
 If Gym no longer has what is replaced (another release), that part runs as Gym's own.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -43,15 +54,58 @@ def poll_sleep(seconds: float, sleep: Callable[[float], None] = time.sleep) -> N
     sleep(min(seconds, POLL_S) if seconds <= GYM_POLL_S else seconds)
 
 
-def install() -> bool:
-    """Replace both (each on its own); False unless this Gym had both to replace."""
+class EarlyRay:
+    """A new local Ray cluster, started from the process's start by ``ray_cluster_main.py``
+    beside this file (``ray.init()`` without the dashboard, held until this process's end
+    closes its stdin); :meth:`connect` is the head's ``ray.init()``, a driver of it.
+
+    A process, not a thread of the head: a thread's ``import ray`` raced the head's own
+    (``partially initialized module 'ray'``), and Linux's parent-death signal, by which Ray's
+    daemons end with their parent, is per thread (seen: GCS and the raylet went with the
+    thread that had started them).
+    """
+
+    HOLDER = Path(__file__).with_name("ray_cluster_main.py")
+
+    def __init__(self, holder: Path = HOLDER) -> None:
+        # Ray's token auth (its default for a new cluster) needs each client to ask for it:
+        # the head here, and the servers, which inherit the head's environment
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+        self._process = subprocess.Popen([sys.executable, "-P", str(holder)],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def connect(self, init: Callable[..., Any], **kwargs: Any) -> Any:
+        """``init(address=<the cluster's>)`` once the cluster is up (its one line)."""
+        process = self._process
+        assert process.stdin is not None and process.stdout is not None
+        address = process.stdout.readline().decode().strip()
+        if not address:
+            code = process.wait()
+            process.stdin.close()
+            process.stdout.close()
+            msg = f"the Ray cluster started for Gym's head exited ({code}) before it was up"
+            raise RuntimeError(msg)
+        return init(address=address, **kwargs)
+
+
+def starts_own_ray(args: list[str]) -> bool:
+    """Whether ``gym ARGS`` is a head that will start a new local Ray cluster: ``env start``
+    without a cluster to join and not a dry run (which installs and starts no Ray)."""
+    overrides = {arg.lstrip("+").partition("=")[0]: arg.partition("=")[2] for arg in args[2:]}
+    return (args[:2] == ["env", "start"] and not overrides.get("ray_head_node_address")
+            and overrides.get("dry_run", "false").lower() not in ("true", "1"))
+
+
+def install(early: EarlyRay | None = None) -> bool:
+    """Replace both (each on its own); False unless this Gym had both to replace. ``early``:
+    the cluster being started already, which the head's ``ray.init()`` of a new one waits for."""
     try:
         from nemo_gym import server_utils  # type: ignore[import-not-found]
         from nemo_gym.cli import env  # type: ignore[import-not-found]
     except ImportError:
         return False
     polls = _poll_faster(env)
-    ray = _start_ray_without_dashboard(server_utils)
+    ray = _start_ray_without_dashboard(server_utils, early)
     return polls and ray
 
 
@@ -63,8 +117,9 @@ def _poll_faster(env: Any) -> bool:
     return True
 
 
-def _start_ray_without_dashboard(server_utils: Any) -> bool:
-    """The head's ``ray.init()`` of a new local cluster (no address) starts no dashboard UI."""
+def _start_ray_without_dashboard(server_utils: Any, early: EarlyRay | None = None) -> bool:
+    """The head's ``ray.init()`` of a new local cluster (no address) starts no dashboard UI,
+    or is the one ``early`` made."""
     get_ray = getattr(server_utils, "_get_ray", None)
     if get_ray is None:
         return False
@@ -75,6 +130,8 @@ def _start_ray_without_dashboard(server_utils: Any) -> bool:
         if not getattr(init, "envkit", False):
             def init_without_dashboard(*args: Any, **kwargs: Any) -> Any:
                 if not args and "address" not in kwargs:
+                    if early is not None:
+                        return early.connect(init, **kwargs)
                     kwargs.setdefault("include_dashboard", False)
                 return init(*args, **kwargs)
             init_without_dashboard.envkit = True  # type: ignore[attr-defined]
@@ -86,7 +143,7 @@ def _start_ray_without_dashboard(server_utils: Any) -> bool:
 
 
 def main() -> None:
-    install()
+    install(EarlyRay() if starts_own_ray(sys.argv[1:]) else None)
     from nemo_gym.cli.main import main as gym_main  # type: ignore[import-not-found]
 
     # what Gym's console script would have in argv[0]: its usage lines name `gym`

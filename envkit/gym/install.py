@@ -64,10 +64,10 @@ __all__ = [
     "install_view",
     "mark_ready",
     "offered_wheels",
-    "wheel_digests",
     "offline_install",
     "package_key",
     "reusable",
+    "wheel_digests",
     "write_uv_toml",
 ]
 

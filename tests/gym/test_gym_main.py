@@ -36,6 +36,44 @@ def test_the_launcher_runs_with_its_folder_off_sys_path(tmp_path: Path) -> None:
     assert (GYM_MAIN.parent / "types.py").is_file()  # why -P: it would shadow `types`
 
 
+def test_only_a_head_that_starts_its_own_cluster_starts_it_early() -> None:
+    start = ["env", "start", "+config_paths=[configs/a.yaml]", "++head_server.port=1"]
+    assert gym_main.starts_own_ray(start)
+    assert gym_main.starts_own_ray([*start, "++dry_run=false"])
+    assert not gym_main.starts_own_ray([*start, "++ray_head_node_address=10.0.0.1:6379"])
+    assert not gym_main.starts_own_ray([*start, "++dry_run=true"])
+    assert not gym_main.starts_own_ray(["env", "prefetch", *start[2:]])
+    assert not gym_main.starts_own_ray(["--version"])
+
+
+def _holder(tmp_path: Path, body: str) -> Path:
+    holder = tmp_path / "holder.py"
+    holder.write_text(body)
+    return holder
+
+
+def test_the_heads_ray_init_connects_to_the_address_the_holder_prints(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")  # what the holder's start sets, restored after
+    early = gym_main.EarlyRay(_holder(tmp_path, "print('10.1.2.3:6379')\nimport sys\n"
+                                                "sys.stdin.read()\n"))
+    assert early.connect(lambda **kwargs: kwargs, ignore_reinit_error=True) == {
+        "address": "10.1.2.3:6379", "ignore_reinit_error": True}
+    early._process.stdin.close()  # as the head's end would: the holder stops
+    assert early._process.wait(timeout=30) == 0
+    early._process.stdout.close()
+
+
+def test_a_cluster_that_never_came_up_fails_the_heads_ray_init(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The holder exited before its one line: the head's ``ray.init()`` says so instead of
+    waiting or connecting to nothing."""
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    early = gym_main.EarlyRay(_holder(tmp_path, "raise SystemExit(3)\n"))
+    with pytest.raises(RuntimeError, match=r"exited \(3\) before it was up"):
+        early.connect(lambda **kwargs: pytest.fail(f"connected with {kwargs}"))
+
+
 @pytest.mark.gym
 @pytest.mark.own_ray  # a new cluster: the wrapped ray.init takes effect there
 def test_in_the_real_gym_the_polls_and_rays_start_are_replaced(tmp_path: Path) -> None:
