@@ -70,6 +70,23 @@ reports both: the default (Gym starts Ray) and the joined smoke.
 digest EK209 checks now reads only files changed since the last run (``envkit.supply.treestamps``;
 the 384 MB of wheels were hashed at every smoke); smoke 13.7 s against ``gym env start``'s 15.4 s
 (0.89x), joined 7.9 s.
+2026-12-05, late (cProfile of a warm smoke, a ``/proc`` sampler of its processes every 0.1 s,
+then paired A/B against the commit before, alternated, medians of 4): outside Gym's bring-up
+envkit spent 2.3-2.5 s. The runtime read the package a second time with its provenance digest
+taken over every byte (384 MB, ~0.3 s; validation's read had used the kept stamps, and now the
+runtime, probe and train read it as validation does); the server venv key hashed the 184 wheels
+(~0.3 s), and with the key's digests now from kept stamps, offering the wheels to uv hashed them
+again (~0.3 s; both use the key's digests now); the 3.13 interpreter was asked its version four
+times, a pyenv shim first (~0.1 s each; now once per interpreter per process); the policy
+server's loop looked for ``close()`` every 0.5 s (~0.35 s after each verdict; now 50 ms). Setup
+0.42 -> 0.03 s, teardown 0.95 -> 0.65 s. Inside it, the sampler showed Gym's head importing Gym
+for ~2.5 s on one core before its ``ray.init()``, which then waited ~3.4 s for Ray's daemons while
+nothing else ran. The head as envkit runs it (``envkit.gym.gym_main``) now starts the cluster in
+a child process at its first line (``ray_cluster_main.py``, the holder ``envkit.gym.ray_cluster``
+uses) and its ``ray.init()`` connects to it, found up by then: ready 8.38 -> 7.51 s, total 10.7
+-> 8.9 s (0.83x), envkit's part 2.33 -> 1.41 s. (A thread of the head's own did not do: its
+``import ray`` raced the head's, and Ray's daemons, started under Linux's per-thread
+parent-death signal, died with the thread that had started them.)
 Run: ``.venv/bin/python benchmarks/bench_smoke.py [--runs 11] [--quick] [--offline]``.
 """
 

@@ -1,4 +1,4 @@
-"""Gym's own CLI (``gym ...``), as envkit starts it: polls every 0.25 s, Ray without its UI.
+"""Gym's own CLI (``gym ...``) as envkit starts it: 0.25 s polls, Ray started early, no UI.
 
 Not imported by envkit: ``envkit.gym.servers`` runs this file with the Gym venv's Python
 (``<gym venv>/bin/python -P gym_main.py env start ...``; ``-P`` because a sibling module here
