@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envkit.check.validate import read_package
 from envkit.gym.diagnose import Where, diagnose, tail
 from envkit.gym.events import Fanout, RuntimeEvents, VenvStep, observers
 from envkit.gym.gym_main import POLL_S as GYM_HEAD_POLL_S
@@ -39,6 +38,7 @@ from envkit.gym.install import (
     reusable,
     write_uv_toml,
 )
+from envkit.gym.launch import launchable
 from envkit.gym.processes import STOP_GRACE_S, ProcessTree, free_port, short_command
 from envkit.gym.ray_cluster import check_reachable, join_failure, joined_address
 from envkit.gym.types import (
@@ -50,11 +50,8 @@ from envkit.gym.types import (
 )
 from envkit.gym.venv import GymVenv, ensure_gym_venv
 from envkit.gym.venvsteps import PrefetchSteps, stream_lines
-from envkit.model.package import Package
 from envkit.supply.cache import cache_root, uv_cache_under
 from envkit.supply.wheelcache import link_wheels
-from envkit.validators.config_paths import EK104
-from envkit.validators.manifest import EK100, EK101
 from envkit.validators.spinup import EK701
 
 if TYPE_CHECKING:
@@ -81,27 +78,6 @@ _FAILED = re.compile(r"Process `([^`]+)` finished unexpectedly")
 """How Gym's head names the server whose process exited (``RunHelper.poll``)."""
 
 
-def _load(package: Path) -> Package:
-    """The package through the validator's loader; only what stops a launch is refused here.
-
-    As validation reads it (:func:`envkit.check.validate.read_package`): a wheels-v1 package
-    with a provenance record was hashed whole at every start (the char_pattern toy's 384 MB,
-    ~0.3 s of a warm smoke) where the cache's stamps of unchanged files answer."""
-    pkg = read_package(package)
-    hint = f"run `envkit validate {package}`"
-    if pkg.manifest is None:
-        msg = f"{package / 'nemo-environment.yaml'} does not exist; {hint}"
-        raise GymRuntimeError(msg, code=EK100.code)
-    if not pkg.manifest.ok or not isinstance(pkg.manifest.data, dict):
-        why = pkg.manifest.error or "not a mapping"
-        msg = f"{package / 'nemo-environment.yaml'}: {why}; {hint}"
-        raise GymRuntimeError(msg, code=EK101.code)
-    if not pkg.config_paths():
-        msg = f"{package / 'nemo-environment.yaml'}: `config_paths` missing or empty; {hint}"
-        raise GymRuntimeError(msg, code=EK104.code)
-    return pkg
-
-
 class GymRuntime(StartedInWith):
     """``with GymRuntime(pkg, policy, options) as servers:`` -- servers up, then all torn down.
 
@@ -116,7 +92,7 @@ class GymRuntime(StartedInWith):
         self.options = options
         self.events: RuntimeEvents = Fanout(*(events,) if events else (), *observers())
         """The caller's events, then the observers installed (``envkit.gym.events.observing``)."""
-        self.model = _load(self.package)
+        self.model = launchable(self.package)
         """The package as the validator's loader read it (configs with line numbers)."""
         self.format = self.model.format or ""
         self.config_paths = [str(p) for p in self.model.manifest_data["config_paths"]]
@@ -220,9 +196,10 @@ class GymRuntime(StartedInWith):
                               on_step=self.events.on_venv)
         root = self.options.cache_dir or cache_root()
         harness = ("harness=offline-v1",) if self.format == "adapter-wheels-v1" else ()
+        stamps = root / "tree-stamps"  # the wheels' hashes, kept: a stat each, not a read
         key = closure_key(self.package, self.format, self.config_paths, gym.gym_version,
                           gym.python_version, f"override={gym.python_override}", *harness,
-                          stamps=root / "tree-stamps")
+                          stamps=stamps)
         venv_dir = root / "server-venvs" / key
         self.venv_dir = venv_dir
         (root / "runs").mkdir(parents=True, exist_ok=True)
@@ -230,8 +207,7 @@ class GymRuntime(StartedInWith):
                                        Path(tempfile.mkdtemp(prefix="envkit-gymray-")))
         shutil.copytree(self.package, paths.work, copy_function=link_wheels,
                         ignore=shutil.ignore_patterns("__pycache__", ".venv"))
-        self._wheels = offered_wheels(self.format, self.package / "wheels", root,
-                                      stamps=root / "tree-stamps")
+        self._wheels = offered_wheels(self.format, self.package / "wheels", root, stamps)
         find_links = sorted({w.parent for w in self._wheels})
         self._stage_harness(gym, paths.work, find_links)
         uv_toml = write_uv_toml(gym, paths.run_dir, offline=self.options.offline)

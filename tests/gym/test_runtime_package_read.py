@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from toy_envs import make_native_package
 
-from envkit.gym import servers
+from envkit.gym.launch import launchable
 from envkit.model import tree
 from envkit.supply.treestamps import MIN_BYTES
 
@@ -25,12 +25,12 @@ def test_a_second_start_reads_no_unchanged_large_file(
     (pkg / "provenance.json").write_text("{}\n")  # any record: the digest is taken
     for path in (blob, pkg / "provenance.json"):
         os.utime(path, ns=(time.time_ns() - 60 * 10**9,) * 2)  # older than the racy window
-    first = servers._load(pkg)
+    first = launchable(pkg)
 
     read: list[str] = []
     real = tree.sha256_file
     monkeypatch.setattr(tree, "sha256_file", lambda path: read.append(str(path)) or real(path))
-    second = servers._load(pkg)
+    second = launchable(pkg)
 
     assert first.provenance is not None and second.provenance is not None
     assert second.provenance.actual == first.provenance.actual
