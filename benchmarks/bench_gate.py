@@ -160,22 +160,23 @@ methods is its own ``exec``: under cProfile ``__eq__`` ~6 ms, ``__init__`` ~5, t
 finder imports ``pathlib``, ``urllib.parse`` and ``ipaddress`` while ``site`` runs, ~8 ms of the
 ``python -c pass`` anchor in this checkout's venv (an installed wheel has no finder).
 
-2026-12-06 (``scripts/bench.sh`` twice, 30 minutes apart, medians of 11; ``python -c pass`` 18.6
-and 17.8 ms, the machine at its middle speed: 15.3 ms at its fastest and 23.7 ms at its slowest
-the day before): the frozen records are ``envkit.records.record``, ``dataclass(frozen=True)``
-whose ``__eq__``, ``__hash__`` and ``__repr__`` are three functions built from the field names
-(``operator.attrgetter``) instead of three ``exec``-compiled methods per class; equality, hash
-and text are the dataclass's own (a property test holds them to it). Paired, interleaved, both
-orders: small gate first run -3.5 to -4 ms with and without bytecode. Figures: small gate 53 and
-52 ms with bytecode (2.8x and 2.9x ``python -c pass``), 97 and 101 ms without (``--no-cache`` 93
-ms: recording costs ~8 ms without bytecode, most of it compiling ``envkit.replay.record`` and
-``store``); tree first run 0.201 and 0.197 s (CPU 331 and 319 ms), ``--no-cache`` 0.152 and
-0.147 s, after an edit 0.119 and 0.121 s, replayed 0.042 s. What is left of the records:
-``__init__`` and the frozen ``__setattr__``/``__delattr__``, still ``dataclasses``' (three
-``exec`` per class, ~5.5 ms), and its import of ``inspect`` (~4 ms). Moving the wheels, job and
-dataset row checks behind their rule tables would save ~4 ms without bytecode (~53 KB not
-compiled); the import contract forbids the cycle a lazy import back to the table makes, so their
-rule records would have to move to modules of their own first.
+2026-12-06 (``scripts/bench.sh`` three times in an hour, medians of 11; ``python -c pass`` 18.6,
+17.8 and 17.4 ms, the machine at its middle speed: 15.3 ms at its fastest and 23.7 ms at its
+slowest the day before): the frozen records are ``envkit.records.record``,
+``dataclass(frozen=True)`` whose ``__eq__``, ``__hash__`` and ``__repr__`` are three functions
+built from the field names (``operator.attrgetter``) instead of three ``exec``-compiled methods
+per class; equality, hash and text are the dataclass's own (a property test holds them to it).
+Paired, interleaved, both orders: small gate first run -3.5 to -4 ms with and without bytecode.
+Figures: small gate 53, 52 and 48 ms with bytecode (2.8-2.9x ``python -c pass``), 97, 101 and 93
+ms without (``--no-cache`` 93 and 87 ms: recording costs ~8 ms without bytecode, most of it
+compiling ``envkit.replay.record`` and ``store``); tree first run 0.201, 0.197 and 0.192 s (CPU
+331, 319 and 317 ms), ``--no-cache`` 0.152, 0.147 and 0.149 s, after an edit 0.108-0.121 s,
+replayed 0.041-0.042 s. What is left of the records: ``__init__`` and the frozen
+``__setattr__``/``__delattr__``, still ``dataclasses``' (three ``exec`` per class, ~5.5 ms), and
+its import of ``inspect`` (~4 ms). Moving the wheels, job and dataset row checks behind their
+rule tables would save ~4 ms without bytecode (~53 KB not compiled); the import contract forbids
+the cycle a lazy import back to the table makes, so their rule records would have to move to
+modules of their own first.
 
 The tree's anchor until 2026-12-05 (afternoon) passed Gym no config: it read the manifest's
 list as indented (``  - ``) while the corpus writes it at the key's indent (``- ``), so ``gym

@@ -86,10 +86,10 @@ a child process at its first line (``ray_cluster_main.py``, the holder ``envkit.
 uses) and its ``ray.init()`` connects to it, found up by then: ready 8.38 -> 7.51 s, total 10.7
 -> 8.9 s (0.83x), envkit's part 2.33 -> 1.41 s. (A thread of the head's own did not do: its
 ``import ray`` raced the head's, and Ray's daemons, started under Linux's per-thread
-parent-death signal, died with the thread that had started them.) ``scripts/bench.sh`` twice
-after (medians of 11, the machine at its middle speed): smoke 12.2 and 12.5 s against ``gym env
-start``'s 15.7 and 16.0 s (0.77x, 0.78x), ready 10.8 and 11.1 s, setup 0.04 s, teardown 0.65 s;
-joined 7.4 and 7.7 s.
+parent-death signal, died with the thread that had started them.) ``scripts/bench.sh`` three
+times after (medians of 11, the machine at its middle speed): smoke 12.2, 12.5 and 11.9 s
+against ``gym env start``'s 15.7, 16.0 and 15.6 s (0.76-0.78x), ready 10.5-11.1 s, setup 0.04 s,
+teardown 0.64 s; joined 7.4-7.7 s.
 Run: ``.venv/bin/python benchmarks/bench_smoke.py [--runs 11] [--quick] [--offline]``.
 """
 
