@@ -48,7 +48,7 @@ from envkit.supply.wheelcache import WheelCache, pool_wheels
 from envkit.validators.wheels import EK403
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 __all__ = [
     "OUTER_RAY_ENV",
@@ -105,7 +105,7 @@ def package_key(package: Path, *parts: str) -> str:
 
 
 def closure_key(package: Path, fmt: str, config_paths: Iterable[str], *parts: str,
-                stamps: Path | None = None) -> str:
+                wheels: Mapping[str, str] | None = None) -> str:
     """The key of the venvs that install ``package``: a function of what they will hold.
 
     What decides it: ``parts`` (the Gym version, the interpreter, the override, the harness),
@@ -117,9 +117,9 @@ def closure_key(package: Path, fmt: str, config_paths: Iterable[str], *parts: st
     own fields): editing a server's code or its config's description keeps its venvs, and two
     packages whose servers install the same things share one tree.
 
-    ``stamps``: where the wheels' hashes are kept between runs (``envkit.supply.treestamps``; a
-    wheel unchanged since is a stat, not a read: the char_pattern toy's 184 wheels, 384 MB, took
-    ~0.3 s of every warm start); ``None``: every wheel is read.
+    ``wheels``: the SHA-256 of each wheel by name, as :func:`wheel_digests` gives them (from
+    kept stamps, a wheel unchanged since is a stat, not a read: the char_pattern toy's 184
+    wheels, 384 MB, took ~0.3 s of every warm start); ``None``: every wheel is read here.
     """
     digests: list[tuple[str, str]] = []
     for path in package.rglob("*"):
@@ -129,8 +129,8 @@ def closure_key(package: Path, fmt: str, config_paths: Iterable[str], *parts: st
         if path.name in _INSTALL_INPUTS and path.is_file():
             digests.append((rel.as_posix(), file_sha256(path)))
     if fmt in WHEEL_FORMATS:
-        digests += [(f"wheels/{name}", sha256)
-                    for name, sha256 in wheel_digests(package / "wheels", stamps).items()]
+        shas = wheel_digests(package / "wheels", None) if wheels is None else wheels
+        digests += [(f"wheels/{name}", sha256) for name, sha256 in shas.items()]
     views = [f"config={c}:{install_view(package / c)}" for c in config_paths]
     return digests_key((f"format={fmt}", *parts, *views), digests)
 
@@ -326,11 +326,11 @@ def gym_args(config_paths: list[str], policy: PolicyEndpoint, venv_dir: Path, ru
 
 
 def offered_wheels(fmt: str, wheels: Path, cache_root: Path,
-                   stamps: Path | None = None) -> list[Path]:
+                   digests: Mapping[str, str] | None = None) -> list[Path]:
     """The wheels formats: ``wheels/`` as the files uv is offered (``pool_wheels``: why).
 
-    ``wheels`` is the package's own folder; ``stamps`` as for :func:`wheel_digests` (the venv
-    key's, just taken: no wheel is read again).
+    ``wheels`` is the package's own folder; ``digests``: its wheels' SHA-256 by name, the ones
+    the venv key was made of (``None``: every wheel is read here).
 
     :raises GymRuntimeError: the offer store cannot be written.
     """
@@ -338,8 +338,8 @@ def offered_wheels(fmt: str, wheels: Path, cache_root: Path,
         return []
     offer = WheelCache.offer_under(cache_root)
     try:
-        return pool_wheels([(wheels / name, sha256)
-                            for name, sha256 in wheel_digests(wheels, stamps).items()], offer)
+        shas = wheel_digests(wheels, None) if digests is None else digests
+        return pool_wheels([(wheels / name, sha256) for name, sha256 in shas.items()], offer)
     except OSError as exc:
         msg = f"cannot offer wheels/ to uv from {offer.root}: {exc}"
         raise GymRuntimeError(msg) from None

@@ -36,6 +36,7 @@ from envkit.gym.install import (
     offered_wheels,
     offline_install,
     reusable,
+    wheel_digests,
     write_uv_toml,
 )
 from envkit.gym.launch import launchable
@@ -196,10 +197,12 @@ class GymRuntime(StartedInWith):
                               on_step=self.events.on_venv)
         root = self.options.cache_dir or cache_root()
         harness = ("harness=offline-v1",) if self.format == "adapter-wheels-v1" else ()
-        stamps = root / "tree-stamps"  # the wheels' hashes, kept: a stat each, not a read
+        stamped = root / "tree-stamps"  # the wheels' hashes kept: a stat each, not a read
+        wheels = (wheel_digests(self.package / "wheels", stamped)
+                  if self.format in WHEEL_FORMATS else {})
         key = closure_key(self.package, self.format, self.config_paths, gym.gym_version,
                           gym.python_version, f"override={gym.python_override}", *harness,
-                          stamps=stamps)
+                          wheels=wheels)
         venv_dir = root / "server-venvs" / key
         self.venv_dir = venv_dir
         (root / "runs").mkdir(parents=True, exist_ok=True)
@@ -207,7 +210,7 @@ class GymRuntime(StartedInWith):
                                        Path(tempfile.mkdtemp(prefix="envkit-gymray-")))
         shutil.copytree(self.package, paths.work, copy_function=link_wheels,
                         ignore=shutil.ignore_patterns("__pycache__", ".venv"))
-        self._wheels = offered_wheels(self.format, self.package / "wheels", root, stamps)
+        self._wheels = offered_wheels(self.format, self.package / "wheels", root, wheels)
         find_links = sorted({w.parent for w in self._wheels})
         self._stage_harness(gym, paths.work, find_links)
         uv_toml = write_uv_toml(gym, paths.run_dir, offline=self.options.offline)

@@ -16,7 +16,14 @@ from wheelfactory import make_wheel
 
 from envkit.gym import GymRuntime, PolicyEndpoint, RuntimeEvents, RuntimeOptions
 from envkit.gym.events import Fanout, VenvStep, observers, observing
-from envkit.gym.install import building, closure_key, mark_ready, offered_wheels, reusable
+from envkit.gym.install import (
+    building,
+    closure_key,
+    mark_ready,
+    offered_wheels,
+    reusable,
+    wheel_digests,
+)
 from envkit.gym.venvsteps import PrefetchSteps, stream_lines
 from envkit.model import tree as tree_module
 from envkit.supply import cache
@@ -144,9 +151,9 @@ def test_the_closure_key_follows_what_the_venvs_hold_not_the_rest(tmp_path: Path
 
 def test_kept_wheel_hashes_give_the_same_key_and_read_no_unchanged_wheel(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With ``stamps`` the key is the one every byte gives; a second start reads no wheel whose
-    stat is unchanged, for the key nor for offering the wheels to uv, and a rewritten wheel is
-    read again and moves the key."""
+    """With the wheels' digests from kept stamps the key is the one every byte gives; a second
+    start reads no wheel whose stat is unchanged, for the key nor for offering the wheels to uv,
+    and a rewritten wheel is read again and moves the key."""
     pkg = _wheels_package(tmp_path / "p")
     big = pkg / "wheels" / "envkit_big-1.0-py3-none-any.whl"
     big.write_bytes(b"\1" * (MIN_BYTES + 1))  # kept stamps are for files worth a stat
@@ -163,7 +170,8 @@ def test_kept_wheel_hashes_give_the_same_key_and_read_no_unchanged_wheel(
                             lambda path: read.append(str(path)) or real(path))
     cache._sha256_of.cache_clear()  # as in the next process: this one's memo is gone
     assert _stamped_key(pkg, stamps) == key
-    offered = offered_wheels("wheels-v1", pkg / "wheels", tmp_path / "cache", stamps=stamps)
+    offered = offered_wheels("wheels-v1", pkg / "wheels", tmp_path / "cache",
+                             wheel_digests(pkg / "wheels", stamps))
     assert sorted(p.read_bytes() for p in offered) == sorted(
         p.read_bytes() for p in (pkg / "wheels").iterdir())
     assert not any(path.endswith("envkit_big-1.0-py3-none-any.whl") for path in read)
@@ -175,7 +183,7 @@ def test_kept_wheel_hashes_give_the_same_key_and_read_no_unchanged_wheel(
 
 def _stamped_key(pkg: Path, stamps: Path) -> str:
     return closure_key(pkg, "wheels-v1", ["configs/char_pattern.yaml"], "0.7.0", "3.13.0",
-                       stamps=stamps)
+                       wheels=wheel_digests(pkg / "wheels", stamps))
 
 
 def test_a_changed_requirement_changes_the_key(tmp_path: Path) -> None:
