@@ -2,12 +2,17 @@
 
 ``CHECKS`` is the one visible list of what runs; ``RULES`` maps each EK code to its record.
 This package never imports ``envkit.trainer``.
+
+The checks of the wheels, the dataset and the job file are deferred: their modules are
+imported at the first input they apply to (each area's ``applies``), not by every start.
+Why: most runs are a pre-commit hook over a package without wheels, dataset or job, where
+compiling those modules was ~8 ms of a ~100 ms run without bytecode.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from envkit.validators import (
     dataset_rows,
@@ -23,7 +28,8 @@ from envkit.validators import (
 from envkit.validators._base import Check, CheckOptions, Inputs, Rule
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
+    from types import ModuleType
 
     from envkit.model.diagnostics import Diagnostic
 
@@ -31,7 +37,57 @@ __all__ = ["CHECKS", "RULES", "Check", "CheckOptions", "Inputs", "Rule", "run_ch
 
 _MODULES = (manifest, layout, provenance, gym, wheels, dataset_rows, job, spinup, probe)
 
-CHECKS: tuple[Check, ...] = tuple(check for module in _MODULES for check in module.CHECKS)
+
+def _deferred(applies: Callable[[Inputs], bool], load: Callable[[], ModuleType],
+              *names: str) -> tuple[Check, ...]:
+    """The checks ``names`` of the module ``load`` imports, each imported at its first call
+    with inputs it ``applies`` to; for other inputs a check finds nothing, as the module's own
+    would (each of them returns at once there). Named as the module's checks are: an error
+    in one is reported under its own name."""
+
+    def deferred(name: str) -> Check:
+        def check(inputs: Inputs) -> Iterable[Diagnostic]:
+            if not applies(inputs):
+                return ()
+            return cast("Check", getattr(load(), name))(inputs)
+
+        check.__name__ = check.__qualname__ = name
+        return check
+
+    return tuple(deferred(name) for name in names)
+
+
+def _wheel_checks() -> ModuleType:
+    from envkit.validators import wheel_checks
+
+    return wheel_checks
+
+
+def _dataset_row_checks() -> ModuleType:
+    from envkit.validators import dataset_row_checks
+
+    return dataset_row_checks
+
+
+def _job_checks() -> ModuleType:
+    from envkit.validators import job_checks
+
+    return job_checks
+
+
+CHECKS: tuple[Check, ...] = (
+    *manifest.CHECKS,
+    *layout.CHECKS,
+    *provenance.CHECKS,
+    *gym.CHECKS,
+    *_deferred(wheels.applies, _wheel_checks, "check_wheel_files", "check_duplicates",
+               "check_closure"),
+    *_deferred(dataset_rows.applies, _dataset_row_checks, "check_dataset_files",
+               "check_dataset_rows"),
+    *_deferred(job.applies, _job_checks, "check_job"),
+    *spinup.CHECKS,
+    *probe.CHECKS,
+)
 RULES: dict[str, Rule] = {rule.code: rule for module in _MODULES for rule in module.RULES}
 
 

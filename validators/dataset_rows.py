@@ -1,37 +1,21 @@
 """EK5xx: the prompt dataset (``training.jsonl`` / ``validation.jsonl``) as Gym rollout rows.
 
-Row shapes are checked inside the training container, not at submit (the "GRPO and Reward
-Environments" guide, "Prompt
-dataset format"), so a malformed row costs a whole job start; these checks move that failure
-to the desk. Each file is streamed once and every row goes through ``ROW_CHECKS``; repeated
-findings are capped per code per file so a broken 1M-row file prints a screenful, not 1M lines.
+The rule records, and when their checks apply: a dataset given. The checks themselves are
+``envkit.validators.dataset_row_checks``, imported for a dataset only (``envkit.validators``
+defers them): a package-only ``envkit validate`` compiles none of their code.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from envkit.model.diagnostics import Diagnostic, Severity, close_matches
-from envkit.validators._base import Inputs, Rule
-from envkit.validators._responses import CREATE_PARAMS_FIELDS, input_problems
-from envkit.validators.row_context import AGENT_TYPE, RowContext, row_context
+from envkit.model.diagnostics import Severity
+from envkit.validators._base import Rule
 
 if TYPE_CHECKING:
-    from envkit.model.dataset import Dataset, Row
+    from envkit.validators._base import Inputs
 
-__all__ = [
-    "CHECKS",
-    "MAX_PER_CODE",
-    "ROW_CHECKS",
-    "RULES",
-    "check_dataset_files",
-    "check_dataset_rows",
-]
-
-MAX_PER_CODE = 20
-"""Diagnostics shown per code per file; the rest are counted in one summary line."""
+__all__ = ["RULES", "applies"]
 
 
 EK500 = Rule(
@@ -106,226 +90,6 @@ EK506 = Rule(
 RULES = (EK500, EK501, EK502, EK503, EK504, EK505, EK506)
 
 
-def check_dataset_files(inputs: Inputs) -> Iterator[Diagnostic]:
-    """EK500: ``training.jsonl`` must exist and be a readable regular file."""
-    dataset = inputs.dataset
-    if dataset is None:
-        return
-    problems = dict(dataset.read_errors)
-    if "training.jsonl" not in dataset.files:
-        why = problems.get("training.jsonl", "missing")
-        yield EK500.at("training.jsonl", f"`training.jsonl` is {why} in the dataset directory")
-    if "validation.jsonl" in problems:
-        yield EK500.at(
-            "validation.jsonl",
-            f"`validation.jsonl` cannot be read: {problems['validation.jsonl']}",
-            hint="Make `validation.jsonl` a readable regular file, or remove it (it is optional).",
-        )
-
-
-def check_dataset_rows(inputs: Inputs) -> Iterator[Diagnostic]:
-    """EK501–EK506: stream each file once through ``ROW_CHECKS``, capping repeats."""
-    dataset = inputs.dataset
-    if dataset is None:
-        return
-    for name in dataset.files:
-        context = row_context(name, inputs.package)
-        yield from _capped(_file_diagnostics(dataset, name, context), name)
-
-
-def _file_diagnostics(dataset: Dataset, name: str, context: RowContext) -> Iterator[Diagnostic]:
-    for row in dataset.iter_rows(name):
-        for diag in _row_diagnostics(row, context):
-            yield diag._replace(column=row.column) if diag.column is None else diag
-
-
-def _row_diagnostics(row: Row, context: RowContext) -> Iterator[Diagnostic]:
-    if row.error is not None or not isinstance(row.data, dict):
-        yield _not_object(row)
-        return
-    for check in ROW_CHECKS:
-        yield from check(row, row.data, context)
-
-
-def _capped(
-    found: Iterable[Diagnostic], file: str, limit: int = MAX_PER_CODE
-) -> Iterator[Diagnostic]:
-    """Pass the first ``limit`` diagnostics per code, then one summary line per code."""
-    shown: Counter[str] = Counter()
-    hidden: Counter[str] = Counter()
-    severity: dict[str, Severity] = {}
-    for diag in found:
-        if shown[diag.code] < limit:
-            shown[diag.code] += 1
-            yield diag
-        else:
-            hidden[diag.code] += 1
-            severity[diag.code] = max(
-                severity.get(diag.code, diag.severity), diag.severity, key=_rank
-            )
-    for code, count in sorted(hidden.items()):
-        rule = _BY_CODE[code]
-        yield rule.at(
-            file,
-            f"... and {count:,} more {code} finding(s) in `{file}` (first {limit} shown)",
-            severity=severity[code],
-        )
-
-
-def _rank(severity: Severity) -> int:
-    return 1 if severity is Severity.ERROR else 0
-
-
-def _not_object(row: Row) -> Diagnostic:
-    if row.error is not None:
-        return EK501.at(
-            row.file, f"line {row.line} is not a JSON object: {row.error}", line=row.line
-        )
-    kind = type(row.data).__name__
-    names = {"list": "an array", "str": "a string", "NoneType": "null", "bool": "a boolean"}
-    return EK501.at(
-        row.file,
-        f"line {row.line} is {names.get(kind, 'a number')}, not a JSON object",
-        line=row.line,
-    )
-
-
-def _check_prompt(row: Row, data: Mapping[str, Any], context: RowContext) -> Iterator[Diagnostic]:
-    """EK502: ``responses_create_params.input`` in a shape Gym's request model accepts."""
-    params = data.get("responses_create_params")
-    if not isinstance(params, dict):
-        shown = "missing" if params is None else "not an object"
-        hint = None
-        if "messages" in data or "prompt" in data:
-            key = "messages" if "messages" in data else "prompt"
-            hint = (
-                f"Move `{key}` to `responses_create_params.input` (GRPO rows are Gym rollout rows)."
-            )
-        yield EK502.at(row.file, f"`responses_create_params` is {shown}", line=row.line, hint=hint)
-        return
-    if "input" not in params:
-        yield EK502.at(row.file, "`responses_create_params.input` is missing", line=row.line)
-    for key in sorted(set(params) - CREATE_PARAMS_FIELDS, key=str):
-        yield EK502.at(
-            row.file,
-            f"`responses_create_params.{key}` is not a Responses API field "
-            "(Gym forbids extra keys)",
-            line=row.line,
-            hint=_typo_hint(str(key), CREATE_PARAMS_FIELDS)
-            or "Move extra data to the top level of the row; it is forwarded to the environment.",
-        )
-    if "input" in params:
-        for where, problem in input_problems(params["input"]):
-            yield EK502.at(row.file, f"`responses_create_params.{where}` {problem}", line=row.line)
-
-
-def _check_agent_ref(
-    row: Row, data: Mapping[str, Any], context: RowContext
-) -> Iterator[Diagnostic]:
-    """EK503 (shape) and EK504 (names an agent instance of the package)."""
-    ref = data.get("agent_ref")
-    if not isinstance(ref, dict):
-        shown = "missing" if ref is None else "not an object"
-        yield EK503.at(row.file, f"`agent_ref` is {shown}", line=row.line)
-        return
-    name = ref.get("name")
-    if not isinstance(name, str) or not name:
-        yield EK503.at(row.file, "`agent_ref.name` must be a non-empty string", line=row.line)
-    ref_type = ref.get("type")
-    if ref_type is None:
-        yield EK503.at(
-            row.file,
-            "`agent_ref.type` is missing (Gym tolerates it; the platform's rows carry it)",
-            line=row.line,
-            severity=Severity.WARNING,
-        )
-    elif ref_type != AGENT_TYPE:
-        yield EK503.at(
-            row.file, f"`agent_ref.type` is {ref_type!r}, not {AGENT_TYPE!r}", line=row.line
-        )
-    if isinstance(name, str) and name and context.agents is not None and name not in context.agents:
-        yield _unknown_agent(row, name, context)
-
-
-def _unknown_agent(row: Row, name: str, context: RowContext) -> Diagnostic:
-    agents = context.agents or frozenset()
-    other = context.instance_types.get(name)
-    what = f"a `{other}` instance, not an agent" if other else "not defined in the package"
-    hint = _typo_hint(name, agents)
-    if not other and name in context.agent_impls:
-        instance = context.agent_impls[name]
-        what = f"the implementation of agent instance {instance!r}; rows name the instance"
-        hint = f'Use `"name": "{instance}"` (the top-level key, not the directory).'
-    if hint is None:
-        listed = ", ".join(f"`{a}`" for a in sorted(agents)) or "(none)"
-        hint = f"Agent instances in the package: {listed}."
-    return EK504.at(row.file, f"`agent_ref.name` {name!r} is {what}", line=row.line, hint=hint)
-
-
-def _check_vf_env_id(
-    row: Row, data: Mapping[str, Any], context: RowContext
-) -> Iterator[Diagnostic]:
-    """EK505: verifiers rows name the manifest's environment."""
-    if not (context.adapter or "vf_env_id" in data):
-        return
-    value = data.get("vf_env_id")
-    expected = context.vf_env_id
-    if value is None:
-        fallback = _agent_fallback(data, context)
-        if fallback is not None and fallback == expected:
-            yield EK505.at(
-                row.file,
-                f"`vf_env_id` is missing; the agent config's {fallback!r} is used",
-                line=row.line,
-                severity=Severity.WARNING,
-            )
-        else:
-            yield EK505.at(row.file, "`vf_env_id` is missing on a verifiers row", line=row.line)
-    elif not isinstance(value, str) or not value:
-        yield EK505.at(row.file, "`vf_env_id` must be a non-empty string", line=row.line)
-    elif expected is not None and value != expected:
-        yield EK505.at(
-            row.file,
-            f"`vf_env_id` is {value!r}; the manifest's `metadata.vf_env_id` is {expected!r}",
-            line=row.line,
-        )
-
-
-def _agent_fallback(data: Mapping[str, Any], context: RowContext) -> str | None:
-    ref = data.get("agent_ref")
-    name = ref.get("name") if isinstance(ref, Mapping) else None
-    return context.agent_vf_env_ids.get(name) if isinstance(name, str) else None
-
-
-def _check_task_idx(row: Row, data: Mapping[str, Any], context: RowContext) -> Iterator[Diagnostic]:
-    """EK506: verifiers rows carry a unique integer ``task_idx`` (unique in training.jsonl)."""
-    if not (context.adapter or "vf_env_id" in data):
-        return
-    value = data.get("task_idx")
-    if value is None:
-        yield EK506.at(row.file, "`task_idx` is missing on a verifiers row", line=row.line)
-    elif isinstance(value, bool) or not isinstance(value, int):
-        yield EK506.at(row.file, f"`task_idx` is {value!r}, not an integer", line=row.line)
-    elif context.file == "training.jsonl" and not context.seen_task_idx.add(value):
-        yield EK506.at(row.file, f"`task_idx` {value} appears on an earlier row too", line=row.line)
-
-
-RowCheck = Callable[["Row", Mapping[str, Any], RowContext], Iterator[Diagnostic]]
-
-ROW_CHECKS: tuple[RowCheck, ...] = (
-    _check_prompt,
-    _check_agent_ref,
-    _check_vf_env_id,
-    _check_task_idx,
-)
-"""Per-row checks (EK502–EK506), applied in one streaming pass; EK501 gates them."""
-
-CHECKS = (check_dataset_files, check_dataset_rows)
-
-_BY_CODE = {rule.code: rule for rule in RULES}
-
-
-def _typo_hint(name: str, known: Iterable[str]) -> str | None:
-    """Did-you-mean as build's ``_find_typo`` does it (difflib ratio >= 0.8)."""
-    match = close_matches(name, sorted(known), n=1, cutoff=0.8)
-    return f"Did you mean `{match[0]}`?" if match else None
+def applies(inputs: Inputs) -> bool:
+    """The checks have something to look at: a dataset."""
+    return inputs.dataset is not None

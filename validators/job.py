@@ -1,35 +1,21 @@
 """EK6xx: the platform's ``rl`` GRPO job JSON, checked before submit.
 
-Names, types, ranges and defaults come from the one job model (``envkit.model.jobspec``), which also
-generates ``envkit schema job``; the cross-field rules are the platform's own
-(``job_rules.py``). A job passes here exactly when the platform's job model and its pre-compile
-layout check accept it; every rejection carries a code and the key path.
+The rule records, and when their checks apply: a job file given. The checks themselves are
+``envkit.validators.job_checks``, imported for a job file only (``envkit.validators`` defers
+them): a package-only ``envkit validate`` (a pre-commit hook) compiles none of their code.
 """
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-import re
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from envkit.model.diagnostics import Diagnostic, Severity, close_matches
-from envkit.validators._base import Inputs, Rule
+from envkit.model.diagnostics import Severity
+from envkit.validators._base import Rule
 
 if TYPE_CHECKING:
-    from envkit.model.jobfile import JobDoc
-    from envkit.model.jobspec import GrpoSettings, Problem
+    from envkit.validators._base import Inputs
 
-# The job model (``envkit.model.jobspec``) is imported where a job is checked, not here: a
-# package-only ``envkit validate`` (a pre-commit hook) would otherwise build its ~60 dataclasses
-# on every start for nothing.
-
-__all__ = ["CHECKS", "REF_FIELDS", "RULES", "is_local_ref", "is_workspace_ref", "job_diagnostics"]
-
-REF_FIELDS = ("model", "dataset", "environment")
-_WORKSPACE_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
-_PLAIN_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+__all__ = ["RULES", "applies"]
 
 EK600 = Rule(
     "EK600",
@@ -174,222 +160,8 @@ RULES = (
     EK612,
     EK613,
 )
-_BY_CODE = {rule.code: rule for rule in RULES}
 
 
-def is_workspace_ref(value: object) -> bool:
-    """True for a platform reference ``workspace/name``.
-
-    >>> is_workspace_ref("default/qwen3-0.6b"), is_workspace_ref("./data"), is_workspace_ref({})
-    (True, False, False)
-    """
-    return isinstance(value, str) and _WORKSPACE_REF.fullmatch(value) is not None
-
-
-def is_platform_ref(value: object) -> bool:
-    """``workspace/name`` or a bare ``name`` (resolved in the request's workspace).
-
-    >>> is_platform_ref("qwen3"), is_platform_ref("default/qwen3"), is_platform_ref("./x")
-    (True, True, False)
-    """
-    return is_workspace_ref(value) or (
-        isinstance(value, str) and _PLAIN_REF.fullmatch(value) is not None
-    )
-
-
-def is_local_ref(value: object) -> bool:
-    """True for what a local run may take instead of a ref: a non-empty path string.
-
-    >>> is_local_ref("./pkg"), is_local_ref(""), is_local_ref(3)
-    (True, False, False)
-    """
-    return isinstance(value, str) and bool(value.strip()) and "\x00" not in value
-
-
-def check_job(inputs: Inputs) -> Iterator[Diagnostic]:
-    """EK600–EK613 over ``inputs.job`` (strict refs unless ``options.allow_local_refs``)."""
-    if inputs.job is None:
-        return
-    yield from job_diagnostics(inputs.job, allow_local_refs=inputs.options.allow_local_refs)
-
-
-def job_diagnostics(job: JobDoc, *, allow_local_refs: bool = False) -> Iterator[Diagnostic]:
-    """Every diagnostic for one job file; the trainer calls this with ``allow_local_refs=True``."""
-    if job.error is not None or not isinstance(job.data, Mapping):
-        yield _not_object(job)
-        return
-    settings, problems = job.typed
-    for problem in problems:
-        yield _problem(job, problem)
-    yield from _refs(job, job.data, allow_local_refs)
-    yield from _steps(job, job.data.get("training"))
-    training, unreadable = (
-        (settings.training, frozenset())
-        if settings is not None
-        else _readable_training(job.data.get("training"), problems)
-    )
-    if training is None:
-        return
-    from envkit.validators.job_rules import findings  # a package with a job file only
-
-    for found in findings(training, unreadable=unreadable):
-        rule = _BY_CODE[found.code]
-        where = ".".join(found.path)
-        text = found.message if f"`{where}`" in found.message else f"`{where}`: {found.message}"
-        yield rule.at(
-            job.path,
-            text,
-            line=job.line_of(*found.path) or job.line_of(*found.path[:-1]),
-            severity=Severity.WARNING if found.warning else None,
-        )
-
-
-CHECKS = (check_job,)
-
-
-def _readable_training(
-    training: Any, problems: list[Problem]
-) -> tuple[GrpoSettings | None, frozenset[str]]:
-    """The ``training`` block with every refused field left at its default, and those fields.
-
-    Why: a wrong value in one field (EK609, EK604, ...) must not hide a cross-field violation
-    between two others; the rules that read a refused field are skipped (``job_rules``).
-    """
-    if not isinstance(training, Mapping):
-        return None, frozenset()
-    kept: dict[str, Any] = copy.deepcopy(dict(training))
-    unreadable: set[str] = set()
-    for problem in problems:
-        path = problem.path
-        if problem.kind == "converted" or len(path) < 2 or path[0] != "training":
-            continue
-        unreadable.add(path[1])
-        _drop(kept, path[1:])
-    kept.setdefault("type", "grpo")  # a missing type is EK600; no rule reads it
-    from envkit.model.jobspec import JobSpecError, grpo_settings
-
-    try:
-        return grpo_settings({"training": kept}), frozenset(unreadable)
-    except JobSpecError:  # e.g. a block that is not an object: nothing left to read
-        return None, frozenset()
-
-
-def _drop(mapping: dict[str, Any], path: tuple[str, ...]) -> None:
-    """Remove ``path`` (a key, or a key inside nested objects) from ``mapping`` in place."""
-    head, *rest = path
-    value = mapping.get(head)
-    if rest and isinstance(value, dict):
-        _drop(value, tuple(rest))
-    else:
-        mapping.pop(head, None)
-
-
-def _not_object(job: JobDoc) -> Diagnostic:
-    if job.error is not None:
-        return EK611.at(job.path, f"job file is not valid JSON: {job.error}", line=job.error_line)
-    return EK611.at(job.path, f"job file is {_kind(job.data)}, not a JSON object", line=1)
-
-
-def _problem(job: JobDoc, problem: Problem) -> Diagnostic:
-    """A model problem under its code: unknown EK610, missing type EK600, refs EK608, ..."""
-    path, where = problem.path, ".".join(problem.path)
-    line = job.line_of(*path) or job.line_of(*path[:-1]) or 1
-    if problem.kind == "unknown":
-        return EK610.at(
-            job.path,
-            f"`{where}` is not a field of the GRPO job",
-            line=line,
-            hint=_did_you_mean(path),
-        )
-    if path == ("training", "type") and problem.kind == "required":
-        return EK600.at(
-            job.path,
-            "`training.type` is missing (submit fails with union_tag_not_found)",
-            line=line,
-        )
-    if path == ("training", "finetuning_type") and _get(job.data, *path) == "lora_merged":
-        return EK601.at(
-            job.path,
-            "`training.finetuning_type: lora_merged` is rejected: GRPO does not merge adapters",
-            line=line,
-            hint="Use `lora` (adapter) or `all_weights` (a deployable model).",
-        )
-    if path == ("training", "temperature") and "must be > " in problem.message:
-        return EK604.at(job.path, f"{problem.message} (greedy groups carry no signal)", line=line)
-    if len(path) == 1 and path[0] in REF_FIELDS:
-        return EK608.at(job.path, problem.message, line=line)
-    severity = Severity.WARNING if problem.kind == "converted" else None
-    return EK609.at(job.path, problem.message, line=line, severity=severity)
-
-
-_NOT_KNOBS = {
-    "top_p": "The platform compiles `top_p: 1.0` and has no job field for it; remove the key.",
-}
-"""Keys users write from other trainers, with why they are not fields here."""
-
-
-def _did_you_mean(path: tuple[str, ...]) -> str | None:
-    if path[-1] in _NOT_KNOBS:
-        return _NOT_KNOBS[path[-1]]
-    from envkit.model.jobspec import JobSettings
-
-    cls: Any = JobSettings
-    for key in path[:-1]:
-        fld = {f.name: f for f in dataclasses.fields(cls)}.get(key)
-        cls = _model_of(fld.type if fld else None)
-        if cls is None:
-            return None
-    names = [f.name for f in dataclasses.fields(cls)]
-    match = close_matches(path[-1], names, n=1, cutoff=0.8)
-    return f"Did you mean `{'.'.join((*path[:-1], match[0]))}`?" if match else None
-
-
-def _model_of(hint: Any) -> Any:
-    import envkit.model.jobspec as model
-
-    name = str(hint).split("|")[0].strip()
-    found = getattr(model, name, None)
-    return found if dataclasses.is_dataclass(found) else None
-
-
-def _refs(job: JobDoc, data: Mapping[str, Any], allow_local: bool) -> Iterator[Diagnostic]:
-    """EK608: ``workspace/name`` (or ``name``) strings; paths only for a local run."""
-    for key in REF_FIELDS:
-        value = data.get(key)
-        if not isinstance(value, str) and value is not None:
-            continue  # a wrong type is already reported by the model
-        if is_platform_ref(value) or (allow_local and is_local_ref(value)):
-            continue
-        line = job.line_of(key)
-        if value is None:
-            if key == "environment":  # the model leaves it optional; GRPO needs it
-                yield EK608.at(job.path, "`environment` is missing (GRPO needs one)", line=line)
-        else:
-            yield EK608.at(
-                job.path, f"`{key}` is {value!r}, not a `workspace/name` string", line=line
-            )
-
-
-def _steps(job: JobDoc, training: Any) -> Iterator[Diagnostic]:
-    """EK603: ``max_steps`` caps mid-epoch; not together with an explicit ``epochs``."""
-    if not isinstance(training, Mapping):
-        return
-    if training.get("max_steps") is not None and training.get("epochs") is not None:
-        yield EK603.at(
-            job.path,
-            "`training.max_steps` is set together with `training.epochs` (stops mid-epoch)",
-            line=job.line_of("training", "max_steps"),
-        )
-
-
-def _get(mapping: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(mapping, Mapping):
-            return None
-        mapping = mapping.get(key)
-    return mapping
-
-
-def _kind(value: Any) -> str:
-    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
-    return "null" if value is None else names.get(type(value), "a number")
+def applies(inputs: Inputs) -> bool:
+    """The checks have something to look at: a job file."""
+    return inputs.job is not None

@@ -320,7 +320,7 @@ RULE_CHECKS = (
     ),
 )
 """Every cross-field rule over ``training``, each run on its own so that one violation never
-hides another; EK608 (refs) is checked in ``job.py``."""
+hides another; EK608 (refs) is checked in ``job_checks.py``."""
 
 
 def findings(

@@ -12,15 +12,14 @@ from typing import TYPE_CHECKING
 
 from envkit.model.diagnostics import Diagnostic, Severity
 from envkit.model.gym_data import gym_data
-from envkit.model.package import INSTALL_MARKERS, MAX_ENTRIES, display_path
+from envkit.model.package import INSTALL_MARKERS, MAX_ENTRIES, WHEEL_FORMATS, display_path
 from envkit.validators._base import Inputs, Rule
 
 if TYPE_CHECKING:
     from envkit.model.package import ServerDir
 
-__all__ = ["CHECKS", "MARKERS", "RULES", "WHEEL_FORMATS"]
+__all__ = ["CHECKS", "MARKERS", "RULES"]
 
-WHEEL_FORMATS = ("wheels-v1", "adapter-wheels-v1")
 MARKERS = INSTALL_MARKERS
 """Gym's install markers: a server dir is set up from exactly one of them."""
 

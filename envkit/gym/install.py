@@ -38,7 +38,7 @@ from envkit.gym.diagnose import Where, diagnose, tail
 from envkit.gym.types import GymRuntimeError, PolicyEndpoint
 from envkit.gym.venv import GymVenv, uv_binary
 from envkit.gym.venvsteps import VenvStep
-from envkit.model.package import server_block
+from envkit.model.package import WHEEL_FORMATS, server_block
 from envkit.model.tree import hash_files
 from envkit.records import record
 from envkit.supply.cache import content_key, digests_key, file_sha256
@@ -53,7 +53,6 @@ if TYPE_CHECKING:
 __all__ = [
     "OUTER_RAY_ENV",
     "READY_MARKER",
-    "WHEEL_FORMATS",
     "RunPaths",
     "building",
     "closure_key",
@@ -78,7 +77,6 @@ READY_MARKER = ".envkit-ready"
 OUTER_RAY_ENV = (
     "RAY_ADDRESS", "RAY_NAMESPACE", "RAY_JOB_ID", "RAY_RAYLET_PID", "RAY_LD_PRELOAD_ON_WORKERS",
 )
-WHEEL_FORMATS = ("wheels-v1", "adapter-wheels-v1")
 _OVERRIDE_VERSION = "3.13.14"
 
 

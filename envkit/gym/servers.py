@@ -25,7 +25,6 @@ from envkit.gym.gym_main import POLL_S as GYM_HEAD_POLL_S
 from envkit.gym.harness import HarnessError, stage_harness
 from envkit.gym.head import PORT_TAKEN, ReadinessWatch, describe, head_ready
 from envkit.gym.install import (
-    WHEEL_FORMATS,
     RunPaths,
     building,
     closure_key,
@@ -51,6 +50,7 @@ from envkit.gym.types import (
 )
 from envkit.gym.venv import GymVenv, ensure_gym_venv
 from envkit.gym.venvsteps import PrefetchSteps, stream_lines
+from envkit.model.package import WHEEL_FORMATS
 from envkit.supply.cache import cache_root, uv_cache_under
 from envkit.supply.wheelcache import link_wheels
 from envkit.validators.spinup import EK701

@@ -41,6 +41,7 @@ __all__ = [
     "MAX_ENTRIES",
     "PROVENANCE_NAME",
     "SERVER_TYPES",
+    "WHEEL_FORMATS",
     "FileEntry",
     "Package",
     "ServerDir",
@@ -54,6 +55,8 @@ INSTALL_MARKERS = ("requirements.txt", "pyproject.toml")
 """Files Gym builds a server venv from (exactly one per server dir)."""
 
 MANIFEST = "nemo-environment.yaml"
+WHEEL_FORMATS = ("wheels-v1", "adapter-wheels-v1")
+"""The formats that ship a ``wheels/`` directory (native-v1 installs from an index)."""
 SERVER_TYPES = (
     "resources_servers",
     "responses_api_agents",

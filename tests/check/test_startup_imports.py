@@ -40,6 +40,10 @@ NOT_ON_THE_PATH = (
     "hashlib",
     "subprocess",
     "difflib",  # did-you-mean: only a misspelt name needs it (close_matches)
+    # the checks of the wheels, a dataset and a job file (``envkit.validators`` defers them)
+    "envkit.validators.wheel_checks",
+    "envkit.validators.dataset_row_checks",
+    "envkit.validators.job_checks",
 )
 
 

@@ -19,7 +19,11 @@ from envkit.model.diagnostics import Diagnostic, Severity
 from envkit.model.package import load_package
 from envkit.validators import Inputs
 from envkit.validators._responses import input_problems
-from envkit.validators.dataset_rows import MAX_PER_CODE, check_dataset_files, check_dataset_rows
+from envkit.validators.dataset_row_checks import (
+    MAX_PER_CODE,
+    check_dataset_files,
+    check_dataset_rows,
+)
 
 PACKAGES = REPO_ROOT / "fixtures" / "packages"
 ADAPTER = PACKAGES / "valid-adapter-wheels-v1" / "pkg"

@@ -10,7 +10,7 @@ import pytest
 
 from envkit.model.jobfile import parse_job
 from envkit.model.jobspec import GrpoSettings, grpo_settings
-from envkit.validators.job import job_diagnostics
+from envkit.validators.job_checks import job_diagnostics
 from envkit.validators.job_rules import RULE_CHECKS
 
 BASE: dict[str, Any] = {
