@@ -26,7 +26,8 @@ from envkit.replay import RACY_NS
 PACKAGES = REPO_ROOT / "fixtures" / "packages"
 MARKER = b"<answered from the store>\n"
 NAMES = ("imports", "unchanged", "same_size", "new_file", "removed", "settings", "env", "formats",
-         "output_file", "no_cache", "env_no_cache", "fresh", "usage", "invalid", "module")
+         "output_file", "no_cache", "env_no_cache", "fresh", "usage", "invalid", "module",
+         "finish")
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +69,37 @@ def _stored_and_marked(args: list[str], store: Path, **env: str) -> None:
     assert first.returncode in (0, 1), first.stderr.decode()
     _mark(store)
     assert _run(args, store, **env).stdout == MARKER  # the store answers while unchanged
+
+
+_FINISH = """
+import gc, sys
+from envkit.replay import run
+from envkit.replay.record import Recorder
+held = []
+status = run(sys.argv[1:], finish=lambda status: held.append(
+    (status, sum(isinstance(o, Recorder) for o in gc.get_objects()))))
+print(held, status)
+"""
+
+
+def test_finish_comes_once_before_the_run_lets_go_of_its_records(
+        aged: dict[str, Path], tmp_path: Path) -> None:
+    """``run(..., finish=exit_now)`` is how the console script ends without freeing what a
+    run recorded: ``finish`` gets the status once on each path, a recorded run's answer
+    already stored and its recorder still held."""
+    args = ["validate", str(aged["finish"]), "--offline"]
+
+    def once(*extra: str) -> str:
+        environ = {k: v for k, v in os.environ.items() if k != "ENVKIT_NO_CACHE"}
+        proc = subprocess.run([sys.executable, "-c", _FINISH, *args, *extra], check=True,
+                              capture_output=True, text=True, timeout=120,
+                              env={**environ, "ENVKIT_CACHE_DIR": str(tmp_path)})
+        return proc.stdout.splitlines()[-1]
+
+    assert once() == "[(0, 1)] 0"  # recorded: the recorder is still there
+    assert len(_entries(tmp_path)) == 1
+    assert once() == "[(0, 0)] 0"  # replayed
+    assert once("--no-cache") == "[(0, 0)] 0"
 
 
 def test_an_unchanged_run_is_answered_with_the_first_runs_output_and_status(
@@ -333,7 +365,7 @@ def test_a_validate_process_runs_the_cyclic_collector_less_often(command: str,
                                                                    young: int) -> None:
     """Only ``envkit validate``: a trainer or a build keeps Python's collector as it is."""
     code = ("import gc, sys\nimport envkit.replay as r\n"
-            "r.run = lambda args: print(gc.get_threshold()[0]) or 0\n"
+            "r.run = lambda args, finish=None: print(gc.get_threshold()[0]) or 0\n"
             f"sys.argv = ['envkit', {command!r}]\nr.main()\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=False)
