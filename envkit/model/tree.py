@@ -67,19 +67,38 @@ class Tree:
 def sha256_file(path: str | os.PathLike[str]) -> str:
     """The file's SHA-256, hex (wheel pins, FileSet entries, provenance: one function).
 
-    ``os.read`` in pieces, no buffered file object: validate hashes every small file of a
-    package with a provenance record each run (the tree's 2,527: 35 -> 21 ms).
+    ``os.read``, no buffered file object: validate hashes every small file of a package with
+    a provenance record each run (the tree's 2,527: 35 -> 21 ms), and a small file is one read.
+    A larger one is read on into one buffer of its own (``os.readv``): a new 1 MiB ``bytes``
+    per piece cost fresh memory, a page fault per 4 KiB (the tree's 30 big files: ~1,700
+    faults, 28 -> 20 ms).
     """
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         digest = hashlib.sha256()
-        while piece := os.read(fd, _PIECE):
-            digest.update(piece)
+        head = os.read(fd, _HEAD)
+        digest.update(head)
+        if len(head) == _HEAD:
+            _rest_into(fd, digest)
         return digest.hexdigest()
     finally:
         os.close(fd)
 
 
+def _rest_into(fd: int, digest: Any) -> None:
+    """The rest of ``fd`` into ``digest``, through one buffer (``os.read`` where there is no
+    ``os.readv``)."""
+    if not hasattr(os, "readv"):
+        while piece := os.read(fd, _PIECE):
+            digest.update(piece)
+        return
+    buffer = bytearray(_PIECE)
+    view = memoryview(buffer)
+    while size := os.readv(fd, (buffer,)):
+        digest.update(view[:size])
+
+
+_HEAD = 1 << 16
 _PIECE = 1 << 20
 
 
