@@ -178,6 +178,22 @@ rule tables would save ~4 ms without bytecode (~53 KB not compiled); the import 
 the cycle a lazy import back to the table makes, so their rule records would have to move to
 modules of their own first.
 
+2026-12-06, morning (paired A/B, interleaved, medians of 21-31; then ``scripts/bench.sh`` three
+times): a package-only validate compiled the wheels', the dataset's and the job's checks (~60
+KB) that it never runs; ``envkit.validators`` now imports each area's checks at the first
+input they apply to, their rule records staying where they were: small gate without bytecode
+-7 ms (103.6 -> 96.6 ms), with -0.9 ms. A first run of the tree freed its recorder after
+storing the answer (~2 ms; the console script now ends first: ``run(..., finish=exit_now)``),
+and hashed its big files through a new 1 MiB ``bytes`` per piece, fresh memory and a page
+fault per 4 KiB (~2.4 us each on this VM: 30 MB cost ~1,700 faults; now one buffer per file):
+-1.3 to -1.7 ms; the 402 MB char_pattern package's first hash 14,072 -> 501 faults, 255-331 ->
+231-243 ms. Page faults are ~12,000 of a first run over the tree (~30 ms of its ~330 ms CPU),
+2,900 of them before the fork (``python -c pass``: 1,300); ``gc.freeze()`` before the fork
+changed nothing (the run makes no collection). Figures (``python -c pass`` 18.2, 18.6 and 17.0
+ms): small gate 53, 54 and 51 ms with bytecode, 95, 95 and 90 ms without; tree first run
+0.210, 0.198 and 0.191 s (the first run's tree section was disturbed: its "new command" runs
+took 0.272 s, 0.18-0.19 s in the others), ``--no-cache`` 0.157, 0.146 and 0.146 s.
+
 The tree's anchor until 2026-12-05 (afternoon) passed Gym no config: it read the manifest's
 list as indented (``  - ``) while the corpus writes it at the key's indent (``- ``), so ``gym
 env resolve`` resolved nothing (2.10 s: Gym's start-up), and it ran in the corpus's first
