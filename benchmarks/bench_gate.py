@@ -189,10 +189,12 @@ fault per 4 KiB (~2.4 us each on this VM: 30 MB cost ~1,700 faults; now one buff
 -1.3 to -1.7 ms; the 402 MB char_pattern package's first hash 14,072 -> 501 faults, 255-331 ->
 231-243 ms. Page faults are ~12,000 of a first run over the tree (~30 ms of its ~330 ms CPU),
 2,900 of them before the fork (``python -c pass``: 1,300); ``gc.freeze()`` before the fork
-changed nothing (the run makes no collection). Figures (``python -c pass`` 18.2, 18.6 and 17.0
-ms): small gate 53, 54 and 51 ms with bytecode, 95, 95 and 90 ms without; tree first run
-0.210, 0.198 and 0.191 s (the first run's tree section was disturbed: its "new command" runs
-took 0.272 s, 0.18-0.19 s in the others), ``--no-cache`` 0.157, 0.146 and 0.146 s.
+changed nothing (the run makes no collection). Before the hashing change (``python -c pass``
+18.2, 18.6 and 17.0 ms): small gate 53, 54 and 51 ms with bytecode, 95, 95 and 90 ms
+without; tree first run 0.210, 0.198 and 0.191 s (the first run's tree section was disturbed:
+its "new command" runs took 0.272 s, 0.18-0.19 s in the others), ``--no-cache`` 0.157, 0.146
+and 0.146 s; with the hashing change (``python -c pass`` 17.7 ms): 52 and 91 ms, tree first
+run 0.196 s.
 
 The tree's anchor until 2026-12-05 (afternoon) passed Gym no config: it read the manifest's
 list as indented (``  - ``) while the corpus writes it at the key's indent (``- ``), so ``gym
