@@ -193,8 +193,8 @@ changed nothing (the run makes no collection). Before the hashing change (``pyth
 18.2, 18.6 and 17.0 ms): small gate 53, 54 and 51 ms with bytecode, 95, 95 and 90 ms
 without; tree first run 0.210, 0.198 and 0.191 s (the first run's tree section was disturbed:
 its "new command" runs took 0.272 s, 0.18-0.19 s in the others), ``--no-cache`` 0.157, 0.146
-and 0.146 s; with the hashing change (``python -c pass`` 17.7 ms): 52 and 91 ms, tree first
-run 0.196 s.
+and 0.146 s; with the hashing change (``python -c pass`` 17.7 and 16.8 ms): 52 and 50 ms
+with bytecode, 91 and 87 ms without, tree first run 0.196 and 0.188 s.
 
 The tree's anchor until 2026-12-05 (afternoon) passed Gym no config: it read the manifest's
 list as indented (``  - ``) while the corpus writes it at the key's indent (``- ``), so ``gym
