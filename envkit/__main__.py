@@ -1,5 +1,7 @@
 """``python -m envkit``: the same entry as the ``envkit`` console script."""
 
-from envkit.replay import main
+import sys
 
-main()
+from envkit.cli import main
+
+sys.exit(main())

@@ -67,6 +67,8 @@ class GateRequest:
     """What the command line set (``None`` fields: not given)."""
     exclude: tuple[str, ...] = ()
     verify_hashes: bool = False
+    no_cache: bool = False
+    """No store of envkit's is read or written (``--no-cache``, ``ENVKIT_NO_CACHE=1``)."""
     isolated: bool = False
     """Ignore configuration files (``--isolated``, as ruff)."""
     ignore_unowned_files: bool = False
@@ -181,7 +183,7 @@ def _one(package: Path | None, request: GateRequest, dataset: Path | None,
          job: Path | None) -> Report:
     settings = resolve_settings(package, request)
     is_package = package is None or is_package_root(package)
-    pkg = (read_package(package, verify_hashes=request.verify_hashes)
+    pkg = (read_package(package, verify_hashes=request.verify_hashes, no_cache=request.no_cache)
            if package and is_package else None)
     choice = choose_target(pkg, settings, request.flags)
     select, ignore = selection(settings)
@@ -192,7 +194,8 @@ def _one(package: Path | None, request: GateRequest, dataset: Path | None,
     return validate(ValidateRequest(
         package=package if is_package else None, package_as=package, dataset=dataset, job=job,
         options=options, select=select, ignore=ignore, strict=bool(settings.strict),
-        verify_hashes=request.verify_hashes, target_source=choice.source,
+        verify_hashes=request.verify_hashes, no_cache=request.no_cache,
+        target_source=choice.source,
         notes=(choice.note,) if choice.note else (),
         leading=() if is_package or package is None else (_not_a_package(package, request),),
         disagreement=_disagreement(choice), docs_url=settings.docs_url,
@@ -298,10 +301,8 @@ def run_gate(request: GateRequest) -> ValidationRun:
         if not (dataset or job):
             return ValidationRun(())
         return ValidationRun((_one(None, request, dataset, job),))
-    keys = [str(p) for p in found.packages]
     return ValidationRun(tuple(fork_map(lambda p: _one(p, request, dataset, job),
-                                        found.packages, request.workers,
-                                        keys if len(set(keys)) == len(keys) else None)))
+                                        found.packages, request.workers)))
 
 
 def discover_for(request: GateRequest) -> Discovery:

@@ -58,6 +58,8 @@ class ValidateRequest:
     ignore: tuple[str, ...] = ()
     strict: bool = False
     verify_hashes: bool = False
+    no_cache: bool = False
+    """Read every byte now: no store of envkit's is read or written (``--no-cache``)."""
     target_source: str = "default"
     """Where ``options.target`` came from, for the report (``command line``, a config file...)."""
     notes: tuple[str, ...] = ()
@@ -76,11 +78,13 @@ class ValidateRequest:
     that choice become one ``Cause``."""
 
 
-def read_package(root: Path, *, verify_hashes: bool = False) -> Package:
+def read_package(root: Path, *, verify_hashes: bool = False, no_cache: bool = False) -> Package:
     """``load_package`` as validation reads a package: the archive facts of wheels and the
     hashes of files unchanged since an earlier run come from envkit's cache
     (``envkit.supply.wheelfacts``, ``envkit.supply.treestamps``); ``--verify-hashes`` reads
-    every byte again."""
+    every byte again, ``--no-cache`` reads everything without any store."""
+    if no_cache:
+        return load_package(root, verify_hashes=verify_hashes)
     return load_package(root, verify_hashes=verify_hashes, wheel_reader=_stored_facts,
                         tree_hasher=None if verify_hashes else _stamped_tree)
 
@@ -113,7 +117,8 @@ def validate(request: ValidateRequest, *, package: Package | None = None) -> Rep
     :raises FileNotFoundError, NotADirectoryError: a named input does not exist (usage error).
     """
     if package is None and request.package:
-        package = read_package(request.package, verify_hashes=request.verify_hashes)
+        package = read_package(request.package, verify_hashes=request.verify_hashes,
+                               no_cache=request.no_cache)
     # The dataset and job models load only when given: a hook validates packages.
     if request.dataset:
         from envkit.model.dataset import load_dataset

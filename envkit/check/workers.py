@@ -12,14 +12,15 @@ What stays as in one process:
 - results come back in the items' order, and the output is byte for byte the serial one;
 - an item whose function raised in a worker is run again here, in the parent, so the caller
   sees the very exception a serial run raises (no exception is pickled across), first in item
-  order; so is every item of a worker that died or whose results could not be pickled;
-- state other code keeps about the run (the replay recorder's inputs) is carried back by a
-  :class:`Carrier` registered for the run's duration: a worker's reads are the run's reads.
+  order; so is every item of a worker that died or whose results could not be pickled.
+
+The results cross one pipe from a worker this call forked to this process, and nothing else:
+no file, no cache, no other process can write into it, so unpickling them trusts only this
+process's own copy (nothing read from disk is ever unpickled).
 
 The items are taken from one queue (a pipe of item numbers, filled before the fork), not split
-in fixed shares: the packages of a tree differ tenfold in cost, and the parent has more to do
-than a worker (it identifies what it read while it waits), so fixed halves left one core idle
-for ~30 ms of the tree's ~200.
+in fixed shares: the packages of a tree differ tenfold in cost, so fixed halves leave one core
+idle while the other finishes the expensive share.
 
 Forks only where it is safe and pays: on Linux, with one thread in the process, and with at
 least ``MIN_SHARE`` items per worker.
@@ -30,13 +31,12 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
-__all__ = ["MEMO_ITEMS", "MIN_SHARE", "Carrier", "Memo", "available_workers", "carrying",
-           "fork_map", "remembering"]
+__all__ = ["MIN_SHARE", "available_workers", "fork_map"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -44,76 +44,8 @@ R = TypeVar("R")
 MIN_SHARE = 8
 """Items per worker below which a fork (a few ms, and a pickle of the results) does not pay."""
 
-MEMO_ITEMS = 2 * MIN_SHARE
-"""Items below which a memo is not asked: re-running a few packages costs less than keeping
-each one's result and inputs (a pickle each, and the imports for it)."""
-
 _FAILED = object()
 """A worker's mark for an item the parent must run itself."""
-
-
-class Carrier(Protocol):
-    """State a forked worker carries back to its parent."""
-
-    def before_fork(self) -> None:
-        """In the parent, just before each fork ``fork_map`` makes."""
-
-    def forked(self) -> None:
-        """In the worker, right after the fork: what follows is the worker's own."""
-
-    def waiting(self) -> None:
-        """In the parent, its own share done, before it waits for the workers: work it would
-        do at the run's end that can be done now (the workers' tail is the run's wall time)."""
-
-    def carried(self) -> object:
-        """In the worker, at its end: what the parent must :meth:`merge` (picklable)."""
-
-    def merge(self, state: object) -> None:
-        """In the parent: take a worker's :meth:`carried` state as its own."""
-
-
-_carriers: list[Carrier] = []
-"""Registered by :func:`carrying` for a run (a fork copies the process, so the copy must be
-told, by the process, what it has to hand back)."""
-
-
-@contextlib.contextmanager
-def carrying(carrier: Carrier) -> Iterator[None]:
-    """Carry ``carrier``'s state back from every worker forked inside the block."""
-    _carriers.append(carrier)
-    try:
-        yield
-    finally:
-        _carriers.remove(carrier)
-
-
-class Memo(Protocol):
-    """Results of items from an earlier run that still hold, and where each item of this run
-    starts and ends (``fork_map`` with ``keys``)."""
-
-    def recall(self, keys: Sequence[str]) -> Mapping[int, object]:
-        """In the parent, before any item runs: ``{index: result}`` of the items not to run."""
-
-    def begin(self, key: str) -> None:
-        """In the process about to run the item named ``key``."""
-
-    def end(self, key: str, result: object, *, ok: bool) -> None:
-        """Right after it: its result (``ok``), or it raised."""
-
-
-_memos: list[Memo] = []
-"""Registered by :func:`remembering` for a run."""
-
-
-@contextlib.contextmanager
-def remembering(memo: Memo) -> Iterator[None]:
-    """Let ``memo`` answer and watch the items of every ``fork_map`` given ``keys`` inside the
-    block."""
-    _memos.append(memo)
-    try:
-        yield
-    finally:
-        _memos.remove(memo)
 
 
 def available_workers() -> int:
@@ -124,27 +56,19 @@ def available_workers() -> int:
         return os.cpu_count() or 1
 
 
-def fork_map(func: Callable[[T], R], items: Sequence[T], workers: int | None = None,
-             keys: Sequence[str] | None = None) -> list[R]:
+def fork_map(func: Callable[[T], R], items: Sequence[T], workers: int | None = None) -> list[R]:
     """``[func(item) for item in items]``, the items shared among up to ``workers`` processes
     (default: :func:`available_workers`), this one included.
 
-    ``keys``: a stable name per item (a package's path as given). With them, a :class:`Memo`
-    registered for the run answers the items it still knows from an earlier run, and sees where
-    every other item starts and ends, in whichever process runs it.
-
     ``func`` must not write to stdout or stderr in a worker: its output would reach the
-    terminal out of order (the replay recorder keeps it, in the worker's order).
+    terminal out of order.
     """
-    memo = _memos[-1] if _memos and keys is not None and len(items) >= MEMO_ITEMS else None
     results: list[object] = [_FAILED] * len(items)
-    if memo is not None and keys is not None:
-        for i, result in memo.recall(keys).items():
-            results[i] = result
-        call: Callable[[int], object] = _remembered(func, items, keys, memo)
-    else:
-        call = lambda i: func(items[i])  # noqa: E731 - the plain case of the line above
-    todo = [i for i, result in enumerate(results) if result is _FAILED]
+
+    def call(i: int) -> object:
+        return func(items[i])
+
+    todo = list(range(len(items)))
     count = min(workers or available_workers(), len(todo) // MIN_SHARE)
     if count < 2 or not _can_fork():
         for i in todo:
@@ -163,8 +87,6 @@ def fork_map(func: Callable[[T], R], items: Sequence[T], workers: int | None = N
                 raised[i] = exc
                 break
         queue.close()
-        for carrier in _carriers:
-            carrier.waiting()
         for pid, fd in children:
             _collect(pid, fd, results)
         children.clear()
@@ -178,21 +100,6 @@ def fork_map(func: Callable[[T], R], items: Sequence[T], workers: int | None = N
         if result is _FAILED:
             results[i] = call(i)  # raises here, in order, as a serial run would
     return results  # type: ignore[return-value]
-
-
-def _remembered(func: Callable[[T], R], items: Sequence[T], keys: Sequence[str],
-                memo: Memo) -> Callable[[int], object]:
-    def call(i: int) -> object:
-        memo.begin(keys[i])
-        try:
-            result = func(items[i])
-        except BaseException:
-            memo.end(keys[i], None, ok=False)
-            raise
-        memo.end(keys[i], result, ok=True)
-        return result
-
-    return call
 
 
 class _Queue:
@@ -244,8 +151,6 @@ def _can_fork() -> bool:
 def _start(call: Callable[[int], object], queue: _Queue) -> tuple[int, int]:
     for stream in (sys.stdout, sys.stderr):  # or a worker flushes the parent's buffers again
         stream.flush()
-    for carrier in _carriers:
-        carrier.before_fork()
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the worker: never returns
@@ -260,8 +165,6 @@ def _work(call: Callable[[int], object], queue: _Queue, fd: int) -> None:
 
     status = 1
     try:
-        for carrier in _carriers:
-            carrier.forked()
         done: dict[int, object] = {}
         for i in queue:
             try:
@@ -269,13 +172,12 @@ def _work(call: Callable[[int], object], queue: _Queue, fd: int) -> None:
             except BaseException:  # the parent runs it again and raises it
                 break
         queue.close()
-        state = [carrier.carried() for carrier in _carriers]
         try:
-            data = pickle.dumps((done, state), protocol=pickle.HIGHEST_PROTOCOL)
+            data = pickle.dumps(done, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # unpicklable results: the parent runs them all
-            data = pickle.dumps(({}, state), protocol=pickle.HIGHEST_PROTOCOL)
+            data = pickle.dumps({}, protocol=pickle.HIGHEST_PROTOCOL)
         view = memoryview(data)
-        while view:  # os.write, not open(fd): opening a descriptor reads as stdin to a recorder
+        while view:
             view = view[os.write(fd, view):]
         status = 0
     finally:
@@ -283,8 +185,8 @@ def _work(call: Callable[[int], object], queue: _Queue, fd: int) -> None:
 
 
 def _collect(pid: int, fd: int, results: list[object]) -> None:
-    """A worker's results into ``results``; its carried state to the carriers. A worker that
-    died leaves its items ``_FAILED`` (the parent runs them)."""
+    """A worker's results into ``results``. A worker that died leaves its items ``_FAILED``
+    (the parent runs them)."""
     import pickle
 
     chunks = []
@@ -295,13 +197,11 @@ def _collect(pid: int, fd: int, results: list[object]) -> None:
         os.waitpid(pid, 0)
     data = b"".join(chunks)
     try:
-        done, state = pickle.loads(data)  # our own fork's bytes
+        done = pickle.loads(data)  # this call's own fork's bytes, over its own pipe
     except Exception:  # a worker killed mid-write
         return
     for i, result in done.items():
         results[i] = result
-    for carrier, carried in zip(_carriers, state, strict=True):
-        carrier.merge(carried)
 
 
 def _stop(pid: int, fd: int) -> None:

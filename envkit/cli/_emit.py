@@ -1,6 +1,5 @@
 """A command's result on stdout (or in its report file), or its interruption, and the exit
-status each stands for: one copy for the click path (``envkit.cli.app``) and the quick path
-(``envkit.cli.quick``)."""
+status each stands for (``envkit.cli.app`` renders every command through here)."""
 
 from __future__ import annotations
 

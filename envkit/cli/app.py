@@ -1,5 +1,5 @@
-"""The ``envkit`` command's click layer: ``envkit.cli.main`` comes here with every invocation
-the quick path (``envkit.cli.quick``) declines. Commands parse, call one core function, and
+"""The ``envkit`` command's click layer: ``envkit.cli.main`` comes here with every invocation.
+Commands parse, call one core function, and
 return a typed result; the group renders it (``envkit.cli._emit``) and decides the exit status.
 
 Exit codes are decided here and nowhere else (``classify``): 0 success/valid, 1 invalid/failed,
@@ -73,8 +73,8 @@ class _LazyGroup(click.Group):
 def report_failure(exc: Exception, argv: list[str], fmt: str,
                    ctx: click.Context | None = None) -> int:
     """Show the error that ended the command ``argv`` (click's own as click shows it, a usage
-    error with the command's usage) and return its exit status. The quick path
-    (``envkit.cli.quick``) comes here too, with no context: one is made for the usage line."""
+    error with the command's usage) and return its exit status. Without a context (a caller
+    outside click), one is made for the usage line."""
     from envkit.output import failure
 
     code, kind = classify(exc)

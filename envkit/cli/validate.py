@@ -1,8 +1,6 @@
 """``envkit validate``, ``envkit schema`` and ``envkit rule``: parse, call, return a result.
 
-``envkit validate``'s work is ``envkit.cli.validate_core.validate``, which the quick path
-(``envkit.cli.quick``) calls too; a new option here is also one there, or one it declines
-(``tests/cli/test_quick.py`` fails until it is).
+``envkit validate``'s work is ``envkit.cli.validate_core.validate``: the command only parses.
 """
 
 from __future__ import annotations
@@ -66,10 +64,9 @@ __all__ = ["rule_command", "schema_command", "validate_command"]
 @click.option("--probe", is_flag=True,
               help="Then probe whether the package will train, as `envkit probe` does (one "
                    "package, --dataset required; JSON: `envkit schema probe`).")
-@click.option("--no-cache", is_flag=True, expose_value=False,
-              help="Neither answer from nor store in the cache of unchanged runs (a run "
-                   "whose inputs, read or looked for, are all unchanged prints its last "
-                   "answer again); also ENVKIT_NO_CACHE=1.")
+@click.option("--no-cache", is_flag=True, envvar="ENVKIT_NO_CACHE",
+              help="Read every file and wheel now, with no store of envkit's read or "
+                   "written (the tree stamps, the wheel facts); also ENVKIT_NO_CACHE=1.")
 @report_file_option
 @common_options(VALIDATE_FORMATS)
 def validate_command(**options: Any) -> object:
@@ -83,7 +80,7 @@ def validate_command(**options: Any) -> object:
     closest envkit.toml or [tool.envkit] in pyproject.toml; flags win. Reports every
     violation in one run. Exit 0 when all are valid, 1 when any is not, 2 on usage errors.
     """
-    return validate(**options)  # the quick path calls it with the same names
+    return validate(**options)
 
 
 @click.command("schema")

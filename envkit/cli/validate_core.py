@@ -1,9 +1,7 @@
 """What ``envkit validate`` does with its options, without click.
 
-Why apart from the click command (``envkit.cli.validate``): the quick path
-(``envkit.cli.quick``) parses the plain invocations a pre-commit hook makes without importing
-click and calls this same function, so both paths build the same request and return the same
-result.
+Why apart from the click command (``envkit.cli.validate``): the command parses, this builds the
+request and runs it, so neither needs the other's imports to be read or tested.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ if TYPE_CHECKING:
 __all__ = ["VALIDATE_FORMATS", "validate"]
 
 VALIDATE_FORMATS = ("human", "json", "github", "sarif")
-"""``envkit validate --output-format`` choices (the click option and the quick path)."""
+"""``envkit validate --output-format`` choices."""
 
 
 def _codes(values: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -30,7 +28,7 @@ def validate(paths: tuple[Path, ...], dataset: Path | None, job: Path | None,
              verify_hashes: bool, select: tuple[str, ...], ignore: tuple[str, ...],
              extend_select: tuple[str, ...], extend_ignore: tuple[str, ...],
              exclude: tuple[str, ...], isolated: bool, ignore_unowned_files: bool,
-             show_settings: bool, smoke: bool, probe: bool) -> object:
+             show_settings: bool, smoke: bool, probe: bool, no_cache: bool = False) -> object:
     """Run the gate (or show settings, or smoke, or probe) for the parsed options."""
     from pathlib import Path
 
@@ -42,7 +40,7 @@ def validate(paths: tuple[Path, ...], dataset: Path | None, job: Path | None,
                      glibc=glibc, python=python_version, gym_version=gym_version,
                      offline=offline, strict=strict, dataset=dataset, job=job)
     request = GateRequest(paths=paths, flags=flags, exclude=exclude,
-                          verify_hashes=verify_hashes, isolated=isolated,
+                          verify_hashes=verify_hashes, no_cache=no_cache, isolated=isolated,
                           ignore_unowned_files=ignore_unowned_files)
     if show_settings:
         from envkit.output.results import SettingsView

@@ -1,8 +1,7 @@
 """Where envkit keeps what it caches (``$ENVKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/envkit``,
 else ``~/.cache/envkit``) and how a file there is written. Strings and bytes, with nothing but
-``os``, ``time`` and ``contextlib`` imported: the replayed ``envkit validate``
-(``envkit.replay``) looks here before anything else is imported, and validate's first run
-writes its stores through here."""
+``os``, ``time`` and ``contextlib`` imported: validate writes its stores through here and its
+start-up imports no more than it needs."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Many packages on every core (``envkit.check.workers``): the same results, in the same order,
-the same exception first in item order, nothing lost when a worker dies, and what a worker read
-carried back to the replay recorder."""
+the same exception first in item order, nothing lost when a worker dies."""
 
 from __future__ import annotations
 
@@ -18,9 +17,7 @@ from support.paths import REPO_ROOT
 
 from envkit.check import workers
 from envkit.check.gate import GateRequest, run_gate
-from envkit.check.workers import MIN_SHARE, carrying, fork_map
-from envkit.replay.record import Recorder
-from envkit.replay.store import STAT
+from envkit.check.workers import MIN_SHARE, fork_map
 
 PACKAGES = REPO_ROOT / "fixtures" / "packages"
 PARENT = os.getpid()
@@ -117,41 +114,6 @@ def test_items_of_a_worker_that_died_or_returned_unpicklable_results_are_run_her
     assert [item for item, _ in results] == list(range(4 * MIN_SHARE))
 
 
-class _Seen:
-    """A carrier that keeps the items a process saw."""
-
-    def __init__(self) -> None:
-        self.items: list[int] = []
-        self.forks = 0
-        self.waited: list[int] = []
-
-    def before_fork(self) -> None:
-        self.forks += 1
-
-    def forked(self) -> None:
-        self.items = []
-
-    def waiting(self) -> None:
-        self.waited = list(self.items)
-
-    def carried(self) -> object:
-        return list(self.items)
-
-    def merge(self, state: object) -> None:
-        assert isinstance(state, list)
-        self.items += state
-
-
-def test_a_carrier_gets_back_what_each_worker_kept() -> None:
-    seen = _Seen()
-    with carrying(seen):
-        fork_map(lambda i: seen.items.append(i), list(range(3 * MIN_SHARE)), workers=3)
-    assert seen.forks == 2
-    assert sorted(seen.items) == list(range(3 * MIN_SHARE))
-    # waiting() came when this process had taken its last item, before any worker's merge
-    assert seen.items[:len(seen.waited)] == seen.waited == sorted(seen.waited)
-
-
 @pytest.fixture
 def many(tmp_path: Path) -> list[Path]:
     """Twice ``MIN_SHARE`` packages, valid and invalid ones in both shares."""
@@ -168,16 +130,3 @@ def test_a_tree_validated_by_two_workers_reports_what_one_process_reports(
     forked = run_gate(GateRequest(paths=paths, workers=2))
     assert forked == serial
     assert {r.valid for r in serial.reports} == {True, False}
-
-
-def test_the_recorder_keeps_what_a_worker_read(many: list[Path]) -> None:
-    recorder = Recorder(ignore=str(many[0].parent / "cache"))
-    with recorder.watching():
-        run_gate(GateRequest(paths=tuple(many), workers=2))
-    assert recorder.impure is None  # the workers' fork is no impurity
-    assert recorder.carried_parts  # the second worker's reads, identified there
-    inputs = {(how, path) for how, path, _ in recorder.inputs()}
-    for pkg in many:  # both shares: this process's (even) and the worker's (odd)
-        manifest = str(pkg / "nemo-environment.yaml")
-        assert any(path == manifest or (how == STAT and path == manifest)
-                   for how, path in inputs), manifest
