@@ -1,7 +1,7 @@
 """Write the rule reference pages from the rule registry: docs/rules.md and docs/rules/EKnnn.md.
 
-Every page comes from ``envkit.validators.RULES`` (and the ``EK000`` safety net), the records
-``envkit rule CODE`` prints, so the site, the terminal and the SARIF rule texts never
+Every page comes from ``envkit.validators.KNOWN_RULES`` (the rules and the ``EK000`` safety net),
+the records ``envkit rule CODE`` prints, so the site, the terminal and the SARIF rule texts never
 disagree. ``mkdocs build --strict`` turns docs/ into the site; a diagnostic links to
 ``<docs-url>/rules/<CODE>.html`` when the ``docs-url`` setting names where it is served.
 
@@ -15,9 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from envkit.check.validate import INTERNAL_ERROR
-from envkit.model.diagnostics import Severity
-from envkit.validators import RULES, Rule
+from envkit.validators import KNOWN_RULES, Rule
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -33,17 +31,8 @@ FAMILIES = {
     "EK8": "will it train (envkit probe)",
 }
 
-SAFETY_NET = Rule(
-    INTERNAL_ERROR, Severity.ERROR, "a check itself failed (internal error)",
-    "Every check runs guarded: when one raises, the report still prints, with this code "
-    "naming the check, and the other checks' findings are kept. No input is meant to reach "
-    "it: it is a bug in envkit, not a verdict on the package.",
-    "Report it with the message; the other diagnostics of the run still apply.",
-)
-
-
 def all_rules() -> list[Rule]:
-    return sorted([SAFETY_NET, *RULES.values()], key=lambda r: r.code)
+    return sorted(KNOWN_RULES.values(), key=lambda r: r.code)
 
 
 def rule_page(rule: Rule) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
+from envkit.model.diagnostics import Severity
 from envkit.validators import (
     dataset_rows,
     gym,
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
 
     from envkit.model.diagnostics import Diagnostic
 
-__all__ = ["CHECKS", "RULES", "Check", "CheckOptions", "Inputs", "Rule", "run_checks"]
+__all__ = ["CHECKS", "INTERNAL", "KNOWN_RULES", "RULES", "Check", "CheckOptions", "Inputs", "Rule",
+           "run_checks"]
 
 _MODULES = (manifest, layout, provenance, gym, wheels, dataset_rows, job, spinup, probe)
 
@@ -89,6 +91,21 @@ CHECKS: tuple[Check, ...] = (
     *probe.CHECKS,
 )
 RULES: dict[str, Rule] = {rule.code: rule for module in _MODULES for rule in module.RULES}
+"""Every rule a check reports (each has a failing fixture under ``fixtures/``)."""
+
+INTERNAL = Rule(
+    "EK000", Severity.ERROR, "a check itself failed (internal error)",
+    "Every check runs guarded: when one raises, the report still prints, with this code "
+    "naming the check, and the other checks' findings are kept. No input is meant to reach "
+    "it: it is a bug in envkit, not a verdict on the package.",
+    "Report it with the message; the other diagnostics of the run still apply.",
+)
+"""The safety net's code (``envkit.check.validate`` reports it for a check that raised). No
+fixture reaches it, so it is not in ``RULES``; it is a code users see, so ``envkit rule``,
+``--select``/``--ignore`` and SARIF know it through ``KNOWN_RULES``."""
+
+KNOWN_RULES: dict[str, Rule] = {INTERNAL.code: INTERNAL, **RULES}
+"""Every code a diagnostic can carry: ``RULES`` and the safety net."""
 
 
 def run_checks(inputs: Inputs, checks: Iterable[Check] = CHECKS) -> list[Diagnostic]:

@@ -17,6 +17,7 @@ from envkit.check.discovery import MANIFEST, Discovery, discover, is_package_roo
 from envkit.check.report import Report, ValidationRun
 from envkit.check.settings import (
     CONFIG_NAMES,
+    PROBE_DEFAULTS,
     Settings,
     SettingsFiles,
     find_config,
@@ -33,7 +34,7 @@ from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.model.package import LOCK_NAME
 from envkit.model.target import Target
 from envkit.records import record
-from envkit.validators import RULES, CheckOptions
+from envkit.validators import KNOWN_RULES, CheckOptions
 from envkit.validators.manifest import EK100
 
 if TYPE_CHECKING:
@@ -150,7 +151,7 @@ def choose_target(package: Package | Path | None, settings: Settings, flags: Set
 
 def selection(settings: Settings) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(select, ignore) of the resolved settings; a selector naming no rule is refused."""
-    known = RULES.keys()
+    known = KNOWN_RULES.keys()
     select = parse_selectors(settings.select or (), known)
     if select:
         select += parse_selectors(settings.extend_select, known)
@@ -176,6 +177,8 @@ def shown_settings(package: Path | None, request: GateRequest) -> dict[str, obje
         "gym-version": settings.gym_version or DEFAULT_GYM_VERSION,
         "offline": bool(settings.offline), "strict": bool(settings.strict),
     })
+    values.update({key: default for key, default in PROBE_DEFAULTS.items()
+                   if values.get(key) is None})
     return values
 
 

@@ -25,8 +25,9 @@ from envkit.errors import UsageError
 from envkit.model.realpaths import real_path
 from envkit.records import record
 
-__all__ = ["CONFIG_NAMES", "Settings", "SettingsError", "SettingsFiles", "Workspace", "find_config",
-           "parse_glibc", "parse_python", "settings_for", "workspace_at"]
+__all__ = ["CONFIG_NAMES", "PROBE_DEFAULTS", "Settings", "SettingsError", "SettingsFiles",
+           "Workspace", "find_config", "parse_glibc", "parse_python", "settings_for",
+           "workspace_at"]
 
 CONFIG_NAMES = ("envkit.toml", "pyproject.toml")
 
@@ -92,6 +93,13 @@ _BOOL_KEYS = ("offline", "strict")
 _PATH_KEYS = ("dataset", "job")
 _FILE_KEYS = ("packages", "per-package")
 """Keys of the file's top level only: they describe the repository, not one package."""
+PROBE_DEFAULTS: dict[str, int | float] = {
+    "probe-margin": 0.1, "probe-repeats": 2, "probe-rows": 8, "probe-dead-rows-warn": 0.5,
+    "probe-zero-variance-warn": 0.5, "probe-concurrency": 2, "probe-rollout-timeout": 600.0,
+}
+"""The probe thresholds' defaults, here beside the keys so ``--show-settings`` and the settings
+reference print them; ``envkit.probe.thresholds.Thresholds`` takes its defaults from here and
+documents what each means."""
 _INT_KEYS = ("probe-repeats", "probe-rows", "probe-concurrency")
 _FLOAT_KEYS = ("probe-margin", "probe-dead-rows-warn", "probe-zero-variance-warn",
                "probe-rollout-timeout")

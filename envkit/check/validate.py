@@ -146,7 +146,8 @@ def validate_inputs(inputs: Inputs, request: ValidateRequest | None = None) -> R
     diagnostics = tuple(
         _printable(d)
         for d in with_columns(run_checks(inputs, _guarded_checks(CHECKS)), inputs)
-        if d.code == INTERNAL_ERROR or selected(d.code, request.select, request.ignore)
+        if selected(d.code, request.select, request.ignore)
+        or (d.code == INTERNAL_ERROR and INTERNAL_ERROR not in request.ignore)
     )
     diagnostics = request.leading + diagnostics
     return Report(

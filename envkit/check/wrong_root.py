@@ -42,7 +42,42 @@ def wrong_root(path: Path, exclude: Sequence[str] = ()) -> tuple[str, str | None
         pkg = owner.as_posix() if path.is_absolute() else os.path.relpath(owner)
         return (f"`{name}` is not a package root: it lies inside the package `{pkg}`",
                 f"Validate the package root: `envkit validate {pkg}/`.")
-    return f"`{name}` holds no `{MANIFEST}`, and no package lies below it", None
+    message = f"`{name}` holds no `{MANIFEST}`, and no package lies below it"
+    return message, _source_tree_hint(path)
+
+
+def _source_tree_hint(path: Path) -> str | None:
+    """The command that makes a package of the sources below ``path``: a project ``envkit
+    init`` wrote (or any Gym tree, or a verifiers environment) is sources, not a package,
+    until it is built; adding a manifest by hand is not the advice it needs."""
+    out = _shown(path / "package")
+    servers = _children_with(path / "resources_servers", "configs")
+    if servers:
+        src = " ".join(_shown(path / "resources_servers" / s) for s in servers[:3])
+        return (f"This is a source tree: build the package from its Gym server"
+                f"{'s' if len(servers) > 1 else ''} first, `envkit build {_rel(src)} -o {out}`, "
+                f"then `envkit validate {out}`.")
+    envs = _children_with(path / "environments", "pyproject.toml")
+    if envs:
+        env = _rel(_shown(path / "environments" / envs[0]))
+        return ("This is a source tree: convert its verifiers environment first, `envkit "
+                f"convert verifiers --hub-id local/{envs[0]} --source {env} -o {out} "
+                f"--dataset-dir {out}-data`, then `envkit validate {out}`.")
+    return None
+
+
+def _children_with(parent: Path, marker: str) -> list[str]:
+    """Sub-directories of ``parent`` that hold ``marker``, sorted."""
+    try:
+        return sorted(e.name for e in os.scandir(parent) if e.is_dir(follow_symlinks=False)
+                      and (Path(e.path) / marker).exists())
+    except OSError:
+        return []
+
+
+def _rel(shown: str) -> str:
+    """A path as typed after ``cd``: ``./x`` -> ``x``."""
+    return " ".join(part.removeprefix("./") for part in shown.split(" "))
 
 
 def _many(path: Path, below: list[Path]) -> tuple[str, str]:

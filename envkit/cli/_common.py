@@ -180,8 +180,8 @@ def gym_python_option(func: Callable[..., Any]) -> Callable[..., Any]:
     """``--gym-python``: the CPython 3.13 Gym's venv is built on (commands that start servers)."""
     return click.option("--gym-python", type=click.Path(exists=True, dir_okay=False,
                                                         path_type=Path),
-                        help="CPython 3.13 for Gym (default: PATH, pyenv, "
-                             "$ENVKIT_GYM_PYTHON).")(func)
+                        help="CPython 3.13 for Gym (default: $ENVKIT_GYM_PYTHON, then "
+                             "python3.13 on PATH, then pyenv's 3.13 versions).")(func)
 
 
 def allow_python_override_option(func: Callable[..., Any]) -> Callable[..., Any]:

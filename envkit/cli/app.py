@@ -19,6 +19,7 @@ import click
 from envkit import __version__
 from envkit.cli._common import FORMAT_KEY, REPORT_FILE_KEY, run_state
 from envkit.cli._emit import emit, interrupted
+from envkit.cli._examples import ROOT_EXAMPLE, add_examples, epilog
 from envkit.errors import INTERNAL, KIND_EXITS, EnvkitError
 
 __all__ = ["COMMANDS", "classify", "cli", "main", "report_failure"]
@@ -50,7 +51,21 @@ class _LazyGroup(click.Group):
             return None
         module, attr = COMMANDS[cmd_name]
         command: click.Command = getattr(importlib.import_module(module), attr)
-        return command
+        return add_examples(command, cmd_name)
+
+    def resolve_command(self, ctx: click.Context,
+                        args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        """As click's, and an unknown command's error names the closest ones
+        (``envkit validat`` -> ``validate``), as for an unknown option."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in COMMANDS:
+            import difflib
+
+            close = difflib.get_close_matches(name, list(COMMANDS), n=3, cutoff=0.6)
+            if close:
+                ctx.fail(f"No such command {name!r}. Did you mean "
+                         f"{' or '.join(repr(c) for c in close)}?")
+        return super().resolve_command(ctx, args)
 
     def invoke(self, ctx: click.Context) -> int:
         """Run the command, then render its result or its error: the one exit path."""
@@ -111,7 +126,8 @@ def _venv_progress(command: str) -> contextlib.AbstractContextManager[object]:
     return observing(VenvProgress())
 
 
-@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog=epilog(ROOT_EXAMPLE))
 @click.version_option(__version__, prog_name="envkit")
 def cli() -> None:
     """Build, validate and convert NeMo Gym environment packages; train on them with GRPO."""

@@ -18,6 +18,7 @@ from envkit.cli._common import (
     allow_python_override_option,
     common_options,
     gym_python_option,
+    report_file_option,
     sigterm_as_interrupt,
 )
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
@@ -85,6 +86,7 @@ def _static_options(func: Callable[..., Any]) -> Callable[..., Any]:
 @click.argument("package", type=_DIR)
 @_static_options
 @smoke_runtime_options
+@report_file_option
 @common_options(FORMATS)
 def smoke_command(package: Path, dataset: Path | None, arch: str | None,
                   python_version: str | None, glibc: str | None, gym_version: str | None,

@@ -102,7 +102,7 @@ def schema_command(name: str) -> SchemaText:
 def rule_command(selectors: tuple[str, ...], show_all: bool) -> RuleDocs:
     """Explain a rule (EK105), or list the rules a prefix selects (EK1), as `ruff rule` does."""
     from envkit.output.results import RuleDocs
-    from envkit.validators import RULES
+    from envkit.validators import KNOWN_RULES as RULES
 
     if show_all or not selectors:
         return RuleDocs(tuple(RULES.values()), detail=False)

@@ -37,7 +37,7 @@ def _level(severity: Severity) -> str:
 def _rule(code: str, index: dict[str, int], rules: list[dict[str, Any]],
           docs_url: str | None) -> int:
     if code not in index:
-        from envkit.validators import RULES
+        from envkit.validators import KNOWN_RULES as RULES
 
         rule = RULES.get(code)
         entry: dict[str, Any] = {"id": code}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any
 
+from envkit.check.settings import PROBE_DEFAULTS
 from envkit.errors import UsageError
 from envkit.records import record
 
@@ -41,25 +42,25 @@ class ThresholdError(UsageError, ValueError):
 class Thresholds:
     """What the verdicts compare against."""
 
-    margin: float = 0.1
+    margin: float = float(PROBE_DEFAULTS["probe-margin"])
     """``probe-margin``: a content-free reply whose mean reward comes within this fraction of
     the reward range of the reference answer's is gameable (EK801)."""
-    repeats: int = 2
+    repeats: int = int(PROBE_DEFAULTS["probe-repeats"])
     """``probe-repeats``: times each (reply, row) is scored; two suffice to catch an
     unseeded random reward, each more one costs a full panel pass (EK803)."""
-    rows: int = 8
+    rows: int = int(PROBE_DEFAULTS["probe-rows"])
     """``probe-rows``: rows per agent, the dataset's first N."""
-    dead_rows_warn: float = 0.5
+    dead_rows_warn: float = float(PROBE_DEFAULTS["probe-dead-rows-warn"])
     """``probe-dead-rows-warn``: warn when more than this share of rows gives every reply the
     same reward; 100% is an error (EK804)."""
-    zero_variance_warn: float = 0.5
+    zero_variance_warn: float = float(PROBE_DEFAULTS["probe-zero-variance-warn"])
     """``probe-zero-variance-warn`` (with ``--model``): warn when more than this share of the
     policy's groups (G replies to one prompt) all get the same reward; 100% is an error
     (EK810)."""
-    concurrency: int = 2
+    concurrency: int = int(PROBE_DEFAULTS["probe-concurrency"])
     """``probe-concurrency``: rollouts in flight while scoring the panel. Low on purpose: a
     server that breaks under load is the load check's finding (EK805), not a bad reward."""
-    rollout_timeout_s: float = 600.0
+    rollout_timeout_s: float = float(PROBE_DEFAULTS["probe-rollout-timeout"])
     """``probe-rollout-timeout``: seconds a rollout may take (``envkit train``'s per-row
     timeout); p99 over it at the job's concurrency warns (EK806). The probe itself waits
     longer (:attr:`patience_s`) before a rollout counts as failed."""
