@@ -1,9 +1,5 @@
-"""What every reader of ``envkit.model.yamlio`` shares and none needs PyYAML for: the parsed
-document (``YamlDoc``), the bounds, the key-path type and the two signals.
-
-Why apart: the plainest configs are read without importing PyYAML (``_yamllines`` with
-``_yamlscalars``), and importing PyYAML costs more CPU than validating a small package does;
-this module lets those readers and ``yamlio`` stay PyYAML-free.
+"""What the two halves of ``envkit.model.yamlio`` (events, nodes) share: the parsed document
+(``YamlDoc``), the bounds, the key-path type and the two signals.
 """
 
 from __future__ import annotations
@@ -27,8 +23,8 @@ class TooLarge(Exception):
 
 
 class Unusual(Exception):
-    """A node the fast paths leave to a slower reader (merge keys, custom tags, a scalar only
-    PyYAML's resolvers decide)."""
+    """A node the event reader leaves to the node path (anchors, aliases, explicit tags, merge
+    keys)."""
 
 
 MAX_NODES = 200_000
@@ -54,7 +50,7 @@ bounds the nodes a document can compose to (aliases aside: those are bounded by 
 
 def nesting_clear(raw: bytes) -> bool:
     """True when counting bytes shows the document can neither nest too deeply nor hold more
-    nodes than the walk would visit (nearly every file); else ``_yamlparse`` checks the events
+    nodes than the walk would visit (nearly every file); else ``yamlio`` checks the events
     before anything recursive sees them."""
     if len(raw) <= _SAFE_INDICATORS:
         return True

@@ -1,13 +1,10 @@
 """The usual case of ``envkit.model.yamlio``: data and positions straight from the events.
 
-(The plainest configs, line by line, do not get here: see ``_yamllines``.)
-
 A Gym config is plain mappings, sequences and untagged scalars. For those, one pass over the
 parser's events builds the data, the ``key path -> line`` map and each line's first column,
-without composing a node tree: no three Python callbacks per node from libyaml's composer, and
-no million live nodes and marks for the cyclic garbage collector to scan (measured on 1,000
-configs of 1,000 items each: 1.9 s against 4.7 s through the node path, most of the
-difference garbage collection). The values are PyYAML's: plain scalars are resolved by the
+without composing a node tree: no Python callbacks per node from libyaml's composer, and no
+live nodes and marks per scalar for the cyclic garbage collector to scan. The values are
+PyYAML's: plain scalars are resolved by the
 loader's own implicit resolvers and anything but a string is built by its (guarded)
 constructor. Anchors, aliases, explicit tags and merge keys raise ``Unusual``: the caller then
 reads the document through the node path, which shares aliased nodes and counts expansions.
@@ -22,17 +19,19 @@ import yaml
 
 from envkit.model._yamlcore import MAX_DEPTH, MAX_KEYPATH, MAX_NODES, KeyPath, TooLarge, Unusual
 from envkit.model._yamlnodes import STR_TAG, Loader
-from envkit.model._yamlscalars import RESOLVED_FIRST
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["read_events", "resolve_scalar"]
+__all__ = ["read_events"]
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _END = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 _ANY_FIRST = None in Loader.yaml_implicit_resolvers
 """A wildcard resolver (none in the safe loader) would have to see every plain scalar."""
+_RESOLVED_FIRST = frozenset(Loader.yaml_implicit_resolvers)
+"""First characters some implicit resolver looks at; a plain scalar starting with any other
+character is a string without asking them."""
 
 
 class _Frame:
@@ -157,15 +156,15 @@ def _scalar(loader: Loader, event: yaml.ScalarEvent) -> Any:
     if event.tag is not None or event.anchor is not None:
         raise Unusual
     value: str = event.value
-    if not event.implicit[0] or (value and value[0] not in RESOLVED_FIRST and not _ANY_FIRST):
+    if not event.implicit[0] or (value and value[0] not in _RESOLVED_FIRST and not _ANY_FIRST):
         return value  # quoted, or plain but no resolver would look at it: a string
-    return resolve_scalar(loader, value, event.implicit, event.style)
+    return _resolve_scalar(loader, value, event.implicit, event.style)
 
 
-def resolve_scalar(loader: Loader, value: str, implicit: tuple[bool, bool],
+def _resolve_scalar(loader: Loader, value: str, implicit: tuple[bool, bool],
                    style: str | None) -> Any:
     """The value of an untagged scalar that some implicit resolver may claim (``_scalar``'s
-    slow half, shared with the line reader).
+    slow half).
 
     :raises Unusual: a merge key, or a value the constructor refuses (the node path decides).
     """

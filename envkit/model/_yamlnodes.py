@@ -3,30 +3,28 @@
 ``parse_yaml`` reads most configs straight from the parser's events (``_yamlevents``); a
 document with anchors, aliases, explicit tags or merge keys comes here, where libyaml composes
 the node tree (aliases shared, not copied), the tree is walked once for positions with every
-alias expansion counted, and data is built by a fast path over plain str/map/seq nodes with
-PyYAML's own constructor as the fallback.
+alias expansion counted, and PyYAML's own (guarded) constructor builds the data.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from envkit.model._yamlcore import MAX_DEPTH, MAX_KEYPATH, MAX_NODES, KeyPath, TooLarge, Unusual
+from envkit.model._yamlcore import MAX_DEPTH, MAX_KEYPATH, MAX_NODES, KeyPath, TooLarge
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-__all__ = ["MAX_INT_CHARS", "STR_TAG", "BaseLoader", "Loader", "construct", "record_lines"]
+__all__ = ["MAX_INT_CHARS", "STR_TAG", "BaseLoader", "Loader", "record_lines"]
 
 if TYPE_CHECKING:
     # PyYAML's stubs do not relate CSafeLoader to SafeLoader, but it has the same interface
     # (libyaml's CParser in place of the pure-Python reader, scanner, parser and composer),
     # so the type checker checks the code against SafeLoader.
     BaseLoader = yaml.SafeLoader
-else:  # libyaml is ~10x faster; the pure-Python loader is the fallback, same semantics.
+else:  # libyaml where present; the pure-Python loader is the fallback, same semantics.
     BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 MAX_INT_CHARS = 100
@@ -66,43 +64,7 @@ class Loader(BaseLoader):
 
 
 STR_TAG = "tag:yaml.org,2002:str"
-_STR, _SEQ, _MAP = STR_TAG, "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"
-_MERGE = "tag:yaml.org,2002:merge"
 _INT = "tag:yaml.org,2002:int"
-
-
-def construct(loader: yaml.SafeLoader, root: yaml.Node) -> Any:
-    """Build plain data from the node tree: the same values as ``construct_document`` for the
-    str/map/seq documents configs are made of, at about half its cost (profiled on 200 Gym
-    configs). Scalars other than strings still go through ``SafeConstructor`` (ints, floats,
-    bools, nulls, timestamps); anything unusual falls back to PyYAML entirely."""
-    try:
-        return _build(loader, root, {})
-    except (Unusual, RecursionError):
-        return loader.construct_document(root)
-
-
-def _build(loader: yaml.SafeLoader, node: yaml.Node, memo: dict[int, Any]) -> Any:
-    if id(node) in memo:  # an alias: share the object, as PyYAML does
-        return memo[id(node)]
-    if isinstance(node, yaml.ScalarNode):
-        value = node.value if node.tag == _STR else loader.construct_object(node)
-    elif isinstance(node, yaml.SequenceNode) and node.tag == _SEQ:
-        value = memo[id(node)] = []
-        value.extend(_build(loader, item, memo) for item in node.value)
-    elif isinstance(node, yaml.MappingNode) and node.tag == _MAP:
-        value = memo[id(node)] = {}
-        for key_node, value_node in node.value:
-            if key_node.tag == _MERGE:
-                raise Unusual
-            key = _build(loader, key_node, memo)
-            if not isinstance(key, Hashable):
-                raise Unusual  # PyYAML reports "found unhashable key" with its mark
-            value[key] = _build(loader, value_node, memo)
-    else:
-        raise Unusual
-    memo[id(node)] = value
-    return value
 
 
 def record_lines(root: yaml.Node) -> tuple[dict[KeyPath, int], dict[int, int]]:

@@ -55,6 +55,7 @@ INSTALL_MARKERS = ("requirements.txt", "pyproject.toml")
 """Files Gym builds a server venv from (exactly one per server dir)."""
 
 MANIFEST = "nemo-environment.yaml"
+"""The file that makes a directory a package (the one home of its name)."""
 WHEEL_FORMATS = ("wheels-v1", "adapter-wheels-v1")
 """The formats that ship a ``wheels/`` directory (native-v1 installs from an index)."""
 SERVER_TYPES = (

@@ -3,26 +3,38 @@
 Gym configs come from users and from converters; a validator must survive anything in them
 without executing tags, expanding alias bombs, or blowing the stack, and it must be able to
 point at the line of the key that is wrong. PyYAML's constructed objects carry no marks, so
-the node tree is walked once to record ``key path -> line`` (and each line's first column)
-beside the data; a syntax error keeps the parser's own line and column. Nothing downstream
+positions are recorded beside the data (``key path -> line`` and each line's first column)
+while reading; a syntax error keeps the parser's own line and column. Nothing downstream
 parses the file again to find a position.
 
-Configs written in block style (mappings and sequences of plain, quoted and block scalars, the
-forms configs use) are read here without importing PyYAML (``_yamllines`` with
-``_yamlscalars`` and ``_yamltexts``): every config of Gym's 145 servers is; every other
-document, and every error, is PyYAML's (``_yamlparse``).
+One reader, PyYAML's safe loader (libyaml's where present): Gym reads these files with
+PyYAML, and the surest way to agree with Gym is to read them the same way. A plain document
+(nearly every config) is read from the parser's events (``_yamlevents``); one with anchors,
+aliases, explicit tags or merge keys through the node tree (``_yamlnodes``). Nesting and node
+counts past the bounds are refused before anything recursive sees them.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 from envkit.errors import InvalidError
-from envkit.model._yamlcore import KeyPath, Unusual, YamlDoc, nesting_clear
-from envkit.model._yamllines import read_lines
-from envkit.model._yamlscalars import plain_value
+from envkit.model._yamlcore import (
+    MAX_DEPTH,
+    MAX_NODES,
+    KeyPath,
+    TooLarge,
+    Unusual,
+    YamlDoc,
+    nesting_clear,
+)
+from envkit.model._yamlevents import read_events
+from envkit.model._yamlnodes import BaseLoader, Loader, record_lines
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
 __all__ = ["MAX_YAML_BYTES", "KeyPath", "YamlDoc", "YamlReadError", "parse_yaml", "read_mapping"]
@@ -44,32 +56,113 @@ def parse_yaml(path: str, raw: bytes) -> YamlDoc:
         column = exc.start - raw.rfind(b"\n", 0, exc.start)
         return YamlDoc(path, error=f"not UTF-8 (byte 0x{raw[exc.start]:02x})", error_line=line,
                        error_column=column)
-    value_stopped = True  # not tried yet: _yamlparse tries the line reader itself
+    try:
+        _check_nesting(raw, text)
+        return _compose(path, text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        return YamlDoc(path, error=f"invalid YAML: {exc.problem or exc}",
+                       error_line=mark.line + 1 if mark is not None else None,
+                       error_column=mark.column + 1 if mark is not None else None)
+    except yaml.reader.ReaderError as exc:
+        return _unprintable(path, text, exc)
+    except yaml.YAMLError as exc:
+        return YamlDoc(path, error=f"invalid YAML: {exc}")
+    except TooLarge as exc:
+        return YamlDoc(path, error=str(exc))
+    except RecursionError:
+        return YamlDoc(path, error="invalid YAML: nested too deeply")
+    except (ValueError, OverflowError) as exc:  # pure-Python scanner: chr() of "\U00110000"
+        return YamlDoc(path, error=f"invalid YAML: {exc}")
+
+
+def _compose(path: str, text: str) -> YamlDoc:
+    """Read the document from the events when it is plain (nearly every config), else through
+    the node tree (anchors, aliases, tags, merge keys).
+
+    :raises yaml.YAMLError, TooLarge, RecursionError: see ``parse_yaml``.
+    """
+    loader = Loader(text)  # the pure-Python reader already checks characters here
+    try:
+        data, lines, columns = read_events(loader)
+    except Unusual:
+        pass
+    else:
+        return YamlDoc(path, data=data, lines=lines, columns=columns)
+    finally:
+        loader.dispose()
+    return _compose_nodes(path, text)
+
+
+def _compose_nodes(path: str, text: str) -> YamlDoc:
+    loader = Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return YamlDoc(path, data=None, lines={(): 1})
+        lines, columns = record_lines(node)
+        data = loader.construct_document(node)
+    finally:
+        loader.dispose()
+    return YamlDoc(path, data=data, lines=lines, columns=columns)
+
+
+_NON_PRINTABLE = yaml.reader.Reader.NON_PRINTABLE
+
+
+def _unprintable(path: str, text: str, exc: yaml.reader.ReaderError) -> YamlDoc:
+    """A character YAML does not allow (a control character, a lone surrogate).
+
+    ``ReaderError`` is not a ``MarkedYAMLError``: it carries an offset that libyaml counts in
+    UTF-8 bytes and PyYAML in characters, so the character is found again here (the same
+    pattern PyYAML's reader uses) and its line and column come from the text itself.
+    """
+    found = _NON_PRINTABLE.search(text)
+    if found is None:  # pragma: no cover - the reader and the pattern agree
+        return YamlDoc(path, error=f"invalid YAML: {exc.reason}")
+    start = found.start()
+    line = text.count("\n", 0, start) + 1
+    column = start - text.rfind("\n", 0, start)
+    message = f"invalid YAML: character {found.group()!r} is not allowed ({exc.reason})"
+    return YamlDoc(path, error=message, error_line=line, error_column=column)
+
+
+_OPEN = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+_CLOSE = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+
+def _check_nesting(raw: bytes, text: str) -> None:
+    """Refuse nesting past ``MAX_DEPTH``, and more nodes than the walk would visit, before
+    anything recursive (or costly per node: the composer resolves every scalar) sees them.
+
+    A count of indicator and separator bytes (``nesting_clear``) clears nearly every file; the
+    rest get one pass over the parser's events (iterative, no node tree) that stops at the
+    first level too deep, or once there are more nodes than the walk would visit anyway (keys
+    are not visited: twice).
+
+    :raises TooLarge: nested too deeply, or too many nodes.
+    :raises yaml.YAMLError: not YAML (reported the same as when composing).
+    """
     if nesting_clear(raw):
-        read, value_stopped = _read_plain(text)
-        if read is not None:
-            data, lines, columns = read
-            return YamlDoc(path, data=data, lines=lines, columns=columns)
-    from envkit.model._yamlparse import parse_text
-
-    return parse_text(path, raw, text, try_lines=value_stopped)
-
-
-def _read_plain(text: str) -> tuple[tuple[Any, dict[KeyPath, int], dict[int, int]] | None, bool]:
-    """The line reader without PyYAML, and whether a value only PyYAML decides stopped it (then
-    the line reader is worth a second try with PyYAML's resolvers; else the grammar stopped it,
-    and it would stop there again)."""
-    stopped = False
-
-    def resolve(value: str) -> Any:
-        nonlocal stopped
-        try:
-            return plain_value(value)
-        except Unusual:
-            stopped = True
-            raise
-
-    return read_lines(resolve, text), stopped
+        return
+    loader = BaseLoader(text)
+    try:
+        depth = events = 0
+        get_event: Callable[[], yaml.Event] = loader.get_event  # untyped in PyYAML's stubs
+        while loader.check_event():
+            event = get_event()
+            events += 1
+            if events > 2 * MAX_NODES:
+                msg = f"document has more than {2 * MAX_NODES:,} nodes; not parsed"
+                raise TooLarge(msg)
+            if isinstance(event, _OPEN):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    msg = f"nested more than {MAX_DEPTH} levels deep; not parsed"
+                    raise TooLarge(msg)
+            elif isinstance(event, _CLOSE):
+                depth -= 1
+    finally:
+        loader.dispose()
 
 
 class YamlReadError(InvalidError, ValueError):

@@ -444,3 +444,38 @@ def test_19_wide_flow_list_is_refused_before_it_is_composed() -> None:
     error, rss_kib = proc.stdout.splitlines()
     assert "nodes; not parsed" in error
     assert int(rss_kib) < 200 * 1024, f"peak RSS {int(rss_kib) // 1024} MiB"
+
+
+# 20. one 7 MB scalar in a manifest or a config: the line reader's patterns over one long line
+# took 170x the input (1.18 GB; under a 1.5 GiB address-space cap, exit 2 on MemoryError).
+_PEAK = """
+import re, sys
+from envkit.cli import main
+rc = main(["validate", "--no-cache", "--format", "json", sys.argv[1]])
+print(re.search(r"VmHWM:\\s+(\\d+)", open("/proc/self/status").read())[1], file=sys.stderr)
+sys.exit(rc)
+"""
+_BIG = 7_000_000
+_SCALARS = {
+    "single-quoted": "'" + "abc def " * (_BIG // 8) + "'",
+    "double-quoted": '"' + "abc def " * (_BIG // 8) + '"',
+    "plain": "abc def " * (_BIG // 8),
+    "folded over lines": '"' + "abc def\n  " * (_BIG // 10) + '"',
+}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("where", ["manifest", "config"])
+@pytest.mark.parametrize("form", sorted(_SCALARS))
+def test_20_peak_memory_is_a_small_multiple_of_a_big_scalar(pkg: Path, where: str,
+                                                            form: str) -> None:
+    # VmHWM of the child itself (see test 19 for why not ru_maxrss).
+    target = pkg / ("nemo-environment.yaml" if where == "manifest" else CONFIG)
+    target.write_text(target.read_text() + f"extra: {_SCALARS[form]}\n")
+    size = target.stat().st_size
+    proc = subprocess.run([sys.executable, "-c", _PEAK, str(pkg)], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode in (0, 1), proc.stderr[-500:]
+    assert INTERNAL_ERROR not in proc.stdout
+    peak = int(proc.stderr.splitlines()[-1]) * 1024
+    assert peak <= 20 * size, f"peak RSS {peak / 2**20:.0f} MiB for {size / 2**20:.1f} MiB"

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from support.fuzz_strategies import yaml_documents
 from support.paths import REPO_ROOT
 
-from envkit.model import _yamlparse
+from envkit.model import yamlio
 from envkit.model._yamlcore import TooLarge
 from envkit.model.yamlio import YamlReadError, parse_yaml, read_mapping
 
@@ -121,7 +121,7 @@ EXTRA = [
 
 def _node_path(text: str) -> tuple[object, ...]:
     try:
-        doc = _yamlparse._compose_nodes("x.yaml", text)
+        doc = yamlio._compose_nodes("x.yaml", text)
     except (yaml.YAMLError, TooLarge) as exc:
         return ("error", type(exc).__name__, str(exc))
     return repr(doc.data), dict(doc.lines), dict(doc.columns)
@@ -129,7 +129,7 @@ def _node_path(text: str) -> tuple[object, ...]:
 
 def _event_path(text: str) -> tuple[object, ...]:
     try:
-        doc = _yamlparse._compose("x.yaml", text)
+        doc = yamlio._compose("x.yaml", text)
     except (yaml.YAMLError, TooLarge) as exc:
         return ("error", type(exc).__name__, str(exc))
     return repr(doc.data), dict(doc.lines), dict(doc.columns)
@@ -147,7 +147,7 @@ def test_event_path_reads_what_the_node_path_reads(text: str) -> None:
 def test_event_path_agrees_on_generated_documents(doc: bytes) -> None:
     try:
         text = doc.decode("utf-8-sig")
-        _yamlparse._check_nesting(doc, text)
+        yamlio._check_nesting(doc, text)
     except (UnicodeDecodeError, yaml.YAMLError, TooLarge):
         return
     assert _event_path(text) == _node_path(text)
@@ -186,9 +186,9 @@ def test_out_of_range_escape_with_the_pure_python_loader(monkeypatch: pytest.Mon
     """Without libyaml the scanner calls ``chr(0x110000)``: a ``ValueError``, not YAMLError."""
 
     class PureLoader(yaml.SafeLoader):
-        yaml_constructors = _yamlparse.Loader.yaml_constructors
+        yaml_constructors = yamlio.Loader.yaml_constructors
 
-    monkeypatch.setattr(_yamlparse, "Loader", PureLoader)
+    monkeypatch.setattr(yamlio, "Loader", PureLoader)
     doc = parse_yaml("x.yaml", b'a: "\\U00110000"\n')
     assert doc.error is not None and doc.error.startswith("invalid YAML")
     doc = parse_yaml("x.yaml", b"a: x\x01\n")  # the pure-Python reader checks in __init__

@@ -1,4 +1,10 @@
-"""The line reader gives exactly what the event reader gives, or leaves the document to it."""
+"""``parse_yaml`` reads what PyYAML reads (Gym reads these files with PyYAML): the same value or
+an error for the same documents, and the event reader's positions are the node tree's.
+
+The corpus is the forms configs are written in (block mappings and sequences of plain, quoted,
+flow and block scalars, comments, blank lines) and their near misses, plus generated documents
+and edits of the corpus.
+"""
 
 from __future__ import annotations
 
@@ -10,16 +16,13 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from envkit.model import _yamlparse, yamlio
-from envkit.model._yamlcore import MAX_NODES, TooLarge, Unusual
-from envkit.model._yamlevents import read_events, resolve_scalar
-from envkit.model._yamllines import read_lines
+from envkit.model import yamlio
+from envkit.model._yamlcore import MAX_NODES, TooLarge
 from envkit.model._yamlnodes import Loader
-from envkit.model._yamlscalars import plain_value
 
 LISTED = "".join(f"  - configs/c{i}.yaml\n" for i in range(50))
-ACCEPTED = [
-    f"value_1: 1\nconfig_paths:\n{LISTED}",  # the fan-out shape: must stay on the line reader
+FORMS = [
+    f"value_1: 1\nconfig_paths:\n{LISTED}",  # the fan-out shape
     "a: 1\nb: -2\nc: 0x1f\nd: 1_000\ne: 1:30\nf: 2001-12-14\ng: .inf\nh: -.nan\ni: ~\nj: no\n",
     "a:\nb: x\n",  # `a:` alone is null
     "a:\n  b:\n    c: 1\n  d:\n    - x\n    - 2\n    - true\n    - y z\ne: http://h/p\n",
@@ -56,12 +59,12 @@ ACCEPTED = [
     "a: x \u2014 y  # \u2500\nb: 'caf\u00e9 \u00d7 2'\nc: \"\u2192\"\n"
     "d: x\n  \u00e9 \U0001f600\ne: 1 #\u00e9\n",
 ]
-REJECTED = [
+NEAR_MISSES = [
     "a: 1 #\x01\n", "# \x7f\na: 1\n", "a:#c\n", "- x # c\n",
     "a:\n- x\n - y\n",  # a continuation of the item
     "a:\n  b:\n- x\n",  # a dedent to no open block
     "a: {b: 1}\n", "a: [x,]\n", "a: [x, [y]]\n", "a: [a: b]\n", "a: [x\n  , y]\n",
-    "a: 1\na: 2\n",  # a repeated key: the event reader keeps the first line
+    "a: 1\na: 2\n",  # a repeated key: the later value, the first line
     "a: x # c\n  y\n", "a: x\n  y # c\n  z\n",  # a comment ends a plain value
     "a: x\n\n  y\n", "a:\n  - x\n    y\n", "a: x\ny\n", "a: x\n  : y\n", "a: 'q'\n  r\n",
     "a:\n  - b: 1\n", "a:\n  - - x\n", "- x\n", "  a: 1\n", "x\n", "", "\n\n",
@@ -78,49 +81,47 @@ REJECTED = [
 ]
 
 
-def _events(text: str) -> tuple[object, ...]:
-    loader = Loader(text)
+def _pyyaml(text: str) -> tuple[object, ...]:
+    """PyYAML's own composer and (guarded) constructor: the value, or that it is an error."""
     try:
-        data, lines, columns = read_events(loader)
-    except Unusual:
-        return ("unusual",)
+        return ("ok", repr(yaml.load(text, Loader=Loader)))
+    except yaml.YAMLError:
+        return ("error",)
+
+
+def _ours(text: str) -> tuple[object, ...]:
+    doc = yamlio.parse_yaml("x.yaml", text.encode())
+    return ("ok", repr(doc.data)) if doc.ok else ("error",)
+
+
+def _positions(compose: Callable[[str, str], yamlio.YamlDoc], text: str) -> tuple[object, ...]:
+    try:
+        doc = compose("x.yaml", text)
     except (yaml.YAMLError, TooLarge) as exc:
-        return ("error", type(exc).__name__, str(exc))
-    finally:
-        loader.dispose()
-    return repr(data), lines, columns
+        return ("error", type(exc).__name__)
+    return repr(doc.data), dict(doc.lines), dict(doc.columns)
 
 
-def _lines(text: str) -> tuple[object, ...] | None:
-    """The line reader with PyYAML's resolvers; the same without PyYAML, when that reads it."""
-    loader = Loader(text)
-    try:
-        read = read_lines(lambda value: resolve_scalar(loader, value, (True, False), None), text)
-    finally:
-        loader.dispose()
-    plain = read_lines(plain_value, text)
-    if plain is not None:
-        assert read is not None and (repr(plain[0]), plain[1], plain[2]) == (
-            repr(read[0]), read[1], read[2])
-    return None if read is None else (repr(read[0]), read[1], read[2])
+def _agrees(text: str) -> None:
+    """The value (or the error) is PyYAML's; the events give the node tree's positions."""
+    assert _ours(text) == _pyyaml(text)
+    assert _positions(yamlio._compose, text) == _positions(yamlio._compose_nodes, text)
 
 
-@pytest.mark.parametrize("text", ACCEPTED, ids=range(len(ACCEPTED)))
-def test_accepted_documents_read_as_the_events_read_them(text: str) -> None:
-    ours = _lines(text)
-    assert ours is not None
-    assert ours == _events(text)
+@pytest.mark.parametrize("text", FORMS, ids=range(len(FORMS)))
+def test_config_forms_read_as_pyyaml_reads_them(text: str) -> None:
+    assert _ours(text)[0] == "ok"
+    _agrees(text)
 
 
-@pytest.mark.parametrize("text", REJECTED, ids=range(len(REJECTED)))
-def test_anything_else_is_left_to_the_event_reader(text: str) -> None:
-    assert _lines(text) is None
+@pytest.mark.parametrize("text", NEAR_MISSES, ids=range(len(NEAR_MISSES)))
+def test_near_misses_read_as_pyyaml_reads_them(text: str) -> None:
+    _agrees(text)
 
 
-def test_over_the_node_bound_is_left_to_the_event_reader() -> None:
-    text = "a:\n" + "  - x\n" * MAX_NODES
-    assert _lines(text) is None
-    assert _events(text)[0] == "error"
+def test_over_the_node_bound_is_refused() -> None:
+    doc = yamlio.parse_yaml("x.yaml", ("a:\n" + "  - x\n" * MAX_NODES).encode())
+    assert doc.error is not None and "nodes; not parsed" in doc.error
 
 
 # -- generated documents ---------------------------------------------------------------------
@@ -147,7 +148,7 @@ ODD = ["=", "-", "- x", "a #b", "a: b", "x ", "[1, [2]]", "%x", "@x", "9" * 120,
        "[x", ",x", "!x", "&x", "*x", "|x", ">x", "?x", "`x", "'q", '"q', "{a: b}", "[x,]"]
 _PLAIN, _TEXTS, _ODD = st.sampled_from(PLAIN), st.sampled_from(TEXTS), st.sampled_from(ODD)
 VALUES = st.one_of(_PLAIN, _PLAIN, _PLAIN, _TEXTS, _TEXTS, _ODD)
-"""Mostly inside the grammar, a few just outside."""
+"""Mostly the forms configs use, a few near misses."""
 
 
 def _emit(node: Any, indent: int, step: int, out: list[str], tail: Callable[[], str],
@@ -173,7 +174,7 @@ def _emit(node: Any, indent: int, step: int, out: list[str], tail: Callable[[], 
 
 
 _SEQ = st.tuples(st.just("seq"), st.lists(VALUES.filter(bool), min_size=1, max_size=6))
-_KEY = {"unique_by": lambda entry: entry[0]}  # repeated keys: left to the event reader
+_KEY = {"unique_by": lambda entry: entry[0]}
 _TREE = st.recursive(
     _SEQ | st.tuples(st.just("map"),
                      st.lists(st.tuples(KEYS, VALUES), min_size=1, max_size=4, **_KEY)),
@@ -209,14 +210,8 @@ _PROPERTY = settings(max_examples=500, derandomize=True, deadline=None, database
 @pytest.mark.filterwarnings("ignore:Generating overly large repr")  # the draws' record, not a bug
 @_PROPERTY
 @given(text=_documents())
-def test_line_reader_agrees_with_the_event_reader(text: str) -> None:
-    ours = _lines(text)
-    assert ours is None or ours == _events(text)
-    if ours is not None:  # and end to end, with the node tree
-        doc = yamlio.parse_yaml("x.yaml", text.encode())
-        nodes = _yamlparse._compose_nodes("x.yaml", text)
-        assert (repr(doc.data), doc.lines, doc.columns) == (
-            repr(nodes.data), nodes.lines, nodes.columns)
+def test_generated_documents_read_as_pyyaml_reads_them(text: str) -> None:
+    _agrees(text)
 
 
 _EDITS = [" ", "  ", "\n", "'", '"', ":", ": ", "#", " #", "-", "- ", "|", ">", "\\", "é", "[",
@@ -225,9 +220,9 @@ _EDITS = [" ", "  ", "\n", "'", '"', ":", ": ", "#", " #", "-", "- ", "|", ">", 
 
 @st.composite
 def _edited(draw: st.DrawFn) -> str:
-    """An accepted document with a few characters inserted or deleted: near misses of every
-    form the reader takes (a quote or a fold cut short, an indent off by one)."""
-    text: str = draw(st.sampled_from(ACCEPTED))
+    """A corpus document with a few characters inserted or deleted: near misses of every form
+    (a quote or a fold cut short, an indent off by one)."""
+    text: str = draw(st.sampled_from(FORMS))
     for _ in range(draw(st.integers(1, 3))):
         at = draw(st.integers(0, len(text)))
         if draw(st.booleans()) and at < len(text):
@@ -239,6 +234,5 @@ def _edited(draw: st.DrawFn) -> str:
 
 @_PROPERTY
 @given(text=_edited())
-def test_edited_documents_read_as_the_events_read_them_or_are_left(text: str) -> None:
-    ours = _lines(text)
-    assert ours is None or ours == _events(text)
+def test_edited_documents_read_as_pyyaml_reads_them(text: str) -> None:
+    _agrees(text)
