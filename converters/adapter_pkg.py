@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from envkit.model.lock import LOCK_NAME, Lock, LockedRequirement, LockedWheel
+from envkit.model.package import MANIFEST
 from envkit.records import record
 
 if TYPE_CHECKING:
@@ -131,7 +132,7 @@ def _yaml(data: Mapping[str, Any]) -> str:
 def package_texts(spec: AdapterSpec) -> dict[str, str]:
     """Manifest and configs, keyed by package-relative path."""
     return {
-        "nemo-environment.yaml": _yaml(manifest(spec)),
+        MANIFEST: _yaml(manifest(spec)),
         POLICY_CONFIG: _yaml(policy_model_config()),
         AGENT_CONFIG: _yaml(verifiers_agent_config(spec)),
     }

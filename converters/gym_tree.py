@@ -34,7 +34,7 @@ from envkit.converters.gym_configs import (
     rewrite_config,
 )
 from envkit.model.gym_data import gym_data
-from envkit.model.package import SERVER_TYPES
+from envkit.model.package import MANIFEST, SERVER_TYPES
 from envkit.model.yamlio import YamlReadError, read_mapping
 from envkit.records import record
 
@@ -167,7 +167,7 @@ def plan_tree(servers: list[ServerSource], fmt: str, name: str,
     plan.config_paths += server_configs
     agents_dir = "configs" if fmt == "wheels-v1" else f"{servers[0].rel}/configs"
     add_agents(plan, f"{agents_dir}/{_AGENTS_FILE}", instances)
-    plan.files["nemo-environment.yaml"] = _manifest(fmt, plan.config_paths, name, description)
+    plan.files[MANIFEST] = _manifest(fmt, plan.config_paths, name, description)
     return plan
 
 

@@ -30,7 +30,7 @@ from envkit.converters.gym_tree import (
 from envkit.errors import FailedError
 from envkit.model.gym_data import DEFAULT_GYM_VERSION, gym_data, runtime_requirements
 from envkit.model.lock import LOCK_NAME, Lock, LockedRequirement, LockedWheel
-from envkit.model.package import SERVER_TYPES, load_package
+from envkit.model.package import MANIFEST, SERVER_TYPES, load_package
 from envkit.model.target import Target
 from envkit.model.yamlio import YamlReadError, read_mapping
 from envkit.records import record
@@ -174,7 +174,7 @@ def convert_package(request: BuildRequest, *, runner: Runner = run_subprocess,
             continue
         plan.files[rel] = path
     manifest["format"] = "wheels-v1"
-    plan.files["nemo-environment.yaml"] = yaml.safe_dump(manifest, sort_keys=False).encode()
+    plan.files[MANIFEST] = yaml.safe_dump(manifest, sort_keys=False).encode()
     pairs = [(line, f"{rel}/requirements.txt")
              for rel, lines in _package_server_requirements(src).items() for line in lines]
     if request.runtime_pins:
@@ -185,7 +185,7 @@ def convert_package(request: BuildRequest, *, runner: Runner = run_subprocess,
 
 def _read_manifest(src: Path) -> dict[str, Any]:
     try:
-        return read_mapping(src / "nemo-environment.yaml")
+        return read_mapping(src / MANIFEST)
     except YamlReadError as exc:
         msg = f"{exc} (run `envkit validate {src}`)"
         raise BuildError(msg) from None
@@ -355,7 +355,7 @@ def _refuse_nesting(request: BuildRequest) -> None:
 def _refuse_foreign(out: Path, data_dir: Path | None) -> None:
     """Never replace a directory envkit did not write (a typo in ``-o`` must not wipe $HOME)."""
     if out.exists() and (not out.is_dir() or (any(out.iterdir())
-                                              and not (out / "nemo-environment.yaml").is_file())):
+                                              and not (out / MANIFEST).is_file())):
         msg = f"{out} exists and is not an environment package; choose another -o"
         raise BuildError(msg)
     if data_dir is not None and data_dir.exists():

@@ -21,12 +21,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from envkit.check.settings import SettingsError, SettingsFiles, Workspace, workspace_at
+from envkit.model.package import MANIFEST
 from envkit.records import record
 
-__all__ = ["MANIFEST", "SKIPPED_DIRS", "Discovery", "discover", "is_package_root", "members",
+__all__ = ["SKIPPED_DIRS", "Discovery", "discover", "is_package_root", "members",
            "owning_package", "packages_below"]
 
-MANIFEST = "nemo-environment.yaml"
 SKIPPED_DIRS = frozenset({".venv", "venv", "node_modules", "build", "dist", "__pycache__"})
 """Never packages, never holding ours; hidden directories are skipped too (``.git``)."""
 WALK_LIMIT = 20_000

@@ -13,7 +13,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from envkit.check.discovery import MANIFEST, Discovery, discover, is_package_root, members
+from envkit.check.discovery import Discovery, discover, is_package_root, members
 from envkit.check.report import Report, ValidationRun
 from envkit.check.settings import (
     CONFIG_NAMES,
@@ -31,7 +31,7 @@ from envkit.check.workers import fork_map
 from envkit.errors import UsageError
 from envkit.model.diagnostics import Diagnostic, parse_selectors
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
-from envkit.model.package import LOCK_NAME
+from envkit.model.package import LOCK_NAME, MANIFEST
 from envkit.model.target import Target
 from envkit.records import record
 from envkit.validators import KNOWN_RULES, CheckOptions

@@ -12,7 +12,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from envkit.check.discovery import MANIFEST, SKIPPED_DIRS, owning_package, packages_below
+from envkit.check.discovery import SKIPPED_DIRS, owning_package, packages_below
+from envkit.model.package import MANIFEST
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
+from envkit.model.package import MANIFEST
+from envkit.model.yamlio import YamlReadError, read_mapping
 from envkit.platform.errors import PlatformError
 from envkit.platform.filesets import ensure_fileset, fileset_name
 from envkit.platform.jobs import PROVENANCE_FIELD, JobRef, create_job
@@ -46,14 +46,14 @@ class SubmitResult:
 
 
 def environment_metadata(package: Path) -> tuple[str, dict[str, Any] | None]:
-    """``(stem, metadata)`` for the FileSet from ``nemo-environment.yaml``.
+    """``(stem, metadata)`` for the FileSet from the package's manifest.
 
     ``submit`` validates first, so a broken manifest only reaches here through the library;
     the FileSet then goes up without the optional ``metadata.environment``.
     """
     try:
-        doc = yaml.safe_load((package / "nemo-environment.yaml").read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        doc: dict[str, Any] | None = read_mapping(package / MANIFEST)
+    except YamlReadError:
         doc = None
     meta = doc.get("metadata") if isinstance(doc, dict) else None
     if not isinstance(doc, dict) or not isinstance(meta, dict):

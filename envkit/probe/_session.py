@@ -34,6 +34,7 @@ from envkit.gym.rows import expand_rows
 from envkit.gym.session import GymSession
 from envkit.gym.types import GymRuntimeError, PolicyEndpoint, RuntimeOptions
 from envkit.gym.venv import GymVenvError, ensure_gym_venv
+from envkit.model.package import MANIFEST
 from envkit.records import record
 from envkit.smoke.isolation import Isolation, offline_network
 from envkit.validators import RULES
@@ -49,8 +50,6 @@ __all__ = ["GymRuntimeError", "GymVenvError", "LiveProbe", "ProbeAbortedError",
            "prompt_key", "start_failure"]
 
 log = logging.getLogger(__name__)
-
-MANIFEST = "nemo-environment.yaml"
 
 
 class ProbeAbortedError(FailedError, RuntimeError):

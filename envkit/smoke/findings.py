@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from envkit.gym import Finding, Where, diagnose, tail
+from envkit.model.package import MANIFEST
 from envkit.smoke.report import SmokeFinding
 from envkit.validators import RULES
 from envkit.validators.spinup import EK704, EK705
@@ -19,9 +20,8 @@ if TYPE_CHECKING:
     from envkit.model.package import Package
     from envkit.validators import Rule
 
-__all__ = ["MANIFEST", "finding", "locate", "read_log", "rollout_finding", "tail_of"]
+__all__ = ["finding", "locate", "read_log", "rollout_finding", "tail_of"]
 
-MANIFEST = "nemo-environment.yaml"
 _TAIL = 40
 
 
