@@ -84,6 +84,9 @@ class CheckOptions:
     offline: bool = False
     allow_local_refs: bool = False
     """Job refs may be local paths (a local trainer run); submit needs `workspace/name` (EK608)."""
+    leak_min_chars: int = 4
+    """``leak-min-chars``: the shortest reference answer EK507 looks for in the prompt (a
+short one, "4" or "B", turns up in prompts by chance)."""
 
 
 @record

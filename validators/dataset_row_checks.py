@@ -24,6 +24,7 @@ from envkit.validators.dataset_rows import (
     EK504,
     EK505,
     EK506,
+    EK507,
     RULES,
 )
 from envkit.validators.row_context import AGENT_TYPE, RowContext, row_context
@@ -31,6 +32,7 @@ from envkit.validators.row_context import AGENT_TYPE, RowContext, row_context
 if TYPE_CHECKING:
     from envkit.model.dataset import Dataset, Row
     from envkit.validators._base import Inputs
+    from envkit.validators.leaks import LeakTally
 
 __all__ = [
     "CHECKS",
@@ -64,13 +66,32 @@ def check_dataset_files(inputs: Inputs) -> Iterator[Diagnostic]:
 
 
 def check_dataset_rows(inputs: Inputs) -> Iterator[Diagnostic]:
-    """EK501–EK506: stream each file once through ``ROW_CHECKS``, capping repeats."""
+    """EK501–EK507: stream each file once through ``ROW_CHECKS``, capping repeats."""
     dataset = inputs.dataset
     if dataset is None:
         return
     for name in dataset.files:
-        context = row_context(name, inputs.package)
+        context = row_context(name, inputs.package, inputs.options.leak_min_chars)
         yield from _capped(_file_diagnostics(dataset, name, context), name)
+        yield from _leak_finding(name, context.leaks)
+
+
+def _leak_finding(file: str, tally: LeakTally) -> Iterator[Diagnostic]:
+    """EK507: one finding for the file, with the share of rows and the first row numbers."""
+    if not tally.leaked:
+        return
+    share = tally.leaked / tally.checked
+    lines = ", ".join(str(n) for n in tally.lines)
+    more = f" (first {len(tally.lines)} shown)" if tally.leaked > len(tally.lines) else ""
+    fields = ", ".join(f"`{f}`" for f in sorted(tally.fields, key=tally.fields.__getitem__,
+                                                   reverse=True))
+    yield EK507.at(
+        file,
+        f"{tally.leaked:,} of {tally.checked:,} rows ({share:.0%}) hold their reference answer "
+        f"({fields}) in the prompt: line{'s' if len(tally.lines) > 1 else ''} {lines}{more} "
+        f"(rows whose reference has at least {tally.min_chars} characters counted)",
+        line=tally.lines[0],
+    )
 
 
 def _file_diagnostics(dataset: Dataset, name: str, context: RowContext) -> Iterator[Diagnostic]:
@@ -237,6 +258,12 @@ def _agent_fallback(data: Mapping[str, Any], context: RowContext) -> str | None:
     return context.agent_vf_env_ids.get(name) if isinstance(name, str) else None
 
 
+def _check_leak(row: Row, data: Mapping[str, Any], context: RowContext) -> Iterator[Diagnostic]:
+    """EK507: counted per row, reported once per file (``_leak_finding``)."""
+    context.leaks.add(row.line, data)
+    return iter(())
+
+
 def _check_task_idx(row: Row, data: Mapping[str, Any], context: RowContext) -> Iterator[Diagnostic]:
     """EK506: verifiers rows carry a unique integer ``task_idx`` (unique in training.jsonl)."""
     if not (context.adapter or "vf_env_id" in data):
@@ -257,8 +284,9 @@ ROW_CHECKS: tuple[RowCheck, ...] = (
     _check_agent_ref,
     _check_vf_env_id,
     _check_task_idx,
+    _check_leak,
 )
-"""Per-row checks (EK502–EK506), applied in one streaming pass; EK501 gates them."""
+"""Per-row checks (EK502–EK507), applied in one streaming pass; EK501 gates them."""
 
 CHECKS = (check_dataset_files, check_dataset_rows)
 

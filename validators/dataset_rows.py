@@ -87,7 +87,24 @@ EK506 = Rule(
     "Number the rows: `task_idx` 0..N-1, unique within `training.jsonl`.",
 )
 
-RULES = (EK500, EK501, EK502, EK503, EK504, EK505, EK506)
+EK507 = Rule(
+    "EK507",
+    Severity.WARNING,
+    "the reference answer appears in the row's prompt",
+    "A row whose prompt already holds its reference answer (`expected_answer`, `answer`, "
+    "`ground_truth`, `expected_output` or `solution`, the field the probe's oracle replies "
+    "with) teaches the policy to copy a span of the prompt: the reward rises without the task "
+    "being learned. Gym's environment authoring checklist and OpenEnv's `no_solution_leakage` "
+    "check both look for it. The reference is matched on token boundaries, case and whitespace "
+    "ignored; references shorter than `leak-min-chars` (4) are not looked for, since a short "
+    "answer (\"4\", \"B\") turns up in prompts by chance. One finding per file: the share of "
+    "rows and the first few row numbers.",
+    "Remove the answer from the prompt (a worked example in the system prompt should use "
+    "another problem), or drop the leaking rows; raise `leak-min-chars` in `[tool.envkit]` if "
+    "the matches are short answers that appear by chance.",
+)
+
+RULES = (EK500, EK501, EK502, EK503, EK504, EK505, EK506, EK507)
 
 
 def applies(inputs: Inputs) -> bool:

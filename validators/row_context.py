@@ -11,6 +11,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from envkit.validators.leaks import DEFAULT_MIN_CHARS, LeakTally
+
 if TYPE_CHECKING:
     from envkit.model.package import Package
 
@@ -34,6 +36,8 @@ class RowContext:
     agent_impls: Mapping[str, str] = field(default_factory=dict)
     """Implementation key -> agent instance, to catch rows that name the directory."""
     seen_task_idx: _SeenInts = field(default_factory=lambda: _SeenInts())
+    leaks: LeakTally = field(default_factory=LeakTally)
+    """Rows whose prompt holds their reference answer (EK507, one finding per file)."""
 
 
 class _SeenInts:
@@ -61,10 +65,13 @@ class _SeenInts:
         return True
 
 
-def row_context(file: str, package: Package | None) -> RowContext:
+def row_context(file: str, package: Package | None,
+                leak_min_chars: int = DEFAULT_MIN_CHARS) -> RowContext:
     """The facts the row checks of ``file`` compare against (none without a package)."""
+    leaks = LeakTally(min_chars=leak_min_chars)
     if package is None:
-        return RowContext(file, None, {}, adapter=False, vf_env_id=None, agent_vf_env_ids={})
+        return RowContext(file, None, {}, adapter=False, vf_env_id=None, agent_vf_env_ids={},
+                          leaks=leaks)
     instances = _instance_types(package)
     configs_ok = bool(package.configs) and all(doc.ok for doc in package.configs.values())
     meta = package.manifest_data.get("metadata")
@@ -77,6 +84,7 @@ def row_context(file: str, package: Package | None) -> RowContext:
         vf_env_id=vf_env_id if isinstance(vf_env_id, str) else None,
         agent_vf_env_ids=_agent_vf_env_ids(package),
         agent_impls=_agent_impls(package),
+        leaks=leaks,
     )
 
 

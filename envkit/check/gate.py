@@ -9,7 +9,7 @@ reported as such (EK100), never searched for packages to pass instead.
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -176,6 +176,7 @@ def shown_settings(package: Path | None, request: GateRequest) -> dict[str, obje
         "target-source": choice.source,
         "gym-version": settings.gym_version or DEFAULT_GYM_VERSION,
         "offline": bool(settings.offline), "strict": bool(settings.strict),
+        "leak-min-chars": settings.leak_min_chars or CheckOptions().leak_min_chars,
     })
     values.update({key: default for key, default in PROBE_DEFAULTS.items()
                    if values.get(key) is None})
@@ -192,6 +193,8 @@ def _one(package: Path | None, request: GateRequest, dataset: Path | None,
     select, ignore = selection(settings)
     options = CheckOptions(choice.target, settings.gym_version or DEFAULT_GYM_VERSION,
                            bool(settings.offline))
+    if settings.leak_min_chars is not None:
+        options = replace(options, leak_min_chars=settings.leak_min_chars)
     dataset = dataset or settings.dataset
     job = job or settings.job
     return validate(ValidateRequest(

@@ -63,6 +63,8 @@ class Settings:
     probe_concurrency: int | None = None
     probe_rollout_timeout: float | None = None
     """``envkit probe``'s thresholds (``envkit.probe.thresholds`` documents each)."""
+    leak_min_chars: int | None = None
+    """EK507's shortest reference answer looked for in the prompt (``envkit.validators.leaks``)."""
     source: Path | None = field(default=None, compare=False)
     """The file these came from (``None``: command line or defaults)."""
 
@@ -100,7 +102,7 @@ PROBE_DEFAULTS: dict[str, int | float] = {
 """The probe thresholds' defaults, here beside the keys so ``--show-settings`` and the settings
 reference print them; ``envkit.probe.thresholds.Thresholds`` takes its defaults from here and
 documents what each means."""
-_INT_KEYS = ("probe-repeats", "probe-rows", "probe-concurrency")
+_INT_KEYS = ("probe-repeats", "probe-rows", "probe-concurrency", "leak-min-chars")
 _FLOAT_KEYS = ("probe-margin", "probe-dead-rows-warn", "probe-zero-variance-warn",
                "probe-rollout-timeout")
 
@@ -134,10 +136,13 @@ def _parse(table: dict[str, Any], where: str, base: Path) -> Settings:
 
 
 def _number(key: str, value: Any, where: str, *, integer: bool) -> int | float:
-    """A probe threshold: an integer, or any number (ranges are the probe's to check)."""
+    """A threshold: an integer, or any number (the probe's ranges are the probe's to check;
+    ``leak-min-chars`` is checked here, validate having no later place to refuse it)."""
     kinds = (int,) if integer else (int, float)
     if isinstance(value, bool) or not isinstance(value, kinds):
         raise SettingsError(f"{where}: `{key}` must be {'an integer' if integer else 'a number'}")
+    if key == "leak-min-chars" and value < 1:
+        raise SettingsError(f"{where}: `leak-min-chars` must be at least 1")
     return value if integer else float(value)
 
 

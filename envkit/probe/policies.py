@@ -18,12 +18,12 @@ reference); that row is then not sent for it.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from envkit.endpoint.scripted import BYTES_PER_TOKEN, prompt_text
+from envkit.model.reference import REFERENCE_FIELDS, reference_text
 from envkit.records import record
 
 if TYPE_CHECKING:
@@ -32,10 +32,9 @@ if TYPE_CHECKING:
 __all__ = ["CONTENT_FREE", "FIELD_CANDIDATES", "INJECTION", "ORACLE_FIELDS", "RENDERINGS",
            "Policy", "noise", "panel", "reference"]
 
-ORACLE_FIELDS = ("expected_answer", "answer", "ground_truth", "expected_output", "solution")
-"""Where rows keep the reference answer, by how many of Gym 0.7.0's resources servers read
-each (``expected_answer`` 45, ``answer`` 8 -- also what verifiers' rows carry --,
-``ground_truth`` 5, ``solution`` 5, ``expected_output`` 4)."""
+ORACLE_FIELDS = REFERENCE_FIELDS
+"""Where rows keep the reference answer (``envkit.model.reference``: the dataset rules read
+the same list)."""
 
 FIELD_CANDIDATES = tuple(dict.fromkeys((
     *ORACLE_FIELDS, "target", "label", "gold", "gold_answer", "reference", "reference_answer",
@@ -89,22 +88,7 @@ def reference(row: Mapping[str, Any], field: str | None = None) -> str | None:
     >>> reference({"answer": ""}) is None
     True
     """
-    for name in (field,) if field else ORACLE_FIELDS:
-        value: Any = row
-        for part in name.split("."):
-            value = value.get(part) if isinstance(value, Mapping) else None
-        text = _as_text(value)
-        if text:
-            return text
-    return None
-
-
-def _as_text(value: Any) -> str | None:
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, str | int | float):
-        return str(value)
-    return json.dumps(value, ensure_ascii=False)
+    return reference_text(row, field)
 
 
 def noise(length: int) -> str:

@@ -1,5 +1,6 @@
 """The probe fixtures are what generate.py writes, and each validates clean (with its
-dataset and job, also --offline): what is wrong with them only a probe can see."""
+dataset and job, also --offline): what is wrong with them only a probe can see (but the echo
+case's leaked answers)."""
 
 from __future__ import annotations
 
@@ -37,4 +38,6 @@ def test_each_case_validates(case: str, offline: bool) -> None:
                                       job=root / "job.json",
                                       options=CheckOptions(offline=offline)))
     assert report.valid, [f"{d.code} {d.message}" for d in report.diagnostics]
-    assert not report.diagnostics
+    # The echo case's prompts list the answer among the choices: what makes echoing score is
+    # also a leaked answer (EK507, a warning).
+    assert {d.code for d in report.diagnostics} == ({"EK507"} if case == "gameable_echo" else set())

@@ -1,4 +1,4 @@
-"""EK500–EK506: dataset rows, edge cases beyond the golden fixtures."""
+"""EK500–EK507: dataset rows, edge cases beyond the golden fixtures."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from envkit.model import dataset as dataset_mod
 from envkit.model.dataset import load_dataset
 from envkit.model.diagnostics import Diagnostic, Severity
 from envkit.model.package import load_package
-from envkit.validators import Inputs
+from envkit.validators import CheckOptions, Inputs
 from envkit.validators._responses import input_problems
 from envkit.validators.dataset_row_checks import (
     MAX_PER_CODE,
@@ -60,8 +60,10 @@ def write(directory: Path, lines: list[Any], name: str = "training.jsonl") -> Pa
     return directory
 
 
-def run(data: Path, package: Path | None = None) -> list[Diagnostic]:
-    inputs = Inputs(package=load_package(package) if package else None, dataset=load_dataset(data))
+def run(data: Path, package: Path | None = None,
+        options: CheckOptions | None = None) -> list[Diagnostic]:
+    inputs = Inputs(package=load_package(package) if package else None, dataset=load_dataset(data),
+                    options=options or CheckOptions())
     return [*check_dataset_files(inputs), *check_dataset_rows(inputs)]
 
 
@@ -378,3 +380,70 @@ def test_verdicts_match_real_gym() -> None:
             assert gym_verdict == "ok", params
         if gym_verdict == "bad":
             assert not _envkit_accepts(params), params
+
+
+# -- EK507: the reference answer in the prompt --------------------------------------------------
+
+
+def leak_row(prompt: Any, **reference: Any) -> dict[str, Any]:
+    return row(responses_create_params={"input": prompt}, **reference)
+
+
+def test_leaked_answers_are_one_finding_per_file_with_share_and_first_lines(tmp_path: Path) -> None:
+    lines = [leak_row(f"Spell {i} as a word: seventeen{i}", expected_answer=f"seventeen{i}")
+             for i in range(8)]
+    lines += [leak_row("Name an ocean.", expected_answer="Pacific")] * 2
+    write(tmp_path, lines)
+    write(tmp_path, lines[-2:], "validation.jsonl")
+    diags = run(tmp_path)
+    assert codes(diags) == [("EK507", 1)]
+    (diag,) = diags
+    assert diag.severity is Severity.WARNING and diag.path == "training.jsonl"
+    assert "8 of 10 rows (80%)" in diag.message and "`expected_answer`" in diag.message
+    assert "lines 1, 2, 3, 4, 5 (first 5 shown)" in diag.message
+    assert diag.hint and "leak-min-chars" in diag.hint
+
+
+@pytest.mark.parametrize(("prompt", "reference", "leaked"), [
+    ("What is 2 + 2? Answer 4.", "4", False),  # shorter than leak-min-chars
+    ("The code is 12345.", "1234", False),  # not on a token boundary
+    ("The code is 1234.", "1234", True),
+    ("the answer:   PACIFIC\n ocean", "Pacific Ocean", True),  # case and whitespace
+    ("Pacifically speaking", "Pacific", False),
+    ("f(x) = (a+b)^2", "(a+b)", True),  # edges that are not word characters
+])
+def test_leak_matching(tmp_path: Path, prompt: str, reference: str, leaked: bool) -> None:
+    write(tmp_path, [leak_row(prompt, expected_answer=reference)])
+    assert codes(run(tmp_path)) == ([("EK507", 1)] if leaked else [])
+
+
+def test_leak_reads_every_message_and_content_part_and_the_probes_fields(tmp_path: Path) -> None:
+    write(tmp_path, [
+        leak_row([{"role": "system", "content": "Example answer: seventeen"},
+                  {"role": "user", "content": "Spell 17."}], ground_truth="seventeen"),
+        leak_row([{"role": "user", "content": [{"type": "input_text", "text": "x = lorem"}]}],
+                 solution="lorem"),
+        leak_row("the target is hidden", target="hidden"),  # not a reference field
+        leak_row("an object reference {}", expected_answer={"a": 1}),
+    ])
+    (diag,) = run(tmp_path)
+    assert "2 of 2 rows" in diag.message and "lines 1, 2" in diag.message
+
+
+def test_leak_min_chars_setting(tmp_path: Path) -> None:
+    write(tmp_path, [leak_row("2 + 2 = 4", expected_answer="4")])
+    assert codes(run(tmp_path, options=CheckOptions(leak_min_chars=1))) == [("EK507", 1)]
+    write(tmp_path, [leak_row("The capital is Paris", expected_answer="Paris")])
+    assert run(tmp_path, options=CheckOptions(leak_min_chars=6)) == []
+
+
+def test_leak_min_chars_from_tool_envkit(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    data = write(tmp_path / "data", [leak_row("2 + 2 = 4", expected_answer="4")])
+    (tmp_path / "pyproject.toml").write_text("[tool.envkit]\nleak-min-chars = 1\n")
+    monkeypatch.chdir(tmp_path)
+    code = main(["validate", "--dataset", str(data), "--output-format", "json", "--no-cache"])
+    report = json.loads(capsys.readouterr().out)
+    found = [d["code"] for r in report.get("results", [report]) for d in r["diagnostics"]]
+    assert found == ["EK507"], report
+    assert code == 0
