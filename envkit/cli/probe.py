@@ -124,9 +124,10 @@ def probe_command(package: Path, dataset: Path | None, job: Path | None, arch: s
     from envkit.probe import ProbeRequest
 
     if runtime.get("model") is not None:
-        from envkit.cli._extras import require_extra
+        from envkit.cli._extras import require_backend, require_extra
 
         require_extra("probe --model", "train")  # torch and transformers serve the policy
+        require_backend("probe --model", str(runtime.get("model_backend", "hf")))
 
     flags = Settings(arch=arch, python=python_version, glibc=glibc, gym_version=gym_version,
                      offline=offline, dataset=dataset, job=job, probe_rows=probe_rows,

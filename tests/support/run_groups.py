@@ -48,8 +48,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
-from support.ci_groups import COST_S, GROUPS, expression
+from support.ci_groups import COST_S, GROUPS, INTERPRETERS, expression
 
+REPO = Path(__file__).resolve().parents[2]
 DEFAULT_LANES = 2
 """Lanes when neither ``--lanes`` nor ``$ENVKIT_TEST_LANES`` says: the 2-core CI machine."""
 DEFAULT_BACKGROUND = 1
@@ -89,7 +90,12 @@ def lane_env(environ: dict[str, str], lanes: int, cpus: int) -> dict[str, str]:
 
 
 def pytest_command(group: str) -> list[str]:
-    return [sys.executable, "-m", "pytest", "-m", expression(group), "-q", "--durations=15"]
+    """The group's pytest run: on the suite's interpreter, or on the group's own
+    (:data:`support.ci_groups.INTERPRETERS`: built first, inside the group's time and log)."""
+    args = ["-m", "pytest", "-m", expression(group), "-q", "--durations=15"]
+    if group in INTERPRETERS:
+        return [sys.executable, str(REPO / INTERPRETERS[group]), "--exec", *args]
+    return [sys.executable, *args]
 
 
 @contextlib.contextmanager

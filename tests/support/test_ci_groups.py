@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from support.ci_groups import COST_S, GROUPS, NEEDS, expression, groups_of
+from support.ci_groups import COST_S, GROUPS, INTERPRETERS, NEEDS, expression, groups_of
 from support.gym_ray import OWN_RAY
 from support.paths import REPO_ROOT, SUPPORT
 from support.run_groups import (
@@ -21,6 +21,7 @@ from support.run_groups import (
     CGROUP_V1_CPU,
     background_cgroup,
     lane_env,
+    pytest_command,
     schedule,
 )
 
@@ -34,6 +35,16 @@ def test_a_test_with_several_needs_is_counted_in_the_heaviest() -> None:
     assert groups_of({"slow", "network", "gym", "train"}) == ["train"]
     assert groups_of({"slow", "network", "platform"}) == ["platform"]
     assert groups_of({"slow", "ray", "gym"}) == ["ray"]
+    # its own interpreter: a vLLM test runs in the vllm group, whatever else it needs
+    assert groups_of({"slow", "vllm", "train", "gym", "network"}) == ["vllm"]
+
+
+def test_a_group_with_its_own_interpreter_runs_pytest_through_its_builder() -> None:
+    cmd = pytest_command("vllm")
+    assert cmd[:3] == [sys.executable, str(REPO_ROOT / "tests/support/vllm_venv.py"), "--exec"]
+    assert cmd[3:7] == ["-m", "pytest", "-m", expression("vllm")]
+    assert pytest_command("train")[:2] == [sys.executable, "-m"]
+    assert set(INTERPRETERS) <= set(NEEDS)
 
 
 def test_an_unmarked_test_is_fast_and_a_bare_slow_one_is_in_no_group() -> None:
@@ -42,9 +53,9 @@ def test_an_unmarked_test_is_fast_and_a_bare_slow_one_is_in_no_group() -> None:
 
 
 def test_the_groups_are_the_fast_one_then_one_per_need() -> None:
-    assert GROUPS == ("fast", "platform", "ray", "train", "gym", "network")
+    assert GROUPS == ("fast", "vllm", "platform", "ray", "train", "gym", "network")
     assert expression("network") == \
-        "network and not platform and not ray and not train and not gym"
+        "network and not vllm and not platform and not ray and not train and not gym"
     with pytest.raises(KeyError, match="no CI group"):
         expression("slowest")
 
@@ -68,6 +79,17 @@ def test_groups_start_longest_first() -> None:
     assert schedule(["fast", "network"]) == ["network", "fast"]
 
 
+_STAND_IN_BUILDER = """import os, sys
+from pathlib import Path
+site = Path(__file__).resolve().parent / "stand-in-site"
+(site / "vllm").mkdir(parents=True, exist_ok=True)
+(site / "vllm" / "__init__.py").write_text("")
+assert sys.argv[1] == "--exec"
+os.environ["PYTHONPATH"] = str(site)
+os.execv(sys.executable, [sys.executable, *sys.argv[2:]])
+"""
+
+
 def _suite(tmp_path: Path, body: str) -> Path:
     """A throwaway suite under the real conftest and its helpers (copied), with one test file."""
     tests = tmp_path / "tests"
@@ -76,6 +98,8 @@ def _suite(tmp_path: Path, body: str) -> Path:
     for helper in ("ci_groups.py", "signals.py", "gym_ray.py", "run_groups.py"):
         shutil.copy(SUPPORT / helper, tests / "support" / helper)
     (tests / "support" / "__init__.py").write_text("")
+    # the vllm group's builder, standing in: its interpreter is this one with a `vllm` module
+    (tests / "support" / "vllm_venv.py").write_text(_STAND_IN_BUILDER)
     lines = "\n".join(f"    {name}: x" for name in ("slow", *NEEDS))
     (tmp_path / "pytest.ini").write_text(f"[pytest]\naddopts = --strict-markers -p no:cacheprovider"
                                          f"\nmarkers =\n{lines}\n")
@@ -143,6 +167,7 @@ def test_the_runner_runs_every_group_two_at_a_time_and_reports_the_first_failure
                  f"{fails}\n")
     root = _suite(tmp_path, body)
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    env["ENVKIT_TEST_OWN_RAY"] = "1"  # its `gym` test is a stand-in: no shared Ray cluster
     cgroups_before = set(CGROUP_V1_CPU.glob("envkit-ci-*"))
     done = subprocess.run([sys.executable, "tests/support/run_groups.py", "--lanes", "2",
                            "--background", "1"],
@@ -152,7 +177,8 @@ def test_the_runner_runs_every_group_two_at_a_time_and_reports_the_first_failure
     table = done.stdout.rsplit("==> test groups", 1)[1].splitlines()[1:]
     assert [line.split()[0] for line in table] == [*GROUPS, "all"]
     exits = {line.split()[0]: line.split()[3] for line in table}
-    assert exits == {**dict.fromkeys(GROUPS, "0"), "ray": "1", "network": "1", "all": "1"}
+    assert exits == {**dict.fromkeys(GROUPS, "0"), "ray": "1", "network": "1", "all": "1"}, \
+        done.stdout[-6000:]
     for group in GROUPS:  # each group's own output, whole
         assert f'==> group {group}: pytest -m "{expression(group)}"' in done.stdout
     assert done.stdout.count("fails on purpose") >= 2
