@@ -93,7 +93,8 @@ def _entry(child: os.DirEntry[str], path: str, real_root: _RealRoot,
         if child.is_file(follow_symlinks=False):
             st = child.stat(follow_symlinks=False)
             return FileEntry(path, "file", size=st.st_size,
-                             stat=(st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev))
+                             stat=(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino,
+                                   st.st_dev))
     except OSError as exc:
         errors.append((path, exc.strerror or str(exc)))
     return FileEntry(path, "other")

@@ -6,8 +6,8 @@ pins the package's files with it. The same bytes under the same paths give the s
 on every machine; no timestamps, owners or modes go in.
 
 The ``purpose`` is hashed first, so a package and a dataset with equal files never share a
-digest. ``stamps`` lets a caller skip re-reading files whose identity (size, mtime, inode,
-device) is unchanged since the last scan; this module never stores them
+digest. ``stamps`` lets a caller skip re-reading files whose identity (size, mtime, ctime,
+inode, device) is unchanged since the last scan; this module never stores them
 (``envkit.supply.treestamps`` does).
 """
 
@@ -33,15 +33,13 @@ _NO_FILE = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
 """What ``Path.is_file`` reads as "not a file" rather than raising."""
 
 Stamps = dict[str, list[Any]]
-"""``rel -> [size, mtime_ns, inode, device, sha256]`` of the last scan: rsync's and
-Mercurial's quick check (size and mtime) on the same inode, then the file's hash. Not the ctime,
-as git's index and the wheel-facts store have it: envkit hard-links a package's wheels into every
-smoke and probe run copy, and each link and unlink moves their ctime, so a stamp with it would
-never survive a run; what it would add is a same-size rewrite whose mtime was set back to the
-nanosecond, which is no accident (``--verify-hashes`` reads every byte)."""
+"""``rel -> [size, mtime_ns, ctime_ns, inode, device, sha256]`` of the last scan: git's index
+check on the same inode, then the file's hash. The ctime is what no one can set: a same-size
+rewrite whose mtime was put back still moves it, so EK209 sees the edit. (A hard link made or
+removed moves it too: a wheel linked into a smoke run's copy is hashed once more after it.)"""
 
-FileStat = tuple[int, int, int, int]
-"""``(size, mtime_ns, inode, device)`` of a regular file: a stamp without its hash."""
+FileStat = tuple[int, int, int, int, int]
+"""``(size, mtime_ns, ctime_ns, inode, device)`` of a regular file: a stamp without its hash."""
 
 
 @record
@@ -150,9 +148,9 @@ def hash_files(root: Path, rels: Iterable[str], purpose: str,
                 raise
             if not stat.S_ISREG(st.st_mode):  # a socket or FIFO; validate reports them (EK207)
                 continue
-            stamp = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+            stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
         hit = old.get(rel)
-        digest = hit[4] if hit and tuple(hit[:4]) == stamp else sha256_file(path)
+        digest = hit[5] if hit and tuple(hit[:5]) == stamp else sha256_file(path)
         fresh[rel] = [*stamp, digest]
         files.append(TreeFile(rel, stamp[0], digest))
     return Tree(root=root, files=tuple(files), digest=tree_digest(files, purpose), stamps=fresh)

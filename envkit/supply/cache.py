@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envkit.model.tree import sha256_file
-from envkit.supply.root import cache_dir, write_whole
+from envkit.supply.root import cache_dir, read_entry, write_entry
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["RACY_S", "cache_root", "content_key", "digests_key", "file_sha256", "store_entry",
-           "uv_cache_under"]
+__all__ = ["RACY_S", "cache_root", "content_key", "digests_key", "file_sha256", "load_entry",
+           "store_entry", "uv_cache_under"]
 
 RACY_S = 2.0
 """A file changed this recently is read but what was learnt from it is not stored (git's
@@ -28,10 +28,23 @@ def cache_root() -> Path:
     return Path(cache_dir())
 
 
-def store_entry(entry: Path, text: str) -> None:
-    """Write a cache entry whole or not at all (:func:`envkit.supply.root.write_whole`); no
-    ``tempfile``: validate's stores write here, and its start-up does not import it."""
-    write_whole(str(entry), text.encode())
+def store_entry(store: Path, rel: str, text: str) -> None:
+    """Write entry ``rel`` of ``store`` whole or not at all, sealed and private
+    (:func:`envkit.supply.root.write_entry`); no ``tempfile``: validate's stores write here,
+    and its start-up does not import it."""
+    write_entry(str(store), rel, text.encode())
+
+
+def load_entry(store: Path, rel: str) -> str | None:
+    """Entry ``rel`` of ``store`` when it is this user's own, sealed by this user's key
+    (:func:`envkit.supply.root.read_entry`); None: a miss."""
+    data = read_entry(str(store), rel)
+    if data is None:
+        return None
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        return None
 
 
 def uv_cache_under(root: Path) -> Path:

@@ -26,7 +26,7 @@ from envkit.supply.sdists import (
     refuse_compiled,
     sdist_cache_dir,
 )
-from envkit.supply.wheelcache import WheelCache, link_or_copy
+from envkit.supply.wheelcache import WheelCache, link_or_copy, private_dirs
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -106,7 +106,7 @@ def _ensure_cached(pin: PinnedWheel, cache: WheelCache, progress: FetchProgress 
         if progress:
             progress.end(pin.filename, cached=True)
         return hit
-    cache.root.mkdir(parents=True, exist_ok=True)
+    private_dirs(cache.root)
     fd, tmp_name = tempfile.mkstemp(prefix=".dl-", suffix=".part", dir=cache.root)
     tmp = Path(tmp_name)
     try:

@@ -36,7 +36,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from envkit.errors import FailedError
 from envkit.model.tree import sha256_file
 from envkit.records import record
-from envkit.supply.atomic import write_text
+from envkit.supply.cache import load_entry, store_entry
 from envkit.supply.uvcmd import (
     DEFAULT_INDEX_URL,
     INPUT_NAME,
@@ -208,9 +208,13 @@ class ResolutionCache:
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def get(self, key: str) -> list[PinnedWheel] | None:
-        path = self.root / f"{key}.json"
+        """The pins stored under ``key`` when the entry is this user's own and unedited
+        (``envkit.supply.root``); None: resolve again."""
+        text = load_entry(self.root, f"{key}.json")
+        if text is None:
+            return None
         try:
-            rows = json.loads(path.read_text("utf-8"))
+            rows = json.loads(text)
             return [PinnedWheel(**{**r, "requested_by": tuple(r["requested_by"]),
                                    "built_from": tuple(r["built_from"])
                                    if r.get("built_from") else None}) for r in rows]
@@ -218,8 +222,7 @@ class ResolutionCache:
             return None
 
     def put(self, key: str, pins: Sequence[PinnedWheel]) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        write_text(self.root / f"{key}.json", json.dumps([asdict(p) for p in pins], indent=1))
+        store_entry(self.root, f"{key}.json", json.dumps([asdict(p) for p in pins], indent=1))
 
 
 def _listing(folder: Path) -> list[object]:

@@ -7,21 +7,24 @@ digest (EK209), and ``smoke``, ``probe`` and ``submit`` validate first. A wheels
 mostly its wheels: hashing the char_pattern toy's 384 MB took 0.3 s of each of those runs.
 ``envkit submit`` keeps the same stamps for the FileSet it uploads. The identity is what
 ``envkit.model.tree.hash_files`` compares (size, mtime in nanoseconds, inode, device: why not
-the ctime is said there); a file written in the ``RACY_S`` before the scan is hashed but not
-kept (its stat may not show the next write), nor is one under ``MIN_BYTES``. One JSON file per
-tree (its root directory's device and inode: the same directory by any path, for one stat where
-a ``realpath`` stats every level of the path) and purpose; an entry that cannot be read is a
-miss, one that cannot be written costs only the speed.
+the ctime, which no one can set: a same-size edit with its mtime put back still moves it); a
+file written in the ``RACY_S`` before the scan is hashed but not kept (its stat may not show
+the next write), nor is one under ``MIN_BYTES``. One JSON file per user, tree (its root
+directory's device and inode: the same directory by any path, for one stat where a
+``realpath`` stats every level of the path) and purpose, sealed by this user's key
+(``envkit.supply.root``): an entry that cannot be read, is not this user's own or does not
+carry the seal is a miss, one that cannot be written costs only the speed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from typing import TYPE_CHECKING, Any
 
-from envkit.supply.cache import RACY_S, store_entry
+from envkit.supply.cache import RACY_S, load_entry, store_entry
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -37,8 +40,11 @@ the store costs, and a tree of small files (most packages: configs, a server, a 
 writes nothing at all (the 145 Gym servers as packages: 145 entries cost a first run ~90 ms of
 CPU, and saved the next one ~20)."""
 
-_FIELDS = 4
+_FIELDS = 5
 """Identity fields before the hash in a stamp (``envkit.model.tree.Stamps``)."""
+
+_VERSION = "3"
+"""Part of every key: entries of an older layout are never read."""
 
 
 def rescan(root: Path, purpose: str, scan: Callable[[Stamps], Tree], store: Path) -> Tree:
@@ -52,22 +58,26 @@ def rescan(root: Path, purpose: str, scan: Callable[[Stamps], Tree], store: Path
         st = root.stat()
     except OSError:
         return scan({})  # raises what a scan of a missing root raises, or finds nothing
-    key = hashlib.sha256(f"{purpose}\0{st.st_dev}:{st.st_ino}".encode()).hexdigest()[:32]
-    entry = store / key[:2] / f"{key}.json"
-    old = _load(entry)
+    ident = f"{_VERSION}\0{os.geteuid()}\0{purpose}\0{st.st_dev}:{st.st_ino}"
+    key = hashlib.sha256(ident.encode()).hexdigest()[:32]
+    rel = f"{key[:2]}/{key}.json"
+    old = _load(store, rel)
     tree = scan(old)
     settled = time.time_ns() - int(RACY_S * 1e9)
     keep = {rel: stamp for rel, stamp in tree.stamps.items()
-            if stamp[0] >= MIN_BYTES and stamp[1] < settled}
+            if stamp[0] >= MIN_BYTES and max(stamp[1], stamp[2]) < settled}
     if keep != old:
-        store_entry(entry, json.dumps(keep, separators=(",", ":")))
+        store_entry(store, rel, json.dumps(keep, separators=(",", ":")))
     return tree
 
 
-def _load(entry: Path) -> Stamps:
+def _load(store: Path, rel: str) -> Stamps:
+    text = load_entry(store, rel)
+    if text is None:
+        return {}
     try:
-        raw: Any = json.loads(entry.read_bytes())
-    except (OSError, ValueError):
+        raw: Any = json.loads(text)
+    except ValueError:
         return {}
     if not isinstance(raw, dict):
         return {}

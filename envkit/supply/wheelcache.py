@@ -1,9 +1,14 @@
 """The content-addressed wheel stores, and how their files reach a package and uv.
 
-Files are kept by sha256 (``<root>/<sha256[:2]>/<sha256>/<filename>``), read-only. The download
-store (``wheels/``) is hard-linked into packages, so a package's ``wheels/`` is free and a warm
-build makes no network request; the offer store (``find-links/``) is what Gym's installs are
-offered, one never-linked copy per wheel (:func:`pool_wheels`).
+Files are kept by sha256 (``<root>/<sha256[:2]>/<sha256>/<filename>``), read-only, in folders
+made 0700. The download store (``wheels/``) is hard-linked into packages, so a package's
+``wheels/`` is free and a warm build makes no network request; the offer store
+(``find-links/``) is what Gym's installs are offered, one never-linked copy per wheel
+(:func:`pool_wheels`).
+
+Why a hit is hashed before it is used: a store may have been restored from elsewhere (a CI
+cache) or written by someone else; its file is used only when its bytes are the sha256 it is
+filed under (once per process and file while its stat holds), else it is fetched again.
 """
 
 from __future__ import annotations
@@ -14,10 +19,26 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from envkit.supply.cache import file_sha256
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["WheelCache", "link_or_copy", "link_wheels", "pool_wheels"]
+__all__ = ["WheelCache", "link_or_copy", "link_wheels", "pool_wheels", "private_dirs"]
+
+
+def private_dirs(folder: Path) -> None:
+    """``folder`` and its missing parents, each made 0700 (``mkdir(parents=True)`` gives the
+    parents the umask's mode)."""
+    missing = []
+    here = Path(folder)
+    while not here.is_dir():
+        missing.append(here)
+        if here.parent == here:
+            break
+        here = here.parent
+    for path in reversed(missing):
+        path.mkdir(mode=0o700, exist_ok=True)
 
 
 
@@ -41,15 +62,21 @@ class WheelCache:
         return self.root / sha256[:2] / sha256 / filename
 
     def lookup(self, sha256: str | None, filename: str) -> Path | None:
+        """The stored file of ``sha256``, when its bytes hash to it (see above)."""
         if sha256 is None:
             return None
         path = self.path_for(sha256, filename)
-        return path if path.is_file() else None
+        if not path.is_file():
+            return None
+        try:
+            return path if file_sha256(path) == sha256 else None
+        except OSError:
+            return None
 
     def store(self, source: Path, sha256: str, filename: str) -> Path:
         """Move ``source`` (already verified) into the store; first writer wins."""
         final = self.path_for(sha256, filename)
-        final.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(final.parent)
         source.chmod(0o444)  # hard-linked into packages: nobody may edit the cached bytes
         source.replace(final)
         return final
@@ -73,7 +100,7 @@ def pool_wheels(wheels: Iterable[tuple[Path, str]], offer: WheelCache) -> list[P
     for wheel, sha256 in wheels:
         found = offer.lookup(sha256, wheel.name)
         if found is None:
-            offer.root.mkdir(parents=True, exist_ok=True)
+            private_dirs(offer.root)
             fd, tmp = tempfile.mkstemp(prefix=".offer-", suffix=".whl", dir=offer.root)
             os.close(fd)
             shutil.copyfile(wheel, tmp)  # a copy, never a link: see above

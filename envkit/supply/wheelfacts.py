@@ -12,15 +12,18 @@ are never stored: ``--verify-hashes`` (the user asked for every byte to be read 
 whose mtime or ctime is within the last two seconds (git's "racily clean" case: a write in the
 same timestamp tick as the read would leave the stat unchanged; and since no one can set a
 ctime, a later file on a reused inode cannot match a stored one). The filename's facts (name,
-version, tags) are parsed again on a hit: they are the key's own. One small JSON file per wheel;
-an entry that cannot be read or does not fit is a miss, and a cache that cannot be written costs
-nothing but the speed.
+version, tags) are parsed again on a hit: they are the key's own. One small JSON file per wheel
+and user (the user id is part of the key), sealed by this user's key (``envkit.supply.root``):
+an entry that cannot be read, does not fit, is not this user's own or was edited since envkit
+wrote it is a miss (the wheel is read), and a cache that cannot be written costs nothing but
+the speed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -33,11 +36,11 @@ from envkit.model.wheelfile import (
     read_wheel,
     with_archive,
 )
-from envkit.supply.cache import RACY_S, store_entry
+from envkit.supply.cache import RACY_S, load_entry, store_entry
 
 __all__ = ["RACY_S", "WheelFacts"]
 
-_VERSION = "2"
+_VERSION = "3"
 _TUPLES = frozenset({"requires_dist", "provides_extra", "record_issues"})
 
 
@@ -58,14 +61,15 @@ class WheelFacts:
         base = from_filename(file, rel)
         if base.error:
             return base
-        entry = self.store / key[:2] / f"{key}.json"
-        facts = _load(entry)
+        rel = f"{key[:2]}/{key}.json"
+        facts = _load(self.store, rel)
         if facts is not None:
             self.hits += 1
             return replace(base, **facts)
         wheel = with_archive(base, file)  # the filename is parsed once
         if time.time() - changed >= RACY_S:
-            store_entry(entry, json.dumps({name: getattr(wheel, name) for name in ARCHIVE_FACTS}))
+            store_entry(self.store, rel,
+                        json.dumps({name: getattr(wheel, name) for name in ARCHIVE_FACTS}))
         return wheel
 
 
@@ -76,15 +80,18 @@ def _identity(file: Path) -> tuple[str, float] | None:
         st = file.stat()
     except OSError:
         return None  # read_wheel reports it
-    ident = (f"{_VERSION}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}"
+    ident = (f"{_VERSION}\0{os.geteuid()}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}"
              f"\0{st.st_ctime_ns}")
     return hashlib.sha256(ident.encode()).hexdigest()[:32], max(st.st_mtime, st.st_ctime)
 
 
-def _load(entry: Path) -> dict[str, Any] | None:
+def _load(store: Path, rel: str) -> dict[str, Any] | None:
+    text = load_entry(store, rel)
+    if text is None:
+        return None
     try:
-        raw = json.loads(entry.read_bytes())
-    except (OSError, ValueError):
+        raw = json.loads(text)
+    except ValueError:
         return None
     if not isinstance(raw, dict) or set(raw) != set(ARCHIVE_FACTS):
         return None

@@ -33,6 +33,11 @@ def _entry(store: Path) -> Path:
     return entry
 
 
+def _payload(store: Path) -> object:
+    """The stamps an entry holds (after its seal line)."""
+    return json.loads(_entry(store).read_bytes().split(b"\n", 1)[1])
+
+
 @pytest.fixture
 def files(tmp_path: Path) -> Path:
     root = tmp_path / "tree"
@@ -90,20 +95,15 @@ def test_a_copy_of_a_tree_is_another_tree(files: Path, tmp_path: Path,
     assert len(read) == 4  # the copy's two files, then the original's into a fresh store
 
 
-def test_a_rewrite_or_a_replaced_file_is_read_again_a_new_link_is_not(
+def test_a_rewrite_or_a_replaced_file_is_read_again(
         files: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A same-size rewrite moves the mtime; a file replaced by a rename is another inode, even
-    with the old size and mtime; a hard link (a smoke's run copy) moves only the ctime."""
+    with the old size and mtime."""
     _every_file(monkeypatch)
     store = tmp_path / "store"
     first = _scan(files, store)
     target = files / "a.txt"
     before = target.stat()
-    os.link(target, tmp_path / "run-copy-link")
-    _no_reads(monkeypatch)
-    assert _scan(files, store).digest == first.digest
-    monkeypatch.undo()
-    _every_file(monkeypatch)
     target.write_text("ALPHA")  # same size
     assert _scan(files, store).digest == hash_files(files, walk_files(files), "test").digest
     assert _scan(files, store).digest != first.digest
@@ -115,12 +115,14 @@ def test_a_rewrite_or_a_replaced_file_is_read_again_a_new_link_is_not(
 
 def test_files_changed_just_before_the_scan_are_hashed_but_not_kept(
         files: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(treestamps, "MIN_BYTES", 0)  # the racy window as it is
+    monkeypatch.setattr(treestamps, "MIN_BYTES", 0)
+    monkeypatch.setattr(treestamps, "RACY_S", 1.0)
+    time.sleep(1.1)  # the fixture's files' ctimes (set when their mtime was) leave the window
     store = tmp_path / "store"
     (files / "new.txt").write_text("written a moment ago")
     first = _scan(files, store)
     assert first.digest == hash_files(files, walk_files(files), "test").digest
-    assert set(json.loads(_entry(store).read_text())) == {"a.txt", "sub/b.bin"}
+    assert set(_payload(store)) == {"a.txt", "sub/b.bin"}  # type: ignore[arg-type]
 
 
 def test_only_files_worth_a_stamp_are_kept(files: Path, tmp_path: Path,
@@ -131,7 +133,7 @@ def test_only_files_worth_a_stamp_are_kept(files: Path, tmp_path: Path,
     assert not list(store.rglob("*.json"))  # small files only: nothing written at all
     (files / "big.bin").write_bytes(b"\x01" * treestamps.MIN_BYTES)
     _scan(files, store)
-    assert set(json.loads(_entry(store).read_text())) == {"big.bin"}
+    assert set(_payload(store)) == {"big.bin"}  # type: ignore[arg-type]
 
 
 def test_a_damaged_store_entry_is_a_miss_and_is_replaced(files: Path, tmp_path: Path,
@@ -142,7 +144,7 @@ def test_a_damaged_store_entry_is_a_miss_and_is_replaced(files: Path, tmp_path: 
     entry = _entry(store)
     entry.write_text("{not json")
     assert _scan(files, store).digest == first.digest
-    assert set(json.loads(entry.read_text())) == {"a.txt", "sub/b.bin"}
+    assert set(_payload(store)) == {"a.txt", "sub/b.bin"}  # type: ignore[arg-type]
     entry.write_text(json.dumps({"a.txt": [1, 2, 3], "sub/b.bin": "x"}))  # wrong shapes
     assert _scan(files, store).digest == first.digest
 
@@ -164,3 +166,107 @@ def test_a_package_changed_after_a_validate_that_kept_its_stamps_is_ek209(
     raw[0] ^= 1  # same size, other content
     app.write_bytes(bytes(raw))
     assert codes() == [("EK209", "resources_servers/echo_match/app.py")]
+
+
+def _big_built_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A built package (provenance record) whose app.py is 64 KiB or more, stamped by a run."""
+    monkeypatch.setenv("ENVKIT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(treestamps, "RACY_S", 0.0)
+    pkg = Path(shutil.copytree(NATIVE, tmp_path / "pkg"))
+    app = pkg / "resources_servers" / "echo_match" / "app.py"
+    app.write_text(app.read_text() + "#" * treestamps.MIN_BYTES + "\n")
+    write_provenance(pkg, package_record(pkg, gym_version="0.7.0"))
+    return pkg, app
+
+
+def test_a_same_size_edit_with_its_mtime_put_back_is_ek209(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stamp holds the ctime, which no one can put back: the edit is read, and reported."""
+    pkg, app = _big_built_package(tmp_path, monkeypatch)
+
+    def codes() -> list[str]:
+        return [d.code for d in validate(ValidateRequest(package=pkg)).diagnostics]
+
+    assert codes() == []
+    assert list((tmp_path / "cache" / "tree-stamps").rglob("*.json"))
+    before = app.stat()
+    text = app.read_text()
+    edited = text.replace("#" * 16, "os.system('id')#", 1)
+    assert len(edited) == len(text)
+    time.sleep(0.01)
+    app.write_text(edited)
+    os.utime(app, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert app.stat().st_size == before.st_size and app.stat().st_mtime_ns == before.st_mtime_ns
+    assert codes() == ["EK209"]
+
+
+def test_a_forged_stamp_is_not_believed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Someone who can write the cache directory (the same user in a workspace-local cache)
+    edits the file and writes the old hash under its new stat: the entry's seal no longer
+    matches, so the file is read and EK209 reported."""
+    pkg, app = _big_built_package(tmp_path, monkeypatch)
+    assert validate(ValidateRequest(package=pkg)).diagnostics == ()
+    store = tmp_path / "cache" / "tree-stamps"
+    entry = _entry(store)
+    seal, payload = entry.read_bytes().split(b"\n", 1)
+    stamps = json.loads(payload)
+    rel = "resources_servers/echo_match/app.py"
+    text = app.read_text()
+    app.write_text(text.replace("#" * 16, "os.system('id')#", 1))
+    st = app.stat()
+    stamps[rel][:5] = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+    entry.write_bytes(seal + b"\n" + json.dumps(stamps).encode())
+    assert [d.code for d in validate(ValidateRequest(package=pkg)).diagnostics] == ["EK209"]
+
+
+@pytest.mark.parametrize("how", ["another user", "group-writable", "other-writable"])
+def test_a_stamp_not_yours_alone_is_ignored_with_one_warning(
+        how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from envkit.supply import root
+
+    monkeypatch.setattr(root, "_warned", [])
+    monkeypatch.setattr(root, "_trusted_dirs", {})
+    _every_file(monkeypatch)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "big.bin").write_bytes(b"\x01" * 100)
+    store = tmp_path / "store"
+    first = _scan(tree, store)
+    entry = _entry(store)
+    if how == "another user":
+        os.chown(entry, 65534, 65534)
+    else:
+        entry.chmod(0o620 if how == "group-writable" else 0o602)
+    read: list[str] = []
+    real = tree_module.sha256_file
+    monkeypatch.setattr(tree_module, "sha256_file", lambda p: read.append(str(p)) or real(p))
+    capsys.readouterr()
+    assert _scan(tree, store).digest == first.digest
+    assert len(read) == 1  # read again: the entry is not believed
+    mine = _entry(store).stat()  # and replaced by one of this user's own
+    assert mine.st_uid == os.geteuid() and mine.st_mode & 0o777 == 0o600
+    assert _scan(tree, store).digest == first.digest
+    warnings = capsys.readouterr().err.splitlines()
+    assert len(warnings) == 1 and "ignoring cache entries" in warnings[0]
+
+
+def test_a_store_in_a_directory_others_may_write_is_ignored(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from envkit.supply import root
+
+    monkeypatch.setattr(root, "_warned", [])
+    monkeypatch.setattr(root, "_trusted_dirs", {})
+    _every_file(monkeypatch)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "big.bin").write_bytes(b"\x01" * 100)
+    store = tmp_path / "shared" / "store"
+    _scan(tree, store)
+    assert (store.stat().st_mode & 0o777) == 0o700  # made private
+    assert (_entry(store).stat().st_mode & 0o777) == 0o600
+    os.chown(store, 65534, 65534)  # a folder of another user's
+    monkeypatch.setattr(root, "_trusted_dirs", {})
+    _no_reads(monkeypatch)
+    with pytest.raises(AssertionError, match="read again"):
+        _scan(tree, store)

@@ -6,9 +6,10 @@ gives, for as long as the file's stat identity holds, and any write breaks the i
 
 from __future__ import annotations
 
+import json
 import os
 import time
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 import pytest
 from wheelfactory import make_wheel
@@ -17,9 +18,6 @@ from envkit.check.validate import read_package
 from envkit.model.wheelfile import read_wheel
 from envkit.supply import wheelfacts
 from envkit.supply.wheelfacts import WheelFacts
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 
 @pytest.fixture(autouse=True)
@@ -142,3 +140,56 @@ def test_an_undecodable_filename_is_keyed_by_its_bytes(tmp_path: Path) -> None:
     WheelFacts(tmp_path / "store").read(odd)
     again = WheelFacts(tmp_path / "store")
     assert again.read(odd) == read_wheel(odd)
+
+
+def _ek407(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the EK407 fixture (a wheel whose RECORD does not match), aged."""
+    import shutil
+
+    from support.paths import REPO_ROOT
+
+    monkeypatch.setenv("ENVKIT_CACHE_DIR", str(tmp_path / "cache"))
+    pkg = Path(shutil.copytree(REPO_ROOT / "fixtures" / "packages" / "EK407-record-hash-mismatch"
+                               / "pkg", tmp_path / "pkg"))
+    for wheel in (pkg / "wheels").iterdir():
+        _aged(wheel)
+    return pkg
+
+
+def _codes(pkg: Path, no_cache: bool = False) -> list[str]:
+    from envkit.check.gate import GateRequest, run_gate
+
+    run = run_gate(GateRequest(paths=(pkg,), no_cache=no_cache))
+    return [d.code for r in run.reports for d in r.diagnostics]
+
+
+def test_an_edited_entry_cannot_make_a_bad_wheel_valid(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whoever can write the store (here: this very user, as a workspace-local cache lets
+    anyone who commits to the repository) edits an entry to say the wheel's RECORD is fine: the
+    entry's seal no longer matches, so the wheel is read and EK407 reported."""
+    pkg = _ek407(tmp_path, monkeypatch)
+    assert "EK407" in _codes(pkg)
+    (entry,) = (tmp_path / "cache" / "wheel-facts").rglob("*.json")
+    seal, payload = entry.read_bytes().split(b"\n", 1)
+    facts = json.loads(payload)
+    assert facts["record_issues"]
+    facts["record_issues"] = []
+    entry.write_bytes(seal + b"\n" + json.dumps(facts).encode())
+    assert "EK407" in _codes(pkg)
+    entry.write_bytes(json.dumps(facts).encode())  # no seal at all: as planted by hand
+    assert "EK407" in _codes(pkg)
+
+
+def test_no_cache_reads_and_writes_no_wheel_facts(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    pkg = _ek407(tmp_path, monkeypatch)
+    assert "EK407" in _codes(pkg, no_cache=True)
+    assert not (tmp_path / "cache").exists()  # nothing written
+    assert "EK407" in _codes(pkg)  # a run that keeps facts
+    (entry,) = (tmp_path / "cache" / "wheel-facts").rglob("*.json")
+    entry.chmod(0o000)  # a store --no-cache must not even open
+    opened: list[str] = []
+    monkeypatch.setattr(wheelfacts, "load_entry", lambda *a: opened.append("x"))
+    assert "EK407" in _codes(pkg, no_cache=True)
+    assert opened == []
