@@ -97,3 +97,26 @@ def test_the_workflow_names_no_index_that_lacks_envkit(tmp_path: Path, template:
                           "ENVKIT_PIP_SPEC": ""}, capture_output=True, text=True, timeout=60,
                           check=False)
     assert proc.returncode == 1 and "::error::set the repository variable" in proc.stdout
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_the_workflow_keeps_envkits_caches_out_of_the_checkout(tmp_path: Path,
+                                                               template: str) -> None:
+    """Files committed to the repository, or written by an earlier step, never become the
+    gate's input: the cache lives in the runner's temp folder, and only downloads and venvs
+    (checked by their sha256 when used) are kept between runs."""
+    workflow = _init(tmp_path, "--template", template) / ".github" / "workflows" / "envkit.yml"
+    text = workflow.read_text()
+    data = yaml.safe_load(text)
+    assert "github.workspace" not in text and ".envkit-cache" not in text
+    assert "ENVKIT_CACHE_DIR" not in data.get("env", {})
+    steps = data["jobs"]["package"]["steps"]
+    set_dir = next(s for s in steps if "ENVKIT_CACHE_DIR=" in s.get("run", ""))
+    assert set_dir["run"].strip() == ('echo "ENVKIT_CACHE_DIR=$RUNNER_TEMP/envkit-cache" >> '
+                                      '"$GITHUB_ENV"')
+    cache = next(s for s in steps if s.get("uses", "").startswith("actions/cache"))
+    assert steps.index(set_dir) < steps.index(cache)
+    paths = cache["with"]["path"].splitlines()
+    assert {p.rsplit("/", 1)[1] for p in paths} == {"wheels", "find-links", "gym-venvs",
+                                                    "server-venvs"}
+    assert all(p.startswith("${{ runner.temp }}/envkit-cache/") for p in paths)
