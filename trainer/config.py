@@ -6,7 +6,7 @@ Why a view and not a second model: every job field's name, type and default live
 and adds, as typed properties, what the platform's compiler resolves (seed 42,
 ``max_new_tokens`` = ``max_seq_length``, LoRA defaults, the step count) and the groups of loss
 and batching knobs the modules take. The job's rules are not checked here: the trainer runs a
-job ``envkit.validators.job_checks`` has accepted.
+job ``envkit.validators.job`` has accepted.
 """
 
 from __future__ import annotations

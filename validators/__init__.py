@@ -3,10 +3,9 @@
 ``CHECKS`` is the one visible list of what runs; ``RULES`` maps each EK code to its record.
 This package never imports ``envkit.trainer``.
 
-The checks of the wheels, the dataset and the job file are deferred: their modules are
-imported at the first input they apply to (each area's ``applies``), not by every start.
-Why: most runs are a pre-commit hook over a package without wheels, dataset or job, where
-compiling those modules was ~8 ms of a ~100 ms run without bytecode.
+The checks of the wheels and the dataset are deferred: their modules are imported at the
+first input they apply to (each area's ``applies``), not by every start (most runs are a
+pre-commit hook over a package without wheels or dataset).
 """
 
 from __future__ import annotations
@@ -71,12 +70,6 @@ def _dataset_row_checks() -> ModuleType:
     return dataset_row_checks
 
 
-def _job_checks() -> ModuleType:
-    from envkit.validators import job_checks
-
-    return job_checks
-
-
 CHECKS: tuple[Check, ...] = (
     *manifest.CHECKS,
     *layout.CHECKS,
@@ -86,7 +79,7 @@ CHECKS: tuple[Check, ...] = (
                "check_closure"),
     *_deferred(dataset_rows.applies, _dataset_row_checks, "check_dataset_files",
                "check_dataset_rows"),
-    *_deferred(job.applies, _job_checks, "check_job"),
+    *job.CHECKS,
     *spinup.CHECKS,
     *probe.CHECKS,
 )

@@ -1,11 +1,11 @@
 """The GRPO job model: the one home of every job field's name, type, range and default.
 
 Why here and only here: the same job JSON validates (``envkit validate --job``), trains
-(``envkit train``) and submits, so ``validators/job_checks.py``, ``trainer/config.py`` and
+(``envkit train``) and submits, so ``validators/job/``, ``trainer/config.py`` and
 ``envkit schema job`` all read these dataclasses. Names, types, bounds and defaults follow the
 platform's own job model (the ``rl`` job of NeMo Platform 0.6.0, "Key hyperparameters" and
 "LoRA fields" in *GRPO and Reward Environments*); unknown keys are errors, as there.
-Cross-field rules live in ``validators/job_rules.py``.
+Cross-field rules live in ``validators/job/cross_field.py``.
 """
 
 from __future__ import annotations

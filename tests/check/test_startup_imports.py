@@ -1,8 +1,8 @@
 """What ``envkit validate`` imports for a small native-v1 package (the pre-commit hook case).
 
 Not a timing test: it pins the modules a start must not pay for. ``packaging`` compiles its
-grammar's regexes at import (the largest single start-up cost measured), and the job, dataset
-and lock models, ``importlib.resources`` and the other commands' result types have nothing to
+grammar's regexes at import (the largest single start-up cost measured), and the dataset and
+lock models, ``importlib.resources`` and the other commands' result types have nothing to
 read here (``benchmarks/bench_gate.py`` has the figures).
 """
 
@@ -31,7 +31,6 @@ print(json.dumps({"code": code, "out": out.getvalue(), "modules": sorted(sys.mod
 NOT_ON_THE_PATH = (
     "packaging",
     "envkit.model.closure",
-    "envkit.model.jobspec",
     "envkit.model.jobfile",
     "envkit.model.dataset",
     "envkit.model.lock",
@@ -40,10 +39,9 @@ NOT_ON_THE_PATH = (
     "hashlib",
     "subprocess",
     "difflib",  # did-you-mean: only a misspelt name needs it (close_matches)
-    # the checks of the wheels, a dataset and a job file (``envkit.validators`` defers them)
+    # the checks of the wheels and a dataset (``envkit.validators`` defers them)
     "envkit.validators.wheel_checks",
     "envkit.validators.dataset_row_checks",
-    "envkit.validators.job_checks",
 )
 
 

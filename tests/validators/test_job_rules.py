@@ -1,4 +1,5 @@
-"""``validators/job_rules.py``: every cross-field rule runs; one violation never hides another."""
+"""``validators/job/cross_field.py``: every cross-field rule runs; one violation never hides
+another."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import pytest
 
 from envkit.model.jobfile import parse_job
 from envkit.model.jobspec import GrpoSettings, grpo_settings
-from envkit.validators.job_checks import job_diagnostics
-from envkit.validators.job_rules import RULE_CHECKS
+from envkit.validators.job import job_diagnostics
+from envkit.validators.job.cross_field import RULE_CHECKS
 
 BASE: dict[str, Any] = {
     "model": "default/qwen3-0.6b",

@@ -1,21 +1,14 @@
-"""EK6xx: the platform's ``rl`` GRPO job JSON, checked before submit.
-
-The rule records, and when their checks apply: a job file given. The checks themselves are
-``envkit.validators.job_checks``, imported for a job file only (``envkit.validators`` defers
-them): a package-only ``envkit validate`` (a pre-commit hook) compiles none of their code.
-"""
+"""The EK6xx rule records of the GRPO job: code, severity, title, why, fix."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from envkit.model.diagnostics import Severity
 from envkit.validators._base import Rule
 
-if TYPE_CHECKING:
-    from envkit.validators._base import Inputs
-
-__all__ = ["RULES", "applies"]
+__all__ = [
+    "EK600", "EK601", "EK602", "EK603", "EK604", "EK605", "EK606", "EK607", "EK608", "EK609",
+    "EK610", "EK611", "EK612", "EK613", "RULES",
+]
 
 EK600 = Rule(
     "EK600",
@@ -161,7 +154,3 @@ RULES = (
     EK613,
 )
 
-
-def applies(inputs: Inputs) -> bool:
-    """The checks have something to look at: a job file."""
-    return inputs.job is not None

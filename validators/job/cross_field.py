@@ -3,23 +3,26 @@
 Why typed: the platform runs these rules after reading every field (numbers given as strings
 already converted), so they see the same values here. Each rule is the platform's own
 (its job model's validators and the GPU-layout check made before compile); each finding names
-its EK code and the key path it is reported at.
+its registered rule record and the key path it is reported at.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from envkit.validators.job.rules import EK601, EK602, EK605, EK606, EK607, EK612, EK613
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
     from envkit.model.jobspec import GrpoSettings
+    from envkit.validators._base import Rule
 
 __all__ = ["RULE_CHECKS", "CrossFieldRule", "Finding", "findings"]
 
 
 class Finding(NamedTuple):
-    code: str
+    rule: Rule
     path: tuple[str, ...]
     message: str
     warning: bool = False
@@ -33,7 +36,7 @@ def _lora(t: GrpoSettings) -> Iterator[Finding]:
     """EK601/EK602: a lora block needs lora; Triton kernels cannot take TP-sharded weights."""
     if t.finetuning_type == "all_weights" and t.lora is not None:
         yield Finding(
-            "EK601",
+            EK601,
             _t("lora"),
             "`training.lora` is given but `finetuning_type` is all_weights (the default)",
         )
@@ -42,14 +45,14 @@ def _lora(t: GrpoSettings) -> Iterator[Finding]:
     tp = t.parallelism.tensor_parallel_size
     if t.lora.use_triton and tp > 1:
         yield Finding(
-            "EK602",
+            EK602,
             _t("lora", "use_triton"),
             "`training.lora.use_triton: true` with "
             f"`tensor_parallel_size` {tp} is rejected at submit",
         )
     else:
         yield Finding(
-            "EK602",
+            EK602,
             _t("lora", "use_triton"),
             "`training.lora.use_triton` is set; leave it unset so the compiler picks",
             warning=True,
@@ -62,16 +65,16 @@ def _backend(t: GrpoSettings) -> Iterator[Finding]:
         return
     ep = t.parallelism.expert_parallel_size
     if t.finetuning_type == "lora":
-        yield Finding("EK607", _t("finetuning_type"), "LoRA needs `policy_backend: automodel`")
+        yield Finding(EK607, _t("finetuning_type"), "LoRA needs `policy_backend: automodel`")
     if ep > 1:
         yield Finding(
-            "EK607",
+            EK607,
             _t("parallelism", "expert_parallel_size"),
             f"`expert_parallel_size` {ep} needs `policy_backend: automodel`",
         )
     if t.automodel_kwargs:
         yield Finding(
-            "EK607", _t("automodel_kwargs"), "`automodel_kwargs` needs `policy_backend: automodel`"
+            EK607, _t("automodel_kwargs"), "`automodel_kwargs` needs `policy_backend: automodel`"
         )
 
 
@@ -80,7 +83,7 @@ def _overrides(t: GrpoSettings) -> Iterator[Finding]:
         t.hf_config_overrides or {}
     ):
         yield Finding(
-            "EK606",
+            EK606,
             _t("hf_config_overrides", "router_aux_loss_coef"),
             "`router_aux_loss_coef` is set both on `training` and in `hf_config_overrides`",
         )
@@ -96,32 +99,32 @@ def _tis(t: GrpoSettings) -> Iterator[Finding]:
     if kind is None:
         if ratio is not None or low is not None:
             yield Finding(
-                "EK612",
+                EK612,
                 _t("truncated_importance_sampling_ratio"),
                 "the TIS ratios are ignored unless `truncated_importance_sampling_type` is set",
             )
         return
     if not t.use_importance_sampling_correction:
         yield Finding(
-            "EK612",
+            EK612,
             _t("use_importance_sampling_correction"),
             "truncated importance sampling needs `use_importance_sampling_correction`",
         )
     if ratio is None:
         yield Finding(
-            "EK612",
+            EK612,
             _t("truncated_importance_sampling_ratio"),
             f"`truncated_importance_sampling_ratio` is required for {kind!r}",
         )
     if kind in ("icepop", "seq-mask-tis") and low is None:
         yield Finding(
-            "EK612",
+            EK612,
             _t("truncated_importance_sampling_ratio_min"),
             f"`truncated_importance_sampling_ratio_min` is required for {kind!r}",
         )
     if ratio is not None and low is not None and low > ratio:
         yield Finding(
-            "EK612",
+            EK612,
             _t("truncated_importance_sampling_ratio_min"),
             "`truncated_importance_sampling_ratio_min` exceeds the ratio",
         )
@@ -140,7 +143,7 @@ def _rewards(t: GrpoSettings) -> Iterator[Finding]:
         stop = shaping.stop_properly_penalty_coef is not None
         if (some and not every) or (not some and not stop) or (stop and some):
             yield Finding(
-                "EK612",
+                EK612,
                 _t("reward_shaping"),
                 "`reward_shaping` takes either the three "
                 "overlong_* fields together or stop_properly_penalty_coef alone",
@@ -150,7 +153,7 @@ def _rewards(t: GrpoSettings) -> Iterator[Finding]:
         for low, high in (("source_min", "source_max"), ("target_min", "target_max")):
             if not getattr(scaling, low) < getattr(scaling, high):
                 yield Finding(
-                    "EK612",
+                    EK612,
                     _t("reward_scaling", low),
                     f"`reward_scaling.{low}` must be below `{high}`",
                 )
@@ -160,24 +163,24 @@ def _ranges(t: GrpoSettings) -> Iterator[Finding]:
     """EK612: pairs of fields whose values must be ordered."""
     if t.min_learning_rate is not None and t.min_learning_rate > t.learning_rate:
         yield Finding(
-            "EK612", _t("min_learning_rate"), "`min_learning_rate` exceeds `learning_rate`"
+            EK612, _t("min_learning_rate"), "`min_learning_rate` exceeds `learning_rate`"
         )
     low, high = t.advantage_clip_low, t.advantage_clip_high
     if low is not None and high is not None and low >= high:
         yield Finding(
-            "EK612",
+            EK612,
             _t("advantage_clip_low"),
             f"`advantage_clip_low` {low} must be below `advantage_clip_high` {high}",
         )
     if t.max_new_tokens is not None and t.max_new_tokens > t.max_seq_length:
         yield Finding(
-            "EK612",
+            EK612,
             _t("max_new_tokens"),
             f"`max_new_tokens` {t.max_new_tokens} exceeds `max_seq_length` {t.max_seq_length}",
         )
     if t.train_mb_tokens is not None and t.train_mb_tokens < t.max_seq_length:
         yield Finding(
-            "EK612",
+            EK612,
             _t("train_mb_tokens"),
             f"`train_mb_tokens` {t.train_mb_tokens} is below `max_seq_length`",
         )
@@ -188,23 +191,23 @@ def _modes(t: GrpoSettings) -> Iterator[Finding]:
     p = t.parallelism
     if p.context_parallel_size > 1 and p.sequence_parallel and p.tensor_parallel_size > 1:
         yield Finding(
-            "EK612",
+            EK612,
             _t("parallelism", "sequence_parallel"),
             "context parallel cannot combine with sequence_parallel under tensor parallelism",
         )
     if t.batch_multiplier != 1.0 and not t.use_dynamic_sampling:
         yield Finding(
-            "EK612", _t("batch_multiplier"), "`batch_multiplier` needs `use_dynamic_sampling: true`"
+            EK612, _t("batch_multiplier"), "`batch_multiplier` needs `use_dynamic_sampling: true`"
         )
     if t.batching_strategy == "sequence_packing" and p.context_parallel_size > 1:
         yield Finding(
-            "EK612",
+            EK612,
             _t("batching_strategy"),
             "`sequence_packing` is not supported with context_parallel_size > 1",
         )
     if t.use_leave_one_out_baseline and t.num_generations_per_prompt < 2:
         yield Finding(
-            "EK612",
+            EK612,
             _t("num_generations_per_prompt"),
             "the leave-one-out baseline needs `num_generations_per_prompt` >= 2",
         )
@@ -223,14 +226,14 @@ def _gpu_layout(t: GrpoSettings) -> Iterator[Finding]:
     )
     if gpus % mp:
         yield Finding(
-            "EK613",
+            EK613,
             _t("parallelism"),
             f"{gpus} GPUs are not divisible by the model-parallel size {mp} (tp x pp x cp x ep)",
         )
     elif t.batch_size % (divisor := t.micro_batch_size * (gpus // mp)):
         # the data-parallel size is defined only when the model-parallel size divides the GPUs
         yield Finding(
-            "EK613",
+            EK613,
             _t("batch_size"),
             f"`batch_size` {t.batch_size} is not divisible "
             f"by micro_batch_size x data-parallel size = {divisor}",
@@ -238,7 +241,7 @@ def _gpu_layout(t: GrpoSettings) -> Iterator[Finding]:
     vtp = t.vllm_tensor_parallel_size
     if vtp is not None and (vtp > p.num_gpus_per_node or gpus % vtp):
         yield Finding(
-            "EK613",
+            EK613,
             _t("vllm_tensor_parallel_size"),
             f"`vllm_tensor_parallel_size` {vtp} must divide {gpus} GPUs and fit one node",
         )
@@ -250,7 +253,7 @@ def _rollouts_per_step(t: GrpoSettings) -> Iterator[Finding]:
     rollouts = t.prompts_per_step * t.num_generations_per_prompt
     if rollouts % t.batch_size:
         yield Finding(
-            "EK605",
+            EK605,
             _t("batch_size"),
             f"{t.prompts_per_step} prompts x "
             f"{t.num_generations_per_prompt} generations = {rollouts} rollouts is not "
@@ -320,7 +323,7 @@ RULE_CHECKS = (
     ),
 )
 """Every cross-field rule over ``training``, each run on its own so that one violation never
-hides another; EK608 (refs) is checked in ``job_checks.py``."""
+hides another; EK608 (refs) is checked in ``checks``."""
 
 
 def findings(

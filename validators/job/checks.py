@@ -1,9 +1,8 @@
-"""The EK6xx checks of the platform's ``rl`` GRPO job JSON (``envkit.validators.job`` holds
-their records).
+"""The EK6xx checks of the platform's ``rl`` GRPO job JSON.
 
 Names, types, ranges and defaults come from the one job model (``envkit.model.jobspec``), which
 also generates ``envkit schema job``; the cross-field rules are the platform's own
-(``job_rules.py``). A job passes here exactly when the platform's job model and its pre-compile
+(``cross_field``). A job passes here exactly when the platform's job model and its pre-compile
 layout check accept it; every rejection carries a code and the key path.
 """
 
@@ -15,34 +14,25 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+import envkit.model.jobspec as job_model
 from envkit.model.diagnostics import Diagnostic, Severity, close_matches
-from envkit.validators.job import (
-    EK600,
-    EK601,
-    EK603,
-    EK604,
-    EK608,
-    EK609,
-    EK610,
-    EK611,
-    RULES,
-)
+from envkit.model.jobspec import JobSettings, JobSpecError, grpo_settings
+from envkit.validators.job.cross_field import findings
+from envkit.validators.job.rules import EK600, EK601, EK603, EK604, EK608, EK609, EK610, EK611
 
 if TYPE_CHECKING:
     from envkit.model.jobfile import JobDoc
     from envkit.model.jobspec import GrpoSettings, Problem
     from envkit.validators._base import Inputs
 
-# The job model (``envkit.model.jobspec``) is imported where a job is checked, not here: a
-# job check that never gets past a malformed file would otherwise build its ~60 dataclasses.
-
-__all__ = ["CHECKS", "REF_FIELDS", "is_local_ref", "is_workspace_ref", "job_diagnostics"]
+__all__ = [
+    "CHECKS", "REF_FIELDS", "check_job", "is_local_ref", "is_platform_ref", "is_workspace_ref",
+    "job_diagnostics",
+]
 
 REF_FIELDS = ("model", "dataset", "environment")
 _WORKSPACE_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 _PLAIN_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-_BY_CODE = {rule.code: rule for rule in RULES}
-
 
 
 def is_workspace_ref(value: object) -> bool:
@@ -98,13 +88,10 @@ def job_diagnostics(job: JobDoc, *, allow_local_refs: bool = False) -> Iterator[
     )
     if training is None:
         return
-    from envkit.validators.job_rules import findings  # a package with a job file only
-
     for found in findings(training, unreadable=unreadable):
-        rule = _BY_CODE[found.code]
         where = ".".join(found.path)
         text = found.message if f"`{where}`" in found.message else f"`{where}`: {found.message}"
-        yield rule.at(
+        yield found.rule.at(
             job.path,
             text,
             line=job.line_of(*found.path) or job.line_of(*found.path[:-1]),
@@ -121,7 +108,7 @@ def _readable_training(
     """The ``training`` block with every refused field left at its default, and those fields.
 
     Why: a wrong value in one field (EK609, EK604, ...) must not hide a cross-field violation
-    between two others; the rules that read a refused field are skipped (``job_rules``).
+    between two others; the rules that read a refused field are skipped (``cross_field``).
     """
     if not isinstance(training, Mapping):
         return None, frozenset()
@@ -134,8 +121,6 @@ def _readable_training(
         unreadable.add(path[1])
         _drop(kept, path[1:])
     kept.setdefault("type", "grpo")  # a missing type is EK600; no rule reads it
-    from envkit.model.jobspec import JobSpecError, grpo_settings
-
     try:
         return grpo_settings({"training": kept}), frozenset(unreadable)
     except JobSpecError:  # e.g. a block that is not an object: nothing left to read
@@ -199,8 +184,6 @@ _NOT_KNOBS = {
 def _did_you_mean(path: tuple[str, ...]) -> str | None:
     if path[-1] in _NOT_KNOBS:
         return _NOT_KNOBS[path[-1]]
-    from envkit.model.jobspec import JobSettings
-
     cls: Any = JobSettings
     for key in path[:-1]:
         fld = {f.name: f for f in dataclasses.fields(cls)}.get(key)
@@ -213,10 +196,8 @@ def _did_you_mean(path: tuple[str, ...]) -> str | None:
 
 
 def _model_of(hint: Any) -> Any:
-    import envkit.model.jobspec as model
-
     name = str(hint).split("|")[0].strip()
-    found = getattr(model, name, None)
+    found = getattr(job_model, name, None)
     return found if dataclasses.is_dataclass(found) else None
 
 
