@@ -27,6 +27,7 @@ EXAMPLES: dict[str, str] = {
     "rollout": "envkit rollout package --dataset package-data --model tiny-model --limit 4 "
                "-o rollouts.jsonl",
     "smoke": "envkit smoke package --dataset package-data --offline",
+    "prefetch": "envkit prefetch package --offline",
     "probe": "envkit probe package --dataset package-data --job jobs/grpo.json --offline "
              "-o probe-out",
     "train": "envkit train jobs/grpo.json --env package --dataset package-data "

@@ -32,6 +32,7 @@ COMMANDS = {
     "rollout": ("envkit.cli.rollout", "rollout_command"),
     "smoke": ("envkit.cli.smoke", "smoke_command"),
     "probe": ("envkit.cli.probe", "probe_command"),
+    "prefetch": ("envkit.cli.prefetch", "prefetch_command"),
     "train": ("envkit.cli.train", "train_command"),
     "submit": ("envkit.cli.submit", "submit_command"),
     "job": ("envkit.cli.job", "job_group"),
@@ -111,8 +112,8 @@ def _usage_error(ctx: click.Context, argv: list[str], message: str) -> click.Usa
     return click.UsageError(message, ctx=sub)
 
 
-_GYM_COMMANDS = frozenset({"smoke", "train", "rollout", "probe"})
-"""The commands that bring Gym servers up, so may build venvs for minutes."""
+_GYM_COMMANDS = frozenset({"smoke", "train", "rollout", "probe", "prefetch"})
+"""The commands that bring Gym servers up or build their venvs, so may build for minutes."""
 
 
 def _venv_progress(command: str) -> contextlib.AbstractContextManager[object]:

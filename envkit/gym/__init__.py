@@ -15,6 +15,7 @@ only, never from its modules (whose layout may change).
   :func:`post_row` -- one JSON body to any server route (a resources server's ``/verify``);
 - :func:`load_rows` / :func:`expand_rows` -- a dataset's rows, read by the validator's reader;
 - :func:`diagnose` -- a failure's text -> the likely rule (the one signature table);
+- :func:`prefetch` -- Gym's venv and a package's server venvs built ahead, nothing started;
 - :func:`ensure_gym_venv` -- the cached Python 3.13 venv with ``nemo-gym``;
   :func:`python_override_from_env` -- ``$ENVKIT_ALLOW_PYTHON_OVERRIDE``
   (:data:`PYTHON_OVERRIDE_ENV`) as its flag reads it.
@@ -38,6 +39,7 @@ from envkit.gym.client import (
 )
 from envkit.gym.diagnose import Finding, Where, diagnose, tail
 from envkit.gym.events import RuntimeEvents, VenvStep, observing
+from envkit.gym.prefetch import PrefetchResult, prefetch, prefetch_options
 from envkit.gym.processes import free_port
 from envkit.gym.rollout import Rollout, TokenTurn
 from envkit.gym.rows import expand_rows, load_rows, rows_by_agent
@@ -71,6 +73,7 @@ __all__ = [
     "GymVenv",
     "GymVenvError",
     "PolicyEndpoint",
+    "PrefetchResult",
     "RequestOptions",
     "Rollout",
     "RolloutAbortedError",
@@ -90,6 +93,8 @@ __all__ = [
     "mean_reward_by_agent",
     "observing",
     "post_row",
+    "prefetch",
+    "prefetch_options",
     "python_override_from_env",
     "rows_by_agent",
     "tail",

@@ -125,6 +125,14 @@ def _register_probe() -> None:
     renders(ProbeOutcome, "probe")(render_probe)
 
 
+@_lazy("envkit.gym.prefetch")
+def _register_prefetch() -> None:
+    from envkit.gym import PrefetchResult
+    from envkit.output.prefetch import render_prefetch
+
+    renders(PrefetchResult, "prefetch")(render_prefetch)
+
+
 @_lazy("envkit.platform.outcomes")
 def _register_platform() -> None:
     from envkit.output import platform

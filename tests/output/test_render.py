@@ -174,13 +174,20 @@ def _init() -> object:
                       ("envkit.toml", "jobs/grpo.json"), ("cd my-env", "envkit build ..."))
 
 
+def _prefetch() -> object:
+    from envkit.gym import PrefetchResult
+
+    return PrefetchResult(str(TMP / "pkg"), "0.7.0", str(TMP / "gym"), False, str(TMP / "v"),
+                          True, True, ("resources_servers/r", "responses_api_agents/a"), 12.5)
+
+
 SAMPLES: dict[str, Callable[[], object]] = {
     "validation": _validation, "build": _build, "convert": _convert,
     "refused convert": _refused_convert, "rollout": _rollout, "train": _train,
     "compiled config": _compiled_config, "schema": _schema, "rules": _rules,
     "settings": _settings, "smoke": _smoke, "submit": _submit, "job reply": _job_reply,
     "job metrics": _job_metrics, "job logs": _job_logs, "job show": _job_show, "init": _init,
-    "probe": _probe,
+    "probe": _probe, "prefetch": _prefetch,
 }
 """One result of every type a command returns (the real types, with made-up values)."""
 

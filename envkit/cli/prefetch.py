@@ -1,0 +1,60 @@
+"""``envkit prefetch``: build a package's venvs ahead of its first bring-up, start nothing.
+
+Parse -> ``envkit.gym.prefetch.prefetch`` -> a ``PrefetchResult`` that ``envkit.output.render``
+prints. Progress (each venv step) on stderr. Exit 0 when the venvs are there (built now, or
+already: a second call is a no-op), 1 when an install failed (its likely EK code and uv's
+reason), 2 on usage errors (no CPython 3.13 for Gym, a bad configuration).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from envkit.cli._common import (
+    allow_python_override_option,
+    common_options,
+    gym_python_option,
+    sigterm_as_interrupt,
+)
+from envkit.model.gym_data import DEFAULT_GYM_VERSION
+
+if TYPE_CHECKING:
+    from envkit.gym import PrefetchResult
+
+__all__ = ["prefetch_command"]
+
+_DIR = click.Path(exists=True, file_okay=False, path_type=Path)
+
+
+@click.command("prefetch")
+@click.argument("package", type=_DIR)
+@click.option("--gym-version", default=None,
+              help=f"nemo-gym version the servers run on (default: the configuration's, else "
+                   f"{DEFAULT_GYM_VERSION}).")
+@click.option("--offline/--no-offline", default=None,
+              help="Index-free installs from wheels/ (what `--offline` runs reuse; default: "
+                   "the configuration's, else online).")
+@click.option("--isolated", is_flag=True, help="Ignore envkit.toml and [tool.envkit].")
+@click.option("--timeout", "install_timeout_s", default=1800.0, show_default=True,
+              type=click.FloatRange(min=1), help="Seconds for all the installs.")
+@gym_python_option
+@allow_python_override_option
+@common_options()
+def prefetch_command(package: Path, gym_version: str | None, offline: bool | None,
+                     isolated: bool, install_timeout_s: float, gym_python: Path | None,
+                     allow_python_override: bool) -> PrefetchResult:
+    """Build PACKAGE's venvs -- Gym's and every server's, from the package's wheels -- as its
+    first bring-up would, and start nothing. smoke, probe, rollout and train then reuse them;
+    a second prefetch of the unchanged package does nothing and says so.
+    """
+    from envkit.gym import prefetch, prefetch_options
+
+    options = prefetch_options(package, gym_version=gym_version, offline=offline,
+                               isolated=isolated, gym_python=gym_python,
+                               allow_python_override=allow_python_override,
+                               install_timeout_s=install_timeout_s)
+    with sigterm_as_interrupt():
+        return prefetch(package, options)

@@ -1,0 +1,61 @@
+"""Render ``envkit prefetch``'s result: which venvs were built now and which were there.
+
+``envkit.output.render`` dispatches a ``PrefetchResult`` here. A second prefetch of an
+unchanged package says it did nothing (the venvs are found where a bring-up looks for them).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal, TypedDict
+
+from envkit.output.stdout import dump, echo
+
+if TYPE_CHECKING:
+    from envkit.gym import PrefetchResult
+
+__all__ = ["PrefetchDict", "render_prefetch"]
+
+
+class PrefetchDict(TypedDict):
+    """``envkit schema prefetch``."""
+
+    version: Literal["1.0"]
+    package: str
+    gym_version: str
+    gym_venv: str
+    gym_built: bool
+    venv_dir: str
+    built: bool
+    offline: bool
+    venvs: list[str]
+    seconds: float
+
+
+def prefetch_dict(result: PrefetchResult) -> PrefetchDict:
+    return {"version": "1.0", "package": result.package, "gym_version": result.gym_version,
+            "gym_venv": result.gym_venv, "gym_built": result.gym_built,
+            "venv_dir": result.venv_dir, "built": result.built, "offline": result.offline,
+            "venvs": list(result.venvs), "seconds": round(result.seconds, 3)}
+
+
+def render_prefetch(result: PrefetchResult, fmt: str) -> int:
+    """Print ``result`` in ``fmt`` on stdout; always 0 (a failed build raised)."""
+    if fmt == "json":
+        echo(dump(prefetch_dict(result)))
+        return 0
+    mode = "offline (index-free)" if result.offline else "online"
+    if not result.built and not result.gym_built:
+        head = (f"Nothing to do: the venvs of {result.package} are already built ({mode}); "
+                f"smoke, probe, rollout and train reuse them.")
+    else:
+        built = [*(["Gym's venv"] if result.gym_built else []),
+                 *(["the server venvs"] if result.built else [])]
+        head = (f"Built {' and '.join(built)} of {result.package} ({mode}) in "
+                f"{result.seconds:.0f}s; smoke, probe, rollout and train reuse them.")
+    lines = [head, f"  nemo-gym {result.gym_version}: {result.gym_venv}",
+             f"  server venvs: {result.venv_dir}", *(f"    {v}" for v in result.venvs)]
+    if not result.offline:
+        lines.append("  (built with an index: an --offline run builds its own; prefetch with "
+                     "--offline for those)")
+    echo("\n".join(lines))
+    return 0
