@@ -22,9 +22,10 @@ python3 -m venv .venv
 # clone would check everything from nothing; mypy rechecks whatever changed).
 MYPY_CACHE_DIR=${MYPY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/envkit-tests/mypy} \
     .venv/bin/python scripts/typecheck.py
-# The rule reference site: pages current with the registry, a strict build, no dead link
-# (the site, the rule URLs diagnostics print with docs-url set, every URL in the sources).
-.venv/bin/python scripts/gen_rule_docs.py --check
+# The documentation site: the generated pages (commands, settings, schemas, rules) current with
+# the code (`python scripts/gen_docs.py` regenerates them), a strict build, no dead link (the
+# site, the rule URLs diagnostics print with docs-url set, every URL in the sources).
+.venv/bin/python scripts/gen_docs.py --check
 .venv/bin/python -m mkdocs build --strict -q -d site
 .venv/bin/python scripts/check_links.py site
 

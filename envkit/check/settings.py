@@ -25,9 +25,9 @@ from envkit.errors import UsageError
 from envkit.model.realpaths import real_path
 from envkit.records import record
 
-__all__ = ["CONFIG_NAMES", "PROBE_DEFAULTS", "Settings", "SettingsError", "SettingsFiles",
-           "Workspace", "find_config", "parse_glibc", "parse_python", "settings_for",
-           "workspace_at"]
+__all__ = ["CONFIG_NAMES", "PROBE_DEFAULTS", "SETTING_DOCS", "Settings", "SettingsError",
+           "SettingsFiles", "Workspace", "find_config", "parse_glibc", "parse_python",
+           "settings_for", "workspace_at"]
 
 CONFIG_NAMES = ("envkit.toml", "pyproject.toml")
 
@@ -102,6 +102,43 @@ PROBE_DEFAULTS: dict[str, int | float] = {
 """The probe thresholds' defaults, here beside the keys so ``--show-settings`` and the settings
 reference print them; ``envkit.probe.thresholds.Thresholds`` takes its defaults from here and
 documents what each means."""
+SETTING_DOCS: dict[str, tuple[str, str]] = {
+    "select": ("Rule codes or prefixes to report (as ruff's `select`).", '["EK"]: every rule'),
+    "ignore": ("Rule codes or prefixes not to report.", "[]"),
+    "extend-select": ("Codes or prefixes added to `select` (from a parent file too).", "[]"),
+    "extend-ignore": ("Codes or prefixes added to `ignore` (from a parent file too).", "[]"),
+    "arch": ("The training cluster's architecture: `x86_64` or `aarch64` (never the "
+             "machine envkit runs on).", "the package's `wheels.lock`, else `x86_64`"),
+    "glibc": ("The cluster's glibc floor, `2_17` to `2_40`: the oldest manylinux tag a "
+              "wheel may need.", "the package's `wheels.lock`, else `2_28`"),
+    "python": ("The cluster's CPython version.", "the package's `wheels.lock`, else `3.13`"),
+    "gym-version": ("The nemo-gym version the training image runs: Gym's configs and "
+                    "runtime pins are checked against it.", "0.7.0"),
+    "offline": ("Judge the package for a cluster without egress: every install must come "
+                "from `wheels/` (EK404, EK405 become errors).", "false"),
+    "strict": ("Warnings fail the run too (exit 1).", "false"),
+    "dataset": ("The package's rollout rows (a directory holding `training.jsonl`), relative "
+                "to this file.", "none"),
+    "job": ("The package's GRPO job JSON, relative to this file.", "none"),
+    "docs-url": ("Where this documentation site is served: diagnostics then link to "
+                 "`<docs-url>/rules/<CODE>.html` (SARIF `helpUri`).", "none: no links"),
+    "probe-margin": ("A content-free reply scoring within this share of the reward range of "
+                     "the reference answer's is gameable (EK801).", ""),
+    "probe-repeats": ("Times each (reply, row) is scored; any spread is EK803.", ""),
+    "probe-rows": ("Rows per agent the probe answers: the dataset's first N.", ""),
+    "probe-dead-rows-warn": ("Warn when more than this share of rows gives every reply the "
+                             "same reward; 100% is an error (EK804).", ""),
+    "probe-zero-variance-warn": ("With `--model`: warn when more than this share of the "
+                                 "policy's groups all get one reward; 100% is EK810.", ""),
+    "probe-concurrency": ("Rollouts in flight while the panel is scored.", ""),
+    "probe-rollout-timeout": ("Seconds a rollout may take; p99 over it at the job's "
+                              "concurrency warns (EK806).", ""),
+    "leak-min-chars": ("The shortest reference answer EK507 looks for in a row's prompt "
+                       "(shorter ones match by chance).", ""),
+}
+"""Every key of ``Settings``: (what it means, its default as ``--show-settings`` prints it;
+empty: the value where it is kept, ``PROBE_DEFAULTS`` or ``CheckOptions``). ``scripts/gen_docs.py`` writes the settings reference from these,
+the fields and the flags that set the same fields; it refuses a field without an entry."""
 _INT_KEYS = ("probe-repeats", "probe-rows", "probe-concurrency", "leak-min-chars")
 _FLOAT_KEYS = ("probe-margin", "probe-dead-rows-warn", "probe-zero-variance-warn",
                "probe-rollout-timeout")

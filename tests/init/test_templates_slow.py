@@ -3,7 +3,7 @@ the real tools (uv against PyPI, Gym 0.7.0 servers, the GRPO trainer on a tiny m
 
 gym: init -> build -> validate --offline -> Gym's verifier fixture in the Gym venv. The rest of
 the gym template's way (smoke --offline, train --offline, probe --offline, rollout) is the
-README's quick start, run by ``tests/project/test_readme_commands.py`` on the same template with
+getting-started page, run by ``tests/project/test_docs_commands.py`` on the same template with
 the same flags (its outputs checked there; ``test_the_quick_start_takes_the_gym_template_all_the
 _way`` keeps that so): one bring-up of each instead of two, in CI's longest group.
 verifiers: init -> convert verifiers --source -> validate -> smoke -> probe -> a 2-step train
