@@ -137,8 +137,9 @@ SETTING_DOCS: dict[str, tuple[str, str]] = {
                        "(shorter ones match by chance).", ""),
 }
 """Every key of ``Settings``: (what it means, its default as ``--show-settings`` prints it;
-empty: the value where it is kept, ``PROBE_DEFAULTS`` or ``CheckOptions``). ``scripts/gen_docs.py`` writes the settings reference from these,
-the fields and the flags that set the same fields; it refuses a field without an entry."""
+empty: the value where it is kept, ``PROBE_DEFAULTS`` or ``CheckOptions``).
+``scripts/gen_docs.py`` writes the settings reference from these, the fields and the flags
+that set the same fields; it refuses a field without an entry."""
 _INT_KEYS = ("probe-repeats", "probe-rows", "probe-concurrency", "leak-min-chars")
 _FLOAT_KEYS = ("probe-margin", "probe-dead-rows-warn", "probe-zero-variance-warn",
                "probe-rollout-timeout")
