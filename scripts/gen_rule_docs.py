@@ -44,9 +44,19 @@ def rule_page(rule: Rule) -> str:
         f"## What it does\n\nReports {rule.title}.\n\n"
         f"## Why is this bad?\n\n{rule.why}\n\n"
         f"## How to fix\n\n{rule.fix}\n\n"
+        f"{_example(rule.code)}"
         f"`envkit rule {rule.code}` prints this page in the terminal; "
         f"`--select {rule.code}` / `--ignore {rule.code}` choose it, as in ruff.\n"
     )
+
+
+def _example(code: str) -> str:
+    """The page's bad/good example from the fixtures (``scripts/rule_examples.py``)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from rule_examples import example
+
+    text = example(code)
+    return f"{text}\n" if text else ""
 
 
 def index_page(rules: list[Rule]) -> str:
