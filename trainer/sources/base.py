@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from envkit.gym import Rollout
+    from envkit.trainer.generation.refit import ProbeCheck
     from envkit.trainer.policy import Policy
 
 __all__ = ["GenerationSource", "RolloutFailedError", "RolloutSource"]
@@ -43,12 +44,25 @@ class GenerationSource(Protocol):
         """
         ...
 
-    def refresh(self, policy: Policy) -> None:
-        """Make generation use the policy's current weights (after every optimizer step)."""
+    def refresh(self, policy: Policy) -> dict[str, float]:
+        """Make generation use the policy's current weights (after every optimizer step);
+        returns the refit's metrics (its time, the probe check's error), empty where
+        generation runs on the policy module itself.
+
+        :raises RefitError: the engine could not take the weights, or after taking them it
+            does not score the probe as the trainer does (the step must stop).
+        """
         ...
 
-    def load_weights(self, state: dict[str, Any]) -> None:
-        """New generation weights from another process (a plain model's state dict)."""
+    def load_weights(self, state: dict[str, Any], check: ProbeCheck | None = None
+                     ) -> dict[str, float]:
+        """New generation weights from another process (a plain model's state dict), then,
+        where the engine can score a prompt, the probe ``check`` (the trainer's logprobs)."""
+        ...
+
+    def sleep(self) -> None:
+        """Free the generation engine's device memory while the trainer trains (colocated);
+        the next :meth:`refresh` wakes it. A no-op where nothing can sleep."""
         ...
 
     def restart(self) -> None:

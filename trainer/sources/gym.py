@@ -35,6 +35,7 @@ from envkit.gym import (
 )
 from envkit.records import record
 from envkit.trainer.generation.factory import EngineOptions, make_backend
+from envkit.trainer.generation.refit import refit_check, refit_engine
 from envkit.trainer.policy import generation_weights
 from envkit.trainer.seeds import sample_seed
 from envkit.trainer.sources.base import RolloutFailedError
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from envkit.endpoint.server import PolicyServer
     from envkit.gym import GymServers, Rollout, TokenTurn
     from envkit.trainer.config import GrpoConfig
+    from envkit.trainer.generation.refit import ProbeCheck
     from envkit.trainer.policy import Policy
 
 log = logging.getLogger(__name__)
@@ -252,13 +254,20 @@ class GymRolloutSource:
         if session is not None:
             session.close()
 
-    def refresh(self, policy: Policy) -> None:
-        self.load_weights(generation_weights(policy))
+    def refresh(self, policy: Policy) -> dict[str, float]:
+        return self.load_weights(generation_weights(policy), refit_check(policy, self.engine))
 
-    def load_weights(self, state: dict[str, Any]) -> None:
-        """New generation weights (a plain model's state dict), e.g. sent over Ray."""
+    def sleep(self) -> None:
+        sleep = getattr(self.engine, "sleep", None)
+        if sleep is not None:
+            sleep()
+
+    def load_weights(self, state: dict[str, Any], check: ProbeCheck | None = None
+                     ) -> dict[str, float]:
+        """New generation weights (a plain model's state dict), e.g. sent over Ray; then the
+        probe check where the engine scores prompts (``generation/refit.py``)."""
         assert self._server is not None
-        self._server.update_weights(state)
+        return refit_engine(self._server.backend, state, check)
 
     def rollouts(
         self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0,

@@ -15,6 +15,7 @@ from envkit.gym import Rollout
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from envkit.trainer.generation.refit import ProbeCheck
     from envkit.trainer.policy import Policy
 
 __all__ = ["LocalRolloutSource", "local_source", "row_messages"]
@@ -52,8 +53,12 @@ class LocalRolloutSource:
         self._temperature = temperature
         self._max_new_tokens = max_new_tokens
 
-    def refresh(self, policy: Policy) -> None:
+    def refresh(self, policy: Policy) -> dict[str, float]:
         self._policy = policy
+        return {}
+
+    def sleep(self) -> None:
+        """Nothing to free: the policy module generates."""
 
     def restart(self) -> None:
         """Nothing to restart: generation runs in this process."""
@@ -64,10 +69,13 @@ class LocalRolloutSource:
     def close(self) -> None:
         """Nothing to stop."""
 
-    def load_weights(self, state: dict[str, Any]) -> None:
-        """Weights from another process (the Ray trainer actor) into the generating module."""
+    def load_weights(self, state: dict[str, Any], check: ProbeCheck | None = None
+                     ) -> dict[str, float]:
+        """Weights from another process (the Ray trainer actor) into the generating module
+        (``load_state_dict(strict=True)`` checks every name and shape; no probe needed)."""
         with torch.no_grad():
             self._policy.model.load_state_dict(state, strict=True)
+        return {}
 
     def rollouts(
         self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0,

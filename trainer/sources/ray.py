@@ -12,12 +12,14 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
+from envkit.trainer.generation.refit import RefitError
 from envkit.trainer.sources.base import RolloutFailedError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from envkit.gym import Rollout
+    from envkit.trainer.generation.refit import ProbeCheck
     from envkit.trainer.policy import Policy
     from envkit.trainer.sources.base import RolloutSource
 
@@ -71,8 +73,18 @@ class RolloutWorker:
     ) -> list[Rollout]:
         return self._live().rollouts(rows, n, first_group=first_group, seed=seed)
 
-    def load_weights(self, state: dict[str, Any]) -> None:
-        self._live().load_weights(state)
+    def load_weights(self, state: dict[str, Any], check: ProbeCheck | None = None
+                     ) -> dict[str, float]:
+        return self._live().load_weights(state, check)
+
+    def sleep(self) -> None:
+        self._live().sleep()
+
+    def probes(self) -> bool:
+        """Whether the engine here scores prompts (a probe check is worth computing)."""
+        from envkit.trainer.generation.refit import scores_prompts
+
+        return scores_prompts(getattr(self._live(), "engine", None))
 
     def restart(self) -> None:
         self._live().restart()
@@ -91,6 +103,7 @@ class RaySourceProxy:
 
     def __init__(self, actor: Any) -> None:
         self._actor = actor
+        self._probes: bool | None = None
 
     def rollouts(
         self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0,
@@ -106,15 +119,32 @@ class RaySourceProxy:
                 raise exc.cause from None
             raise
 
-    def refresh(self, policy: Policy) -> None:
-        from envkit.trainer.policy import generation_weights
-
-        self.load_weights(generation_weights(policy))
-
-    def load_weights(self, state: dict[str, Any]) -> None:
+    def refresh(self, policy: Policy) -> dict[str, float]:
         import ray
 
-        ray.get(self._actor.load_weights.remote(state))
+        from envkit.trainer.generation.refit import probe_expectation
+        from envkit.trainer.policy import generation_weights
+
+        if self._probes is None:
+            self._probes = bool(ray.get(self._actor.probes.remote()))
+        check = probe_expectation(policy) if self._probes else None
+        return self.load_weights(generation_weights(policy), check)
+
+    def load_weights(self, state: dict[str, Any], check: ProbeCheck | None = None
+                     ) -> dict[str, float]:
+        import ray
+
+        try:
+            return dict(ray.get(self._actor.load_weights.remote(state, check)))
+        except ray.exceptions.RayTaskError as exc:
+            if isinstance(exc.cause, RefitError):
+                raise exc.cause from None
+            raise
+
+    def sleep(self) -> None:
+        import ray
+
+        ray.get(self._actor.sleep.remote())
 
     def restart(self) -> None:
         import ray

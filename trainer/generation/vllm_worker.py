@@ -1,0 +1,111 @@
+"""The worker extension vLLM mixes into its workers: envkit's weight refit, run where the model is.
+
+Why an extension called with ``collective_rpc``: vLLM V1 runs the engine core (and its workers)
+in processes of their own, so the trainer cannot reach the model object; a method on the worker
+class is the supported way in (``LLM(worker_extension_cls=...)``), with no insecure pickling.
+
+Why stage, then commit: weights travel in buckets (``envkit_stage``) into a buffer beside the
+model and touch nothing; only ``envkit_commit`` loads them, and only when the staged names are
+exactly the ones the driver validated. The load goes through the worker's ``reload_weights``
+(checkpoint format), which restores each layer's original layout, loads through the model's own
+``load_weights`` (fused qkv / gate-up names, tied embeddings) and re-runs the per-layer
+``process_weights_after_loading`` -- on CPU vLLM repacks linear weights after loading, so a plain
+``load_weights`` into the repacked parameters cannot work.
+
+This module is imported by name inside vLLM's worker process: it imports nothing from envkit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["RefitExtension", "pack_bucket", "unpack_bucket"]
+
+#: One packed weight: name, dtype name (``float32``), shape, raw bytes (C order).
+Packed = tuple[str, str, list[int], bytes]
+
+
+def pack_bucket(weights: list[tuple[str, Any]]) -> list[Packed]:
+    """Tensors -> plain msgpack values (vLLM's RPC decodes arguments without type hints, so a
+    tensor argument would arrive as a bare list; bytes arrive as bytes)."""
+    import torch
+
+    packed = []
+    for name, tensor in weights:
+        flat = tensor.detach().to("cpu").contiguous()
+        raw = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
+        packed.append((name, str(flat.dtype).removeprefix("torch."), list(flat.shape), raw))
+    return packed
+
+
+def unpack_bucket(packed: list[Packed]) -> dict[str, Any]:
+    """:func:`pack_bucket`'s values -> tensors (their own memory, on CPU)."""
+    import torch
+
+    out = {}
+    for name, dtype, shape, raw in packed:
+        kind = getattr(torch, dtype)
+        if not isinstance(kind, torch.dtype):
+            msg = f"weight {name!r} has an unknown dtype {dtype!r}"
+            raise TypeError(msg)
+        data = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if raw else torch.empty(0)
+        out[name] = data.view(kind).reshape(shape) if raw else torch.empty(shape, dtype=kind)
+    return out
+
+
+def _repack_embeddings(model: Any) -> None:
+    """Re-run the embedding layers' after-load processing.
+
+    Why: on CPU an embedding-method layer keeps a packed copy of its weight for the matmul
+    (a tied ``lm_head`` shares ``embed_tokens.weight`` but packs it on its own). A reload
+    that loads ``embed_tokens.weight`` refreshes the parameter, not the tied head's packed
+    copy, so the logits would still come from the old embedding. The processing keeps the
+    weight itself (packing only adds a copy), so running it again is exact; elsewhere (GPU)
+    it does nothing.
+    """
+    from vllm.model_executor.layers.vocab_parallel_embedding import UnquantizedEmbeddingMethod
+
+    for module in model.modules():
+        method = getattr(module, "quant_method", None)
+        if isinstance(method, UnquantizedEmbeddingMethod):
+            method.process_weights_after_loading(module)
+
+
+class RefitExtension:
+    """Methods vLLM adds to its worker class (``self`` is the worker)."""
+
+    _envkit_staged: dict[str, Any]
+
+    def envkit_stage(self, bucket: list[Packed]) -> int:
+        """Keep a bucket of checkpoint-format weights (:func:`pack_bucket`) for the next
+        commit; touches nothing the engine uses. Returns how many are staged so far."""
+        staged = self.__dict__.setdefault("_envkit_staged", {})
+        staged.update(unpack_bucket(bucket))
+        return len(staged)
+
+    def envkit_discard(self) -> None:
+        """Drop what was staged (a refit the driver abandoned)."""
+        self.__dict__["_envkit_staged"] = {}
+
+    def envkit_commit(self, names: list[str]) -> int:
+        """Load the staged weights, all at once; returns how many were loaded.
+
+        :raises RuntimeError: the staged names are not exactly ``names`` (nothing is touched).
+        """
+        staged = self.__dict__.get("_envkit_staged", {})
+        self.__dict__["_envkit_staged"] = {}
+        if set(staged) != set(names):
+            missing = sorted(set(names) - set(staged))[:5]
+            extra = sorted(set(staged) - set(names))[:5]
+            msg = f"staged weights differ from the checked list (missing {missing}, extra {extra})"
+            raise RuntimeError(msg)
+        weights = [(name, staged[name]) for name in names]
+        self.reload_weights(weights_iterator=iter(weights), is_checkpoint_format=True)  # type: ignore[attr-defined]
+        _repack_embeddings(self.model_runner.model)  # type: ignore[attr-defined]
+        return len(weights)
+
+    def envkit_sleeping(self) -> bool:
+        """Whether this worker can free its memory when asked to sleep (not on CPU)."""
+        from vllm.platforms import current_platform
+
+        return not current_platform.is_cpu()
