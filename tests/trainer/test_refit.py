@@ -62,7 +62,7 @@ def test_integer_weights_are_refused():
 
 
 def test_an_untied_head_must_be_in_the_layout():
-    with pytest.raises(RefitError, match="unknown to the engine: lm_head.weight"):
+    with pytest.raises(RefitError, match=r"unknown to the engine: lm_head\.weight"):
         plan_refit(_state(), LAYOUT, tied=None)
 
 
@@ -71,7 +71,7 @@ def test_the_probe_accepts_rounding_and_refuses_a_stale_engine():
     metrics = check_probe(expected, [-1.0000005, -2.0], probe_tolerance("float32"))
     assert metrics["refit_probe_max_abs_logprob_diff"] < 1e-6
     assert metrics["refit_probe_mult_prob_error"] == pytest.approx(1.0, abs=1e-6)
-    with pytest.raises(RefitError, match="token 2 of 2 by 0.3"):
+    with pytest.raises(RefitError, match=r"token 2 of 2 by 0\.3"):
         check_probe(expected, [-1.0, -2.3], probe_tolerance("float32"))
     with pytest.raises(RefitError):
         check_probe(expected, [-1.0, math.nan], probe_tolerance("bfloat16"))
@@ -92,7 +92,7 @@ def test_safetensors_layout_reads_names_and_shapes(tmp_path: Path):
     (tmp_path / "bad.safetensors").write_bytes(b"\xff" * 8)
     with pytest.raises(RefitError, match="not a safetensors file"):
         safetensors_layout(tmp_path)
-    with pytest.raises(RefitError, match="no \\*.safetensors"):
+    with pytest.raises(RefitError, match=r"no \*\.safetensors"):
         safetensors_layout(tmp_path / "none")
 
 
