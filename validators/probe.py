@@ -17,7 +17,7 @@ from envkit.model.diagnostics import Severity
 from envkit.validators._base import Check, Rule
 
 __all__ = ["CHECKS", "EK801", "EK802", "EK803", "EK804", "EK805", "EK806", "EK807", "EK808",
-           "EK809", "EK810", "EK811", "PROBE_FIXTURES", "RULES"]
+           "EK809", "EK810", "EK811", "EK812", "EK813", "PROBE_FIXTURES", "RULES"]
 
 EK801 = Rule(
     "EK801",
@@ -158,8 +158,39 @@ EK811 = Rule(
     "groups (EK810); the report gives the expected generation batches per step.",
 )
 
+EK812 = Rule(
+    "EK812",
+    Severity.ERROR,
+    "the right answer inside the reasoning scores as well as the reference answer",
+    "A reasoning model writes `<think>...</think>` before its answer; Gym's model server makes "
+    "that a `reasoning` output item when the package's model config sets "
+    "`uses_reasoning_parser`, and leaves it inline in the message text otherwise. A verifier "
+    "that finds the right answer anywhere in the reply (the reasoning included) rewards a "
+    "reply whose reasoning states the answer and whose final answer is wrong or missing: the "
+    "policy learns to hedge in its reasoning instead of committing to an answer. The probe "
+    "replies with reasoning that states each row's reference answer followed by a wrong "
+    "final answer, and with the reference answer only inside the reasoning.",
+    "Grade only the final answer: drop `reasoning` output items and strip "
+    "`<think>...</think>` from the message text before extracting the answer (as Gym's "
+    "authoring checklist asks of every verifier); rerun `envkit probe PKG --dataset DATA`. "
+    "The report gives each reasoning reply's mean reward next to the reference answer's.",
+)
+EK813 = Rule(
+    "EK813",
+    Severity.WARNING,
+    "the reference answer after reasoning scores below the bare reference answer",
+    "Replying with reasoning (`<think>...</think>`) before each row's reference answer scored "
+    "lower than the reference answer alone. Where the reasoning stays inline in the message "
+    "text (a reasoning model served without a reasoning parser, `uses_reasoning_parser: "
+    "false`), a verifier that does not strip it reads the reasoning as part of the answer, and "
+    "every right answer of a reasoning policy scores as a wrong one.",
+    "Strip `<think>...</think>` from the reply before grading it, or serve the reasoning "
+    "model with a reasoning parser (`uses_reasoning_parser: true` in the package's "
+    "`vllm_model` config, so Gym moves the reasoning into its own output item).",
+)
+
 RULES: tuple[Rule, ...] = (EK801, EK802, EK803, EK804, EK805, EK806, EK807, EK808, EK809,
-                           EK810, EK811)
+                           EK810, EK811, EK812, EK813)
 CHECKS: tuple[Check, ...] = ()
 
 PROBE_FIXTURES = {
@@ -175,6 +206,8 @@ PROBE_FIXTURES = {
     "EK809": ("fixtures/probe/fixture_fails",),
     "EK810": ("tests/probe/test_model_phase.py::test_constant_policy_groups_are_an_error",),
     "EK811": ("tests/probe/test_model_phase.py::test_dynamic_sampling_that_never_fills",),
+    "EK812": ("fixtures/probe/reasoning_leak",),
+    "EK813": ("fixtures/probe/reasoning_no_strip",),
 }
 """Rule -> where it fails: the ``fixtures/probe/<case>`` package that
 ``tests/probe/test_probe_gym.py`` probes, or (a reply that crashes the verifier, rows without a

@@ -39,6 +39,7 @@ from envkit.endpoint.generation import (
     Prompt,
     SamplingParams,
 )
+from envkit.endpoint.tool_calls import assistant_message
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -165,7 +166,7 @@ def chat_response(
     choices = [
         {
             "index": i,
-            "message": {"role": "assistant", "content": comp.text, "tool_calls": []},
+            "message": assistant_message(comp.text, bool(body.get("tools"))),
             "finish_reason": comp.finish_reason,
             "logprobs": ({"content": _logprob_content(backend, comp, as_ids)}
                          if want_logprobs else None),

@@ -77,6 +77,16 @@ def _signal(data: ProbeDict, console: Console) -> None:
                                                      else ""))
 
 
+def _reasoning(data: ProbeDict, console: Console) -> None:
+    section = data["reasoning"]
+    for a in (section or {}).get("agents", []):
+        shape = a["shape"] or "not seen"
+        cells = ", ".join(f"{escape(p['policy'].removeprefix('reasoning:'))} "
+                          f"{_num(p['mean'], '.2f')}" for p in a["policies"])
+        console.print(f"[bold]reasoning[/] {escape(a['agent'])} (as {shape}; oracle "
+                      f"{_num(a['oracle_mean'], '.2f')}): {cells}")
+
+
 def _load(data: ProbeDict, console: Console) -> None:
     load = data["load"]
     if not load:
@@ -156,6 +166,7 @@ def render_human(report: ProbeReport, console: Console) -> None:
         console.print(f"offline: {escape(report.isolation.get('detail', ''))}")
     _rewards(data, console)
     _signal(data, console)
+    _reasoning(data, console)
     _load(data, console)
     _model_signal(data, console)
     _fixtures(data, console)

@@ -85,6 +85,28 @@ def prompt_key(row: Mapping[str, Any]) -> str:
     return prompt_text((row.get("responses_create_params") or {}).get("input"))
 
 
+AFTER_TOOL = "\x00envkit-probe: after a tool result"
+"""The key of every policy call that follows a tool result (no prompt text is this)."""
+AFTER_TOOL_REPLY = "Done."
+"""What the scripted policy says once its calls were answered: a short final message, as a
+tool-calling model ends its turn (answering the prompt again would repeat the calls until
+the agent's step limit, and Gym's simple agent has none by default)."""
+
+
+def turn_key(messages: Any) -> str:
+    """``prompt_text``, or ``AFTER_TOOL`` when the conversation ends with a tool result.
+
+    >>> asked = [{"role": "user", "content": "q"}]
+    >>> turn_key(asked), turn_key([*asked, {"role": "tool", "content": "{}"}]) == AFTER_TOOL
+    ('q', True)
+    """
+    if isinstance(messages, Sequence) and not isinstance(messages, str) and messages:
+        last = messages[-1]
+        if isinstance(last, Mapping) and last.get("role") == "tool":
+            return AFTER_TOOL
+    return prompt_text(messages)
+
+
 @contextlib.contextmanager
 def isolation(offline: bool) -> Iterator[Isolation | None]:
     """``--offline``: the whole bring-up in a namespace with loopback only (smoke's)."""
@@ -207,7 +229,8 @@ class LiveProbe:
 
     def answer(self, by_prompt: Mapping[str, str], fallback: str) -> None:
         """The scripted replies for the next round (swapped between rounds, never during)."""
-        self.backend.script = Script(fallback, dict(by_prompt))
+        self.backend.script = Script(fallback, {**by_prompt, AFTER_TOOL: AFTER_TOOL_REPLY},
+                                     key=turn_key)
 
     def send(self, rows: Sequence[Mapping[str, Any]], concurrency: int, timeout_s: float,
              on_done: Callable[[Sent], None] | None = None) -> list[Sent]:

@@ -40,6 +40,9 @@ class Observation:
     reward: float | None = None
     failure: str | None = None
     latency_s: float | None = None
+    output: tuple[str, ...] = ()
+    """The types of the response's output items (``reasoning``, ``message``,
+    ``function_call`` ...): the shape in which the reply reached the verifier."""
 
     @property
     def ok(self) -> bool:

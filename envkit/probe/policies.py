@@ -7,10 +7,18 @@ reproducible. The panel has two kinds:
 - the **oracle**: the row's own reference answer (the first of ``ORACLE_FIELDS`` the row
   carries, or ``--oracle-field``), in each of ``RENDERINGS``, because real verifiers expect
   different renderings (a bare string, ``<answer>X</answer>``, ``\\boxed{X}``,
-  ``Answer: X``); per agent the best-scoring rendering is taken as the oracle;
+  ``Answer: X``); per agent the best-scoring rendering is taken as the oracle. Where the
+  reference is a function call or a list of them (``TOOL_FIELDS``: the shapes Gym's
+  tool-calling servers read), the oracle makes those calls instead (``oracle:function-call``,
+  written as the ``<tool_call>`` blocks the policy endpoint turns into Responses
+  ``function_call`` items, ``envkit.endpoint.tool_calls``);
 - **content-free** replies that carry no answer: empty, whitespace, an echo of the prompt,
-  noise as long as the job lets a reply be, bare format skeletons, and an injection that asks
-  the grader for full marks.
+  noise as long as the job lets a reply be, bare format skeletons (a reasoning skeleton with
+  junk after it among them), an injection that asks the grader for full marks, and on
+  tool-call rows an empty call and a call of the right name with wrong arguments.
+
+The **reasoning** renderings (``REASONING``) need the oracle's rendering, so they are played
+after the panel by ``envkit.probe.reasoning``.
 
 A policy returns ``None`` for a row it has no reply for (an oracle on a row without a
 reference); that row is then not sent for it.
@@ -18,23 +26,32 @@ reference); that row is then not sent for it.
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from envkit.endpoint.scripted import BYTES_PER_TOKEN, prompt_text
-from envkit.model.reference import REFERENCE_FIELDS, reference_text
+from envkit.model.reference import REFERENCE_FIELDS, reference_field, reference_text
 from envkit.records import record
 
 if TYPE_CHECKING:
     from envkit.probe.job import ProbeJob
 
-__all__ = ["CONTENT_FREE", "FIELD_CANDIDATES", "INJECTION", "ORACLE_FIELDS", "RENDERINGS",
-           "Policy", "noise", "panel", "reference"]
+__all__ = ["CONTENT_FREE", "FIELD_CANDIDATES", "INJECTION", "ORACLE_FIELDS", "REASONING",
+           "RENDERINGS", "TOOL_FIELDS", "Call", "Policy", "noise", "panel", "reasoning_reply",
+           "reference", "reference_calls", "render_calls", "tool_calls", "wrong_answer"]
 
 ORACLE_FIELDS = REFERENCE_FIELDS
 """Where rows keep the reference answer (``envkit.model.reference``: the dataset rules read
 the same list)."""
+
+TOOL_FIELDS = ("expected_answers", "expected_call", "expected_action")
+"""Where Gym 0.7.0's tool-calling servers keep a reference call: ``xlam_fc`` a list of
+``{"name", "arguments"}`` (``expected_answers``), ``example_tool_call_multireward`` one
+(``expected_call``), ``single_step_tool_use_with_argument_comparison`` a ``function_call``,
+``function_call_batch`` or ``message`` action (``expected_action``). Read after
+``ORACLE_FIELDS``, and only when the value has one of those shapes."""
 
 FIELD_CANDIDATES = tuple(dict.fromkeys((
     *ORACLE_FIELDS, "target", "label", "gold", "gold_answer", "reference", "reference_answer",
@@ -60,13 +77,28 @@ _SKELETONS = (
     ("skeleton:boxed", "\\boxed{}"),
     ("skeleton:json", '{"answer": ""}'),
     ("skeleton:answer-colon", "Answer:"),
+    ("skeleton:think-junk", "<think></think>a"),
 )
 _NOISE_CAP = 1 << 16
 """Longest noise reply, in characters (the probe's scripted policy allows ``BYTES_PER_TOKEN``
 bytes per token of ``max_new_tokens``)."""
 
+THOUGHT = "Let me work through the question step by step before I answer."
+"""The reasoning before the oracle's answer: it names no answer."""
+
+REASONING: tuple[tuple[str, str], ...] = (
+    ("reasoning:oracle", "the reference answer after reasoning that does not state it"),
+    ("reasoning:wrong-final", "reasoning that states the reference answer, then a wrong one"),
+    ("reasoning:answer-only", "the reference answer inside the reasoning, nothing after it"),
+)
+"""The reasoning renderings (``<think>...</think>`` before the reply, as a reasoning model
+writes it; Gym's model server makes it a ``reasoning`` output item when the package's model
+config sets ``uses_reasoning_parser``, else it stays inline in the message text)."""
+
 Reply = Callable[[Mapping[str, Any], "ProbeJob"], "str | None"]
-Kind = Literal["oracle", "content-free"]
+Kind = Literal["oracle", "content-free", "reasoning"]
+Call = tuple[str, Any]
+"""One function call: its name and its arguments (an object, or text that is not JSON)."""
 
 
 @record
@@ -77,9 +109,40 @@ class Policy:
     description: str
 
 
+def _at(row: Mapping[str, Any], name: str) -> Any:
+    value: Any = row
+    for part in name.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
+
+
+def _reference_value(row: Mapping[str, Any], field: str | None) -> Any:
+    """``field``'s value, else the first non-empty of ``ORACLE_FIELDS``, else the first of
+    ``TOOL_FIELDS`` that holds calls or a message action; ``None`` when there is none."""
+    if field:
+        return _at(row, field)
+    name = reference_field(row)
+    if name is not None:
+        return _at(row, name)
+    for name in TOOL_FIELDS:
+        value = _at(row, name)
+        if tool_calls(value) or _message_action(value) is not None:
+            return value
+    return None
+
+
+def _message_action(value: Any) -> str | None:
+    """An ``expected_action`` that is a message: its text."""
+    if isinstance(value, Mapping) and value.get("type") == "message":
+        content = value.get("content")
+        return content if isinstance(content, str) and content else None
+    return None
+
+
 def reference(row: Mapping[str, Any], field: str | None = None) -> str | None:
     """The row's reference answer as text: ``field`` (a dotted path), else the first of
-    ``ORACLE_FIELDS`` present; ``None`` when there is none (or it is empty).
+    ``ORACLE_FIELDS`` present; ``None`` when there is none (or it is empty), or when it is a
+    function call (:func:`reference_calls`).
 
     >>> reference({"expected_answer": "tenalp"})
     'tenalp'
@@ -87,8 +150,127 @@ def reference(row: Mapping[str, Any], field: str | None = None) -> str | None:
     '3'
     >>> reference({"answer": ""}) is None
     True
+    >>> reference({"expected_call": {"name": "f", "arguments": {}}}) is None
+    True
+    >>> reference({"expected_action": {"type": "message", "content": "Hi."}})
+    'Hi.'
     """
-    return reference_text(row, field)
+    value = _reference_value(row, field)
+    if tool_calls(value):
+        return None
+    message = _message_action(value)
+    return message if message is not None else reference_text(row, field)
+
+
+def _one_call(value: Any) -> Call | None:
+    if not isinstance(value, Mapping) or not isinstance(value.get("name"), str):
+        return None
+    if not value["name"] or set(value) - {"name", "arguments", "type", "id", "call_id"}:
+        return None
+    if value.get("type", "function_call") not in ("function_call", "function"):
+        return None
+    arguments = value.get("arguments", {})
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            return value["name"], arguments
+    return (value["name"], arguments) if isinstance(arguments, Mapping) else None
+
+
+def tool_calls(value: Any) -> tuple[Call, ...] | None:
+    """The function calls ``value`` holds, in Gym's reference shapes (``TOOL_FIELDS``):
+    one ``{"name", "arguments"}`` (arguments an object or its JSON text), a
+    ``function_call_batch`` of them, or a non-empty list of them; else ``None``.
+
+    >>> tool_calls([{"name": "f", "arguments": {"x": 1}}, {"name": "g", "arguments": {}}])
+    (('f', {'x': 1}), ('g', {}))
+    >>> tool_calls({"type": "function_call", "name": "f", "arguments": '{"x": 1}'})
+    (('f', {'x': 1}),)
+    >>> tool_calls({"type": "function_call_batch", "calls": [{"name": "f", "arguments": "{}"}]})
+    (('f', {}),)
+    >>> tool_calls([]) is None, tool_calls({"name": "x", "score": 1}) is None
+    (True, True)
+    """
+    if isinstance(value, Mapping) and value.get("type") == "function_call_batch":
+        value = value.get("calls")
+    if isinstance(value, Mapping):
+        one = _one_call(value)
+        return None if one is None else (one,)
+    if isinstance(value, list) and value:
+        calls = [_one_call(v) for v in value]
+        return tuple(c for c in calls if c is not None) if all(calls) else None
+    return None
+
+
+def reference_calls(row: Mapping[str, Any], field: str | None = None) -> tuple[Call, ...] | None:
+    """The row's reference when it is one or more function calls (``--oracle-field`` first).
+
+    >>> reference_calls({"expected_answers": [{"name": "f", "arguments": {"x": 1}}]})
+    (('f', {'x': 1}),)
+    >>> reference_calls({"expected_answer": "7"}) is None
+    True
+    """
+    return tool_calls(_reference_value(row, field))
+
+
+def render_calls(calls: tuple[Call, ...]) -> str:
+    """The calls as a tool-calling model writes them (what ``envkit.endpoint.tool_calls``
+    parses into the chat message's ``tool_calls``).
+
+    >>> render_calls((("f", {"x": 1}),))
+    '<tool_call>\\n{"name": "f", "arguments": {"x": 1}}\\n</tool_call>'
+    """
+    return "".join(
+        "<tool_call>\n" + json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
+        + "\n</tool_call>" for name, args in calls)
+
+
+def _wrong_value(value: Any) -> Any:
+    """A value of the same type that differs from ``value``."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int | float):
+        return value + 1
+    if isinstance(value, str):
+        return "zzz" if value != "zzz" else "yyy"
+    if isinstance(value, list):
+        return [] if value else ["zzz"]
+    if isinstance(value, Mapping):
+        return {} if value else {"zzz": 1}
+    return "zzz"
+
+
+def wrong_answer(ref: str) -> str:
+    """A final answer that is not ``ref``: a number one more, else a word that differs.
+
+    >>> wrong_answer("41"), wrong_answer("2.5"), wrong_answer("tenalp"), wrong_answer("none")
+    ('42', '3.5', 'none', 'some')
+    """
+    try:
+        number = float(ref)
+    except ValueError:
+        return "none" if ref.strip().lower() != "none" else "some"
+    if number.is_integer() and "." not in ref:
+        return str(int(number) + 1)
+    return str(number + 1)
+
+
+def reasoning_reply(name: str, ref: str, template: str) -> str:
+    """One of ``REASONING`` for reference ``ref``, the answer rendered by ``template`` (the
+    agent's oracle rendering).
+
+    >>> reasoning_reply("reasoning:wrong-final", "tenalp", "<answer>{}</answer>")
+    '<think>The answer is tenalp.</think><answer>none</answer>'
+    >>> reasoning_reply("reasoning:answer-only", "tenalp", "{}")
+    '<think>The answer is tenalp.</think>'
+    """
+    if name == "reasoning:oracle":
+        return f"<think>{THOUGHT}</think>{template.format(ref)}"
+    stated = f"<think>The answer is {ref}.</think>"
+    if name == "reasoning:wrong-final":
+        return stated + template.format(wrong_answer(ref))
+    return stated
 
 
 def noise(length: int) -> str:
@@ -107,6 +289,29 @@ def noise(length: int) -> str:
         words.append(word)
         size += len(word) + 1
     return " ".join(words)[:target]
+
+
+def _oracle_calls(field: str | None) -> Reply:
+    def reply(row: Mapping[str, Any], job: ProbeJob) -> str | None:
+        calls = reference_calls(row, field)
+        return None if calls is None else render_calls(calls)
+    return reply
+
+
+def _empty_call(field: str | None) -> Reply:
+    return lambda row, job: (render_calls((("", {}),))
+                             if reference_calls(row, field) is not None else None)
+
+
+def _wrong_arguments(field: str | None) -> Reply:
+    def reply(row: Mapping[str, Any], job: ProbeJob) -> str | None:
+        calls = reference_calls(row, field)
+        if calls is None or not any(isinstance(a, Mapping) and a for _, a in calls):
+            return None  # no argument to get wrong: the right name is the whole call
+        return render_calls(tuple(
+            (name, {k: _wrong_value(v) for k, v in args.items()}
+             if isinstance(args, Mapping) else "zzz") for name, args in calls))
+    return reply
 
 
 def _oracle(template: str, field: str | None) -> Reply:
@@ -140,9 +345,19 @@ CONTENT_FREE: tuple[Policy, ...] = (
 
 
 def panel(oracle_field: str | None = None) -> tuple[Policy, ...]:
-    """Every policy the probe runs: the oracle renderings first, then the content-free ones."""
+    """Every policy the probe runs: the oracle renderings first, then the content-free ones
+    (the tool-call ones answer only rows whose reference is a call)."""
     oracles = tuple(
         Policy(f"oracle:{name}", "oracle", _oracle(template, oracle_field),
                f"the reference answer as {template.format('X')!r}")
         for name, template in RENDERINGS)
-    return oracles + CONTENT_FREE
+    calls = (
+        Policy("oracle:function-call", "oracle", _oracle_calls(oracle_field),
+               "the reference function calls, as Responses `function_call` items"),)
+    free_calls = (
+        Policy("call:empty", "content-free", _empty_call(oracle_field),
+               "one function call with no name and no arguments"),
+        Policy("call:wrong-arguments", "content-free", _wrong_arguments(oracle_field),
+               "the reference calls' names with every argument changed"),
+    )
+    return oracles + calls + CONTENT_FREE + free_calls

@@ -9,6 +9,7 @@ from envkit.check.report import DiagnosticDict, Report, ReportDict
 from envkit.model.diagnostics import Severity
 from envkit.probe.loading import LoadResult
 from envkit.probe.model_phase import SignalResult
+from envkit.probe.reasoning import ReasoningResult
 from envkit.probe.scoring import ScoringResult
 from envkit.records import record
 from envkit.smoke.isolation import IsolationDict
@@ -25,14 +26,15 @@ if TYPE_CHECKING:
 
 __all__ = ["PROBE_VERSION", "ProbeDict", "ProbeOutcome", "ProbeReport"]
 
-PROBE_VERSION: Literal["1.1"] = "1.1"
-"""1.1 added ``signal`` (``--model``: the policy's own groups) and ``probe-zero-variance-warn``."""
+PROBE_VERSION: Literal["1.2"] = "1.2"
+"""1.1 added ``signal`` (``--model``: the policy's own groups) and ``probe-zero-variance-warn``;
+1.2 ``reasoning`` (the reasoning renderings) and the tool-call policies."""
 
 
 class ProbeDict(TypedDict):
     """``envkit schema probe``: ``envkit probe`` and ``envkit validate --probe``."""
 
-    version: Literal["1.1"]
+    version: Literal["1.2"]
     passed: bool
     package: str
     dataset: str | None
@@ -50,6 +52,7 @@ class ProbeDict(TypedDict):
     agents: list[dict[str, Any]]
     load: dict[str, Any] | None
     signal: dict[str, Any] | None
+    reasoning: dict[str, Any] | None
     phases: dict[str, dict[str, Any]]
     timings: dict[str, float]
     png: str | None
@@ -127,6 +130,7 @@ class ProbeReport:
             "agents": _agents(self.phase("scoring")),
             "load": _load(self.phase("load")),
             "signal": _signal(self.phase("signal")),
+            "reasoning": _reasoning(self.phase("reasoning")),
             "phases": {p.name: p.to_dict() for p in self.phases},
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "png": self.png, "notes": list(self.notes), "log_tail": self.log_tail,
@@ -192,6 +196,10 @@ def _load(phase: PhaseResult | None) -> dict[str, Any] | None:
 
 def _signal(phase: PhaseResult | None) -> dict[str, Any] | None:
     return phase.report() if isinstance(phase, SignalResult) else None
+
+
+def _reasoning(phase: PhaseResult | None) -> dict[str, Any] | None:
+    return phase.report() if isinstance(phase, ReasoningResult) else None
 
 
 @record

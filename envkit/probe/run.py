@@ -35,6 +35,7 @@ from envkit.probe.observations import RewardScale
 from envkit.probe.phases import ProbeContext
 from envkit.probe.policies import panel
 from envkit.probe.progress import NO_PROGRESS, Progress
+from envkit.probe.reasoning import ReasoningPhase
 from envkit.probe.report import ProbeReport
 from envkit.probe.scoring import ScoringPhase
 from envkit.probe.thresholds import Thresholds
@@ -50,7 +51,8 @@ __all__ = ["PHASES", "ProbeRequest", "ProbeUsageError", "phases_for", "run_probe
 
 log = logging.getLogger(__name__)
 
-PHASES: tuple[Phase, ...] = (ScoringPhase(), LoadPhase(), VerifierFixturePhase())
+PHASES: tuple[Phase, ...] = (ScoringPhase(), ReasoningPhase(), LoadPhase(),
+                             VerifierFixturePhase())
 """Run in this order on one bring-up; a later phase reads the earlier ones' results."""
 
 

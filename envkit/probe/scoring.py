@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from envkit.probe.phases import ProbeContext
     from envkit.probe.verdicts import AgentAssessment
 
-__all__ = ["ScoringPhase", "ScoringResult", "waves"]
+__all__ = ["ScoringPhase", "ScoringResult", "output_types", "play_round", "waves"]
 
 _ANY = Policy("oracle:field-search", "oracle", lambda row, job: None, "the field search")
 """The policy name the field search's observations carry (they are not part of the panel)."""
@@ -92,7 +92,7 @@ class ScoringPhase:
         with ctx.progress.phase(self.name, total) as advance:
             for policy, items in rounds:
                 for wave in waves(items):
-                    observations += _round(ctx, policy, wave, advance)
+                    observations += play_round(ctx, policy, wave, advance)
         kinds = {p.name: p.kind for p in ctx.panel}
         table = score_table(observations, kinds)
         unstable = spreads(observations)
@@ -105,7 +105,7 @@ class ScoringPhase:
         return ScoringResult(self.name, tuple(observations), table, assessments)
 
 
-def _round(ctx: ProbeContext, policy: Policy, wave: list[tuple[str, str, ProbeRow]],
+def play_round(ctx: ProbeContext, policy: Policy, wave: list[tuple[str, str, ProbeRow]],
            advance: Callable[[int], None], repeats: int | None = None) -> list[Observation]:
     """One policy's replies on one wave of rows, each repeated; failures retried alone."""
     ctx.live.answer({key: reply for key, reply, _ in wave}, _FALLBACK)
@@ -127,7 +127,18 @@ def _round(ctx: ProbeContext, policy: Policy, wave: list[tuple[str, str, ProbeRo
 
 def _observation(row: ProbeRow, policy: str, repeat: int, sent: Sent) -> Observation:
     return Observation(row.agent, policy, row.line, repeat, sent.reward, sent.failure,
-                       sent.latency_s)
+                       sent.latency_s, output_types(sent.rollout.record))
+
+
+def output_types(record: Mapping[str, Any]) -> tuple[str, ...]:
+    """The types of a rollout's response output items, in order.
+
+    >>> output_types({"response": {"output": [{"type": "reasoning"}, {"type": "message"}]}})
+    ('reasoning', 'message')
+    """
+    response = record.get("response")
+    items = response.get("output") if isinstance(response, dict) else None
+    return tuple(str(i.get("type")) for i in items or () if isinstance(i, dict))
 
 
 _FIELD_ROWS = 2
@@ -167,7 +178,7 @@ def _field_if_never_scores(ctx: ProbeContext, scores: Mapping[str, PolicyScore],
                 ref = reference(row.data, ctx.oracle_field) or ""
                 data = {**row.data, field: ref}
                 items.append((prompt_key(data), template.format(ref), replace(row, data=data)))
-            found = [o for wave in waves(items) for o in _round(ctx, _ANY, wave, advance, 1)]
+            found = [o for wave in waves(items) for o in play_round(ctx, _ANY, wave, advance, 1)]
             if any(o.ok and ctx.scale.goodness(o.reward or 0.0) > TOLERANCE for o in found):
                 return FieldSearch((field, template.format("X")), missing)
     return FieldSearch(None, missing)

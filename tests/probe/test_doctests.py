@@ -8,7 +8,13 @@ import importlib
 import pytest
 
 MODULES = ("job", "policies", "observations", "integrity", "learning", "determinism", "load",
-           "verdicts", "declared", "scoring")
+           "verdicts", "declared", "scoring", "reasoning", "_session")
+
+
+def test_tool_call_parser_doctests() -> None:
+    module = importlib.import_module("envkit.endpoint.tool_calls")
+    failed, attempted = doctest.testmod(module)
+    assert attempted > 0 and failed == 0
 
 
 @pytest.mark.parametrize("name", MODULES)

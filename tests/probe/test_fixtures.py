@@ -27,7 +27,9 @@ def test_every_case_is_here() -> None:
     assert sorted(["sound", "gameable_length", "gameable_format", "gameable_echo",
                             "gameable_injection", "constant", "nondeterministic",
                             "breaks_under_load", "wrong_oracle_field", "slow_verify",
-                            "fixture_fails"]) == CASES
+                            "fixture_fails", "reasoning_sound", "reasoning_leak",
+                            "reasoning_no_strip", "tool_call_sound",
+                            "tool_call_name_only"]) == CASES
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -38,7 +38,7 @@ def test_json_follows_the_schema(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert render.render(ProbeOutcome(report, SOUND / "pkg"), "json") == 1
     data = json.loads(capsys.readouterr().out)
     jsonschema.validate(data, load_schema("probe"))
-    assert data["version"] == PROBE_VERSION == "1.1"
+    assert data["version"] == PROBE_VERSION == "1.2"
     assert data["codes"] == ["EK810", "EK811"]
     signal = data["signal"]
     (agent,) = signal["agents"]

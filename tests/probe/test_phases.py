@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from support.probe_fakes import WORDS, FakeLive, exact, make_ctx, make_row, verify_openapi
+from support.probe_fakes import JOB, WORDS, FakeLive, exact, make_ctx, make_row, verify_openapi
 
 from envkit.gym.rollout import Rollout
 from envkit.probe._session import Sent, prompt_key
@@ -27,7 +27,9 @@ def test_sound_scores_only_the_oracle() -> None:
     assert table["oracle:bare"].mean == 1.0 and table["oracle:boxed"].mean == 0.0
     assert all(s.mean == 0.0 for s in table.values() if s.kind == "content-free")
     assert result.diagnostics == []
-    assert len(result.observations) == len(panel()) * len(rows) * 2  # repeats
+    replying = [p for p in panel() if p.reply(rows[0].data, JOB) is not None]
+    assert len(replying) == len(panel()) - 3  # the tool-call policies: not a call reference
+    assert len(result.observations) == len(replying) * len(rows) * 2  # repeats
 
 
 def test_colliding_prompts_are_sent_in_waves() -> None:

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import json
+
 from envkit.endpoint.scripted import BYTES_PER_TOKEN
+from envkit.endpoint.tool_calls import assistant_message
 from envkit.probe.job import ProbeJob
-from envkit.probe.policies import CONTENT_FREE, INJECTION, panel, reference
+from envkit.probe.policies import (
+    CONTENT_FREE,
+    INJECTION,
+    REASONING,
+    panel,
+    reasoning_reply,
+    reference,
+    reference_calls,
+)
 
 JOB = ProbeJob(concurrency=8, rollouts_per_step=8, max_new_tokens=40, temperature=1.0,
                group_size=4)
@@ -55,5 +66,70 @@ def test_content_free_replies_carry_no_answer() -> None:
 
 def test_panel_is_oracles_first_then_content_free() -> None:
     kinds = [p.kind for p in panel()]
-    assert kinds == ["oracle"] * 4 + ["content-free"] * len(CONTENT_FREE)
+    assert kinds == ["oracle"] * 5 + ["content-free"] * (len(CONTENT_FREE) + 2)
     assert len({p.name for p in panel()}) == len(kinds)
+
+
+XLAM = {"responses_create_params": {"input": [{"role": "user", "content": "Giveaways?"}],
+                                    "tools": [{"type": "function", "name": "live_giveaways"}]},
+        "expected_answers": [{"name": "live_giveaways", "arguments": {"type": "beta"}},
+                             {"name": "live_giveaways", "arguments": {"type": "game"}}]}
+MULTI = {"expected_call": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+ACTION = {"expected_action": {"type": "function_call", "name": "authenticate_user",
+                              "arguments": '{"user_id": "G1", "code": "N2"}'}}
+BATCH = {"expected_action": {"type": "function_call_batch", "calls": [
+    {"type": "function_call", "name": "a", "arguments": "{}"},
+    {"type": "function_call", "name": "b", "arguments": '{"n": 2}'}]}}
+
+
+def _calls(text: str | None) -> list[tuple[str, dict]]:
+    """What the policy endpoint makes of a reply to a request that declares tools."""
+    message = assistant_message(text or "", tools_declared=True)
+    return [(c["function"]["name"], json.loads(c["function"]["arguments"]))
+            for c in message["tool_calls"]]
+
+
+def test_tool_call_references_in_gyms_shapes() -> None:
+    assert reference_calls(XLAM) == (("live_giveaways", {"type": "beta"}),
+                                     ("live_giveaways", {"type": "game"}))
+    assert reference_calls(MULTI) == (("get_weather", {"city": "Paris"}),)
+    assert reference_calls(ACTION) == (("authenticate_user", {"user_id": "G1", "code": "N2"}),)
+    assert reference_calls(BATCH) == (("a", {}), ("b", {"n": 2}))
+    # a call is not a text reference, and --oracle-field still wins
+    assert reference(XLAM) is None and reference(MULTI) is None
+    assert reference_calls({**MULTI, "expected_answer": "4"}) is None
+    assert reference_calls({"gold": [{"name": "f", "arguments": {}}]}, "gold") == (("f", {}),)
+    assert reference_calls({"expected_answer": "4", **MULTI}, "expected_call") is not None
+    # an expected_action that is a message is a text reference
+    assert reference({"expected_action": {"type": "message", "content": "Hello."}}) == "Hello."
+    # lists of texts, empty lists and dicts that are no call are not calls
+    assert reference_calls({"expected_answers": ["a", "b"]}) is None
+    assert reference_calls({"expected_answers": []}) is None
+
+
+def test_tool_call_oracle_and_content_free_calls() -> None:
+    replies = _replies(XLAM)
+    assert _calls(replies["oracle:function-call"]) == [("live_giveaways", {"type": "beta"}),
+                                                       ("live_giveaways", {"type": "game"})]
+    assert all(replies[f"oracle:{n}"] is None
+               for n in ("bare", "answer-tags", "boxed", "answer-colon"))
+    assert _calls(replies["call:empty"]) == [("", {})]
+    wrong = _calls(replies["call:wrong-arguments"])
+    assert [name for name, _ in wrong] == ["live_giveaways"] * 2
+    assert all(args != {"type": "beta"} and args != {"type": "game"} and set(args) == {"type"}
+               for _, args in wrong)
+    # a call without arguments has none to get wrong; text rows get no call at all
+    assert _replies({"expected_call": {"name": "ping", "arguments": {}}})[
+        "call:wrong-arguments"] is None
+    assert _replies(ROW)["call:empty"] is None and _replies(ROW)["oracle:function-call"] is None
+
+
+def test_reasoning_renderings() -> None:
+    names = [n for n, _ in REASONING]
+    after, wrong, only = (reasoning_reply(n, "tenalp", "<answer>{}</answer>") for n in names)
+    assert after.endswith("</think><answer>tenalp</answer>") and "tenalp" not in after[:-24]
+    assert wrong == "<think>The answer is tenalp.</think><answer>none</answer>"
+    assert only == "<think>The answer is tenalp.</think>"
+    assert reasoning_reply("reasoning:wrong-final", "41", "\\boxed{{{}}}").endswith(
+        "\\boxed{42}")
+    assert _replies(ROW)["skeleton:think-junk"] == "<think></think>a"

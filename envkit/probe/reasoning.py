@@ -1,0 +1,234 @@
+"""The reasoning phase: the oracle's answer with a reasoning model's ``<think>...</think>``.
+
+Why a phase of its own, after the panel: the renderings need the agent's oracle rendering
+(``<answer>X</answer>``, ``\\boxed{X}`` ...), which only the panel's scores name. Each probed
+row gets three replies (``policies.REASONING``): the oracle after reasoning that does not
+state it, reasoning that states the right answer followed by a wrong final one, and the right
+answer inside the reasoning with nothing after it (the reasoning skeleton with junk after it
+is content-free, so it is in the panel itself: EK801).
+
+The reasoning reaches the verifier in one of two shapes, and the package decides which: Gym's
+model server with ``uses_reasoning_parser`` turns ``<think>...</think>`` into a Responses
+``reasoning`` output item, without it the tags stay inline in the message text. The phase
+sends the same text either way and reports the shape it saw in the rollouts.
+
+Verdicts (``envkit rule EK812`` / ``EK813``), on rewards mapped to the reward range:
+
+- the right answer only in the reasoning (alone, or before a wrong final answer) earning
+  reward within ``probe-margin`` of the oracle is EK812 (an error: a policy learns to write
+  the answer anywhere, or to hedge);
+- the oracle after reasoning scoring more than ``probe-margin`` below the bare oracle is
+  EK813 (a warning: a reasoning model served without a reasoning parser loses its reward).
+
+Agents whose panel already showed a content-free reply gaming the reward, an oracle that never
+scores or no learning signal at all (EK801, EK802, EK804 errors) are not played: those causes
+explain whatever the reasoning renderings would score.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from envkit.model.diagnostics import Severity
+from envkit.probe._session import prompt_key
+from envkit.probe.observations import TOLERANCE, score_table
+from envkit.probe.policies import REASONING, RENDERINGS, Policy, reasoning_reply, reference
+from envkit.probe.scoring import ScoringResult, play_round, waves
+from envkit.records import record
+from envkit.validators.probe import EK807, EK812, EK813
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from envkit.model.diagnostics import Diagnostic
+    from envkit.probe.observations import Observation, PolicyScore, RewardScale
+    from envkit.probe.phases import ProbeContext
+    from envkit.probe.verdicts import Where
+
+__all__ = ["PRECLUDING", "ReasoningAssessment", "ReasoningPhase", "ReasoningResult",
+           "assess_reasoning", "reasoning_shape"]
+
+PRECLUDING = frozenset({"EK801", "EK802", "EK804"})
+"""Panel errors that explain any reasoning score: the agent is not played."""
+
+_LEAKS = ("reasoning:wrong-final", "reasoning:answer-only")
+
+
+@record
+class ReasoningAssessment:
+    agent: str
+    oracle: str
+    """The oracle rendering the reasoning replies end with."""
+    shape: str | None
+    """``reasoning item`` or ``inline``: how the reasoning reached the verifier."""
+    diagnostics: tuple[Diagnostic, ...]
+
+
+@record
+class ReasoningResult:
+    name: str
+    observations: tuple[Observation, ...]
+    table: Mapping[str, Mapping[str, PolicyScore]]
+    assessments: tuple[ReasoningAssessment, ...]
+    oracle_means: Mapping[str, float | None]
+    skipped: Mapping[str, str]
+    """Agent -> why it was not played."""
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return [d for a in self.assessments for d in a.diagnostics]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rollouts": len(self.observations),
+                "failed": sum(not o.ok for o in self.observations)}
+
+    def report(self) -> dict[str, Any]:
+        """The ``reasoning`` section of ``envkit schema probe``."""
+        agents = [{
+            "agent": a.agent, "oracle": a.oracle, "shape": a.shape,
+            "oracle_mean": _r(self.oracle_means.get(a.agent)),
+            "policies": [{"policy": s.policy, "mean": _r(s.mean), "scored": s.scored,
+                          "failed": s.failed, "first_failure": s.first_failure}
+                         for s in self.table.get(a.agent, {}).values()],
+        } for a in self.assessments]
+        return {"agents": agents,
+                "skipped": [{"agent": k, "reason": v} for k, v in self.skipped.items()]}
+
+
+def _r(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def reasoning_shape(observations: Sequence[Observation]) -> str | None:
+    """``reasoning item`` when any reply reached the verifier with a Responses ``reasoning``
+    item, ``inline`` when replies arrived without one, ``None`` when none arrived.
+
+    >>> from envkit.probe.observations import Observation
+    >>> reasoning_shape([Observation("a", "p", 1, output=("reasoning", "message"))])
+    'reasoning item'
+    >>> reasoning_shape([Observation("a", "p", 1, output=("message",))])
+    'inline'
+    """
+    seen = [o.output for o in observations if o.output]
+    if not seen:
+        return None
+    return "reasoning item" if any("reasoning" in out for out in seen) else "inline"
+
+
+def _template(scoring: ScoringResult, agent: str, scale: RewardScale) -> tuple[str, str]:
+    """The rendering the reasoning replies end with: among the renderings that score as well
+    as the oracle, a delimited one (``<answer>X</answer>``, ``\\boxed{X}``, ``Answer: X``)
+    before the bare answer, as a reasoning model that follows the prompt's format would
+    write it (a bare answer after ``</think>`` is only the answer where the reasoning is
+    stripped; the delimited ones are found by an extractor too)."""
+    scores = scoring.table.get(agent, {})
+    oracle = scoring.oracle_of(agent) or ""
+    best = scale.goodness(scores[oracle].mean or 0.0)
+    tied = [(f"oracle:{name}", template) for name, template in RENDERINGS
+            if (s := scores.get(f"oracle:{name}")) is not None and s.mean is not None
+            and scale.goodness(s.mean) >= best - TOLERANCE]
+    delimited = [t for t in tied if t[0] != "oracle:bare"]
+    return (delimited or tied)[0]
+
+
+def _why_skipped(scoring: ScoringResult, agent: str, scale: RewardScale) -> str | None:
+    assessment = next((a for a in scoring.assessments if a.agent == agent), None)
+    if assessment is None or assessment.oracle is None:
+        return "no reference answer"
+    if assessment.oracle == "oracle:function-call":
+        return "the reference is a function call"
+    codes = sorted({d.code for d in assessment.diagnostics
+                    if d.code in PRECLUDING and d.severity is Severity.ERROR})
+    if codes:
+        return f"the panel already found {', '.join(codes)}"
+    oracle = scoring.table.get(agent, {}).get(assessment.oracle)
+    if oracle is None or oracle.mean is None or scale.goodness(oracle.mean) <= TOLERANCE:
+        return "the oracle earns no reward"
+    return None
+
+
+def assess_reasoning(agent: str, scores: Mapping[str, PolicyScore], oracle: PolicyScore,
+                     scale: RewardScale, margin: float, shape: str | None,
+                     where: Where) -> ReasoningAssessment:
+    """EK812 for the right answer rewarded inside the reasoning, EK813 for the oracle that
+    loses its reward behind reasoning, EK807 for reasoning replies that failed the rollout.
+
+    >>> from envkit.probe.observations import PolicyScore, RewardScale
+    >>> o = PolicyScore("oracle:bare", "oracle", 1.0, {}, 8, 0)
+    >>> s = {"reasoning:oracle": PolicyScore("reasoning:oracle", "reasoning", 0.0, {}, 8, 0),
+    ...      "reasoning:answer-only": PolicyScore("reasoning:answer-only", "reasoning", 1.0,
+    ...                                           {}, 8, 0)}
+    >>> [(d.code, d.severity.value) for d in
+    ...  assess_reasoning("a", s, o, RewardScale(), 0.1, "inline", ("x", None)).diagnostics]
+    [('EK812', 'error'), ('EK813', 'warning')]
+    """
+    diags: list[Diagnostic] = []
+    failed = [s for s in scores.values() if s.failed]
+    if failed:
+        counts = ", ".join(f"{s.policy} {s.failed}" for s in failed)
+        first = next(s.first_failure for s in failed if s.first_failure)
+        diags.append(EK807.at(where[0], f"`{agent}`: rollouts with reasoning failed and were "
+                              f"not scored ({counts}); first: {first[:200]}", line=where[1]))
+    best = scale.goodness(oracle.mean or 0.0)
+    bar = best - margin
+    how = f" (the reasoning reached the verifier as {shape})" if shape else ""
+    leaks = [s for name in _LEAKS if (s := scores.get(name)) is not None and s.mean is not None
+             and scale.goodness(s.mean) > TOLERANCE and scale.goodness(s.mean) >= bar - TOLERANCE]
+    if leaks:
+        listed = ", ".join(f"`{s.policy}` {s.mean:.3g}" for s in leaks)
+        diags.append(EK812.at(where[0], f"`{agent}`: the right answer inside the reasoning "
+                              f"scores as well as the reference answer (`{oracle.policy}` "
+                              f"{oracle.mean:.3g}): {listed}{how} (margin {margin:g} of the "
+                              "reward range)", line=where[1]))
+    after = scores.get("reasoning:oracle")
+    if after is not None and after.mean is not None and (
+            scale.goodness(after.mean) < bar - TOLERANCE):
+        diags.append(EK813.at(where[0], f"`{agent}`: the reference answer after reasoning "
+                              f"scores {after.mean:.3g}, the bare reference answer "
+                              f"(`{oracle.policy}`) {oracle.mean:.3g}{how}", line=where[1]))
+    return ReasoningAssessment(agent, oracle.policy, shape, tuple(diags))
+
+
+class ReasoningPhase:
+    name = "reasoning"
+
+    def run(self, ctx: ProbeContext) -> ReasoningResult:
+        scoring = ctx.results.get("scoring")
+        if not isinstance(scoring, ScoringResult):
+            return ReasoningResult(self.name, (), {}, (), {}, {})
+        skipped: dict[str, str] = {}
+        plans: dict[str, tuple[str, str]] = {}
+        for agent in ctx.rows:
+            why = _why_skipped(scoring, agent, ctx.scale)
+            if why is not None:
+                skipped[agent] = why
+                continue
+            plans[agent] = _template(scoring, agent, ctx.scale)
+        rounds = []
+        for name, description in REASONING:
+            policy = Policy(name, "reasoning", lambda row, job: None, description)
+            items = [(prompt_key(r.data), reasoning_reply(name, ref, plans[agent][1]), r)
+                     for agent in plans for r in ctx.rows[agent]
+                     if (ref := reference(r.data, ctx.oracle_field)) is not None]
+            rounds.append((policy, items))
+        total = sum(len(items) for _, items in rounds) * ctx.thresholds.repeats
+        observations: list[Observation] = []
+        with ctx.progress.phase(self.name, total) as advance:
+            for policy, items in rounds:
+                for wave in waves(items):
+                    observations += play_round(ctx, policy, wave, advance)
+        table = score_table(observations, {name: "reasoning" for name, _ in REASONING})
+        means: dict[str, float | None] = {}
+        assessments = []
+        for agent in plans:
+            oracle_name = scoring.oracle_of(agent) or ""
+            bare = scoring.table[agent][oracle_name]
+            means[agent] = bare.mean
+            mine = [o for o in observations if o.agent == agent]
+            found = assess_reasoning(agent, table.get(agent, {}), bare, ctx.scale,
+                                     ctx.thresholds.margin, reasoning_shape(mine),
+                                     ctx.where_of(agent))
+            assessments.append(replace(found, oracle=plans[agent][0]))
+        return ReasoningResult(self.name, tuple(observations), table, tuple(assessments),
+                               means, skipped)
