@@ -105,6 +105,13 @@ def command_section(path: str, command: click.Command) -> str:
     return "\n".join(out)
 
 
+def _by_default(commands: list[tuple[str, click.Command]], fmt: str) -> str:
+    """The commands whose ``--output-format`` defaults to ``fmt``."""
+    return ", ".join(f"`{path}`" for path, command in commands
+                     if any(p.name == "output_format" and p.default == fmt
+                            for p in command.params))
+
+
 def commands_page() -> str:
     commands = _walk()
     out = [
@@ -112,11 +119,11 @@ def commands_page() -> str:
         "# Commands\n",
         "Every command and option, as `envkit COMMAND --help` prints them. Shared by every",
         "command: `-q`/`-v` (less or more on stderr), `--output-format` where a command prints",
-        "a result (`human` by default for reports people read: validate, smoke, probe, rollout,",
-        "train, job show/logs/wait, rule; `json` by default for records a script reads next:",
-        "build, convert, submit, job status/cancel), `-o/--output` for the main output a",
-        "command writes. Exit codes: `0` success, `1` invalid or failed, `2` usage, missing",
-        "extra or internal error, `130` interrupted.\n",
+        "a result, and `-o/--output` for the main output a command writes. The default output",
+        f"format is `human` for what people read ({_by_default(commands, 'human')}) and",
+        f"`json` for records a script reads next ({_by_default(commands, 'json')}). Exit",
+        "codes: `0` success, `1` invalid or failed, `2` usage, missing extra or internal",
+        "error, `130` interrupted.\n",
         f"```text\n{ROOT_EXAMPLE}\n```\n",
         "| command | what it does |", "|---|---|",
     ]

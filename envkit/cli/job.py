@@ -96,7 +96,9 @@ def logs_command(name: str, workspace: str | None, base_url: str | None, tail: i
                 limit=limit)
 
 
-@_job_command("metrics", formats=("table", "json"), default="table")
+# human is the table; `table` stays as its older name, so every command's people's format is
+# spelled one way.
+@_job_command("metrics", formats=("human", "json", "table"), default="human")
 @output_path_option(type=_OUT, default=None, help="Write metrics.jsonl and reward_curve.png here.")
 def metrics_command(name: str, workspace: str | None, base_url: str | None,
                     output: Path | None) -> JobMetrics:

@@ -104,3 +104,21 @@ def test_gym_python_help_gives_the_order_the_code_looks_in() -> None:
     option = next(p for p in command.params if p.name == "gym_python")
     assert option.help is not None
     assert option.help.index("ENVKIT_GYM_PYTHON") < option.help.index("PATH")
+
+
+def test_format_names_the_package_format_only() -> None:
+    """``--format`` in ``--help`` is a package format (build, init); what is printed is
+    ``--output-format``, whose default is ``human`` or ``json``."""
+    from envkit.cli._common import AliasOption
+
+    formats = {"native-v1", "wheels-v1", "adapter-wheels-v1"}
+    for path, command in _commands():
+        for param in command.params:
+            if not isinstance(param, click.Option):
+                continue
+            hidden = set(param.hidden_aliases) if isinstance(param, AliasOption) else set()
+            if "--format" in set(param.opts) - hidden:
+                assert isinstance(param.type, click.Choice), path
+                assert set(param.type.choices) <= formats, path
+            if param.name == "output_format":
+                assert param.default in ("human", "json"), path
