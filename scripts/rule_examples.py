@@ -107,14 +107,49 @@ def _fence(path: Path, body: str) -> str:
     return f"```{_LANG.get(path.suffix, 'text')}\n{body}\n```"
 
 
+def _valid_for(case: Path, fmt: str | None) -> str:
+    """The valid package fixture of ``case``'s kind: its format, offline when it is."""
+    opts = _spec(case).get("options", {})
+    if fmt == "wheels-v1" and isinstance(opts, dict) and opts.get("offline"):
+        return "valid-wheels-v1-offline"
+    return VALID.get(fmt or "", "valid-native-v1")
+
+
 def _good_twin(case: Path, rel: Path, key: str, fmt: str | None) -> Path | None:
-    name = {"dataset": "valid-dataset", "job": "valid-job-grpo-lora"}.get(key) or VALID.get(
-        fmt or "", "valid-native-v1")
+    name = {"dataset": "valid-dataset", "job": "valid-job-grpo-lora"}.get(key) or _valid_for(
+        case, fmt)
     valid = CASES / name
     spec = _spec(valid)
     base = valid / str(spec.get(key) or "")
     twin = base if base.is_file() else base / rel
     return twin if twin.is_file() else None
+
+
+def _listing(base: Path) -> str | None:
+    """The files of an input directory, one per line (``None``: too many to read at a glance)."""
+    if not base.is_dir():
+        return None
+    files = sorted(p.relative_to(base).as_posix() for p in base.rglob("*") if p.is_file())
+    return "\n".join(files) if 0 < len(files) <= _WHOLE else None
+
+
+def _listings(case: Path, fmt: str | None, shown: str) -> list[str]:
+    """Bad and good as the inputs' file lists, for a defect in what a directory holds (a file
+    missing, a wheel that is the wrong one) rather than in a text file's lines."""
+    spec = _spec(case)
+    key = next((k for k in ("package", "dataset") if spec.get(k)), None)
+    bad = _listing(case / str(spec[key])) if key else None
+    if key is None or bad is None:
+        return [f"\n```text\n{shown}\n```\n"]
+    out = [f"\n**Bad** (the {key}'s files):\n", f"```text\n{bad}\n```", "\n```text", shown,
+           "```"]
+    twin_name = "valid-dataset" if key == "dataset" else _valid_for(case, fmt)
+    twin = CASES / twin_name / str(_spec(CASES / twin_name).get(key) or "")
+    good = _listing(twin)
+    if good is not None and good != bad:
+        out += [f"\n**Good** (the files of `fixtures/packages/{twin_name}`, which validates "
+                "clean):\n", f"```text\n{good}\n```"]
+    return [*out, ""]
 
 
 def example(code: str) -> str:
@@ -135,15 +170,13 @@ def example(code: str) -> str:
     shown = f"{diag.path or '.'}{f':{diag.line}' if diag.line else ''}: {diag.code} {diag.message}"
     out = [f"## Example\n\nFrom `fixtures/packages/{case.name}`, which envkit's tests validate:"]
     if found is None:
-        out += [f"\n```text\n{shown}\n```\n"]
-        return "\n".join(out)
+        return "\n".join(out + _listings(case, report.format, shown))
     path, key = found
     bad = _excerpt(path, diag.line)
     rel = path.relative_to(case / str(_spec(case)[key])) if path != case / str(
         _spec(case)[key]) else Path(path.name)
     if bad is None:
-        out += [f"\n```text\n{shown}\n```\n"]
-        return "\n".join(out)
+        return "\n".join(out + _listings(case, report.format, shown))
     out += [f"\n**Bad** (`{rel}`):\n", _fence(path, bad), "\n```text", shown, "```"]
     twin = _good_twin(case, rel, key, report.format)
     line = _twin_line(path, twin, diag.line) if twin else None
