@@ -141,7 +141,7 @@ def test_no_report_is_completed_after_it_is_made() -> None:
 
 def _reported_at_another_severity() -> set[str]:
     """Codes whose check passes a severity (``EK403.at(..., severity=...)``) or marks a
-    finding a warning (``Finding("EK602", ..., warning=True)``): read from the checks' source,
+    finding a warning (``Finding(EK602, ..., warning=True)``): read from the checks' source,
     so a case no fixture covers is found too."""
     import ast
 
@@ -157,8 +157,8 @@ def _reported_at_another_severity() -> set[str]:
                     and "severity" in keywords):
                 codes.add(func.value.id)
             elif (isinstance(func, ast.Name) and func.id == "Finding" and node.args
-                  and isinstance(node.args[0], ast.Constant) and "warning" in keywords):
-                codes.add(node.args[0].value)
+                  and isinstance(node.args[0], ast.Name) and "warning" in keywords):
+                codes.add(node.args[0].id)
     return codes
 
 
