@@ -236,11 +236,13 @@ def train_on_ray(inputs: TrainInputs, request: TrainRequest) -> TrainResult:
     """``envkit train --ray``: the validated inputs trained by the two actors."""
     from functools import partial
 
+    from envkit.gym import ROLLOUTS_FILE
     from envkit.trainer.grpo import TrainOptions
     from envkit.trainer.sources.gym import GymRolloutSource, gym_source_options
 
     cfg, paths = inputs.config, inputs.paths
-    source_opts = gym_source_options(cfg, request.backend, request.runtime)
+    source_opts = gym_source_options(cfg, request.backend, request.runtime,
+                                     record_to=request.output / ROLLOUTS_FILE)
     factory = partial(GymRolloutSource, paths.environment, paths.model, source_opts)
     opts = TrainOptions(request.output, resume=request.resume, save_period=request.save_period)
     labels = RayLabels(request.ray_rollout_resource, request.ray_trainer_resource)

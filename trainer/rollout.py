@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 from envkit.gym import (
     RequestOptions,
     RolloutAbortedError,
+    RunFile,
     RuntimeOptions,
     collect,
     expand_rows,
     load_rows,
     mean_reward_by_agent,
+    write_run_file,
 )
 from envkit.gym import write_results as write_results
 from envkit.records import record
@@ -136,5 +138,9 @@ def rollout_package(
                                timeout_s=req.timeout_s, on_result=on_result, abort=session.dead)
     if request.output is not None:
         write_results(request.output, summary.results)
-        write_provenance(request.output.parent, run_record(request.package, request.dataset))
+        provenance = run_record(request.package, request.dataset)
+        write_provenance(request.output.parent, provenance)
+        write_run_file(request.output.parent, RunFile(
+            "rollout", str(request.package.resolve()), provenance.package_sha256,
+            request.output.name, request.runtime.gym_version, request.runtime.offline))
     return dataclasses.replace(summary, ready_s=ready)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from envkit.gym import ROLLOUTS_FILE, RunFile, write_run_file
 from envkit.supply.provenance import run_record, write_provenance
 from envkit.trainer.inputs import TrainInputError, TrainInputs, TrainRequest, read_inputs
 
@@ -33,8 +34,11 @@ def run_training(request: TrainRequest) -> TrainResult:
     """
     _refuse_previous_run(request)
     inputs = read_inputs(request)
-    write_provenance(request.output, run_record(inputs.paths.environment, inputs.paths.dataset,
-                                                request.job))
+    provenance = run_record(inputs.paths.environment, inputs.paths.dataset, request.job)
+    write_provenance(request.output, provenance)
+    write_run_file(request.output, RunFile(
+        "train", str(inputs.paths.environment.resolve()), provenance.package_sha256,
+        ROLLOUTS_FILE, request.runtime.gym_version, request.runtime.offline))
     if request.use_ray or request.ray_address:
         from envkit.trainer.ray_run import train_on_ray
 
@@ -80,7 +84,8 @@ def _train_local(inputs: TrainInputs, request: TrainRequest) -> TrainResult:
 
     cfg, paths = inputs.config, inputs.paths
     policy = _load(paths.model, cfg)
-    opts = gym_source_options(cfg, request.backend, request.runtime)
+    opts = gym_source_options(cfg, request.backend, request.runtime,
+                              record_to=request.output / ROLLOUTS_FILE)
     with GymRolloutSource(paths.environment, paths.model, opts) as source:
         source.refresh(policy)
         train_opts = TrainOptions(

@@ -28,6 +28,7 @@ EXAMPLES: dict[str, str] = {
                "-o rollouts.jsonl",
     "smoke": "envkit smoke package --dataset package-data --offline",
     "prefetch": "envkit prefetch package --offline",
+    "rescore": "envkit rescore run --output-format json",
     "probe": "envkit probe package --dataset package-data --job jobs/grpo.json --offline "
              "-o probe-out",
     "train": "envkit train jobs/grpo.json --env package --dataset package-data "

@@ -33,6 +33,7 @@ COMMANDS = {
     "smoke": ("envkit.cli.smoke", "smoke_command"),
     "probe": ("envkit.cli.probe", "probe_command"),
     "prefetch": ("envkit.cli.prefetch", "prefetch_command"),
+    "rescore": ("envkit.cli.rescore", "rescore_command"),
     "train": ("envkit.cli.train", "train_command"),
     "submit": ("envkit.cli.submit", "submit_command"),
     "job": ("envkit.cli.job", "job_group"),
@@ -112,7 +113,7 @@ def _usage_error(ctx: click.Context, argv: list[str], message: str) -> click.Usa
     return click.UsageError(message, ctx=sub)
 
 
-_GYM_COMMANDS = frozenset({"smoke", "train", "rollout", "probe", "prefetch"})
+_GYM_COMMANDS = frozenset({"smoke", "train", "rollout", "probe", "prefetch", "rescore"})
 """The commands that bring Gym servers up or build their venvs, so may build for minutes."""
 
 

@@ -16,6 +16,8 @@ only, never from its modules (whose layout may change).
 - :func:`load_rows` / :func:`expand_rows` -- a dataset's rows, read by the validator's reader;
 - :func:`diagnose` -- a failure's text -> the likely rule (the one signature table);
 - :func:`prefetch` -- Gym's venv and a package's server venvs built ahead, nothing started;
+- :class:`RunFile` (``run.json``) -- which package and bring-up a recorded run's rollouts came
+  from, what ``envkit rescore`` reads;
 - :func:`ensure_gym_venv` -- the cached Python 3.13 venv with ``nemo-gym``;
   :func:`python_override_from_env` -- ``$ENVKIT_ALLOW_PYTHON_OVERRIDE``
   (:data:`PYTHON_OVERRIDE_ENV`) as its flag reads it.
@@ -32,6 +34,7 @@ from __future__ import annotations
 from envkit.gym.client import (
     RequestOptions,
     RolloutAbortedError,
+    append_results,
     collect,
     mean_reward_by_agent,
     post_row,
@@ -43,6 +46,7 @@ from envkit.gym.prefetch import PrefetchResult, prefetch, prefetch_options
 from envkit.gym.processes import free_port
 from envkit.gym.rollout import Rollout, TokenTurn
 from envkit.gym.rows import expand_rows, load_rows, rows_by_agent
+from envkit.gym.runfile import ROLLOUTS_FILE, RUN_FILE, RunFile, read_run_file, write_run_file
 from envkit.gym.servers import GymRuntime
 from envkit.gym.session import RESTART_GRACE_S, GymSession, SupportsClose, unreachable
 from envkit.gym.types import (
@@ -65,6 +69,8 @@ __all__ = [
     "DEFAULT_GYM_VERSION",
     "PYTHON_OVERRIDE_ENV",
     "RESTART_GRACE_S",
+    "ROLLOUTS_FILE",
+    "RUN_FILE",
     "Finding",
     "GymRuntime",
     "GymRuntimeError",
@@ -77,6 +83,7 @@ __all__ = [
     "RequestOptions",
     "Rollout",
     "RolloutAbortedError",
+    "RunFile",
     "RuntimeEvents",
     "RuntimeOptions",
     "ServerInfo",
@@ -84,6 +91,7 @@ __all__ = [
     "TokenTurn",
     "VenvStep",
     "Where",
+    "append_results",
     "collect",
     "diagnose",
     "ensure_gym_venv",
@@ -96,8 +104,10 @@ __all__ = [
     "prefetch",
     "prefetch_options",
     "python_override_from_env",
+    "read_run_file",
     "rows_by_agent",
     "tail",
     "unreachable",
     "write_results",
+    "write_run_file",
 ]

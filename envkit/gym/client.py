@@ -200,6 +200,13 @@ def write_results(path: Path, results: Sequence[Rollout]) -> Path | None:
     return sidecar
 
 
+def append_results(path: Path, results: Sequence[Rollout]) -> None:
+    """Gym's rows of the finished ``results`` appended to ``path`` (a training run's record,
+    batch after batch: what ``envkit rescore`` scores again)."""
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write("".join(json.dumps(r.record) + "\n" for r in results if r.ok))
+
+
 def _with_aborted(results: Sequence[Rollout | None], rows: Sequence[Mapping[str, Any]],
                   reason: str) -> list[Rollout]:
     """Every row's result, the unfinished ones failed with ``reason``."""

@@ -133,6 +133,14 @@ def _register_prefetch() -> None:
     renders(PrefetchResult, "prefetch")(render_prefetch)
 
 
+@_lazy("envkit.rescore.report")
+def _register_rescore() -> None:
+    from envkit.output.rescore import render_rescore
+    from envkit.rescore import RescoreReport
+
+    renders(RescoreReport, "rescore")(render_rescore)
+
+
 @_lazy("envkit.platform.outcomes")
 def _register_platform() -> None:
     from envkit.output import platform

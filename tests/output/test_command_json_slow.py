@@ -70,3 +70,12 @@ def test_train_json_follows_its_schema(tmp_path: Path) -> None:
     result = _envkit("train", job, "-o", tmp_path / "out")
     Draft202012Validator(load_schema("train")).validate(result)
     assert result["steps"] == 1 and "train_reward" in result["final_metrics"]
+    # the run records what `envkit rescore` needs: the package, every rollout with its response
+    recorded = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert recorded["command"] == "train" and recorded["package"] == str(package.resolve())
+    rows = [json.loads(line) for line in (tmp_path / "out" / "rollouts.jsonl").read_text()
+            .splitlines()]
+    assert len(rows) >= 4 and all("response" in r and "reward" in r for r in rows)
+    rescored = _envkit("rescore", tmp_path / "out")
+    Draft202012Validator(load_schema("rescore")).validate(rescored)
+    assert rescored["summary"]["rescored"] == len(rows) and rescored["summary"]["changed"] == 0

@@ -181,13 +181,20 @@ def _prefetch() -> object:
                           True, True, ("resources_servers/r", "responses_api_agents/a"), 12.5)
 
 
+def _rescore() -> object:
+    from envkit.rescore import RescoreReport, RowScore
+
+    rows = (RowScore(1, "a", 0.0, 1.0, "rescored"), RowScore(2, "a", 1.0, None, "refused", "x"))
+    return RescoreReport(str(TMP), str(TMP / "pkg"), "rollouts.jsonl", True, rows, None)
+
+
 SAMPLES: dict[str, Callable[[], object]] = {
     "validation": _validation, "build": _build, "convert": _convert,
     "refused convert": _refused_convert, "rollout": _rollout, "train": _train,
     "compiled config": _compiled_config, "schema": _schema, "rules": _rules,
     "settings": _settings, "smoke": _smoke, "submit": _submit, "job reply": _job_reply,
     "job metrics": _job_metrics, "job logs": _job_logs, "job show": _job_show, "init": _init,
-    "probe": _probe, "prefetch": _prefetch,
+    "probe": _probe, "prefetch": _prefetch, "rescore": _rescore,
 }
 """One result of every type a command returns (the real types, with made-up values)."""
 

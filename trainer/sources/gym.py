@@ -30,6 +30,7 @@ from envkit.gym import (
     RequestOptions,
     RolloutAbortedError,
     RuntimeOptions,
+    append_results,
     collect,
     expand_rows,
 )
@@ -74,10 +75,14 @@ class GymSourceOptions:
     backend: str = "hf"
     engine: EngineOptions = field(default_factory=EngineOptions)
     runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
+    record_to: Path | None = None
+    """Append every finished rollout's Gym row (the full response, the reward) here: the run's
+    record that ``envkit rescore`` scores again."""
 
 
 def gym_source_options(
-    cfg: GrpoConfig, backend: str, runtime: RuntimeOptions | None = None
+    cfg: GrpoConfig, backend: str, runtime: RuntimeOptions | None = None,
+    record_to: Path | None = None,
 ) -> GymSourceOptions:
     """The source options a GRPO job asks for: sampling, turns, and the engine's settings.
 
@@ -98,6 +103,7 @@ def gym_source_options(
         backend=backend,
         engine=engine,
         runtime=runtime or RuntimeOptions(),
+        record_to=record_to,
     )
 
 
@@ -286,6 +292,8 @@ class GymRolloutSource:
                               timeout_s=req.timeout_s, abort=session.dead)
         except RolloutAbortedError as exc:
             raise RolloutFailedError(str(exc)) from None
+        if self.opts.record_to is not None:
+            append_results(self.opts.record_to, results)
         failed = [r for r in results if not r.ok]
         if failed:
             dead = session.dead()

@@ -1,0 +1,50 @@
+"""Render ``envkit rescore``'s report: per row the recorded and the new reward, and a summary.
+
+``envkit.output.render`` dispatches a ``RescoreReport`` here. People see the changed, refused
+and failed rows (an unchanged row is the expected case, counted in the summary); JSON lists
+every row (``envkit schema rescore``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from envkit.output.stdout import dump, echo
+
+if TYPE_CHECKING:
+    from envkit.rescore import RescoreReport, RowScore
+
+__all__ = ["render_rescore"]
+
+
+def _reward(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def _row(row: RowScore) -> str:
+    where = f"  line {row.line} [{row.agent}]"
+    if row.status == "rescored":
+        return f"{where}: {_reward(row.old_reward)} -> {_reward(row.new_reward)}"
+    return f"{where}: {row.status}: {row.reason}"
+
+
+def render_rescore(report: RescoreReport, fmt: str) -> int:
+    """Print ``report`` in ``fmt`` on stdout; its exit status (1: a row refused or failed)."""
+    if fmt == "json":
+        echo(dump(report.to_json()))
+        return report.exit_code
+    s = report.summary()
+    since = {True: " (the package changed since the run)",
+             False: " (the package is unchanged since the run)", None: ""}[report.package_changed]
+    lines = [f"Re-scored {s['rescored']} of {s['rows']} rows of {report.rollouts} with "
+             f"{report.package}{since}:",
+             f"  {s['changed']} changed ({s['increased']} up, {s['decreased']} down), "
+             f"{s['refused']} refused, {s['failed']} failed"]
+    if s["mean_old"] is not None:
+        lines.append(f"  mean reward {s['mean_old']:.4g} -> {s['mean_new']:.4g}")
+    shown = [r for r in report.rows if r.changed or r.status != "rescored"]
+    lines += [_row(r) for r in shown]
+    if report.output:
+        lines.append(f"Wrote the re-scored rows to {report.output}")
+    echo("\n".join(lines))
+    return report.exit_code

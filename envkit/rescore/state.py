@@ -1,0 +1,89 @@
+"""Whether a resources server's ``/verify`` can score a recorded response again, alone.
+
+Why refuse at all: a server that keeps per-episode state (a sandbox a tool call changed, a
+session ``/seed_session`` set up) scores the response against that state; a bare ``/verify``
+long after the episode would score it against none, and the "new reward" would be an artefact
+of the missing state, not of the verifier. Gym says what a server can do at ``GET
+/reverify_mode`` (its ``REVERIFY_MODE``: ``stateless``, ``unsupported``, or the default
+``unknown``), and Gym's own re-verification refuses all but ``stateless`` unless forced.
+
+envkit decides as conservatively where it can see state, and no more: ``unsupported`` is
+refused; ``unknown`` (what nearly every server reports, as it is the default) is accepted only
+when the server keeps Gym's own ``/seed_session`` -- its request body one of Gym's base seed
+models in the OpenAPI document -- since a server that seeds per-episode state overrides that
+route; anything the document does not show is refused. Pure over the two answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from envkit.records import record
+
+__all__ = ["BASE_SEED_MODELS", "Verdict", "can_reverify", "seed_models"]
+
+BASE_SEED_MODELS = frozenset({"BaseSeedSessionRequest", "ResourcesSeedSessionRequest"})
+"""The request models of Gym's default ``/seed_session`` (``SimpleResourcesServer``), which
+keeps no state."""
+
+
+@record
+class Verdict:
+    ok: bool
+    reason: str
+
+
+def seed_models(openapi: Mapping[str, Any]) -> frozenset[str] | None:
+    """The schema names ``POST /seed_session`` takes; ``None``: the route or its body is not
+    in the document (or not as ``$ref`` s envkit can name).
+
+    >>> ref = lambda n: {"$ref": f"#/components/schemas/{n}"}
+    >>> doc = {"paths": {"/seed_session": {"post": {"requestBody": {"content": {
+    ...     "application/json": {"schema": {"anyOf": [ref("A"), ref("B")]}}}}}}}}
+    >>> sorted(seed_models(doc))
+    ['A', 'B']
+    """
+    post = ((openapi.get("paths") or {}).get("/seed_session") or {}).get("post") or {}
+    content = ((post.get("requestBody") or {}).get("content") or {}).get("application/json")
+    schema = (content or {}).get("schema")
+    if not isinstance(schema, Mapping):
+        return None
+    options = schema.get("anyOf") or schema.get("oneOf") or [schema]
+    names = set()
+    for option in options:
+        ref = option.get("$ref") if isinstance(option, Mapping) else None
+        if not isinstance(ref, str) or not ref.startswith("#/components/schemas/"):
+            return None
+        names.add(ref.rsplit("/", 1)[1])
+    return frozenset(names)
+
+
+def can_reverify(server: str, mode: str | None, openapi: Mapping[str, Any] | None) -> Verdict:
+    """Whether ``server``'s ``/verify`` may score recorded responses again.
+
+    >>> can_reverify("s", "stateless", None).ok
+    True
+    >>> can_reverify("s", "unsupported", None).ok
+    False
+    >>> body = {"schema": {"$ref": "#/components/schemas/BaseSeedSessionRequest"}}
+    >>> base = {"paths": {"/seed_session": {"post": {"requestBody": {"content": {
+    ...     "application/json": body}}}}}}
+    >>> can_reverify("s", "unknown", base).ok
+    True
+    """
+    if mode == "stateless":
+        return Verdict(True, f"`{server}` declares reverify_mode 'stateless'")
+    if mode == "unsupported":
+        return Verdict(False, f"`{server}` declares reverify_mode 'unsupported': its reward "
+                              "depends on per-episode state a bare /verify cannot restore")
+    models = seed_models(openapi or {})
+    if models is not None and models <= BASE_SEED_MODELS:
+        return Verdict(True, f"`{server}` keeps Gym's stateless /seed_session")
+    if models is None:
+        why = "its /seed_session is not described in its OpenAPI document"
+    else:
+        why = f"its /seed_session takes {', '.join(sorted(models))}: it seeds per-episode state"
+    shown = "no reverify_mode" if mode is None else f"reverify_mode {mode!r}"
+    return Verdict(False, f"`{server}` declares {shown} and {why}, which a bare /verify "
+                          "cannot restore")
