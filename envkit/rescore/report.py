@@ -8,13 +8,48 @@ change is what rescore is for, and a reward that moved by 1e-9 moved.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 from envkit.records import record
 
-__all__ = ["RescoreReport", "RowScore", "Status"]
+__all__ = ["RescoreDict", "RescoreReport", "RowScore", "Status"]
 
 Status = Literal["rescored", "refused", "failed"]
+
+
+class RowDict(TypedDict):
+    line: int
+    agent: str
+    old_reward: float | None
+    new_reward: float | None
+    status: Status
+    changed: bool
+    reason: str
+
+
+class SummaryDict(TypedDict):
+    rows: int
+    rescored: int
+    refused: int
+    failed: int
+    changed: int
+    increased: int
+    decreased: int
+    mean_old: float | None
+    mean_new: float | None
+
+
+class RescoreDict(TypedDict):
+    """``envkit schema rescore``."""
+
+    version: Literal["1.0"]
+    run_dir: str
+    package: str
+    rollouts: str
+    package_changed: bool | None
+    summary: SummaryDict
+    rows: list[RowDict]
+    output: str | None
 
 
 @record
@@ -32,7 +67,7 @@ class RowScore:
     def changed(self) -> bool:
         return self.status == "rescored" and self.new_reward != self.old_reward
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RowDict:
         return {"line": self.line, "agent": self.agent, "old_reward": self.old_reward,
                 "new_reward": self.new_reward, "status": self.status, "changed": self.changed,
                 "reason": self.reason}
@@ -63,7 +98,7 @@ class RescoreReport:
         """0 when every row was scored again, 1 when one was refused or failed."""
         return 0 if self.rows and self.count("rescored") == len(self.rows) else 1
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> SummaryDict:
         scored = [r for r in self.rows if r.status == "rescored"]
         up = sum(1 for r in self.changed if (r.new_reward or 0.0) > (r.old_reward or 0.0))
         return {
@@ -74,7 +109,7 @@ class RescoreReport:
             "mean_new": _mean([r.new_reward for r in scored]),
         }
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RescoreDict:
         return {"version": "1.0", "run_dir": self.run_dir, "package": self.package,
                 "rollouts": self.rollouts, "package_changed": self.package_changed,
                 "summary": self.summary(), "rows": [r.to_json() for r in self.rows],

@@ -12,6 +12,7 @@ import pytest
 
 from envkit.check.report import ReportDict
 from envkit.model.provenance import ProvenanceDict
+from envkit.output.prefetch import PrefetchDict
 from envkit.output.shapes import (
     CompiledConfigDict,
     ConvertDict,
@@ -30,6 +31,7 @@ from envkit.platform.outcomes import (
     SubmitDict,
 )
 from envkit.probe.report import ProbeDict
+from envkit.rescore.report import RescoreDict
 from envkit.schemas import SCHEMAS, load_schema
 from envkit.smoke.report import SmokeDict
 
@@ -39,7 +41,8 @@ SHAPES: dict[type, str] = {
     RulesDict: "rules", SettingsDict: "settings", SmokeDict: "smoke", ProbeDict: "probe",
     SubmitDict: "submit",
     JobReplyDict: "job-output", JobMetricsDict: "job-output", JobLogsDict: "job-output",
-    JobShowDict: "job-output", ProvenanceDict: "provenance",
+    JobShowDict: "job-output", ProvenanceDict: "provenance", PrefetchDict: "prefetch",
+    RescoreDict: "rescore",
 }
 """Each JSON output's shape and the schema it follows."""
 
