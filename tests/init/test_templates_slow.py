@@ -5,7 +5,8 @@ gym: init -> build -> validate --offline -> Gym's verifier fixture in the Gym ve
 the gym template's way (smoke --offline, train --offline, probe --offline, rollout) is the
 getting-started page and the rollout guide, run by ``tests/project/test_docs_commands.py`` on
 the same template with the same flags (its outputs checked there;
-``test_getting_started_takes_the_gym_template_all_the_way`` keeps that so): one bring-up of each instead of two, in CI's longest group.
+``test_getting_started_takes_the_gym_template_all_the_way`` keeps that so): one bring-up of
+each instead of two, in CI's longest group.
 verifiers: init -> convert verifiers --source -> validate -> smoke -> probe -> a 2-step train
 (adapter-wheels-v1 needs egress at job start by design, so nothing runs --offline there).
 """
