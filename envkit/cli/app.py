@@ -34,6 +34,7 @@ COMMANDS = {
     "probe": ("envkit.cli.probe", "probe_command"),
     "prefetch": ("envkit.cli.prefetch", "prefetch_command"),
     "rescore": ("envkit.cli.rescore", "rescore_command"),
+    "profile": ("envkit.cli.profile", "profile_command"),
     "train": ("envkit.cli.train", "train_command"),
     "submit": ("envkit.cli.submit", "submit_command"),
     "job": ("envkit.cli.job", "job_group"),
@@ -113,7 +114,8 @@ def _usage_error(ctx: click.Context, argv: list[str], message: str) -> click.Usa
     return click.UsageError(message, ctx=sub)
 
 
-_GYM_COMMANDS = frozenset({"smoke", "train", "rollout", "probe", "prefetch", "rescore"})
+_GYM_COMMANDS = frozenset({"smoke", "train", "rollout", "probe", "prefetch", "rescore",
+                           "profile"})
 """The commands that bring Gym servers up or build their venvs, so may build for minutes."""
 
 

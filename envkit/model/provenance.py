@@ -24,7 +24,7 @@ import hashlib
 import json
 import re
 from dataclasses import field, replace
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from envkit.model._paths import PROVENANCE_NAME
 from envkit.model.jsonfile import JsonObject, parse_object, read_object
@@ -43,6 +43,7 @@ __all__ = [
     "PACKAGE_PURPOSE",
     "PROVENANCE_NAME",
     "PROVENANCE_VERSION",
+    "CurationDict",
     "Provenance",
     "ProvenanceDict",
     "ProvenanceDoc",
@@ -87,9 +88,24 @@ class _DigestDict(TypedDict):
     sha256: str
 
 
-class ProvenanceDict(TypedDict):
-    """The JSON shape (``envkit schema provenance``, version ``1.0``)."""
+class _SplitCountsDict(TypedDict):
+    profiled: int
+    kept: int
 
+
+class CurationDict(TypedDict):
+    """How ``envkit profile --keep`` chose a curated dataset's rows (its own provenance)."""
+
+    band: list[float]
+    pass_threshold: float
+    group_size: int
+    seed: int
+    rows: dict[str, _SplitCountsDict]
+    zero_variance_share_before: float | None
+    zero_variance_share_after: float | None
+
+
+class _ProvenanceRequired(TypedDict):
     version: Literal["1.0"]
     envkit_version: str
     package: _PackageDict
@@ -97,6 +113,12 @@ class ProvenanceDict(TypedDict):
     closure: _ClosureDict
     dataset: _DigestDict | None
     job: _DigestDict | None
+
+
+class ProvenanceDict(_ProvenanceRequired, total=False):
+    """The JSON shape (``envkit schema provenance``, version ``1.0``)."""
+
+    curation: CurationDict
 
 
 @record
@@ -116,6 +138,8 @@ class Provenance:
     verifiers_version: str | None = None
     dataset_sha256: str | None = None
     job_sha256: str | None = None
+    curation: CurationDict | None = None
+    """Only in a dataset ``envkit profile --keep`` wrote: the band and the counts."""
     version: str = PROVENANCE_VERSION
 
     def to_dict(self, *, files: bool = True) -> ProvenanceDict:
@@ -124,7 +148,7 @@ class Provenance:
                                    "sha256": self.package_sha256}
         if files and self.package_files:
             package["files"] = dict(sorted(self.package_files.items()))
-        return {
+        out: ProvenanceDict = {
             "version": PROVENANCE_VERSION,  # this writer's shape, whatever was read
             "envkit_version": self.envkit_version,
             "package": package,
@@ -134,6 +158,9 @@ class Provenance:
             "dataset": {"sha256": self.dataset_sha256} if self.dataset_sha256 else None,
             "job": {"sha256": self.job_sha256} if self.job_sha256 else None,
         }
+        if self.curation is not None:
+            out["curation"] = self.curation
+        return out
 
     def dumps(self, *, files: bool = True) -> str:
         """The file's text: 2-space JSON, final newline."""
@@ -226,8 +253,21 @@ def from_dict(data: Mapping[str, Any]) -> Provenance:
         gym_version=_text(closure, "nemo-gym"), verifiers_version=_text(closure, "verifiers"),
         dataset_sha256=_text(_part(data, "dataset"), "sha256"),
         job_sha256=_text(_part(data, "job"), "sha256"),
+        curation=_curation(data.get("curation")),
         version=_text(data, "version") or "",
     )
+
+
+def _curation(value: object) -> CurationDict | None:
+    """A curation record as written (its shape checked key by key), else None."""
+    if not isinstance(value, dict):
+        return None
+    band, rows = value.get("band"), value.get("rows")
+    ints = all(isinstance(value.get(k), int) for k in ("group_size", "seed"))
+    if not (isinstance(band, list) and isinstance(rows, dict) and ints
+            and isinstance(value.get("pass_threshold"), (int, float))):
+        return None
+    return cast("CurationDict", value)
 
 
 def _part(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:

@@ -141,6 +141,14 @@ def _register_rescore() -> None:
     renders(RescoreReport, "rescore")(render_rescore)
 
 
+@_lazy("envkit.profile.report")
+def _register_profile() -> None:
+    from envkit.output.profile import render_profile
+    from envkit.profile.report import ProfileReport
+
+    renders(ProfileReport, "profile")(render_profile)
+
+
 @_lazy("envkit.platform.outcomes")
 def _register_platform() -> None:
     from envkit.output import platform

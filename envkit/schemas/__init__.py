@@ -11,7 +11,7 @@ __all__ = ["SCHEMAS", "load_schema", "schema_text"]
 
 SCHEMAS = ("manifest", "diagnostics", "job", "convert", "rollout", "train", "train-config",
            "rules", "settings", "error", "submit", "job-output", "smoke", "probe", "init",
-           "provenance", "prefetch", "rescore")
+           "provenance", "prefetch", "rescore", "profile")
 """The inputs envkit reads (manifest, job) and the JSON every command can print."""
 
 

@@ -56,7 +56,8 @@ def package_record(root: Path, *, dataset: Path | None = None,
         package_sha256=tree.digest, package_files={f.path: f.sha256 for f in tree.files},
         lock_sha256=sha256_bytes(lock_bytes) if lock_bytes is not None else None,
         target=(lock.target or None) if lock else None, dataset_sha256=dataset_digest(dataset),
-        **versions,
+        gym_version=versions.get("gym_version"),
+        verifiers_version=versions.get("verifiers_version"),
     )
 
 

@@ -167,6 +167,18 @@ def _probe() -> object:
     return ProbeOutcome(ProbeReport("pkg", "validate", _report("valid-native-v1")), TMP)
 
 
+def _profile() -> object:
+    from envkit.probe.job import ProbeJob
+    from envkit.profile import Band, ProfileReport
+    from envkit.profile.analysis import row_profile
+    from envkit.profile.sampling import Sampled
+
+    job = ProbeJob(concurrency=2, rollouts_per_step=4, max_new_tokens=8, temperature=1.0,
+                   group_size=2)
+    rows = (row_profile("training", 0, [0.0, 1.0]), row_profile("training", 1, [1.0, 1.0]))
+    return ProfileReport("model", "hf", 1.0, Sampled(job, rows, 1.0, 2.0), Band(0.1, 0.9))
+
+
 def _init() -> object:
     from envkit.init.project import InitResult
 
@@ -195,6 +207,7 @@ SAMPLES: dict[str, Callable[[], object]] = {
     "settings": _settings, "smoke": _smoke, "submit": _submit, "job reply": _job_reply,
     "job metrics": _job_metrics, "job logs": _job_logs, "job show": _job_show, "init": _init,
     "probe": _probe, "prefetch": _prefetch, "rescore": _rescore,
+    "profile": _profile,
 }
 """One result of every type a command returns (the real types, with made-up values)."""
 

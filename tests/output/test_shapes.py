@@ -31,6 +31,7 @@ from envkit.platform.outcomes import (
     SubmitDict,
 )
 from envkit.probe.report import ProbeDict
+from envkit.profile.report import ProfileDict
 from envkit.rescore.report import RescoreDict
 from envkit.schemas import SCHEMAS, load_schema
 from envkit.smoke.report import SmokeDict
@@ -42,7 +43,7 @@ SHAPES: dict[type, str] = {
     SubmitDict: "submit",
     JobReplyDict: "job-output", JobMetricsDict: "job-output", JobLogsDict: "job-output",
     JobShowDict: "job-output", ProvenanceDict: "provenance", PrefetchDict: "prefetch",
-    RescoreDict: "rescore",
+    RescoreDict: "rescore", ProfileDict: "profile",
 }
 """Each JSON output's shape and the schema it follows."""
 

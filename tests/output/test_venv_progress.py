@@ -68,7 +68,8 @@ def test_quiet_prints_nothing() -> None:
 
 
 @pytest.mark.parametrize(("command", "watched"), [
-    ("smoke", True), ("train", True), ("rollout", True), ("probe", True), ("validate", False),
+    ("smoke", True), ("train", True), ("rollout", True), ("probe", True), ("profile", True),
+    ("validate", False),
 ])
 def test_the_cli_watches_every_command_that_brings_gym_up(command: str, watched: bool) -> None:
     with _venv_progress(command):

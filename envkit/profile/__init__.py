@@ -1,0 +1,26 @@
+"""``envkit profile``: which rows of a dataset give GRPO a learning signal with this policy.
+
+The pure analysis (pass rate, spread, the band, the zero-variance share) is ``analysis``; the
+phase that samples through the package's real Gym servers is ``sampling``; ``write`` puts
+``profile.jsonl`` and the curated dataset on disk; ``run`` ties them together.
+"""
+
+from __future__ import annotations
+
+from envkit.profile.analysis import Band, BandError, RowProfile, parse_band
+from envkit.profile.report import ProfileReport
+from envkit.profile.run import DATASET_DIR, EmptyBandError, NoModelError, run_profile
+from envkit.profile.sampling import ProfileRequest
+
+__all__ = [
+    "DATASET_DIR",
+    "Band",
+    "BandError",
+    "EmptyBandError",
+    "NoModelError",
+    "ProfileReport",
+    "ProfileRequest",
+    "RowProfile",
+    "parse_band",
+    "run_profile",
+]

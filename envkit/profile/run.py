@@ -1,0 +1,86 @@
+"""``envkit profile`` as one call: sample every row G times, write ``profile.jsonl``, and with a
+band, write the curated dataset (its provenance naming the band and the counts)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from envkit.errors import FailedError, UsageError
+from envkit.profile.report import ProfileReport, split_counts
+from envkit.profile.sampling import ProfileRequest, sample_profile
+from envkit.profile.write import write_curated, write_profile
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from envkit.gym import Rollout
+    from envkit.model.provenance import CurationDict, Provenance
+    from envkit.profile.analysis import Band
+
+__all__ = ["DATASET_DIR", "EmptyBandError", "ProfileRequest", "run_profile"]
+
+DATASET_DIR = "dataset"
+"""The curated dataset's directory under ``-o``."""
+
+
+class EmptyBandError(FailedError):
+    """The band keeps no training row: a dataset without rows would not train."""
+
+
+class NoModelError(UsageError, ValueError):
+    """``--model`` names no Hugging Face model directory."""
+
+
+def _curation(report: ProfileReport, band: Band) -> CurationDict:
+    after, before = report.zero_variance_after, report.zero_variance_before
+    return {"band": band.to_list(), "pass_threshold": report.pass_threshold,
+            "group_size": report.sampled.job.group_size, "seed": report.sampled.job.seed,
+            "rows": {split: {"profiled": c["profiled"], "kept": c["kept"]}
+                     for split, c in split_counts(report.rows, report.kept).items()},
+            "zero_variance_share_before": None if before is None else round(before, 6),
+            "zero_variance_share_after": None if after is None else round(after, 6)}
+
+
+def _provenance(request: ProfileRequest, curation: CurationDict) -> Provenance:
+    from envkit.supply.provenance import run_record
+
+    record = run_record(request.package, request.dataset, request.job)
+    return dataclasses.replace(record, curation=curation)
+
+
+def run_profile(request: ProfileRequest, *, band: Band | None = None,
+                out_dir: Path | None = None,
+                on_result: Callable[[Rollout], None] | None = None) -> ProfileReport:
+    """Profile the dataset; write ``profile.jsonl`` and, with ``band``, ``DATASET_DIR`` under
+    ``out_dir``.
+
+    :raises NoModelError: ``request.model`` has no ``config.json`` (before any bring-up).
+    :raises EmptyBandError: ``band`` keeps no training row (``profile.jsonl`` is written).
+    """
+    if not (request.model / "config.json").is_file():
+        msg = (f"--model {request.model}: no config.json there; give a local Hugging Face "
+               "model directory (what `save_pretrained` writes)")
+        raise NoModelError(msg)
+    sampled = sample_profile(request, on_result)
+    report = ProfileReport(str(request.model), request.backend, request.pass_threshold, sampled,
+                           band)
+    if out_dir is None:
+        return report
+    report = dataclasses.replace(report, profile_path=write_profile(out_dir, sampled.rows))
+    if band is None or report.exit_code:
+        return report
+    kept = report.kept
+    if not any(r.split == "training" for r in kept):
+        msg = (f"--keep {band.low},{band.high} keeps none of the "
+               f"{sum(r.split == 'training' for r in report.rows)} training rows (their pass "
+               f"rates are in {report.profile_path}); widen the band or lower --pass-threshold")
+        raise EmptyBandError(msg)
+    indices = {split: [r.index for r in kept if r.split == split]
+               for split in dict.fromkeys(r.split for r in report.rows)}
+    # an empty validation.jsonl is no split at all: leave the file out (it is optional)
+    indices = {s: rows for s, rows in indices.items() if rows or s == "training"}
+    dest = write_curated(out_dir / DATASET_DIR, request.dataset, indices,
+                         _provenance(request, _curation(report, band)))
+    return dataclasses.replace(report, dataset_path=dest)

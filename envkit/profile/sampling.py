@@ -1,0 +1,148 @@
+"""The phase of ``envkit profile`` that talks to servers: G replies per row from the policy.
+
+Why no bring-up of its own: the policy is served and the package brought up exactly as
+``envkit rollout`` does it (``envkit.trainer.sources.gym.open_session``, the session's
+liveness probe polled while rows are in flight: ``envkit.trainer.rollout.run_rollouts``), and
+each row is sent ``G = num_generations_per_prompt`` times with the job's sampling settings
+(temperature, ``max_new_tokens``, ``top_k`` on the policy server), as ``envkit probe --model``
+reads them from the job (``envkit.probe.inputs.read_job``). Each reply is seeded as a training
+step seeds its samples (``envkit.trainer.seeds``) under a salt of its own, the row's place in
+the dataset as its group: the same job, model and dataset draw the same replies in any
+arrival order, so two runs give the same profile.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import field
+from typing import TYPE_CHECKING, Any
+
+from envkit.gym import RuntimeOptions, expand_rows, load_rows
+from envkit.probe.inputs import read_job
+from envkit.profile.analysis import RowProfile, row_profile
+from envkit.records import record
+from envkit.trainer.generation.factory import EngineOptions
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from pathlib import Path
+
+    from envkit.gym import Rollout
+    from envkit.probe.job import ProbeJob
+
+__all__ = ["PROFILE_SALT", "ProfileRequest", "Sampled", "profile_batch", "sample_profile",
+           "split_rows"]
+
+log = logging.getLogger(__name__)
+
+PROFILE_SALT = 3
+"""``step_seed(seed, 0, PROFILE_SALT)`` seeds the profile's draws: apart from a training
+step's (0), a validation pass's (1) and the probe's (2)."""
+
+SPLITS = ("training", "validation")
+
+
+@record
+class ProfileRequest:
+    """What to profile, on which policy and job; how to reach the servers."""
+
+    package: Path
+    dataset: Path
+    model: Path
+    job: Path | None = None
+    backend: str = "hf"
+    pass_threshold: float = 1.0
+    limit: int | None = None
+    """Only the first N rows of each split."""
+    timeout_s: float = 600.0
+    runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
+    engine: EngineOptions = field(default_factory=EngineOptions)
+
+
+@record
+class Sampled:
+    """Every profiled row, in dataset order (training first), and how the run went."""
+
+    job: ProbeJob
+    rows: tuple[RowProfile, ...]
+    ready_s: float
+    rollout_s: float
+    aborted: str | None = None
+
+
+def split_rows(dataset: Path, limit: int | None = None) -> dict[str, list[dict[str, Any]]]:
+    """The rows of each split the dataset has (``validation.jsonl`` is optional).
+
+    :raises FileNotFoundError: no ``training.jsonl`` (EK500).
+    :raises ValueError: a line that is not a JSON object (EK501).
+    """
+    out = {"training": load_rows(dataset, "training", limit)}
+    if (dataset / "validation.jsonl").is_file():
+        out["validation"] = load_rows(dataset, "validation", limit)
+    return out
+
+
+def profile_batch(splits: Mapping[str, Sequence[Mapping[str, Any]]], job: ProbeJob
+                  ) -> tuple[list[dict[str, Any]], list[tuple[str, int]]]:
+    """Every row G times with the job's sampling, seeded; and (split, row) of each rollout.
+
+    Group ids run on across the splits, as they do across a step's prompts.
+    """
+    from envkit.trainer.seeds import step_seed
+    from envkit.trainer.sources.gym import seed_rows
+
+    batch: list[dict[str, Any]] = []
+    owners: list[tuple[str, int]] = []
+    first = 0
+    for split, rows in splits.items():
+        expanded = expand_rows(rows, num_repeats=job.group_size, temperature=job.temperature,
+                               max_tokens=job.max_new_tokens)
+        seed_rows(expanded, step_seed(job.seed, 0, PROFILE_SALT), first)
+        batch += expanded
+        owners += [(split, int(row["_ng_task_index"])) for row in expanded]
+        first += len(rows)
+    return batch, owners
+
+
+def _profiles(splits: Mapping[str, Sequence[Any]], owners: Sequence[tuple[str, int]],
+              results: Sequence[Rollout], pass_threshold: float) -> tuple[RowProfile, ...]:
+    rewards: dict[tuple[str, int], list[float]] = {}
+    failures: dict[tuple[str, int], list[str]] = {}
+    for result in results:
+        owner = owners[result.index]
+        if result.ok and result.reward is not None:
+            rewards.setdefault(owner, []).append(result.reward)
+        else:
+            failures.setdefault(owner, []).append(result.failure_reason or "no reward")
+    return tuple(row_profile(split, i, rewards.get((split, i), ()), failures.get((split, i), ()),
+                             pass_threshold=pass_threshold)
+                 for split, rows in splits.items() for i in range(len(rows)))
+
+
+def sample_profile(request: ProfileRequest,
+                   on_result: Callable[[Rollout], None] | None = None) -> Sampled:
+    """Serve the model, bring the package up, send every row G times, tear everything down.
+
+    :raises FileNotFoundError: the dataset has no ``training.jsonl``.
+    :raises ValueError: a dataset line is not a JSON object.
+    :raises JobSpecError: the job's ``training`` block cannot be read.
+    """
+    from envkit.trainer.rollout import run_rollouts
+    from envkit.trainer.sources.gym import open_session
+
+    job = read_job(request.job)
+    splits = split_rows(request.dataset, request.limit)
+    batch, owners = profile_batch(splits, job)
+    start = time.monotonic()
+    session, _ = open_session(request.package, request.model, request.backend, request.engine,
+                              request.runtime, top_k=job.top_k)
+    with session as servers:
+        ready = time.monotonic() - start
+        log.info("profile: servers ready in %.1fs; %d rollouts (%d rows x G=%d)", ready,
+                 len(batch), len(owners) // max(job.group_size, 1), job.group_size)
+        summary = run_rollouts(servers, batch, concurrency=job.concurrency,
+                               timeout_s=request.timeout_s, on_result=on_result,
+                               abort=session.dead)
+    rows = _profiles(splits, owners, summary.results, request.pass_threshold)
+    return Sampled(job, rows, ready, summary.rollout_s, summary.aborted)
