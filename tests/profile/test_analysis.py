@@ -173,8 +173,7 @@ def test_keep_without_an_output_directory_is_a_usage_error(tmp_path: Path,
 def test_help_ends_with_an_example(capsys: pytest.CaptureFixture) -> None:
     assert main(["profile", "--help"]) == 0
     help_text = capsys.readouterr().out
-    assert "Example:\n    envkit profile pkg/ --dataset data/ --model model/" in help_text
-    assert help_text.rstrip().endswith("--keep 0.1,0.9")
+    assert help_text.rstrip().endswith("-o profile-out --keep 0.1,0.9")
 
 
 def test_every_rollout_is_seeded_by_its_row_and_place_in_the_group() -> None:
