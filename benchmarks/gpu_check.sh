@@ -14,6 +14,7 @@
 #         generating, colocated with the trainer on the same device (asleep while it trains,
 #         where the backend sleeps), the weights pushed into it after every step: the same
 #         figures.
+# GPU_CHECK_LEGS="hf" (or "vllm") runs only those legs (default: both).
 # Needs python with torch and transformers importable (set PYTHON to pick one). envkit itself
 # is not installed: it is imported from this checkout through a link farm under $WORK.
 # Exit 0 when every leg that can run passed; 1 when one failed; 2 when python lacks torch or
@@ -63,9 +64,13 @@ run_leg() {  # run_leg NAME LIMIT_S ARGS...: one JSON line on stdout, the log's 
   cat "$WORK/$name.json"
 }
 
+wants() { [[ " ${GPU_CHECK_LEGS:-hf vllm} " == *" $1 "* ]]; }  # GPU_CHECK_LEGS: a subset
+
 run_leg model 90 "${SIZE[@]}" || exit 1
-run_leg hf 240 "${STEPS[@]}"
-if "$PY" -c 'import vllm' 2>/dev/null; then
+if wants hf; then run_leg hf 240 "${STEPS[@]}"; fi
+if ! wants vllm; then
+  :
+elif "$PY" -c 'import vllm' 2>/dev/null; then
   run_leg vllm 240 "${STEPS[@]}"
 else
   echo "gpu_check: vllm does not import here; vLLM leg skipped" >&2
