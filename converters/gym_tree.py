@@ -35,6 +35,7 @@ from envkit.converters.gym_configs import (
 )
 from envkit.model.gym_data import gym_data
 from envkit.model.package import MANIFEST, SERVER_TYPES
+from envkit.model.secrets import secret_left_out
 from envkit.model.yamlio import YamlReadError, read_mapping
 from envkit.records import record
 
@@ -137,8 +138,12 @@ def _requirement_lines(text: str, where: str) -> list[str]:
 
 
 def plan_tree(servers: list[ServerSource], fmt: str, name: str,
-              description: str | None = None) -> TreePlan:
+              description: str | None = None, include: tuple[str, ...] = ()) -> TreePlan:
     """Plan the package for ``servers`` in format ``fmt`` (``wheels-v1`` or ``native-v1``).
+
+    Dotenv and key files, and files holding a private key or a credentials file's secrets,
+    are left out (each named in ``plan.notes``) unless a glob of ``include`` matches their
+    package-relative path: a secret travels only when someone named it.
 
     :raises GymTreeError: unknown format, duplicate servers, unreadable configs.
     """
@@ -154,7 +159,7 @@ def plan_tree(servers: list[ServerSource], fmt: str, name: str,
     instances: dict[str, Mapping[str, Any]] = {}
     server_configs: list[str] = []
     for server in servers:
-        _copy_server(server, plan)
+        _copy_server(server, plan, include)
         if fmt == "wheels-v1":
             plan.requirements[server.rel] = server_requirements(server)
         for cfg in server.configs:
@@ -162,7 +167,7 @@ def plan_tree(servers: list[ServerSource], fmt: str, name: str,
             data = rewrite_config(server.path / "configs" / cfg, rel, plan)
             instances.update(data)
             server_configs.append(rel)
-    server_configs += _pull_referenced(servers, fmt, instances, plan)
+    server_configs += _pull_referenced(servers, fmt, instances, plan, include)
     add_policy_model(plan, fmt, instances)
     plan.config_paths += server_configs
     agents_dir = "configs" if fmt == "wheels-v1" else f"{servers[0].rel}/configs"
@@ -205,8 +210,8 @@ def _definitions(root: Path) -> dict[str, Path]:
     return found
 
 
-def _pull_referenced(servers: list[ServerSource], fmt: str,
-                     instances: dict[str, Any], plan: TreePlan) -> list[str]:
+def _pull_referenced(servers: list[ServerSource], fmt: str, instances: dict[str, Any],
+                     plan: TreePlan, include: tuple[str, ...] = ()) -> list[str]:
     """Carry configs that define instances the chosen configs reference (a judge model in
     another directory of the tree): without them Gym raises ``ServerRefNotFoundError``."""
     added: list[str] = []
@@ -227,7 +232,7 @@ def _pull_referenced(servers: list[ServerSource], fmt: str,
             if custom and server.rel not in {s.rel for s in servers} \
                     and _has_marker(server.path):
                 servers.append(server)
-                _copy_server(server, plan)
+                _copy_server(server, plan, include)
                 if fmt == "wheels-v1":
                     plan.requirements[server.rel] = server_requirements(server)
             instances.update(rewrite_config(cfg, rel, plan))
@@ -246,10 +251,12 @@ def _refuse_duplicates(servers: list[ServerSource]) -> None:
         seen[server.rel] = server.path
 
 
-def _copy_server(server: ServerSource, plan: TreePlan) -> None:
+def _copy_server(server: ServerSource, plan: TreePlan, include: tuple[str, ...] = ()) -> None:
     moved = 0
     for path in sorted(_walk(server.path)):
         rel = f"{server.rel}/{path.relative_to(server.path).as_posix()}"
+        if secret_left_out(path, rel, include, plan.notes):
+            continue
         if path.suffix == ".jsonl":
             plan.dataset[rel] = path
             moved += 1

@@ -22,6 +22,7 @@ from envkit.validators import (
     manifest,
     probe,
     provenance,
+    secrets,
     spinup,
     wheels,
 )
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["CHECKS", "INTERNAL", "KNOWN_RULES", "RULES", "Check", "CheckOptions", "Inputs", "Rule",
            "run_checks"]
 
-_MODULES = (manifest, layout, provenance, gym, wheels, dataset_rows, job, spinup, probe)
+_MODULES = (manifest, layout, secrets, provenance, gym, wheels, dataset_rows, job, spinup, probe)
 
 
 def _deferred(applies: Callable[[Inputs], bool], load: Callable[[], ModuleType],
@@ -73,6 +74,7 @@ def _dataset_row_checks() -> ModuleType:
 CHECKS: tuple[Check, ...] = (
     *manifest.CHECKS,
     *layout.CHECKS,
+    *secrets.CHECKS,
     *provenance.CHECKS,
     *gym.CHECKS,
     *_deferred(wheels.applies, _wheel_checks, "check_wheel_files", "check_duplicates",

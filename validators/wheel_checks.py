@@ -25,6 +25,7 @@ from envkit.validators.wheels import (
     EK406,
     EK407,
     EK408,
+    EK409,
     applies,
 )
 
@@ -55,7 +56,7 @@ def _wheel_package(inputs: Inputs) -> Package | None:
 
 
 def check_wheel_files(inputs: Inputs) -> Iterator[Diagnostic]:
-    """EK400, EK401, EK406, EK407: one wheel at a time.
+    """EK400, EK401, EK406, EK407, EK409: one wheel at a time.
 
     A wheel for another platform is reported only when its project has no wheel the target
     can use: a package may carry builds for both cluster architectures, and the installer
@@ -73,6 +74,8 @@ def check_wheel_files(inputs: Inputs) -> Iterator[Diagnostic]:
             yield EK400.at(wheel.path, f"`{wheel.filename}`: {wheel.error}")
             continue
         yield from (EK407.at(wheel.path, f"`{wheel.filename}`: {i}") for i in wheel.record_issues)
+        yield from (EK409.at(wheel.path, f"`{wheel.filename}` installs `{pth}`, which runs "
+                             "code at every interpreter start") for pth in wheel.startup_code)
         if wheel.name in covered:
             continue
         if not target.accepts(wheel.tags):

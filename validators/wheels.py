@@ -1,4 +1,4 @@
-"""EK400–EK408: is ``wheels/`` installable on the target, and does it cover the installs?
+"""EK400–EK409: is ``wheels/`` installable on the target, and does it cover the installs?
 
 The rule records, and when their checks apply: a package in one of the two wheels formats
 (native-v1 ships no wheelhouse; EK206 covers a stray one). The checks themselves are
@@ -82,7 +82,17 @@ EK408 = Rule(
     "Remove it, or add the requirement that needs it; rebuild the closure with `envkit build`.",
 )
 
-RULES = (EK400, EK401, EK402, EK403, EK404, EK405, EK406, EK407, EK408)
+EK409 = Rule(
+    "EK409", Severity.WARNING, "wheel installs a `.pth` file that runs code",
+    "Python's `site` module executes every line starting with `import` in a `.pth` file of "
+    "site-packages at each interpreter start: a vendored wheel that installs one runs its "
+    "code in every process of the server venv (Gym's install steps, the server, its tests) "
+    "before any of your code, without being imported.",
+    "Vendor a build of the project without the `.pth` hook, or make sure you trust what it "
+    "runs; `unzip -l` the wheel and read the named file.",
+)
+
+RULES = (EK400, EK401, EK402, EK403, EK404, EK405, EK406, EK407, EK408, EK409)
 
 
 def applies(inputs: Inputs) -> bool:

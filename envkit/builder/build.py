@@ -31,6 +31,7 @@ from envkit.errors import FailedError
 from envkit.model.gym_data import DEFAULT_GYM_VERSION, gym_data, runtime_requirements
 from envkit.model.lock import LOCK_NAME, Lock, LockedRequirement, LockedWheel
 from envkit.model.package import MANIFEST, SERVER_TYPES, load_package
+from envkit.model.secrets import secret_left_out
 from envkit.model.target import Target
 from envkit.model.yamlio import YamlReadError, read_mapping
 from envkit.records import record
@@ -101,6 +102,9 @@ class BuildRequest:
     target_source: str = "default"
     """Where ``target`` came from (``command line`` or ``default``), for the verdict's report,
     as ``envkit validate`` says where its target came from."""
+    include: tuple[str, ...] = ()
+    """Globs of package paths copied even when they are dotenv or key files (``--include``):
+    otherwise secrets are left out of the package."""
 
     @property
     def data_dir(self) -> Path:
@@ -135,7 +139,7 @@ def build(request: BuildRequest, *, runner: Runner = run_subprocess,
     try:
         servers = [s for src in request.sources for s in discover_servers(src)]
         name = request.name or servers[0].impl.replace("_", "-")
-        plan = plan_tree(servers, request.fmt, name, request.description)
+        plan = plan_tree(servers, request.fmt, name, request.description, request.include)
     except GymTreeError as exc:
         raise BuildError(str(exc)) from None
     for note in plan.notes:
@@ -172,7 +176,11 @@ def convert_package(request: BuildRequest, *, runner: Runner = run_subprocess,
         if rel.startswith("wheels/") or path.suffix in {".jsonl", ".pyc"}:
             log(f"left out {rel}")
             continue
+        if secret_left_out(path, rel, request.include, plan.notes):
+            continue
         plan.files[rel] = path
+    for note in plan.notes:
+        log(note)
     manifest["format"] = "wheels-v1"
     plan.files[MANIFEST] = yaml.safe_dump(manifest, sort_keys=False).encode()
     pairs = [(line, f"{rel}/requirements.txt")

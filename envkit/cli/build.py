@@ -88,6 +88,10 @@ def _build_options(func: Callable[..., Any]) -> Callable[..., Any]:
                           "the package then needs egress at spin-up."),
         click.option("--resolve-offline", is_flag=True,
                      help="Resolve from uv's cache and --wheels-dir only (no index)."),
+        click.option("--include", "include", multiple=True, metavar="GLOB",
+                     help="Copy files matching GLOB (a package path; `*` also matches `/`) "
+                          "even when they are dotenv or key files, which are otherwise left "
+                          "out (repeatable)."),
         click.option("--refresh", is_flag=True,
                      help="Re-resolve instead of reusing the cached resolution "
                           "(picks up new releases; wheels stay cached by sha256)."),
@@ -131,8 +135,8 @@ def build_command(sources: tuple[Path, ...], fmt: str, name: str | None,
                   gym_version: str, wheels_dirs: tuple[Path, ...], index_url: str | None,
                   extra_index_urls: tuple[str, ...], no_runtime_pins: bool,
                   resolve_offline: bool, refresh: bool, arch: str, python_version: str,
-                  glibc: str | None, upload: bool = False, workspace: str | None = None,
-                  base_url: str | None = None) -> BuildResult:
+                  glibc: str | None, include: tuple[str, ...] = (), upload: bool = False,
+                  workspace: str | None = None, base_url: str | None = None) -> BuildResult:
     """Build a package from Gym server directories (resources_servers/<impl>/) or a Gym tree.
 
     wheels-v1 vendors the closure for the TARGET (--arch/--python/--glibc), never the
@@ -145,7 +149,7 @@ def build_command(sources: tuple[Path, ...], fmt: str, name: str | None,
         gym_version=gym_version, name=name, description=description, dataset_dir=dataset_dir,
         wheels_dirs=wheels_dirs, runtime_pins=not no_runtime_pins, index_url=index_url,
         extra_index_urls=extra_index_urls, resolve_offline=resolve_offline, refresh=refresh,
-        target_source=_target_source(),
+        target_source=_target_source(), include=include,
     )
     result = _run(build, request)
     if upload and result.report.valid:  # a package envkit rejects is never uploaded
@@ -164,13 +168,14 @@ def package_command(package: Path, to_format: str, output: Path,
                             gym_version: str, wheels_dirs: tuple[Path, ...],
                             index_url: str | None, extra_index_urls: tuple[str, ...],
                             no_runtime_pins: bool, resolve_offline: bool, refresh: bool,
-                            arch: str, python_version: str, glibc: str | None) -> BuildResult:
+                            arch: str, python_version: str, glibc: str | None,
+                            include: tuple[str, ...] = ()) -> BuildResult:
     """native-v1 PACKAGE -> wheels-v1: vendor its servers' closure for the target."""
     request = BuildRequest(
         sources=(package,), out=output, fmt=to_format,
         target=target_from(arch, python_version, glibc), gym_version=gym_version,
         wheels_dirs=wheels_dirs, runtime_pins=not no_runtime_pins, index_url=index_url,
         extra_index_urls=extra_index_urls, resolve_offline=resolve_offline, refresh=refresh,
-        target_source=_target_source(),
+        target_source=_target_source(), include=include,
     )
     return _run(convert_package, request)

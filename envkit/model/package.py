@@ -19,6 +19,7 @@ from envkit.model._configs import read_bytes, read_configs, read_yaml
 from envkit.model._paths import LOCK_NAME, PROVENANCE_NAME, display_path, safe_relpath
 from envkit.model._walk import MAX_ENTRIES, FileEntry, walk
 from envkit.model.reqfiles import include_target
+from envkit.model.secrets import Secret, find_secrets
 from envkit.model.yamlio import YamlDoc
 from envkit.records import record
 
@@ -112,6 +113,9 @@ class Package:
     nested_manifest: str | None = None
     """Path of a manifest one directory down when the root has none (wrong upload root)."""
     truncated: bool = False
+    secrets: tuple[Secret, ...] = ()
+    """Dotenv and key files, private keys and API tokens found in the package's files
+    (``envkit.model.secrets``): what must never be uploaded."""
 
     @property
     def manifest_data(self) -> Mapping[str, Any]:
@@ -175,6 +179,7 @@ def load_package(root: str | os.PathLike[str], *, verify_hashes: bool = False,
         truncated=truncated,
         lock=_read_lock(root_path, entries),
         provenance=_read_provenance(root_path, entries, tree_hasher),
+        secrets=find_secrets(root_path, (p for p, e in entries.items() if e.kind == "file")),
     )
     configs = read_configs(root_path, entries, pkg.config_paths(), errors)
     return Package(**{**pkg.__dict__, "configs": configs.docs, "includes": configs.includes,

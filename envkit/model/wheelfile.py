@@ -83,9 +83,13 @@ class WheelFile:
     """Set when the filename is invalid or the archive/METADATA cannot be read (EK400)."""
     record_issues: tuple[str, ...] = field(default=())
     """RECORD problems found by the cheap checks (EK407)."""
+    startup_code: tuple[str, ...] = field(default=())
+    """Members that are ``.pth`` files installed into site-packages with a line ``site`` runs
+    as code (one starting with ``import``): run at every interpreter start (EK409)."""
 
 
-ARCHIVE_FACTS = ("requires_dist", "requires_python", "provides_extra", "error", "record_issues")
+ARCHIVE_FACTS = ("requires_dist", "requires_python", "provides_extra", "error", "record_issues",
+                 "startup_code")
 """The fields only the archive's bytes give (the rest come from the filename): what a reader
 that keeps facts between runs stores (``envkit.supply.wheelfacts``)."""
 
@@ -171,7 +175,36 @@ def _read_archive(base: WheelFile, zf: _Members, *, deep: bool) -> WheelFile:
         record_issues=record_issues(
             zf, metas[0].split("/", 1)[0], deep=deep, known={metas[0]: meta_bytes}
         ),
+        startup_code=_startup_code(zf),
     )
+
+
+_PTH_MAX_BYTES = 1024 * 1024
+"""A ``.pth`` larger than this is not read (reported as code: nothing legitimate is that big)."""
+
+
+def _startup_code(zf: _Members) -> tuple[str, ...]:
+    """The ``.pth`` members installed into site-packages (the archive's root, or a
+    ``*.data/purelib|platlib/`` folder) holding a line that ``site`` executes: one starting
+    with ``import`` followed by a space or a tab (``site.addpackage``'s test)."""
+    found = []
+    for name, size in zf.sizes.items():
+        parts = name.split("/")
+        installed = len(parts) == 1 or (len(parts) == 3 and parts[0].endswith(".data")
+                                        and parts[1] in ("purelib", "platlib"))
+        if not (installed and name.endswith(".pth")):
+            continue
+        if size > _PTH_MAX_BYTES:
+            found.append(name)
+            continue
+        try:
+            text = zf.read(name)
+        except (zipfile.BadZipFile, *_ZIPFILE_ERRORS):
+            found.append(name)
+            continue
+        if any(line.startswith((b"import ", b"import\t")) for line in text.splitlines()):
+            found.append(name)
+    return tuple(sorted(found))
 
 
 def _first(fields: dict[str, list[str]], key: str) -> str | None:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from envkit.check.report import ValidationRun
+    from envkit.model.diagnostics import Diagnostic
     from envkit.platform.http import PlatformClient
     from envkit.platform.submit import SubmitResult
 
@@ -80,15 +81,34 @@ def _ref(client: PlatformClient, name: str) -> jobs.JobRef:
 
 
 def check_submission(request: SubmitRequest) -> ValidationRun:
-    """The package, dataset and job through the same gate as ``envkit validate``.
+    """The package, dataset and job through the same gate as ``envkit validate``; a secret
+    in the package (EK210) refuses the submission whatever the selection says.
 
-    :raises SubmitRejected: the run is not valid (errors, or warnings under ``strict``).
+    :raises SubmitRejected: the run is not valid (errors, or warnings under ``strict``), or
+        the package holds a secret.
     """
     flags = replace(request.gate.flags, dataset=request.dataset, job=request.job)
     run = gate_package(request.package, replace(request.gate, flags=flags))
-    if not run.valid:
-        raise SubmitRejected([d for r in run.reports for d in r.diagnostics])
+    secrets = secrets_in(request.package)
+    if not run.valid or secrets:
+        shown = [d for r in run.reports for d in r.diagnostics if d.code != "EK210"]
+        raise SubmitRejected([*shown, *secrets])
     return run
+
+
+def secrets_in(package: Path) -> list[Diagnostic]:
+    """EK210 as an error for each secret in ``package``: secrets are never uploaded, so no
+    ``--ignore`` or ``--no-strict`` lets one through."""
+    from envkit.model.diagnostics import Severity
+    from envkit.model.secrets import find_secrets
+    from envkit.model.tree import walk_files
+    from envkit.validators.secrets import EK210
+
+    if not package.is_dir():
+        return []
+    return [EK210.at(s.path, f"`{s.path}` holds a secret: {s.kind} ({s.shown}); it is never "
+                     "uploaded", line=s.line, severity=Severity.ERROR)
+            for s in find_secrets(package, walk_files(package))]
 
 
 def submit(request: SubmitRequest) -> SubmitOutcome:
@@ -243,8 +263,14 @@ def _pages(client: PlatformClient, ref: jobs.JobRef, seen: set[tuple[str, str]],
 
 
 def upload_outputs(where: Where, package: Path, dataset: Path | None) -> list[tuple[str, str]]:
-    """Upload what ``build``/``convert`` wrote, as ``submit`` does; ``[(purpose, ref)]``."""
+    """Upload what ``build``/``convert`` wrote, as ``submit`` does; ``[(purpose, ref)]``.
+
+    :raises SubmitRejected: the package holds a secret (``--include`` let one in).
+    """
     from envkit.platform.submit import publish, publish_package
+
+    if secrets := secrets_in(package):
+        raise SubmitRejected(secrets)
 
     with _client(where) as client:
         ws = client.connection.workspace

@@ -40,8 +40,8 @@ from envkit.supply.cache import RACY_S, load_entry, store_entry
 
 __all__ = ["RACY_S", "WheelFacts"]
 
-_VERSION = "3"
-_TUPLES = frozenset({"requires_dist", "provides_extra", "record_issues"})
+_VERSION = "4"
+_TUPLES = frozenset({"requires_dist", "provides_extra", "record_issues", "startup_code"})
 
 
 class WheelFacts:

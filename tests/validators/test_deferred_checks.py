@@ -21,6 +21,7 @@ from envkit.validators import (
     manifest,
     probe,
     provenance,
+    secrets,
     spinup,
     wheel_checks,
 )
@@ -30,7 +31,7 @@ PACKAGES = ROOT / "fixtures" / "packages"
 
 
 def test_checks_are_each_area_s_own_in_order() -> None:
-    areas = (manifest, layout, provenance, gym, wheel_checks, dataset_row_checks, job,
+    areas = (manifest, layout, secrets, provenance, gym, wheel_checks, dataset_row_checks, job,
              spinup, probe)
     own = [check.__name__ for area in areas for check in area.CHECKS]
     assert [check.__name__ for check in CHECKS] == own
@@ -42,7 +43,7 @@ WHEEL_CASES = sorted(p.parent.name for p in PACKAGES.glob("*/pkg") if p.parent.n
 
 def test_the_wheel_cases_cover_every_wheel_rule() -> None:
     assert {name[:5] for name in WHEEL_CASES if name.startswith("EK")} == {
-        f"EK40{i}" for i in range(9)}
+        f"EK40{i}" for i in range(10)}
 
 
 @pytest.mark.parametrize("name", WHEEL_CASES)
@@ -57,6 +58,6 @@ def test_a_deferred_check_finds_what_its_module_s_finds(name: str) -> None:
             found = list(deferred[check.__name__](inputs))
             assert found == list(check(inputs)), check.__name__
             codes.update(diag.code for diag in found)
-    assert codes <= {f"EK40{i}" for i in range(9)}
+    assert codes <= {f"EK40{i}" for i in range(10)}
     if name.startswith("EK"):
         assert name[:5] in codes

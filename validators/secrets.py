@@ -1,0 +1,49 @@
+"""EK210: secrets in the package: dotenv and key files, private keys, API tokens.
+
+An environment package is uploaded as a FileSet and its servers run on a cluster others reach:
+a key that travels in it is a key given away. The files were read with the package
+(``envkit.model.secrets``); this check only reports what was found, with the file and line and
+the value masked (never printed whole). A warning by default, so a first run over an old tree
+reports without blocking; ``--strict`` makes it fail, and ``envkit submit`` refuses a package
+that has one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from envkit.model.diagnostics import Diagnostic, Severity
+from envkit.model.package import display_path
+from envkit.validators._base import Inputs, Rule
+
+__all__ = ["CHECKS", "EK210", "RULES"]
+
+EK210 = Rule(
+    "EK210", Severity.WARNING, "secret in the package (dotenv file, private key, API token)",
+    "The package is uploaded as a FileSet and its servers run on a shared cluster: a dotenv "
+    "file, a private key, a credentials file or an API token (OpenAI, GitHub, AWS, Hugging "
+    "Face, Slack, Google, NVIDIA) in any of its files is given to everyone who can read the "
+    "upload. `envkit submit` refuses such a package; `--strict` fails it.",
+    "Remove the file or the value from the package and read the secret from the environment "
+    "at run time (`${oc.env:OPENAI_API_KEY}` in a config, `os.environ` in code); rotate any "
+    "key that was ever committed or uploaded. `envkit build` leaves dotenv and key files out "
+    "unless `include` names them.",
+)
+
+RULES = (EK210,)
+
+
+def check_secrets(inputs: Inputs) -> Iterator[Diagnostic]:
+    """EK210: each secret ``load_package`` found, at its file and line."""
+    pkg = inputs.package
+    if pkg is None:
+        return
+    for secret in pkg.secrets:
+        shown = display_path(secret.path)
+        yield EK210.at(shown, f"`{shown}` holds a secret: {secret.kind} ({secret.shown})",
+                       line=secret.line)
+
+
+CHECKS = (
+    check_secrets,  # EK210
+)
