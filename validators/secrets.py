@@ -27,7 +27,7 @@ EK210 = Rule(
     "Remove the file or the value from the package and read the secret from the environment "
     "at run time (`${oc.env:OPENAI_API_KEY}` in a config, `os.environ` in code); rotate any "
     "key that was ever committed or uploaded. `envkit build` leaves dotenv and key files out "
-    "unless `include` names them.",
+    "unless its `--include GLOB` names them.",
 )
 
 RULES = (EK210,)

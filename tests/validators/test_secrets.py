@@ -77,8 +77,8 @@ def test_no_fixture_or_source_file_of_envkit_holds_a_secret_but_the_ek210_case()
     environments, packages) and envkit's own sources."""
     for folder in ("fixtures", "envkit", "validators", "converters", "trainer", "docs"):
         root = REPO_ROOT / folder
-        found = [s for s in find_secrets(root, walk_files(root))
-                 if not s.path.startswith("packages/EK210-secrets/")]
+        found = [s for s in find_secrets(root, walk_files(root))  # the case, and its page
+                 if not s.path.startswith(("packages/EK210-secrets/", "rules/EK210.md"))]
         assert found == [], folder
 
 
