@@ -261,6 +261,7 @@ def _fresh_copy(dest: Path) -> Path:
 @pytest.mark.train
 @pytest.mark.gym
 @pytest.mark.network
+@pytest.mark.timeout(1800)  # the whole documented way: a build, four bring-ups, a GRPO run
 def test_docs_commands_run_from_a_fresh_clone(tmp_path: Path) -> None:
     clone = _fresh_copy(tmp_path / "envkit")
     env = {**os.environ, "ENVKIT_ALLOW_PYTHON_OVERRIDE": "1",
