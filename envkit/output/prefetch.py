@@ -43,7 +43,7 @@ def render_prefetch(result: PrefetchResult, fmt: str) -> int:
     if fmt == "json":
         echo(dump(prefetch_dict(result)))
         return 0
-    mode = "offline (index-free)" if result.offline else "online"
+    mode = "index-free, from wheels/" if result.offline else "with an index"
     if not result.built and not result.gym_built:
         head = (f"Nothing to do: the venvs of {result.package} are already built ({mode}); "
                 f"smoke, probe, rollout and train reuse them.")

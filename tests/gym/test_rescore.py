@@ -39,9 +39,16 @@ def _text(record: dict) -> str:
                    if item.get("type") == "message" for c in item.get("content") or [])
 
 
-def _rescore(run: Path, *args: object) -> dict:
+_UNSUPPORTED = """class CharPatternConfig(BaseResourcesServerConfig):
+    REVERIFY_MODE: ClassVar[ReverifyMode] = ReverifyMode.UNSUPPORTED
+"""
+_IMPORTS = ("from typing import ClassVar\n\n"
+            "from nemo_gym.base_resources_server import ReverifyMode\n")
+
+
+def _rescore(run: Path, *args: object, status: int = 0) -> dict:
     proc = _envkit("rescore", run, "--output-format", "json", *args)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == status, proc.stderr[-3000:]
     report = json.loads(proc.stdout)
     jsonschema.validate(report, load_schema("rescore"))
     return report
@@ -83,3 +90,13 @@ def test_rescore_reports_exactly_the_rows_a_verifier_change_moved(tmp_path: Path
     written = [json.loads(line) for line in (tmp_path / "rescored.jsonl").read_text().splitlines()]
     assert [w["previous_reward"] for w in written] == [r["reward"] for r in rows]
     assert [w["reward"] for w in written] == [r["new_reward"] for r in moved["rows"]]
+
+    # a server that declares its reward depends on per-episode state: refused, with the reason
+    config = "class CharPatternConfig(BaseResourcesServerConfig):\n    pass\n"
+    assert config in app.read_text()
+    future = "from __future__ import annotations\n"
+    app.write_text(app.read_text().replace(config, _UNSUPPORTED, 1)
+                   .replace(future, future + _IMPORTS, 1))
+    refused = _rescore(run, status=1)
+    assert refused["summary"]["refused"] == 12 and refused["summary"]["rescored"] == 0
+    assert all("reverify_mode 'unsupported'" in r["reason"] for r in refused["rows"])

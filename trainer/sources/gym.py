@@ -292,8 +292,6 @@ class GymRolloutSource:
                               timeout_s=req.timeout_s, abort=session.dead)
         except RolloutAbortedError as exc:
             raise RolloutFailedError(str(exc)) from None
-        if self.opts.record_to is not None:
-            append_results(self.opts.record_to, results)
         failed = [r for r in results if not r.ok]
         if failed:
             dead = session.dead()
@@ -302,6 +300,8 @@ class GymRolloutSource:
             if dead or len(failed) == len(results):
                 raise RolloutFailedError(f"{dead}; {msg}" if dead else msg)
             log.warning("%s (counted as failures, left out of the step)", msg)
+        if self.opts.record_to is not None:  # a batch the loop redoes is recorded once
+            append_results(self.opts.record_to, results)
         return [self._sample(r, first_group + r.index // num_generations) for r in results]
 
     def _sample(self, rollout: Rollout, group: int) -> Rollout:
