@@ -24,9 +24,10 @@ EK801 = Rule(
     Severity.ERROR,
     "a content-free reply scores as well as the reference answer (the reward can be gamed)",
     "GRPO maximises whatever the reward pays for. When an empty reply, an echo of the prompt, "
-    "long noise, a bare format skeleton or a plea to the grader scores as well as the right "
-    "answer, the policy learns that shortcut within a few steps (reward hacking) and the run "
-    "is wasted.",
+    "long noise, a bare format skeleton (`<think></think>` with junk after it among them), a "
+    "plea to the grader or, where the reference is a function call, a call with no name or "
+    "the right function with wrong arguments scores as well as the right answer, the policy "
+    "learns that shortcut within a few steps (reward hacking) and the run is wasted.",
     "Score the content, not its length, its format or the prompt's own words: extract the "
     "final answer and compare it with the row's reference; rerun `envkit probe PKG --dataset "
     "DATA`. The report shows each reply's mean reward next to the reference's.",

@@ -9,6 +9,7 @@ from envkit.check.report import DiagnosticDict, Report, ReportDict
 from envkit.model.diagnostics import Severity
 from envkit.probe.loading import LoadResult
 from envkit.probe.model_phase import SignalResult
+from envkit.probe.policies import REASONING
 from envkit.probe.reasoning import ReasoningResult
 from envkit.probe.scoring import ScoringResult
 from envkit.records import record
@@ -126,7 +127,7 @@ class ProbeReport:
             "reward": _reward(self.scale, self.stochastic),
             "oracle_field": self.oracle_field,
             "policies": [{"name": p.name, "kind": p.kind, "description": p.description}
-                         for p in self.panel],
+                         for p in self.panel] + _reasoning_policies(self.phase("reasoning")),
             "agents": _agents(self.phase("scoring")),
             "load": _load(self.phase("load")),
             "signal": _signal(self.phase("signal")),
@@ -196,6 +197,13 @@ def _load(phase: PhaseResult | None) -> dict[str, Any] | None:
 
 def _signal(phase: PhaseResult | None) -> dict[str, Any] | None:
     return phase.report() if isinstance(phase, SignalResult) else None
+
+
+def _reasoning_policies(phase: PhaseResult | None) -> list[dict[str, str]]:
+    """The reasoning renderings, listed with the panel once their phase ran."""
+    if not isinstance(phase, ReasoningResult):
+        return []
+    return [{"name": name, "kind": "reasoning", "description": text} for name, text in REASONING]
 
 
 def _reasoning(phase: PhaseResult | None) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ from envkit.output import render
 from envkit.probe import ProbeOutcome, ProbeReport
 from envkit.probe.loading import LoadPhase
 from envkit.probe.policies import panel
+from envkit.probe.reasoning import ReasoningPhase
 from envkit.probe.scoring import ScoringPhase
 from envkit.probe.thresholds import Thresholds
 from envkit.probe.write import write_outputs
@@ -82,3 +83,37 @@ def test_no_matplotlib_skips_the_png_with_a_note(tmp_path: Path,
     assert report.png is None and not (tmp_path / "probe.png").exists()
     assert any("matplotlib is not installed" in n for n in report.notes)
     assert json.loads((tmp_path / "probe.json").read_text())["notes"] == list(report.notes)
+
+
+def _leaky_report() -> ProbeReport:
+    """A verifier that finds the answer anywhere in the reply: EK812 from the reasoning phase."""
+    def anywhere(reply: str, row: dict) -> float:
+        return 1.0 if row["expected_answer"] in reply else 0.0
+
+    ctx = make_ctx(FakeLive(anywhere), [make_row(i, w) for i, w in enumerate(WORDS)])
+    ctx.results["scoring"] = ScoringPhase().run(ctx)
+    ctx.results["reasoning"] = ReasoningPhase().run(ctx)
+    return ProbeReport(str(PKG), "done", job=JOB, thresholds=Thresholds(),
+                       scale=ctx.scale, panel=tuple(panel()),
+                       phases=tuple(ctx.results.values()), timings={"total_s": 1.0})
+
+
+def test_reasoning_in_every_format(capsys: pytest.CaptureFixture[str]) -> None:
+    outcome = ProbeOutcome(_leaky_report(), PKG)
+    assert render.render(outcome, "json") == 1
+    data = json.loads(capsys.readouterr().out)
+    jsonschema.validate(data, load_schema("probe"))
+    assert data["codes"] == ["EK812"]
+    assert [p["name"] for p in data["policies"] if p["kind"] == "reasoning"] == [
+        "reasoning:oracle", "reasoning:wrong-final", "reasoning:answer-only"]
+    (agent,) = data["reasoning"]["agents"]
+    assert [p["mean"] for p in agent["policies"]] == [1.0, 1.0, 1.0]
+    render.render(outcome, "github")
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("::error file=") and "title=EK812" in line
+    render.render(outcome, "sarif")
+    (result,) = json.loads(capsys.readouterr().out)["runs"][0]["results"]
+    assert result["ruleId"] == "EK812" and result["level"] == "error"
+    render.render(outcome, "human")
+    out = capsys.readouterr().out
+    assert "reasoning agent" in out and "answer-only 1.00" in out and "EK812" in out
