@@ -33,7 +33,13 @@ from typing import TYPE_CHECKING, Any
 from envkit.model.diagnostics import Severity
 from envkit.probe._session import prompt_key
 from envkit.probe.observations import TOLERANCE, score_table
-from envkit.probe.policies import REASONING, RENDERINGS, Policy, reasoning_reply, reference
+from envkit.probe.policies import (
+    PLAIN_RENDERINGS,
+    REASONING,
+    Policy,
+    reasoning_reply,
+    reference,
+)
 from envkit.probe.scoring import ScoringResult, play_round, waves
 from envkit.records import record
 from envkit.validators.probe import EK807, EK812, EK813
@@ -116,20 +122,22 @@ def reasoning_shape(observations: Sequence[Observation]) -> str | None:
     return "reasoning item" if any("reasoning" in out for out in seen) else "inline"
 
 
-def _template(scoring: ScoringResult, agent: str, scale: RewardScale) -> tuple[str, str]:
+def _template(scoring: ScoringResult, agent: str,
+              scale: RewardScale) -> tuple[str, str] | None:
     """The rendering the reasoning replies end with: among the renderings that score as well
     as the oracle, a delimited one (``<answer>X</answer>``, ``\\boxed{X}``, ``Answer: X``)
     before the bare answer, as a reasoning model that follows the prompt's format would
     write it (a bare answer after ``</think>`` is only the answer where the reasoning is
-    stripped; the delimited ones are found by an extractor too)."""
+    stripped; the delimited ones are found by an extractor too). ``None``: only the oracle
+    with reasoning scores that well (the verifier requires the reasoning format)."""
     scores = scoring.table.get(agent, {})
     oracle = scoring.oracle_of(agent) or ""
     best = scale.goodness(scores[oracle].mean or 0.0)
-    tied = [(f"oracle:{name}", template) for name, template in RENDERINGS
+    tied = [(f"oracle:{name}", template) for name, template in PLAIN_RENDERINGS
             if (s := scores.get(f"oracle:{name}")) is not None and s.mean is not None
             and scale.goodness(s.mean) >= best - TOLERANCE]
     delimited = [t for t in tied if t[0] != "oracle:bare"]
-    return (delimited or tied)[0]
+    return (delimited or tied or [None])[0]
 
 
 def _why_skipped(scoring: ScoringResult, agent: str, scale: RewardScale) -> str | None:
@@ -204,7 +212,11 @@ class ReasoningPhase:
             if why is not None:
                 skipped[agent] = why
                 continue
-            plans[agent] = _template(scoring, agent, ctx.scale)
+            template = _template(scoring, agent, ctx.scale)
+            if template is None:
+                skipped[agent] = "the reference scores only after reasoning"
+                continue
+            plans[agent] = template
         rounds = []
         for name, description in REASONING:
             policy = Policy(name, "reasoning", lambda row, job: None, description)

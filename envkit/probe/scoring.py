@@ -17,7 +17,7 @@ from envkit.probe.determinism import spreads
 from envkit.probe.fields import FieldSearch, reference_slots, verify_fields
 from envkit.probe.integrity import choose_oracle, oracle_never_scores
 from envkit.probe.observations import TOLERANCE, Observation, score_table
-from envkit.probe.policies import FIELD_CANDIDATES, RENDERINGS, Policy, reference
+from envkit.probe.policies import FIELD_CANDIDATES, PLAIN_RENDERINGS, Policy, reference
 from envkit.probe.verdicts import assess_agent
 from envkit.records import record
 
@@ -169,7 +169,7 @@ def _field_if_never_scores(ctx: ProbeContext, scores: Mapping[str, PolicyScore],
     rows = [r for r in ctx.rows.get(agent, ())
             if reference(r.data, ctx.oracle_field) is not None][:_FIELD_ROWS]
     names = dict.fromkeys((*(f.name for f in missing), *FIELD_CANDIDATES))
-    tries = [(f, template) for f in names for _, template in RENDERINGS
+    tries = [(f, template) for f in names for _, template in PLAIN_RENDERINGS
              if not all(f in r.data for r in rows)]
     with ctx.progress.phase("oracle field", len(tries) * len(rows)) as advance:
         for field, template in tries:

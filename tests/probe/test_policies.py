@@ -35,6 +35,8 @@ def test_oracle_renderings_of_the_reference() -> None:
     assert replies["oracle:answer-tags"] == "<answer>tenalp</answer>"
     assert replies["oracle:boxed"] == "\\boxed{tenalp}"
     assert replies["oracle:answer-colon"] == "Answer: tenalp"
+    assert replies["oracle:think-answer-tags"].startswith("<think>")
+    assert replies["oracle:think-answer-tags"].endswith("</think><answer>tenalp</answer>")
 
 
 def test_oracle_field_order_and_override() -> None:
@@ -66,7 +68,7 @@ def test_content_free_replies_carry_no_answer() -> None:
 
 def test_panel_is_oracles_first_then_content_free() -> None:
     kinds = [p.kind for p in panel()]
-    assert kinds == ["oracle"] * 5 + ["content-free"] * (len(CONTENT_FREE) + 2)
+    assert kinds == ["oracle"] * 6 + ["content-free"] * (len(CONTENT_FREE) + 2)
     assert len({p.name for p in panel()}) == len(kinds)
 
 

@@ -44,7 +44,7 @@ def _run(root: Path, out: Path) -> dict[str, Any]:
     mark = os.urandom(8).hex()
     proc = subprocess.run(
         [sys.executable, "-m", "envkit", "probe", str(root / "pkg"), "--dataset",
-         str(root / "data"), "--job", str(root / "job.json"), "--offline",
+         str(root / "data"), "--job", str(root / "job.json"),
          "--allow-python-override", "--output-format", "json", "-o", str(out), *REDUCED],
         capture_output=True, text=True, timeout=1500, check=False, cwd=REPO_ROOT,
         env={**os.environ, **ENV, MARK: mark})

@@ -109,3 +109,18 @@ def test_a_tool_call_agent_is_not_played() -> None:
     result = ReasoningPhase().run(ctx)
     assert result.observations == () and result.skipped == {
         "agent": "the reference is a function call"}
+
+
+def test_a_verifier_that_requires_the_reasoning_format_is_sound() -> None:
+    """An R1-style reward (a think block, then the tagged answer): only the oracle written with
+    reasoning scores, so it is the oracle; nothing is gameable, and the reasoning renderings
+    are not played (they would compare against a reply that already reasons)."""
+    def r1(reply: str, row: Mapping[str, Any]) -> float:
+        shaped = re.fullmatch(r"\s*<think>.+?</think>\s*<answer>(.*?)</answer>\s*", reply, re.S)
+        return 1.0 if shaped and shaped.group(1).strip() == row["expected_answer"] else 0.0
+
+    ctx, result = _probe(r1)
+    scoring = ctx.results["scoring"]
+    assert scoring.oracle_of("agent") == "oracle:think-answer-tags"
+    assert _codes(ctx, result) == []
+    assert result.skipped == {"agent": "the reference scores only after reasoning"}
