@@ -115,8 +115,12 @@ def test_sound_observations(probed: Any) -> None:
     (agent,) = report["agents"]
     means = {p["policy"]: p["mean"] for p in agent["policies"]}
     assert means[agent["oracle"]] == 1.0
-    assert all(means[p["name"]] == 0.0 for p in report["policies"]
-               if p["kind"] == "content-free")
+    assert all(p["mean"] == 0.0 for p in agent["policies"] if p["kind"] == "content-free")
+    # the tool-call replies are for rows whose reference is a call: none here
+    assert {p["name"] for p in report["policies"] if p["kind"] == "content-free"} - set(
+        means) == {"call:empty", "call:wrong-arguments"}
+    (reasoning,) = report["reasoning"]["agents"]  # the last <answer> wins: reasoning is free
+    assert [p["mean"] for p in reasoning["policies"]] == [1.0, 0.0, 0.0]
     assert agent["unstable"] == [] and agent["dead_rows"] == []
     assert len(agent["judged_rows"]) == 8
     load = report["load"]
