@@ -137,7 +137,8 @@ def _template(scoring: ScoringResult, agent: str,
             if (s := scores.get(f"oracle:{name}")) is not None and s.mean is not None
             and scale.goodness(s.mean) >= best - TOLERANCE]
     delimited = [t for t in tied if t[0] != "oracle:bare"]
-    return (delimited or tied or [None])[0]
+    choices = delimited or tied
+    return choices[0] if choices else None
 
 
 def _why_skipped(scoring: ScoringResult, agent: str, scale: RewardScale) -> str | None:

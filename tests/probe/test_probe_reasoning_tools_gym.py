@@ -35,7 +35,7 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "reasoning_leak": ("EK812",),
     "reasoning_no_strip": (),  # a warning only: EK813 (test_no_strip_warns)
     "tool_call_sound": (),
-    "tool_call_name_only": ("EK801",),
+    "tool_call_name_only": ("EK801", "EK809"),  # its own "wrong city" case scores 1.0 too
 }
 _RUNS: dict[str, dict[str, Any]] = {}
 
@@ -166,5 +166,6 @@ def test_tool_call_oracle_scores_and_content_free_calls_do_not(probed: Any, case
 
 def test_name_only_tool_verifier_is_gameable(probed: Any) -> None:
     report = probed("tool_call_name_only")["report"]
-    (d,) = report["diagnostics"]
-    assert d["code"] == "EK801" and "`call:wrong-arguments` 1" in d["message"], d["message"]
+    (d,) = [d for d in report["diagnostics"] if d["code"] == "EK801"]
+    assert "`call:wrong-arguments` 1" in d["message"], d["message"]
+    assert _means(report)["call:empty"] == 0.0  # no name: not the expected call
