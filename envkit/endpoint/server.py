@@ -6,7 +6,9 @@ trainer's own process next to the weights. Requests are queued and a single work
 them in batches (requests with the same sampling parameters that arrive within a few ms share one
 forward pass), so concurrent Gym rollouts are batched as vLLM would batch them. A request with a
 ``seed`` runs on its own, so its samples depend on the request alone, never on the order in
-which concurrent requests arrive (``envkit train`` seeds every rollout).
+which concurrent requests arrive (``envkit train`` seeds every rollout). A backend that batches
+continuously itself (``concurrent``: the vLLM engine) takes each request straight from its HTTP
+thread, with its own seed.
 
 Routes, shaped as vLLM serves them:
 - ``GET /v1/models``, ``GET /health``
@@ -99,6 +101,9 @@ class _Batcher:
         self._thread.start()
 
     def submit(self, prompts: list[Prompt], params: SamplingParams) -> list[GenerationOutput]:
+        if getattr(self.backend, "concurrent", False):
+            # the engine batches continuously itself (vLLM): each request goes in as it comes
+            return self.backend.generate(prompts, params)
         job = _Job(prompts, params)
         self._queue.put(job)
         return job.future.result()

@@ -9,7 +9,9 @@ breaks it on purpose (a refit failing part-way) runs last, on it.
 from __future__ import annotations
 
 import gc
+import json
 import math
+import urllib.request
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -208,6 +210,45 @@ def test_colocated_sleep_and_wake(engine: Any) -> None:
         engine.generate(PROMPTS[:1], SamplingParams(max_tokens=2))
     engine.wake_up()
     assert engine.generate(PROMPTS[:1], SamplingParams(max_tokens=2))[0].completions
+
+
+def _chat(base_url: str, seed: int) -> dict[str, Any]:
+    body = {"model": "m", "messages": PROMPTS[seed % len(PROMPTS)], "max_tokens": 12,
+            "temperature": 1.0, "seed": seed, "logprobs": True}
+    req = urllib.request.Request(base_url + "/chat/completions", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as resp:
+        return dict(json.load(resp))
+
+
+def test_the_endpoint_sends_concurrent_requests_into_the_running_engine(engine: Any) -> None:
+    """Gym's concurrent chat completions go straight into the engine from their HTTP threads
+    (no endpoint-side batching), several in flight at once; each request's seed fixes its
+    sample, so the concurrent run draws what one-at-a-time requests draw."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from envkit.endpoint.server import PolicyServer
+
+    seeds = list(range(100, 112))
+    in_flight, peak = [0], [0]
+    submit = engine._loop.submit
+
+    def counting(ids: list[int], sampling: Any) -> Any:
+        future = submit(ids, sampling)
+        in_flight[0] += 1
+        peak[0] = max(peak[0], in_flight[0])
+        future.add_done_callback(lambda _: in_flight.__setitem__(0, in_flight[0] - 1))
+        return future
+
+    with PolicyServer(engine) as server, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine._loop, "submit", counting)
+        alone = [_chat(server.base_url, seed) for seed in seeds]
+        assert peak[0] == 1
+        with ThreadPoolExecutor(len(seeds)) as pool:
+            together = list(pool.map(lambda seed: _chat(server.base_url, seed), seeds))
+    assert peak[0] > 1
+    tokens = [[c["token_ids"] for c in r["choices"]] for r in alone]
+    assert tokens == [[c["token_ids"] for c in r["choices"]] for r in together]
 
 
 def test_zz_a_refit_failing_part_way_stops_the_step(engine: Any, model_dir: Path,

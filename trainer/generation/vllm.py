@@ -11,9 +11,11 @@ distribution, like the HF backend's (what NeMo-RL compares against the trainer's
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -167,6 +169,74 @@ def buckets(weights: Sequence[tuple[str, torch.Tensor]],
     return [b for b in out if b]
 
 
+class _EngineLoop:
+    """One thread steps the engine; any thread adds requests (vLLM's continuous batching).
+
+    Why not ``LLM.generate``: it runs the engine until its own requests finish, so concurrent
+    callers (Gym's rollouts through the policy endpoint) would queue behind each other. Here a
+    request joins the running batch at the engine's next step, whichever thread sent it, and
+    each one's seed is its own (``SamplingParams.seed``), as in ``vllm serve``.
+    """
+
+    def __init__(self, engine: Any) -> None:
+        self._engine = engine
+        self._cond = threading.Condition()
+        self._pending: dict[str, Future[Any]] = {}
+        self._ids = itertools.count()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="envkit-vllm-engine", daemon=True)
+        self._thread.start()
+
+    def submit(self, ids: list[int], sampling: Any) -> Future[Any]:
+        from vllm.sampling_params import RequestOutputKind
+
+        sampling.output_kind = RequestOutputKind.FINAL_ONLY
+        future: Future[Any] = Future()
+        with self._cond:
+            if self._stopped:
+                msg = "the vLLM engine is closed"
+                raise GenerationError(msg)
+            request_id = f"envkit-{next(self._ids)}"
+            self._engine.add_request(request_id, {"prompt_token_ids": ids}, sampling)
+            self._pending[request_id] = future
+            self._cond.notify_all()
+        return future
+
+    def drain(self) -> None:
+        """Wait until every request sent so far has finished."""
+        with self._cond:
+            self._cond.wait_for(lambda: not self._pending or self._stopped)
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: bool(self._pending) or self._stopped)
+                if self._stopped:
+                    self._fail(GenerationError("the vLLM engine is closed"))
+                    return
+                try:
+                    outputs = self._engine.step()
+                except Exception as exc:  # the engine died: every waiting request fails with it
+                    self._fail(exc)
+                    continue
+                for out in outputs:
+                    if out.finished and out.request_id in self._pending:
+                        self._pending.pop(out.request_id).set_result(out)
+                self._cond.notify_all()
+
+    def _fail(self, exc: BaseException) -> None:
+        for future in self._pending.values():
+            future.set_exception(exc)
+        self._pending.clear()
+        self._cond.notify_all()
+
+
 class VLLMBackend:
     """``vllm.LLM`` (vLLM V1) behind ``GenerationBackend``; refit in place for GRPO.
 
@@ -175,6 +245,9 @@ class VLLMBackend:
     commit itself fails part-way the engine's weights are a mix: the backend then refuses to
     generate ever again (:class:`RefitError`), rather than sample from them.
     """
+
+    concurrent = True
+    """Requests may come from many threads at once: the engine batches them continuously."""
 
     def __init__(self, model_dir: str | Path, *, model_name: str | None = None,
                  gpu_memory_utilization: float = 0.6, tensor_parallel_size: int = 1,
@@ -201,10 +274,11 @@ class VLLMBackend:
         kwargs.update(engine_overrides or {})
         self._layout = refit.safetensors_layout(self.model_dir)
         self._tied = tied_names(self.model_dir)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # refit, sleep, close: one at a time, none mid-request
         self._broken: str | None = None
         self._asleep = False
         self.llm = vllm.LLM(**kwargs)
+        self._loop = _EngineLoop(self.llm.llm_engine)
         self.tokenizer = self.llm.get_tokenizer()
         config = self.llm.llm_engine.model_config
         self.max_model_len = int(config.max_model_len)
@@ -239,11 +313,12 @@ class VLLMBackend:
                 msg = (f"This model's maximum context length is {self.max_model_len} tokens; "
                        f"the prompt has {len(ids)}")
                 raise GenerationError(msg)
-        sampling = self._vllm.SamplingParams(**to_vllm_sampling_kwargs(params))
+        kwargs = to_vllm_sampling_kwargs(params)
         with self._lock:
             self._usable()
-            outputs = self.llm.generate([{"prompt_token_ids": ids} for ids in encoded],
-                                        sampling, use_tqdm=False)
+            futures = [self._loop.submit(ids, self._vllm.SamplingParams(**kwargs))
+                       for ids in encoded]
+        outputs = [f.result() for f in futures]
         return [
             GenerationOutput(tuple(ids), tuple(to_completion(c, params.top_logprobs)
                                                for c in out.outputs))
@@ -256,7 +331,8 @@ class VLLMBackend:
         sampling = self._vllm.SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
         with self._lock:
             self._usable()
-            out = self.llm.generate([{"prompt_token_ids": ids}], sampling, use_tqdm=False)[0]
+            future = self._loop.submit(ids, sampling)
+        out = future.result()
         steps = out.prompt_logprobs or []
         return [float(step[t].logprob) for t, step in zip(ids[1:], steps[1:], strict=True)]
 
@@ -269,6 +345,7 @@ class VLLMBackend:
         plan = refit.plan_refit(state_dict, self._layout, tied=self._tied)
         with self._lock:
             self._usable()
+            self._loop.drain()  # no request may see part of the new weights
             try:
                 for bucket in buckets(plan):
                     self.llm.collective_rpc("envkit_stage", args=(pack_bucket(bucket),))
@@ -302,6 +379,7 @@ class VLLMBackend:
         colocated schedule is the same everywhere, and :attr:`sleep_frees_memory` says so.
         """
         with self._lock:
+            self._loop.drain()
             if not self._asleep and self.sleep_frees_memory:
                 self.llm.sleep(level=1)
             self._asleep = True
@@ -314,6 +392,7 @@ class VLLMBackend:
 
     def close(self) -> None:
         with self._lock:
+            self._loop.stop()
             llm, self.llm = self.llm, None
             if llm is not None:
                 with contextlib.suppress(Exception):
