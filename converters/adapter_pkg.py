@@ -8,14 +8,13 @@ pinned Gym version's ``responses_api_agents/verifiers_agent/configs/verifiers_ag
 
 from __future__ import annotations
 
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from envkit.model.lock import LOCK_NAME, Lock, LockedRequirement, LockedWheel
 from envkit.model.package import MANIFEST
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -38,7 +37,7 @@ POLICY_CONFIG = "configs/policy_model.yaml"
 AGENT_CONFIG = "configs/verifiers_agent.yaml"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class AdapterSpec:
     name: str
     hub_id: str

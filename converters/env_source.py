@@ -14,13 +14,13 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envkit.converters.sandbox import uv_env
 from envkit.errors import FailedError
 from envkit.model.wheelfile import read_wheel
-from envkit.records import record
 
 if TYPE_CHECKING:
     from envkit.model.wheelfile import WheelFile
@@ -36,7 +36,7 @@ class SourceError(FailedError, RuntimeError):
     """The environment wheel could not be built or read."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class EnvWheel:
     """The environment wheel, local before anything else is resolved, and its metadata."""
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,6 @@ from envkit.model.gym_data import gym_data
 from envkit.model.package import MANIFEST, SERVER_TYPES
 from envkit.model.secrets import secret_left_out
 from envkit.model.yamlio import YamlReadError, read_mapping
-from envkit.records import record
 
 __all__ = [
     "FORMATS",
@@ -55,7 +55,7 @@ _SKIP_DIRS = frozenset({"__pycache__", ".venv", ".git", ".pytest_cache", ".ruff_
 _AGENTS_FILE = "envkit_agents.yaml"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ServerSource:
     """One ``<server_type>/<impl>/`` directory of a Gym tree and the configs chosen from it."""
 

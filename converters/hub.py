@@ -8,9 +8,9 @@ module of the same name exposes ``load_environment`` (the product spec (section 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from envkit.errors import FailedError
-from envkit.records import record
 
 __all__ = ["HUB_INDEX_TEMPLATE", "HubIdError", "HubRef", "parse_hub_id"]
 
@@ -22,7 +22,7 @@ class HubIdError(FailedError, ValueError):
     """The hub id is not ``owner/name``."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class HubRef:
     owner: str
     name: str

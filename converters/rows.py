@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import FailedError
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -29,7 +29,7 @@ class SplitError(FailedError, ValueError):
     """The requested split is impossible (bad fraction, or no training rows left)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Split:
     training: list[dict[str, Any]]
     validation: list[dict[str, Any]]

@@ -17,12 +17,11 @@ import signal
 import subprocess
 import sys
 import tempfile
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import FailedError
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -63,7 +62,7 @@ class LoadError(RuntimeError):
         self.missing = missing
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class LoadResult:
     examples: list[dict[str, Any]]
     source: str

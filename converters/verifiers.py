@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from contextlib import ExitStack
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from packaging.version import Version
@@ -37,7 +38,6 @@ from envkit.converters.vf_request import GYM_VERIFIERS_VERSION, ConvertError, Co
 from envkit.model.closure import python_ok
 from envkit.model.tree import sha256_file
 from envkit.model.wheelfile import read_wheel
-from envkit.records import record
 from envkit.supply import uvcmd
 from envkit.supply.atomic import write_text
 from envkit.supply.provenance import package_record, write_provenance
@@ -56,7 +56,7 @@ __all__ = ["CLASSIC_MAX", "GYM_VERIFIERS_VERSION", "ConvertError", "ConvertReque
 logger = logging.getLogger("envkit.convert")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ConvertResult:
     package: Path
     dataset: Path

@@ -10,14 +10,13 @@ newer release of the env; neither is fixed by choosing another verifiers for the
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
-
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -37,7 +36,7 @@ _PROBES = ("0.1.0", "0.1.5", "0.1.9", "0.2.0", "0.3.0", "0.3.1", "0.3.2", "0.4.0
 _UV_DEPENDS = re.compile(r"(\S+) depends on verifiers((?:[<>=!~]=?[\w.*+!-]+,?)+)")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PinConflict:
     """``requirement`` (the env's own line) excludes ``harness`` (Gym's verifiers)."""
 

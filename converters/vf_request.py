@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import FailedError
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.model.target import Target
-from envkit.records import record
 
 if TYPE_CHECKING:
     from envkit.check.report import Report
@@ -52,7 +51,7 @@ class ConvertError(FailedError, RuntimeError):
         """The validation report when the staged outputs were found invalid."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ConvertRequest:
     hub_id: str
     out_dir: Path

@@ -7,11 +7,10 @@ the response mask and the sampler's logprobs are written into the same columns. 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
-
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["MicroBatch", "TrainBatch", "build_microbatch", "to_batch"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TrainBatch:
     input_ids: torch.Tensor  # (b, L) right-padded prompt + completion
     attention_mask: torch.Tensor  # (b, L)
@@ -69,7 +68,7 @@ def to_batch(rollouts: Sequence[Rollout], pad_id: int) -> TrainBatch:
     )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class MicroBatch:
     """The tensors one forward/backward pass trains on (``microbatch.py`` decides the rows).
 

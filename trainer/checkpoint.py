@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from envkit.records import record
 from envkit.trainer.sampler import SamplerState
 
 __all__ = ["Checkpoint", "latest_checkpoint", "load_checkpoint", "prune", "save_checkpoint"]
@@ -26,7 +25,7 @@ _STATE = "trainer_state.pt"
 _META = "meta.json"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Checkpoint:
     step: int
     path: Path

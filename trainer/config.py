@@ -12,7 +12,7 @@ job ``envkit.validators.job`` has accepted.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import InvalidError
@@ -23,7 +23,6 @@ from envkit.model.jobspec import (
     ParallelismSettings,
     grpo_settings,
 )
-from envkit.records import record
 from envkit.trainer.loss import LossConfig
 
 if TYPE_CHECKING:
@@ -46,7 +45,7 @@ class ConfigError(InvalidError, ValueError):
     """The ``training`` block cannot be read into the job model (a wrong type or range)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class BatchingSettings:
     """How rollouts become training micro-batches (``batching_strategy`` and its budget)."""
 
@@ -59,7 +58,7 @@ def _default_training() -> GrpoSettings:
     return GrpoSettings(type="grpo")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GrpoConfig:
     """The job's ``training`` block plus what the trainer derives from it.
 

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from envkit.records import record
 from envkit.trainer.advantages import clip_advantages, compute_advantages
 from envkit.trainer.batch import MicroBatch, build_microbatch
 from envkit.trainer.checkpoint import (
@@ -66,7 +65,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TrainOptions:
     output: Path
     resume: bool = False

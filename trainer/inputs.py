@@ -12,7 +12,7 @@ existing path may stand in for each, or the ``--model/--dataset/--env`` options 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,6 @@ from envkit.errors import InvalidError
 from envkit.gym import RuntimeOptions
 from envkit.model.dataset import Dataset, Row, load_dataset
 from envkit.model.diagnostics import Severity
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -53,7 +52,7 @@ class TrainInputError(InvalidError, ValueError):
         self.diagnostics = diagnostics or []
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TrainRequest:
     job: Path
     output: Path
@@ -71,7 +70,7 @@ class TrainRequest:
     backend: str = "hf"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class LocalInputs:
     """The local directories that stand in for the job's three refs."""
 
@@ -80,7 +79,7 @@ class LocalInputs:
     model: Path
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TrainInputs:
     """Everything a run starts from, read once and validated."""
 
@@ -90,7 +89,7 @@ class TrainInputs:
     val_rows: list[dict[str, Any]]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ReadDataset(Dataset):
     """A dataset whose rows were read once and are kept: the validator streams them from
     memory, and the run trains on the same rows (a run holds its rows in memory anyway)."""

@@ -9,12 +9,12 @@ All tensors are (b, s) over response tokens unless stated.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import torch
 
 from envkit.model.jobspec import GrpoSettings
-from envkit.records import record
 
 __all__ = [
     "LossConfig",
@@ -36,7 +36,7 @@ def _job_default(name: str) -> Any:
 _SETTINGS_FIELDS = {f.name: f for f in dataclasses.fields(GrpoSettings)}
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class LossConfig:
     """The loss fields of the job (names and defaults from ``envkit.model.jobspec``)."""
 

@@ -18,9 +18,8 @@ A rollout longer than the budget always goes alone.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["MicroBatchPlan", "plan_microbatches", "round_up"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class MicroBatchPlan:
     """One micro-batch: rows of rollout indices (a packed row holds several) and their width."""
 

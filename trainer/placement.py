@@ -22,11 +22,10 @@ testable without a GPU. Rules:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import InvalidError
-from envkit.records import record
 
 if TYPE_CHECKING:
     from envkit.trainer.config import GrpoConfig
@@ -45,7 +44,7 @@ class PlacementError(InvalidError, ValueError):
     """The cluster cannot hold the actors the job asks for."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ActorPlacement:
     """``ray.remote`` options for each actor, and warnings to log before they start."""
 

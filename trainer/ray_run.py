@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import logging
 import socket
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from envkit.records import record
 from envkit.trainer.inputs import TrainInputError
 from envkit.trainer.sources.ray import RaySourceProxy, RolloutWorker, where
 
@@ -50,7 +50,7 @@ class RayStartError(TrainInputError):
     """Ray could not be started or the cluster at ``--ray-address`` cannot be reached."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RayLabels:
     """Custom Ray resources that pin the actors (``--ray-rollout-resource``/``-trainer-``)."""
 

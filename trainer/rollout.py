@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from envkit.gym import (
@@ -25,7 +25,6 @@ from envkit.gym import (
     write_run_file,
 )
 from envkit.gym import write_results as write_results
-from envkit.records import record
 from envkit.supply.provenance import run_record, write_provenance
 from envkit.trainer.generation.factory import EngineOptions
 from envkit.trainer.sources.gym import open_session
@@ -41,7 +40,7 @@ __all__ = ["RolloutRequest", "RolloutSummary", "rollout_package", "run_rollouts"
 log = logging.getLogger(__name__)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RolloutRequest:
     """The one-shot run's layer: inputs and which rows; the rest is one object per layer."""
 
@@ -58,7 +57,7 @@ class RolloutRequest:
     runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RolloutSummary:
     """The run's report: every :class:`Rollout` and the timings."""
 

@@ -7,14 +7,13 @@ prompts per step, so the position is state that the checkpoint carries.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
-
-from envkit.records import record
 
 __all__ = ["PromptSampler", "SamplerState"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SamplerState:
     epoch: int = 0
     position: int = 0

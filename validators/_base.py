@@ -9,13 +9,12 @@ yields diagnostics.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from envkit.model.diagnostics import Diagnostic, Severity
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.model.target import Target
-from envkit.records import record
 
 if TYPE_CHECKING:
     from envkit.model.dataset import Dataset
@@ -34,7 +33,7 @@ __all__ = [
 ]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Rule:
     """A stable rule code with the texts ``envkit rule CODE`` prints (laid out as ruff's)."""
 
@@ -74,7 +73,7 @@ class Rule:
         )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class CheckOptions:
     """How a run checks: the target it judges wheels for, the Gym version it holds configs to,
     and whether it may reach the network or accept local job refs."""
@@ -89,7 +88,7 @@ class CheckOptions:
 short one, "4" or "B", turns up in prompts by chance)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Inputs:
     """What one validate run looks at; any of the three may be absent."""
 

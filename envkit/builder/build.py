@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,6 @@ from envkit.model.package import MANIFEST, SERVER_TYPES, load_package
 from envkit.model.secrets import secret_left_out
 from envkit.model.target import Target
 from envkit.model.yamlio import YamlReadError, read_mapping
-from envkit.records import record
 from envkit.supply.atomic import (
     EscapingPathError,
     make_temp_dir,
@@ -77,7 +76,7 @@ class BuildError(FailedError, RuntimeError):
     exit_code = 2  # kept from before the one error type; the README's "failed" is 1
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class BuildRequest:
     """One ``envkit build`` (or ``convert package``) invocation."""
 
@@ -111,7 +110,7 @@ class BuildRequest:
         return self.dataset_dir or self.out.parent / f"{self.out.name}-data"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class BuildResult:
     out: Path
     dataset_dir: Path | None

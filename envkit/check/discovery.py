@@ -18,11 +18,11 @@ from __future__ import annotations
 import fnmatch
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from envkit.check.settings import SettingsError, SettingsFiles, Workspace, workspace_at
 from envkit.model.package import MANIFEST
-from envkit.records import record
 
 __all__ = ["SKIPPED_DIRS", "Discovery", "discover", "is_package_root", "members",
            "owning_package", "packages_below"]
@@ -40,7 +40,7 @@ def is_package_root(directory: Path) -> bool:
     return os.path.lexists(directory / MANIFEST)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Discovery:
     """What the paths on a command line stand for: the package directories to validate and the
     files that lie in none."""

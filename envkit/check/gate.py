@@ -9,7 +9,7 @@ reported as such (EK100), never searched for packages to pass instead.
 
 from __future__ import annotations
 
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,7 +33,6 @@ from envkit.model.diagnostics import Diagnostic, parse_selectors
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.model.package import LOCK_NAME, MANIFEST
 from envkit.model.target import Target
-from envkit.records import record
 from envkit.validators import KNOWN_RULES, CheckOptions
 from envkit.validators.manifest import EK100
 
@@ -59,7 +58,7 @@ class GateUsageError(UsageError, ValueError):
     """The request cannot be run as given (e.g. ``--dataset`` with several packages)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GateRequest:
     """``envkit validate`` as the command line asked for it, before settings files are read."""
 
@@ -81,7 +80,7 @@ class GateRequest:
     once; another request reads it anew)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TargetChoice:
     """The target a package is judged for and where that choice came from."""
 

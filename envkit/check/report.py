@@ -6,10 +6,10 @@ added ``packages`` and the ``package`` of every diagnostic (one run may cover a 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal, TypedDict
 
 from envkit.model.diagnostics import Diagnostic, Severity, rule_url
-from envkit.records import record
 
 __all__ = [
     "REPORT_VERSION",
@@ -62,7 +62,7 @@ class ReportDict(TypedDict):
     diagnostics: list[DiagnosticDict]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Cause:
     """One fact that explains several findings, such as a target the package's ``wheels.lock``
     disagrees with (every wheel then fails EK401, and what only they require EK408).
@@ -86,7 +86,7 @@ def tally(diagnostics: list[Diagnostic]) -> str:
     return ", ".join(f"{n} {code}" for code, n in counts.items())
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Report:
     """One package (with its dataset and job, if any) checked against one target."""
 
@@ -154,7 +154,7 @@ class Report:
         }
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ValidationRun:
     """Every package one ``envkit validate`` call covered: one report, one exit code."""
 

@@ -17,13 +17,12 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from dataclasses import field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from envkit.errors import UsageError
 from envkit.model.realpaths import real_path
-from envkit.records import record
 
 __all__ = ["CONFIG_NAMES", "PROBE_DEFAULTS", "SETTING_DOCS", "Settings", "SettingsError",
            "SettingsFiles", "Workspace", "find_config", "parse_glibc", "parse_python",
@@ -36,7 +35,7 @@ class SettingsError(UsageError, ValueError):
     """A configuration file envkit cannot use (bad TOML, unknown key, wrong type)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Settings:
     """Everything a package's validation can be configured with; ``None``: not set here."""
 
@@ -184,7 +183,7 @@ def _number(key: str, value: Any, where: str, *, integer: bool) -> int | float:
     return value if integer else float(value)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class _ConfigFile:
     """One settings file read: its top-level settings, its per-package sections (by glob), and
     the workspace members it lists."""
@@ -196,7 +195,7 @@ class _ConfigFile:
     """The workspace's member globs (``None``: the file makes no workspace)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Workspace:
     """A directory whose own configuration file lists its packages (``packages = [...]``)."""
 

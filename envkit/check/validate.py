@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,7 +11,6 @@ from envkit.check.columns import with_columns
 from envkit.check.report import Cause, Report
 from envkit.model.diagnostics import Diagnostic, Severity, selected
 from envkit.model.package import load_package
-from envkit.records import record
 from envkit.validators import CHECKS, CheckOptions, Inputs, run_checks
 
 if TYPE_CHECKING:
@@ -31,7 +30,7 @@ INTERNAL_ERROR = "EK000"
 fixture is tested not to); it exists so that a bug still yields a report, not a traceback."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TargetDisagreement:
     """The chosen target is not the one the package's ``wheels.lock`` names.
 
@@ -45,7 +44,7 @@ class TargetDisagreement:
     hint: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ValidateRequest:
     """One validate run over at most one package, dataset and job: what to read, how to check
     it, and which rules to report."""

@@ -9,10 +9,10 @@ prompt's token ids, the generated token ids, and the per-token logprobs they wer
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from envkit.errors import FailedError
-from envkit.records import record
 
 if TYPE_CHECKING:
     import torch
@@ -35,7 +35,7 @@ class GenerationError(FailedError, ValueError):
     """A request the backend cannot serve (e.g. prompt longer than the context); HTTP 400."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SamplingParams:
     """vLLM's sampling knobs that GRPO and Gym's ``vllm_model`` use.
 
@@ -66,7 +66,7 @@ class SamplingParams:
             raise GenerationError(msg)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Completion:
     """One sample. ``logprobs[i]`` is the log-probability of ``token_ids[i]`` under the
     temperature-scaled distribution it was drawn from (vLLM's processed logprobs, which is
@@ -83,7 +83,7 @@ class Completion:
         return self.finish_reason == "length"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GenerationOutput:
     """All ``n`` samples for one prompt."""
 

@@ -27,10 +27,8 @@ from __future__ import annotations
 import contextlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
-
-from envkit.records import record
 
 __all__ = ["BYTES_PER_TOKEN", "DEFAULT_COMPLETION", "Script", "ScriptedBackend",
            "completion_for_row", "prompt_text"]
@@ -74,7 +72,7 @@ def completion_for_row(row: Mapping[str, Any]) -> str | None:
     return None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Script:
     """``by_key[key(prompt)]``, else ``completion``: one scripted policy."""
 

@@ -18,12 +18,12 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from envkit.errors import FailedError
 from envkit.gym.rollout import Rollout, TokenTurn
-from envkit.records import record
 
 __all__ = [
     "RequestOptions",
@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RequestOptions:
     """How rows are sent: the sampling overrides put into each row, and the request limits."""
 

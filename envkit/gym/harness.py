@@ -16,11 +16,11 @@ from __future__ import annotations
 import logging
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import FailedError
-from envkit.records import record
 from envkit.validators.config_paths import EK112
 from envkit.validators.manifest import EK110
 from envkit.validators.wheels import EK403
@@ -60,7 +60,7 @@ class HarnessError(FailedError, RuntimeError):
         self.code = code
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class StagedHarness:
     agent: str
     path: Path

@@ -29,6 +29,7 @@ import logging
 import os
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,7 +41,6 @@ from envkit.gym.venv import GymVenv, uv_binary
 from envkit.gym.venvsteps import VenvStep
 from envkit.model.package import WHEEL_FORMATS, server_block
 from envkit.model.tree import hash_files
-from envkit.records import record
 from envkit.supply.cache import content_key, digests_key, file_sha256
 from envkit.supply.isolation import isolated_env
 from envkit.supply.treestamps import rescan
@@ -80,7 +80,7 @@ OUTER_RAY_ENV = (
 _OVERRIDE_VERSION = "3.13.14"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RunPaths:
     """One run's scratch space: the package copy, logs, results, and Gym's Ray session dir."""
 

@@ -21,7 +21,6 @@ from envkit.gym.install import reusable
 from envkit.gym.servers import GymRuntime
 from envkit.gym.types import PolicyEndpoint, RuntimeOptions
 from envkit.gym.venv import DEFAULT_GYM_VERSION, ensure_gym_venv
-from envkit.records import record
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -34,7 +33,7 @@ _NO_POLICY = PolicyEndpoint("http://127.0.0.1:9/v1", "unused", "unused")
 """What Gym's configs need as a policy to be read; ``gym env prefetch`` never calls it."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PrefetchResult:
     """What one prefetch found or built.
 

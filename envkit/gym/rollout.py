@@ -10,15 +10,13 @@ trainer's Gym source fills ``group`` and the masked multi-turn token layout with
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
-
-from envkit.records import record
 
 __all__ = ["Rollout", "TokenTurn"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TokenTurn:
     """One policy call inside a rollout."""
 
@@ -27,7 +25,7 @@ class TokenTurn:
     generation_logprobs: tuple[float, ...]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Rollout:
     """One sampled response. ``group`` ties the samples of one prompt together.
 

@@ -11,11 +11,11 @@ and send each recorded response to its current verifier. Written by ``envkit rol
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from envkit.errors import UsageError
-from envkit.records import record
 from envkit.supply.atomic import write_text
 
 __all__ = ["ROLLOUTS_FILE", "RUN_FILE", "RunFile", "read_run_file", "write_run_file"]
@@ -25,7 +25,7 @@ ROLLOUTS_FILE = "rollouts.jsonl"
 """Where ``envkit train`` appends every finished rollout's Gym row, batch by batch."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RunFile:
     """One recorded run: ``command`` (``rollout``/``train``), the package directory (absolute)
     and its digest then, the rollouts file (relative to the run directory) and the bring-up."""

@@ -13,7 +13,6 @@ from typing import Any
 
 from envkit.errors import FailedError
 from envkit.gym.venv import DEFAULT_GYM_VERSION
-from envkit.records import record
 
 __all__ = [
     "GYM_RAY_ADDRESS_ENV", "GymRuntimeError", "GymServers", "PolicyEndpoint", "RuntimeOptions",
@@ -56,7 +55,7 @@ def _ray_address_from_env() -> str | None:
     return os.environ.get(GYM_RAY_ADDRESS_ENV) or None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PolicyEndpoint:
     """What Gym's ``policy_model`` needs: ``${policy_base_url}``, ``${policy_api_key}``, name."""
 
@@ -65,7 +64,7 @@ class PolicyEndpoint:
     model_name: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RuntimeOptions:
     gym_version: str = DEFAULT_GYM_VERSION
     gym_python: Path | None = None
@@ -87,7 +86,7 @@ class RuntimeOptions:
     does with :attr:`offline` (a network namespace reaches no outside cluster)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ServerInfo:
     name: str
     server_type: str

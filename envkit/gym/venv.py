@@ -16,13 +16,13 @@ import shutil
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envkit.errors import UsageError
 from envkit.gym.venvsteps import VenvStep
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
-from envkit.records import record
 from envkit.supply.cache import cache_root
 from envkit.supply.isolation import isolated_env
 
@@ -59,7 +59,7 @@ class GymVenvError(UsageError, RuntimeError):
     """The Gym venv could not be created (no 3.13 interpreter, install failure)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GymVenv:
     root: Path
     gym_version: str

@@ -14,10 +14,9 @@ import queue
 import re
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Literal
-
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -28,7 +27,7 @@ Step = Literal["create", "resolve", "download", "install", "wheels"]
 State = Literal["start", "done", "cached"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class VenvStep:
     """One step of one venv's set-up.
 

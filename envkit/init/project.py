@@ -11,6 +11,7 @@ import dataclasses
 import json
 import platform
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from envkit import __version__
@@ -18,7 +19,6 @@ from envkit.errors import EnvkitError
 from envkit.init.render import load_template, render_files
 from envkit.init.write import write_new_dir
 from envkit.model.jobspec import LoraSettings
-from envkit.records import record
 
 __all__ = ["FORMATS", "RUNNERS", "InitNameError", "InitRequest", "InitResult", "context_for",
            "init_project", "job_document", "next_steps", "project_files", "server_name"]
@@ -37,7 +37,7 @@ class InitNameError(EnvkitError):
     exit_code = 2
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class InitRequest:
     directory: Path
     template: str = "gym"
@@ -49,7 +49,7 @@ class InitRequest:
     """Also write ``.pre-commit-config.yaml`` and the GitHub Actions workflow."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class InitResult:
     directory: Path
     template: str

@@ -13,13 +13,12 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, cast
 
 from envkit.model._paths import safe_relpath
 from envkit.model._reads import read_bounded
 from envkit.model.yamlio import MAX_YAML_BYTES, YamlDoc, parse_yaml
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -46,7 +45,7 @@ class _Entry(Protocol):
     def size(self) -> int: ...
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ConfigSet:
     """A package's Gym configs as read: each parsed document by path, and what each includes."""
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
-
-from envkit.records import record
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -25,7 +23,7 @@ _Errors = list[tuple[str, str]]
 """``(path, reason)`` of what the walk could not read (``Package.read_errors``)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class FileEntry:
     """One path in the package, as seen without following symlinks."""
 

@@ -5,10 +5,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
-
-from envkit.records import record
 
 __all__ = [
     "MAX_DEPTH", "MAX_KEYPATH", "MAX_NODES", "KeyPath", "TooLarge", "Unusual", "YamlDoc",
@@ -59,7 +57,7 @@ def nesting_clear(raw: bytes) -> bool:
     return indicators <= _SAFE_INDICATORS and nodes <= MAX_NODES
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class YamlDoc:
     """One parsed YAML file. ``data`` is None when ``error`` says why it could not be read."""
 

@@ -33,7 +33,6 @@ from envkit.model.reqfiles import (  # re-exported: the closure's callers read r
     pyproject_roots,
     requirements_txt_roots,
 )
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -66,7 +65,7 @@ _LAST_EXTRA = re.compile(r"(?:;|\band)\s*extra\s*==\s*[\"']([^\"']+)[\"']\s*$")
 _PARENS = re.compile(r"\([^()]*\)")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Missing:
     """A requirement no usable wheel in ``wheels/`` satisfies."""
 
@@ -92,7 +91,7 @@ def _bare(req: Requirement) -> str:
     return f"{req.name}{extras}{req.specifier}"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Closure:
     """The result of one walk: what got used, by which chain, and what is missing."""
 

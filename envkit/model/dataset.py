@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
-
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -28,7 +27,7 @@ MAX_LINE_BYTES = 16 * 1024 * 1024
 _CHUNK = 1024 * 1024
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Row:
     """One line: ``data`` is the parsed JSON value, or None with ``error`` saying why."""
 
@@ -41,7 +40,7 @@ class Row:
     (kept here because rows are streamed, never read a second time)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Dataset:
     root: Path
     files: tuple[str, ...]

@@ -9,12 +9,10 @@ data was read off that same release).
 from __future__ import annotations
 
 import json
-from dataclasses import field
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
-
-from envkit.records import record
 
 __all__ = [
     "DEFAULT_GYM_VERSION",
@@ -34,7 +32,7 @@ _DATA = Path(__file__).resolve().parent.parent / "data"
 only needs ``DEFAULT_GYM_VERSION`` would pay at start)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ServerModel:
     """The pydantic config model a built-in server validates its block with when it starts.
 
@@ -64,7 +62,7 @@ def _server_model(raw: dict[str, Any]) -> ServerModel | None:
     )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GymData:
     """What one Gym version fixes for its configs (from the wheel's summary, not an install):
     its Python and dependency pins, the domains, dataset types and licenses it accepts, and the

@@ -7,19 +7,18 @@ import json
 import os
 import re
 import stat
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from envkit.model._reads import read_fd_bounded
 from envkit.model.jobspec import JobSettings, Problem, read_job
 from envkit.model.yamlio import YamlDoc, parse_yaml
-from envkit.records import record
 
 __all__ = ["MAX_JOB_BYTES", "JobDoc", "load_job", "parse_job"]
 
 
-@record
+@dataclass(frozen=True)  # no slots: ``functools.cached_property`` needs ``__dict__``
 class JobDoc:
     path: str
     data: Any = None

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from envkit.errors import InvalidError
 from envkit.model._jobfields import Problem, json_schema, read_object, spec
-from envkit.records import record
 
 __all__ = [
     "GrpoSettings",
@@ -46,7 +46,7 @@ class JobSpecError(InvalidError, ValueError):
     """The job cannot be read into the model; the message names the key path."""
 
 
-@record(kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ParallelismSettings:
     """How the platform lays the job over GPUs (``training.parallelism``)."""
 
@@ -59,7 +59,7 @@ class ParallelismSettings:
     sequence_parallel: bool = spec(False, doc="Sequence parallelism.")
 
 
-@record(kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LoraSettings:
     """LoRA adapter hyperparameters (``training.lora``); no merge at export."""
 
@@ -73,7 +73,7 @@ class LoraSettings:
     use_triton: bool | None = spec(None, doc="Triton LoRA kernels; unset lets the compiler pick.")
 
 
-@record(kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RewardShaping:
     """DAPO reward shaping: penalise responses cut off by the generation cap."""
 
@@ -91,7 +91,7 @@ class RewardShaping:
     )
 
 
-@record(kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RewardScaling:
     """Linear reward rescaling: clamp to the source range, map onto the target range."""
 
@@ -101,7 +101,7 @@ class RewardScaling:
     target_max: float = spec(1.0, doc="High end of the rescaled range.")
 
 
-@record(kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ProgressReporting:
     """How often the platform job reports progress (no effect on a local run)."""
 
@@ -109,7 +109,7 @@ class ProgressReporting:
     time_series_metrics: tuple[str, ...] | None = spec(None, doc="Metrics kept as a time series.")
 
 
-@record(kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GrpoSettings:
     """``training`` of an ``rl`` GRPO job."""
 
@@ -215,14 +215,14 @@ class GrpoSettings:
         return "automodel" if self.finetuning_type == "lora" else "dtensor"
 
 
-@record(kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class OutputRequest:
     """Where the platform writes the result; ``name`` is derived when omitted."""
 
     name: str | None = spec(None, max_length=255, doc="Output name.")
 
 
-@record(kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class JobSettings:
     """The job JSON `nemo customization rl submit` takes for GRPO."""
 

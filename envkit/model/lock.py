@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from envkit.model._paths import LOCK_NAME
 from envkit.model.jsonfile import JsonObject, parse_object, read_object
 from envkit.model.target import Target, TargetError
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -73,14 +72,14 @@ class LockDict(TypedDict):
     wheels: list[_WheelDict]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class LockedRequirement:
     requirement: str
     origins: tuple[str, ...] = ()
     """Where the line came from (``resources_servers/x/requirements.txt``, the Gym runtime)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class LockedWheel:
     """One vendored file. The field order is the converter's positional one."""
 
@@ -111,7 +110,7 @@ class LockedWheel:
         return out
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Lock:
     target: str
     """``cp313-manylinux_2_28_aarch64``: ``str(Target)`` of the build."""
@@ -152,7 +151,7 @@ class Lock:
         return json.dumps(self.to_dict(), indent=2) + "\n"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class LockDoc:
     """``wheels.lock`` as read: ``lock`` is None when ``error`` says why it could not be."""
 

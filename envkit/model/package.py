@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +21,6 @@ from envkit.model._walk import MAX_ENTRIES, FileEntry, walk
 from envkit.model.reqfiles import include_target
 from envkit.model.secrets import Secret, find_secrets
 from envkit.model.yamlio import YamlDoc
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -72,7 +71,7 @@ _Errors = list[tuple[str, str]]
 """``(path, reason)`` of what the walk could not read (``Package.read_errors``)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ServerDir:
     """``<server_type>/<impl>/`` as the package ships it."""
 
@@ -88,7 +87,7 @@ class ServerDir:
         return f"{self.server_type}/{self.name}"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Package:
     """Everything the validators may look at, read once."""
 
@@ -182,8 +181,8 @@ def load_package(root: str | os.PathLike[str], *, verify_hashes: bool = False,
         secrets=find_secrets(root_path, (p for p, e in entries.items() if e.kind == "file")),
     )
     configs = read_configs(root_path, entries, pkg.config_paths(), errors)
-    return Package(**{**pkg.__dict__, "configs": configs.docs, "includes": configs.includes,
-                      "read_errors": tuple(errors)})
+    return replace(pkg, configs=configs.docs, includes=configs.includes,
+                   read_errors=tuple(errors))
 
 
 def _read_lock(root: Path, entries: Mapping[str, FileEntry]) -> LockDoc | None:

@@ -23,13 +23,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from envkit.model._paths import PROVENANCE_NAME
 from envkit.model.jsonfile import JsonObject, parse_object, read_object
 from envkit.model.tree import hash_files
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -121,7 +120,7 @@ class ProvenanceDict(_ProvenanceRequired, total=False):
     curation: CurationDict
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Provenance:
     """The record. Fields a writer did not know (no job at build time) are None."""
 
@@ -171,7 +170,7 @@ class Provenance:
         return replace(self, package_files={})
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ProvenanceDoc:
     """``provenance.json`` as read, and the package's files as they are now."""
 

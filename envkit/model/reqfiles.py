@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import posixpath
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
-
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -35,7 +34,7 @@ _EDITABLE = re.compile(r"^(?:-e|--editable)(?:\s+|=)")
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://|^git\+|^hg\+|^svn\+|^bzr\+")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Root:
     """A requirement the install starts from, and where it is written."""
 
@@ -46,7 +45,7 @@ class Root:
     line: int | None = None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Egress:
     """A requirement only a network can satisfy (URL, VCS ref): never covered by wheels/."""
 

@@ -16,11 +16,11 @@ glibc >= 2.N of the same arch) and PEP 599/571/513 for the legacy aliases: ``man
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from envkit.errors import UsageError
-from envkit.records import record
 
 if TYPE_CHECKING:
     from packaging.tags import Tag
@@ -59,7 +59,7 @@ class TargetError(UsageError, ValueError):
     """The requested target is not one the training image can be."""
 
 
-@record
+@dataclass(frozen=True)  # no slots: ``functools.cached_property`` needs ``__dict__``
 class Target:
     """CPython ``python`` on ``arch`` Linux with glibc >= ``glibc``.
 

@@ -17,11 +17,9 @@ import errno
 import hashlib
 import os
 import stat
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -42,14 +40,14 @@ FileStat = tuple[int, int, int, int, int]
 """``(size, mtime_ns, ctime_ns, inode, device)`` of a regular file: a stamp without its hash."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TreeFile:
     path: str  # POSIX, relative to the tree root
     size: int
     sha256: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Tree:
     root: Path
     files: tuple[TreeFile, ...]

@@ -27,12 +27,11 @@ import csv
 import io
 import struct
 import zipfile
-from dataclasses import field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from envkit.model._zipdir import Unsupported, ZipfileArchive, open_archive
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
@@ -66,7 +65,7 @@ MAX_META_BYTES = 32 * 1024 * 1024
 _MAX_SIZE_DIGITS = 20
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class WheelFile:
     """One wheel of ``wheels/``: its filename tags and core metadata, or why it is unreadable."""
 
@@ -130,9 +129,9 @@ def with_archive(base: WheelFile, file: Path, *, deep: bool = False) -> WheelFil
                     return _read_archive(base, ZipfileArchive(zf), deep=deep)
             return _read_archive(base, archive, deep=deep)
     except (zipfile.BadZipFile, OSError, EOFError, zipfile.LargeZipFile) as exc:
-        return _replace(base, error=f"unreadable archive: {exc}")
+        return replace(base, error=f"unreadable archive: {exc}")
     except _ZIPFILE_ERRORS as exc:  # zipfile's parser on a hostile central directory
-        return _replace(base, error=f"unreadable archive: {type(exc).__name__}: {exc}")
+        return replace(base, error=f"unreadable archive: {type(exc).__name__}: {exc}")
 
 
 _ZIPFILE_ERRORS = (ValueError, NotImplementedError, RuntimeError, IndexError, KeyError,
@@ -153,21 +152,21 @@ class _Members(Protocol):
 def _read_archive(base: WheelFile, zf: _Members, *, deep: bool) -> WheelFile:
     metas = [n for n in zf.sizes if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
     if not metas:
-        return _replace(base, error="no *.dist-info/METADATA in the archive")
+        return replace(base, error="no *.dist-info/METADATA in the archive")
     if zf.sizes[metas[0]] > MAX_META_BYTES:
-        return _replace(base, error=f"METADATA is over {MAX_META_BYTES // 2**20} MiB; not read")
+        return replace(base, error=f"METADATA is over {MAX_META_BYTES // 2**20} MiB; not read")
     try:
         meta_bytes = zf.read(metas[0])
     except zipfile.BadZipFile as exc:
-        return _replace(base, error=f"unreadable METADATA: {exc}")
+        return replace(base, error=f"unreadable METADATA: {exc}")
     from packaging.utils import canonicalize_name
 
     raw = core_fields(meta_bytes)
     meta_name = _first(raw, "name")
     if meta_name and base.name and canonicalize_name(meta_name) != base.name:
         msg = f"METADATA names {meta_name!r} but the filename says {base.name!r}"
-        return _replace(base, error=msg)
-    return _replace(
+        return replace(base, error=msg)
+    return replace(
         base,
         requires_dist=tuple(raw.get("requires-dist", ())),
         requires_python=_first(raw, "requires-python"),
@@ -355,7 +354,3 @@ def _hash_issues(zf: _Members, path: str, digest: str, data: bytes | None) -> li
 
 
 _WEAK_OR_XOF = frozenset({"md5", "sha1", "shake_128", "shake_256"})
-
-
-def _replace(wheel: WheelFile, **changes: object) -> WheelFile:
-    return WheelFile(**{**wheel.__dict__, **changes})

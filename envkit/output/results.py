@@ -7,10 +7,9 @@ given, the validation it ran after a conversion) and the two commands that only 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
-
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -29,7 +28,7 @@ __all__ = [
 ]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class CompiledConfig:
     """``envkit train --print-config``: the NeMo-RL config the job compiles to as envkit runs
     it, and the fields that cannot apply on this machine (YAML for people, JSON for tools)."""
@@ -37,20 +36,20 @@ class CompiledConfig:
     report: dict[str, Any]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SchemaText:
     name: str
     text: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RuleDocs:
     rules: tuple[Rule, ...]
     detail: bool
     """One rule's full text (``envkit rule EK105``) rather than the one-line list."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SettingsView:
     """``envkit validate --show-settings``: each package and the settings it resolves to."""
 
@@ -82,7 +81,7 @@ class _Summary(Protocol):
     def to_json(self) -> dict[str, Any]: ...
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RolloutOutcome:
     summary: _Summary
     output: Path | None
@@ -95,7 +94,7 @@ class _Trained(Protocol):
     final_metrics: dict[str, float]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TrainOutcome:
     result: _Trained
 
@@ -117,7 +116,7 @@ class _Converted(Protocol):
     def wheels(self) -> tuple[str, ...]: ...
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ConvertOutcome:
     """A conversion and the validation of what it wrote (``result`` is None when the converted
     package failed validation: then nothing was written and ``report`` says why)."""

@@ -12,7 +12,7 @@ import contextlib
 import json
 import logging
 import time
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from envkit.check.gate import GateRequest, gate_package
@@ -22,7 +22,6 @@ from envkit.platform.connection import resolve_connection
 from envkit.platform.errors import SubmitRejected, UploadInterrupted
 from envkit.platform.outcomes import JobLogs, JobMetrics, JobReply, JobShow, SubmitOutcome
 from envkit.platform.progress import live_status, status_line, upload_progress
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -40,7 +39,7 @@ _LOG = logging.getLogger("envkit.platform")
 _RESUME = "Run the same command again to finish the upload without resending what is there."
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Where:
     """``--base-url/--workspace`` as given (``None``: environment, then the nemo CLI's context)."""
 
@@ -50,7 +49,7 @@ class Where:
     """Bars and the live status line on stderr (off with ``-q``)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SubmitRequest:
     package: Path
     dataset: Path

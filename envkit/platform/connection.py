@@ -8,13 +8,11 @@ active context of ``~/.config/nmp/config.yaml`` (``NMP_CURRENT_CONTEXT`` picks a
 from __future__ import annotations
 
 import os
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -24,7 +22,7 @@ __all__ = ["DEFAULT_BASE_URL", "Connection", "config_path", "resolve_connection"
 DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Connection:
     """``token`` is kept out of ``repr`` so a log line or traceback never shows it."""
 

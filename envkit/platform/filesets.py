@@ -9,11 +9,11 @@ and an interrupted upload leaves a FileSet the next run recognises and finishes.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from envkit.platform.errors import PlatformError
-from envkit.records import record
 
 if TYPE_CHECKING:
     from envkit.platform.http import PlatformClient
@@ -27,7 +27,7 @@ COMPLETE_FIELD = "envkit_complete"
 _NAME_OK = re.compile(r"^[a-z](?!.*--)[a-z0-9\-@.+_]{1,62}(?<!-)$")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RemoteFileSet:
     workspace: str
     name: str

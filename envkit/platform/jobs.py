@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import secrets
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from envkit.platform.errors import PlatformError
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -26,7 +26,7 @@ PROVENANCE_FIELD = "envkit_provenance"
 platform's transform, so a key of envkit's own there would not survive)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class JobRef:
     workspace: str
     name: str

@@ -6,10 +6,8 @@ job-output``) and the exit status it stands for; how it looks for people is the 
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
-
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -105,7 +103,7 @@ def ended_ok(status: dict[str, Any] | None) -> bool:
     return status is None or status.get("status") == "completed"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SubmitOutcome:
     """The job created (or attached to), what went up, and with ``--wait`` how it ended."""
 
@@ -133,7 +131,7 @@ def _fileset(p: Published) -> FileSetDict:
             "bytes_sent": p.stats.bytes_sent}
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class JobReply:
     """``job status``, ``job cancel`` and ``job wait``: the platform's reply for the job."""
 
@@ -152,7 +150,7 @@ class JobReply:
                 "written": [str(p) for p in self.written]}
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class JobShow:
     """``job show``: the job as the platform keeps it, and the provenance it carries."""
 
@@ -166,7 +164,7 @@ class JobShow:
                 "name": self.ref.name, "job": self.job, "provenance": self.provenance}
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class JobMetrics:
     """``job metrics``: one record per training step, the fields a local run logs."""
 
@@ -181,7 +179,7 @@ class JobMetrics:
                 "written": [str(p) for p in self.written]}
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class JobLogs:
     """``job logs``: lines as they arrive (``--follow`` keeps the iterator open)."""
 

@@ -7,6 +7,7 @@ uploads two content-addressed FileSets, writes their refs into the job and posts
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from envkit.model.package import MANIFEST
@@ -16,7 +17,6 @@ from envkit.platform.filesets import ensure_fileset, fileset_name
 from envkit.platform.jobs import PROVENANCE_FIELD, JobRef, create_job
 from envkit.platform.tree import scan_tree
 from envkit.platform.upload import UploadStats, complete_fileset
-from envkit.records import record
 from envkit.supply.provenance import run_record
 
 if TYPE_CHECKING:
@@ -30,14 +30,14 @@ __all__ = ["Published", "SubmitResult", "environment_metadata", "job_spec", "pub
            "publish_package", "submit_job"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Published:
     ref: str
     created: bool  # this run created the FileSet
     stats: UploadStats
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SubmitResult:
     job: dict[str, Any]
     created: bool

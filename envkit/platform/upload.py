@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from envkit.platform.errors import PlatformError
 from envkit.platform.filesets import file_url, remote_sizes, set_complete
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -39,7 +39,7 @@ class _Aborted(Exception):
     pass
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class UploadStats:
     files_sent: int
     bytes_sent: int

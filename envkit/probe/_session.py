@@ -22,6 +22,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from envkit.endpoint.generation import GenerationBackend
@@ -35,7 +36,6 @@ from envkit.gym.session import GymSession
 from envkit.gym.types import GymRuntimeError, PolicyEndpoint, RuntimeOptions
 from envkit.gym.venv import GymVenvError, ensure_gym_venv
 from envkit.model.package import MANIFEST
-from envkit.records import record
 from envkit.smoke.isolation import Isolation, offline_network
 from envkit.validators import RULES
 from envkit.validators.spinup import EK704
@@ -56,7 +56,7 @@ class ProbeAbortedError(FailedError, RuntimeError):
     """The servers stopped serving while rows were in flight (a server died)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Sent:
     """One row's rollout and how long it took."""
 

@@ -13,9 +13,8 @@ process. Pure over that document.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
-
-from envkit.records import record
 
 __all__ = ["BASE_FIELDS", "DeclaredField", "FieldSearch", "reference_slots", "verify_fields"]
 
@@ -25,7 +24,7 @@ BASE_FIELDS = frozenset({"responses_create_params", "response"})
 _NO_DEFAULT = object()
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class DeclaredField:
     """One field of a ``/verify`` request model."""
 
@@ -103,7 +102,7 @@ def reference_slots(fields: Iterable[DeclaredField],
                  if f.name not in carried and (f.required or f.empty_default))
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class FieldSearch:
     """What the probe found out about an oracle that never scored (``envkit.probe.scoring``).
 

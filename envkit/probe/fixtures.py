@@ -32,14 +32,13 @@ import os
 import subprocess
 import tempfile
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envkit.check.validate import read_package
 from envkit.probe.inputs import gym_manifests
 from envkit.probe.observations import RewardScale
-from envkit.records import record
 from envkit.validators.probe import EK809
 
 if TYPE_CHECKING:
@@ -58,7 +57,7 @@ TIMEOUT_S = 600.0
 _RESOURCES = "resources_servers"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class FixtureCase:
     """One case: ``passed`` is None when Gym does not run it (determinism, not ``seeded``)."""
 
@@ -73,7 +72,7 @@ class FixtureCase:
     """Its line in the cases file."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ServerFixture:
     """One resources server's fixture: ``status`` ``ran``, ``no-fixture`` or ``error``."""
 
@@ -94,7 +93,7 @@ class ServerFixture:
             c.passed is False for c in self.cases)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class FixturesResult:
     name: str
     servers: tuple[ServerFixture, ...] = ()
@@ -185,7 +184,7 @@ def _determinism(pkg: Package, impl: str) -> str:
     return "unknown"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class FixtureRun:
     """What :func:`run_fixtures` needs: the package, its server venvs, where moved cases are."""
 

@@ -10,9 +10,8 @@ step does (G, top-k, the seed) and judges groups with the job's baseline and dyn
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-from envkit.records import record
 
 if TYPE_CHECKING:
     from envkit.model.jobspec import GrpoSettings
@@ -20,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["ProbeJob", "probe_job"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ProbeJob:
     """The job's numbers the probe uses (``source``: the job file, or ``defaults``)."""
 

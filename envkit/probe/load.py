@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-
-from envkit.records import record
+from dataclasses import dataclass
 
 __all__ = ["KNEE_SHARE", "LoadLevel", "knee", "levels_for", "percentile", "projected_step_s"]
 
 KNEE_SHARE = 0.9
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class LoadLevel:
     """One level: ``requests`` rollouts with ``concurrency`` in flight."""
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import itertools
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from envkit.probe._session import ProbeAbortedError, expand_rows, prompt_key
 from envkit.probe.load import LoadLevel, knee, levels_for, projected_step_s
 from envkit.probe.thresholds import LOAD_ROUNDS
 from envkit.probe.verdicts import load_diagnostics
-from envkit.records import record
 from envkit.validators.probe import EK805
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["LoadPhase", "LoadResult"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class LoadResult:
     name: str
     levels: tuple[LoadLevel, ...]

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import UsageError
 from envkit.model.diagnostics import Severity
 from envkit.probe._session import expand_rows
 from envkit.probe.zero_variance import GroupSignal, expected_gen_batches, group_signal, wilson
-from envkit.records import record
 from envkit.validators.probe import EK807, EK810, EK811
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ class ModelDirError(UsageError, ValueError):
     """``--model`` names no Hugging Face model directory (a usage error)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class AgentSignal:
     """One agent's groups: the counts, and what failed instead of scoring."""
 
@@ -79,7 +79,7 @@ def _counts(s: GroupSignal) -> dict[str, Any]:
             "kept_share": _r(s.kept_share)}
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SignalResult:
     """What the policy's own groups give GRPO (``signal`` in the probe's JSON)."""
 

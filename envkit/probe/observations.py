@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
-
-from envkit.records import record
 
 __all__ = ["TOLERANCE", "Observation", "PolicyScore", "ProbeRow", "RewardScale", "score_table"]
 
@@ -20,7 +19,7 @@ TOLERANCE = 1e-9
 """Two rewards closer than this are equal (float noise is not a different verdict)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ProbeRow:
     """One dataset row the probe sends; ``line`` (in ``training.jsonl``) names it."""
 
@@ -29,7 +28,7 @@ class ProbeRow:
     data: Mapping[str, Any]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Observation:
     """One rollout: which policy, which row (its dataset line), which repeat, what came back."""
 
@@ -49,7 +48,7 @@ class Observation:
         return self.failure is None and self.reward is not None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RewardScale:
     """The reward's declared range and direction (default ``[0, 1]``, higher is better)."""
 
@@ -72,7 +71,7 @@ class RewardScale:
         return share if self.higher_is_better else 1.0 - share
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PolicyScore:
     """One policy on one agent's rows: the mean over every reward, and per row."""
 

@@ -29,11 +29,11 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from envkit.endpoint.scripted import BYTES_PER_TOKEN, prompt_text
 from envkit.model.reference import REFERENCE_FIELDS, reference_field, reference_text
-from envkit.records import record
 
 if TYPE_CHECKING:
     from envkit.probe.job import ProbeJob
@@ -108,7 +108,7 @@ Call = tuple[str, Any]
 """One function call: its name and its arguments (an object, or text that is not JSON)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Policy:
     name: str
     kind: Kind

@@ -27,7 +27,7 @@ explain whatever the reasoning renderings would score.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from envkit.model.diagnostics import Severity
@@ -41,7 +41,6 @@ from envkit.probe.policies import (
     reference,
 )
 from envkit.probe.scoring import ScoringResult, play_round, waves
-from envkit.records import record
 from envkit.validators.probe import EK807, EK812, EK813
 
 if TYPE_CHECKING:
@@ -61,7 +60,7 @@ PRECLUDING = frozenset({"EK801", "EK802", "EK804"})
 _LEAKS = ("reasoning:wrong-final", "reasoning:answer-only")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ReasoningAssessment:
     agent: str
     oracle: str
@@ -71,7 +70,7 @@ class ReasoningAssessment:
     diagnostics: tuple[Diagnostic, ...]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ReasoningResult:
     name: str
     observations: tuple[Observation, ...]

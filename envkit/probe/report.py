@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from envkit.check.report import DiagnosticDict, Report, ReportDict
@@ -12,7 +12,6 @@ from envkit.probe.model_phase import SignalResult
 from envkit.probe.policies import REASONING
 from envkit.probe.reasoning import ReasoningResult
 from envkit.probe.scoring import ScoringResult
-from envkit.records import record
 from envkit.smoke.isolation import IsolationDict
 
 if TYPE_CHECKING:
@@ -61,7 +60,7 @@ class ProbeDict(TypedDict):
     log_tail: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ProbeReport:
     """``stage`` is where the run stopped: validate, start, scoring, load, signal, or done."""
 
@@ -210,7 +209,7 @@ def _reasoning(phase: PhaseResult | None) -> dict[str, Any] | None:
     return phase.report() if isinstance(phase, ReasoningResult) else None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ProbeOutcome:
     """``envkit probe`` (and ``validate --probe``): the report and the package it is about,
     for ``envkit.output.render`` (JSON: ``envkit schema probe``)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,7 +39,6 @@ from envkit.probe.reasoning import ReasoningPhase
 from envkit.probe.report import ProbeReport
 from envkit.probe.scoring import ScoringPhase
 from envkit.probe.thresholds import Thresholds
-from envkit.records import record
 from envkit.validators.spinup import EK704
 
 if TYPE_CHECKING:
@@ -60,7 +59,7 @@ class ProbeUsageError(UsageError, ValueError):
     """The probe cannot run as asked (no dataset, no rows): a usage error."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ProbeRequest:
     """One package; ``flags`` are what the command line set (as ``envkit validate`` takes
     them, the probe's thresholds included), the rest is the bring-up's."""

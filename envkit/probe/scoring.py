@@ -9,7 +9,7 @@ are sent in separate waves, since the scripted policy answers by prompt.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from envkit.probe._session import expand_rows, prompt_key
@@ -19,7 +19,6 @@ from envkit.probe.integrity import choose_oracle, oracle_never_scores
 from envkit.probe.observations import TOLERANCE, Observation, score_table
 from envkit.probe.policies import FIELD_CANDIDATES, PLAIN_RENDERINGS, Policy, reference
 from envkit.probe.verdicts import assess_agent
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -40,7 +39,7 @@ _FALLBACK = ""
 """What the scripted policy answers a prompt it has no reply for (none is sent)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ScoringResult:
     name: str
     observations: tuple[Observation, ...]

@@ -7,12 +7,11 @@ the file, the file over these defaults.
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from envkit.check.settings import PROBE_DEFAULTS
 from envkit.errors import UsageError
-from envkit.records import record
 
 if TYPE_CHECKING:
     from envkit.check.settings import Settings
@@ -38,7 +37,7 @@ class ThresholdError(UsageError, ValueError):
     """A threshold outside its range (a usage error)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Thresholds:
     """What the verdicts compare against."""
 

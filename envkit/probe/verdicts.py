@@ -21,6 +21,7 @@ they are causes of their own.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from envkit.model.diagnostics import Diagnostic, Severity
@@ -28,7 +29,6 @@ from envkit.probe.integrity import choose_oracle, gameable, oracle_never_scores
 from envkit.probe.learning import dead_rows
 from envkit.probe.load import LoadLevel, percentile
 from envkit.probe.observations import TOLERANCE
-from envkit.records import record
 from envkit.validators.probe import EK801, EK802, EK803, EK804, EK805, EK806, EK807, EK808
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ Where = tuple[str, "int | None"]
 """(path relative to the package root, line): where a finding points."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class AgentAssessment:
     agent: str
     oracle: str | None

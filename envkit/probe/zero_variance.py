@@ -21,10 +21,10 @@ rollouts left out (a failure is never a reward):
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from envkit.probe.observations import TOLERANCE
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -54,7 +54,7 @@ def _baselines(rewards: Sequence[float], leave_one_out: bool) -> list[tuple[floa
     return out
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GroupSignal:
     """Counts over one agent's (or every agent's) groups."""
 

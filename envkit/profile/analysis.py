@@ -16,11 +16,11 @@ and in no statistic.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import UsageError
 from envkit.probe.zero_variance import group_signal
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -40,7 +40,7 @@ class BandError(UsageError, ValueError):
     """``--keep`` is not ``LOW,HIGH`` with ``0 <= LOW <= HIGH <= 1``."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Band:
     """The pass rates a curated dataset keeps, both ends included."""
 
@@ -79,7 +79,7 @@ def parse_band(text: str) -> Band:
     return Band(low, high)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RowProfile:
     """One row's G replies: what they scored, and what failed instead of scoring."""
 

@@ -6,10 +6,10 @@ entry of its ``rows`` is one line of ``profile.jsonl``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from envkit.profile.analysis import kept_rows, zero_variance_share
-from envkit.records import record
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -71,7 +71,7 @@ def _r(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ProfileReport:
     """The profiled rows and, with ``--keep``, the band and where the curated dataset went."""
 

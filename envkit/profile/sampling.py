@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from envkit.gym import RuntimeOptions, expand_rows, load_rows
 from envkit.probe.inputs import read_job
 from envkit.profile.analysis import RowProfile, row_profile
-from envkit.records import record
 from envkit.trainer.generation.factory import EngineOptions
 
 if TYPE_CHECKING:
@@ -43,7 +42,7 @@ step's (0), a validation pass's (1) and the probe's (2)."""
 SPLITS = ("training", "validation")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ProfileRequest:
     """What to profile, on which policy and job; how to reach the servers."""
 
@@ -60,7 +59,7 @@ class ProfileRequest:
     engine: EngineOptions = field(default_factory=EngineOptions)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Sampled:
     """Every profiled row, in dataset order (training first), and how the run went."""
 

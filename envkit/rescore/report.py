@@ -8,9 +8,8 @@ change is what rescore is for, and a reward that moved by 1e-9 moved.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal, TypedDict
-
-from envkit.records import record
 
 __all__ = ["RescoreDict", "RescoreReport", "RowScore", "Status"]
 
@@ -52,7 +51,7 @@ class RescoreDict(TypedDict):
     output: str | None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RowScore:
     """One recorded rollout: ``line`` in the rollouts file (1-based), its agent and rewards."""
 
@@ -73,7 +72,7 @@ class RowScore:
                 "reason": self.reason}
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RescoreReport:
     """Every row, the run it came from, and whether the package changed since."""
 

@@ -18,7 +18,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,6 @@ from envkit.gym import (
     post_row,
     read_run_file,
 )
-from envkit.records import record
 from envkit.rescore.report import RescoreReport, RowScore
 from envkit.rescore.state import Verdict, can_reverify
 from envkit.supply.atomic import write_text
@@ -48,7 +47,7 @@ _RUN_ONLY = frozenset({"reward"})
 """Keys of a recorded row that the verify request must not carry from the run."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RescoreRequest:
     run_dir: Path
     output: Path | None = None

@@ -17,9 +17,8 @@ route; anything the document does not show is refused. Pure over the two answers
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
-
-from envkit.records import record
 
 __all__ = ["BASE_SEED_MODELS", "Verdict", "can_reverify", "seed_models"]
 
@@ -28,7 +27,7 @@ BASE_SEED_MODELS = frozenset({"BaseSeedSessionRequest", "ResourcesSeedSessionReq
 keeps no state."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Verdict:
     ok: bool
     reason: str

@@ -13,12 +13,11 @@ package's path and where its target came from.
 
 from __future__ import annotations
 
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, TypedDict
 
 from envkit.check.report import DiagnosticDict, Report, ReportDict, ValidationRun
 from envkit.model.diagnostics import Diagnostic, rule_url
-from envkit.records import record
 from envkit.smoke.isolation import IsolationDict
 
 if TYPE_CHECKING:
@@ -75,7 +74,7 @@ class SmokeDict(TypedDict):
     policy_requests: int
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SmokeFinding:
     """One spin-up failure: the diagnostic, whom it concerns (a server or an agent instance;
     None: the run), and the evidence."""
@@ -96,7 +95,7 @@ class SmokeFinding:
                 "log_tail": self.log_tail}
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ServerResult:
     name: str
     server_type: str | None
@@ -116,7 +115,7 @@ class ServerResult:
         }
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class AgentResult:
     agent: str
     rewards: tuple[float, ...] = ()
@@ -134,7 +133,7 @@ class AgentResult:
                 "failures": [f.to_dict(package, docs_url) for f in self.failures]}
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SmokeReport:
     """``stage`` is where the run stopped: validate, setup, start, rollout, or done."""
 
@@ -200,7 +199,7 @@ class SmokeReport:
         }
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SmokeOutcome:
     """``envkit smoke`` (and ``validate --smoke``): the report and the package it is about,
     for ``envkit.output.render`` (JSON: ``envkit schema smoke``)."""

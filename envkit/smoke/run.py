@@ -16,7 +16,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Iterator
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from envkit.check.gate import GateRequest, gate_package, resolve_settings
@@ -36,7 +36,6 @@ from envkit.gym import (
     collect,
     ensure_gym_venv,
 )
-from envkit.records import record
 from envkit.smoke.isolation import Isolation, offline_network
 from envkit.smoke.report import SmokeReport
 from envkit.smoke.rows import dataset_rows, rows_for, scripted_answers
@@ -49,7 +48,7 @@ log = logging.getLogger(__name__)
 _CONCURRENCY = 4
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SmokeRequest:
     """One package; ``flags`` are what the command line set (as ``envkit validate`` takes
     them: target, Gym version, ``--offline``, selection, dataset), the rest is the spin-up's."""

@@ -15,10 +15,9 @@ import errno
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -129,7 +128,7 @@ def install(pairs: Sequence[tuple[Path, Path]], *, replace: bool) -> None:
         moved.discard_old()
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class _Moved:
     """One done move: ``old`` holds what ``final`` had before (None if it was free)."""
 

@@ -24,7 +24,7 @@ import hashlib
 import json
 import tempfile
 import tomllib
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
@@ -35,7 +35,6 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 
 from envkit.errors import FailedError
 from envkit.model.tree import sha256_file
-from envkit.records import record
 from envkit.supply.cache import load_entry, store_entry
 from envkit.supply.uvcmd import (
     DEFAULT_INDEX_URL,
@@ -72,7 +71,7 @@ class ResolveError(FailedError, RuntimeError):
     """uv could not resolve the requirements for the target (message carries uv's reason)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PinnedWheel:
     """One file of the closure."""
 

@@ -14,7 +14,7 @@ import re
 import shutil
 import tempfile
 import urllib.request
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.utils import (
@@ -25,7 +25,6 @@ from packaging.utils import (
 )
 
 from envkit.errors import FailedError
-from envkit.records import record
 from envkit.supply.uvcmd import (
     DEFAULT_INDEX_URL,
     Runner,
@@ -104,7 +103,7 @@ def sdist_cache_dir(root: Path, sdist_sha256: str) -> Path:
     return Path(root) / "built" / sdist_sha256[:2] / sdist_sha256
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SdistBuild:
     """How to build an sdist: its build dependencies come from the build's own sources."""
 

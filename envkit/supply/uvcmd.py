@@ -14,11 +14,10 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
-
-from envkit.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -52,7 +51,7 @@ _KEEP_ENV = (
 """Only what locating binaries, TLS and proxies need; never ``UV_*``/``PIP_*`` user settings."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class CompletedRun:
     returncode: int
     stdout: str
@@ -110,7 +109,7 @@ def python_platform(target: Target) -> str:
     return f"{target.arch}-manylinux_{major}_{minor}"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class UvSources:
     """Where uv may find distributions: indexes, find-links folders and uv's own cache."""
 

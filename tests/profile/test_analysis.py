@@ -3,6 +3,7 @@ worked out by hand; the report, the curated dataset on disk and the CLI's refusa
 
 from __future__ import annotations
 
+import dataclasses
 import doctest
 import importlib
 import json
@@ -190,6 +191,6 @@ def test_every_rollout_is_seeded_by_its_row_and_place_in_the_group() -> None:
     assert owners == [(s, i) for s, n in (("training", 2), ("validation", 1))
                       for i in range(n) for _ in range(JOB.group_size)]
     assert {r["responses_create_params"]["max_output_tokens"] for r in batch} == {8}
-    other, _ = profile_batch(splits, ProbeJob(**{**JOB.__dict__, "seed": 8}))
+    other, _ = profile_batch(splits, dataclasses.replace(JOB, seed=8))
     assert other != batch
     assert PROFILE_SALT not in (0, 1, 2)  # apart from training, validation and the probe

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-
-from envkit.records import record
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -15,7 +13,7 @@ if TYPE_CHECKING:
 __all__ = ["EngineOptions", "make_backend"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class EngineOptions:
     """The job's settings for the generation engine (the job's ``training`` block)."""
 

@@ -17,10 +17,10 @@ import math
 import struct
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from envkit.endpoint.generation import GenerationError
-from envkit.records import record
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -51,7 +51,7 @@ class RefitError(GenerationError):
     """The new weights cannot be loaded, or the engine does not score what the trainer does."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ProbeCheck:
     """The probe's token ids and the trainer's logprob of each token after the first."""
 

@@ -21,7 +21,7 @@ import dataclasses
 import json
 import logging
 import threading
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from envkit.gym import (
@@ -34,7 +34,6 @@ from envkit.gym import (
     collect,
     expand_rows,
 )
-from envkit.records import record
 from envkit.trainer.generation.factory import EngineOptions, make_backend
 from envkit.trainer.generation.refit import refit_check, refit_engine
 from envkit.trainer.policy import generation_weights
@@ -64,7 +63,7 @@ __all__ = [
 ]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GymSourceOptions:
     """The Gym source's layer: how rows are sent, the engine, the runtime, the turn cap."""
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from envkit.model.gym_data import gym_data
-from envkit.records import record
 from envkit.validators.gym.model import Opaque
 from envkit.validators.gym.shapes import classify
 
@@ -39,7 +39,7 @@ _RESOLVER = re.compile(r"^([A-Za-z_][\w.]*):(.*)$", re.DOTALL)
 _MISSING = "???"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Finding:
     """An interpolation that will not resolve: where it is and why."""
 

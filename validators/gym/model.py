@@ -17,13 +17,12 @@ it is a ``dict``, so the checks test ``isinstance(x, dict)``, a plain type check
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from envkit.model.gym_data import builtin_config, gym_data
 from envkit.model.package import safe_relpath
 from envkit.model.yamlio import YamlDoc
-from envkit.records import record
 from envkit.validators.gym.shapes import Shape, classify
 
 if TYPE_CHECKING:
@@ -49,7 +48,7 @@ _INHERIT = "_inherit_from"
 _COPY = "_copy"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Definition:
     """One top-level key of one config file."""
 
@@ -58,7 +57,7 @@ class Definition:
     body: Any
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Instance:
     """A top-level config entry after Gym's merge: its name, merged body, every definition it
     came from, and its shape (server, agent, ...)."""
@@ -91,7 +90,7 @@ class Instance:
         return (self.shape.server_type or "", self.shape.impl or "", *keypath)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GymView:
     """A package's configs as Gym loads them: the merge order, the merged instances and top
     level, and what the view could not see (Gym's built-in configs, by name only)."""

@@ -10,12 +10,11 @@ references inside a server's fields.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from envkit.model.diagnostics import close_matches
 from envkit.model.package import SERVER_TYPES
-from envkit.records import record
 
 if TYPE_CHECKING:
     from envkit.model.yamlio import KeyPath
@@ -23,7 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["Ref", "Shape", "classify", "find_refs", "fmt_keypath"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Shape:
     """What Gym makes of an instance body: a server, a near-miss, or not a server at all."""
 
@@ -40,7 +39,7 @@ class Shape:
     """What Gym does with a loud block."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Ref:
     """A ``{type, name}`` server reference inside a server's fields."""
 
