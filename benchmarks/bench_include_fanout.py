@@ -6,17 +6,7 @@ carries N x N include pairs. Each config is read and parsed once however many li
 must stay linear in the pairs is the rest: the reader's queue, Gym's merge order and the
 EK316 include check.
 
-Measured (N = 1,000, 1M pairs, 2-core machine shared with other jobs, validate() end to end):
-reported first: 11 s CPU, 16.7 s wall, 262 MB peak (several passes over the pairs, one of
-them quadratic). Before the line reader (median of 5, load average ~9): 2.65 s CPU, 4.8 s
-wall, 299 MB. A profile then put ~85% of the time in reading the YAML: ``read_events`` and
-``_child``, once per parser event (1M list items), with libyaml's own event and mark objects
-already ~1.2 s of it; then ``_Normaliser.all``, ``check_includes`` and ``merge_order``.
-After (median of 5, load average ~9): 1.08 s CPU, 3.0 s wall, 299 MB. Plain block configs
-are read line by line (``envkit/model/_yamllines.py``: a run of string items is one regex
-match), and a config whose include strings were all normalised or judged before costs one
-pass in C in ``read_configs`` and ``check_includes``; what is left is building the 1M-entry
-line and column maps themselves.
+Figures: ``benchmarks/RESULTS.md`` ("Include fan-out").
 """
 
 from __future__ import annotations

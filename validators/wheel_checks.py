@@ -42,8 +42,8 @@ if TYPE_CHECKING:
 __all__ = ["CHECKS", "closure_roots"]
 
 # The closure model and ``packaging`` are imported inside the checks, after the format test:
-# a native-v1 package never reaches them, and importing them costs every ``envkit validate``
-# start ~20 ms (``packaging`` compiles its grammar's regexes at import).
+# a native-v1 package never reaches them, and ``packaging`` compiles its grammar's regexes at
+# import, which every ``envkit validate`` start would otherwise pay.
 
 WHEELS_DIR = "wheels/"
 HARNESS_EGRESS = "verifiers @ git+https://github.com/PrimeIntellect-ai/verifiers.git@v0.3.1"

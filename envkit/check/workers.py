@@ -3,8 +3,8 @@ forked copies of this process and returns the results in the list's order.
 
 Why fork, not a pool: a validate run is import-bound (click, PyYAML, the rules) and its
 packages are independent; a forked worker starts with everything already imported, so a
-second core is worth ~40% of the wall time of a tree of 145 packages for the price of one
-``fork`` and one pickle of its reports, where a spawned pool would import it all again. ruff
+second core pays for the price of one ``fork`` and one pickle of its reports, where a spawned
+pool would import it all again. ruff
 checks files on every core for the same reason.
 
 What stays as in one process:
@@ -42,7 +42,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 MIN_SHARE = 8
-"""Items per worker below which a fork (a few ms, and a pickle of the results) does not pay."""
+"""Items per worker below which a fork (and a pickle of the results) does not pay."""
 
 _FAILED = object()
 """A worker's mark for an item the parent must run itself."""
@@ -142,8 +142,7 @@ def _can_fork() -> bool:
     a worker could inherit held. Threads a native library started (Ray's, OpenMP's) are not
     seen here; envkit forks only from ``envkit validate`` over 16 packages or more, before any
     such library is loaded (a worker never calls into one). A process that never imported
-    ``threading`` started no thread through it: it is not imported to count none (~0.5 ms
-    before the fork)."""
+    ``threading`` started no thread through it: it is not imported to count none."""
     threading = sys.modules.get("threading")
     return sys.platform == "linux" and (threading is None or threading.active_count() == 1)
 

@@ -348,7 +348,7 @@ class _Server(ThreadingHTTPServer):
 
 _SHUTDOWN_POLL_S = 0.05
 """How often the serving loop looks for ``close()`` (``socketserver``'s default, 0.5 s, made
-every smoke, probe and rollout wait ~0.35 s after its verdict for the policy server to stop)."""
+every smoke, probe and rollout wait after its verdict for the policy server to stop)."""
 
 
 class PolicyServer:

@@ -116,8 +116,8 @@ def closure_key(package: Path, fmt: str, config_paths: Iterable[str], *parts: st
     packages whose servers install the same things share one tree.
 
     ``wheels``: the SHA-256 of each wheel by name, as :func:`wheel_digests` gives them (from
-    kept stamps, a wheel unchanged since is a stat, not a read: the char_pattern toy's 184
-    wheels, 384 MB, took ~0.3 s of every warm start); ``None``: every wheel is read here.
+    kept stamps, a wheel unchanged since is a stat, not a read); ``None``: every wheel is read
+    here.
     """
     digests: list[tuple[str, str]] = []
     for path in package.rglob("*"):
@@ -242,8 +242,8 @@ def gym_env(gym: GymVenv, paths: RunPaths, uv_toml: Path, uv_cache: Path,
     env["PYTHONUNBUFFERED"] = "1"
     # Gym's head, its Ray and every server start from venvs envkit keeps, and uv writes no
     # .pyc at install: with PYTHONDONTWRITEBYTECODE set (CI machines, most container images)
-    # every start compiled ray, pydantic, fastapi and nemo_gym from source again (8 s of CPU
-    # per server's imports, 2.7 s from bytecode). Here the first start writes what it imports.
+    # every start compiled ray, pydantic, fastapi and nemo_gym from source again. Here the
+    # first start writes what it imports.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     gym_ray_env(env, paths.ray_tmp)
     if joins_ray:  # Ray's token auth (its default for a new cluster) needs the client to ask
@@ -265,7 +265,7 @@ def gym_ray_env(env: dict[str, str], ray_tmp: Path) -> None:
     ``/tmp`` by one run of envkit's tests. No usage stats, no outer cluster.
     """
     env["RAY_USAGE_STATS_ENABLED"] = "0"
-    # Ray starts one idle worker per CPU when the first driver (Gym's head) connects: ~2 CPU
+    # Ray starts one idle worker per CPU when the first driver (Gym's head) connects: CPU
     # seconds at every bring-up for workers no Gym server of a typical package asks for (a
     # server that runs Ray tasks gets its workers on demand, as it would without them).
     env["RAY_prestart_worker_first_driver"] = "0"

@@ -24,8 +24,8 @@ __all__ = ["launchable"]
 
 def launchable(package: Path) -> Package:
     """``package`` as validation reads it (:func:`envkit.check.validate.read_package`: the
-    provenance digest from the cache's stamps of unchanged files; read whole, the char_pattern
-    toy's 384 MB took ~0.3 s of every warm start), refused only where a launch cannot start.
+    provenance digest from the cache's stamps of unchanged files, not a read of every wheel at
+    every warm start), refused only where a launch cannot start.
 
     :raises GymRuntimeError: EK100, EK101 or EK104.
     """

@@ -9,8 +9,8 @@ signalled).
 Stopping is SIGTERM to every process of the tree at once (servers, their shells, Gym's head,
 Ray's daemons and workers), a short grace, then SIGKILL for what is left. Why not Gym's own
 shutdown (SIGINT to the head, which interrupts each server in turn, waits up to 1 s for each,
-then stops Ray at exit): it is sequential, and it took 5.4 s of every bring-up here (two of
-char_pattern's four servers outlived their 1 s, then ``ray.shutdown``), for nothing a run
+then stops Ray at exit): it is sequential, and it took seconds of every bring-up (servers
+that outlive their 1 s, then ``ray.shutdown``), for nothing a run
 still needs: by then envkit has read every answer and log it reports. Everyone at once takes
 the grace at most (1 s: a server's shutdown hook still runs; Ray's daemons and Gym's head,
 which wait on each other, are killed). What had to be killed is returned, for a debug note.
@@ -38,7 +38,7 @@ STOP_GRACE_S = 0.5
 """How long the tree may take to exit on SIGTERM before what is left is killed. Every answer and
 log a run reports has been read by then; what is still running at 0.5 s is Ray's graceful
 shutdown (its GCS, the head and servers connected to Ray, sometimes the raylet), killed at 1 s
-before as well (no process, no ``/dev/shm`` file left either way): 1.4 -> 0.9 s of a smoke."""
+before as well (no process, no ``/dev/shm`` file left either way)."""
 
 
 class _Stat(NamedTuple):

@@ -1,7 +1,7 @@
 """A Ray cluster that Gym's servers join across bring-ups (``RuntimeOptions.ray_address``).
 
-Gym's head starts a Ray cluster at every ``gym env start`` and stops it with the servers:
-~4 s and ~6 CPU seconds of each bring-up on a 2-core machine (GCS, raylet, agents, monitors).
+Gym's head starts a Ray cluster at every ``gym env start`` and stops it with the servers, a
+large share of each bring-up (GCS, raylet, agents, monitors).
 Many bring-ups in a row (a CI job over several packages, a test suite, an edit-smoke loop) can
 share one: on the platform Gym's servers join NeMo-RL's cluster the same way
 (``ray_head_node_address``). The cluster runs Gym's Ray on Gym's Python (the Gym venv's), or
@@ -46,7 +46,7 @@ __all__ = ["RAY_UNREACHABLE", "cannot_join", "check_reachable", "gym_ray_cluster
 HOLDER = Path(__file__).with_name("ray_cluster_main.py")
 START_TIMEOUT_S = 120.0
 STOP_GRACE_S = 10.0
-"""``ray.shutdown()`` of a cluster with no driver left takes ~1 s; past this it is killed."""
+"""How long ``ray.shutdown()`` of a cluster with no driver left may take before it is killed."""
 
 
 RAY_UNREACHABLE = "Failed to connect to Ray cluster at"

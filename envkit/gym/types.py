@@ -80,7 +80,7 @@ class RuntimeOptions:
     ray_address: str | None = field(default_factory=_ray_address_from_env)
     """A running Ray cluster for Gym's servers to join (Gym's ``ray_head_node_address``, as
     NeMo-RL passes its own cluster on the platform) instead of Gym's head starting one at each
-    bring-up (~4 s and ~6 CPU seconds of every start, more on a loaded machine). It must run
+    bring-up (a large share of every start). It must run
     Gym's Ray on Gym's Python (``envkit.gym.ray_cluster`` starts one). Default:
     ``$ENVKIT_GYM_RAY_ADDRESS``; ``None``: Gym starts its own, stopped with the servers, as it
     does with :attr:`offline` (a network namespace reaches no outside cluster)."""

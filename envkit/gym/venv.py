@@ -93,8 +93,8 @@ def _python_version(python: Path) -> str | None:
     """The interpreter's version, or None when it does not run (e.g. an unselected pyenv shim).
 
     Asked once per interpreter per process: a smoke looks for the Gym venv before it isolates
-    the network and again when it starts the servers, and a pyenv shim on PATH answers in ~0.1 s
-    (its shell scripts), failing or not; each look took ~0.18 s of the warm smoke's wall time.
+    the network and again when it starts the servers, and a pyenv shim on PATH runs shell
+    scripts before it answers, failing or not.
     """
     try:
         out = subprocess.run(

@@ -68,7 +68,7 @@ def walk(root: Path) -> tuple[dict[str, FileEntry], list[tuple[str, str]], bool]
 
 class _RealRoot:
     """The root's real path, taken at the walk's first symlink: a ``realpath`` stats every
-    level of the path (~17 us), and most packages have no link to judge."""
+    level of the path, and most packages have no link to judge."""
 
     def __init__(self, root: Path) -> None:
         self._root, self._real = root, ""

@@ -202,7 +202,7 @@ def parse_requirement(text: str) -> Requirement | None:
     """``Requirement(text)``, cached, or None when it does not parse (never raises)."""
     if len(text) > MAX_REQUIREMENT_CHARS:
         return None
-    # Here, not at the top: ``packaging`` compiles its grammar at import (~20 ms), which a
+    # Here, not at the top: ``packaging`` compiles its grammar at import, which a
     # package with no requirement to read (and every other command's start) would pay.
     from packaging.requirements import InvalidRequirement, Requirement
 

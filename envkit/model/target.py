@@ -138,7 +138,7 @@ def platform_tags(arch: str, floor: tuple[int, int]) -> tuple[str, ...]:
 def target_tags(target: Target) -> tuple[Tag, ...]:
     """The target's full ordered tag list: ``cp313-cp313-*``, abi3 back to cp32, ``none``,
     then ``py3*-none-*`` and ``*-none-any``; never the host's."""
-    from packaging.tags import compatible_tags, cpython_tags  # ~10 ms; only tags need it
+    from packaging.tags import compatible_tags, cpython_tags  # only tags need it
 
     abi = f"cp{target.python[0]}{target.python[1]}"
     platforms = list(target.platforms)

@@ -11,10 +11,10 @@ RECORD checks (EK407), cheapest first:
   the zip directory's uncompressed sizes (free: no member is decompressed);
 - always: the sha256 of METADATA (read anyway) and of every member of a wheel whose
   uncompressed payload is at most ``SMALL_WHEEL_BYTES`` (small pure-Python env wheels,
-  fixtures); hashing anything more by default cost +20 ms (256 KiB) to +290 ms (2 MiB) on
-  the 66-wheel ray[default]+openai closure, against a 100 ms budget for the whole check;
-- ``deep=True`` (``--verify-hashes``): every member of every wheel. Decompressing and hashing
-  ray's ~70 MB wheel alone takes most of a second, which would blow the closure check's budget.
+  fixtures); hashing every member of every wheel by default would make the closure check of a
+  large closure (ray[default] + openai) cost many times what the rest of it does;
+- ``deep=True`` (``--verify-hashes``): every member of every wheel (decompressing and hashing
+  ray's wheel alone is most of a second).
 
 A same-size edit inside a big wheel is therefore caught only by the deep mode, and pip/uv
 verify RECORD again at install time anyway.
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 # ``packaging`` and ``hashlib`` are imported where a wheel is read: every ``envkit`` start
 # imports this module (the package model holds ``WheelFile``), most never read a wheel, and
-# ``packaging`` compiles its grammar's regexes at import (~20 ms).
+# ``packaging`` compiles its grammar's regexes at import.
 
 __all__ = [
     "ARCHIVE_FACTS",
@@ -218,8 +218,8 @@ def core_fields(data: bytes) -> dict[str, list[str]]:
     """The METADATA header fields validation reads (lower-cased names), values in order.
 
     Only five headers matter here, so they are read directly instead of through
-    ``packaging.metadata.parse_email``: on the 66-wheel ray+openai closure that parser (fed
-    the headers alone) was ~10 ms of a 100 ms budget, this is well under 1 ms. Folded lines
+    ``packaging.metadata.parse_email``, whose general parser costs far more than reading five
+    headers over a large closure. Folded lines
     are unfolded (RFC 5322), the body after the first blank line is ignored, and undecodable
     bytes are kept as surrogates rather than failing the wheel.
     """
@@ -260,7 +260,7 @@ def unsafe_member(name: str) -> bool:
 def _unsafe(names: Iterable[str]) -> list[str]:
     """``unsafe_member`` over many names, after substring scans that clear nearly all wheels.
 
-    (Plain ``in`` tests: a multi-line regex over the joined names cost ~0.3 ms a wheel.)
+    (Plain ``in`` tests: a multi-line regex over the joined names cost more per wheel.)
     """
     listed = list(names)
     joined = "\n" + "\n".join(listed)

@@ -17,7 +17,7 @@ SCHEMAS = ("manifest", "diagnostics", "job", "convert", "rollout", "train", "tra
 
 _HERE = Path(__file__).parent
 """The schemas sit beside this module (a plain path: ``importlib.resources`` would cost every
-``envkit`` start ~5 ms of imports — ``tempfile``, ``shutil``, ``random`` — for a file next door)."""
+``envkit`` start the imports of ``tempfile``, ``shutil`` and ``random`` for a file next door)."""
 
 
 def schema_text(name: str) -> str:

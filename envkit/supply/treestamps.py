@@ -4,7 +4,7 @@ reason).
 
 Why: ``envkit validate`` checks a package that has a provenance record against the record's
 digest (EK209), and ``smoke``, ``probe`` and ``submit`` validate first. A wheels-v1 package is
-mostly its wheels: hashing the char_pattern toy's 384 MB took 0.3 s of each of those runs.
+mostly its wheels, and hashing them all would be most of each of those runs.
 ``envkit submit`` keeps the same stamps for the FileSet it uploads. The identity is what
 ``envkit.model.tree.hash_files`` compares (size, mtime in nanoseconds, inode, device: why not
 the ctime, which no one can set: a same-size edit with its mtime put back still moves it); a
@@ -37,8 +37,7 @@ __all__ = ["MIN_BYTES", "RACY_S", "rescan"]
 MIN_BYTES = 64 * 1024
 """Smaller files are hashed again each run: reading one costs about what its share of writing
 the store costs, and a tree of small files (most packages: configs, a server, a README) then
-writes nothing at all (the 145 Gym servers as packages: 145 entries cost a first run ~90 ms of
-CPU, and saved the next one ~20)."""
+writes nothing at all."""
 
 _FIELDS = 5
 """Identity fields before the hash in a stamp (``envkit.model.tree.Stamps``)."""

@@ -1,8 +1,8 @@
 """A wheel's archive facts kept between runs, keyed by the file's stat identity (as git's index
 keeps a file's hash).
 
-Why: reading the zip directory, METADATA and RECORD is ~85% of an offline closure check (the
-66 wheels of ray[default] + openai: ~40 ms of CPU, the rest is the walk); a wheel that did not
+Why: reading the zip directory, METADATA and RECORD is most of an offline closure check; a
+wheel that did not
 change need not be read again, and a wheelhouse rarely changes between two ``envkit validate``
 runs. The key is the file's device, inode, size and mtime and ctime in nanoseconds, not its
 path: a write, a rename over it or a ``touch`` makes a new key; a new hard link moves the

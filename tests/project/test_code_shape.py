@@ -8,6 +8,7 @@ concept needs, and is cut by concept, not by a counter.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from support.paths import REPO_ROOT
@@ -38,3 +39,17 @@ def _long_functions(path: Path) -> dict[str, int]:
 def test_no_library_function_is_over_the_line_limit() -> None:
     over = {name: n for path in _library_files() for name, n in _long_functions(path).items()}
     assert not over, f"functions over {MAX_FUNCTION_LINES} lines: {over}"
+
+
+_TIMING = re.compile(r"\b\d[\d.,]*\s?(?:ms|us|µs)\b|~\s?\d[\d.,]*\s?s\b|\bpaired\b|\bmedians?\b")
+"""A timing figure (``12 ms``, ``~0.3 s``, "paired medians"): it belongs in
+``benchmarks/RESULTS.md``, dated with its machine, where a later run can replace it."""
+
+
+def test_no_timing_figures_in_library_code() -> None:
+    found = [f"{_rel(path)}:{number}: {line.strip()}"
+             for path in _library_files()
+             for number, line in enumerate(path.read_text("utf-8").splitlines(), 1)
+             if _TIMING.search(line)]
+    assert not found, "timing figures in code (move them to benchmarks/RESULTS.md):\n" + (
+        "\n".join(found))
