@@ -64,6 +64,8 @@ class Settings:
     """``envkit probe``'s thresholds (``envkit.probe.thresholds`` documents each)."""
     leak_min_chars: int | None = None
     """EK507's shortest reference answer looked for in the prompt (``envkit.validators.leaks``)."""
+    profile_pass_threshold: float | None = None
+    """``envkit profile``: the reward at or above which a reply passes (``envkit.profile``)."""
     source: Path | None = field(default=None, compare=False)
     """The file these came from (``None``: command line or defaults)."""
 
@@ -134,6 +136,8 @@ SETTING_DOCS: dict[str, tuple[str, str]] = {
                               "concurrency warns (EK806).", ""),
     "leak-min-chars": ("The shortest reference answer EK507 looks for in a row's prompt "
                        "(shorter ones match by chance).", ""),
+    "profile-pass-threshold": ("`envkit profile`: a reply passes at this reward or above (a "
+                               "row's pass rate counts them; `--keep` selects on it).", "1.0"),
 }
 """Every key of ``Settings``: (what it means, its default as ``--show-settings`` prints it;
 empty: the value where it is kept, ``PROBE_DEFAULTS`` or ``CheckOptions``).
@@ -141,7 +145,7 @@ empty: the value where it is kept, ``PROBE_DEFAULTS`` or ``CheckOptions``).
 that set the same fields; it refuses a field without an entry."""
 _INT_KEYS = ("probe-repeats", "probe-rows", "probe-concurrency", "leak-min-chars")
 _FLOAT_KEYS = ("probe-margin", "probe-dead-rows-warn", "probe-zero-variance-warn",
-               "probe-rollout-timeout")
+               "probe-rollout-timeout", "profile-pass-threshold")
 
 
 def _parse(table: dict[str, Any], where: str, base: Path) -> Settings:

@@ -43,8 +43,10 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 @click.option("--keep", "band", metavar="LOW,HIGH",
               help="Write OUTPUT/dataset/ with only the rows whose pass rate lies in "
                    "[LOW, HIGH] (needs -o).")
-@click.option("--pass-threshold", default=1.0, show_default=True, type=float,
-              help="A reply passes at this reward or above.")
+@click.option("--pass-threshold", "profile_pass_threshold", default=None, type=float,
+              help="A reply passes at this reward or above (profile-pass-threshold, "
+                   "default 1.0).")
+@click.option("--isolated", is_flag=True, help="Ignore envkit.toml and [tool.envkit].")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N rows of each split.")
 @click.option("--timeout", "timeout_s", default=600.0, show_default=True,
               type=click.FloatRange(min=1), help="Per-rollout request timeout (s).")
@@ -57,10 +59,11 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 @click.option("--offline", is_flag=True, help="No index for any install: wheels/ must cover all.")
 @common_options()
 def profile_command(package: Path, dataset: Path, model: Path, job: Path | None,
-                    output_dir: Path | None, band: str | None, pass_threshold: float,
-                    limit: int | None, timeout_s: float, backend: str, gym_version: str,
-                    gym_python: Path | None, allow_python_override: bool,
-                    offline: bool) -> ProfileReport:
+                    output_dir: Path | None, band: str | None,
+                    profile_pass_threshold: float | None,
+                    isolated: bool, limit: int | None, timeout_s: float, backend: str,
+                    gym_version: str, gym_python: Path | None,
+                    allow_python_override: bool, offline: bool) -> ProfileReport:
     """Sample MODEL's G replies (the job's num_generations_per_prompt) on every row of the
     dataset through PACKAGE's real Gym servers, at the job's temperature, top_k, reply length
     and seed, and report each row's pass rate, mean reward and spread (profile.jsonl under
@@ -78,12 +81,13 @@ def profile_command(package: Path, dataset: Path, model: Path, job: Path | None,
     from rich.console import Console
 
     from envkit.gym import RuntimeOptions
-    from envkit.profile import ProfileRequest, run_profile
+    from envkit.profile import ProfileRequest, pass_threshold_for, run_profile
 
     err = Console(stderr=True)
     request = ProfileRequest(
         package=package, dataset=dataset, model=model, job=job, backend=backend,
-        pass_threshold=pass_threshold, limit=limit, timeout_s=timeout_s,
+        pass_threshold=pass_threshold_for(package, profile_pass_threshold, isolated=isolated),
+        limit=limit, timeout_s=timeout_s,
         runtime=RuntimeOptions(gym_version=gym_version, gym_python=gym_python,
                                allow_python_override=allow_python_override, offline=offline))
     counter = _Counter(err)

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from envkit.profile.analysis import Band, BandError, RowProfile, parse_band
 from envkit.profile.report import ProfileReport
-from envkit.profile.run import DATASET_DIR, EmptyBandError, NoModelError, run_profile
+from envkit.profile.run import (
+    DATASET_DIR,
+    EmptyBandError,
+    NoModelError,
+    pass_threshold_for,
+    run_profile,
+)
 from envkit.profile.sampling import ProfileRequest
 
 __all__ = [
@@ -22,5 +28,6 @@ __all__ = [
     "ProfileRequest",
     "RowProfile",
     "parse_band",
+    "pass_threshold_for",
     "run_profile",
 ]

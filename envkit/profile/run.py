@@ -19,10 +19,28 @@ if TYPE_CHECKING:
     from envkit.model.provenance import CurationDict, Provenance
     from envkit.profile.analysis import Band
 
-__all__ = ["DATASET_DIR", "EmptyBandError", "ProfileRequest", "run_profile"]
+__all__ = ["DATASET_DIR", "PASS_THRESHOLD", "EmptyBandError", "ProfileRequest",
+           "pass_threshold_for", "run_profile"]
 
 DATASET_DIR = "dataset"
 """The curated dataset's directory under ``-o``."""
+
+
+PASS_THRESHOLD = 1.0
+"""Full marks: a binary verifier's pass (Gym's profile counts ``reward >= pass_threshold``)."""
+
+
+def pass_threshold_for(package: Path, flag: float | None, *, isolated: bool = False) -> float:
+    """``--pass-threshold``, else ``profile-pass-threshold`` of the package's configuration
+    (``envkit.toml`` or ``[tool.envkit]``, as validate finds it), else full marks.
+
+    :raises SettingsError: the configuration file found cannot be used.
+    """
+    from envkit.check.settings import Settings, settings_for
+
+    value = settings_for(package, Settings(profile_pass_threshold=flag),
+                         isolated=isolated).profile_pass_threshold
+    return PASS_THRESHOLD if value is None else value
 
 
 class EmptyBandError(FailedError):

@@ -52,6 +52,8 @@ class ProfileRequest:
     job: Path | None = None
     backend: str = "hf"
     pass_threshold: float = 1.0
+    """A reply passes at this reward or above (``--pass-threshold``, else the configuration's
+    ``profile-pass-threshold``: ``envkit.profile.run.pass_threshold_for``)."""
     limit: int | None = None
     """Only the first N rows of each split."""
     timeout_s: float = 600.0

@@ -194,3 +194,19 @@ def test_every_rollout_is_seeded_by_its_row_and_place_in_the_group() -> None:
     other, _ = profile_batch(splits, dataclasses.replace(JOB, seed=8))
     assert other != batch
     assert PROFILE_SALT not in (0, 1, 2)  # apart from training, validation and the probe
+
+
+def test_the_pass_threshold_comes_from_the_flag_then_the_configuration(tmp_path: Path) -> None:
+    from envkit.check.settings import SettingsError
+    from envkit.profile import pass_threshold_for
+
+    package = tmp_path / "pkg"
+    package.mkdir()
+    assert pass_threshold_for(package, None) == 1.0  # full marks: a binary verifier's pass
+    (tmp_path / "pyproject.toml").write_text("[tool.envkit]\nprofile-pass-threshold = 0.5\n")
+    assert pass_threshold_for(package, None) == 0.5
+    assert pass_threshold_for(package, 0.25) == 0.25
+    assert pass_threshold_for(package, None, isolated=True) == 1.0
+    (tmp_path / "pyproject.toml").write_text('[tool.envkit]\nprofile-pass-threshold = "x"\n')
+    with pytest.raises(SettingsError, match="`profile-pass-threshold` must be a number"):
+        pass_threshold_for(package, None)

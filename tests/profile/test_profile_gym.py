@@ -17,7 +17,8 @@ zero-variance with some p (about 0.6 for this model: every reply misses), an "é
 so the original's share is about (16 p + 32) / 48 ~ 0.87 and the curated one's, all "a" rows,
 about p. The gap is about 1.5 standard deviations of the curated share's sampling error; both
 runs are seeded (the job's ``seed``), so the verdict is the same on every run (measured on this
-machine: 41 of 48 groups, then 5 of 7).
+machine: 41 of 48 groups, then 5 of 7). The second profile also shows that two runs give the
+same profile: its rows are the same prompt at the same places as the original's first ones.
 
 Slow: three real Gym bring-ups (Python 3.13 venvs, cached), ~450 rollouts of a tiny model on
 the CPU and two GRPO steps; ``allow_python_override`` because this machine's Python 3.13.0 is
@@ -98,6 +99,9 @@ def test_keep_lowers_the_zero_variance_share_and_train_runs_on_it(
     print(f"zero-variance share at G={G}: original {before} ({48} rows), "
           f"curated {after} ({kept} rows)")
     assert after < before
+    # two runs, the same requests, the same replies: the curated rows (all "a") sit at the
+    # places 0..kept-1, so each draws the seeds the original's row there drew, for one prompt
+    assert [r["rewards"] for r in second["rows"]] == [r["rewards"] for r in first["rows"][:kept]]
 
     job = write_job(tmp_path / "job.json", {**json.loads(JOB.read_text())["training"],
                                              "max_steps": 2},
