@@ -71,8 +71,11 @@ def _lines(report: ProfileReport) -> list[str]:
         out.append(f"kept (pass rate in [{band[0]:g}, {band[1]:g}]): {rows}; zero-variance share "
                    f"{_share(data['zero_variance_share'])} -> "
                    f"{_share(keep['zero_variance_share_after'])}")
-        out.append(f"dataset: {keep['dataset']}" if keep["dataset"] else
-                   "dataset: not written (a rollout failed: its rows' pass rates are incomplete)")
+        if keep["dataset"]:
+            out.append(f"dataset: {keep['dataset']}")
+        elif report.exit_code:
+            out.append("dataset: not written (a rollout failed: its rows' pass rates are "
+                       "incomplete)")
     if data["profile"]:
         out.append(f"profile: {data['profile']}")
     return out

@@ -210,3 +210,12 @@ def test_the_pass_threshold_comes_from_the_flag_then_the_configuration(tmp_path:
     (tmp_path / "pyproject.toml").write_text('[tool.envkit]\nprofile-pass-threshold = "x"\n')
     with pytest.raises(SettingsError, match="`profile-pass-threshold` must be a number"):
         pass_threshold_for(package, None)
+
+
+def test_no_dataset_is_written_after_a_failed_rollout(capsys: pytest.CaptureFixture) -> None:
+    from envkit.output.render import render
+
+    rows = (row_profile("training", 0, [1.0, 0.0], ["timeout"]),)
+    report = ProfileReport("m", "hf", 1.0, Sampled(JOB, rows, 0, 0), Band(0.1, 0.9))
+    assert render(report, "human") == 1
+    assert "dataset: not written (a rollout failed" in capsys.readouterr().out
