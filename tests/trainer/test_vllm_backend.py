@@ -212,6 +212,74 @@ def test_colocated_sleep_and_wake(engine: Any) -> None:
     assert engine.generate(PROMPTS[:1], SamplingParams(max_tokens=2))[0].completions
 
 
+class _EngineSource:
+    """A GRPO rollout source on the vLLM backend with a Python reward (the Gym source without
+    the Gym servers): seeded samples per (group, index), refit through ``refit_engine``."""
+
+    def __init__(self, engine: Any, policy: Any, max_tokens: int) -> None:
+        self.engine, self.policy, self.max_tokens = engine, policy, max_tokens
+        self.slept = 0
+
+    def rollouts(self, rows: Any, num_generations: int, *, first_group: int = 0,
+                 seed: int | None = None) -> list[Any]:
+        from envkit.gym.rollout import Rollout
+        from envkit.trainer.seeds import sample_seed
+        from envkit.trainer.sources.local import row_messages
+
+        out = []
+        for i, row in enumerate(rows):
+            group = first_group + i
+            for k in range(num_generations):
+                params = SamplingParams(n=1, temperature=1.0, max_tokens=self.max_tokens,
+                                        seed=sample_seed(seed or 0, group, k))
+                (gen,) = self.engine.generate([row_messages(row)], params)
+                c = gen.completions[0]
+                reward = sum(ch == "a" for ch in c.text) / max(1, len(c.text))
+                out.append(Rollout(group, gen.prompt_token_ids, c.token_ids, c.logprobs, reward,
+                                   c.truncated))
+        return out
+
+    def refresh(self, policy: Any) -> dict[str, float]:
+        return refit_engine(self.engine, generation_weights(policy), refit_check(policy,
+                                                                                 self.engine))
+
+    def load_weights(self, state: Any, check: Any = None) -> dict[str, float]:
+        return refit_engine(self.engine, state, check)
+
+    def sleep(self) -> None:
+        self.slept += 1
+        self.engine.sleep()
+
+    def restart(self) -> None:
+        """Nothing to restart."""
+
+
+def test_grpo_steps_refit_the_engine_and_report_its_logprob_error(
+    engine: Any, model_dir: Path, tmp_path: Path
+) -> None:
+    """Three GRPO steps sampling from vLLM: after each optimizer step the engine sleeps while
+    the trainer trains, is refit and passes the probe; ``train_token_mult_prob_error`` (vLLM's
+    sampling logprobs against the trainer's) stays within 5% of 1 on every step."""
+    from envkit.trainer.grpo import TrainOptions, train
+    from envkit.trainer.metrics import read_metrics
+
+    cfg = grpo_config({"training": {"type": "grpo", "num_generations_per_prompt": 4,
+                                    "batch_size": 8, "max_steps": 3, "learning_rate": 1e-3,
+                                    "max_seq_length": 96}})
+    policy = load_policy(model_dir, cfg)
+    source = _EngineSource(engine, policy, max_tokens=16)
+    source.refresh(policy)  # the module's engine holds other tests' weights
+    rows = [{"responses_create_params": {"input": f"say a {i}"}} for i in range(8)]
+    result = train(cfg, policy, source, rows, TrainOptions(tmp_path))
+    records = read_metrics(result.metrics_path)
+    assert [r["step"] for r in records] == [1, 2, 3]
+    assert source.slept == 3
+    for r in records:
+        assert r["train_refit_probe_max_abs_logprob_diff"] < 1e-3
+        assert abs(r["train_token_mult_prob_error"] - 1.0) < 0.05, r
+        assert r["train_refit_seconds"] > 0
+
+
 def _chat(base_url: str, seed: int) -> dict[str, Any]:
     body = {"model": "m", "messages": PROMPTS[seed % len(PROMPTS)], "max_tokens": 12,
             "temperature": 1.0, "seed": seed, "logprobs": True}
