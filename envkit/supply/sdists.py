@@ -34,6 +34,7 @@ from envkit.supply.uvcmd import (
     run_subprocess,
     uv_bin,
 )
+from envkit.supply.wheelcache import private_dirs, yours
 
 __all__ = [
     "SdistBuild",
@@ -126,9 +127,11 @@ def build_pure_wheel(sdist: Path, project: str, sdist_sha256: str, cache_root: P
     """
     final_dir = sdist_cache_dir(cache_root, sdist_sha256)
     hits = sorted(final_dir.glob("*.whl")) if final_dir.is_dir() else []
-    if hits:
+    if hits and yours(hits[0], cache_root):
         return hits[0]
-    final_dir.parent.mkdir(parents=True, exist_ok=True)
+    if hits:  # someone else's, or writable by others: built again, into a folder of our own
+        shutil.rmtree(final_dir, ignore_errors=True)
+    private_dirs(final_dir.parent)
     with tempfile.TemporaryDirectory(prefix=".build-", dir=final_dir.parent) as tmp:
         out = Path(tmp) / "dist"
         result = how.runner(how.command(sdist, out), env=clean_env(), cwd=Path(tmp))

@@ -24,7 +24,27 @@ from envkit.supply.cache import file_sha256
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["WheelCache", "link_or_copy", "link_wheels", "pool_wheels", "private_dirs"]
+__all__ = ["WheelCache", "link_or_copy", "link_wheels", "pool_wheels", "private_dirs", "yours"]
+
+
+def yours(file: Path, store: Path) -> bool:
+    """``file`` and every folder from ``store`` down to it belong to this user and no one else
+    may write them (``envkit.supply.root``'s rule for entries that carry no hash to check)."""
+    from envkit.supply.root import trusted_dir
+
+    try:
+        st = file.lstat()
+    except OSError:
+        return False
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        return False
+    folder, top = file.parent, Path(store)
+    while True:
+        if not trusted_dir(str(folder)):
+            return False
+        if folder == top or folder == folder.parent:
+            return True
+        folder = folder.parent
 
 
 def private_dirs(folder: Path) -> None:

@@ -145,3 +145,33 @@ def test_compiled_sdist_on_an_old_glibc_floor_hints_at_glibc(tmp_path: Path) -> 
         build(BuildRequest(sources=(server,), out=tmp_path / "out" / "pkg",
                            target=Target("x86_64", glibc=(2, 17)), runtime_pins=False,
                            index_url=index.url, cache_dir=tmp_path / "cache"))
+
+
+def test_a_built_wheel_someone_else_left_in_the_store_is_built_again(tmp_path: Path) -> None:
+    """The store of wheels built from sdists carries no hash to check a hit against: a hit is
+    used only when it is this user's own, in folders no one else may write."""
+    import os
+
+    from envkit.supply.sdists import build_pure_wheel, sdist_cache_dir
+
+    sha = "ab" * 32
+    planted = sdist_cache_dir(tmp_path, sha)
+    planted.mkdir(parents=True)
+    (planted / "demo-1.0-py3-none-any.whl").write_bytes(b"planted")
+    os.chown(planted / "demo-1.0-py3-none-any.whl", 65534, 65534)
+    calls: list[list[str]] = []
+
+    class Refused(Exception):
+        pass
+
+    def runner(cmd: list[str], **_: object) -> object:
+        calls.append(cmd)
+        raise Refused
+
+    from envkit.supply.sdists import SdistBuild
+
+    with pytest.raises(Refused):
+        build_pure_wheel(tmp_path / "demo-1.0.tar.gz", "demo==1.0", sha, tmp_path,
+                         how=SdistBuild(runner=runner))
+    assert calls  # not answered from the planted file: a build was started
+    assert not planted.exists()
