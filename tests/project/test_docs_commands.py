@@ -10,11 +10,12 @@ not ignored), in this order (:data:`RUN`):
 - the guides' blocks, each from the copy's root, after those (they use the project the
   getting-started page made: ``my-env/package``, ``my-env/package-data``).
 
-Each shell is ``bash -e -o pipefail``. Two adjustments, both visible here: ``pip install`` runs
+Each shell is ``bash -e -o pipefail``. Three adjustments, all visible here: ``pip install`` runs
 with ``--dry-run`` (it resolves against the index; installing into the test's own venv, or
 torch's CUDA closure, is not this test's job), and servers start with
 ``ENVKIT_ALLOW_PYTHON_OVERRIDE=1`` (this machine's CPython 3.13 predates nemo-gym's 3.13.14
-floor). Commands that cannot run here are listed in :data:`NOT_HERE` with the reason; the fast
+floor); ``scripts/bench.sh`` runs each benchmark once, on the test's interpreter. Commands that
+cannot run here are listed in :data:`NOT_HERE` with the reason; the fast
 tests check that every command is either run or listed there, and that every ``--flag`` a
 documented ``envkit`` command names is one of that command's click options (hidden spellings
 excluded: the docs show what ``--help`` shows).
@@ -100,8 +101,10 @@ def runnable(command: str) -> str:
     for the benchmark script)."""
     if command.startswith("pip install "):
         return command.replace("pip install ", "pip install --dry-run ", 1)
-    if command.startswith("scripts/bench.sh --quick"):  # minutes of medians: one run each
-        return command.replace("--quick", "--once", 1)
+    if command.startswith("scripts/bench.sh --quick"):  # minutes of medians: one run each,
+        # on the test's interpreter (the script's default is the checkout's .venv, which the
+        # venv line, not run here, would have made)
+        return 'PYTHON="$(command -v python)" ' + command.replace("--quick", "--once", 1)
     return command
 
 
