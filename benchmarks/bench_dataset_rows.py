@@ -22,7 +22,7 @@ from pathlib import Path
 from envkit.model.dataset import load_dataset
 from envkit.model.package import load_package
 from envkit.validators import Inputs
-from envkit.validators.dataset_row_checks import check_dataset_files, check_dataset_rows
+from envkit.validators.dataset.checks import check_dataset_files, check_dataset_rows
 
 PKG = Path(__file__).resolve().parent.parent / "fixtures/packages/valid-adapter-wheels-v1/pkg"
 

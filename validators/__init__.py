@@ -3,9 +3,9 @@
 ``CHECKS`` is the one visible list of what runs; ``RULES`` maps each EK code to its record.
 This package never imports ``envkit.trainer``.
 
-The checks of the wheels and the dataset are deferred: their modules are imported at the
-first input they apply to (each area's ``applies``), not by every start (most runs are a
-pre-commit hook over a package without wheels or dataset).
+The checks of the wheels are deferred: their module is imported at the first input they apply
+to (``wheels.applies``), not by every start (most runs are a pre-commit hook over a package
+without wheels).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, cast
 
 from envkit.model.diagnostics import Severity
 from envkit.validators import (
-    dataset_rows,
+    dataset,
     gym,
     job,
     layout,
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["CHECKS", "INTERNAL", "KNOWN_RULES", "RULES", "Check", "CheckOptions", "Inputs", "Rule",
            "run_checks"]
 
-_MODULES = (manifest, layout, secrets, provenance, gym, wheels, dataset_rows, job, spinup, probe)
+_MODULES = (manifest, layout, secrets, provenance, gym, wheels, dataset, job, spinup, probe)
 
 
 def _deferred(applies: Callable[[Inputs], bool], load: Callable[[], ModuleType],
@@ -65,12 +65,6 @@ def _wheel_checks() -> ModuleType:
     return wheel_checks
 
 
-def _dataset_row_checks() -> ModuleType:
-    from envkit.validators import dataset_row_checks
-
-    return dataset_row_checks
-
-
 CHECKS: tuple[Check, ...] = (
     *manifest.CHECKS,
     *layout.CHECKS,
@@ -79,8 +73,7 @@ CHECKS: tuple[Check, ...] = (
     *gym.CHECKS,
     *_deferred(wheels.applies, _wheel_checks, "check_wheel_files", "check_duplicates",
                "check_closure"),
-    *_deferred(dataset_rows.applies, _dataset_row_checks, "check_dataset_files",
-               "check_dataset_rows"),
+    *dataset.CHECKS,
     *job.CHECKS,
     *spinup.CHECKS,
     *probe.CHECKS,

@@ -23,7 +23,7 @@ from functools import cache
 from typing import NamedTuple
 
 from envkit.validators.config_paths import EK104, EK105, EK106, EK111, EK112
-from envkit.validators.dataset_rows import EK500
+from envkit.validators.dataset.rules import EK500
 from envkit.validators.gym.rules import EK302, EK304, EK310, EK313
 from envkit.validators.job.rules import (
     EK600,

@@ -63,7 +63,8 @@ class Settings:
     probe_rollout_timeout: float | None = None
     """``envkit probe``'s thresholds (``envkit.probe.thresholds`` documents each)."""
     leak_min_chars: int | None = None
-    """EK507's shortest reference answer looked for in the prompt (``envkit.validators.leaks``)."""
+    """EK507's shortest reference answer looked for in the prompt
+    (``envkit.validators.dataset.leaks``)."""
     profile_pass_threshold: float | None = None
     """``envkit profile``: the reward at or above which a reply passes (``envkit.profile``)."""
     source: Path | None = field(default=None, compare=False)

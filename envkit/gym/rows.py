@@ -10,7 +10,7 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from envkit.model.dataset import load_dataset
-from envkit.validators.dataset_rows import EK500, EK501
+from envkit.validators.dataset.rules import EK500, EK501
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

@@ -39,9 +39,8 @@ NOT_ON_THE_PATH = (
     "hashlib",
     "subprocess",
     "difflib",  # did-you-mean: only a misspelt name needs it (close_matches)
-    # the checks of the wheels and a dataset (``envkit.validators`` defers them)
+    # the checks of the wheels (``envkit.validators`` defers them)
     "envkit.validators.wheel_checks",
-    "envkit.validators.dataset_row_checks",
 )
 
 

@@ -18,8 +18,8 @@ from envkit.model.dataset import load_dataset
 from envkit.model.diagnostics import Diagnostic, Severity
 from envkit.model.package import load_package
 from envkit.validators import CheckOptions, Inputs
-from envkit.validators._responses import input_problems
-from envkit.validators.dataset_row_checks import (
+from envkit.validators.dataset._responses import input_problems
+from envkit.validators.dataset.checks import (
     MAX_PER_CODE,
     check_dataset_files,
     check_dataset_rows,
@@ -348,7 +348,7 @@ _CORPUS: list[dict[str, Any]] = [
 
 
 def _envkit_accepts(params: dict[str, Any]) -> bool:
-    from envkit.validators._responses import CREATE_PARAMS_FIELDS
+    from envkit.validators.dataset._responses import CREATE_PARAMS_FIELDS
 
     if "input" not in params or set(params) - CREATE_PARAMS_FIELDS:
         return False

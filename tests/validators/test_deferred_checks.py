@@ -1,4 +1,4 @@
-"""``envkit.validators.CHECKS`` defers the wheels' and the dataset's checks: each
+"""``envkit.validators.CHECKS`` defers the wheels' checks: each
 stands for its module's own check, under its name, in the module's order, and finds what that
 check finds (``tests/check/test_startup_imports.py`` holds that a package-only run imports
 none of them)."""
@@ -14,7 +14,7 @@ from envkit.validators import (
     CHECKS,
     CheckOptions,
     Inputs,
-    dataset_row_checks,
+    dataset,
     gym,
     job,
     layout,
@@ -31,7 +31,7 @@ PACKAGES = ROOT / "fixtures" / "packages"
 
 
 def test_checks_are_each_area_s_own_in_order() -> None:
-    areas = (manifest, layout, secrets, provenance, gym, wheel_checks, dataset_row_checks, job,
+    areas = (manifest, layout, secrets, provenance, gym, wheel_checks, dataset, job,
              spinup, probe)
     own = [check.__name__ for area in areas for check in area.CHECKS]
     assert [check.__name__ for check in CHECKS] == own

@@ -1,21 +1,13 @@
-"""EK5xx: the prompt dataset (``training.jsonl`` / ``validation.jsonl``) as Gym rollout rows.
-
-The rule records, and when their checks apply: a dataset given. The checks themselves are
-``envkit.validators.dataset_row_checks``, imported for a dataset only (``envkit.validators``
-defers them): a package-only ``envkit validate`` compiles none of their code.
-"""
+"""The EK5xx rule records of the prompt dataset: code, severity, title, why, fix."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from envkit.model.diagnostics import Severity
 from envkit.validators._base import Rule
 
-if TYPE_CHECKING:
-    from envkit.validators._base import Inputs
-
-__all__ = ["RULES", "applies"]
+__all__ = [
+    "EK500", "EK501", "EK502", "EK503", "EK504", "EK505", "EK506", "EK507", "RULES",
+]
 
 
 EK500 = Rule(
@@ -105,8 +97,3 @@ EK507 = Rule(
 )
 
 RULES = (EK500, EK501, EK502, EK503, EK504, EK505, EK506, EK507)
-
-
-def applies(inputs: Inputs) -> bool:
-    """The checks have something to look at: a dataset."""
-    return inputs.dataset is not None

@@ -1,5 +1,5 @@
-"""The EK5xx checks of the prompt dataset (``envkit.validators.dataset_rows`` holds their
-records): ``training.jsonl`` / ``validation.jsonl`` as Gym rollout rows.
+"""The EK5xx checks of the prompt dataset: ``training.jsonl`` / ``validation.jsonl`` as Gym
+rollout rows.
 
 Row shapes are checked inside the training container, not at submit (the "GRPO and Reward
 Environments" guide, "Prompt dataset format"), so a malformed row costs a whole job start;
@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from envkit.model.diagnostics import Diagnostic, Severity, close_matches
-from envkit.validators._responses import CREATE_PARAMS_FIELDS, input_problems
-from envkit.validators.dataset_rows import (
+from envkit.validators.dataset._responses import CREATE_PARAMS_FIELDS, input_problems
+from envkit.validators.dataset.context import AGENT_TYPE, RowContext, row_context
+from envkit.validators.dataset.rules import (
     EK500,
     EK501,
     EK502,
@@ -27,12 +28,11 @@ from envkit.validators.dataset_rows import (
     EK507,
     RULES,
 )
-from envkit.validators.row_context import AGENT_TYPE, RowContext, row_context
 
 if TYPE_CHECKING:
     from envkit.model.dataset import Dataset, Row
     from envkit.validators._base import Inputs
-    from envkit.validators.leaks import LeakTally
+    from envkit.validators.dataset.leaks import LeakTally
 
 __all__ = [
     "CHECKS",

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from envkit.validators.leaks import DEFAULT_MIN_CHARS, LeakTally
+from envkit.validators.dataset.leaks import DEFAULT_MIN_CHARS, LeakTally
 
 if TYPE_CHECKING:
     from envkit.model.package import Package
