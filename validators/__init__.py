@@ -2,16 +2,12 @@
 
 ``CHECKS`` is the one visible list of what runs; ``RULES`` maps each EK code to its record.
 This package never imports ``envkit.trainer``.
-
-The checks of the wheels are deferred: their module is imported at the first input they apply
-to (``wheels.applies``), not by every start (most runs are a pre-commit hook over a package
-without wheels).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from envkit.model.diagnostics import Severity
 from envkit.validators import (
@@ -29,8 +25,7 @@ from envkit.validators import (
 from envkit.validators._base import Check, CheckOptions, Inputs, Rule
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
-    from types import ModuleType
+    from collections.abc import Iterable
 
     from envkit.model.diagnostics import Diagnostic
 
@@ -40,39 +35,13 @@ __all__ = ["CHECKS", "INTERNAL", "KNOWN_RULES", "RULES", "Check", "CheckOptions"
 _MODULES = (manifest, layout, secrets, provenance, gym, wheels, dataset, job, spinup, probe)
 
 
-def _deferred(applies: Callable[[Inputs], bool], load: Callable[[], ModuleType],
-              *names: str) -> tuple[Check, ...]:
-    """The checks ``names`` of the module ``load`` imports, each imported at its first call
-    with inputs it ``applies`` to; for other inputs a check finds nothing, as the module's own
-    would (each of them returns at once there). Named as the module's checks are: an error
-    in one is reported under its own name."""
-
-    def deferred(name: str) -> Check:
-        def check(inputs: Inputs) -> Iterable[Diagnostic]:
-            if not applies(inputs):
-                return ()
-            return cast("Check", getattr(load(), name))(inputs)
-
-        check.__name__ = check.__qualname__ = name
-        return check
-
-    return tuple(deferred(name) for name in names)
-
-
-def _wheel_checks() -> ModuleType:
-    from envkit.validators import wheel_checks
-
-    return wheel_checks
-
-
 CHECKS: tuple[Check, ...] = (
     *manifest.CHECKS,
     *layout.CHECKS,
     *secrets.CHECKS,
     *provenance.CHECKS,
     *gym.CHECKS,
-    *_deferred(wheels.applies, _wheel_checks, "check_wheel_files", "check_duplicates",
-               "check_closure"),
+    *wheels.CHECKS,
     *dataset.CHECKS,
     *job.CHECKS,
     *spinup.CHECKS,

@@ -40,7 +40,7 @@ from envkit.validators.job.rules import (
 from envkit.validators.layout import EK200, EK201, EK202, EK205
 from envkit.validators.manifest import EK100, EK101, EK102, EK103, EK108, EK109, EK110
 from envkit.validators.spinup import EK701, EK702, EK703, EK704, EK705
-from envkit.validators.wheels import EK401, EK403, EK406
+from envkit.validators.wheels.rules import EK401, EK403, EK406
 
 __all__ = ["FALLBACK", "SIGNATURES", "Signature", "Where", "first_match"]
 

@@ -50,7 +50,7 @@ from envkit.supply.sdists import SdistBuild
 from envkit.supply.uvcmd import Runner, UvSources, run_subprocess, uv_version
 from envkit.supply.wheelcache import WheelCache
 from envkit.validators import CheckOptions, Inputs
-from envkit.validators.wheel_checks import closure_roots
+from envkit.validators.wheels.checks import closure_roots
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

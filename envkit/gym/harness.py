@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from envkit.errors import FailedError
 from envkit.validators.config_paths import EK112
 from envkit.validators.manifest import EK110
-from envkit.validators.wheels import EK403
+from envkit.validators.wheels.rules import EK403
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

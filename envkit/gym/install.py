@@ -45,7 +45,7 @@ from envkit.supply.cache import content_key, digests_key, file_sha256
 from envkit.supply.isolation import isolated_env
 from envkit.supply.treestamps import rescan
 from envkit.supply.wheelcache import WheelCache, pool_wheels
-from envkit.validators.wheels import EK403
+from envkit.validators.wheels.rules import EK403
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence

@@ -39,8 +39,6 @@ NOT_ON_THE_PATH = (
     "hashlib",
     "subprocess",
     "difflib",  # did-you-mean: only a misspelt name needs it (close_matches)
-    # the checks of the wheels (``envkit.validators`` defers them)
-    "envkit.validators.wheel_checks",
 )
 
 

@@ -17,7 +17,7 @@ from envkit.validators import RULES
 from envkit.validators.runtime_signatures import FALLBACK, SIGNATURES
 
 CODE_DIRS = ("envkit", "validators", "converters", "trainer")
-ALLOWED = {"validators/spinup.py", "validators/wheels.py", "validators/runtime_signatures.py"}
+ALLOWED = {"validators/spinup.py", "validators/wheels/rules.py", "validators/runtime_signatures.py"}
 LITERAL = re.compile(r"\bEK(?:70[1-5]|403)\b")
 
 

@@ -1,6 +1,6 @@
-"""The EK400–EK408 checks (``envkit.validators.wheels`` holds their records): each wheel's
-tags, RECORD and Requires-Python against the target, projects vendored twice, and the closure
-of what the cluster installs through ``wheels/``.
+"""The EK400–EK409 checks: each wheel's tags, RECORD, Requires-Python and install-time code
+against the target, projects vendored twice, and the closure of what the cluster installs
+through ``wheels/``.
 
 Everything is read from the ``Package`` model: filename tags, METADATA and the RECORD
 findings ``envkit.model.wheelfile`` recorded. No wheel is installed or imported.
@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 from envkit.model.diagnostics import Severity
 from envkit.model.gym_data import gym_data
-from envkit.model.package import INSTALL_MARKERS
+from envkit.model.package import INSTALL_MARKERS, WHEEL_FORMATS
 from envkit.validators.gym.model import view_of
-from envkit.validators.wheels import (
+from envkit.validators.wheels.rules import (
     EK400,
     EK401,
     EK402,
@@ -26,7 +26,6 @@ from envkit.validators.wheels import (
     EK407,
     EK408,
     EK409,
-    applies,
 )
 
 if TYPE_CHECKING:
@@ -52,7 +51,9 @@ adapter harness installs verifiers from GitHub, so adapter packages always need 
 
 
 def _wheel_package(inputs: Inputs) -> Package | None:
-    return inputs.package if applies(inputs) else None
+    """The package when it ships a wheelhouse (native-v1 ships none; EK206 covers a stray one)."""
+    pkg = inputs.package
+    return pkg if pkg is not None and pkg.format in WHEEL_FORMATS else None
 
 
 def check_wheel_files(inputs: Inputs) -> Iterator[Diagnostic]:
@@ -89,7 +90,7 @@ def check_wheel_files(inputs: Inputs) -> Iterator[Diagnostic]:
 def _tag_message(wheel: WheelFile, target: Target) -> str:
     """What the wheel is built for and what the target is, in words, then the likely reason
     (the installer's own "has no wheels with a matching platform tag" says neither)."""
-    from envkit.validators._wheel_words import built_for  # a wheel the target can't install
+    from envkit.validators.wheels._words import built_for  # a wheel the target can't install
 
     major, minor = target.glibc_floor
     target_words = (f"CPython {target.python[0]}.{target.python[1]} on {target.arch} Linux with "

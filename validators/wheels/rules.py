@@ -1,23 +1,14 @@
-"""EK400–EK409: is ``wheels/`` installable on the target, and does it cover the installs?
-
-The rule records, and when their checks apply: a package in one of the two wheels formats
-(native-v1 ships no wheelhouse; EK206 covers a stray one). The checks themselves are
-``envkit.validators.wheel_checks``, imported for such a package only (``envkit.validators``
-defers them): a native-v1 ``envkit validate`` compiles none of their code.
-"""
+"""The EK400–EK409 rule records of the wheelhouse: code, severity, title, why, fix."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from envkit.model.diagnostics import Severity
-from envkit.model.package import WHEEL_FORMATS
 from envkit.validators._base import Rule
 
-if TYPE_CHECKING:
-    from envkit.validators._base import Inputs
-
-__all__ = ["RULES", "applies"]
+__all__ = [
+    "EK400", "EK401", "EK402", "EK403", "EK404", "EK405", "EK406", "EK407", "EK408", "EK409",
+    "RULES",
+]
 
 EK400 = Rule(
     "EK400", Severity.ERROR, "wheel filename invalid or wheel unreadable",
@@ -93,8 +84,3 @@ EK409 = Rule(
 )
 
 RULES = (EK400, EK401, EK402, EK403, EK404, EK405, EK406, EK407, EK408, EK409)
-
-
-def applies(inputs: Inputs) -> bool:
-    """The checks have something to look at: a package in a wheels format."""
-    return inputs.package is not None and inputs.package.format in WHEEL_FORMATS
