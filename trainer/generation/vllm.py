@@ -220,6 +220,9 @@ class _EngineLoop:
                 if self._stopped:
                     self._fail(GenerationError("the vLLM engine is closed"))
                     return
+                if not self._engine.has_unfinished_requests():  # never spin on lost requests
+                    self._fail(GenerationError("the vLLM engine dropped a request unfinished"))
+                    continue
                 try:
                     outputs = self._engine.step()
                 except Exception as exc:  # the engine died: every waiting request fails with it
