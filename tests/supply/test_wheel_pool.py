@@ -99,3 +99,18 @@ def test_gym_sees_the_pooled_folders_as_its_find_links(tmp_path: Path) -> None:
 
 def test_the_offline_install_of_no_wheels_runs_nothing(tmp_path: Path) -> None:
     offline_install([], tmp_path / "venvs", {})  # no uv call: env has no UV_CONFIG_FILE
+
+
+def test_a_stored_download_is_used_only_while_its_bytes_match_its_sha256(tmp_path: Path) -> None:
+    """A download store restored from elsewhere (a CI cache) or edited is checked by hash on
+    use: a file whose bytes no longer match the sha256 it is filed under is fetched again."""
+    store = WheelCache(tmp_path / "wheels")
+    source = tmp_path / "demo-1.0-py3-none-any.whl"
+    source.write_bytes(b"the real bytes")
+    sha = hashlib.sha256(b"the real bytes").hexdigest()
+    kept = store.store(source, sha, source.name)
+    assert store.lookup(sha, source.name) == kept
+    assert (store.root.stat().st_mode & 0o777) == 0o700
+    kept.chmod(0o644)
+    kept.write_bytes(b"the poisoned bytes")
+    assert store.lookup(sha, source.name) is None
