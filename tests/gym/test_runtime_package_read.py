@@ -13,12 +13,14 @@ from toy_envs import make_native_package
 
 from envkit.gym.launch import launchable
 from envkit.model import tree
+from envkit.supply import treestamps
 from envkit.supply.treestamps import MIN_BYTES
 
 
 def test_a_second_start_reads_no_unchanged_large_file(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ENVKIT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(treestamps, "RACY_S", 0.0)  # no one can set a ctime: it is now here
     pkg = make_native_package(tmp_path / "p")
     blob = pkg / "resources_servers" / "char_pattern" / "data.bin"
     blob.write_bytes(b"\0" * (MIN_BYTES + 1))

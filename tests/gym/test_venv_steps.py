@@ -26,7 +26,7 @@ from envkit.gym.install import (
 )
 from envkit.gym.venvsteps import PrefetchSteps, stream_lines
 from envkit.model import tree as tree_module
-from envkit.supply import cache
+from envkit.supply import cache, treestamps
 from envkit.supply.treestamps import MIN_BYTES
 
 # The shape of a real `gym env prefetch` log (nemo-gym 0.7.0, uv 0.9): one built-in server with
@@ -154,6 +154,7 @@ def test_kept_wheel_hashes_give_the_same_key_and_read_no_unchanged_wheel(
     """With the wheels' digests from kept stamps the key is the one every byte gives; a second
     start reads no wheel whose stat is unchanged, for the key nor for offering the wheels to uv,
     and a rewritten wheel is read again and moves the key."""
+    monkeypatch.setattr(treestamps, "RACY_S", 0.0)  # no one can set a ctime: it is now here
     pkg = _wheels_package(tmp_path / "p")
     big = pkg / "wheels" / "envkit_big-1.0-py3-none-any.whl"
     big.write_bytes(b"\1" * (MIN_BYTES + 1))  # kept stamps are for files worth a stat

@@ -258,7 +258,8 @@ def test_pre_commit_smoke_hook_and_documented_cache_key() -> None:
     assert "pre-push" in hook["stages"]
     doc = (ROOT / "docs" / "ci.md").read_text()
     assert "envkit smoke pkg/ --offline --output-format github" in doc
-    assert ".envkit-cache/server-venvs" in doc and "hashFiles('pkg/**')" in doc
+    assert "envkit-cache/server-venvs" in doc and "hashFiles('pkg/**')" in doc
+    assert ".envkit-cache" not in doc  # the cache lives outside the checkout
 
 
 @pytest.mark.parametrize(("args", "lock", "target", "source"), [
