@@ -71,7 +71,7 @@ class _Guard:
         msg = f"envkit sandbox: {event} outside the conversion's temp dir refused: {path!r}"
         raise PermissionError(msg)
 
-    def __call__(self, event: str, args: tuple) -> None:
+    def __call__(self, event: str, args: tuple[Any, ...]) -> None:
         if event == "open" and len(args) >= 3:
             path, mode, flags = args[0], args[1], args[2]
             writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
@@ -137,7 +137,7 @@ class _Net:
     def __init__(self) -> None:
         self.hosts: list[str] = []
 
-    def __call__(self, event: str, args: tuple) -> None:
+    def __call__(self, event: str, args: tuple[Any, ...]) -> None:
         host = None
         if event == "socket.getaddrinfo" and args:
             host = args[0]
@@ -174,7 +174,7 @@ def _where(exc: BaseException, roots: list[str]) -> str:
     return ""
 
 
-def _import_failure(exc: ImportError, module: str) -> dict:
+def _import_failure(exc: ImportError, module: str) -> dict[str, Any]:
     """Which kind of import failure: the env's own module missing, a dependency missing,
     or a name the installed dependency does not have (an API of another version)."""
     missing = getattr(exc, "name", None) or ""
@@ -192,7 +192,7 @@ def _import_failure(exc: ImportError, module: str) -> dict:
     return {"kind": "missing", "message": f"{module!r}: {text}"}
 
 
-def _attribute_failure(exc: AttributeError, module: str) -> dict | None:
+def _attribute_failure(exc: AttributeError, module: str) -> dict[str, Any] | None:
     """A name reached as an attribute of a dependency's module (``vf.SelectConfig``) that the
     installed release lacks: an API of another release, as a failed ``from … import`` is.
     None for anything else: the env's own modules, objects, and a module ``__getattr__``
@@ -209,7 +209,7 @@ def _attribute_failure(exc: AttributeError, module: str) -> dict | None:
             f"which {_dist_of(owner.__name__)} does not have"}
 
 
-def _failure(exc: BaseException, module: str, net: _Net, roots: list[str]) -> dict:
+def _failure(exc: BaseException, module: str, net: _Net, roots: list[str]) -> dict[str, Any]:
     found = None
     if isinstance(exc, ImportError):
         found = _import_failure(exc, module)
@@ -228,7 +228,7 @@ def _failure(exc: BaseException, module: str, net: _Net, roots: list[str]) -> di
             "traceback": traceback.format_exc(limit=20)}
 
 
-def _load(opts: argparse.Namespace, args: dict) -> dict:
+def _load(opts: argparse.Namespace, args: dict[str, Any]) -> dict[str, Any]:
     module = importlib.import_module(opts.module)
     api = _classify_module(module)
     if api != "classic":

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from envkit.errors import FailedError
 
@@ -64,7 +64,7 @@ def _map(value: Any, leaf: Any) -> Any:
     return leaf(value)
 
 
-def resolved(args: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> dict:
+def resolved(args: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """``args`` with every ``${oc.env:VAR[,default]}`` replaced by its value, for the load.
 
     :raises EnvArgsError: a referenced variable is unset and has no default.
@@ -81,10 +81,11 @@ def resolved(args: Mapping[str, Any], environ: Mapping[str, str] | None = None) 
         raise EnvArgsError(msg, f"export {name} for the conversion (the package keeps only "
                                 "the reference; Gym resolves it on the cluster)")
 
-    return _map(dict(args), lambda v: _REF.sub(one, v) if isinstance(v, str) else v)
+    return cast("dict[str, Any]",
+                _map(dict(args), lambda v: _REF.sub(one, v) if isinstance(v, str) else v))
 
 
-def redacted(args: Mapping[str, Any]) -> dict:
+def redacted(args: Mapping[str, Any]) -> dict[str, Any]:
     """``args`` for logs: references kept, literal values under secret-looking keys masked."""
     def walk(value: Any, secret: bool) -> Any:
         if isinstance(value, dict):
@@ -95,4 +96,4 @@ def redacted(args: Mapping[str, Any]) -> dict:
             return "***"
         return value
 
-    return walk(dict(args), False)
+    return cast("dict[str, Any]", walk(dict(args), False))

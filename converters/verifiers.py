@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
@@ -177,7 +177,7 @@ def _check_wheel_meta(req: ConvertRequest, path: Path, who: str | None = None) -
         raise ConvertError(msg, "use a release of it that supports Python 3.13 (EK406)")
 
 
-def _check_closure(req: ConvertRequest, pins: Sequence, wheels: Path, env_wheel: EnvWheel,
+def _check_closure(req: ConvertRequest, pins: Sequence[Any], wheels: Path, env_wheel: EnvWheel,
                    name: str) -> None:
     """Before any env code runs: the vendored env wheel is the one meant (no same-named
     project from another index), and every wheel admits the target's Python."""
@@ -214,7 +214,7 @@ def _write_dataset(
     return len(split.training), len(split.validation)
 
 
-def _write_package(req: ConvertRequest, hub: HubRef, pins: Sequence, env_wheel: EnvWheel,
+def _write_package(req: ConvertRequest, hub: HubRef, pins: Sequence[Any], env_wheel: EnvWheel,
                    name: str, pkg: Path) -> None:
     spec = AdapterSpec(name=hub.name, hub_id=hub.hub_id, vf_env_id=hub.vf_env_id,
                        vf_env_args=req.env_args)

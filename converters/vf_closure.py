@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -146,7 +146,7 @@ def _uv_args(req: ConvertRequest, env_name: str) -> list[str]:
     return args
 
 def resolve_target(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None,
-                   env_name: str) -> list:
+                   env_name: str) -> list[Any]:
     """Pins for ``req.target``.
 
     :raises ConvertError: uv refused; the message names the real cause.
@@ -191,7 +191,7 @@ def resolve_hint(message: str, target: Target) -> str:
             "cluster's image has a newer glibc, or add a prebuilt wheel with --wheels-dir DIR")
 
 
-def fetch(pins: Sequence, dest: Path) -> list:
+def fetch(pins: Sequence[Any], dest: Path) -> list[Any]:
     """Exact files, sha256-checked, through the wheel cache ``envkit build`` uses too.
 
     Returns the vendored pins: an sdist-only pin becomes the pure wheel built from it."""
@@ -221,7 +221,7 @@ def _named_in(files: Sequence[Path]) -> dict[str, str]:
     return out
 
 
-def pin_sources(req: ConvertRequest, pins: Sequence, env_name: str,
+def pin_sources(req: ConvertRequest, pins: Sequence[Any], env_name: str,
                 env_wheel: EnvWheel | None) -> dict[str, str]:
     """Where each pin came from, by name, for ``wheels.lock``."""
     dirs = {str(Path(d).resolve()): str(d) for d in req.wheels_dirs}

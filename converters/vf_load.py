@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from envkit.converters.env_args import redacted, resolved
 from envkit.converters.left_out import build_settings, in_wheel, left_out
@@ -44,9 +44,9 @@ __all__ = ["load_error", "load_rows"]
 logger = logging.getLogger("envkit.convert")
 
 
-def _host_closure(req: ConvertRequest, hub: HubRef, pins: Sequence, wheels: Path,
+def _host_closure(req: ConvertRequest, hub: HubRef, pins: Sequence[Any], wheels: Path,
                   env_wheel: EnvWheel | None, name: str, python: str,
-                  work: Path) -> tuple[list, Path]:
+                  work: Path) -> tuple[list[Any], Path]:
     """Pins and a folder of wheels for the interpreter that loads the env.
 
     When the host is the target's platform (same machine, CPython 3.13) that is the vendored
@@ -63,7 +63,7 @@ def _host_closure(req: ConvertRequest, hub: HubRef, pins: Sequence, wheels: Path
     return fetch(host_pins, dest), dest
 
 
-def load_rows(req: ConvertRequest, hub: HubRef, pins: Sequence, wheels: Path,
+def load_rows(req: ConvertRequest, hub: HubRef, pins: Sequence[Any], wheels: Path,
               env_wheel: EnvWheel | None, name: str, work: Path) -> LoadResult:
     """Load the env in a subprocess of a venv built from the host closure."""
     python = req.host_python or find_host_python()

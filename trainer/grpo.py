@@ -230,7 +230,7 @@ def _one_update(run: _Run, rollouts: list[Rollout], advantages: torch.Tensor) ->
     for mb in mbs:
         out = _microbatch_loss(run, mb, tokens)
         if tokens > 0:
-            out.loss.backward()
+            out.loss.backward()  # type: ignore[no-untyped-call]
         share = float(mb.loss_mask.sum()) / max(tokens, 1.0)
         totals["loss"] += float(out.loss.detach())
         for name, value in out.metrics.items():

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import socket
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from envkit.trainer.inputs import TrainInputError
 from envkit.trainer.sources.ray import RaySourceProxy, RolloutWorker, where
@@ -121,8 +121,8 @@ class _TrainerWorker:
         cfg: GrpoConfig,
         model_dir: Path,
         rollout_actor: Any,
-        rows: list,
-        val_rows: list,
+        rows: list[dict[str, Any]],
+        val_rows: list[dict[str, Any]],
         opts: TrainOptions,
     ) -> TrainResult:
         from envkit.trainer.grpo import train
@@ -222,7 +222,8 @@ def train_with_actors(
             where["trainer"] = ray.get(trainer.where.remote())
             if on_start is not None:
                 on_start(where)
-            return ray.get(trainer.run.remote(cfg, model_dir, rollout, rows, val_rows, opts))
+            remote = trainer.run.remote(cfg, model_dir, rollout, rows, val_rows, opts)
+            return cast("TrainResult", ray.get(remote))
         except ray.exceptions.RayTaskError as exc:
             raise _unwrap(exc) from None
         finally:

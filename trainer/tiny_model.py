@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import string
 from pathlib import Path
+from typing import Any
 
 __all__ = ["CHAT_TEMPLATE", "SPECIAL_TOKENS", "make_tiny_model"]
 
@@ -33,7 +34,7 @@ def _char_alphabet() -> list[str]:
     return sorted(set(string.printable) - {"\r", "\x0b", "\x0c"})
 
 
-def _build_tokenizer(vocab: int):
+def _build_tokenizer(vocab: int) -> Any:
     """A BPE model with no merges is a pure character tokenizer; ``Fuse`` joins on decode."""
     from tokenizers import Tokenizer, decoders, models
     from transformers import PreTrainedTokenizerFast
@@ -57,7 +58,7 @@ def _build_tokenizer(vocab: int):
     )
 
 
-def _llama_config(vocab: int, hidden: int, layers: int, tokenizer):
+def _llama_config(vocab: int, hidden: int, layers: int, tokenizer: Any) -> Any:
     from transformers import LlamaConfig
 
     if hidden % _HEAD_DIM:

@@ -70,7 +70,7 @@ class MissingExtra(MissingExtraError, RuntimeError):
 class InvalidInputs(InvalidError, ValueError):
     """A command's inputs fail validation before anything heavy is loaded (exit 1)."""
 
-    def __init__(self, message: str, diagnostics: list) -> None:
+    def __init__(self, message: str, diagnostics: list[Any]) -> None:
         super().__init__(message)
         self.diagnostics = diagnostics
 

@@ -87,7 +87,7 @@ def _first(body: Mapping[str, Any], *keys: str, default: Any) -> Any:
 class _Job:
     prompts: list[Prompt]
     params: SamplingParams
-    future: Future = field(default_factory=Future)
+    future: Future[list[GenerationOutput]] = field(default_factory=Future)
 
 
 class _Batcher:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from envkit.errors import FailedError
 from envkit.gym.rollout import Rollout, TokenTurn
@@ -105,7 +105,7 @@ def post_row(url: str, row: Mapping[str, Any], timeout_s: float) -> dict[str, An
                                      headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as resp:
-            return json.load(resp)
+            return cast("dict[str, Any]", json.load(resp))
     except urllib.error.HTTPError as exc:
         body = exc.read().decode(errors="replace")[:300]
         msg = f"HTTP {exc.code} from {url}: {body}"

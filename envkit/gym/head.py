@@ -71,7 +71,7 @@ def head_ready(head: str) -> bool:
 
 def _get_text(url: str, timeout_s: float = 10) -> str:
     with urllib.request.urlopen(url, timeout=timeout_s) as resp:
-        return resp.read().decode()
+        return str(resp.read().decode())
 
 
 def _instances(head: str, timeout_s: float = 10) -> dict[str, ServerInfo]:

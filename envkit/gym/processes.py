@@ -173,7 +173,7 @@ def free_port() -> int:
     """A TCP port nothing listens on right now (Gym's head server and Ray take one each)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        return int(sock.getsockname()[1])
 
 
 def short_command(cmdline: str) -> str:

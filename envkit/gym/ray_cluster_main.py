@@ -19,7 +19,7 @@ def _stop(signum: int, frame: Any) -> None:
 
 
 def main() -> None:
-    import ray  # type: ignore[import-not-found]
+    import ray  # type: ignore[import-not-found, unused-ignore]
 
     signal.signal(signal.SIGTERM, _stop)
     ray.init(include_dashboard=False)

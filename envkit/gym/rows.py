@@ -46,8 +46,9 @@ def load_rows(dataset: Path, split: str = "training",
     return rows
 
 
-def rows_by_agent(dataset: Path, per_agent: int,
-                  splits: Sequence[str] = ("training", "validation")) -> dict[str, list[dict]]:
+def rows_by_agent(
+    dataset: Path, per_agent: int, splits: Sequence[str] = ("training", "validation"),
+) -> dict[str, list[dict[str, Any]]]:
     """The first ``per_agent`` rows of each ``agent_ref.name``, ``splits`` in order.
 
     Lenient where :func:`load_rows` is strict: a line that is no JSON object, or names no

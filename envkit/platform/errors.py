@@ -48,7 +48,7 @@ class UploadInterrupted(PlatformError):
 class SubmitRejected(InvalidError):
     """envkit's own validation failed: nothing was uploaded (exit 1, the diagnostics shown)."""
 
-    def __init__(self, diagnostics: list) -> None:
+    def __init__(self, diagnostics: list[Any]) -> None:
         super().__init__(f"{len(diagnostics)} validation problem(s); nothing was uploaded")
         self.diagnostics = diagnostics
         self.hint = "fix them (`envkit rule CODE` explains each), then submit again"

@@ -40,7 +40,7 @@ def retry_delay(attempt: int, retry_after: str | None) -> float:
                 when = None
             if when is not None:
                 return min(_MAX_DELAY, max(0.0, when - time.time()))
-    return min(_MAX_DELAY, 0.5 * 2**attempt)
+    return float(min(_MAX_DELAY, 0.5 * 2**attempt))
 
 
 class PlatformClient:

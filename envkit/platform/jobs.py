@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
 
 from envkit.platform.errors import PlatformError
@@ -43,7 +43,7 @@ def new_job_name() -> str:
 
 
 def create_job(client: PlatformClient, ref: JobRef, spec: dict[str, Any],
-               custom_fields: dict[str, Any] | None = None) -> tuple[dict, bool]:
+               custom_fields: dict[str, Any] | None = None) -> tuple[dict[str, Any], bool]:
     """POST the job (with ``custom_fields``, the provenance among them); on 409 attach to
     the existing job of that name if it has the same refs.
 
@@ -68,7 +68,7 @@ def create_job(client: PlatformClient, ref: JobRef, spec: dict[str, Any],
 
 def get_job(client: PlatformClient, ref: JobRef) -> dict[str, Any]:
     """The job as the platform keeps it (spec, status, ``custom_fields``)."""
-    return client.json("GET", ref.url)
+    return cast("dict[str, Any]", client.json("GET", ref.url))
 
 
 def job_provenance(job: dict[str, Any]) -> dict[str, Any] | None:
@@ -79,7 +79,7 @@ def job_provenance(job: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def job_status(client: PlatformClient, ref: JobRef) -> dict[str, Any]:
-    return client.json("GET", f"{ref.url}/status")
+    return cast("dict[str, Any]", client.json("GET", f"{ref.url}/status"))
 
 
 def job_logs(client: PlatformClient, ref: JobRef, *, limit: int = 100, cursor: str | None = None,
@@ -89,14 +89,14 @@ def job_logs(client: PlatformClient, ref: JobRef, *, limit: int = 100, cursor: s
     params: dict[str, Any] = {"tail": min(int(tail), 10000)} if tail else {"limit": limit}
     if cursor:
         params["page_cursor"] = cursor
-    return client.json("GET", f"{ref.url}/logs", params=params)
+    return cast("dict[str, Any]", client.json("GET", f"{ref.url}/logs", params=params))
 
 
 def cancel_job(client: PlatformClient, ref: JobRef) -> dict[str, Any]:
-    return client.json("POST", f"{ref.url}/cancel")
+    return cast("dict[str, Any]", client.json("POST", f"{ref.url}/cancel"))
 
 
-def wait_job(client: PlatformClient, ref: JobRef, on_update: Callable[[dict], None], *,
+def wait_job(client: PlatformClient, ref: JobRef, on_update: Callable[[dict[str, Any]], None], *,
              interval: float = 2.0, sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
     """Poll until a terminal status (Ctrl-C propagates: the caller detaches, nothing cancelled)."""
     while True:

@@ -13,7 +13,7 @@ import logging
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from envkit.check.gate import GateRequest, gate_package, resolve_settings, selection
 from envkit.check.settings import Settings
@@ -135,7 +135,7 @@ def run_probe(request: ProbeRequest, phases: Sequence[Phase] | None = None) -> P
 
 
 def _prepare(request: ProbeRequest, dataset: Path, settings: Settings,
-             thresholds: Thresholds) -> dict:
+             thresholds: Thresholds) -> dict[str, Any]:
     """What the phases read, from the package, the dataset and the job (read once)."""
     rows = rows_by_agent(dataset, thresholds.rows)
     if not rows:
@@ -158,7 +158,7 @@ def _options(request: ProbeRequest, settings: Settings) -> live_session.RuntimeO
         cache_dir=request.cache_dir, keep_logs=request.keep_logs)
 
 
-def _live(request: ProbeRequest, settings: Settings, base: ProbeReport, parts: dict,
+def _live(request: ProbeRequest, settings: Settings, base: ProbeReport, parts: dict[str, Any],
           phases: Sequence[Phase]) -> ProbeReport:
     timings = base.timings
     live = live_session.LiveProbe(request.package, _options(request, settings))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["SCHEMAS", "load_schema", "schema_text"]
 
@@ -26,4 +26,4 @@ def schema_text(name: str) -> str:
 
 @cache
 def load_schema(name: str) -> dict[str, Any]:
-    return json.loads(schema_text(name))
+    return cast("dict[str, Any]", json.loads(schema_text(name)))

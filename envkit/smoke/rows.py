@@ -27,7 +27,8 @@ def dataset_rows(dataset: Path | None, per_agent: int) -> dict[str, list[dict[st
     return rows_by_agent(dataset, per_agent) if dataset is not None else {}
 
 
-def rows_for(agent: str, from_dataset: list[dict[str, Any]], per_agent: int) -> list[dict]:
+def rows_for(agent: str, from_dataset: list[dict[str, Any]],
+             per_agent: int) -> list[dict[str, Any]]:
     """Rows to run for ``agent`` (indexed as ``gym eval run`` indexes them)."""
     base = from_dataset or [{
         "responses_create_params": {"input": [{"role": "user", "content": SMOKE_PROMPT}]},

@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from envkit.check.gate import GateRequest, gate_package, resolve_settings
 from envkit.check.report import Report
@@ -120,7 +121,7 @@ def _options(request: SmokeRequest, gym_version: str, offline: bool) -> RuntimeO
         cache_dir=request.cache_dir, keep_logs=request.keep_logs)
 
 
-def _backend(request: SmokeRequest, by_agent: dict[str, list[dict]]) -> ScriptedBackend:
+def _backend(request: SmokeRequest, by_agent: dict[str, list[dict[str, Any]]]) -> ScriptedBackend:
     """The scripted policy: ``--completion`` for everything, else each row's own answer."""
     answers = {} if request.completion else scripted_answers(
         r for rows in by_agent.values() for r in rows)
@@ -153,7 +154,7 @@ def _spin_up(request: SmokeRequest, static: Report, options: RuntimeOptions,
 
 
 def _run(request: SmokeRequest, session: GymSession, watch: SpinUpWatch, base: SmokeReport,
-         by_agent: dict[str, list[dict]]) -> SmokeReport:
+         by_agent: dict[str, list[dict[str, Any]]]) -> SmokeReport:
     """Start (the report is read before the session closes: logs go with it), then the rows."""
     timings = base.timings
     try:
@@ -173,7 +174,7 @@ def _run(request: SmokeRequest, session: GymSession, watch: SpinUpWatch, base: S
     return rollout_report(base, watch, session, servers, results, synthetic)
 
 
-def _collect(session: GymSession, servers: GymServers, rows: list[dict],
+def _collect(session: GymSession, servers: GymServers, rows: list[dict[str, Any]],
              request: SmokeRequest) -> list[Rollout] | str:
     """Every row; or why Gym died while they ran (a server exited mid-rollout)."""
     try:

@@ -216,4 +216,4 @@ class HFBackend:
 
     def close(self) -> None:
         with self._lock:
-            self.model = None  # type: ignore[assignment]
+            self.model = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from envkit.trainer.generation.refit import RefitError
 from envkit.trainer.sources.base import RolloutFailedError
@@ -113,7 +113,7 @@ class RaySourceProxy:
 
         try:
             remote = self._actor.rollouts.remote(list(rows), num_generations, first_group, seed)
-            return ray.get(remote)
+            return cast("list[Rollout]", ray.get(remote))
         except ray.exceptions.RayTaskError as exc:
             if isinstance(exc.cause, RolloutFailedError):
                 raise exc.cause from None
