@@ -143,9 +143,11 @@ def resolve_inputs(job_data: Mapping[str, Any], request: TrainRequest) -> LocalI
 def preflight(inputs: Inputs) -> list[Diagnostic]:
     """Errors from validating what was read; EK608 is excused (refs replaced by local paths)."""
     from envkit.check.validate import validate_inputs
+    from envkit.validators.job.rules import EK608
 
     report = validate_inputs(inputs)
-    return [d for d in report.diagnostics if d.severity is Severity.ERROR and d.code != "EK608"]
+    return [d for d in report.diagnostics
+            if d.severity is Severity.ERROR and d.code != EK608.code]
 
 
 def _raise_on_errors(inputs: Inputs) -> None:

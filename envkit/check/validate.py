@@ -11,7 +11,7 @@ from envkit.check.columns import with_columns
 from envkit.check.report import Cause, Report
 from envkit.model.diagnostics import Diagnostic, Severity, selected
 from envkit.model.package import load_package
-from envkit.validators import CHECKS, CheckOptions, Inputs, run_checks
+from envkit.validators import CHECKS, INTERNAL, CheckOptions, Inputs, run_checks
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -25,9 +25,10 @@ if TYPE_CHECKING:
 __all__ = ["INTERNAL_ERROR", "TargetDisagreement", "ValidateRequest", "read_package", "validate",
            "validate_inputs"]
 
-INTERNAL_ERROR = "EK000"
-"""The code of the safety net: a check that raised. No input is meant to reach it (every
-fixture is tested not to); it exists so that a bug still yields a report, not a traceback."""
+INTERNAL_ERROR = INTERNAL.code
+"""The code of the safety net (its record: ``envkit.validators.INTERNAL``): a check that
+raised. No input is meant to reach it (every fixture is tested not to); it exists so that a bug
+still yields a report, not a traceback."""
 
 
 @dataclass(frozen=True, slots=True)
