@@ -415,12 +415,12 @@ def test_v1_only_env_is_told_there_is_no_route_yet(tmp_path: Path) -> None:
     _nothing_left(tmp_path)
 
 
-def test_sandbox_hint_and_readme_give_the_same_prime_sandboxes_floor() -> None:
+def test_sandbox_hint_and_the_verifiers_guide_give_the_same_prime_sandboxes_floor() -> None:
     from envkit.converters.vf_load import _known_hint
 
     hint = _known_hint("ValidationError: CreateSandboxRequest start_command")
-    readme = " ".join((ROOT / "README.md").read_text().split())
+    guide = " ".join((ROOT / "docs" / "verifiers.md").read_text().split())
     assert hint is not None
     assert "every prime-sandboxes release verifiers 0.3.1 admits (>= 0.2.39) refuses" in hint
-    assert "every prime-sandboxes release verifiers 0.3.1 admits (>= 0.2.39) refuses" in readme
-    assert "'prime-sandboxes==0.2.35'" in hint and "`prime-sandboxes==0.2.35`" in readme
+    assert "every prime-sandboxes release verifiers 0.3.1 admits (>= 0.2.39) refuses" in guide
+    assert "'prime-sandboxes==0.2.35'" in hint and "`prime-sandboxes==0.2.35`" in guide

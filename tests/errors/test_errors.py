@@ -97,11 +97,11 @@ def test_every_kind_exits_as_documented(name: str) -> None:
 
 def test_kinds_exit_as_the_readme_says() -> None:
     readme = (REPO_ROOT / "README.md").read_text()
-    assert ("`0` success/valid, `1` invalid or failed, `2` usage or internal error"
-            in " ".join(readme.split()))
-    assert {k: KIND_EXITS[k] for k in ("invalid", "failed", "usage", "internal")} == {
-        "invalid": 1, "failed": 1, "usage": 2, "internal": 2}
-    assert KIND_EXITS["missing-extra"] == 2  # "... and exit 2" (Submit to NeMo Platform)
+    assert ("`0` success/valid, `1` invalid or failed, `2` usage, missing extra or internal "
+            "error, `130` interrupted" in " ".join(readme.split()))
+    assert {k: KIND_EXITS[k] for k in ("invalid", "failed", "usage", "missing-extra",
+                                       "internal")} == {
+        "invalid": 1, "failed": 1, "usage": 2, "missing-extra": 2, "internal": 2}
     assert set(KIND_EXITS) == set(load_schema("error")["properties"]["error"]["properties"]
                                   ["kind"]["enum"])
 
