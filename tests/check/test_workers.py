@@ -36,14 +36,19 @@ def _where(item: int) -> tuple[int, int]:
     return item * item, os.getpid()
 
 
-def _slowly(item: int) -> tuple[int, int]:
-    time.sleep(0.002)
-    return _where(item)
+def test_results_come_back_in_order_from_every_worker(tmp_path: Path) -> None:
+    """Each process holds its first item until all three have one, so a loaded machine that
+    schedules a forked worker late cannot leave it without work."""
 
+    def once_all_have_started(item: int) -> tuple[int, int]:
+        (tmp_path / str(os.getpid())).touch()
+        deadline = time.monotonic() + 30
+        while len(list(tmp_path.iterdir())) < 3 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return _where(item)
 
-def test_results_come_back_in_order_from_every_worker() -> None:
     items = list(range(3 * MIN_SHARE))
-    results = fork_map(_slowly, items, workers=3)
+    results = fork_map(once_all_have_started, items, workers=3)
     assert [square for square, _ in results] == [i * i for i in items]
     pids = {pid for _, pid in results}
     assert len(pids) == 3 and os.getpid() in pids
