@@ -6,9 +6,9 @@ there is one, else the CPU): a random-init Llama with a character tokenizer, a P
 
 ``hf``: the policy module itself (HF ``generate``, the local rollout source).
 ``vllm``: envkit's vLLM backend (``--backend vllm``'s engine) colocated with the trainer on the
-same device: it samples, the trainer trains, and after every optimizer step the new weights are
-pushed into the engine (the refit a real run does), asleep while the trainer trains where the
-backend can sleep. Only where ``import vllm`` works.
+same device: it samples, sleeps while the trainer trains (where the backend can), and after every
+optimizer step is refit as a real run refits it (wake, load, the probe prompt checked). Only
+where ``import vllm`` works.
 
 Each reports the median step time, generated tokens/s (per GPU: one device does everything) and
 the first and last step's reward.
@@ -45,20 +45,14 @@ def _job(steps: int, max_new: int) -> dict[str, Any]:
 
 class BackendSource:
     """A rollout source over a :class:`GenerationBackend` and a Python reward: what the Gym
-    source does with the policy endpoint, without Gym. ``refresh`` pushes the trainer's
-    weights into the engine; a backend that can sleep (vLLM colocated) sleeps between its
-    generation and the next refit, so the trainer has the device's memory meanwhile."""
+    source does with the policy endpoint, without Gym. ``refresh`` refits the engine as a real
+    run does (wake, load, probe check: ``trainer/generation/refit.py``); ``sleep`` frees the
+    device while the trainer trains, where the backend can sleep (vLLM colocated)."""
 
     def __init__(self, backend: Any, temperature: float, max_new_tokens: int) -> None:
         self.backend = backend
         self.temperature = temperature
         self.max_new_tokens = max_new_tokens
-        self.refits = 0
-
-    def _call(self, name: str) -> None:
-        method = getattr(self.backend, name, None)
-        if callable(method):
-            method()
 
     def start(self) -> None:
         """The engine is up once constructed."""
@@ -69,16 +63,21 @@ class BackendSource:
     def close(self) -> None:
         self.backend.close()
 
-    def refresh(self, policy: Any) -> None:
+    def sleep(self) -> None:
+        sleep = getattr(self.backend, "sleep", None)
+        if sleep is not None:
+            sleep()
+
+    def refresh(self, policy: Any) -> dict[str, float]:
+        from envkit.trainer.generation.refit import refit_check
         from envkit.trainer.policy import generation_weights
 
-        self._call("wake_up")
-        self.backend.update_weights(generation_weights(policy))
-        self.refits += 1
+        return self.load_weights(generation_weights(policy), refit_check(policy, self.backend))
 
-    def load_weights(self, state: dict[str, Any]) -> None:
-        self._call("wake_up")
-        self.backend.update_weights(state)
+    def load_weights(self, state: dict[str, Any], check: Any = None) -> dict[str, float]:
+        from envkit.trainer.generation.refit import refit_engine
+
+        return refit_engine(self.backend, state, check)
 
     def rollouts(self, rows: Sequence[dict[str, Any]], num_generations: int, *,
                  first_group: int = 0, seed: int | None = None) -> list[Any]:
@@ -86,11 +85,9 @@ class BackendSource:
         from envkit.gym import Rollout
         from envkit.trainer.sources.local import row_messages
 
-        self._call("wake_up")
         params = SamplingParams(n=num_generations, temperature=self.temperature,
                                 max_tokens=self.max_new_tokens, seed=seed)
         outputs = self.backend.generate([row_messages(r) for r in rows], params)
-        self._call("sleep")
         return [
             Rollout(first_group + i, out.prompt_token_ids, c.token_ids, c.logprobs,
                     float(_reward(rows[i], c.text)), c.finish_reason == "length")
