@@ -174,7 +174,7 @@ def _read_archive(base: WheelFile, zf: _Members, *, deep: bool) -> WheelFile:
         record_issues=record_issues(
             zf, metas[0].split("/", 1)[0], deep=deep, known={metas[0]: meta_bytes}
         ),
-        startup_code=_startup_code(zf),
+        startup_code=_startup_code(zf, base.name),
     )
 
 
@@ -182,10 +182,29 @@ _PTH_MAX_BYTES = 1024 * 1024
 """A ``.pth`` larger than this is not read (reported as code: nothing legitimate is that big)."""
 
 
-def _startup_code(zf: _Members) -> tuple[str, ...]:
+AUDITED_STARTUP_HOOKS: frozenset[tuple[str, str, str]] = frozenset({
+    # setuptools' switch between its own distutils and the standard library's (two defaults)
+    ("setuptools", "distutils-precedence.pth",
+     "2638ce9e2500e572a5e0de7faed6661eb569d1b696fcba07b0dd223da5f5d224"),
+    ("setuptools", "distutils-precedence.pth",
+     "7ea7ffef3fe2a117ee12c68ed6553617f0d7fd2f0590257c25c484959a3b7373"),
+    # coverage's subprocess measurement, which does nothing unless COVERAGE_PROCESS_START is set
+    ("coverage", "a1_coverage.pth",
+     "ef2ed06d19867ec669c09a804060666a9cd5e383af0a9d11aa2de79b77d448e8"),
+})
+"""Startup hooks read and known to do only what their project documents: (project, member,
+sha256 of its bytes). Nearly every Gym closure vendors setuptools and coverage, so reporting
+their hooks would bury a planted one under the same warning on every package; a hook is let
+through only byte for byte, under its own project's name and file name."""
+
+
+def _startup_code(zf: _Members, project: str | None) -> tuple[str, ...]:
     """The ``.pth`` members installed into site-packages (the archive's root, or a
     ``*.data/purelib|platlib/`` folder) holding a line that ``site`` executes: one starting
-    with ``import`` followed by a space or a tab (``site.addpackage``'s test)."""
+    with ``import`` followed by a space or a tab (``site.addpackage``'s test), less the
+    audited hooks of :data:`AUDITED_STARTUP_HOOKS`."""
+    import hashlib
+
     found = []
     for name, size in zf.sizes.items():
         parts = name.split("/")
@@ -201,7 +220,10 @@ def _startup_code(zf: _Members) -> tuple[str, ...]:
         except (zipfile.BadZipFile, *_ZIPFILE_ERRORS):
             found.append(name)
             continue
-        if any(line.startswith((b"import ", b"import\t")) for line in text.splitlines()):
+        if not any(line.startswith((b"import ", b"import\t")) for line in text.splitlines()):
+            continue
+        digest = hashlib.sha256(text).hexdigest()
+        if (project, name.rsplit("/", 1)[-1], digest) not in AUDITED_STARTUP_HOOKS:
             found.append(name)
     return tuple(sorted(found))
 

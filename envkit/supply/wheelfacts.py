@@ -40,7 +40,7 @@ from envkit.supply.cache import RACY_S, load_entry, store_entry
 
 __all__ = ["RACY_S", "WheelFacts"]
 
-_VERSION = "4"
+_VERSION = "5"
 _TUPLES = frozenset({"requires_dist", "provides_extra", "record_issues", "startup_code"})
 
 

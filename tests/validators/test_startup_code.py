@@ -46,3 +46,20 @@ def test_the_wheel_facts_store_keeps_it(tmp_path: Path, monkeypatch: pytest.Monk
     WheelFacts(tmp_path / "store").read(wheel)
     again = WheelFacts(tmp_path / "store")
     assert again.read(wheel).startup_code == ("hook.pth",) and again.hits == 1
+
+
+SETUPTOOLS_HOOK = (b"import os; var = 'SETUPTOOLS_USE_DISTUTILS'; enabled = os.environ.get(var, "
+                   b"'local') == 'local'; enabled and __import__('_distutils_hack').add_shim(); \n")
+
+
+def test_an_audited_hook_passes_only_byte_for_byte_under_its_own_project(tmp_path: Path) -> None:
+    """setuptools' own ``distutils-precedence.pth`` (in nearly every Gym closure) is not
+    reported; the same bytes in another project, or one byte changed, are."""
+    member = "distutils-precedence.pth"
+    own = make_wheel(tmp_path / "a", "setuptools", files={member: SETUPTOOLS_HOOK})
+    other = make_wheel(tmp_path / "b", "setuptoolz", files={member: SETUPTOOLS_HOOK})
+    edited = make_wheel(tmp_path / "c", "setuptools",
+                        files={member: SETUPTOOLS_HOOK.replace(b"add_shim", b"add_shim2")})
+    assert read_wheel(own).startup_code == ()
+    assert read_wheel(other).startup_code == (member,)
+    assert read_wheel(edited).startup_code == (member,)
