@@ -210,7 +210,7 @@ def refit_check(policy: Any, engine: Any) -> ProbeCheck | None:
 def refit_engine(engine: Any, state: Mapping[str, torch.Tensor],
                  check: ProbeCheck | None) -> dict[str, float]:
     """Wake the engine, load ``state`` into it, run the probe ``check``; returns the metrics
-    (``refit_seconds`` and the probe's).
+    (``timing/refit``, seconds, and the probe's).
 
     :raises RefitError: the weights were refused, the load failed, or the probe disagrees.
     """
@@ -219,7 +219,7 @@ def refit_engine(engine: Any, state: Mapping[str, torch.Tensor],
     if wake is not None:
         wake()
     engine.update_weights(state)
-    metrics = {"refit_seconds": time.perf_counter() - started}
+    metrics = {"timing/refit": time.perf_counter() - started}
     if check is not None and scores_prompts(engine):
         metrics.update(engine.verify(check))
     return metrics
