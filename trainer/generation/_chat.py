@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["message_text", "render_fallback"]
+__all__ = ["encode_prompt", "message_text", "render_fallback"]
 
 
 def message_text(message: Mapping[str, Any]) -> str:
@@ -32,3 +32,17 @@ def render_fallback(
     """
     text = "".join(f"<|{m.get('role', 'user')}|>{message_text(m)}\n" for m in messages)
     return text + ("<|assistant|>" if add_generation_prompt else "")
+
+
+def encode_prompt(tokenizer: Any, prompt: Sequence[Any]) -> list[int]:
+    """A prompt's token ids: token ids as given, or messages through the tokenizer's chat
+    template (:func:`render_fallback` without one). Every backend encodes through this one
+    function: the engine that samples and the trainer that scores must see the same ids."""
+    if not prompt or isinstance(prompt[0], int):
+        return [int(t) for t in prompt]
+    messages = [dict(m) for m in prompt]
+    if getattr(tokenizer, "chat_template", None):
+        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        return list(ids["input_ids"] if isinstance(ids, Mapping) else ids)
+    text = render_fallback(messages)
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])

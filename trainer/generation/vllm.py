@@ -28,7 +28,7 @@ from envkit.endpoint.generation import (
     SamplingParams,
 )
 from envkit.trainer.generation import refit
-from envkit.trainer.generation._chat import render_fallback
+from envkit.trainer.generation._chat import encode_prompt
 from envkit.trainer.generation.refit import RefitError
 from envkit.trainer.generation.vllm_worker import pack_bucket
 
@@ -289,15 +289,7 @@ class VLLMBackend:
         self.sleep_frees_memory = bool(kwargs.get("enable_sleep_mode")) and not self.on_cpu
 
     def encode_prompt(self, prompt: Prompt) -> list[int]:
-        if not prompt or isinstance(prompt[0], int):
-            return [int(t) for t in prompt]  # type: ignore[arg-type]
-        messages = [dict(m) for m in prompt]  # type: ignore[arg-type]
-        if getattr(self.tokenizer, "chat_template", None):
-            ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True,
-                                                     tokenize=True)
-            return list(ids["input_ids"] if isinstance(ids, Mapping) else ids)
-        text = render_fallback(messages)
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return encode_prompt(self.tokenizer, prompt)
 
     def decode(self, token_ids: Sequence[int]) -> str:
         return str(self.tokenizer.decode(list(token_ids), skip_special_tokens=True))
