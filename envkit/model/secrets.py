@@ -20,6 +20,8 @@ import stat
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from envkit.model._reads import read_fd_bounded
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
     from pathlib import Path
@@ -174,14 +176,13 @@ def _read(path: str) -> bytes | None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
             return None
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
+        data = read_fd_bounded(fd, MAX_BYTES)
     except OSError:
         return None
     finally:
         os.close(fd)
-    data = b"".join(chunks)
+    if len(data) > MAX_BYTES:  # it grew after the size was read
+        return None
     return None if b"\0" in data[:8192] else data
 
 
