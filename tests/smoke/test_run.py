@@ -258,7 +258,9 @@ def test_pre_commit_smoke_hook_and_documented_cache_key() -> None:
     assert "pre-push" in hook["stages"]
     doc = (ROOT / "docs" / "ci.md").read_text()
     assert "envkit smoke pkg/ --offline --output-format github" in doc
-    assert "envkit-cache/server-venvs" in doc and "hashFiles('pkg/**')" in doc
+    assert "envkit-cache/wheels" in doc and "hashFiles('pkg/**')" in doc
+    for venvs in ("server-venvs", "gym-venvs"):  # a restored venv is code no hash vouches for
+        assert "${{ runner.temp }}/envkit-cache/" + venvs not in doc
     assert ".envkit-cache" not in doc  # the cache lives outside the checkout
 
 
