@@ -22,7 +22,7 @@ sys.path[:0] = [str(ROOT / "fixtures"), str(ROOT / "tests")]
 
 from toy_envs import char_pattern_rows, make_native_package, write_dataset  # noqa: E402
 
-from envkit.endpoint.server import PolicyServer  # noqa: E402
+from envkit.policy_server.server import PolicyServer  # noqa: E402
 from envkit.gym.head import head_ready  # noqa: E402
 from envkit.gym.install import RunPaths, gym_args, gym_env, write_uv_toml  # noqa: E402
 from envkit.gym.processes import ProcessTree, free_port  # noqa: E402

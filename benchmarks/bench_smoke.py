@@ -112,8 +112,8 @@ SRC = ROOT / "fixtures/gym_trees/resources_servers/char_pattern"
 
 from _timing import DEFAULT_RUNS, QUICK_RUNS, load_line, verdict  # noqa: E402
 
-from envkit.endpoint.scripted import ScriptedBackend  # noqa: E402
-from envkit.endpoint.server import PolicyServer  # noqa: E402
+from envkit.policy_server.scripted import ScriptedBackend  # noqa: E402
+from envkit.policy_server.server import PolicyServer  # noqa: E402
 from envkit.gym import (  # noqa: E402
     GymRuntime,
     GymSession,

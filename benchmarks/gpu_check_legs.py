@@ -81,7 +81,7 @@ class BackendSource:
 
     def rollouts(self, rows: Sequence[dict[str, Any]], num_generations: int, *,
                  first_group: int = 0, seed: int | None = None) -> list[Any]:
-        from envkit.endpoint.generation import SamplingParams
+        from envkit.policy_server.generation import SamplingParams
         from envkit.gym import Rollout
         from envkit.trainer.sources.local import row_messages
 

@@ -11,7 +11,7 @@ naming the failed server.
 One bring-up, many batches: a session stays up between ``collect`` calls, so a caller that
 sends rows in rounds (the trainer's steps, a probe's policies one after another, a load test at
 rising ``concurrency``) pays the start once. The policy side is whatever endpoint it was
-given; with a scripted backend (``envkit.endpoint.scripted``) the answers can change between
+given; with a scripted backend (``envkit.policy_server.scripted``) the answers can change between
 rounds, or differ per row within one, without touching the servers::
 
     backend = ScriptedBackend(script=oracle)

@@ -2,7 +2,7 @@
 
 Why one module: the bring-up is smoke's (a scripted policy endpoint, the package's real Gym
 servers in their packaged venvs, ``--offline`` in a namespace with no route out); every name
-the probe needs from ``envkit.gym``, ``envkit.endpoint`` and ``envkit.smoke`` is imported here,
+the probe needs from ``envkit.gym``, ``envkit.policy_server`` and ``envkit.smoke`` is imported here,
 so a change of their face is an edit to this file.
 
 :class:`LiveProbe` brings the package up **once**; the phases then swap the scripted answers
@@ -25,9 +25,9 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from envkit.endpoint.generation import GenerationBackend
-from envkit.endpoint.scripted import BYTES_PER_TOKEN, Script, ScriptedBackend, prompt_text
-from envkit.endpoint.server import PolicyServer
+from envkit.policy_server.generation import GenerationBackend
+from envkit.policy_server.scripted import BYTES_PER_TOKEN, Script, ScriptedBackend, prompt_text
+from envkit.policy_server.server import PolicyServer
 from envkit.errors import FailedError
 from envkit.gym.client import RolloutAbortedError, collect
 from envkit.gym.rollout import Rollout

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from pathlib import Path
 
-    from envkit.endpoint.generation import GenerationBackend
+    from envkit.policy_server.generation import GenerationBackend
     from envkit.model.diagnostics import Diagnostic
     from envkit.probe._session import Sent
     from envkit.probe.job import ProbeJob

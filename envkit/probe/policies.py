@@ -11,7 +11,7 @@ reproducible. The panel has two kinds:
   reference is a function call or a list of them (``TOOL_FIELDS``: the shapes Gym's
   tool-calling servers read), the oracle makes those calls instead (``oracle:function-call``,
   written as the ``<tool_call>`` blocks the policy endpoint turns into Responses
-  ``function_call`` items, ``envkit.endpoint.tool_calls``);
+  ``function_call`` items, ``envkit.policy_server.tool_calls``);
 - **content-free** replies that carry no answer: empty, whitespace, an echo of the prompt,
   noise as long as the job lets a reply be, bare format skeletons (a reasoning skeleton with
   junk after it among them), an injection that asks the grader for full marks, and on
@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from envkit.endpoint.scripted import BYTES_PER_TOKEN, prompt_text
+from envkit.policy_server.scripted import BYTES_PER_TOKEN, prompt_text
 from envkit.model.reference import REFERENCE_FIELDS, reference_field, reference_text
 
 if TYPE_CHECKING:
@@ -222,7 +222,7 @@ def reference_calls(row: Mapping[str, Any], field: str | None = None) -> tuple[C
 
 
 def render_calls(calls: tuple[Call, ...]) -> str:
-    """The calls as a tool-calling model writes them (what ``envkit.endpoint.tool_calls``
+    """The calls as a tool-calling model writes them (what ``envkit.policy_server.tool_calls``
     parses into the chat message's ``tool_calls``).
 
     >>> render_calls((("f", {"x": 1}),))

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envkit.endpoint.scripted import ScriptedBackend
-from envkit.endpoint.server import PolicyServer
+from envkit.policy_server.scripted import ScriptedBackend
+from envkit.policy_server.server import PolicyServer
 from envkit.errors import UsageError
 from envkit.gym import (
     GymServers,

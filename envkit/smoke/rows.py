@@ -10,7 +10,7 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from envkit.endpoint.scripted import completion_for_row, prompt_text
+from envkit.policy_server.scripted import completion_for_row, prompt_text
 from envkit.gym import rows_by_agent
 
 if TYPE_CHECKING:

@@ -23,8 +23,8 @@ from typing import Any
 from envkit.check.gate import GateRequest, gate_package, resolve_settings
 from envkit.check.report import Report
 from envkit.check.settings import Settings
-from envkit.endpoint.scripted import DEFAULT_COMPLETION, ScriptedBackend
-from envkit.endpoint.server import PolicyServer
+from envkit.policy_server.scripted import DEFAULT_COMPLETION, ScriptedBackend
+from envkit.policy_server.server import PolicyServer
 from envkit.gym import (
     DEFAULT_GYM_VERSION,
     GymRuntimeError,

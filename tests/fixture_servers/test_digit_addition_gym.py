@@ -19,7 +19,7 @@ pytest.importorskip("torch")
 from support.digit_addition import fa
 from toy_envs import digit_addition_rows, make_native_package
 
-from envkit.endpoint.server import PolicyServer
+from envkit.policy_server.server import PolicyServer
 from envkit.gym.rows import expand_rows
 from envkit.gym.servers import GymRuntime
 from envkit.gym.types import PolicyEndpoint, RuntimeOptions

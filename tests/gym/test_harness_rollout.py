@@ -23,7 +23,7 @@ pytest.importorskip("torch")
 
 from support.paths import REPO_ROOT, SUPPORT
 
-from envkit.endpoint.server import PolicyServer
+from envkit.policy_server.server import PolicyServer
 from envkit.gym.rows import expand_rows, load_rows
 from envkit.gym.servers import GymRuntime
 from envkit.gym.types import PolicyEndpoint, RuntimeOptions

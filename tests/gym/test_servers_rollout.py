@@ -26,7 +26,7 @@ pytest.importorskip("torch")
 
 from toy_envs import char_pattern_rows, make_native_package, write_dataset
 
-from envkit.endpoint.server import PolicyServer
+from envkit.policy_server.server import PolicyServer
 from envkit.gym import (
     GymRuntime,
     GymRuntimeError,

@@ -12,7 +12,7 @@ MODULES = ("job", "policies", "observations", "integrity", "learning", "determin
 
 
 def test_tool_call_parser_doctests() -> None:
-    module = importlib.import_module("envkit.endpoint.tool_calls")
+    module = importlib.import_module("envkit.policy_server.tool_calls")
     failed, attempted = doctest.testmod(module)
     assert attempted > 0 and failed == 0
 

@@ -16,7 +16,7 @@ import pytest
 from support.probe_fakes import make_row
 from support.probe_serving import JOB, Phase, ServingLive, by_index, serving_ctx
 
-from envkit.endpoint.scripted import ScriptedBackend
+from envkit.policy_server.scripted import ScriptedBackend
 from envkit.model.diagnostics import Severity
 from envkit.probe.model_phase import PROBE_SALT, ModelDirError, ModelPhase, seeded_rows
 

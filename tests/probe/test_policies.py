@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from envkit.endpoint.scripted import BYTES_PER_TOKEN
-from envkit.endpoint.tool_calls import assistant_message
+from envkit.policy_server.scripted import BYTES_PER_TOKEN
+from envkit.policy_server.tool_calls import assistant_message
 from envkit.probe.job import ProbeJob
 from envkit.probe.policies import (
     CONTENT_FREE,

@@ -9,7 +9,7 @@ from typing import Any
 
 from support.probe_fakes import FakeLive, make_ctx
 
-from envkit.endpoint.tool_calls import assistant_message
+from envkit.policy_server.tool_calls import assistant_message
 from envkit.probe.observations import ProbeRow
 from envkit.probe.policies import reference_calls
 from envkit.probe.scoring import ScoringPhase

@@ -16,8 +16,8 @@ import jsonschema
 import pytest
 from support.paths import REPO_ROOT
 
-from envkit.endpoint.scripted import ScriptedBackend
-from envkit.endpoint.server import PolicyServer
+from envkit.policy_server.scripted import ScriptedBackend
+from envkit.policy_server.server import PolicyServer
 from envkit.gym import Where, diagnose
 from envkit.schemas import load_schema
 from envkit.smoke.isolation import offline_network

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from envkit.endpoint.generation import GenerationBackend, SamplingParams
+from envkit.policy_server.generation import GenerationBackend, SamplingParams
 from envkit.gym.rollout import Rollout
 from envkit.probe._session import Sent
 from envkit.probe.job import ProbeJob

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import torch
 
-from envkit.endpoint.generation import GenerationError, SamplingParams
+from envkit.policy_server.generation import GenerationError, SamplingParams
 from envkit.trainer.config import grpo_config
 from envkit.trainer.generation.hf import HFBackend
 from envkit.trainer.generation.refit import (
@@ -295,7 +295,7 @@ def test_the_endpoint_sends_concurrent_requests_into_the_running_engine(engine: 
     sample, so the concurrent run draws what one-at-a-time requests draw."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from envkit.endpoint.server import PolicyServer
+    from envkit.policy_server.server import PolicyServer
 
     seeds = list(range(100, 112))
     in_flight, peak = [0], [0]

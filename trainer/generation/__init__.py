@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envkit.endpoint.generation import (
+from envkit.policy_server.generation import (
     Completion,
     GenerationBackend,
     GenerationError,

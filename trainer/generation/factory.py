@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from envkit.endpoint.generation import GenerationBackend
+    from envkit.policy_server.generation import GenerationBackend
 
 __all__ = ["EngineOptions", "make_backend"]
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from envkit.endpoint.generation import (
+from envkit.policy_server.generation import (
     Completion,
     GenerationError,
     GenerationOutput,

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from envkit.endpoint.generation import GenerationError
+from envkit.policy_server.generation import GenerationError
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -19,7 +19,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envkit.endpoint.generation import (
+from envkit.policy_server.generation import (
     Completion,
     FinishReason,
     GenerationError,

@@ -44,8 +44,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
-    from envkit.endpoint.generation import GenerationBackend
-    from envkit.endpoint.server import PolicyServer
+    from envkit.policy_server.generation import GenerationBackend
+    from envkit.policy_server.server import PolicyServer
     from envkit.gym import GymServers, Rollout, TokenTurn
     from envkit.trainer.config import GrpoConfig
     from envkit.trainer.generation.refit import ProbeCheck
@@ -116,7 +116,7 @@ def open_session(
     The session owns the server and the engine (closed with it); on a failure here they are
     closed before the error goes on.
     """
-    from envkit.endpoint.server import PolicyServer
+    from envkit.policy_server.server import PolicyServer
 
     engine_ = make_backend(model, backend, engine)
     server: PolicyServer | None = None

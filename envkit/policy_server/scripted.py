@@ -138,7 +138,7 @@ class ScriptedBackend:
         return bytes(t for t in token_ids if 0 <= t < 256).decode("utf-8", "replace")
 
     def generate(self, prompts: Sequence[Any], params: Any) -> list[Any]:
-        from envkit.endpoint.generation import Completion, FinishReason, GenerationOutput
+        from envkit.policy_server.generation import Completion, FinishReason, GenerationOutput
 
         outputs = []
         script = self.script  # one script per batch, even if it is swapped meanwhile

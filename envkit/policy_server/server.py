@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
-from envkit.endpoint.generation import (
+from envkit.policy_server.generation import (
     Completion,
     GenerationBackend,
     GenerationError,
@@ -41,7 +41,7 @@ from envkit.endpoint.generation import (
     Prompt,
     SamplingParams,
 )
-from envkit.endpoint.tool_calls import assistant_message
+from envkit.policy_server.tool_calls import assistant_message
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

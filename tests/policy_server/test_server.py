@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("torch")
 openai = pytest.importorskip("openai")
 
-from envkit.endpoint.server import PolicyServer, sampling_from_request  # noqa: E402
+from envkit.policy_server.server import PolicyServer, sampling_from_request  # noqa: E402
 from envkit.trainer.generation import GenerationError, SamplingParams  # noqa: E402
 from envkit.trainer.generation.hf import HFBackend, sample_next  # noqa: E402
 from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import urllib.request
 
-from envkit.endpoint.scripted import BYTES_PER_TOKEN, Script, ScriptedBackend
-from envkit.endpoint.server import PolicyServer
+from envkit.policy_server.scripted import BYTES_PER_TOKEN, Script, ScriptedBackend
+from envkit.policy_server.server import PolicyServer
 
 
 def _ask(server: PolicyServer, messages: list[dict]) -> str:
