@@ -31,7 +31,7 @@ from envkit.gym.servers import GymRuntime  # noqa: E402
 from envkit.gym.types import PolicyEndpoint, RuntimeOptions  # noqa: E402
 from envkit.gym.venv import ensure_gym_venv  # noqa: E402
 from envkit.trainer.generation.hf import HFBackend  # noqa: E402
-from envkit.trainer.rollout import run_rollouts  # noqa: E402
+from envkit.rollout import run_rollouts  # noqa: E402
 from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
 
 

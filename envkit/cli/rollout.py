@@ -1,6 +1,6 @@
 """``envkit rollout``: run a package locally against a policy and report rewards.
 
-Parse -> ``envkit.trainer.rollout.rollout_package`` -> a ``RolloutOutcome`` that
+Parse -> ``envkit.rollout.rollout_package`` -> a ``RolloutOutcome`` that
 ``envkit.output.render`` prints. Results (per-agent mean reward) on stdout; logs and progress on
 stderr. Exit 0 when every row finished, 1 when a row failed or a server did not start (with its
 log tail and likely EK code), 2 on usage errors or without the ``train`` extra.
@@ -68,7 +68,7 @@ def rollout_command(
     from rich.console import Console
 
     from envkit.gym import RequestOptions, RuntimeOptions
-    from envkit.trainer.rollout import RolloutRequest, rollout_package
+    from envkit.rollout import RolloutRequest, rollout_package
 
     err = Console(stderr=True)
     request = RolloutRequest(

@@ -2,7 +2,7 @@
 
 Why no bring-up of its own: the policy is served and the package brought up exactly as
 ``envkit rollout`` does it (``envkit.trainer.sources.gym.open_session``, the session's
-liveness probe polled while rows are in flight: ``envkit.trainer.rollout.run_rollouts``), and
+liveness probe polled while rows are in flight: ``envkit.rollout.run_rollouts``), and
 each row is sent ``G = num_generations_per_prompt`` times with the job's sampling settings
 (temperature, ``max_new_tokens``, ``top_k`` on the policy server), as ``envkit probe --model``
 reads them from the job (``envkit.probe.inputs.read_job``). Each reply is seeded as a training
@@ -129,7 +129,7 @@ def sample_profile(request: ProfileRequest,
     :raises ValueError: a dataset line is not a JSON object.
     :raises JobSpecError: the job's ``training`` block cannot be read.
     """
-    from envkit.trainer.rollout import run_rollouts
+    from envkit.rollout import run_rollouts
     from envkit.trainer.sources.gym import open_session
 
     job = read_job(request.job)

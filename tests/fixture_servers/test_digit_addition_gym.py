@@ -24,7 +24,7 @@ from envkit.gym.rows import expand_rows
 from envkit.gym.servers import GymRuntime
 from envkit.gym.types import PolicyEndpoint, RuntimeOptions
 from envkit.trainer.generation.hf import HFBackend
-from envkit.trainer.rollout import run_rollouts
+from envkit.rollout import run_rollouts
 from envkit.trainer.tiny_model import make_tiny_model
 
 pytestmark = pytest.mark.gym

@@ -30,7 +30,7 @@ from envkit.gym import (
     write_results,
 )
 from envkit.gym.client import result_from_record
-from envkit.trainer.rollout import RolloutSummary
+from envkit.rollout import RolloutSummary
 
 RECORD = {
     "responses_create_params": {"input": [{"role": "user", "content": "hi"}]},
@@ -139,7 +139,7 @@ def test_a_dead_server_ends_a_rollout_run_at_the_next_probe_not_the_row_timeout(
     import socket
 
     from envkit.gym import GymServers, GymSession
-    from envkit.trainer.rollout import run_rollouts
+    from envkit.rollout import run_rollouts
 
     pkg = make_native_package(tmp_path / "pkg")
     session = GymSession(pkg, PolicyEndpoint("http://127.0.0.1:9/v1", "k", "m"), RuntimeOptions())

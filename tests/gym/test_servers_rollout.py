@@ -37,7 +37,7 @@ from envkit.gym import (
     unreachable,
 )
 from envkit.trainer.generation.hf import HFBackend
-from envkit.trainer.rollout import run_rollouts
+from envkit.rollout import run_rollouts
 from envkit.trainer.tiny_model import make_tiny_model
 
 pytestmark = pytest.mark.gym

@@ -53,7 +53,7 @@ def _refused_convert() -> object:
 def _rollout() -> object:
     from envkit.gym.rollout import Rollout
     from envkit.output.results import RolloutOutcome
-    from envkit.trainer.rollout import RolloutSummary
+    from envkit.rollout import RolloutSummary
 
     done = Rollout(0, (1,), (2, 3), (-0.1, -0.2), 0.5, False, agent="a")
     failed = Rollout.failed(1, "a", "server died", {})

@@ -1,8 +1,9 @@
 """``envkit rollout`` as one call: serve the model, bring the package up, run the rows, stop.
 
-Why in ``trainer/``: the policy endpoint (``policy_server`` over a generation engine) lives
-here; the Gym side is ``envkit.gym``. A dead server ends the run in seconds: the session's
-liveness probe is polled while rows are in flight, as in training.
+The policy server over a generation engine is the trainer's Gym source
+(``envkit.trainer.sources.gym.open_session``), so a rollout samples as a training step does;
+the Gym side is ``envkit.gym``. A dead server ends the run in seconds: the session's liveness
+probe is polled while rows are in flight, as in training.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from envkit.gym import (
     expand_rows,
     load_rows,
     mean_reward_by_agent,
+    write_results,
     write_run_file,
 )
-from envkit.gym import write_results as write_results
 from envkit.supply.provenance import run_record, write_provenance
 from envkit.trainer.generation.factory import EngineOptions
 from envkit.trainer.sources.gym import open_session

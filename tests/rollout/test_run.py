@@ -20,7 +20,7 @@ pytest.importorskip("psutil")  # the `train` extra
 from envkit.gym.types import GymServers, ServerInfo
 from envkit.output.render import render
 from envkit.output.results import RolloutOutcome
-from envkit.trainer.rollout import run_rollouts
+from envkit.rollout import run_rollouts
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
