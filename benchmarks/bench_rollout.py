@@ -22,7 +22,6 @@ sys.path[:0] = [str(ROOT / "fixtures"), str(ROOT / "tests")]
 
 from toy_envs import char_pattern_rows, make_native_package, write_dataset  # noqa: E402
 
-from envkit.policy_server.server import PolicyServer  # noqa: E402
 from envkit.gym.head import head_ready  # noqa: E402
 from envkit.gym.install import RunPaths, gym_args, gym_env, write_uv_toml  # noqa: E402
 from envkit.gym.processes import ProcessTree, free_port  # noqa: E402
@@ -30,8 +29,9 @@ from envkit.gym.rows import expand_rows  # noqa: E402
 from envkit.gym.servers import GymRuntime  # noqa: E402
 from envkit.gym.types import PolicyEndpoint, RuntimeOptions  # noqa: E402
 from envkit.gym.venv import ensure_gym_venv  # noqa: E402
-from envkit.trainer.generation.hf import HFBackend  # noqa: E402
+from envkit.policy_server.server import PolicyServer  # noqa: E402
 from envkit.rollout import run_rollouts  # noqa: E402
+from envkit.trainer.generation.hf import HFBackend  # noqa: E402
 from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
 
 

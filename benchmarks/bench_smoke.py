@@ -112,8 +112,6 @@ SRC = ROOT / "fixtures/gym_trees/resources_servers/char_pattern"
 
 from _timing import DEFAULT_RUNS, QUICK_RUNS, load_line, verdict  # noqa: E402
 
-from envkit.policy_server.scripted import ScriptedBackend  # noqa: E402
-from envkit.policy_server.server import PolicyServer  # noqa: E402
 from envkit.gym import (  # noqa: E402
     GymRuntime,
     GymSession,
@@ -124,6 +122,8 @@ from envkit.gym import (  # noqa: E402
 from envkit.gym.ray_cluster import gym_ray_cluster  # noqa: E402
 from envkit.gym.types import GYM_RAY_ADDRESS_ENV  # noqa: E402
 from envkit.gym.venv import ensure_gym_venv  # noqa: E402
+from envkit.policy_server.scripted import ScriptedBackend  # noqa: E402
+from envkit.policy_server.server import PolicyServer  # noqa: E402
 
 ENV = {**{k: v for k, v in os.environ.items() if k != GYM_RAY_ADDRESS_ENV},
        "ENVKIT_ALLOW_PYTHON_OVERRIDE": "1"}

@@ -81,8 +81,8 @@ class BackendSource:
 
     def rollouts(self, rows: Sequence[dict[str, Any]], num_generations: int, *,
                  first_group: int = 0, seed: int | None = None) -> list[Any]:
-        from envkit.policy_server.generation import SamplingParams
         from envkit.gym import Rollout
+        from envkit.policy_server.generation import SamplingParams
         from envkit.trainer.sources.local import row_messages
 
         params = SamplingParams(n=num_generations, temperature=self.temperature,

@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envkit.policy_server.scripted import ScriptedBackend
-from envkit.policy_server.server import PolicyServer
 from envkit.errors import UsageError
 from envkit.gym import (
     GymServers,
@@ -34,6 +32,8 @@ from envkit.gym import (
     post_row,
     read_run_file,
 )
+from envkit.policy_server.scripted import ScriptedBackend
+from envkit.policy_server.server import PolicyServer
 from envkit.rescore.report import RescoreReport, RowScore
 from envkit.rescore.state import Verdict, can_reverify
 from envkit.supply.atomic import write_text

@@ -10,8 +10,8 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from envkit.policy_server.scripted import completion_for_row, prompt_text
 from envkit.gym import rows_by_agent
+from envkit.policy_server.scripted import completion_for_row, prompt_text
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -23,8 +23,6 @@ from typing import Any
 from envkit.check.gate import GateRequest, gate_package, resolve_settings
 from envkit.check.report import Report
 from envkit.check.settings import Settings
-from envkit.policy_server.scripted import DEFAULT_COMPLETION, ScriptedBackend
-from envkit.policy_server.server import PolicyServer
 from envkit.gym import (
     DEFAULT_GYM_VERSION,
     GymRuntimeError,
@@ -37,6 +35,8 @@ from envkit.gym import (
     collect,
     ensure_gym_venv,
 )
+from envkit.policy_server.scripted import DEFAULT_COMPLETION, ScriptedBackend
+from envkit.policy_server.server import PolicyServer
 from envkit.smoke.isolation import Isolation, offline_network
 from envkit.smoke.report import SmokeReport
 from envkit.smoke.rows import dataset_rows, rows_for, scripted_answers

@@ -18,12 +18,12 @@ pytest.importorskip("torch")
 
 from support.paths import REPO_ROOT
 
-from envkit.policy_server.server import PolicyServer
 from envkit.gym.rows import expand_rows, load_rows
 from envkit.gym.servers import GymRuntime
 from envkit.gym.types import PolicyEndpoint, RuntimeOptions
-from envkit.trainer.generation.hf import HFBackend
+from envkit.policy_server.server import PolicyServer
 from envkit.rollout import run_rollouts
+from envkit.trainer.generation.hf import HFBackend
 from envkit.trainer.tiny_model import make_tiny_model
 
 pytestmark = [pytest.mark.gym, pytest.mark.network]

@@ -35,7 +35,8 @@ INTERNAL = {
     "envkit.platform.upload._Aborted": "control flow: Ctrl-C mid-upload becomes UploadInterrupted",
     "envkit.init.render.TemplateError": "a template bug (tests render every template): an "
                                         "internal error, not user input",
-    "envkit.policy_server.server._HTTPError": "an HTTP reply of the policy server, never raised out",
+    "envkit.policy_server.server._HTTPError": "an HTTP reply of the policy server, never raised "
+                                              "out",
     "envkit.converters.sandbox.LoadError": (
         "always turned into a ConvertError (vf_load._run); its own `kind` (how the load failed) "
         "is another notion than EnvkitError.kind"),

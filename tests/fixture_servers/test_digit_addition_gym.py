@@ -19,12 +19,12 @@ pytest.importorskip("torch")
 from support.digit_addition import fa
 from toy_envs import digit_addition_rows, make_native_package
 
-from envkit.policy_server.server import PolicyServer
 from envkit.gym.rows import expand_rows
 from envkit.gym.servers import GymRuntime
 from envkit.gym.types import PolicyEndpoint, RuntimeOptions
-from envkit.trainer.generation.hf import HFBackend
+from envkit.policy_server.server import PolicyServer
 from envkit.rollout import run_rollouts
+from envkit.trainer.generation.hf import HFBackend
 from envkit.trainer.tiny_model import make_tiny_model
 
 pytestmark = pytest.mark.gym

@@ -26,7 +26,6 @@ pytest.importorskip("torch")
 
 from toy_envs import char_pattern_rows, make_native_package, write_dataset
 
-from envkit.policy_server.server import PolicyServer
 from envkit.gym import (
     GymRuntime,
     GymRuntimeError,
@@ -36,8 +35,9 @@ from envkit.gym import (
     expand_rows,
     unreachable,
 )
-from envkit.trainer.generation.hf import HFBackend
+from envkit.policy_server.server import PolicyServer
 from envkit.rollout import run_rollouts
+from envkit.trainer.generation.hf import HFBackend
 from envkit.trainer.tiny_model import make_tiny_model
 
 pytestmark = pytest.mark.gym

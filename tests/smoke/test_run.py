@@ -16,9 +16,9 @@ import jsonschema
 import pytest
 from support.paths import REPO_ROOT
 
+from envkit.gym import Where, diagnose
 from envkit.policy_server.scripted import ScriptedBackend
 from envkit.policy_server.server import PolicyServer
-from envkit.gym import Where, diagnose
 from envkit.schemas import load_schema
 from envkit.smoke.isolation import offline_network
 from envkit.smoke.rows import SMOKE_PROMPT, dataset_rows, rows_for, scripted_answers

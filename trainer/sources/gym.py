@@ -44,9 +44,9 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
+    from envkit.gym import GymServers, Rollout, TokenTurn
     from envkit.policy_server.generation import GenerationBackend
     from envkit.policy_server.server import PolicyServer
-    from envkit.gym import GymServers, Rollout, TokenTurn
     from envkit.trainer.config import GrpoConfig
     from envkit.trainer.generation.refit import ProbeCheck
     from envkit.trainer.policy import Policy
