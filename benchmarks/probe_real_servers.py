@@ -115,7 +115,7 @@ def _site_packages() -> Path:
 
 def _agent(pkg: Path) -> str:
     from envkit.model.package import load_package
-    from envkit.probe.declared import agent_locations
+    from envkit.probe.analysis.declared import agent_locations
 
     agents = sorted(agent_locations(load_package(pkg)))
     return next((a for a in agents if a.endswith("_simple_agent")), agents[0])

@@ -3,17 +3,20 @@
 Static validation first; then the package's real Gym servers, brought up once as ``envkit
 smoke`` does (offline in a namespace under ``--offline``), driven by a panel of scripted
 policies (the rows' reference answer and content-free replies, ``policies``) at low
-concurrency, then the reference replayed at rising concurrency up to the job's. The analyses
-are pure functions over what was observed (``integrity``, ``determinism``, ``learning``,
-``load``; causes before consequences in ``verdicts``); every finding is a diagnostic with an
-EK8xx code (``envkit rule EK801``). The names below are its face.
+concurrency, then the reference replayed at rising concurrency up to the job's. Every finding
+is a diagnostic with an EK8xx code (``envkit rule EK801``). The names below are its face.
 
-Modules: ``policies`` (the panel), ``observations`` (rows, rewards, the reward scale),
-``integrity``, ``determinism``, ``learning``, ``load``, ``verdicts``, ``declared`` (what the
-package declares about its reward), ``job``, ``thresholds``, ``inputs`` (rows, job, manifests,
-read once), ``phases`` (the phase interface), ``scoring`` and ``loading`` (the two phases),
-``_session`` (the one module that touches the Gym runtime), ``progress``, ``report``, ``plot``,
-``run``.
+Two rooms, split by whether a module talks to a server:
+
+- ``phases/``: the steps that drive the running servers (the phase interface in its
+  ``__init__``; ``session``, the one module that touches the Gym runtime; ``scoring``,
+  ``reasoning``, ``load``, ``model``, ``fixtures``);
+- ``analysis/``: pure functions over what was observed, no I/O (``observations``,
+  ``integrity``, ``determinism``, ``learning``, ``load``, ``zero_variance``, ``fields``,
+  ``declared``, ``job``; causes before consequences in ``verdicts``).
+
+Beside them: ``policies`` (the panel), ``thresholds``, ``inputs`` (rows, job, manifests, read
+once), ``progress``, ``report``, ``write``, ``plot``, ``run``.
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ from envkit.model.dataset import load_dataset
 from envkit.model.jobfile import load_job
 from envkit.model.jobspec import grpo_settings
 from envkit.model.yamlio import parse_yaml
-from envkit.probe.declared import resources_implementations
-from envkit.probe.job import ProbeJob, probe_job
-from envkit.probe.observations import ProbeRow
+from envkit.probe.analysis.declared import resources_implementations
+from envkit.probe.analysis.job import ProbeJob, probe_job
+from envkit.probe.analysis.observations import ProbeRow
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -18,7 +18,7 @@ reproducible. The panel has two kinds:
   tool-call rows an empty call and a call of the right name with wrong arguments.
 
 The **reasoning** renderings (``REASONING``) need the oracle's rendering, so they are played
-after the panel by ``envkit.probe.reasoning``.
+after the panel by ``envkit.probe.phases.reasoning``.
 
 A policy returns ``None`` for a row it has no reply for (an oracle on a row without a
 reference); that row is then not sent for it.
@@ -32,11 +32,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from envkit.policy_server.scripted import BYTES_PER_TOKEN, prompt_text
 from envkit.model.reference import REFERENCE_FIELDS, reference_field, reference_text
+from envkit.policy_server.scripted import BYTES_PER_TOKEN, prompt_text
 
 if TYPE_CHECKING:
-    from envkit.probe.job import ProbeJob
+    from envkit.probe.analysis.job import ProbeJob
 
 __all__ = ["CONTENT_FREE", "FIELD_CANDIDATES", "INJECTION", "ORACLE_FIELDS",
            "PLAIN_RENDERINGS", "REASONING", "RENDERINGS", "THOUGHT", "TOOL_FIELDS", "Call",
@@ -60,7 +60,7 @@ FIELD_CANDIDATES = tuple(dict.fromkeys((
 """Where a verifier may look for the reference instead (Gym's request models declare the field
 they read; a row without it gets the model's default, e.g. spartqa's ``target = ""``). When the
 oracle never scores, the probe copies the reference into each of these in turn to name the
-field the verifier reads (``envkit.probe.scoring``)."""
+field the verifier reads (``envkit.probe.phases.scoring``)."""
 
 THOUGHT = "Let me work through the question step by step before I answer."
 """The reasoning before the oracle's answer: it names no answer."""

@@ -7,19 +7,19 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from envkit.check.report import DiagnosticDict, Report, ReportDict
 from envkit.model.diagnostics import Severity
-from envkit.probe.loading import LoadResult
-from envkit.probe.model_phase import SignalResult
+from envkit.probe.phases.load import LoadResult
+from envkit.probe.phases.model import SignalResult
+from envkit.probe.phases.reasoning import ReasoningResult
+from envkit.probe.phases.scoring import ScoringResult
 from envkit.probe.policies import REASONING
-from envkit.probe.reasoning import ReasoningResult
-from envkit.probe.scoring import ScoringResult
 from envkit.smoke.isolation import IsolationDict
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from envkit.model.diagnostics import Diagnostic
-    from envkit.probe.job import ProbeJob
-    from envkit.probe.observations import RewardScale
+    from envkit.probe.analysis.job import ProbeJob
+    from envkit.probe.analysis.observations import RewardScale
     from envkit.probe.phases import PhaseResult
     from envkit.probe.policies import Policy
     from envkit.probe.thresholds import Thresholds

@@ -20,24 +20,24 @@ from envkit.check.settings import Settings
 from envkit.check.validate import read_package
 from envkit.errors import UsageError
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
-from envkit.probe import _session as live_session
-from envkit.probe.declared import (
+from envkit.probe.analysis.declared import (
     agent_locations,
     agent_resources,
     scale_from_manifest,
     stochastic_reason,
 )
-from envkit.probe.fixtures import VerifierFixturePhase
+from envkit.probe.analysis.observations import RewardScale
 from envkit.probe.inputs import gym_manifests, read_job, rows_by_agent
-from envkit.probe.loading import LoadPhase
-from envkit.probe.model_phase import ModelPhase
-from envkit.probe.observations import RewardScale
 from envkit.probe.phases import ProbeContext
+from envkit.probe.phases import session as live_session
+from envkit.probe.phases.fixtures import VerifierFixturePhase
+from envkit.probe.phases.load import LoadPhase
+from envkit.probe.phases.model import ModelPhase
+from envkit.probe.phases.reasoning import ReasoningPhase
+from envkit.probe.phases.scoring import ScoringPhase
 from envkit.probe.policies import panel
 from envkit.probe.progress import NO_PROGRESS, Progress
-from envkit.probe.reasoning import ReasoningPhase
 from envkit.probe.report import ProbeReport
-from envkit.probe.scoring import ScoringPhase
 from envkit.probe.thresholds import Thresholds
 from envkit.validators.spinup import EK704
 

@@ -13,7 +13,7 @@ from envkit.supply.atomic import write_text
 from envkit.supply.provenance import run_record, write_provenance
 
 if TYPE_CHECKING:
-    from envkit.probe.job import ProbeJob
+    from envkit.probe.analysis.job import ProbeJob
     from envkit.probe.report import ProbeReport
 
 __all__ = ["JSON_NAME", "PNG_NAME", "write_outputs"]

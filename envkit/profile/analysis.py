@@ -3,10 +3,10 @@ curated dataset keeps.
 
 Why these definitions: a GRPO group learns only from rewards that differ, so a row whose G
 replies all score alike (every reply passes, or none does) spends a step's compute on zero
-advantages (``envkit.probe.zero_variance``: the trainer's rule, restated over floats). Keeping
-rows whose pass rate lies inside a band away from 0 and 1 is how Gym's ``gym eval profile``
-output is used for filtering and what prime-rl's drop of groups at 0 or 1 does online; this
-module is the pure half of ``envkit profile``: numbers in, numbers out, no server.
+advantages (``envkit.probe.analysis.zero_variance``: the trainer's rule, restated over floats).
+Keeping rows whose pass rate lies inside a band away from 0 and 1 is how Gym's ``gym eval
+profile`` output is used for filtering and what prime-rl's drop of groups at 0 or 1 does
+online; this module is the pure half of ``envkit profile``: numbers in, numbers out, no server.
 
 A *pass* is a reward at or above the pass threshold (Gym's ``pass_threshold``; 1.0 by default:
 full marks on a binary verifier). A failed rollout is never a reward: it counts in ``failed``
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import UsageError
-from envkit.probe.zero_variance import group_signal
+from envkit.probe.analysis.zero_variance import group_signal
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from envkit.gym import Rollout
-    from envkit.probe.job import ProbeJob
+    from envkit.probe.analysis.job import ProbeJob
 
 __all__ = ["PROFILE_SALT", "ProfileRequest", "Sampled", "profile_batch", "sample_profile",
            "split_rows"]

@@ -168,7 +168,7 @@ def _probe() -> object:
 
 
 def _profile() -> object:
-    from envkit.probe.job import ProbeJob
+    from envkit.probe.analysis.job import ProbeJob
     from envkit.profile import Band, ProfileReport
     from envkit.profile.analysis import row_profile
     from envkit.profile.sampling import Sampled

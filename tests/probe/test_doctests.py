@@ -7,8 +7,9 @@ import importlib
 
 import pytest
 
-MODULES = ("job", "policies", "observations", "integrity", "learning", "determinism", "load",
-           "verdicts", "declared", "scoring", "reasoning", "_session")
+MODULES = ("analysis.job", "policies", "analysis.observations", "analysis.integrity",
+           "analysis.learning", "analysis.determinism", "analysis.load", "analysis.verdicts",
+           "analysis.declared", "phases.scoring", "phases.reasoning", "phases.session")
 
 
 def test_tool_call_parser_doctests() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from support.probe_fakes import verify_openapi
 
-from envkit.probe.fields import DeclaredField, FieldSearch, reference_slots, verify_fields
+from envkit.probe.analysis.fields import DeclaredField, FieldSearch, reference_slots, verify_fields
 
 
 def test_declared_fields_beyond_the_base_request() -> None:

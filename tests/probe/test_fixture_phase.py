@@ -20,8 +20,8 @@ from support.paths import REPO_ROOT
 from envkit.model.package import load_package
 from envkit.output import render
 from envkit.probe import ProbeOutcome, ProbeReport
-from envkit.probe import fixture_runner as runner
-from envkit.probe.fixtures import FixturesResult, _parse, fixture_servers
+from envkit.probe.phases import fixture_runner as runner
+from envkit.probe.phases.fixtures import FixturesResult, _parse, fixture_servers
 from envkit.schemas import load_schema
 
 PKG = REPO_ROOT / "fixtures" / "probe" / "fixture_fails" / "pkg"

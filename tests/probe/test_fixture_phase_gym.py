@@ -30,7 +30,7 @@ from support.paths import REPO_ROOT
 from envkit.gym.servers import GymRuntime
 from envkit.gym.types import PolicyEndpoint, RuntimeOptions
 from envkit.gym.venv import ensure_gym_venv, uv_binary
-from envkit.probe.fixtures import FixtureRun, FixturesResult, run_fixtures
+from envkit.probe.phases.fixtures import FixtureRun, FixturesResult, run_fixtures
 
 pytestmark = [pytest.mark.gym, pytest.mark.network]
 

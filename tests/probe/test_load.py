@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from envkit.probe.load import LoadLevel, knee, levels_for, percentile, projected_step_s
-from envkit.probe.verdicts import load_diagnostics
+from envkit.probe.analysis.load import LoadLevel, knee, levels_for, percentile, projected_step_s
+from envkit.probe.analysis.verdicts import load_diagnostics
 
 WHERE = ("nemo-environment.yaml", None)
 

@@ -42,7 +42,7 @@ from toy_envs import char_pattern_rows, make_native_package, write_dataset
 
 from envkit.check.settings import Settings
 from envkit.probe import ProbeRequest, run_probe
-from envkit.probe.model_phase import ModelPhase, SignalResult
+from envkit.probe.phases.model import ModelPhase, SignalResult
 from envkit.trainer.metrics import read_metrics
 from envkit.trainer.tiny_model import make_tiny_model
 

@@ -16,9 +16,9 @@ import pytest
 from support.probe_fakes import make_row
 from support.probe_serving import JOB, Phase, ServingLive, by_index, serving_ctx
 
-from envkit.policy_server.scripted import ScriptedBackend
 from envkit.model.diagnostics import Severity
-from envkit.probe.model_phase import PROBE_SALT, ModelDirError, ModelPhase, seeded_rows
+from envkit.policy_server.scripted import ScriptedBackend
+from envkit.probe.phases.model import PROBE_SALT, ModelDirError, ModelPhase, seeded_rows
 
 
 def test_constant_policy_groups_are_an_error(tmp_path: Path) -> None:

@@ -14,10 +14,10 @@ from typing import Any
 from support.probe_fakes import JOB, WORDS, FakeLive, exact, make_ctx, make_row, verify_openapi
 
 from envkit.gym.rollout import Rollout
-from envkit.probe._session import Sent, prompt_key
-from envkit.probe.loading import LoadPhase
+from envkit.probe.phases.load import LoadPhase
+from envkit.probe.phases.scoring import ScoringPhase
+from envkit.probe.phases.session import Sent, prompt_key
 from envkit.probe.policies import panel
-from envkit.probe.scoring import ScoringPhase
 
 
 def test_sound_scores_only_the_oracle() -> None:

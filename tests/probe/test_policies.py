@@ -6,7 +6,7 @@ import json
 
 from envkit.policy_server.scripted import BYTES_PER_TOKEN
 from envkit.policy_server.tool_calls import assistant_message
-from envkit.probe.job import ProbeJob
+from envkit.probe.analysis.job import ProbeJob
 from envkit.probe.policies import (
     CONTENT_FREE,
     INJECTION,

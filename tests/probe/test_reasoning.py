@@ -10,8 +10,8 @@ from typing import Any
 from support.probe_fakes import WORDS, FakeLive, make_ctx, make_row
 
 from envkit.probe.phases import ProbeContext
-from envkit.probe.reasoning import ReasoningPhase, ReasoningResult
-from envkit.probe.scoring import ScoringPhase
+from envkit.probe.phases.reasoning import ReasoningPhase, ReasoningResult
+from envkit.probe.phases.scoring import ScoringPhase
 
 THINK = re.compile(r"<think>.*?</think>", re.S)
 

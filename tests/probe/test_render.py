@@ -13,10 +13,10 @@ from support.probe_fakes import JOB, WORDS, FakeLive, exact, make_ctx, make_row
 
 from envkit.output import render
 from envkit.probe import ProbeOutcome, ProbeReport
-from envkit.probe.loading import LoadPhase
+from envkit.probe.phases.load import LoadPhase
+from envkit.probe.phases.reasoning import ReasoningPhase
+from envkit.probe.phases.scoring import ScoringPhase
 from envkit.probe.policies import panel
-from envkit.probe.reasoning import ReasoningPhase
-from envkit.probe.scoring import ScoringPhase
 from envkit.probe.thresholds import Thresholds
 from envkit.probe.write import write_outputs
 from envkit.schemas import load_schema

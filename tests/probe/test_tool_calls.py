@@ -10,9 +10,9 @@ from typing import Any
 from support.probe_fakes import FakeLive, make_ctx
 
 from envkit.policy_server.tool_calls import assistant_message
-from envkit.probe.observations import ProbeRow
+from envkit.probe.analysis.observations import ProbeRow
+from envkit.probe.phases.scoring import ScoringPhase
 from envkit.probe.policies import reference_calls
-from envkit.probe.scoring import ScoringPhase
 
 CITIES = ("Paris", "Lagos", "Lima", "Oslo")
 

@@ -4,12 +4,12 @@ the precedence of a cause over its consequences."""
 from __future__ import annotations
 
 from envkit.model.diagnostics import Severity
-from envkit.probe.determinism import spreads
-from envkit.probe.fields import DeclaredField, FieldSearch
-from envkit.probe.observations import Observation, RewardScale, score_table
+from envkit.probe.analysis.determinism import spreads
+from envkit.probe.analysis.fields import DeclaredField, FieldSearch
+from envkit.probe.analysis.observations import Observation, RewardScale, score_table
+from envkit.probe.analysis.verdicts import assess_agent
 from envkit.probe.policies import panel
 from envkit.probe.thresholds import Thresholds
-from envkit.probe.verdicts import assess_agent
 
 KINDS = {p.name: p.kind for p in panel()}
 ORACLES = [n for n, k in KINDS.items() if k == "oracle"]

@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from envkit.gym.rollout import Rollout  # noqa: E402
-from envkit.probe.zero_variance import expected_gen_batches, group_signal, wilson  # noqa: E402
+from envkit.probe.analysis.zero_variance import expected_gen_batches, group_signal, wilson  # noqa: E402
 from envkit.trainer.advantages import baseline_and_std  # noqa: E402
 from envkit.trainer.dynamic_sampling import zero_variance_groups  # noqa: E402
 

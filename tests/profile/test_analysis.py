@@ -14,7 +14,7 @@ from jsonschema import Draft202012Validator
 
 from envkit.cli import main
 from envkit.model.provenance import parse_provenance
-from envkit.probe.job import ProbeJob
+from envkit.probe.analysis.job import ProbeJob
 from envkit.profile import Band, BandError, ProfileReport, parse_band
 from envkit.profile.analysis import kept_rows, row_profile, zero_variance_share
 from envkit.profile.report import split_counts

@@ -13,7 +13,7 @@ import sys
 
 from support.paths import REPO_ROOT
 
-SCRIPTS = ("envkit/probe/fixture_runner.py", "converters/_vf_loader.py")
+SCRIPTS = ("envkit/probe/phases/fixture_runner.py", "converters/_vf_loader.py")
 
 
 def test_no_sibling_of_a_runner_shadows_the_standard_library() -> None:

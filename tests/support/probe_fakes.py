@@ -8,10 +8,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from envkit.gym.rollout import Rollout
-from envkit.probe._session import Sent, prompt_key
-from envkit.probe.job import ProbeJob
-from envkit.probe.observations import ProbeRow, RewardScale
+from envkit.probe.analysis.job import ProbeJob
+from envkit.probe.analysis.observations import ProbeRow, RewardScale
 from envkit.probe.phases import ProbeContext
+from envkit.probe.phases.session import Sent, prompt_key
 from envkit.probe.policies import panel
 from envkit.probe.thresholds import Thresholds
 

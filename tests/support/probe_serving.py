@@ -11,13 +11,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from envkit.policy_server.generation import GenerationBackend, SamplingParams
 from envkit.gym.rollout import Rollout
-from envkit.probe._session import Sent
-from envkit.probe.job import ProbeJob
-from envkit.probe.model_phase import ModelPhase
-from envkit.probe.observations import RewardScale
+from envkit.policy_server.generation import GenerationBackend, SamplingParams
+from envkit.probe.analysis.job import ProbeJob
+from envkit.probe.analysis.observations import RewardScale
 from envkit.probe.phases import ProbeContext
+from envkit.probe.phases.model import ModelPhase
+from envkit.probe.phases.session import Sent
 from envkit.probe.policies import panel
 from envkit.probe.thresholds import Thresholds
 from support.probe_fakes import make_row

@@ -25,9 +25,6 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from envkit.policy_server.generation import GenerationBackend
-from envkit.policy_server.scripted import BYTES_PER_TOKEN, Script, ScriptedBackend, prompt_text
-from envkit.policy_server.server import PolicyServer
 from envkit.errors import FailedError
 from envkit.gym.client import RolloutAbortedError, collect
 from envkit.gym.rollout import Rollout
@@ -36,6 +33,9 @@ from envkit.gym.session import GymSession
 from envkit.gym.types import GymRuntimeError, PolicyEndpoint, RuntimeOptions
 from envkit.gym.venv import GymVenvError, ensure_gym_venv
 from envkit.model.package import MANIFEST
+from envkit.policy_server.generation import GenerationBackend
+from envkit.policy_server.scripted import BYTES_PER_TOKEN, Script, ScriptedBackend, prompt_text
+from envkit.policy_server.server import PolicyServer
 from envkit.smoke.isolation import Isolation, offline_network
 from envkit.validators import RULES
 from envkit.validators.spinup import EK704

@@ -31,8 +31,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from envkit.model.diagnostics import Severity
-from envkit.probe._session import prompt_key
-from envkit.probe.observations import TOLERANCE, score_table
+from envkit.probe.analysis.observations import TOLERANCE, score_table
+from envkit.probe.phases.scoring import ScoringResult, play_round, waves
+from envkit.probe.phases.session import prompt_key
 from envkit.probe.policies import (
     PLAIN_RENDERINGS,
     REASONING,
@@ -40,16 +41,15 @@ from envkit.probe.policies import (
     reasoning_reply,
     reference,
 )
-from envkit.probe.scoring import ScoringResult, play_round, waves
 from envkit.validators.probe import EK807, EK812, EK813
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from envkit.model.diagnostics import Diagnostic
-    from envkit.probe.observations import Observation, PolicyScore, RewardScale
+    from envkit.probe.analysis.observations import Observation, PolicyScore, RewardScale
+    from envkit.probe.analysis.verdicts import Where
     from envkit.probe.phases import ProbeContext
-    from envkit.probe.verdicts import Where
 
 __all__ = ["PRECLUDING", "ReasoningAssessment", "ReasoningPhase", "ReasoningResult",
            "assess_reasoning", "reasoning_shape"]
@@ -109,7 +109,7 @@ def reasoning_shape(observations: Sequence[Observation]) -> str | None:
     """``reasoning item`` when any reply reached the verifier with a Responses ``reasoning``
     item, ``inline`` when replies arrived without one, ``None`` when none arrived.
 
-    >>> from envkit.probe.observations import Observation
+    >>> from envkit.probe.analysis.observations import Observation
     >>> reasoning_shape([Observation("a", "p", 1, output=("reasoning", "message"))])
     'reasoning item'
     >>> reasoning_shape([Observation("a", "p", 1, output=("message",))])
@@ -162,7 +162,7 @@ def assess_reasoning(agent: str, scores: Mapping[str, PolicyScore], oracle: Poli
     """EK812 for the right answer rewarded inside the reasoning, EK813 for the oracle that
     loses its reward behind reasoning, EK807 for reasoning replies that failed the rollout.
 
-    >>> from envkit.probe.observations import PolicyScore, RewardScale
+    >>> from envkit.probe.analysis.observations import PolicyScore, RewardScale
     >>> o = PolicyScore("oracle:bare", "oracle", 1.0, {}, 8, 0)
     >>> s = {"reasoning:oracle": PolicyScore("reasoning:oracle", "reasoning", 0.0, {}, 8, 0),
     ...      "reasoning:answer-only": PolicyScore("reasoning:answer-only", "reasoning", 1.0,

@@ -8,7 +8,7 @@ probed row ``G = num_generations_per_prompt`` times through Gym's real ``/run`` 
 job's sampling settings (temperature, ``max_new_tokens``, ``top_k``), each rollout seeded as a
 training step seeds its samples (``envkit.trainer.seeds``) but with a salt of its own: the
 probe draws independently of the job's steps, and the same job draws the same replies. The
-groups are judged by ``envkit.probe.zero_variance``; the verdicts are EK810 (zero-variance
+groups are judged by ``envkit.probe.analysis.zero_variance``; the verdicts are EK810 (zero-variance
 groups) and EK811 (dynamic sampling that cannot fill a step), and a rollout that failed is a failure
 (EK807), never a reward.
 """
@@ -22,19 +22,24 @@ from typing import TYPE_CHECKING, Any
 
 from envkit.errors import UsageError
 from envkit.model.diagnostics import Severity
-from envkit.probe._session import expand_rows
-from envkit.probe.zero_variance import GroupSignal, expected_gen_batches, group_signal, wilson
+from envkit.probe.analysis.zero_variance import (
+    GroupSignal,
+    expected_gen_batches,
+    group_signal,
+    wilson,
+)
+from envkit.probe.phases.session import expand_rows
 from envkit.validators.probe import EK807, EK810, EK811
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from pathlib import Path
 
-    from envkit.policy_server.generation import GenerationBackend
     from envkit.model.diagnostics import Diagnostic
-    from envkit.probe._session import Sent
-    from envkit.probe.job import ProbeJob
+    from envkit.policy_server.generation import GenerationBackend
+    from envkit.probe.analysis.job import ProbeJob
     from envkit.probe.phases import ProbeContext
+    from envkit.probe.phases.session import Sent
 
 __all__ = ["PROBE_SALT", "AgentSignal", "ModelDirError", "ModelPhase", "SignalResult"]
 

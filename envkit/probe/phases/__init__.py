@@ -25,12 +25,12 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from envkit.model.diagnostics import Diagnostic
-    from envkit.probe._session import LiveProbe
-    from envkit.probe.job import ProbeJob
-    from envkit.probe.observations import ProbeRow, RewardScale
+    from envkit.probe.analysis.job import ProbeJob
+    from envkit.probe.analysis.observations import ProbeRow, RewardScale
+    from envkit.probe.analysis.verdicts import Where
+    from envkit.probe.phases.session import LiveProbe
     from envkit.probe.policies import Policy
     from envkit.probe.thresholds import Thresholds
-    from envkit.probe.verdicts import Where
 
 __all__ = ["Phase", "PhaseResult", "ProbeContext"]
 

@@ -6,13 +6,13 @@ Why here: a resources server that exports ``VERIFIER_FIXTURE`` (Gym 0.7's
 the worst, one that must be refused. The probe runs those cases too, so one report says both
 what the author promised and what the panel of scripted replies found.
 
-How (what ``gym env test`` does, without its catalog entry, which a package does not have):
-for every resources server of the package whose entrypoint names ``VERIFIER_FIXTURE``,
-``envkit/probe/fixture_runner.py`` runs in a subprocess with that server's venv Python (the one
-the bring-up built; the package's code is never imported by envkit), imports the entrypoint as
-Gym does, and runs every case (a failing case does not hide the next ones) and Gym's own
-fail-fast check. The reward range and direction are the probe's (a Gym manifest's, else
-``[0, 1]``, higher is better), ``determinism`` is a Gym manifest's for that server, else
+How (what ``gym env test`` does, without its catalog entry, which a package does not have): for
+every resources server of the package whose entrypoint names ``VERIFIER_FIXTURE``,
+``fixture_runner.py`` (beside this file) runs in a subprocess with that server's venv Python
+(the one the bring-up built; the package's code is never imported by envkit), imports the
+entrypoint as Gym does, and runs every case (a failing case does not hide the next ones) and
+Gym's own fail-fast check. The reward range and direction are the probe's (a Gym manifest's,
+else ``[0, 1]``, higher is better), ``determinism`` is a Gym manifest's for that server, else
 ``unknown`` (Gym then skips determinism cases).
 
 Where the cases live: Gym's convention, ``tests/verifier_cases.jsonl``, cannot ship inside a
@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envkit.check.validate import read_package
+from envkit.probe.analysis.observations import RewardScale
 from envkit.probe.inputs import gym_manifests
-from envkit.probe.observations import RewardScale
 from envkit.validators.probe import EK809
 
 if TYPE_CHECKING:

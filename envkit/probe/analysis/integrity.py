@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from envkit.probe.observations import TOLERANCE
+from envkit.probe.analysis.observations import TOLERANCE
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from envkit.probe.observations import PolicyScore, RewardScale
+    from envkit.probe.analysis.observations import PolicyScore, RewardScale
 
 __all__ = ["choose_oracle", "gameable", "oracle_never_scores"]
 
@@ -29,7 +29,7 @@ __all__ = ["choose_oracle", "gameable", "oracle_never_scores"]
 def choose_oracle(scores: Mapping[str, PolicyScore], scale: RewardScale) -> str | None:
     """The oracle rendering with the best mean (first on ties); ``None``: none was scored.
 
-    >>> from envkit.probe.observations import PolicyScore, RewardScale
+    >>> from envkit.probe.analysis.observations import PolicyScore, RewardScale
     >>> s = {"oracle:bare": PolicyScore("oracle:bare", "oracle", 0.0, {}, 8, 0),
     ...      "oracle:boxed": PolicyScore("oracle:boxed", "oracle", 1.0, {}, 8, 0)}
     >>> choose_oracle(s, RewardScale())
@@ -55,7 +55,7 @@ def gameable(scores: Mapping[str, PolicyScore], oracle: PolicyScore, scale: Rewa
              margin: float) -> list[PolicyScore]:
     """Content-free policies that earn reward within ``margin`` of the oracle's mean.
 
-    >>> from envkit.probe.observations import PolicyScore, RewardScale
+    >>> from envkit.probe.analysis.observations import PolicyScore, RewardScale
     >>> o = PolicyScore("oracle:bare", "oracle", 0.9, {}, 8, 0)
     >>> s = {"echo": PolicyScore("echo", "content-free", 0.85, {}, 8, 0),
     ...      "empty": PolicyScore("empty", "content-free", 0.0, {}, 8, 0),

@@ -2,7 +2,7 @@
 
 Each agent replays its oracle (the rendering the scoring phase chose; the empty reply where a
 row has no reference), its rows cycled; level ``c`` sends ``LOAD_ROUNDS * c`` rollouts with
-``c`` in flight and times each. The analysis is ``envkit.probe.load``; a server that dies
+``c`` in flight and times each. The analysis is ``envkit.probe.analysis.load``; a server that dies
 under load ends the phase with the levels measured so far and an EK805.
 """
 
@@ -13,10 +13,10 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from envkit.probe._session import ProbeAbortedError, expand_rows, prompt_key
-from envkit.probe.load import LoadLevel, knee, levels_for, projected_step_s
+from envkit.probe.analysis.load import LoadLevel, knee, levels_for, projected_step_s
+from envkit.probe.analysis.verdicts import load_diagnostics
+from envkit.probe.phases.session import ProbeAbortedError, expand_rows, prompt_key
 from envkit.probe.thresholds import LOAD_ROUNDS
-from envkit.probe.verdicts import load_diagnostics
 from envkit.validators.probe import EK805
 
 if TYPE_CHECKING:

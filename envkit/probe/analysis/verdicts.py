@@ -7,7 +7,7 @@ reporting. The order, per agent (documented in ``envkit rule EK802`` / ``EK804``
    (a content-free reply that gets the best reward is still EK801: nothing can beat it);
 2. the oracle gets the worst reward on every row, and either scores once the reference is
    copied into another row field, or the verify request declares a field for it that the
-   rows lack (``envkit.probe.fields``) -> EK802 naming that field, and nothing else: every
+   rows lack (``envkit.probe.analysis.fields``) -> EK802 naming that field, and nothing else: every
    row is dead and every reply ties because of it;
 3. every judged row is dead -> EK804 error (a constant reward: also an oracle that never
    scores in any field tried, with no declared field missing), and gaming is not reported
@@ -25,18 +25,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from envkit.model.diagnostics import Diagnostic, Severity
-from envkit.probe.integrity import choose_oracle, gameable, oracle_never_scores
-from envkit.probe.learning import dead_rows
-from envkit.probe.load import LoadLevel, percentile
-from envkit.probe.observations import TOLERANCE
+from envkit.probe.analysis.integrity import choose_oracle, gameable, oracle_never_scores
+from envkit.probe.analysis.learning import dead_rows
+from envkit.probe.analysis.load import LoadLevel, percentile
+from envkit.probe.analysis.observations import TOLERANCE
 from envkit.validators.probe import EK801, EK802, EK803, EK804, EK805, EK806, EK807, EK808
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from envkit.probe.determinism import Spread
-    from envkit.probe.fields import FieldSearch
-    from envkit.probe.observations import PolicyScore, RewardScale
+    from envkit.probe.analysis.determinism import Spread
+    from envkit.probe.analysis.fields import FieldSearch
+    from envkit.probe.analysis.observations import PolicyScore, RewardScale
     from envkit.probe.thresholds import Thresholds
 
 __all__ = ["AgentAssessment", "Where", "assess_agent", "lines_text", "load_diagnostics"]

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from envkit.probe.observations import TOLERANCE
+from envkit.probe.analysis.observations import TOLERANCE
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from envkit.probe.observations import PolicyScore
+    from envkit.probe.analysis.observations import PolicyScore
 
 __all__ = ["dead_rows"]
 
@@ -28,7 +28,7 @@ __all__ = ["dead_rows"]
 def dead_rows(scores: Mapping[str, PolicyScore]) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(dead rows, judged rows), each as dataset lines in order.
 
-    >>> from envkit.probe.observations import PolicyScore
+    >>> from envkit.probe.analysis.observations import PolicyScore
     >>> s = {"oracle:bare": PolicyScore("oracle:bare", "oracle", 0.5, {1: 1.0, 2: 0.0}, 2, 0),
     ...      "empty": PolicyScore("empty", "content-free", 0.0, {1: 0.0, 2: 0.0, 3: 0.0}, 3, 0)}
     >>> dead_rows(s)

@@ -104,7 +104,7 @@ def reference_slots(fields: Iterable[DeclaredField],
 
 @dataclass(frozen=True, slots=True)
 class FieldSearch:
-    """What the probe found out about an oracle that never scored (``envkit.probe.scoring``).
+    """What the probe found out about an oracle that never scored (``envkit.probe.phases.scoring``).
 
     ``scored``: (row field, rendering) with which the reference did score once copied into
     that field; ``missing``: fields the verify request declares for a reference that the rows

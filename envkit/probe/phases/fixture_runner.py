@@ -1,6 +1,6 @@
 """Run one resources server's Gym verifier fixture, case by case, in that server's own venv.
 
-Not imported by envkit: ``envkit.probe.fixtures`` runs this file with the server venv's
+Not imported by envkit: ``envkit.probe.phases.fixtures`` runs this file with the server venv's
 Python (``<venv>/bin/python fixture_runner.py --request R --result O``), so the package's code
 is only ever imported there, next to the Gym it was installed with. It may import nothing from
 envkit.

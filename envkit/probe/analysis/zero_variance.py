@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from envkit.probe.observations import TOLERANCE
+from envkit.probe.analysis.observations import TOLERANCE
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -12,23 +12,23 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from envkit.probe._session import expand_rows, prompt_key
-from envkit.probe.determinism import spreads
-from envkit.probe.fields import FieldSearch, reference_slots, verify_fields
-from envkit.probe.integrity import choose_oracle, oracle_never_scores
-from envkit.probe.observations import TOLERANCE, Observation, score_table
+from envkit.probe.analysis.determinism import spreads
+from envkit.probe.analysis.fields import FieldSearch, reference_slots, verify_fields
+from envkit.probe.analysis.integrity import choose_oracle, oracle_never_scores
+from envkit.probe.analysis.observations import TOLERANCE, Observation, score_table
+from envkit.probe.analysis.verdicts import assess_agent
+from envkit.probe.phases.session import expand_rows, prompt_key
 from envkit.probe.policies import FIELD_CANDIDATES, PLAIN_RENDERINGS, Policy, reference
-from envkit.probe.verdicts import assess_agent
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
     from envkit.model.diagnostics import Diagnostic
-    from envkit.probe._session import Sent
-    from envkit.probe.fields import DeclaredField
-    from envkit.probe.observations import PolicyScore, ProbeRow
+    from envkit.probe.analysis.fields import DeclaredField
+    from envkit.probe.analysis.observations import PolicyScore, ProbeRow
+    from envkit.probe.analysis.verdicts import AgentAssessment
     from envkit.probe.phases import ProbeContext
-    from envkit.probe.verdicts import AgentAssessment
+    from envkit.probe.phases.session import Sent
 
 __all__ = ["ScoringPhase", "ScoringResult", "output_types", "play_round", "waves"]
 

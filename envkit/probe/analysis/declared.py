@@ -17,11 +17,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from envkit.model.package import server_block
-from envkit.probe.observations import RewardScale
+from envkit.probe.analysis.observations import RewardScale
 
 if TYPE_CHECKING:
     from envkit.model.package import Package
-    from envkit.probe.verdicts import Where
+    from envkit.probe.analysis.verdicts import Where
 
 __all__ = ["agent_locations", "agent_resources", "judge_refs", "resources_implementations",
            "scale_from_manifest", "stochastic_reason"]
