@@ -15,9 +15,8 @@ import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from envkit.gym.types import GymRuntimeError, GymServers, ServerInfo
+from envkit.model.yamlio import parse_yaml
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -86,9 +85,9 @@ def _instances(head: str, timeout_s: float = 10) -> dict[str, ServerInfo]:
 
 def _load_config(text: str) -> dict[str, Any]:
     """The head server returns the YAML text JSON-encoded as a string."""
-    data: Any = yaml.safe_load(text)
+    data = parse_yaml("global_config_dict_yaml", text.encode()).data
     if isinstance(data, str):
-        data = yaml.safe_load(data)
+        data = parse_yaml("global_config_dict_yaml", data.encode()).data
     return data if isinstance(data, dict) else {}
 
 

@@ -33,14 +33,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import yaml
-
 from envkit.gym.diagnose import Where, diagnose, tail
 from envkit.gym.types import GymRuntimeError, PolicyEndpoint
 from envkit.gym.venv import GymVenv, uv_binary
 from envkit.gym.venvsteps import VenvStep
 from envkit.model.package import WHEEL_FORMATS, server_block
 from envkit.model.tree import hash_files
+from envkit.model.yamlio import parse_yaml
 from envkit.supply.cache import content_key, digests_key, file_sha256
 from envkit.supply.isolation import isolated_env
 from envkit.supply.treestamps import rescan
@@ -159,13 +158,11 @@ def install_view(config: Path) -> str:
     its bytes (the launch reports it).
     """
     try:
-        text = config.read_text(encoding="utf-8")
+        raw = config.read_bytes()
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return "unreadable"
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
-        data = None
+    data = parse_yaml(str(config), raw).data
     if not isinstance(data, dict):
         return json.dumps(text)
     servers: set[str] = set()

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
+from envkit.model.yamlio import YamlReadError, read_mapping
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -46,12 +46,9 @@ def config_path(env: Mapping[str, str] | None = None) -> Path:
 
 def _context(env: Mapping[str, str]) -> dict[str, Any]:
     """The active context resolved to ``{base_url, token, workspace, ca_file}``; {} when none."""
-    path = config_path(env)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
-        return {}
-    if not isinstance(data, dict):
+        data = read_mapping(config_path(env))
+    except YamlReadError:  # unreadable, not YAML, empty or not a mapping: no context
         return {}
     name = env.get("NMP_CURRENT_CONTEXT") or data.get("current_context")
     ctx = _named(data.get("contexts"), name)
