@@ -8,7 +8,6 @@ report with the probe's findings added (``ProbeReport.findings``).
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import TYPE_CHECKING
 
@@ -16,6 +15,7 @@ from envkit.check.report import ValidationRun
 from envkit.model.diagnostics import Severity
 from envkit.output.human import Console, diagnostic_path, escape
 from envkit.output.human import render_github as render_validation_github
+from envkit.output.stdout import dump, echo
 
 if TYPE_CHECKING:
     from envkit.check.report import Report
@@ -28,20 +28,17 @@ def render_probe(outcome: ProbeOutcome, fmt: str) -> int:
     """Print ``outcome`` in ``fmt`` on stdout; 0 when the probe passed, else 1."""
     report = outcome.report
     if fmt == "json":
-        text = json.dumps(report.to_dict(), indent=2, ensure_ascii=False)
+        text = dump(report.to_dict())
     elif fmt == "github":
         text = render_validation_github(ValidationRun((report.findings(),)))
     elif fmt == "sarif":
         from envkit.output.sarif import sarif_log
 
-        text = json.dumps(sarif_log(ValidationRun((report.findings(),))), indent=2,
-                          ensure_ascii=False)
+        text = dump(sarif_log(ValidationRun((report.findings(),))))
     else:
         render_human(report, Console(sys.stdout))
         text = ""
-    if text:
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
+    echo(text)
     return 0 if report.passed else 1
 
 

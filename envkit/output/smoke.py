@@ -9,13 +9,13 @@ group; SARIF: the result's ``properties``).
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import TYPE_CHECKING, Any
 
 from envkit.check.report import ValidationRun
 from envkit.output.human import Console, escape, render_github, render_human
 from envkit.output.sarif import sarif_log
+from envkit.output.stdout import dump, echo
 
 if TYPE_CHECKING:
     from envkit.smoke.report import SmokeFinding, SmokeOutcome, SmokeReport
@@ -32,18 +32,16 @@ def render_smoke(outcome: SmokeOutcome, fmt: str) -> int:
     elif fmt == "github":
         text = render_github_smoke(report)
     elif fmt == "sarif":
-        text = json.dumps(render_sarif(report), indent=2, ensure_ascii=False)
+        text = dump(render_sarif(report))
     else:
         render_human_smoke(report, Console(sys.stdout))
         text = ""
-    if text:
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
+    echo(text)
     return 0 if report.passed else 1
 
 
 def render_json(report: SmokeReport) -> str:
-    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False)
+    return dump(report.to_dict())
 
 
 def _secs(value: float | None) -> str:
