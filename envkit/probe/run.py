@@ -126,7 +126,7 @@ def run_probe(request: ProbeRequest, phases: Sequence[Phase] | None = None) -> P
     live_session.ensure_gym_venv(settings.gym_version or DEFAULT_GYM_VERSION,
                                  python=request.gym_python,
                                  allow_python_override=request.allow_python_override)
-    with live_session.isolation(base.offline) as isolated:
+    with live_session.offline_if(base.offline) as isolated:
         report = _live(request, settings, base, ctx_parts, phases)
         if isolated is not None:
             report = replace(report, isolation=isolated.to_dict())

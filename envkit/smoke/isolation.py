@@ -17,6 +17,7 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import logging
 import os
 import socket
 import struct
@@ -26,7 +27,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Literal, TypedDict
 
-__all__ = ["Isolation", "IsolationDict", "offline_network"]
+__all__ = ["Isolation", "IsolationDict", "offline_if", "offline_network"]
+
+log = logging.getLogger(__name__)
 
 _CLONE_NEWNET = 0x40000000
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
@@ -156,3 +159,15 @@ def offline_network() -> Iterator[Isolation]:
             yield isolation
     finally:
         os.close(host_fd)
+
+
+@contextlib.contextmanager
+def offline_if(offline: bool) -> Iterator[Isolation | None]:
+    """``offline_network()`` (logged) when ``offline``, else nothing: the whole bring-up of a
+    smoke or a probe runs inside it."""
+    if not offline:
+        yield None
+        return
+    with offline_network() as isolation:
+        log.info("offline: %s", isolation.detail)
+        yield isolation

@@ -12,10 +12,8 @@ reward on its rows.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -37,7 +35,7 @@ from envkit.gym import (
 )
 from envkit.policy_server.scripted import DEFAULT_COMPLETION, ScriptedBackend
 from envkit.policy_server.server import PolicyServer
-from envkit.smoke.isolation import Isolation, offline_network
+from envkit.smoke.isolation import Isolation, offline_if
 from envkit.smoke.report import SmokeReport
 from envkit.smoke.rows import dataset_rows, rows_for, scripted_answers
 from envkit.smoke.verdict import SpinUpWatch, rollout_report, start_failure_report
@@ -95,22 +93,12 @@ def run_smoke(request: SmokeRequest) -> SmokeReport:
     ensure_gym_venv(gym_version, python=request.gym_python,
                     allow_python_override=request.allow_python_override)
     options = _options(request, gym_version, offline)
-    with _isolation(offline) as isolation:
+    with offline_if(offline) as isolation:
         report = _spin_up(request, static, options, isolation, timings)
         if isolation is not None:  # the hosts the proxy refused are known only now
             report = replace(report, isolation=isolation.to_dict())
     timings["total_s"] = time.monotonic() - start
     return report
-
-
-@contextlib.contextmanager
-def _isolation(offline: bool) -> Iterator[Isolation | None]:
-    if not offline:
-        yield None
-        return
-    with offline_network() as isolation:
-        log.info("offline: %s", isolation.detail)
-        yield isolation
 
 
 def _options(request: SmokeRequest, gym_version: str, offline: bool) -> RuntimeOptions:

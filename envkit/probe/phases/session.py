@@ -36,7 +36,7 @@ from envkit.model.package import MANIFEST
 from envkit.policy_server.generation import GenerationBackend
 from envkit.policy_server.scripted import BYTES_PER_TOKEN, Script, ScriptedBackend, prompt_text
 from envkit.policy_server.server import PolicyServer
-from envkit.smoke.isolation import Isolation, offline_network
+from envkit.smoke.isolation import offline_if
 from envkit.validators import RULES
 from envkit.validators.spinup import EK704
 
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from envkit.model.diagnostics import Diagnostic
 
 __all__ = ["GymRuntimeError", "GymVenvError", "LiveProbe", "ProbeAbortedError",
-           "RuntimeOptions", "Sent", "ensure_gym_venv", "expand_rows", "isolation",
+           "RuntimeOptions", "Sent", "ensure_gym_venv", "expand_rows", "offline_if",
            "prompt_key", "start_failure"]
 
 log = logging.getLogger(__name__)
@@ -105,17 +105,6 @@ def turn_key(messages: Any) -> str:
         if isinstance(last, Mapping) and last.get("role") == "tool":
             return AFTER_TOOL
     return prompt_text(messages)
-
-
-@contextlib.contextmanager
-def isolation(offline: bool) -> Iterator[Isolation | None]:
-    """``--offline``: the whole bring-up in a namespace with loopback only (smoke's)."""
-    if not offline:
-        yield None
-        return
-    with offline_network() as isolated:
-        log.info("offline: %s", isolated.detail)
-        yield isolated
 
 
 def start_failure(exc: GymRuntimeError) -> tuple[Diagnostic, str]:
