@@ -114,9 +114,6 @@ class GymServers:
         target = self.env_server_for_agent.get(agent, agent)
         return f"{self.servers[target].url}/run"
 
-    def server_of_type(self, server_type: str) -> list[ServerInfo]:
-        return [s for s in self.servers.values() if s.server_type == server_type]
-
 
 class StartedInWith:
     """``with x as servers:`` for the objects that start Gym (the runtime, the session): a start

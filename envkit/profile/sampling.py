@@ -39,8 +39,6 @@ PROFILE_SALT = 3
 """``step_seed(seed, 0, PROFILE_SALT)`` seeds the profile's draws: apart from a training
 step's (0), a validation pass's (1) and the probe's (2)."""
 
-SPLITS = ("training", "validation")
-
 
 @dataclass(frozen=True, slots=True)
 class ProfileRequest:
