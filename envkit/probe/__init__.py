@@ -6,17 +6,9 @@ policies (the rows' reference answer and content-free replies, ``policies``) at 
 concurrency, then the reference replayed at rising concurrency up to the job's. Every finding
 is a diagnostic with an EK8xx code (``envkit rule EK801``). The names below are its face.
 
-Two rooms, split by whether a module talks to a server:
-
-- ``phases/``: the steps that drive the running servers (the phase interface in its
-  ``__init__``; ``session``, the one module that touches the Gym runtime; ``scoring``,
-  ``reasoning``, ``load``, ``model``, ``fixtures``);
-- ``analysis/``: pure functions over what was observed, no I/O (``observations``,
-  ``integrity``, ``determinism``, ``learning``, ``load``, ``zero_variance``, ``fields``,
-  ``declared``, ``job``; causes before consequences in ``verdicts``).
-
-Beside them: ``policies`` (the panel), ``thresholds``, ``inputs`` (rows, job, manifests, read
-once), ``progress``, ``report``, ``write``, ``plot``, ``run``.
+Two rooms, by whether a module talks to a server: ``phases/`` drive the running servers
+(``phases.session`` is the one module that touches the Gym runtime); ``analysis/`` holds the
+pure functions over what they observed, no I/O (causes before consequences in ``verdicts``).
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """The phase interface: what every step of a probe gets, and what it gives back.
 
 Why phases: the package is brought up once and each question (is the reward honest and
-stable? does it survive the job's load?) is one phase over the same running servers, in
-order, each reading what the earlier ones found. A phase that needs more joins the tuple in
-``envkit.probe.run`` without touching the others:
-
-- Gym's verifier fixtures (``VERIFIER_FIXTURE`` in a server's entrypoint, run in that server's
-  venv) need no running servers, only the package and its venvs: a phase whose ``run`` ignores
-  ``ctx.live``;
-- a learning-signal phase with a real policy (``--model``) serves the model through the same
-  endpoint and samples G replies per prompt; it reads ``ctx.job`` for G and the rows from
-  ``ctx.rows``, and reports its own :class:`PhaseResult`.
+stable? does it survive the job's load? what do the policy's own groups give?) is one phase
+over the same running servers, in order, each reading what the earlier ones found. A new
+question is one more entry in ``envkit.probe.run.PHASES``, touching no other phase; one that
+needs no running servers (Gym's verifier fixtures) ignores ``ctx.live``.
 """
 
 from __future__ import annotations
