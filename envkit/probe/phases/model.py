@@ -2,7 +2,7 @@
 
 The model-free dead-rows check (``learning``) asks whether *any* reply could score apart on a
 row; this phase asks what the policy the job starts from will actually see. It loads the
-local HF model on the engine ``envkit train`` uses (HF transformers on CPU, vLLM on a GPU),
+local HF model on the engine ``envkit train`` uses (``--backend hf`` or ``--backend vllm``),
 serves it on the probe's own policy endpoint (:meth:`LiveProbe.serving`), and sends every
 probed row ``G = num_generations_per_prompt`` times through Gym's real ``/run`` path with the
 job's sampling settings (temperature, ``max_new_tokens``, ``top_k``), each rollout seeded as a
