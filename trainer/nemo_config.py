@@ -331,7 +331,7 @@ def report_for_job(job_path: Path, dataset: Path | None) -> dict[str, Any]:
     from envkit.model.diagnostics import Severity
     from envkit.model.jobfile import load_job
     from envkit.trainer.config import GrpoConfig
-    from envkit.validators.job import job_diagnostics
+    from envkit.validators.job.checks import job_diagnostics
 
     doc = load_job(job_path)
     errors = [

@@ -1,7 +1,15 @@
 """Every envkit check, as pure functions over models read once. No network, no code execution.
 
-``CHECKS`` is the one visible list of what runs; ``RULES`` maps each EK code to its record.
+``all_checks()`` is the one visible list of what runs; ``checks_for(inputs)`` is that list less
+the areas whose input ``inputs`` lacks; ``RULES`` maps each EK code to its record.
 This package never imports ``envkit.trainer``.
+
+Why the wheel, dataset and job areas are imported by a function: a package validated without a
+job file, a dataset or a wheelhouse has nothing for their checks to read, and their models
+(the job's typed settings above all) are the largest part of what a validate run would import.
+Each area's function imports its ``checks`` module by name, so a rename fails at import and in
+the type check, as a plain import would; their ``rules`` modules are imported here, so every
+code is known without them.
 """
 
 from __future__ import annotations
@@ -10,44 +18,91 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from envkit.model.diagnostics import Severity
+from envkit.model.package import WHEEL_FORMATS
 from envkit.validators import (
-    dataset,
     gym,
-    job,
     layout,
     manifest,
     probe,
     provenance,
     secrets,
     spinup,
-    wheels,
 )
 from envkit.validators._base import Check, CheckOptions, Inputs, Rule
+from envkit.validators.dataset import rules as dataset_rules
+from envkit.validators.job import rules as job_rules
+from envkit.validators.wheels import rules as wheel_rules
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from envkit.model.diagnostics import Diagnostic
 
-__all__ = ["CHECKS", "INTERNAL", "KNOWN_RULES", "RULES", "Check", "CheckOptions", "Inputs", "Rule",
-           "run_checks"]
+__all__ = ["INTERNAL", "KNOWN_RULES", "RULES", "Check", "CheckOptions", "Inputs", "Rule",
+           "all_checks", "checks_for", "dataset_checks", "job_checks", "run_checks",
+           "wheel_checks"]
 
-_MODULES = (manifest, layout, secrets, provenance, gym, wheels, dataset, job, spinup, probe)
+
+def wheel_checks() -> tuple[Check, ...]:
+    """EK4xx (``envkit.validators.wheels``): they read the package's wheelhouse."""
+    from envkit.validators.wheels import checks
+
+    return checks.CHECKS
 
 
-CHECKS: tuple[Check, ...] = (
-    *manifest.CHECKS,
-    *layout.CHECKS,
-    *secrets.CHECKS,
-    *provenance.CHECKS,
-    *gym.CHECKS,
-    *wheels.CHECKS,
-    *dataset.CHECKS,
-    *job.CHECKS,
-    *spinup.CHECKS,
-    *probe.CHECKS,
-)
-RULES: dict[str, Rule] = {rule.code: rule for module in _MODULES for rule in module.RULES}
+def dataset_checks() -> tuple[Check, ...]:
+    """EK5xx (``envkit.validators.dataset``): they read ``Inputs.dataset``."""
+    from envkit.validators.dataset import checks
+
+    return checks.CHECKS
+
+
+def job_checks() -> tuple[Check, ...]:
+    """EK6xx (``envkit.validators.job``): they read ``Inputs.job``."""
+    from envkit.validators.job import checks
+
+    return checks.CHECKS
+
+
+def all_checks() -> tuple[Check, ...]:
+    """Every check, in the order they run (each area's ``CHECKS`` in turn)."""
+    return (
+        *manifest.CHECKS,
+        *layout.CHECKS,
+        *secrets.CHECKS,
+        *provenance.CHECKS,
+        *gym.CHECKS,
+        *wheel_checks(),
+        *dataset_checks(),
+        *job_checks(),
+        *spinup.CHECKS,
+        *probe.CHECKS,
+    )
+
+
+def checks_for(inputs: Inputs) -> tuple[Check, ...]:
+    """``all_checks()`` less the areas that have nothing to read in ``inputs`` (their checks
+    return at once without it, so the report is the same; their modules stay unimported): the
+    wheel checks without a wheelhouse format, the dataset's without a dataset, the job's
+    without a job file."""
+    package = inputs.package
+    return (
+        *manifest.CHECKS,
+        *layout.CHECKS,
+        *secrets.CHECKS,
+        *provenance.CHECKS,
+        *gym.CHECKS,
+        *(wheel_checks() if package is not None and package.format in WHEEL_FORMATS else ()),
+        *(dataset_checks() if inputs.dataset is not None else ()),
+        *(job_checks() if inputs.job is not None else ()),
+        *spinup.CHECKS,
+        *probe.CHECKS,
+    )
+
+
+_RULE_AREAS = (manifest.RULES, layout.RULES, secrets.RULES, provenance.RULES, gym.RULES,
+               wheel_rules.RULES, dataset_rules.RULES, job_rules.RULES, spinup.RULES, probe.RULES)
+RULES: dict[str, Rule] = {rule.code: rule for area in _RULE_AREAS for rule in area}
 """Every rule a check reports (each has a failing fixture under ``fixtures/``)."""
 
 INTERNAL = Rule(
@@ -65,14 +120,17 @@ KNOWN_RULES: dict[str, Rule] = {INTERNAL.code: INTERNAL, **RULES}
 """Every code a diagnostic can carry: ``RULES`` and the safety net."""
 
 
-def run_checks(inputs: Inputs, checks: Iterable[Check] = CHECKS) -> list[Diagnostic]:
-    """Run ``checks`` (every check; the CLI passes them guarded) and return all diagnostics,
-    sorted by place (ties keep the order the checks found them in: a set's order would change
-    with the hash seed, and two runs over the same files must print the same report).
+def run_checks(inputs: Inputs, checks: Iterable[Check] | None = None) -> list[Diagnostic]:
+    """Run ``checks`` (``None``: ``checks_for(inputs)``; the CLI passes them guarded) and
+    return all diagnostics, sorted by place (ties keep the order the checks found them in: a
+    set's order would change with the hash seed, and two runs over the same files must print
+    the same report).
 
     A package whose walk stopped at the entry cap (EK208) is reported alone: checks over a
     partial tree would invent missing configs, markers and implementation dirs.
     """
+    if checks is None:
+        checks = checks_for(inputs)
     found: list[Diagnostic] = []
     if inputs.package is not None and inputs.package.truncated:
         found += layout.check_walk_complete(inputs)

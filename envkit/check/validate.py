@@ -11,7 +11,7 @@ from envkit.check.columns import with_columns
 from envkit.check.report import Cause, Report
 from envkit.model.diagnostics import Diagnostic, Severity, selected
 from envkit.model.package import load_package
-from envkit.validators import CHECKS, INTERNAL, CheckOptions, Inputs, run_checks
+from envkit.validators import INTERNAL, CheckOptions, Inputs, checks_for, run_checks
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -145,7 +145,7 @@ def validate_inputs(inputs: Inputs, request: ValidateRequest | None = None) -> R
     package = inputs.package
     diagnostics = tuple(
         _printable(d)
-        for d in with_columns(run_checks(inputs, _guarded_checks(CHECKS)), inputs)
+        for d in with_columns(run_checks(inputs, _guarded_checks(checks_for(inputs))), inputs)
         if selected(d.code, request.select, request.ignore)
         or (d.code == INTERNAL_ERROR and INTERNAL_ERROR not in request.ignore)
     )

@@ -1,9 +1,9 @@
 """What ``envkit validate`` imports for a small native-v1 package (the pre-commit hook case).
 
 Not a timing test: it pins the modules a start must not pay for. ``packaging`` compiles its
-grammar's regexes at import (the largest single start-up cost measured), and the dataset and
-lock models, ``importlib.resources`` and the other commands' result types have nothing to
-read here (``benchmarks/bench_gate.py`` has the figures).
+grammar's regexes at import (the largest single start-up cost measured), and the job, dataset
+and lock models with the checks over them, ``importlib.resources`` and the other commands'
+result types have nothing to read here (``benchmarks/bench_gate.py`` has the figures).
 """
 
 from __future__ import annotations
@@ -34,6 +34,10 @@ NOT_ON_THE_PATH = (
     "envkit.model.jobfile",
     "envkit.model.dataset",
     "envkit.model.lock",
+    "envkit.model.jobspec",  # the job's typed settings: only a job file needs them
+    "envkit.validators.job.checks",
+    "envkit.validators.dataset.checks",
+    "envkit.validators.wheels.checks",  # a native-v1 package ships no wheelhouse
     "envkit.output.results",
     "importlib.resources",
     "hashlib",

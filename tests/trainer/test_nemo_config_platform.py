@@ -25,7 +25,7 @@ from envkit.cli import main
 from envkit.model.diagnostics import Severity
 from envkit.model.jobfile import parse_job
 from envkit.trainer.nemo_config import CANNOT_APPLY
-from envkit.validators.job import job_diagnostics
+from envkit.validators.job.checks import job_diagnostics
 
 pytestmark = pytest.mark.platform
 

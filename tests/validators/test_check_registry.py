@@ -1,5 +1,6 @@
-"""``envkit.validators.CHECKS`` is every area's own checks, in order, imported plainly (a rename
-fails at import); the wheelhouse's checks find each wheel case's code."""
+"""``envkit.validators.all_checks()`` is every area's own checks, in order, imported plainly (a
+rename fails at import); ``checks_for`` leaves out only areas that find nothing in the inputs; the
+wheelhouse's checks find each wheel case's code."""
 
 from __future__ import annotations
 
@@ -9,20 +10,21 @@ import pytest
 
 from envkit.model.package import load_package
 from envkit.validators import (
-    CHECKS,
     CheckOptions,
     Inputs,
-    dataset,
+    all_checks,
+    checks_for,
     gym,
-    job,
     layout,
     manifest,
     probe,
     provenance,
     secrets,
     spinup,
-    wheels,
 )
+from envkit.validators.dataset import checks as dataset
+from envkit.validators.job import checks as job
+from envkit.validators.wheels import checks as wheels
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ROOT / "fixtures" / "packages"
@@ -32,7 +34,18 @@ def test_checks_are_each_area_s_own_in_order() -> None:
     areas = (manifest, layout, secrets, provenance, gym, wheels, dataset, job,
              spinup, probe)
     own = [check.__name__ for area in areas for check in area.CHECKS]
-    assert [check.__name__ for check in CHECKS] == own
+    assert [check.__name__ for check in all_checks()] == own
+
+
+@pytest.mark.parametrize("name", sorted(p.parent.name for p in PACKAGES.glob("*/pkg")))
+def test_the_checks_left_out_find_nothing(name: str) -> None:
+    """An area ``checks_for`` leaves out (no wheelhouse, dataset or job file in the inputs)
+    would have reported nothing: the report is the one every check gives."""
+    inputs = Inputs(package=load_package(PACKAGES / name / "pkg"))
+    chosen = checks_for(inputs)
+    assert [c for c in all_checks() if c in chosen] == list(chosen)
+    left_out = [check for check in all_checks() if check not in chosen]
+    assert not [diag for check in left_out for diag in check(inputs)]
 
 
 WHEEL_CASES = sorted(p.parent.name for p in PACKAGES.glob("*/pkg") if p.parent.name.startswith(

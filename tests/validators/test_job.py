@@ -18,7 +18,7 @@ from envkit.model.jobfile import parse_job
 from envkit.model.jobspec import GrpoSettings, JobSpecError, LoraSettings, grpo_settings, job_schema
 from envkit.schemas import load_schema
 from envkit.validators import CheckOptions
-from envkit.validators.job import is_local_ref, is_workspace_ref, job_diagnostics
+from envkit.validators.job.checks import is_local_ref, is_workspace_ref, job_diagnostics
 
 # Seed 001 "Submit the job" (full weights).
 SEED_FULL_WEIGHT: dict[str, Any] = {

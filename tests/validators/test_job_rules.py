@@ -11,7 +11,7 @@ import pytest
 
 from envkit.model.jobfile import parse_job
 from envkit.model.jobspec import GrpoSettings, grpo_settings
-from envkit.validators.job import job_diagnostics
+from envkit.validators.job.checks import job_diagnostics
 from envkit.validators.job.cross_field import RULE_CHECKS
 
 BASE: dict[str, Any] = {
