@@ -343,8 +343,10 @@ def test_guard_turns_a_crashing_check_into_a_diagnostic(
     def check_that_breaks(inputs: object) -> list:
         raise ZeroDivisionError("boom")
 
-    monkeypatch.setattr(validators_pkg, "CHECKS", (*validators_pkg.CHECKS, check_that_breaks))
-    monkeypatch.setattr("envkit.check.validate.CHECKS", validators_pkg.CHECKS)
+    def checks_for(inputs: validators_pkg.Inputs) -> tuple[validators_pkg.Check, ...]:
+        return (*validators_pkg.checks_for(inputs), check_that_breaks)
+
+    monkeypatch.setattr("envkit.check.validate.checks_for", checks_for)
     rc = main(["validate", str(pkg), "--format", "json", "--select", "EK1"])
     report = json.loads(capsys.readouterr().out)
     (diag,) = report["diagnostics"]
