@@ -97,14 +97,15 @@ def _stored_facts(file: Path, rel: str | None = None, *, deep: bool = False) -> 
     return WheelFacts(cache_root() / "wheel-facts").read(file, rel, deep=deep)
 
 
-def _stamped_tree(root: Path, files: Mapping[str, FileStat | None]) -> Tree:
+def _stamped_tree(root: Path, files: Mapping[str, FileStat | None],
+                  read: Mapping[str, str]) -> Tree:
     """The package digest (EK209's), unchanged files' hashes from the cache."""
     from envkit.model.provenance import PACKAGE_PURPOSE, package_tree
     from envkit.supply.cache import cache_root
     from envkit.supply.treestamps import rescan
 
     return rescan(root, PACKAGE_PURPOSE,
-                  lambda stamps: package_tree(root, files, stamps, seen=files),
+                  lambda stamps: package_tree(root, files, stamps, seen=files, read=read),
                   cache_root() / "tree-stamps")
 
 

@@ -30,9 +30,9 @@ if TYPE_CHECKING:
     from envkit.model.tree import FileStat, Tree
     from envkit.model.wheelfile import WheelFile, WheelReader
 
-    TreeHasher = Callable[[Path, Mapping[str, FileStat | None]], Tree]
-    """``(root, its regular files with the walk's stat of each) -> the package digest's tree``
-    (``package_tree``'s shape)."""
+    TreeHasher = Callable[[Path, Mapping[str, FileStat | None], Mapping[str, str]], Tree]
+    """``(root, its regular files with the walk's stat of each, the SHA-256 of those already
+    read whole) -> the package digest's tree`` (``package_tree``'s shape)."""
 
 __all__ = [
     "INSTALL_MARKERS",
@@ -167,6 +167,10 @@ def load_package(root: str | os.PathLike[str], *, verify_hashes: bool = False,
         raise NotADirectoryError(msg)
     entries, errors, truncated = walk(root_path)
     manifest = _read_manifest(root_path, entries, errors)
+    # The secret scan reads every text file whole; with a provenance record to check, it also
+    # hashes what it read, and the package digest reads only the rest.
+    read: dict[str, str] | None = {} if PROVENANCE_NAME in entries else None
+    secrets = find_secrets(root_path, (p for p, e in entries.items() if e.kind == "file"), read)
     pkg = Package(
         root=root_path,
         entries=entries,
@@ -177,8 +181,8 @@ def load_package(root: str | os.PathLike[str], *, verify_hashes: bool = False,
         nested_manifest=None if manifest else _find_nested_manifest(entries),
         truncated=truncated,
         lock=_read_lock(root_path, entries),
-        provenance=_read_provenance(root_path, entries, tree_hasher),
-        secrets=find_secrets(root_path, (p for p, e in entries.items() if e.kind == "file")),
+        provenance=_read_provenance(root_path, entries, tree_hasher, read or {}),
+        secrets=secrets,
     )
     configs = read_configs(root_path, entries, pkg.config_paths(), errors)
     return replace(pkg, configs=configs.docs, includes=configs.includes,
@@ -197,7 +201,8 @@ def _read_lock(root: Path, entries: Mapping[str, FileEntry]) -> LockDoc | None:
 
 
 def _read_provenance(root: Path, entries: Mapping[str, FileEntry],
-                     tree_hasher: TreeHasher | None) -> ProvenanceDoc | None:
+                     tree_hasher: TreeHasher | None,
+                     read: Mapping[str, str]) -> ProvenanceDoc | None:
     """The record, and the package digest now: only when there is a record (a package
     without one is never hashed here)."""
     entry = entries.get(PROVENANCE_NAME)
@@ -213,17 +218,17 @@ def _read_provenance(root: Path, entries: Mapping[str, FileEntry],
     doc = read_provenance(root / PROVENANCE_NAME)
     try:
         files = {p: e.stat for p, e in entries.items() if e.kind == "file"}
-        actual = (tree_hasher or _every_byte)(root, files)
+        actual = (tree_hasher or _every_byte)(root, files, read)
     except OSError:  # the unreadable file is reported by EK207
         actual = None
     return ProvenanceDoc(doc.path, doc.record, doc.error, actual)
 
 
-def _every_byte(root: Path, files: Mapping[str, FileStat | None]) -> Tree:
-    """The default ``tree_hasher``: every file read."""
+def _every_byte(root: Path, files: Mapping[str, FileStat | None], read: Mapping[str, str]) -> Tree:
+    """The default ``tree_hasher``: every file read (once: ``read`` holds what was)."""
     from envkit.model.provenance import package_tree
 
-    return package_tree(root, files, seen=files)
+    return package_tree(root, files, seen=files, read=read)
 
 
 def _kind(entry: FileEntry) -> str:

@@ -192,12 +192,14 @@ def covered_paths(regular_files: Iterable[str]) -> list[str]:
 
 def package_tree(root: Path, regular_files: Iterable[str],
                  stamps: Mapping[str, list[Any]] | None = None, *,
-                 seen: Mapping[str, FileStat | None] | None = None) -> Tree:
-    """The package digest over ``covered_paths(regular_files)`` (``seen``: ``hash_files``').
+                 seen: Mapping[str, FileStat | None] | None = None,
+                 read: Mapping[str, str] | None = None) -> Tree:
+    """The package digest over ``covered_paths(regular_files)`` (``seen``, ``read``:
+    ``hash_files``').
 
     :raises OSError: a file cannot be read.
     """
-    return hash_files(root, covered_paths(regular_files), PACKAGE_PURPOSE, stamps, seen)
+    return hash_files(root, covered_paths(regular_files), PACKAGE_PURPOSE, stamps, seen, read)
 
 
 def closure_versions(lock: Lock | None, requirement_texts: Iterable[str] = ()) -> dict[str, str]:

@@ -186,11 +186,15 @@ def _read(path: str) -> bytes | None:
     return None if b"\0" in data[:8192] else data
 
 
-def find_secrets(root: Path, files: Iterable[str]) -> tuple[Secret, ...]:
+def find_secrets(root: Path, files: Iterable[str],
+                 digests: dict[str, str] | None = None) -> tuple[Secret, ...]:
     """Every secret in the regular files ``files`` (relative paths) under ``root``, in path
-    order; ``wheels/`` is not scanned (its archives are checked as wheels)."""
+    order; ``wheels/`` is not scanned (its archives are checked as wheels). ``digests``, when
+    given, receives the SHA-256 of each file read whole, for the package digest to reuse."""
     found: list[Secret] = []
     base = os.fspath(root)
+    if digests is not None:  # a package with a provenance record: hashlib is loaded for it
+        from hashlib import sha256
     for rel in sorted(files):
         if rel.startswith("wheels/"):
             continue
@@ -202,6 +206,8 @@ def find_secrets(root: Path, files: Iterable[str]) -> tuple[Secret, ...]:
         data = _read(f"{base}/{rel}")
         if data is None:
             continue
+        if digests is not None:
+            digests[rel] = sha256(data).hexdigest()
         if rel.rsplit("/", 1)[-1].endswith("credentials.json"):
             creds = _credentials(rel, data)
             if creds is not None:

@@ -117,7 +117,8 @@ def tree_digest(files: Iterable[TreeFile], purpose: str) -> str:
 
 def hash_files(root: Path, rels: Iterable[str], purpose: str,
                stamps: Mapping[str, list[Any]] | None = None,
-               seen: Mapping[str, FileStat | None] | None = None) -> Tree:
+               seen: Mapping[str, FileStat | None] | None = None,
+               read: Mapping[str, str] | None = None) -> Tree:
     """Hash ``rels`` under ``root``; a file whose stamp matches ``stamps`` is not re-read.
 
     Why the stamp: a resubmit or re-validate of an unchanged 400 MB package should cost a
@@ -125,6 +126,8 @@ def hash_files(root: Path, rels: Iterable[str], purpose: str,
     Entries that are not regular files (after following a link, as an upload would) are
     skipped. ``seen``: the caller's own stat of files it found to be regular (a package
     walk's, just before), not taken again (the tree of 145 Gym packages: 2,545 stats).
+    ``read``: the SHA-256 of files the caller has just read whole (the secret scan reads every
+    text file of a package), so a file is opened once per run, not once per reader.
 
     :raises OSError: a file cannot be stat'ed or read.
     """
@@ -133,6 +136,7 @@ def hash_files(root: Path, rels: Iterable[str], purpose: str,
     files = []
     base = os.fspath(root)
     known = seen or {}
+    done = read or {}
     for rel in sorted(rels):
         path = f"{base}/{rel}"  # one stat per file, no Path built: validate hashes thousands
         stamp = known.get(rel)
@@ -147,7 +151,8 @@ def hash_files(root: Path, rels: Iterable[str], purpose: str,
                 continue
             stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
         hit = old.get(rel)
-        digest = hit[5] if hit and tuple(hit[:5]) == stamp else sha256_file(path)
+        digest = (hit[5] if hit and tuple(hit[:5]) == stamp
+                  else done.get(rel) or sha256_file(path))
         fresh[rel] = [*stamp, digest]
         files.append(TreeFile(rel, stamp[0], digest))
     return Tree(root=root, files=tuple(files), digest=tree_digest(files, purpose), stamps=fresh)

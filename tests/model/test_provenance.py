@@ -108,6 +108,29 @@ def test_the_digest_takes_each_files_stat_from_the_walk_not_again(
         recorded, [p for p in walk_files(recorded) if p != PROVENANCE_NAME], "package").digest
 
 
+def test_a_text_file_is_read_once_for_the_secret_scan_and_the_package_digest(
+        recorded: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The secret scan reads every text file whole; the package digest takes its hash of those
+    bytes and reads only what the scan did not (here: a binary file), to the same digest."""
+    import envkit.model.tree as tree_module
+
+    (recorded / "blob.bin").write_bytes(b"\0binary")
+    hashed: list[str] = []
+    real = tree_module.sha256_file
+
+    def counted(path: str) -> str:
+        hashed.append(str(path).removeprefix(f"{recorded}/"))
+        return real(path)
+
+    monkeypatch.setattr(tree_module, "sha256_file", counted)
+    doc = load_package(recorded).provenance
+    assert doc is not None and doc.actual is not None
+    assert hashed == ["blob.bin"]
+    monkeypatch.undo()
+    assert doc.actual.digest == hash_files(
+        recorded, [p for p in walk_files(recorded) if p != PROVENANCE_NAME], "package").digest
+
+
 def test_rewriting_the_record_does_not_change_the_package_digest(recorded: Path) -> None:
     first = package_record(recorded)
     write_provenance(recorded, first)
