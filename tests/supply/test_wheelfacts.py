@@ -193,3 +193,16 @@ def test_no_cache_reads_and_writes_no_wheel_facts(tmp_path: Path,
     monkeypatch.setattr(wheelfacts, "load_entry", lambda *a: opened.append("x"))
     assert "EK407" in _codes(pkg, no_cache=True)
     assert opened == []
+
+
+@pytest.mark.parametrize(("value", "kept"),
+                         [("1", False), ("true", False), ("0", True), ("", True)])
+def test_envkit_no_cache_holds_for_a_gate_that_did_not_ask(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           value: str, kept: bool) -> None:
+    """smoke, probe and submit build their gate's request without ``no_cache``: the variable
+    still keeps every store shut, as ``validate --no-cache`` does."""
+    pkg = _ek407(tmp_path, monkeypatch)
+    monkeypatch.setenv("ENVKIT_NO_CACHE", value)
+    assert "EK407" in _codes(pkg)
+    assert (tmp_path / "cache" / "wheel-facts").exists() is kept
