@@ -23,8 +23,8 @@ from pathlib import Path
 
 import yaml
 
-from envkit.check.validate import ValidateRequest, validate
 from envkit.converters.adapter_pkg import policy_model_config
+from envkit.validate.validate import ValidateRequest, validate
 
 TARGET_S = 0.5
 POLICY = yaml.safe_dump(policy_model_config(), sort_keys=False)

@@ -26,8 +26,8 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "fixtures")]
 from gym_tree_packages import build_tree_packages, site_packages  # noqa: E402
 from test_gym_fidelity import _gym_rejects  # noqa: E402
 
-from envkit.check.validate import ValidateRequest, validate  # noqa: E402
 from envkit.gym.venv import ensure_gym_venv  # noqa: E402
+from envkit.validate.validate import ValidateRequest, validate  # noqa: E402
 
 
 def _probe(python: Path, packages: dict[str, Path], cwd: Path) -> dict[str, dict]:

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
-from envkit.check.validate import ValidateRequest, validate
 from envkit.converters.adapter_pkg import (
     LOCK_NAME,
     AdapterSpec,
@@ -41,14 +40,15 @@ from envkit.model.wheelfile import read_wheel
 from envkit.supply import uvcmd
 from envkit.supply.atomic import write_text
 from envkit.supply.provenance import package_record, write_provenance
+from envkit.validate.validate import ValidateRequest, validate
 from envkit.validators import CheckOptions
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
-    from envkit.check.report import Report
     from envkit.converters.sandbox import LoadResult
+    from envkit.validate.report import Report
 
 __all__ = ["CLASSIC_MAX", "GYM_VERIFIERS_VERSION", "ConvertError", "ConvertRequest",
            "ConvertResult", "convert_verifiers"]

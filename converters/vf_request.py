@@ -11,7 +11,7 @@ from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.model.target import Target
 
 if TYPE_CHECKING:
-    from envkit.check.report import Report
+    from envkit.validate.report import Report
 
 __all__ = ["GYM_RELEASE_DATE", "GYM_VERIFIERS_VERSION", "VERIFIERS_ONLY_DEPS",
            "VERIFIERS_RELEASE_DATE", "ConvertError", "ConvertRequest"]

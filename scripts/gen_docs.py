@@ -2,7 +2,7 @@
 
 - docs/reference/commands.md from click's own parameters (what ``--help`` prints, hidden
   spellings left out, each command's example from ``envkit/cli/_examples.py``);
-- docs/reference/settings.md from the settings model (``envkit.check.settings``: the keys, their
+- docs/reference/settings.md from the settings model (``envkit.validate.settings``: the keys, their
   meaning and defaults) and the flags that set the same fields;
 - docs/reference/schemas.md from the JSON Schemas envkit ships (``envkit/schemas/``);
 - docs/rules.md and docs/rules/EKnnn.md (``scripts/gen_rule_docs.py``).
@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import gen_rule_docs
 
-from envkit.check import settings as settings_model
 from envkit.cli._examples import EXAMPLES, ROOT_EXAMPLE
 from envkit.cli.app import COMMANDS, cli
+from envkit.validate import settings as settings_model
 from envkit.validators import CheckOptions
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -169,10 +169,10 @@ def settings_page() -> str:
     keys = [f.name.replace("_", "-") for f in fields(m.Settings) if f.name != "source"]
     missing = [k for k in keys if k not in m.SETTING_DOCS]
     if missing:
-        raise SystemExit(f"envkit/check/settings.py: SETTING_DOCS lacks {', '.join(missing)}")
+        raise SystemExit(f"envkit/validate/settings.py: SETTING_DOCS lacks {', '.join(missing)}")
     flags = _setting_flags()
     out = [
-        HEADER.format(source="the settings model (envkit/check/settings.py)"),
+        HEADER.format(source="the settings model (envkit/validate/settings.py)"),
         "# Settings\n",
         "envkit reads its settings from `envkit.toml`, or from `[tool.envkit]` in",
         "`pyproject.toml`: the closest such file upward from each package (an `envkit.toml`",

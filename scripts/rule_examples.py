@@ -12,9 +12,9 @@ import difflib
 import json
 from pathlib import Path
 
-from envkit.check.validate import ValidateRequest, validate
 from envkit.model.diagnostics import Diagnostic
 from envkit.model.target import Target
+from envkit.validate.validate import ValidateRequest, validate
 from envkit.validators import CheckOptions
 from envkit.validators.probe import PROBE_FIXTURES
 from envkit.validators.spinup import SPINUP_FIXTURES

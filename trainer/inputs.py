@@ -142,7 +142,7 @@ def resolve_inputs(job_data: Mapping[str, Any], request: TrainRequest) -> LocalI
 
 def preflight(inputs: Inputs) -> list[Diagnostic]:
     """Errors from validating what was read; EK608 is excused (refs replaced by local paths)."""
-    from envkit.check.validate import validate_inputs
+    from envkit.validate.validate import validate_inputs
     from envkit.validators.job.rules import EK608
 
     report = validate_inputs(inputs)
@@ -180,8 +180,8 @@ def read_inputs(request: TrainRequest) -> TrainInputs:
 
     :raises TrainInputError: an input is missing, unreadable or invalid (with diagnostics).
     """
-    from envkit.check.validate import read_package
     from envkit.trainer.config import GrpoConfig
+    from envkit.validate.validate import read_package
     from envkit.validators import CheckOptions, Inputs
 
     options = CheckOptions(allow_local_refs=True)

@@ -112,7 +112,7 @@ INTERNAL = Rule(
     "it: it is a bug in envkit, not a verdict on the package.",
     "Report it with the message; the other diagnostics of the run still apply.",
 )
-"""The safety net's code (``envkit.check.validate`` reports it for a check that raised). No
+"""The safety net's code (``envkit.validate.validate`` reports it for a check that raised). No
 fixture reaches it, so it is not in ``RULES``; it is a code users see, so ``envkit rule``,
 ``--select``/``--ignore`` and SARIF know it through ``KNOWN_RULES``."""
 

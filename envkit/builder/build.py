@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from packaging.specifiers import SpecifierSet
 
-from envkit.check.validate import ValidateRequest, validate
 from envkit.converters.gym_tree import (
     GymTreeError,
     ServerSource,
@@ -49,14 +48,15 @@ from envkit.supply.resolve import PinnedWheel, ResolutionCache, resolve_closure
 from envkit.supply.sdists import SdistBuild
 from envkit.supply.uvcmd import Runner, UvSources, run_subprocess, uv_version
 from envkit.supply.wheelcache import WheelCache
+from envkit.validate.validate import ValidateRequest, validate
 from envkit.validators import CheckOptions, Inputs
 from envkit.validators.wheels.checks import closure_roots
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from envkit.check.report import Report
     from envkit.supply.downloads import FetchProgress
+    from envkit.validate.report import Report
 
 __all__ = [
     "LOCK_NAME",

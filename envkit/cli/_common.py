@@ -16,10 +16,10 @@ from typing import Any
 
 import click
 
-from envkit.check.settings import SettingsError
-from envkit.check.settings import parse_glibc as _parse_glibc
-from envkit.check.settings import parse_python as _parse_python
 from envkit.model.target import ARCHES, Target
+from envkit.validate.settings import SettingsError
+from envkit.validate.settings import parse_glibc as _parse_glibc
+from envkit.validate.settings import parse_python as _parse_python
 
 __all__ = [
     "FORMAT_KEY",

@@ -210,7 +210,7 @@ def precheck(command: str, extra: str, *, package: Path | None = None,
     missing = missing_modules(extra)
     if not missing:
         return
-    from envkit.check.validate import ValidateRequest, validate
+    from envkit.validate.validate import ValidateRequest, validate
     from envkit.validators import CheckOptions
 
     report = validate(ValidateRequest(package=package, dataset=dataset, job=job,

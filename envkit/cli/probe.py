@@ -24,8 +24,8 @@ from envkit.cli._common import (
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 
 if TYPE_CHECKING:
-    from envkit.check.gate import GateRequest
     from envkit.probe import ProbeOutcome, ProbeRequest
+    from envkit.validate.gate import GateRequest
 
 __all__ = ["FORMATS", "probe_command", "probe_from_validate", "run_probe_request"]
 
@@ -119,8 +119,8 @@ def probe_command(package: Path, dataset: Path | None, job: Path | None, arch: s
     replies per prompt: groups that all score alike (EK810), dynamic sampling that cannot fill
     a step (EK811). `envkit rule EK8` lists them all.
     """
-    from envkit.check.settings import Settings
     from envkit.probe import ProbeRequest
+    from envkit.validate.settings import Settings
 
     if runtime.get("model") is not None:
         from envkit.cli._extras import require_backend, require_extra
@@ -155,9 +155,9 @@ def run_probe_request(request: ProbeRequest, output_dir: Path | None = None) -> 
 
 def probe_from_validate(request: GateRequest) -> ProbeOutcome:
     """``envkit validate PKG --probe``: validate's resolved settings, the probe's defaults."""
-    from envkit.check.gate import one_package
     from envkit.gym import python_override_from_env
     from envkit.probe import ProbeRequest
+    from envkit.validate.gate import one_package
 
     return run_probe_request(ProbeRequest(
         package=one_package(request, "--probe"), flags=request.flags, isolated=request.isolated,

@@ -24,8 +24,8 @@ from envkit.cli._common import (
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 
 if TYPE_CHECKING:
-    from envkit.check.gate import GateRequest
     from envkit.smoke import SmokeOutcome, SmokeRequest
+    from envkit.validate.gate import GateRequest
 
 __all__ = ["FORMATS", "run_smoke_request", "smoke_command", "smoke_from_validate",
            "smoke_runtime_options"]
@@ -96,8 +96,8 @@ def smoke_command(package: Path, dataset: Path | None, arch: str | None,
 
     Exit 0 when all servers were ready and every rollout returned a numeric reward.
     """
-    from envkit.check.settings import Settings
     from envkit.smoke import SmokeRequest
+    from envkit.validate.settings import Settings
 
     flags = Settings(arch=arch, python=python_version, glibc=glibc, gym_version=gym_version,
                      offline=offline, dataset=dataset)
@@ -117,9 +117,9 @@ def run_smoke_request(request: SmokeRequest) -> SmokeOutcome:
 
 def smoke_from_validate(request: GateRequest) -> SmokeOutcome:
     """``envkit validate PKG --smoke``: validate's resolved settings, smoke's runtime defaults."""
-    from envkit.check.gate import one_package
     from envkit.gym import python_override_from_env
     from envkit.smoke.run import SmokeRequest
+    from envkit.validate.gate import one_package
 
     return run_smoke_request(SmokeRequest(
         package=one_package(request, "--smoke"), flags=request.flags, isolated=request.isolated,

@@ -21,8 +21,8 @@ from envkit.model.gym_data import DEFAULT_GYM_VERSION
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from envkit.check.gate import GateRequest
     from envkit.platform.outcomes import SubmitOutcome
+    from envkit.validate.gate import GateRequest
 
 __all__ = ["submit_command", "upload_options", "upload_outputs"]
 
@@ -105,8 +105,8 @@ def _gate_request(arch: str | None, python_version: str | None, glibc: str | Non
                   select: tuple[str, ...], ignore: tuple[str, ...],
                   extend_select: tuple[str, ...], extend_ignore: tuple[str, ...],
                   isolated: bool) -> GateRequest:
-    from envkit.check.gate import GateRequest
-    from envkit.check.settings import Settings
+    from envkit.validate.gate import GateRequest
+    from envkit.validate.settings import Settings
 
     flags = Settings(select=select or None, ignore=ignore or None, extend_select=extend_select,
                      extend_ignore=extend_ignore, arch=arch, glibc=glibc, python=python_version,

@@ -32,8 +32,8 @@ def validate(paths: tuple[Path, ...], dataset: Path | None, job: Path | None,
     """Run the gate (or show settings, or smoke, or probe) for the parsed options."""
     from pathlib import Path
 
-    from envkit.check.gate import GateRequest, discover_for, run_gate, shown_settings
-    from envkit.check.settings import Settings
+    from envkit.validate.gate import GateRequest, discover_for, run_gate, shown_settings
+    from envkit.validate.settings import Settings
 
     flags = Settings(select=_codes(select), ignore=_codes(ignore),
                      extend_select=extend_select, extend_ignore=extend_ignore, arch=arch,

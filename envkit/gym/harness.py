@@ -158,7 +158,7 @@ def stage_harness(gym_root: Path, work: Path, package: Package,
 
     ``find_links``: where its install finds the vendored wheels (default ``work/wheels``).
 
-    ``package`` is the model validation read (``envkit.check.validate.read_package``).
+    ``package`` is the model validation read (``envkit.validate.validate.read_package``).
 
     :raises HarnessError: the harness or a vendored wheel is missing.
     """

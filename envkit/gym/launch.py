@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from envkit.check.validate import read_package
 from envkit.gym.types import GymRuntimeError
+from envkit.validate.validate import read_package
 from envkit.validators.config_paths import EK104
 from envkit.validators.manifest import EK100, EK101
 
@@ -23,7 +23,7 @@ __all__ = ["launchable"]
 
 
 def launchable(package: Path) -> Package:
-    """``package`` as validation reads it (:func:`envkit.check.validate.read_package`: the
+    """``package`` as validation reads it (:func:`envkit.validate.validate.read_package`: the
     provenance digest from the cache's stamps of unchanged files, not a read of every wheel at
     every warm start), refused only where a launch cannot start.
 

@@ -15,12 +15,12 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from envkit.check.settings import Settings, settings_for
 from envkit.gym.events import Fanout, RuntimeEvents
 from envkit.gym.install import reusable
 from envkit.gym.servers import GymRuntime
 from envkit.gym.types import PolicyEndpoint, RuntimeOptions
 from envkit.gym.venv import DEFAULT_GYM_VERSION, ensure_gym_venv
+from envkit.validate.settings import Settings, settings_for
 
 if TYPE_CHECKING:
     from pathlib import Path

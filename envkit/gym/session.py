@@ -105,7 +105,7 @@ class GymSession(StartedInWith):
         self._owned = list(owned)
         self._runtime = GymRuntime(package, endpoint, options, events)
         self.model = self._runtime.model
-        """The package as validation read it (``envkit.check.validate.read_package``)."""
+        """The package as validation read it (``envkit.validate.validate.read_package``)."""
         self.servers: GymServers | None = None
 
     def start(self) -> GymServers:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Literal
 
-from envkit.check.report import diagnostic_dict
 from envkit.errors import INTERNAL, EnvkitError
 from envkit.output.stdout import dump, echo
+from envkit.validate.report import diagnostic_dict
 
 if TYPE_CHECKING:
     from envkit.output.shapes import ErrorDict

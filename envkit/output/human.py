@@ -11,11 +11,11 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from envkit.check.report import tally
 from envkit.model.diagnostics import Diagnostic, Severity
+from envkit.validate.report import tally
 
 if TYPE_CHECKING:
-    from envkit.check.report import Cause, Report, ValidationRun
+    from envkit.validate.report import Cause, Report, ValidationRun
 
 __all__ = [
     "Console",

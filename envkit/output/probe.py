@@ -11,15 +11,15 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from envkit.check.report import ValidationRun
 from envkit.model.diagnostics import Severity
 from envkit.output.human import Console, diagnostic_path, escape
 from envkit.output.human import render_github as render_validation_github
 from envkit.output.stdout import dump, echo
+from envkit.validate.report import ValidationRun
 
 if TYPE_CHECKING:
-    from envkit.check.report import Report
     from envkit.probe.report import ProbeDict, ProbeOutcome, ProbeReport
+    from envkit.validate.report import Report
 
 __all__ = ["render_human", "render_probe"]
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from envkit.check.report import ValidationRun
 from envkit.output.runs import render_run
 from envkit.output.stdout import dump, echo
+from envkit.validate.report import ValidationRun
 
 if TYPE_CHECKING:
     from collections.abc import Callable

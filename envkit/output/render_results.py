@@ -8,7 +8,6 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, cast
 
-from envkit.check.report import ValidationRun
 from envkit.output.results import (
     CompiledConfig,
     ConvertOutcome,
@@ -20,6 +19,7 @@ from envkit.output.results import (
 )
 from envkit.output.runs import render_run as _validation
 from envkit.output.stdout import dump, echo
+from envkit.validate.report import ValidationRun
 
 if TYPE_CHECKING:
     from collections.abc import Callable

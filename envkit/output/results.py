@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from envkit.check.report import Report
+    from envkit.validate.report import Report
     from envkit.validators import Rule
 
 __all__ = [

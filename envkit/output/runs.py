@@ -10,7 +10,7 @@ from envkit.output.human import Console, render_github, render_human
 from envkit.output.stdout import dump, echo
 
 if TYPE_CHECKING:
-    from envkit.check.report import ValidationRun
+    from envkit.validate.report import ValidationRun
 
 __all__ = ["render_run"]
 

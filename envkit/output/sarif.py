@@ -17,8 +17,8 @@ from envkit.model.diagnostics import Severity
 from envkit.output.human import diagnostic_path
 
 if TYPE_CHECKING:
-    from envkit.check.report import Report, ValidationRun
     from envkit.model.diagnostics import Diagnostic
+    from envkit.validate.report import Report, ValidationRun
 
 __all__ = ["SARIF_SCHEMA", "sarif_log"]
 

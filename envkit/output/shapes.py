@@ -2,7 +2,7 @@
 
 Each follows the JSON Schema ``envkit schema NAME`` prints (named in the class docstring); a
 test renders every result type and validates what it printed. Shapes an operation makes itself
-live with it: ``ReportDict`` (``envkit.check.report``), the platform's outcomes
+live with it: ``ReportDict`` (``envkit.validate.report``), the platform's outcomes
 (``envkit.platform.outcomes``), smoke's (``envkit.smoke.report``). Bump a shape's version
 with its schema: the minor version for an added field, the major version for anything a reader
 could trip on.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypedDict
 
-from envkit.check.report import DiagnosticDict, ReportDict
+from envkit.validate.report import DiagnosticDict, ReportDict
 
 __all__ = [
     "CompiledConfigDict",

@@ -12,10 +12,10 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from envkit.check.report import ValidationRun
 from envkit.output.human import Console, escape, render_github, render_human
 from envkit.output.sarif import sarif_log
 from envkit.output.stdout import dump, echo
+from envkit.validate.report import ValidationRun
 
 if TYPE_CHECKING:
     from envkit.smoke.report import SmokeFinding, SmokeOutcome, SmokeReport

@@ -15,22 +15,22 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from envkit.check.gate import GateRequest, gate_package
 from envkit.metrics.records import metrics_records, write_metrics
 from envkit.platform import jobs
 from envkit.platform.connection import resolve_connection
 from envkit.platform.errors import SubmitRejected, UploadInterrupted
 from envkit.platform.outcomes import JobLogs, JobMetrics, JobReply, JobShow, SubmitOutcome
 from envkit.platform.progress import live_status, status_line, upload_progress
+from envkit.validate.gate import GateRequest, gate_package
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-    from envkit.check.report import ValidationRun
     from envkit.model.diagnostics import Diagnostic
     from envkit.platform.http import PlatformClient
     from envkit.platform.submit import SubmitResult
+    from envkit.validate.report import ValidationRun
 
 __all__ = ["SubmitRequest", "Where", "cancel", "check_submission", "logs", "metrics", "show",
            "status", "submit", "upload_outputs", "wait"]

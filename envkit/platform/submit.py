@@ -1,6 +1,6 @@
 """From a validated package, dataset and job JSON to a created GRPO job.
 
-``envkit submit`` validates first (the CLI calls ``envkit.check.validate``), then this module
+``envkit submit`` validates first (the CLI calls ``envkit.validate.validate``), then this module
 uploads two content-addressed FileSets, writes their refs into the job and posts it.
 """
 

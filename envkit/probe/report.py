@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from envkit.check.report import DiagnosticDict, Report, ReportDict
 from envkit.model.diagnostics import Severity
 from envkit.probe.phases.load import LoadResult
 from envkit.probe.phases.model import SignalResult
@@ -13,6 +12,7 @@ from envkit.probe.phases.reasoning import ReasoningResult
 from envkit.probe.phases.scoring import ScoringResult
 from envkit.probe.policies import REASONING
 from envkit.smoke.isolation import IsolationDict
+from envkit.validate.report import DiagnosticDict, Report, ReportDict
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -15,9 +15,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envkit.check.gate import GateRequest, gate_package, resolve_settings, selection
-from envkit.check.settings import Settings
-from envkit.check.validate import read_package
 from envkit.errors import UsageError
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.probe.analysis.declared import (
@@ -39,6 +36,9 @@ from envkit.probe.policies import panel
 from envkit.probe.progress import NO_PROGRESS, Progress
 from envkit.probe.report import ProbeReport
 from envkit.probe.thresholds import Thresholds
+from envkit.validate.gate import GateRequest, gate_package, resolve_settings, selection
+from envkit.validate.settings import Settings
+from envkit.validate.validate import read_package
 from envkit.validators.spinup import EK704
 
 if TYPE_CHECKING:

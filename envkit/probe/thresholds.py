@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
-from envkit.check.settings import PROBE_DEFAULTS
 from envkit.errors import UsageError
+from envkit.validate.settings import PROBE_DEFAULTS
 
 if TYPE_CHECKING:
-    from envkit.check.settings import Settings
+    from envkit.validate.settings import Settings
 
 __all__ = ["LOAD_ROUNDS", "PATIENCE", "PATIENCE_FLOOR_S", "ThresholdError", "Thresholds"]
 

@@ -36,7 +36,7 @@ def pass_threshold_for(package: Path, flag: float | None, *, isolated: bool = Fa
 
     :raises SettingsError: the configuration file found cannot be used.
     """
-    from envkit.check.settings import Settings, settings_for
+    from envkit.validate.settings import Settings, settings_for
 
     value = settings_for(package, Settings(profile_pass_threshold=flag),
                          isolated=isolated).profile_pass_threshold

@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, TypedDict
 
-from envkit.check.report import DiagnosticDict, Report, ReportDict, ValidationRun
 from envkit.model.diagnostics import Diagnostic, rule_url
 from envkit.smoke.isolation import IsolationDict
+from envkit.validate.report import DiagnosticDict, Report, ReportDict, ValidationRun
 
 if TYPE_CHECKING:
     from pathlib import Path

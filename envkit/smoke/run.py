@@ -18,9 +18,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from envkit.check.gate import GateRequest, gate_package, resolve_settings
-from envkit.check.report import Report
-from envkit.check.settings import Settings
 from envkit.gym import (
     DEFAULT_GYM_VERSION,
     GymRuntimeError,
@@ -39,6 +36,9 @@ from envkit.smoke.isolation import Isolation, offline_if
 from envkit.smoke.report import SmokeReport
 from envkit.smoke.rows import dataset_rows, rows_for, scripted_answers
 from envkit.smoke.verdict import SpinUpWatch, rollout_report, start_failure_report
+from envkit.validate.gate import GateRequest, gate_package, resolve_settings
+from envkit.validate.report import Report
+from envkit.validate.settings import Settings
 
 __all__ = ["SmokeRequest", "run_smoke"]
 

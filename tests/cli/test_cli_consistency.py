@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner
 from support.paths import FIXTURES
 
-from envkit.check.settings import PROBE_DEFAULTS
 from envkit.cli import main
 from envkit.cli._examples import EXAMPLES
 from envkit.cli.app import COMMANDS, cli
+from envkit.validate.settings import PROBE_DEFAULTS
 
 
 def _commands() -> list[tuple[str, click.Command]]:

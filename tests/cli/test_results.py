@@ -84,12 +84,12 @@ def test_classify_reads_the_kind_of_the_exception() -> None:
 def test_internal_error_asks_for_a_report(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import envkit.check.gate
+    import envkit.validate.gate
 
     def boom(request: object) -> None:
         raise KeyError("bug")
 
-    monkeypatch.setattr(envkit.check.gate, "run_gate", boom)
+    monkeypatch.setattr(envkit.validate.gate, "run_gate", boom)
     rc, out, err = _run(capsys, "validate", VALID, "--output-format", "json")
     assert rc == 2 and "internal error" in err and "Please report" in err
     assert json.loads(out)["error"]["kind"] == "internal"

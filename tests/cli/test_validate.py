@@ -149,7 +149,7 @@ def test_smoke_with_no_path_runs_the_current_package(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``validate --smoke`` takes `.` as validate does; at a workspace root, several: refused."""
-    from envkit.check.gate import GateRequest, GateUsageError, one_package
+    from envkit.validate.gate import GateRequest, GateUsageError, one_package
 
     monkeypatch.chdir(VALID)
     assert one_package(GateRequest(), "--smoke") == Path()

@@ -16,7 +16,6 @@ from click.testing import CliRunner
 from support.paths import REPO_ROOT
 from wheelfactory import make_wheel
 
-from envkit.check.validate import ValidateRequest, validate
 from envkit.cli.app import cli
 from envkit.converters.adapter_pkg import AdapterSpec, LockedWheel, lock_data, package_texts
 from envkit.converters.hub import HubIdError, parse_hub_id
@@ -27,6 +26,7 @@ from envkit.converters.verifiers import _check_request as check_request
 from envkit.converters.verifiers_pin import requires_conflict
 from envkit.model.target import Target
 from envkit.model.wheelfile import read_wheel
+from envkit.validate.validate import ValidateRequest, validate
 from envkit.validators import CheckOptions
 
 ROOT = REPO_ROOT

@@ -164,7 +164,7 @@ def test_an_envkit_error_from_a_command_is_its_json_error(
 ) -> None:
     """A documented failure: its exit status, one line with the code and hint on stderr, and the
     schema's error object with its kind, hint, code and diagnostics on stdout."""
-    import envkit.check.gate
+    import envkit.validate.gate
     from envkit.model.diagnostics import Diagnostic, Severity
 
     class Refused(InvalidError):
@@ -176,7 +176,7 @@ def test_an_envkit_error_from_a_command_is_its_json_error(
         raise Refused("refused", hint="do this", code="EK200", diagnostics=[diag],
                       log_tail="the evidence")
 
-    monkeypatch.setattr(envkit.check.gate, "run_gate", refuse)
+    monkeypatch.setattr(envkit.validate.gate, "run_gate", refuse)
     pkg = REPO_ROOT / "fixtures" / "packages" / "valid-native-v1" / "pkg"
     rc = main(["validate", str(pkg), "--output-format", "json"])
     out, err = capsys.readouterr()

@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 from support.paths import REPO_ROOT
 
-from envkit.check.gate import choose_target
-from envkit.check.settings import Settings
 from envkit.model.lock import (
     MAX_LOCK_BYTES,
     Lock,
@@ -21,6 +19,8 @@ from envkit.model.lock import (
 )
 from envkit.model.package import load_package
 from envkit.model.target import Target
+from envkit.validate.gate import choose_target
+from envkit.validate.settings import Settings
 
 VALID = REPO_ROOT / "fixtures" / "packages" / "valid-wheels-v1" / "pkg"
 

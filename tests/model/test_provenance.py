@@ -12,7 +12,6 @@ import pytest
 from jsonschema import Draft202012Validator
 from support.paths import REPO_ROOT
 
-from envkit.check.validate import ValidateRequest, validate
 from envkit.model.lock import Lock, LockedWheel
 from envkit.model.package import load_package
 from envkit.model.provenance import (
@@ -25,6 +24,7 @@ from envkit.model.tree import hash_files, walk_files
 from envkit.platform.tree import scan_tree
 from envkit.schemas import load_schema
 from envkit.supply.provenance import package_record, run_record, write_provenance
+from envkit.validate.validate import ValidateRequest, validate
 
 NATIVE = REPO_ROOT / "fixtures" / "packages" / "valid-native-v1" / "pkg"
 

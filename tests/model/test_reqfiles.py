@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from support.paths import REPO_ROOT
 
-from envkit.check.validate import ValidateRequest, validate
 from envkit.model.package import load_package
 from envkit.model.reqfiles import include_target, requirements_txt_roots
 from envkit.model.target import Target
+from envkit.validate.validate import ValidateRequest, validate
 from envkit.validators import CheckOptions
 
 OFFLINE = (REPO_ROOT / "fixtures" / "packages"

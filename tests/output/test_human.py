@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from support.paths import FIXTURES, REPO_ROOT
 
-from envkit.check.report import Report, ValidationRun
-from envkit.check.validate import ValidateRequest, validate
 from envkit.cli import main
 from envkit.model.diagnostics import Diagnostic, Severity
 from envkit.model.target import Target
 from envkit.output import human
 from envkit.output.human import Console, render_human
+from envkit.validate.report import Report, ValidationRun
+from envkit.validate.validate import ValidateRequest, validate
 from envkit.validators import RULES, CheckOptions, Rule
 
 CASES = FIXTURES / "packages"
@@ -133,7 +133,7 @@ def test_validate_builds_the_report_whole(tmp_path: Path) -> None:
 
 
 def test_no_report_is_completed_after_it_is_made() -> None:
-    places = [REPO_ROOT / "envkit" / "check" / "gate.py", REPO_ROOT / "envkit" / "output" /
+    places = [REPO_ROOT / "envkit" / "validate" / "gate.py", REPO_ROOT / "envkit" / "output" /
               "render.py", REPO_ROOT / "envkit" / "cli" / "convert_verifiers.py"]
     for path in places:
         assert not re.search(r"replace\((result\.)?report\b", path.read_text()), path

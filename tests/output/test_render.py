@@ -11,12 +11,12 @@ import pytest
 from jsonschema import Draft202012Validator
 from support.paths import FIXTURES
 
-from envkit.check.report import Report, ValidationRun
-from envkit.check.validate import ValidateRequest, validate
 from envkit.errors import KIND_EXITS, FailedError
 from envkit.output.failure import error_dict
 from envkit.output.render import registered_types, render, schema_for
 from envkit.schemas import SCHEMAS, load_schema
+from envkit.validate.report import Report, ValidationRun
+from envkit.validate.validate import ValidateRequest, validate
 
 CASES = FIXTURES / "packages"
 TMP = Path("/nonexistent/out")  # results name paths; nothing is read or written there

@@ -10,7 +10,6 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints, is_typedd
 
 import pytest
 
-from envkit.check.report import ReportDict
 from envkit.model.provenance import ProvenanceDict
 from envkit.output.prefetch import PrefetchDict
 from envkit.output.shapes import (
@@ -35,6 +34,7 @@ from envkit.profile.report import ProfileDict
 from envkit.rescore.report import RescoreDict
 from envkit.schemas import SCHEMAS, load_schema
 from envkit.smoke.report import SmokeDict
+from envkit.validate.report import ReportDict
 
 SHAPES: dict[type, str] = {
     ReportDict: "diagnostics", ConvertDict: "convert", ErrorDict: "error", InitDict: "init",

@@ -19,7 +19,6 @@ from support.paths import REPO_ROOT
 from support.platform_services import register_model, running_services
 from support.platform_venv import ensure_platform_venv
 
-from envkit.check.validate import ValidateRequest, validate
 from envkit.model.target import Target
 from envkit.platform import resolve_connection
 from envkit.platform.codes import ek_code_for
@@ -28,6 +27,7 @@ from envkit.platform.http import PlatformClient
 from envkit.platform.jobs import JobRef, cancel_job, create_job, new_job_name
 from envkit.platform.progress import CountingProgress
 from envkit.platform.submit import publish, publish_package
+from envkit.validate.validate import ValidateRequest, validate
 from envkit.validators import CheckOptions
 
 pytestmark = pytest.mark.platform

@@ -10,7 +10,7 @@ import sys
 import pytest
 from support.paths import REPO_ROOT
 
-from envkit.check.validate import ValidateRequest, validate
+from envkit.validate.validate import ValidateRequest, validate
 from envkit.validators import CheckOptions
 
 PROBE = REPO_ROOT / "fixtures" / "probe"

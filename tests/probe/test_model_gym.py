@@ -40,11 +40,11 @@ pytest.importorskip("torch")
 from support.grpo_jobs import training, write_job
 from toy_envs import char_pattern_rows, make_native_package, write_dataset
 
-from envkit.check.settings import Settings
 from envkit.probe import ProbeRequest, run_probe
 from envkit.probe.phases.model import ModelPhase, SignalResult
 from envkit.trainer.metrics import read_metrics
 from envkit.trainer.tiny_model import make_tiny_model
+from envkit.validate.settings import Settings
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -15,13 +15,13 @@ import pytest
 from support.paths import REPO_ROOT
 from support.probe_serving import JOB, Phase, ServingLive, by_index, serving_ctx
 
-from envkit.check.settings import Settings, settings_for
 from envkit.cli import main
 from envkit.output import render
 from envkit.policy_server.scripted import ScriptedBackend
 from envkit.probe import PROBE_VERSION, ProbeOutcome, ProbeReport
 from envkit.probe.thresholds import Thresholds
 from envkit.schemas import load_schema
+from envkit.validate.settings import Settings, settings_for
 
 SOUND = REPO_ROOT / "fixtures" / "probe" / "sound"
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from support.paths import REPO_ROOT
 
-from envkit.check.settings import Settings, SettingsError, settings_for
 from envkit.cli import main
 from envkit.probe.thresholds import ThresholdError, Thresholds
+from envkit.validate.settings import Settings, SettingsError, settings_for
 
 SOUND = REPO_ROOT / "fixtures" / "probe" / "sound" / "pkg"
 

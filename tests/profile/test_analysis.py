@@ -197,8 +197,8 @@ def test_every_rollout_is_seeded_by_its_row_and_place_in_the_group() -> None:
 
 
 def test_the_pass_threshold_comes_from_the_flag_then_the_configuration(tmp_path: Path) -> None:
-    from envkit.check.settings import SettingsError
     from envkit.profile import pass_threshold_for
+    from envkit.validate.settings import SettingsError
 
     package = tmp_path / "pkg"
     package.mkdir()

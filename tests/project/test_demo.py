@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from support.paths import REPO_ROOT
 
-from envkit.check.validate import ValidateRequest, validate
+from envkit.validate.validate import ValidateRequest, validate
 
 ROOT = REPO_ROOT
 JOB = ROOT / "examples" / "tiny_grpo.json"

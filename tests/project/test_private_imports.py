@@ -51,11 +51,11 @@ def test_no_module_imports_another_packages_private_names() -> None:
 
 def test_the_check_sees_a_private_reach() -> None:
     """The walk is not vacuous: it reports the shape it forbids."""
-    bad = REPO_ROOT / "envkit" / "check" / "_probe_private_reach_sample.py"
+    bad = REPO_ROOT / "envkit" / "validate" / "_probe_private_reach_sample.py"
     bad.write_text("from envkit.validators._base import DEFAULT_GYM_VERSION\n")
     try:
         assert _private_reaches("envkit", bad) == [
-            "envkit/check/_probe_private_reach_sample.py:1: from envkit.validators._base "
+            "envkit/validate/_probe_private_reach_sample.py:1: from envkit.validators._base "
             "import DEFAULT_GYM_VERSION"]
     finally:
         bad.unlink()

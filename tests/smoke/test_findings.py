@@ -14,7 +14,6 @@ import jsonschema
 import pytest
 from toy_envs import make_native_package
 
-from envkit.check.gate import GateRequest, gate_package
 from envkit.gym import (
     GymRuntimeError,
     GymServers,
@@ -30,6 +29,7 @@ from envkit.schemas import load_schema
 from envkit.smoke.findings import locate
 from envkit.smoke.report import SmokeReport
 from envkit.smoke.verdict import SpinUpWatch, rollout_report, start_failure_report
+from envkit.validate.gate import GateRequest, gate_package
 
 CONFIG = "resources_servers/char_pattern/configs/char_pattern.yaml"
 TYPES = {"policy_model": "responses_api_models", "char_pattern": "resources_servers",

@@ -20,10 +20,10 @@ import realwheels
 from packaging.metadata import parse_email
 from support.paths import REPO_ROOT
 
-from envkit.check.validate import ValidateRequest, validate
 from envkit.model._zipdir import ZipfileArchive, open_archive
 from envkit.model.target import Target
 from envkit.model.wheelfile import read_wheel
+from envkit.validate.validate import ValidateRequest, validate
 from envkit.validators import CheckOptions
 
 pytestmark = pytest.mark.network

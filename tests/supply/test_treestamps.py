@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from support.paths import REPO_ROOT
 
-from envkit.check.validate import ValidateRequest, validate
 from envkit.model import tree as tree_module
 from envkit.model.tree import hash_files, walk_files
 from envkit.supply import treestamps
 from envkit.supply.provenance import package_record, write_provenance
 from envkit.supply.treestamps import rescan
+from envkit.validate.validate import ValidateRequest, validate
 
 NATIVE = REPO_ROOT / "fixtures" / "packages" / "valid-native-v1" / "pkg"
 

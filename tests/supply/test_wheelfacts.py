@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from wheelfactory import make_wheel
 
-from envkit.check.validate import read_package
 from envkit.model.wheelfile import read_wheel
 from envkit.supply import wheelfacts
 from envkit.supply.wheelfacts import WheelFacts
+from envkit.validate.validate import read_package
 
 
 @pytest.fixture(autouse=True)
@@ -157,7 +157,7 @@ def _ek407(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _codes(pkg: Path, no_cache: bool = False) -> list[str]:
-    from envkit.check.gate import GateRequest, run_gate
+    from envkit.validate.gate import GateRequest, run_gate
 
     run = run_gate(GateRequest(paths=(pkg,), no_cache=no_cache))
     return [d.code for r in run.reports for d in r.diagnostics]

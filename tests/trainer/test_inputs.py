@@ -12,12 +12,12 @@ import pytest
 from support.grpo_jobs import training, write_job
 from toy_envs import char_pattern_rows, make_native_package, write_dataset
 
-import envkit.check.validate as check_validate
 import envkit.model.jobfile as jobfile
 import envkit.model.package as package_model
-from envkit.check.validate import ValidateRequest, validate, validate_inputs
+import envkit.validate.validate as check_validate
 from envkit.model.dataset import Dataset
 from envkit.trainer.inputs import TrainInputError, TrainRequest, read_dataset, read_inputs
+from envkit.validate.validate import ValidateRequest, validate, validate_inputs
 from envkit.validators import CheckOptions, Inputs
 
 

@@ -8,7 +8,7 @@ applied to a copy of the case directory in ``tmp_path`` (the committed tree is n
 - ``"max_entries:<n>"``: lower the package walk's ``MAX_ENTRIES`` to ``n`` for this case.
 
 chmod 000 is not a setup step: root reads such entries anyway
-(``tests/check/test_hostile_inputs.py`` probes for that and covers it).
+(``tests/validate/test_hostile_inputs.py`` probes for that and covers it).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import pytest
 from support.paths import REPO_ROOT
 
 import envkit.model._walk
-from envkit.check.validate import ValidateRequest, validate
 from envkit.model.target import Target
+from envkit.validate.validate import ValidateRequest, validate
 from envkit.validators import RULES, CheckOptions
 from envkit.validators.probe import PROBE_FIXTURES
 from envkit.validators.spinup import SPINUP_FIXTURES

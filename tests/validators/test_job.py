@@ -11,12 +11,12 @@ import jsonschema
 import pytest
 from support.paths import REPO_ROOT
 
-from envkit.check.validate import ValidateRequest, validate
 from envkit.cli import main
 from envkit.model.diagnostics import Diagnostic, Severity
 from envkit.model.jobfile import parse_job
 from envkit.model.jobspec import GrpoSettings, JobSpecError, LoraSettings, grpo_settings, job_schema
 from envkit.schemas import load_schema
+from envkit.validate.validate import ValidateRequest, validate
 from envkit.validators import CheckOptions
 from envkit.validators.job.checks import is_local_ref, is_workspace_ref, job_diagnostics
 

@@ -15,10 +15,10 @@ import pytest
 from gymtree_factory import make_gym_tree
 from support.paths import REPO_ROOT
 
-from envkit.check.validate import ValidateRequest, validate
 from envkit.converters.gym_tree import discover_servers, plan_tree
 from envkit.model.secrets import find_secrets, scan_text
 from envkit.model.tree import walk_files
+from envkit.validate.validate import ValidateRequest, validate
 
 VALID = REPO_ROOT / "fixtures" / "packages" / "valid-native-v1" / "pkg"
 SECRETS = REPO_ROOT / "fixtures" / "packages" / "EK210-secrets" / "pkg"
@@ -136,10 +136,10 @@ def test_an_explicit_include_is_the_only_way_in(tmp_path: Path) -> None:
 
 def test_submit_refuses_a_package_holding_a_secret_whatever_the_selection(
         tmp_path: Path) -> None:
-    from envkit.check.gate import GateRequest
-    from envkit.check.settings import Settings
     from envkit.platform.commands import SubmitRequest, check_submission
     from envkit.platform.errors import SubmitRejected
+    from envkit.validate.gate import GateRequest
+    from envkit.validate.settings import Settings
 
     pkg = Path(shutil.copytree(VALID, tmp_path / "pkg"))
     (pkg / ".env").write_text("HF_TOKEN=x\n")

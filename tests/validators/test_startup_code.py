@@ -10,10 +10,10 @@ import pytest
 from support.paths import REPO_ROOT
 from wheelfactory import make_wheel
 
-from envkit.check.validate import ValidateRequest, validate
 from envkit.model.wheelfile import read_wheel
 from envkit.supply import wheelfacts
 from envkit.supply.wheelfacts import WheelFacts
+from envkit.validate.validate import ValidateRequest, validate
 
 FIXTURE = REPO_ROOT / "fixtures" / "packages" / "EK409-pth-runs-code" / "pkg"
 

@@ -11,11 +11,11 @@ import pytest
 from support.paths import REPO_ROOT
 from wheelfactory import make_wheel
 
-from envkit.check.validate import ValidateRequest, validate
 from envkit.cli import main
 from envkit.model import wheelfile
 from envkit.model.diagnostics import Severity
 from envkit.model.target import Target
+from envkit.validate.validate import ValidateRequest, validate
 from envkit.validators import CheckOptions
 
 FIXTURES = REPO_ROOT / "fixtures" / "packages"

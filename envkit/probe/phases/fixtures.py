@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envkit.check.validate import read_package
 from envkit.probe.analysis.observations import RewardScale
 from envkit.probe.inputs import gym_manifests
+from envkit.validate.validate import read_package
 from envkit.validators.probe import EK809
 
 if TYPE_CHECKING:

@@ -21,10 +21,10 @@ import pytest
 import yaml
 from support.paths import REPO_ROOT, SUPPORT
 
-from envkit.check.validate import ValidateRequest, validate
 from envkit.gym.venv import GymVenv, ensure_gym_venv
 from envkit.model.gym_data import gym_data
 from envkit.model.package import load_package
+from envkit.validate.validate import ValidateRequest, validate
 from envkit.validators.gym.fields import _resolve, lax_accepts
 from envkit.validators.gym.model import own_servers, view_of
 

@@ -40,8 +40,8 @@ from support.fuzz_strategies import (
 )
 from support.paths import REPO_ROOT
 
-from envkit.check.validate import INTERNAL_ERROR
 from envkit.cli import main
+from envkit.validate.validate import INTERNAL_ERROR
 
 ROOT = REPO_ROOT
 PACKAGES = ROOT / "fixtures" / "packages"

@@ -1,4 +1,4 @@
-"""envkit/check/columns.py: columns come from what the models recorded on the first read."""
+"""envkit/validate/columns.py: columns come from what the models recorded on the first read."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from pathlib import Path
 
 from support.paths import REPO_ROOT
 
-from envkit.check.columns import with_columns
 from envkit.model.dataset import load_dataset
 from envkit.model.diagnostics import Diagnostic, Severity
 from envkit.model.jobfile import load_job
 from envkit.model.package import load_package
+from envkit.validate.columns import with_columns
 from envkit.validators import Inputs
 
 VALID = REPO_ROOT / "fixtures" / "packages" / "valid-native-v1" / "pkg"

@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from envkit.check.discovery import SKIPPED_DIRS, owning_package, packages_below
 from envkit.model.package import MANIFEST
+from envkit.validate.discovery import SKIPPED_DIRS, owning_package, packages_below
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

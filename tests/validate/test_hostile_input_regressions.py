@@ -21,7 +21,6 @@ from support.paths import REPO_ROOT
 from support.zipcraft import ENCRYPTED, UTF8, Member, build_zip, deflate_zeros, raw_deflate
 
 import envkit.validators as validators_pkg
-from envkit.check.validate import INTERNAL_ERROR, ValidateRequest, validate
 from envkit.cli import main
 from envkit.model import closure
 from envkit.model.jobfile import load_job, parse_job
@@ -30,6 +29,7 @@ from envkit.model.target import Target
 from envkit.model.wheelfile import WheelFile, read_wheel
 from envkit.model.yamlio import parse_yaml
 from envkit.supply import atomic
+from envkit.validate.validate import INTERNAL_ERROR, ValidateRequest, validate
 
 ROOT = REPO_ROOT
 VALID = ROOT / "fixtures" / "packages" / "valid-native-v1" / "pkg"
@@ -346,7 +346,7 @@ def test_guard_turns_a_crashing_check_into_a_diagnostic(
     def checks_for(inputs: validators_pkg.Inputs) -> tuple[validators_pkg.Check, ...]:
         return (*validators_pkg.checks_for(inputs), check_that_breaks)
 
-    monkeypatch.setattr("envkit.check.validate.checks_for", checks_for)
+    monkeypatch.setattr("envkit.validate.validate.checks_for", checks_for)
     rc = main(["validate", str(pkg), "--format", "json", "--select", "EK1"])
     report = json.loads(capsys.readouterr().out)
     (diag,) = report["diagnostics"]

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from support.paths import REPO_ROOT
 
-from envkit.check import settings
-from envkit.check.settings import Settings, SettingsError, SettingsFiles, settings_for
 from envkit.cli import main
+from envkit.validate import settings
+from envkit.validate.settings import Settings, SettingsError, SettingsFiles, settings_for
 
 ROOT = REPO_ROOT
 VALID = ROOT / "fixtures" / "packages" / "valid-native-v1" / "pkg"
@@ -170,7 +170,7 @@ def test_a_package_is_resolved_as_path_resolve_resolves_it(tmp_path: Path,
     """Its directory's realpath is taken once per run; the answer is ``resolve()``'s for
     every spelling: through a linked directory, a linked package, ``..`` inside or last, and
     relative to the working directory."""
-    from envkit.check.settings import _resolved
+    from envkit.validate.settings import _resolved
 
     files = SettingsFiles()
 

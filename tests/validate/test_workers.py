@@ -1,4 +1,4 @@
-"""Many packages on every core (``envkit.check.workers``): the same results, in the same order,
+"""Many packages on every core (``envkit.validate.workers``): the same results, in the same order,
 the same exception first in item order, nothing lost when a worker dies."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from support.paths import REPO_ROOT
 
-from envkit.check import workers
-from envkit.check.gate import GateRequest, run_gate
-from envkit.check.workers import MIN_SHARE, fork_map
+from envkit.validate import workers
+from envkit.validate.gate import GateRequest, run_gate
+from envkit.validate.workers import MIN_SHARE, fork_map
 
 PACKAGES = REPO_ROOT / "fixtures" / "packages"
 PARENT = os.getpid()
@@ -87,7 +87,7 @@ def test_another_thread_keeps_the_run_in_one_process() -> None:
 
 
 def test_a_process_that_never_imported_threading_forks_without_importing_it() -> None:
-    code = ("import os, sys, time\nfrom envkit.check.workers import MIN_SHARE, fork_map\n"
+    code = ("import os, sys, time\nfrom envkit.validate.workers import MIN_SHARE, fork_map\n"
             "def where(i):\n    time.sleep(0.01)\n    return os.getpid()\n"
             "pids = set(fork_map(where, list(range(4 * MIN_SHARE)), 2))\n"
             "print(len(pids), 'threading' in sys.modules)\n")

@@ -21,8 +21,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from envkit.check.settings import SettingsError, SettingsFiles, Workspace, workspace_at
 from envkit.model.package import MANIFEST
+from envkit.validate.settings import SettingsError, SettingsFiles, Workspace, workspace_at
 
 __all__ = ["SKIPPED_DIRS", "Discovery", "discover", "is_package_root", "members",
            "owning_package", "packages_below"]

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from support.paths import REPO_ROOT
 
-from envkit.check.discovery import discover
 from envkit.cli import main
+from envkit.validate.discovery import discover
 
 CASES = REPO_ROOT / "fixtures" / "packages"
 VALID = CASES / "valid-native-v1" / "pkg"

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from envkit.check.columns import with_columns
-from envkit.check.report import Cause, Report
 from envkit.model.diagnostics import Diagnostic, Severity, selected
 from envkit.model.package import load_package
+from envkit.validate.columns import with_columns
+from envkit.validate.report import Cause, Report
 from envkit.validators import INTERNAL, CheckOptions, Inputs, checks_for, run_checks
 
 if TYPE_CHECKING:

@@ -63,9 +63,9 @@ def _calls(tree: ast.AST) -> set[str]:
 
 def test_nothing_envkit_reads_is_unpickled_unmarshalled_or_executed() -> None:
     """The one unpickle left reads a pipe from a worker the same call forked
-    (``envkit.check.workers``): no file, no cache, no other process writes into it."""
+    (``envkit.validate.workers``): no file, no cache, no other process writes into it."""
     banned = {"pickle.load", "pickle.loads", "marshal.load", "marshal.loads", "pickle.Unpickler"}
-    allowed = {("envkit/check/workers.py", "pickle.loads")}
+    allowed = {("envkit/validate/workers.py", "pickle.loads")}
     offenders = []
     for folder in ("envkit", "validators", "converters", "trainer"):
         for file in sorted((REPO_ROOT / folder).rglob("*.py")):

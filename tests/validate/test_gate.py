@@ -12,9 +12,9 @@ from jsonschema import Draft4Validator, Draft202012Validator
 from support.paths import REPO_ROOT
 from wheelfactory import make_wheel
 
-from envkit.check.discovery import discover
 from envkit.cli import main
 from envkit.schemas import load_schema
+from envkit.validate.discovery import discover
 
 ROOT = REPO_ROOT
 CASES = ROOT / "fixtures" / "packages"

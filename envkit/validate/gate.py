@@ -13,9 +13,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from envkit.check.discovery import Discovery, discover, is_package_root, members
-from envkit.check.report import Report, ValidationRun
-from envkit.check.settings import (
+from envkit.errors import UsageError
+from envkit.model.diagnostics import Diagnostic, parse_selectors
+from envkit.model.gym_data import DEFAULT_GYM_VERSION
+from envkit.model.package import LOCK_NAME, MANIFEST
+from envkit.model.target import Target
+from envkit.validate.discovery import Discovery, discover, is_package_root, members
+from envkit.validate.report import Report, ValidationRun
+from envkit.validate.settings import (
     CONFIG_NAMES,
     PROBE_DEFAULTS,
     Settings,
@@ -26,13 +31,8 @@ from envkit.check.settings import (
     settings_for,
     workspace_at,
 )
-from envkit.check.validate import TargetDisagreement, ValidateRequest, read_package, validate
-from envkit.check.workers import fork_map
-from envkit.errors import UsageError
-from envkit.model.diagnostics import Diagnostic, parse_selectors
-from envkit.model.gym_data import DEFAULT_GYM_VERSION
-from envkit.model.package import LOCK_NAME, MANIFEST
-from envkit.model.target import Target
+from envkit.validate.validate import TargetDisagreement, ValidateRequest, read_package, validate
+from envkit.validate.workers import fork_map
 from envkit.validators import KNOWN_RULES, CheckOptions
 from envkit.validators.manifest import EK100
 
@@ -74,7 +74,8 @@ class GateRequest:
     ignore_unowned_files: bool = False
     """Files in no package are skipped (pre-commit passes them all), not a usage error."""
     workers: int | None = None
-    """Processes validating packages at once (``None``: one per core; ``envkit.check.workers``)."""
+    """Processes validating packages at once (``None``: one per core;
+    ``envkit.validate.workers``)."""
     files: SettingsFiles = field(default_factory=SettingsFiles, compare=False, repr=False)
     """The settings files this request's run has read (each package under one file reads it
     once; another request reads it anew)."""
@@ -223,7 +224,7 @@ def _not_a_package(path: Path, request: GateRequest) -> Diagnostic:
     checked, so a selection that hid this would pass a directory no check looked at. Nothing
     else is read from it either (a repository root's ``.jsonl`` files and ``pyproject.toml``
     would only bury the one finding that matters)."""
-    from envkit.check.wrong_root import wrong_root  # a directory that is no package only
+    from envkit.validate.wrong_root import wrong_root  # a directory that is no package only
 
     message, hint = wrong_root(path, request.exclude)
     return EK100.at(MANIFEST, message, hint=hint)
