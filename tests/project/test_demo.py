@@ -2,7 +2,11 @@
 
 The fast tests keep the demo's inputs from rotting; the slow one runs the demo end to end
 (build, validate, real Gym servers, 32 GRPO steps) and holds it to what the README promises: a
-run that learns. That two runs print the same numbers is
+run that learns. It is also the suite's proof that GRPO through real Gym servers learns and
+that the served HF engine and the trainer agree on every sampled token's probability (the
+trainer tests through Gym, ``tests/trainer/test_grpo_gym.py``, once trained the same
+char_pattern rows with the same job shape for 40 steps of their own to show it; one such run
+in CI is enough). That two runs print the same numbers is
 ``tests/trainer/test_grpo_gym.py::test_two_fresh_runs_log_the_same_metrics`` (the same trainer
 through real Gym servers, every metric compared): a second 32-step demo would prove it again
 at four minutes a run.
@@ -21,6 +25,7 @@ from pathlib import Path
 import pytest
 from support.paths import REPO_ROOT
 
+from envkit.trainer.metrics import read_metrics
 from envkit.validate.validate import ValidateRequest, validate
 
 ROOT = REPO_ROOT
@@ -87,3 +92,13 @@ def test_demo_learns(tmp_path):
     assert float(summary["final"]) >= 0.6
     assert float(summary["max"]) >= float(summary["final"])
     assert float(summary["first"]) < 0.2  # it starts from a random policy
+    # the run's own metrics, step by step: it starts near zero and ends near the pattern, and
+    # the HF engine behind the policy endpoint sampled with the probabilities the trainer
+    # scores (each step's token_mult_prob_error is their ratio, averaged over the tokens)
+    rows = read_metrics(tmp_path / "demo" / "run" / "metrics.jsonl")
+    rewards = [r["train_reward"] for r in rows]
+    assert [r["step"] for r in rows] == list(range(1, 33))
+    assert sum(rewards[:3]) / 3 < 0.2
+    assert sum(rewards[-3:]) / 3 > 0.8
+    for row in rows:
+        assert row["train_token_mult_prob_error"] == pytest.approx(1.0, abs=1e-3), row["step"]

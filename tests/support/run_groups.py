@@ -25,8 +25,11 @@ cgroup's: ``nice`` alone did nothing there (a third lane at +10 slowed the train
 pytest, Gym's servers and Ray's daemons start sessions of their own.
 
 A group's output is printed whole when it ends (never interleaved); stderr says when each starts
-and ends. Every group runs even when an earlier one failed; the exit status is that of the
-first failing group in CI order.
+and ends. Where the machine gives a cgroup v1 ``cpuacct`` controller, each group's processes
+(Gym's servers and Ray's daemons included) are counted in a cgroup of their own, and the summary
+gives each group's CPU seconds beside its wall time: under lanes a group's wall time is mostly
+what the others left it, its CPU seconds what it costs. Every group runs even when an earlier
+one failed; the exit status is that of the first failing group in CI order.
 
 Run as a script: ``run_groups.py [--lanes N] [--background N] [GROUP ...]`` (no group: all of
 them).
@@ -61,6 +64,7 @@ BACKGROUND_SHARES = 256
 """The background cgroup's CPU weight, against 1,024 for each busy session of the lanes: about a
 fifth of the machine while both lanes are busy, and all that they leave idle."""
 CGROUP_V1_CPU = Path("/sys/fs/cgroup/cpu")
+CGROUP_V1_CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 
 
 @dataclass
@@ -71,8 +75,10 @@ class Run:
     log: Path
     proc: subprocess.Popen[bytes]
     background: bool = False
+    acct: Path | None = None
     started: float = field(default_factory=time.monotonic)
     seconds: float = 0.0
+    cpu_s: float | None = None
     rc: int | None = None
 
 
@@ -119,13 +125,44 @@ def background_cgroup(parent: Path = CGROUP_V1_CPU) -> Iterator[Path | None]:
             path.rmdir()
 
 
-def _lowering(cgroup: Path | None) -> Callable[[], None]:
-    """What a background group's process runs before pytest: its descendants inherit both."""
-    def lower() -> None:
-        os.nice(BACKGROUND_NICE)
-        if cgroup is not None:
-            (cgroup / "cgroup.procs").write_text(str(os.getpid()))
-    return lower
+def accounting_cgroup(name: str, parent: Path = CGROUP_V1_CPUACCT) -> Path | None:
+    """A cgroup (v1 ``cpuacct``) that counts one group's CPU time; None where the machine gives
+    none (the summary then shows wall time alone), and where ``cpuacct`` shares its hierarchy
+    with ``cpu``: a cgroup there would also take the group out of its autogroups and give it a
+    weight (a process is in one cgroup of a hierarchy), which only the background's may."""
+    path = parent / name
+    with contextlib.suppress(OSError):
+        if parent.resolve() == CGROUP_V1_CPU.resolve():
+            return None
+    try:
+        path.mkdir()
+    except OSError:
+        return None
+    return path
+
+
+def cpu_seconds(acct: Path) -> float | None:
+    """The CPU seconds the cgroup's processes used, children and the dead included; then the
+    cgroup is removed (a process still in it keeps it: it is left)."""
+    try:
+        used = int((acct / "cpuacct.usage").read_text()) / 1e9
+    except (OSError, ValueError):
+        return None
+    with contextlib.suppress(OSError):
+        acct.rmdir()
+    return used
+
+
+def _entering(cgroups: list[Path], background: bool) -> Callable[[], None]:
+    """What a group's process runs before pytest: its descendants inherit its cgroups and, in
+    the background, its nice value."""
+    def enter() -> None:
+        if background:
+            os.nice(BACKGROUND_NICE)
+        for cgroup in cgroups:
+            with contextlib.suppress(OSError):
+                (cgroup / "cgroup.procs").write_text(str(os.getpid()))
+    return enter
 
 
 def _start(group: str, root: Path, lanes: int, background: bool,
@@ -135,22 +172,27 @@ def _start(group: str, root: Path, lanes: int, background: bool,
     log = root / f"{group}.log"
     env = {**lane_env(dict(os.environ), lanes, os.cpu_count() or 1),
            "PYTEST_DEBUG_TEMPROOT": str(temp)}
+    acct = accounting_cgroup(f"envkit-ci-{os.getpid()}-{group}")
+    cgroups = [c for c in (acct, cgroup if background else None) if c is not None]
     with log.open("wb") as out:
         proc = subprocess.Popen(pytest_command(group), stdout=out, stderr=subprocess.STDOUT,
                                 env=env, start_new_session=True,
-                                preexec_fn=_lowering(cgroup) if background else None)
+                                preexec_fn=_entering(cgroups, background))
     weight = f", cpu.shares {BACKGROUND_SHARES}" if cgroup is not None else ""
     where = f" (background: nice +{BACKGROUND_NICE}{weight})" if background else ""
     print(f"--> group {group} started{where}", file=sys.stderr, flush=True)
-    return Run(group, log, proc, background)
+    return Run(group, log, proc, background, acct)
 
 
 def _finish(run: Run, root: Path) -> None:
     run.seconds = time.monotonic() - run.started
-    print(f"--> group {run.group} ended: exit {run.rc}, {run.seconds:.0f} s", file=sys.stderr,
-          flush=True)
+    run.cpu_s = cpu_seconds(run.acct) if run.acct is not None else None
+    cpu = f", {run.cpu_s:.0f} CPU s" if run.cpu_s is not None else ""
+    print(f"--> group {run.group} ended: exit {run.rc}, {run.seconds:.0f} s{cpu}",
+          file=sys.stderr, flush=True)
     sys.stdout.write(f'\n==> group {run.group}: pytest -m "{expression(run.group)}" '
-                     f"({run.seconds:.0f} s, exit {run.rc}{', background' * run.background})\n")
+                     f"({run.seconds:.0f} s{cpu}, exit {run.rc}"
+                     f"{', background' * run.background})\n")
     sys.stdout.write(run.log.read_text("utf-8", errors="replace"))
     sys.stdout.flush()
     shutil.rmtree(root / run.group, ignore_errors=True)  # GBs of packages and venvs
@@ -187,16 +229,22 @@ def _run(pending: list[str], lanes: int, root: Path, background: int,
                 run.proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 os.killpg(run.proc.pid, signal.SIGKILL)
+            if run.acct is not None:
+                cpu_seconds(run.acct)  # removes it (once its processes are gone)
     return done
 
 
 def summary(runs: list[Run], wall_s: float) -> tuple[str, int]:
     """The table of groups in CI order (wall time, exit status) and the run's exit status."""
     ordered = sorted(runs, key=lambda r: GROUPS.index(r.group))
-    lines = [f"{r.group:<9} {r.seconds:5.0f}s  exit {r.rc}{'  (background)' * r.background}"
-             for r in ordered]
+    def cpu(r: Run) -> str:
+        return f"  {r.cpu_s:5.0f} CPU s" if r.cpu_s is not None else ""
+    lines = [f"{r.group:<9} {r.seconds:5.0f}s{cpu(r)}  exit {r.rc}"
+             f"{'  (background)' * r.background}" for r in ordered]
     status = next((r.rc for r in ordered if r.rc), 0) or 0
-    lines.append(f"{'all':<9} {wall_s:5.0f}s  exit {status}")
+    counted = [r.cpu_s for r in ordered if r.cpu_s is not None]
+    total = f"  {sum(counted):5.0f} CPU s" if counted and len(counted) == len(ordered) else ""
+    lines.append(f"{'all':<9} {wall_s:5.0f}s{total}  exit {status}")
     return "\n".join(lines), status
 
 

@@ -19,10 +19,15 @@ from support.run_groups import (
     BACKGROUND_NICE,
     BACKGROUND_SHARES,
     CGROUP_V1_CPU,
+    CGROUP_V1_CPUACCT,
+    Run,
+    accounting_cgroup,
     background_cgroup,
+    cpu_seconds,
     lane_env,
     pytest_command,
     schedule,
+    summary,
 )
 
 
@@ -169,6 +174,7 @@ def test_the_runner_runs_every_group_two_at_a_time_and_reports_the_first_failure
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     env["ENVKIT_TEST_OWN_RAY"] = "1"  # its `gym` test is a stand-in: no shared Ray cluster
     cgroups_before = set(CGROUP_V1_CPU.glob("envkit-ci-*"))
+    acct_before = set(CGROUP_V1_CPUACCT.glob("envkit-ci-*"))
     done = subprocess.run([sys.executable, "tests/support/run_groups.py", "--lanes", "2",
                            "--background", "1"],
                           cwd=root, capture_output=True, text=True, timeout=300, check=False,
@@ -176,7 +182,7 @@ def test_the_runner_runs_every_group_two_at_a_time_and_reports_the_first_failure
     assert done.returncode == pytest.ExitCode.TESTS_FAILED, done.stdout + done.stderr
     table = done.stdout.rsplit("==> test groups", 1)[1].splitlines()[1:]
     assert [line.split()[0] for line in table] == [*GROUPS, "all"]
-    exits = {line.split()[0]: line.split()[3] for line in table}
+    exits = {line.split()[0]: line.split()[line.split().index("exit") + 1] for line in table}
     assert exits == {**dict.fromkeys(GROUPS, "0"), "ray": "1", "network": "1", "all": "1"}, \
         done.stdout[-6000:]
     for group in GROUPS:  # each group's own output, whole
@@ -197,10 +203,23 @@ def test_the_runner_runs_every_group_two_at_a_time_and_reports_the_first_failure
     with background_cgroup() as probe:
         assert weighted == (probe is not None)
     # compared with this test's own cgroup: in CI this test may itself run in the background
-    own = Path("/proc/self/cgroup").read_text()
-    inside = {g for g in GROUPS if (marks / f"{g}.cgroup").read_text() != own}
+    own = _cpu_cgroup(Path("/proc/self/cgroup").read_text())
+    inside = {g for g in GROUPS if _cpu_cgroup((marks / f"{g}.cgroup").read_text()) != own}
     assert inside == (behind if weighted else set()), inside
     assert set(CGROUP_V1_CPU.glob("envkit-ci-*")) <= cgroups_before  # its own is removed
+    # where the machine counts CPU per cgroup, every group's CPU seconds are in the table (the
+    # test's own process is one of them), and the counting cgroups are removed
+    counting = accounting_cgroup(f"envkit-ci-probe-{os.getpid()}")
+    if counting is not None:
+        counting.rmdir()
+    assert all(("CPU s" in line) == (counting is not None) for line in table), table
+    assert set(CGROUP_V1_CPUACCT.glob("envkit-ci-*")) <= acct_before
+
+
+def _cpu_cgroup(proc_cgroup: str) -> str:
+    """The ``cpu`` controller's line of a ``/proc/PID/cgroup`` (the whole text where none)."""
+    return next((line for line in proc_cgroup.splitlines()
+                 if "cpu" in line.split(":")[1].split(",")), proc_cgroup)
 
 
 def test_the_background_cgroup_falls_back_to_none_and_leaves_nothing(tmp_path: Path) -> None:
@@ -213,6 +232,32 @@ def test_the_background_cgroup_falls_back_to_none_and_leaves_nothing(tmp_path: P
     with background_cgroup(tmp_path / "no-such-controller") as none:
         assert none is None
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_counting_cgroup_reads_its_cpu_seconds_and_is_removed(tmp_path: Path) -> None:
+    """A plain directory stands in for the controller's: its usage read in seconds, the
+    cgroup removed after; none where it cannot be made, and no figure where none is read."""
+    made = accounting_cgroup("g", tmp_path)
+    assert made == tmp_path / "g"
+    (made / "cpuacct.usage").write_text("2500000000\n")
+    assert cpu_seconds(made) == 2.5
+    (made / "cpuacct.usage").unlink()  # the kernel's files go with the group; a plain dir's not
+    assert cpu_seconds(made) is None
+    made.rmdir()
+    assert accounting_cgroup("g", tmp_path / "no-such-controller") is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_summary_gives_cpu_seconds_where_every_group_has_them() -> None:
+    def run(group: str, cpu: float | None) -> Run:
+        return Run(group, Path(f"{group}.log"), None, seconds=10.0, cpu_s=cpu, rc=0)  # type: ignore[arg-type]
+    table, status = summary([run("gym", 30.0), run("fast", 4.0)], 12.0)
+    assert status == 0
+    assert table.splitlines() == ["fast         10s      4 CPU s  exit 0",
+                                  "gym          10s     30 CPU s  exit 0",
+                                  "all          12s     34 CPU s  exit 0"]
+    table, _ = summary([run("gym", 30.0), run("fast", None)], 12.0)
+    assert table.splitlines()[-1] == "all          12s  exit 0"
 
 
 def test_each_lane_gets_its_share_of_the_cores_as_openmp_threads() -> None:

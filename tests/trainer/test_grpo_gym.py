@@ -3,6 +3,12 @@
 Slow: brings a real Gym up (Python 3.13 venvs, a local Ray) and trains a random-init model.
 The Python 3.13.0 on this machine is below nemo-gym's ``Requires-Python >=3.13.14``, so the
 runtime is started with the explicit, logged ``allow_python_override``.
+
+That training through Gym learns (the char_pattern rows from a random policy to the pattern,
+the served HF engine agreeing with the trainer on every sampled token's probability) is
+``tests/project/test_demo.py::test_demo_learns``: the demo trains these rows with the same job
+shape (G = 8, 32 rollouts a step, a flat LR), and one such run in CI is enough. The tests here
+are what the demo cannot show: the in-process source, its restarts, packing, determinism.
 """
 
 from __future__ import annotations
@@ -68,16 +74,6 @@ def _train(gym, out, steps, source=None):
     source.refresh(policy)  # the served weights start from this run's policy
     rows = char_pattern_rows(16, chars="a")
     return train(cfg, policy, source, rows, TrainOptions(out, save_period=1000))
-
-
-def test_training_through_gym_raises_train_reward(gym, tmp_path):
-    result = _train(gym, tmp_path, 40)
-    rewards = [r["train_reward"] for r in read_metrics(result.metrics_path)]
-    assert sum(rewards[:3]) / 3 < 0.2
-    assert sum(rewards[-3:]) / 3 > 0.8
-    last = read_metrics(result.metrics_path)[-1]
-    # the served HF backend and the trainer agree on the sampled tokens' probabilities
-    assert last["train_token_mult_prob_error"] == pytest.approx(1.0, abs=1e-3)
 
 
 def test_one_step_packs_checkpoints_and_serves_the_overrides(gym, tmp_path):
