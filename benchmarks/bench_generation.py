@@ -75,6 +75,8 @@ def leg(backend: str, work: Path, model: Path, package: Path, steps: int) -> dic
         "median_generation_s": round(statistics.median(r["train_timing/generation"]
                                                        for r in timed), 3),
         "generated_tokens_per_s": round(gen_tokens / max(gen_s, 1e-9), 1),
+        "median_refit_s": round(statistics.median(r.get("train_timing/refit", 0.0)
+                                                  for r in timed), 3),
         "train_reward_first_last": [round(done[0]["train_reward"], 3),
                                     round(done[-1]["train_reward"], 3)],
         "uptime_before": load,

