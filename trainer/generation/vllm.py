@@ -211,12 +211,19 @@ class _EngineLoop:
     callers (Gym's rollouts through the policy endpoint) would queue behind each other. Here a
     request joins the running batch at the engine's next step, whichever thread sent it, and
     each one's seed is its own (``SamplingParams.seed``), as in ``vllm serve``.
+
+    Why the engine is only touched from the loop thread, outside the lock: a caller only
+    queues its request under the lock, and the loop hands the queue to the engine before each
+    step. Had the loop held the lock through a step, a caller waiting for it would rarely get
+    it (the loop takes it back the moment it lets go), so requests joined only when the batch
+    in flight had finished, not at the next step.
     """
 
     def __init__(self, engine: Any) -> None:
         self._engine = engine
         self._cond = threading.Condition()
         self._pending: dict[str, Future[Any]] = {}
+        self._incoming: list[tuple[str, list[int], Any]] = []
         self._ids = itertools.count()
         self._stopped = False
         self._thread = threading.Thread(target=self._run, name="envkit-vllm-engine", daemon=True)
@@ -232,7 +239,7 @@ class _EngineLoop:
                 msg = "the vLLM engine is closed"
                 raise GenerationError(msg)
             request_id = f"envkit-{next(self._ids)}"
-            self._engine.add_request(request_id, {"prompt_token_ids": ids}, sampling)
+            self._incoming.append((request_id, ids, sampling))
             self._pending[request_id] = future
             self._cond.notify_all()
         return future
@@ -255,23 +262,45 @@ class _EngineLoop:
                 if self._stopped:
                     self._fail(GenerationError("the vLLM engine is closed"))
                     return
-                if not self._engine.has_unfinished_requests():  # never spin on lost requests
-                    self._fail(GenerationError("the vLLM engine dropped a request unfinished"))
-                    continue
-                try:
+                incoming, self._incoming = self._incoming, []
+            refused = self._add(incoming)
+            try:
+                if self._engine.has_unfinished_requests():
                     outputs = self._engine.step()
-                except Exception as exc:  # the engine died: every waiting request fails with it
+                else:
+                    outputs = None
+            except Exception as exc:  # the engine died: every waiting request fails with it
+                with self._cond:
                     self._fail(exc)
+                continue
+            with self._cond:
+                for request_id, exc in refused:
+                    if request_id in self._pending:
+                        self._pending.pop(request_id).set_exception(exc)
+                if outputs is None:
+                    if not self._incoming:  # never spin on lost requests
+                        self._fail(GenerationError("the vLLM engine dropped a request unfinished"))
                     continue
                 for out in outputs:
                     if out.finished and out.request_id in self._pending:
                         self._pending.pop(out.request_id).set_result(out)
                 self._cond.notify_all()
 
+    def _add(self, incoming: list[tuple[str, list[int], Any]]) -> list[tuple[str, Exception]]:
+        """Hand queued requests to the engine; the ones it refuses, with its reason."""
+        refused = []
+        for request_id, ids, sampling in incoming:
+            try:
+                self._engine.add_request(request_id, {"prompt_token_ids": ids}, sampling)
+            except Exception as exc:  # this request only (a bad parameter): its caller learns why
+                refused.append((request_id, exc))
+        return refused
+
     def _fail(self, exc: BaseException) -> None:
         for future in self._pending.values():
             future.set_exception(exc)
         self._pending.clear()
+        self._incoming.clear()
         self._cond.notify_all()
 
 
