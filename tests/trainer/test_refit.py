@@ -19,7 +19,7 @@ from envkit.trainer.generation.refit import (
     safetensors_layout,
 )
 from envkit.trainer.generation.vllm import buckets, tied_names
-from envkit.trainer.generation.vllm_worker import pack_bucket, unpack_bucket
+from envkit.trainer.generation.vllm_worker import copy_bucket, pack_bucket, unpack_bucket
 
 LAYOUT = {"model.embed_tokens.weight": (4, 2), "model.norm.weight": (2,)}
 TIED = ("lm_head.weight", "model.embed_tokens.weight")
@@ -106,3 +106,13 @@ def test_buckets_bound_each_message_and_pack_round_trips():
     for name, tensor in [*weights, ("h", half)]:
         assert torch.equal(back[name], tensor) and back[name].dtype == tensor.dtype
     assert back["empty"].shape == (0, 4)
+
+
+def test_copied_buckets_are_the_weights_in_memory_of_their_own() -> None:
+    """A worker in the trainer's process gets copies, never the trainer's tensors."""
+    weights = [("a", torch.randn(3, 4)), ("b", torch.randn(5).half()), ("t", torch.randn(4, 3).t())]
+    back = unpack_bucket(copy_bucket(weights))
+    for name, tensor in weights:
+        assert back[name].equal(tensor) and back[name].dtype == tensor.dtype
+        assert back[name].is_contiguous()
+        assert back[name].untyped_storage().data_ptr() != tensor.untyped_storage().data_ptr()

@@ -32,7 +32,7 @@ from envkit.policy_server.generation import (
 from envkit.trainer.generation import refit
 from envkit.trainer.generation._chat import encode_prompt
 from envkit.trainer.generation.refit import RefitError
-from envkit.trainer.generation.vllm_worker import pack_bucket
+from envkit.trainer.generation.vllm_worker import copy_bucket, pack_bucket
 
 if TYPE_CHECKING:
     import torch
@@ -265,18 +265,16 @@ class _EngineLoop:
                 incoming, self._incoming = self._incoming, []
             refused = self._add(incoming)
             try:
-                if self._engine.has_unfinished_requests():
-                    outputs = self._engine.step()
-                else:
-                    outputs = None
+                busy = self._engine.has_unfinished_requests()
+                outputs = self._engine.step() if busy else None
             except Exception as exc:  # the engine died: every waiting request fails with it
                 with self._cond:
                     self._fail(exc)
                 continue
             with self._cond:
-                for request_id, exc in refused:
+                for request_id, reason in refused:
                     if request_id in self._pending:
-                        self._pending.pop(request_id).set_exception(exc)
+                        self._pending.pop(request_id).set_exception(reason)
                 if outputs is None:
                     if not self._incoming:  # never spin on lost requests
                         self._fail(GenerationError("the vLLM engine dropped a request unfinished"))
@@ -302,6 +300,18 @@ class _EngineLoop:
         self._pending.clear()
         self._incoming.clear()
         self._cond.notify_all()
+
+
+def _engine_in_process(llm: Any) -> bool:
+    """Whether the engine core (and so its worker) runs in this process (:func:`cpu_in_process`)."""
+    try:
+        from vllm.v1.engine.core_client import InprocClient
+        from vllm.v1.executor.uniproc_executor import UniProcExecutor
+    except ImportError:
+        return False
+    core = getattr(llm.llm_engine, "engine_core", None)
+    executor = getattr(getattr(core, "engine_core", None), "model_executor", None)
+    return isinstance(core, InprocClient) and isinstance(executor, UniProcExecutor)
 
 
 class VLLMBackend:
@@ -347,6 +357,7 @@ class VLLMBackend:
         with cpu_in_process() if self.on_cpu else contextlib.nullcontext():
             self.llm = vllm.LLM(**kwargs)
         self._loop = _EngineLoop(self.llm.llm_engine)
+        self._in_process = _engine_in_process(self.llm)
         self.tokenizer = self.llm.get_tokenizer()
         config = self.llm.llm_engine.model_config
         self.max_model_len = int(config.max_model_len)
@@ -406,9 +417,10 @@ class VLLMBackend:
         with self._lock:
             self._usable()
             self._loop.drain()  # no request may see part of the new weights
+            send = copy_bucket if self._in_process else pack_bucket
             try:
                 for bucket in buckets(plan):
-                    self.llm.collective_rpc("envkit_stage", args=(pack_bucket(bucket),))
+                    self.llm.collective_rpc("envkit_stage", args=(send(bucket),))
             except Exception as exc:
                 self._discard()
                 msg = f"sending the new weights to the engine failed (it keeps the old ones): {exc}"

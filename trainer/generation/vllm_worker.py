@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["RefitExtension", "pack_bucket", "unpack_bucket"]
+__all__ = ["RefitExtension", "copy_bucket", "pack_bucket", "unpack_bucket"]
 
-#: One packed weight: name, dtype name (``float32``), shape, raw bytes (C order).
-Packed = tuple[str, str, list[int], bytes]
+#: One packed weight: name, dtype name (``float32``), shape, raw bytes (C order); or, for a
+#: worker in the sender's own process, name and tensor (:func:`copy_bucket`).
+Packed = tuple[str, str, list[int], bytes] | tuple[str, Any]
 
 
 def pack_bucket(weights: list[tuple[str, Any]]) -> list[Packed]:
@@ -30,7 +31,7 @@ def pack_bucket(weights: list[tuple[str, Any]]) -> list[Packed]:
     tensor argument would arrive as a bare list; bytes arrive as bytes)."""
     import torch
 
-    packed = []
+    packed: list[Packed] = []
     for name, tensor in weights:
         flat = tensor.detach().to("cpu").contiguous()
         raw = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
@@ -38,12 +39,24 @@ def pack_bucket(weights: list[tuple[str, Any]]) -> list[Packed]:
     return packed
 
 
+def copy_bucket(weights: list[tuple[str, Any]]) -> list[Packed]:
+    """Tensors for a worker in this process (vLLM on CPU): ``collective_rpc`` then calls the
+    worker directly, with no message to encode, so one copy per tensor is enough (never the
+    trainer's own tensors: the engine must not see them change), where bytes cost two."""
+    return [(name, tensor.detach().to("cpu", copy=True).contiguous()) for name, tensor in weights]
+
+
 def unpack_bucket(packed: list[Packed]) -> dict[str, Any]:
-    """:func:`pack_bucket`'s values -> tensors (their own memory, on CPU)."""
+    """:func:`pack_bucket`'s (or :func:`copy_bucket`'s) values -> tensors (their own memory,
+    on CPU)."""
     import torch
 
     out = {}
-    for name, dtype, shape, raw in packed:
+    for item in packed:
+        if len(item) == 2:  # copy_bucket's: already a tensor of its own
+            out[item[0]] = item[1]
+            continue
+        name, dtype, shape, raw = item
         kind = getattr(torch, dtype)
         if not isinstance(kind, torch.dtype):
             msg = f"weight {name!r} has an unknown dtype {dtype!r}"
