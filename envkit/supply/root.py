@@ -27,7 +27,8 @@ import os
 import sys
 import time
 
-__all__ = ["cache_dir", "key_file", "read_entry", "trusted_dir", "write_entry", "write_whole"]
+__all__ = ["cache_dir", "key_file", "read_entry", "stores_off", "trusted_dir", "write_entry",
+           "write_whole"]
 
 _UNSAFE_BITS = 0o022
 """Group- or other-writable: someone else may replace what is there."""
@@ -155,10 +156,23 @@ def _seal(key: bytes, rel: str, payload: bytes) -> bytes:
     return hmac.new(key, rel.encode() + b"\0" + payload, hashlib.sha256).hexdigest().encode()
 
 
+def stores_off() -> bool:
+    """Whether ``ENVKIT_NO_CACHE`` is set to a true value (as click reads ``validate
+    --no-cache``'s variable: 1, true, t, yes, y, on): then no entry of any store is read or
+    written, whichever command runs (smoke's, probe's and submit's gates, build's resolutions).
+    """
+    return os.environ.get("ENVKIT_NO_CACHE", "").strip().lower() in _TRUE
+
+
+_TRUE = frozenset({"1", "true", "t", "yes", "y", "on"})
+
+
 def read_entry(store: str, rel: str) -> bytes | None:
     """The payload of entry ``rel`` (a ``/``-separated name) of ``store``; None when it is
     missing, is not this user's own private file in trusted folders, or its seal does not
-    match (an edited, planted or moved entry)."""
+    match (an edited, planted or moved entry), and always under ``ENVKIT_NO_CACHE``."""
+    if stores_off():
+        return None
     path = os.path.join(store, *rel.split("/"))
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -192,7 +206,10 @@ def read_entry(store: str, rel: str) -> bytes | None:
 
 def write_entry(store: str, rel: str, payload: bytes) -> None:
     """Store ``payload`` as entry ``rel`` of ``store``, sealed, 0600, in 0700 folders; nothing
-    is written into a folder this user does not own alone (a cache costs only the speed)."""
+    is written into a folder this user does not own alone (a cache costs only the speed), and
+    nothing at all under ``ENVKIT_NO_CACHE``."""
+    if stores_off():
+        return
     try:
         if not _private_dirs(store, rel):
             return

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -83,22 +82,12 @@ def read_package(root: Path, *, verify_hashes: bool = False, no_cache: bool = Fa
     """``load_package`` as validation reads a package: the archive facts of wheels and the
     hashes of files unchanged since an earlier run come from envkit's cache
     (``envkit.supply.wheelfacts``, ``envkit.supply.treestamps``); ``--verify-hashes`` reads
-    every byte again, ``--no-cache`` reads everything without any store, as
-    ``ENVKIT_NO_CACHE`` does for every command whose gate reads a package (smoke, probe and
-    submit validate first)."""
-    if no_cache or stores_refused():
+    every byte again, ``--no-cache`` reads everything without any store (``ENVKIT_NO_CACHE``
+    shuts every store for every command: ``envkit.supply.root.stores_off``)."""
+    if no_cache:
         return load_package(root, verify_hashes=verify_hashes)
     return load_package(root, verify_hashes=verify_hashes, wheel_reader=_stored_facts,
                         tree_hasher=None if verify_hashes else _stamped_tree)
-
-
-def stores_refused() -> bool:
-    """Whether ``ENVKIT_NO_CACHE`` is set to a true value (as click reads ``--no-cache``'s
-    variable: 1, true, t, yes, y, on)."""
-    return os.environ.get("ENVKIT_NO_CACHE", "").strip().lower() in _TRUE
-
-
-_TRUE = frozenset({"1", "true", "t", "yes", "y", "on"})
 
 
 def _stored_facts(file: Path, rel: str | None = None, *, deep: bool = False) -> WheelFile:

@@ -44,3 +44,21 @@ def test_a_failed_rename_leaves_no_temp_and_keeps_the_old_entry(tmp_path: Path) 
     write_whole(str(entry), b"new")
     assert (entry / "inside").read_bytes() == b"kept"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["entry"]
+
+
+def test_envkit_no_cache_shuts_every_store_at_its_one_reader_and_writer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every store (tree stamps, wheel facts, resolutions) reads and writes through
+    ``read_entry``/``write_entry``: under ``ENVKIT_NO_CACHE`` a sealed entry of this user's is a
+    miss and nothing new is written, whichever command runs."""
+    from envkit.supply.root import read_entry, write_entry
+
+    store = str(tmp_path / "store")
+    write_entry(store, "ab/kept.json", b"{}")
+    assert read_entry(store, "ab/kept.json") == b"{}"
+    monkeypatch.setenv("ENVKIT_NO_CACHE", "1")
+    assert read_entry(store, "ab/kept.json") is None
+    write_entry(store, "cd/new.json", b"{}")
+    assert not (tmp_path / "store" / "cd").exists()
+    monkeypatch.setenv("ENVKIT_NO_CACHE", "0")
+    assert read_entry(store, "ab/kept.json") == b"{}"
