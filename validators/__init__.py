@@ -66,18 +66,7 @@ def job_checks() -> tuple[Check, ...]:
 
 def all_checks() -> tuple[Check, ...]:
     """Every check, in the order they run (each area's ``CHECKS`` in turn)."""
-    return (
-        *manifest.CHECKS,
-        *layout.CHECKS,
-        *secrets.CHECKS,
-        *provenance.CHECKS,
-        *gym.CHECKS,
-        *wheel_checks(),
-        *dataset_checks(),
-        *job_checks(),
-        *spinup.CHECKS,
-        *probe.CHECKS,
-    )
+    return _in_order(wheels=True, dataset=True, job=True)
 
 
 def checks_for(inputs: Inputs) -> tuple[Check, ...]:
@@ -86,15 +75,21 @@ def checks_for(inputs: Inputs) -> tuple[Check, ...]:
     wheel checks without a wheelhouse format, the dataset's without a dataset, the job's
     without a job file."""
     package = inputs.package
+    return _in_order(wheels=package is not None and package.format in WHEEL_FORMATS,
+                     dataset=inputs.dataset is not None, job=inputs.job is not None)
+
+
+def _in_order(*, wheels: bool, dataset: bool, job: bool) -> tuple[Check, ...]:
+    """The checks in the order they run, with the lazily imported areas asked for."""
     return (
         *manifest.CHECKS,
         *layout.CHECKS,
         *secrets.CHECKS,
         *provenance.CHECKS,
         *gym.CHECKS,
-        *(wheel_checks() if package is not None and package.format in WHEEL_FORMATS else ()),
-        *(dataset_checks() if inputs.dataset is not None else ()),
-        *(job_checks() if inputs.job is not None else ()),
+        *(wheel_checks() if wheels else ()),
+        *(dataset_checks() if dataset else ()),
+        *(job_checks() if job else ()),
         *spinup.CHECKS,
         *probe.CHECKS,
     )
