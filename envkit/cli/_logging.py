@@ -6,6 +6,7 @@ hook) should not pay for a rendering library, and CI logs stay greppable.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 __all__ = ["apply_verbosity", "configure_logging", "level_for"]
@@ -43,6 +44,13 @@ def apply_verbosity(verbosity: int) -> None:
 
 
 def configure_logging(verbosity: int) -> None:
-    """Route every logger to stderr at ``verbosity``; replaces earlier handlers."""
+    """Route every logger to stderr at ``verbosity``; replaces earlier handlers.
+
+    vLLM installs a handler of its own on its loggers when it is imported, writing to stdout
+    unless ``VLLM_LOGGING_STREAM`` says otherwise: it is pointed at stderr here (unless the
+    user chose a stream), before any command imports vLLM or starts a process that does, so
+    ``envkit train --backend vllm --output-format json`` prints only its result on stdout.
+    """
+    os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
     logging.basicConfig(handlers=[_StderrHandler()], force=True)
     apply_verbosity(verbosity)
