@@ -278,6 +278,14 @@ class GymRolloutSource:
         self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0,
         seed: int | None = None,
     ) -> list[Rollout]:
+        """``num_generations`` rollouts of each row, every one in flight at once.
+
+        Why all at once: the platform's NeMo-RL hands a step's rows to Gym together (Gym's
+        ``run_examples`` schedules them all up front), ``envkit probe`` checks the package at
+        that concurrency (the job's batch), and a continuously batching engine (vLLM) batches
+        only what is in flight. With ``seed``, each rollout carries a seed of its own, so its
+        samples do not depend on the order the requests arrive in.
+        """
         session, req = self.session, self.opts.requests
         reason = session.dead()
         if reason or session.servers is None:
@@ -286,8 +294,8 @@ class GymRolloutSource:
                                max_tokens=req.max_tokens)
         if seed is not None:
             seed_rows(expanded, seed, first_group)
-        try:
-            results = collect(expanded, session.servers.run_url, concurrency=req.concurrency,
+        try:  # the whole batch in flight at once, as NeMo-RL hands a step's rows to Gym
+            results = collect(expanded, session.servers.run_url, concurrency=len(expanded),
                               timeout_s=req.timeout_s, abort=session.dead)
         except RolloutAbortedError as exc:
             raise RolloutFailedError(str(exc)) from None
