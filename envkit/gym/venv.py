@@ -25,6 +25,7 @@ from envkit.gym.venvsteps import VenvStep
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.supply.cache import cache_root
 from envkit.supply.isolation import isolated_env
+from envkit.supply.root import env_true
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -48,7 +49,7 @@ def python_override_from_env() -> bool:
     """``$ENVKIT_ALLOW_PYTHON_OVERRIDE`` read as the commands' ``--allow-python-override`` reads
     it, for the entry points with no such flag of their own (``validate --smoke``/``--probe``,
     ``python -m envkit.gym.ray_cluster``'s default)."""
-    return os.environ.get(PYTHON_OVERRIDE_ENV, "").lower() in ("1", "true", "yes")
+    return env_true(PYTHON_OVERRIDE_ENV)
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ import os
 import sys
 import time
 
-__all__ = ["cache_dir", "key_file", "read_entry", "stores_off", "trusted_dir", "write_entry",
-           "write_whole"]
+__all__ = ["cache_dir", "env_true", "key_file", "read_entry", "stores_off", "trusted_dir",
+           "write_entry", "write_whole"]
 
 _UNSAFE_BITS = 0o022
 """Group- or other-writable: someone else may replace what is there."""
@@ -156,12 +156,18 @@ def _seal(key: bytes, rel: str, payload: bytes) -> bytes:
     return hmac.new(key, rel.encode() + b"\0" + payload, hashlib.sha256).hexdigest().encode()
 
 
+def env_true(name: str) -> bool:
+    """Whether the variable ``name`` is set to a true value, read as click reads a flag's
+    variable (1, true, t, yes, y, on; any case): the entry points without the flag read it the
+    way the commands with it do."""
+    return os.environ.get(name, "").strip().lower() in _TRUE
+
+
 def stores_off() -> bool:
-    """Whether ``ENVKIT_NO_CACHE`` is set to a true value (as click reads ``validate
-    --no-cache``'s variable: 1, true, t, yes, y, on): then no entry of any store is read or
-    written, whichever command runs (smoke's, probe's and submit's gates, build's resolutions).
-    """
-    return os.environ.get("ENVKIT_NO_CACHE", "").strip().lower() in _TRUE
+    """Whether ``ENVKIT_NO_CACHE`` is true (:func:`env_true`, as ``validate --no-cache`` reads
+    it): then no entry of any store is read or written, whichever command runs (smoke's,
+    probe's and submit's gates, build's resolutions)."""
+    return env_true("ENVKIT_NO_CACHE")
 
 
 _TRUE = frozenset({"1", "true", "t", "yes", "y", "on"})

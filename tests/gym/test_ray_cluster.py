@@ -49,7 +49,8 @@ def test_the_address_comes_from_the_environment_unless_given(
 
 
 @pytest.mark.parametrize(("value", "allowed"), [
-    ("1", True), ("true", True), ("YES", True), ("", False), ("0", False), ("no", False)])
+    ("1", True), ("true", True), ("YES", True), ("on", True), ("y", True), ("t", True),
+    (" True ", True), ("", False), ("0", False), ("no", False), ("off", False)])
 def test_the_python_override_is_read_from_the_environment_as_the_flag_reads_it(
         value: str, allowed: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """The one reading behind ``validate --smoke/--probe`` and this module's default."""
