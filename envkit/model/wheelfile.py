@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from envkit.model._zipdir import Unsupported, ZipfileArchive, open_archive
+from envkit.model.secrets import secret_file_kind
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
@@ -85,10 +86,13 @@ class WheelFile:
     startup_code: tuple[str, ...] = field(default=())
     """Members that are ``.pth`` files installed into site-packages with a line ``site`` runs
     as code (one starting with ``import``): run at every interpreter start (EK409)."""
+    secret_files: tuple[str, ...] = field(default=())
+    """Members named as dotenv or private-key files (``envkit.model.secrets``): installed
+    with the wheel, so uploaded with the package (EK210)."""
 
 
 ARCHIVE_FACTS = ("requires_dist", "requires_python", "provides_extra", "error", "record_issues",
-                 "startup_code")
+                 "startup_code", "secret_files")
 """The fields only the archive's bytes give (the rest come from the filename): what a reader
 that keeps facts between runs stores (``envkit.supply.wheelfacts``)."""
 
@@ -175,6 +179,7 @@ def _read_archive(base: WheelFile, zf: _Members, *, deep: bool) -> WheelFile:
             zf, metas[0].split("/", 1)[0], deep=deep, known={metas[0]: meta_bytes}
         ),
         startup_code=_startup_code(zf, base.name),
+        secret_files=tuple(sorted(n for n in zf.sizes if secret_file_kind(n) is not None)),
     )
 
 

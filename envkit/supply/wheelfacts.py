@@ -40,8 +40,9 @@ from envkit.supply.cache import RACY_S, load_entry, store_entry
 
 __all__ = ["RACY_S", "WheelFacts"]
 
-_VERSION = "5"
-_TUPLES = frozenset({"requires_dist", "provides_extra", "record_issues", "startup_code"})
+_VERSION = "6"
+_TUPLES = frozenset({"requires_dist", "provides_extra", "record_issues", "startup_code",
+                     "secret_files"})
 
 
 class WheelFacts:

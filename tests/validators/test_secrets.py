@@ -22,6 +22,7 @@ from envkit.validate.validate import ValidateRequest, validate
 
 VALID = REPO_ROOT / "fixtures" / "packages" / "valid-native-v1" / "pkg"
 SECRETS = REPO_ROOT / "fixtures" / "packages" / "EK210-secrets" / "pkg"
+IN_WHEEL = REPO_ROOT / "fixtures" / "packages" / "EK210-wheel-installs-dotenv" / "pkg"
 
 # Shaped like the real thing, made up here (each vendor's prefix, length and alphabet).
 TOKENS = {
@@ -90,6 +91,28 @@ def test_the_fixture_reports_each_secret_file_once_with_its_line() -> None:
     text = " ".join(d.message for d in report.diagnostics)
     assert "FAKEfixture0NotAKey" not in text and "FAKEfixture0NotAToken" not in text
     assert ".env.example" not in {d.path for d in report.diagnostics}
+
+
+def test_a_dotenv_file_a_vendored_wheel_installs_is_reported_at_the_wheel() -> None:
+    """The wheel's own ``.env`` (a package-data glob took it in), not its ``.env.example``."""
+    report = validate(ValidateRequest(package=IN_WHEEL))
+    found = [(d.code, d.path) for d in report.diagnostics]
+    assert found == [("EK210", "wheels/echo_scorer-1.0-py3-none-any.whl")]
+    assert "`echo_scorer/.env`" in report.diagnostics[0].message
+    assert ".env.example" not in report.diagnostics[0].message
+
+
+def test_the_wheel_facts_store_keeps_the_secret_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wheel answered from the store names the same members as its archive did."""
+    import envkit.supply.wheelfacts as wheelfacts
+
+    wheel = next((IN_WHEEL / "wheels").glob("*.whl"))
+    monkeypatch.setattr(wheelfacts.time, "time", lambda: 4e9)  # past the racy window
+    facts = wheelfacts.WheelFacts(tmp_path / "store")
+    first, second = facts.read(wheel), facts.read(wheel)
+    assert facts.hits == 1
+    assert first.secret_files == second.secret_files == ("echo_scorer/.env",)
 
 
 def _validate(*args: str) -> subprocess.CompletedProcess[str]:
