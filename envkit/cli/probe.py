@@ -155,10 +155,6 @@ def run_probe_request(request: ProbeRequest, output_dir: Path | None = None) -> 
 
 def probe_from_validate(request: GateRequest) -> ProbeOutcome:
     """``envkit validate PKG --probe``: validate's resolved settings, the probe's defaults."""
-    from envkit.gym import python_override_from_env
     from envkit.probe import ProbeRequest
-    from envkit.validate.gate import one_package
 
-    return run_probe_request(ProbeRequest(
-        package=one_package(request, "--probe"), flags=request.flags, isolated=request.isolated,
-        verify_hashes=request.verify_hashes, allow_python_override=python_override_from_env()))
+    return run_probe_request(ProbeRequest.after_validate(request, "--probe"))

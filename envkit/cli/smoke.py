@@ -117,10 +117,6 @@ def run_smoke_request(request: SmokeRequest) -> SmokeOutcome:
 
 def smoke_from_validate(request: GateRequest) -> SmokeOutcome:
     """``envkit validate PKG --smoke``: validate's resolved settings, smoke's runtime defaults."""
-    from envkit.gym import python_override_from_env
     from envkit.smoke.run import SmokeRequest
-    from envkit.validate.gate import one_package
 
-    return run_smoke_request(SmokeRequest(
-        package=one_package(request, "--smoke"), flags=request.flags, isolated=request.isolated,
-        verify_hashes=request.verify_hashes, allow_python_override=python_override_from_env()))
+    return run_smoke_request(SmokeRequest.after_validate(request, "--smoke"))

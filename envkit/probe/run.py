@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import UsageError
-from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.probe.analysis.declared import (
     agent_locations,
     agent_resources,
@@ -36,7 +35,7 @@ from envkit.probe.policies import panel
 from envkit.probe.progress import NO_PROGRESS, Progress
 from envkit.probe.report import ProbeReport
 from envkit.probe.thresholds import Thresholds
-from envkit.validate.gate import GateRequest, gate_package, resolve_settings, selection
+from envkit.validate.gate import gate_package, resolve_settings, selection
 from envkit.validate.settings import Settings
 from envkit.validate.validate import read_package
 from envkit.validators.spinup import EK704
@@ -60,29 +59,15 @@ class ProbeUsageError(UsageError, ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class ProbeRequest:
-    """One package; ``flags`` are what the command line set (as ``envkit validate`` takes
-    them, the probe's thresholds included), the rest is the bring-up's."""
+class ProbeRequest(live_session.BringUpRequest):
+    """What the probe adds to the bring-up: the thresholds are ``flags`` (as ``envkit
+    validate`` takes them), the reference field, the progress shown, and ``--model``."""
 
-    package: Path
-    flags: Settings = field(default_factory=Settings)
-    isolated: bool = False
-    verify_hashes: bool = False
     oracle_field: str | None = None
-    gym_python: Path | None = None
-    allow_python_override: bool = False
-    ready_timeout_s: float = 300.0
-    install_timeout_s: float = 1800.0
-    cache_dir: Path | None = None
-    keep_logs: Path | None = None
     progress: Progress = NO_PROGRESS
     model: Path | None = None
     """``--model``: also sample this policy's own groups (``ModelPhase``, the last phase)."""
     model_backend: str = "hf"
-
-    def gate(self) -> GateRequest:
-        return GateRequest(paths=(self.package,), flags=self.flags,
-                           verify_hashes=self.verify_hashes, isolated=self.isolated)
 
 
 def phases_for(request: ProbeRequest) -> tuple[Phase, ...]:
@@ -123,11 +108,9 @@ def run_probe(request: ProbeRequest, phases: Sequence[Phase] | None = None) -> P
     ctx_parts = _prepare(request, Path(static.dataset), settings, thresholds)
     base = replace(base, job=ctx_parts["job"], scale=ctx_parts["scale"],
                    stochastic=ctx_parts["stochastic"], panel=tuple(ctx_parts["panel"]))
-    live_session.ensure_gym_venv(settings.gym_version or DEFAULT_GYM_VERSION,
-                                 python=request.gym_python,
-                                 allow_python_override=request.allow_python_override)
+    options = request.prepare_runtime(settings)
     with live_session.offline_if(base.offline) as isolated:
-        report = _live(request, settings, base, ctx_parts, phases)
+        report = _live(request, options, base, ctx_parts, phases)
         if isolated is not None:
             report = replace(report, isolation=isolated.to_dict())
     report.timings["total_s"] = time.monotonic() - start
@@ -150,18 +133,10 @@ def _prepare(request: ProbeRequest, dataset: Path, settings: Settings,
             "resources": agent_resources(pkg), "panel": panel(request.oracle_field)}
 
 
-def _options(request: ProbeRequest, settings: Settings) -> live_session.RuntimeOptions:
-    return live_session.RuntimeOptions(
-        gym_version=settings.gym_version or DEFAULT_GYM_VERSION, gym_python=request.gym_python,
-        allow_python_override=request.allow_python_override, offline=bool(settings.offline),
-        startup_timeout_s=request.install_timeout_s, ready_timeout_s=request.ready_timeout_s,
-        cache_dir=request.cache_dir, keep_logs=request.keep_logs)
-
-
-def _live(request: ProbeRequest, settings: Settings, base: ProbeReport, parts: dict[str, Any],
-          phases: Sequence[Phase]) -> ProbeReport:
+def _live(request: ProbeRequest, options: live_session.RuntimeOptions, base: ProbeReport,
+          parts: dict[str, Any], phases: Sequence[Phase]) -> ProbeReport:
     timings = base.timings
-    live = live_session.LiveProbe(request.package, _options(request, settings))
+    live = live_session.LiveProbe(request.package, options)
     t0 = time.monotonic()
     try:
         live.__enter__()

@@ -16,7 +16,7 @@ import logging
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from envkit.gym import (
     DEFAULT_GYM_VERSION,
@@ -29,6 +29,7 @@ from envkit.gym import (
     RuntimeOptions,
     collect,
     ensure_gym_venv,
+    python_override_from_env,
 )
 from envkit.policy_server.scripted import DEFAULT_COMPLETION, ScriptedBackend
 from envkit.policy_server.server import PolicyServer
@@ -36,11 +37,11 @@ from envkit.smoke.isolation import Isolation, offline_if
 from envkit.smoke.report import SmokeReport
 from envkit.smoke.rows import dataset_rows, rows_for, scripted_answers
 from envkit.smoke.verdict import SpinUpWatch, rollout_report, start_failure_report
-from envkit.validate.gate import GateRequest, gate_package, resolve_settings
+from envkit.validate.gate import GateRequest, gate_package, one_package, resolve_settings
 from envkit.validate.report import Report
 from envkit.validate.settings import Settings
 
-__all__ = ["SmokeRequest", "run_smoke"]
+__all__ = ["BringUpRequest", "SmokeRequest", "run_smoke"]
 
 log = logging.getLogger(__name__)
 
@@ -48,30 +49,61 @@ _CONCURRENCY = 4
 
 
 @dataclass(frozen=True, slots=True)
-class SmokeRequest:
-    """One package; ``flags`` are what the command line set (as ``envkit validate`` takes
-    them: target, Gym version, ``--offline``, selection, dataset), the rest is the spin-up's."""
+class BringUpRequest:
+    """One package, judged by ``envkit validate``'s gate, then brought up (smoke, probe):
+    ``flags`` are what the command line set (as ``envkit validate`` takes them), the rest is
+    the bring-up's."""
 
     package: Path
     flags: Settings = field(default_factory=Settings)
     isolated: bool = False
     """Ignore ``envkit.toml`` / ``[tool.envkit]`` (``--isolated``)."""
     verify_hashes: bool = False
-    rows: int = 1
-    """Rows per agent."""
     gym_python: Path | None = None
     allow_python_override: bool = False
     ready_timeout_s: float = 300.0
     install_timeout_s: float = 1800.0
-    rollout_timeout_s: float = 120.0
-    completion: str | None = None
-    """Fixed completion for every request; default: the row's own answer, else a fixed text."""
     cache_dir: Path | None = None
     keep_logs: Path | None = None
+
+    @classmethod
+    def after_validate(cls, request: GateRequest, flag: str) -> Self:
+        """``envkit validate PKG --smoke`` (``--probe``): validate's resolved settings, the
+        bring-up's defaults, ``--allow-python-override`` from the environment."""
+        return cls(package=one_package(request, flag), flags=request.flags,
+                   isolated=request.isolated, verify_hashes=request.verify_hashes,
+                   allow_python_override=python_override_from_env())
 
     def gate(self) -> GateRequest:
         return GateRequest(paths=(self.package,), flags=self.flags,
                            verify_hashes=self.verify_hashes, isolated=self.isolated)
+
+    def prepare_runtime(self, settings: Settings) -> RuntimeOptions:
+        """The bring-up's options, with the Gym version and ``--offline`` that ``settings``
+        resolved to; Gym's own venv is built (or found) first, so a missing 3.13 is a usage
+        error before anything starts.
+
+        :raises GymVenvError: no CPython 3.13 for Gym (usage error).
+        """
+        gym_version = settings.gym_version or DEFAULT_GYM_VERSION
+        ensure_gym_venv(gym_version, python=self.gym_python,
+                        allow_python_override=self.allow_python_override)
+        return RuntimeOptions(
+            gym_version=gym_version, gym_python=self.gym_python,
+            allow_python_override=self.allow_python_override, offline=bool(settings.offline),
+            startup_timeout_s=self.install_timeout_s, ready_timeout_s=self.ready_timeout_s,
+            cache_dir=self.cache_dir, keep_logs=self.keep_logs)
+
+
+@dataclass(frozen=True, slots=True)
+class SmokeRequest(BringUpRequest):
+    """What the spin-up runs on the package: rows per agent and the scripted replies."""
+
+    rows: int = 1
+    """Rows per agent."""
+    rollout_timeout_s: float = 120.0
+    completion: str | None = None
+    """Fixed completion for every request; default: the row's own answer, else a fixed text."""
 
 
 def run_smoke(request: SmokeRequest) -> SmokeReport:
@@ -85,28 +117,17 @@ def run_smoke(request: SmokeRequest) -> SmokeReport:
     gate = request.gate()
     (static,) = gate_package(request.package, gate).reports
     settings = resolve_settings(request.package, gate)
-    offline = bool(settings.offline)
     timings = {"validate_s": time.monotonic() - start}
     if not static.valid:
-        return SmokeReport(str(request.package), "validate", static, offline, timings=timings)
-    gym_version = settings.gym_version or DEFAULT_GYM_VERSION
-    ensure_gym_venv(gym_version, python=request.gym_python,
-                    allow_python_override=request.allow_python_override)
-    options = _options(request, gym_version, offline)
-    with offline_if(offline) as isolation:
+        return SmokeReport(str(request.package), "validate", static, bool(settings.offline),
+                           timings=timings)
+    options = request.prepare_runtime(settings)
+    with offline_if(options.offline) as isolation:
         report = _spin_up(request, static, options, isolation, timings)
         if isolation is not None:  # the hosts the proxy refused are known only now
             report = replace(report, isolation=isolation.to_dict())
     timings["total_s"] = time.monotonic() - start
     return report
-
-
-def _options(request: SmokeRequest, gym_version: str, offline: bool) -> RuntimeOptions:
-    return RuntimeOptions(
-        gym_version=gym_version, gym_python=request.gym_python,
-        allow_python_override=request.allow_python_override, offline=offline,
-        startup_timeout_s=request.install_timeout_s, ready_timeout_s=request.ready_timeout_s,
-        cache_dir=request.cache_dir, keep_logs=request.keep_logs)
 
 
 def _backend(request: SmokeRequest, by_agent: dict[str, list[dict[str, Any]]]) -> ScriptedBackend:

@@ -31,12 +31,13 @@ from envkit.gym.rollout import Rollout
 from envkit.gym.rows import expand_rows
 from envkit.gym.session import GymSession
 from envkit.gym.types import GymRuntimeError, PolicyEndpoint, RuntimeOptions
-from envkit.gym.venv import GymVenvError, ensure_gym_venv
+from envkit.gym.venv import GymVenvError
 from envkit.model.package import MANIFEST
 from envkit.policy_server.generation import GenerationBackend
 from envkit.policy_server.scripted import BYTES_PER_TOKEN, Script, ScriptedBackend, prompt_text
 from envkit.policy_server.server import PolicyServer
 from envkit.smoke.isolation import offline_if
+from envkit.smoke.run import BringUpRequest
 from envkit.validators import RULES
 from envkit.validators.spinup import EK704
 
@@ -45,9 +46,8 @@ if TYPE_CHECKING:
 
     from envkit.model.diagnostics import Diagnostic
 
-__all__ = ["GymRuntimeError", "GymVenvError", "LiveProbe", "ProbeAbortedError",
-           "RuntimeOptions", "Sent", "ensure_gym_venv", "expand_rows", "offline_if",
-           "prompt_key", "start_failure"]
+__all__ = ["BringUpRequest", "GymRuntimeError", "GymVenvError", "LiveProbe", "ProbeAbortedError",
+           "RuntimeOptions", "Sent", "expand_rows", "offline_if", "prompt_key", "start_failure"]
 
 log = logging.getLogger(__name__)
 
