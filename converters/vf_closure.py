@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from envkit.converters.adapter_pkg import POLICY_MODEL_IMPL
@@ -76,15 +75,6 @@ def _policy_model_requirements() -> list[str]:
     return [str(root.requirement) for root in roots]
 
 
-def _python_floor(target: Target) -> str | None:
-    """nemo-gym declares ``Requires-Python >=3.13.14``; the image's 3.13 satisfies it, so the
-    resolution uses that patch floor instead of plain 3.13 (= 3.13.0)."""
-    for spec in SpecifierSet(gym_data().requires_python):
-        if spec.operator == ">=" and tuple(map(int, spec.version.split(".")[:2])) == target.python:
-            return spec.version
-    return None
-
-
 def indexes(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None) -> list[str]:
     """Extra indexes (searched before PyPI): the owner's hub index, for the hub path."""
     if env_wheel is None:
@@ -109,7 +99,8 @@ def hub_wheel(req: ConvertRequest, hub: HubRef, dest: Path) -> EnvWheel:
     try:
         (pin,) = resolve.resolve_closure(
             [hub.requirement(req.hub_version)], req.target, extra_index_urls=[index],
-            cache=None, python_version=_python_floor(req.target), extra_args=args)
+            cache=None, python_version=gym_data().python_floor(req.target.python),
+            extra_args=args)
     except resolve.ResolveError as exc:
         raise _resolve_error(str(exc), req) from None
     except ValueError:
@@ -158,7 +149,8 @@ def resolve_target(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None,
             reqs, req.target, find_links=_find_links(req, env_wheel),
             extra_index_urls=indexes(req, hub, env_wheel),
             cache=resolve.ResolutionCache(cache_root() / "resolutions"),
-            python_version=_python_floor(req.target), extra_args=_uv_args(req, env_name),
+            python_version=gym_data().python_floor(req.target.python),
+            extra_args=_uv_args(req, env_name),
         )
     except resolve.ResolveError as exc:
         raise _resolve_error(str(exc), req) from None

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from packaging.specifiers import SpecifierSet
 
 from envkit.converters.gym_tree import (
     GymTreeError,
@@ -117,16 +116,6 @@ class BuildResult:
     wheels: tuple[PinnedWheel, ...]
     report: Report
     notes: tuple[str, ...] = ()
-
-
-def _python_floor(target: Target) -> str | None:
-    """nemo-gym declares ``Requires-Python >=3.13.14``: the image's interpreter satisfies it,
-    so resolving for plain ``3.13`` (= 3.13.0) would wrongly reject nemo-gym."""
-    for spec in SpecifierSet(gym_data().requires_python):
-        parts = spec.version.split(".")
-        if spec.operator == ">=" and tuple(map(int, parts[:2])) == target.python:
-            return spec.version
-    return None
 
 
 def build(request: BuildRequest, *, runner: Runner = run_subprocess,
@@ -269,7 +258,8 @@ def _vendor(root: Path, requirements: list[tuple[str, str]], request: BuildReque
                "build with the runtime pins (the default) or use --format native-v1")
         raise BuildError(msg)
     cache = request.cache_dir or cache_root()
-    python_version = _python_floor(request.target) if request.runtime_pins else None
+    python_version = (gym_data().python_floor(request.target.python)
+                      if request.runtime_pins else None)
     log(f"resolving {len(lines)} requirements for {request.target} with uv {uv_version()}"
         + (f" (Python {python_version}: nemo-gym's Requires-Python floor)"
            if python_version else ""))

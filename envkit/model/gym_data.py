@@ -97,6 +97,17 @@ class GymData:
         """The config model Gym's built-in ``<type>/<impl>/<entrypoint>`` validates with."""
         return self.server_models.get(f"{server_type}/{impl}", {}).get(entrypoint)
 
+    def python_floor(self, python: tuple[int, int]) -> str | None:
+        """The patch floor Gym's ``Requires-Python`` puts on ``python`` (``>=3.13.14``), else
+        None. The image's 3.13 satisfies it, so a resolution for the target uses this floor:
+        plain ``3.13`` (= 3.13.0) would wrongly reject nemo-gym."""
+        from packaging.specifiers import SpecifierSet  # not on validate's small-package path
+
+        for spec in SpecifierSet(self.requires_python):
+            if spec.operator == ">=" and tuple(map(int, spec.version.split(".")[:2])) == python:
+                return spec.version
+        return None
+
     def is_builtin(self, server_type: str, name: str) -> bool:
         if "/" in name:
             return f"{server_type}/{name}" in self.builtin_server_dirs
