@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from envkit.model.diagnostics import Severity
+from envkit.probe.analysis.observations import rounded
 from envkit.probe.phases.load import LoadResult
 from envkit.probe.phases.model import SignalResult
 from envkit.probe.phases.reasoning import ReasoningResult
@@ -153,10 +154,6 @@ def _reward(scale: RewardScale | None, stochastic: str | None) -> dict[str, Any]
             "source": scale.source, "stochastic": stochastic}
 
 
-def _r(value: float | None) -> float | None:
-    return None if value is None else round(value, 6)
-
-
 def _agents(phase: PhaseResult | None) -> list[dict[str, Any]]:
     if not isinstance(phase, ScoringResult):
         return []
@@ -166,14 +163,14 @@ def _agents(phase: PhaseResult | None) -> list[dict[str, Any]]:
         rows = sorted({o.row for o in phase.observations if o.agent == a.agent})
         out.append({
             "agent": a.agent, "rows": rows, "oracle": a.oracle,
-            "policies": [{"policy": s.policy, "kind": s.kind, "mean": _r(s.mean),
+            "policies": [{"policy": s.policy, "kind": s.kind, "mean": rounded(s.mean),
                           "scored": s.scored, "failed": s.failed,
                           "first_failure": s.first_failure,
-                          "per_row": [{"row": r, "mean": _r(v)} for r, v in s.per_row.items()]}
+                          "per_row": [{"row": r, "mean": rounded(v)} for r, v in s.per_row.items()]}
                          for s in scores.values()],
             "dead_rows": list(a.dead), "judged_rows": list(a.judged),
-            "dead_share": _r(a.dead_share),
-            "unstable": [{"policy": p, "row": r, "low": _r(lo), "high": _r(hi)}
+            "dead_share": rounded(a.dead_share),
+            "unstable": [{"policy": p, "row": r, "low": rounded(lo), "high": rounded(hi)}
                          for (p, r), (lo, hi) in a.unstable.items()],
         })
     return out
@@ -184,12 +181,12 @@ def _load(phase: PhaseResult | None) -> dict[str, Any] | None:
         return None
     return {
         "concurrency": phase.concurrency, "rollouts_per_step": phase.rollouts_per_step,
-        "knee": phase.knee, "projected_step_s": _r(phase.projected_step_s),
+        "knee": phase.knee, "projected_step_s": rounded(phase.projected_step_s),
         "timeout_s": phase.timeout_s, "aborted": phase.aborted,
         "levels": [{"concurrency": lv.concurrency, "requests": lv.requests, "ok": lv.ok,
-                    "failed": lv.failed, "wall_s": _r(lv.wall_s),
-                    "throughput_rps": _r(lv.throughput), "p50_s": _r(lv.p(50)),
-                    "p95_s": _r(lv.p(95)), "p99_s": _r(lv.p(99)),
+                    "failed": lv.failed, "wall_s": rounded(lv.wall_s),
+                    "throughput_rps": rounded(lv.throughput), "p50_s": rounded(lv.p(50)),
+                    "p95_s": rounded(lv.p(95)), "p99_s": rounded(lv.p(99)),
                     "first_failure": lv.first_failure} for lv in phase.levels],
     }
 

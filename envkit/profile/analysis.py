@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import UsageError
+from envkit.probe.analysis.observations import rounded
 from envkit.probe.analysis.zero_variance import group_signal
 
 if TYPE_CHECKING:
@@ -101,15 +102,11 @@ class RowProfile:
     def to_dict(self) -> dict[str, Any]:
         """One line of ``profile.jsonl`` (``envkit schema profile``: ``$defs.row``)."""
         return {"split": self.split, "index": self.index, "samples": self.samples,
-                "failed": self.failed, "pass_rate": _r(self.pass_rate), "mean": _r(self.mean),
-                "std": _r(self.std),
-                "min": _r(min(self.rewards)) if self.rewards else None,
-                "max": _r(max(self.rewards)) if self.rewards else None,
-                "rewards": [_r(r) for r in self.rewards], "first_failure": self.first_failure}
-
-
-def _r(value: float | None) -> float | None:
-    return None if value is None else round(value, 6)
+                "failed": self.failed, "pass_rate": rounded(self.pass_rate),
+                "mean": rounded(self.mean), "std": rounded(self.std),
+                "min": rounded(min(self.rewards)) if self.rewards else None,
+                "max": rounded(max(self.rewards)) if self.rewards else None,
+                "rewards": [rounded(r) for r in self.rewards], "first_failure": self.first_failure}
 
 
 def row_profile(split: str, index: int, rewards: Sequence[float], failures: Sequence[str] = (),

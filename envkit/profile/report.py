@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
+from envkit.probe.analysis.observations import rounded
 from envkit.profile.analysis import kept_rows, zero_variance_share
 
 if TYPE_CHECKING:
@@ -67,10 +68,6 @@ def split_counts(rows: tuple[RowProfile, ...], kept: list[RowProfile]) -> dict[s
     return out
 
 
-def _r(value: float | None) -> float | None:
-    return None if value is None else round(value, 6)
-
-
 @dataclass(frozen=True, slots=True)
 class ProfileReport:
     """The profiled rows and, with ``--keep``, the band and where the curated dataset went."""
@@ -118,7 +115,7 @@ class ProfileReport:
         keep: _KeepDict | None = None
         if self.band is not None:
             keep = {"band": self.band.to_list(), "rows": split_counts(self.rows, self.kept),
-                    "zero_variance_share_after": _r(self.zero_variance_after),
+                    "zero_variance_share_after": rounded(self.zero_variance_after),
                     "dataset": str(self.dataset_path) if self.dataset_path else None}
         return {
             "version": "1.0", "model": self.model, "backend": self.backend,
@@ -127,8 +124,8 @@ class ProfileReport:
                     "max_new_tokens": job.max_new_tokens, "seed": job.seed},
             "pass_threshold": self.pass_threshold, "rows_profiled": len(self.rows),
             "rollouts": sum(r.samples for r in self.rows), "failed": self.failed,
-            "aborted": self.sampled.aborted, "mean_reward": _r(self.mean_reward),
-            "zero_variance_share": _r(self.zero_variance_before), "keep": keep,
+            "aborted": self.sampled.aborted, "mean_reward": rounded(self.mean_reward),
+            "zero_variance_share": rounded(self.zero_variance_before), "keep": keep,
             "profile": str(self.profile_path) if self.profile_path else None,
             "ready_s": round(self.sampled.ready_s, 3),
             "rollout_s": round(self.sampled.rollout_s, 3),

@@ -7,6 +7,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from envkit.errors import FailedError, UsageError
+from envkit.probe.analysis.observations import rounded
 from envkit.profile.report import ProfileReport, split_counts
 from envkit.profile.sampling import ProfileRequest, sample_profile
 from envkit.profile.write import write_curated, write_profile
@@ -52,13 +53,12 @@ class NoModelError(UsageError, ValueError):
 
 
 def _curation(report: ProfileReport, band: Band) -> CurationDict:
-    after, before = report.zero_variance_after, report.zero_variance_before
     return {"band": band.to_list(), "pass_threshold": report.pass_threshold,
             "group_size": report.sampled.job.group_size, "seed": report.sampled.job.seed,
             "rows": {split: {"profiled": c["profiled"], "kept": c["kept"]}
                      for split, c in split_counts(report.rows, report.kept).items()},
-            "zero_variance_share_before": None if before is None else round(before, 6),
-            "zero_variance_share_after": None if after is None else round(after, 6)}
+            "zero_variance_share_before": rounded(report.zero_variance_before),
+            "zero_variance_share_after": rounded(report.zero_variance_after)}
 
 
 def _provenance(request: ProfileRequest, curation: CurationDict) -> Provenance:

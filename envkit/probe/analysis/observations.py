@@ -13,10 +13,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TOLERANCE", "Observation", "PolicyScore", "ProbeRow", "RewardScale", "score_table"]
+__all__ = ["TOLERANCE", "Observation", "PolicyScore", "ProbeRow", "RewardScale", "rounded",
+           "score_table"]
 
 TOLERANCE = 1e-9
 """Two rewards closer than this are equal (float noise is not a different verdict)."""
+
+
+def rounded(value: float | None) -> float | None:
+    """A number as the probe's and the profile's JSON print it: 6 places (None stays None)."""
+    return None if value is None else round(value, 6)
 
 
 @dataclass(frozen=True, slots=True)

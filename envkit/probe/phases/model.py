@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from envkit.errors import UsageError
 from envkit.model.diagnostics import Severity
+from envkit.probe.analysis.observations import rounded
 from envkit.probe.analysis.zero_variance import (
     GroupSignal,
     expected_gen_batches,
@@ -67,21 +68,17 @@ class AgentSignal:
 
     def to_dict(self) -> dict[str, Any]:
         return {"agent": self.agent, "rollouts": self.rollouts, "failed": self.failed,
-                "first_failure": self.first_failure, "mean_reward": _r(self.mean_reward),
+                "first_failure": self.first_failure, "mean_reward": rounded(self.mean_reward),
                 **_counts(self.signal)}
-
-
-def _r(value: float | None) -> float | None:
-    return None if value is None else round(value, 6)
 
 
 def _counts(s: GroupSignal) -> dict[str, Any]:
     interval = wilson(s.zero_variance, s.groups)
     return {"groups": s.groups, "zero_variance_groups": s.zero_variance,
-            "zero_variance_share": _r(s.zero_variance_share),
-            "zero_variance_interval": [_r(v) for v in interval] if interval else None,
-            "samples": s.samples, "no_gradient_share": _r(s.no_gradient_share),
-            "kept_share": _r(s.kept_share)}
+            "zero_variance_share": rounded(s.zero_variance_share),
+            "zero_variance_interval": [rounded(v) for v in interval] if interval else None,
+            "samples": s.samples, "no_gradient_share": rounded(s.no_gradient_share),
+            "kept_share": rounded(s.kept_share)}
 
 
 @dataclass(frozen=True, slots=True)

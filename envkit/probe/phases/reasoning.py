@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from envkit.model.diagnostics import Severity
-from envkit.probe.analysis.observations import TOLERANCE, score_table
+from envkit.probe.analysis.observations import TOLERANCE, rounded, score_table
 from envkit.probe.phases.scoring import ScoringResult, play_round, waves
 from envkit.probe.phases.session import prompt_key
 from envkit.probe.policies import (
@@ -92,17 +92,13 @@ class ReasoningResult:
         """The ``reasoning`` section of ``envkit schema probe``."""
         agents = [{
             "agent": a.agent, "oracle": a.oracle, "shape": a.shape,
-            "oracle_mean": _r(self.oracle_means.get(a.agent)),
-            "policies": [{"policy": s.policy, "mean": _r(s.mean), "scored": s.scored,
+            "oracle_mean": rounded(self.oracle_means.get(a.agent)),
+            "policies": [{"policy": s.policy, "mean": rounded(s.mean), "scored": s.scored,
                           "failed": s.failed, "first_failure": s.first_failure}
                          for s in self.table.get(a.agent, {}).values()],
         } for a in self.assessments]
         return {"agents": agents,
                 "skipped": [{"agent": k, "reason": v} for k, v in self.skipped.items()]}
-
-
-def _r(value: float | None) -> float | None:
-    return None if value is None else round(value, 6)
 
 
 def reasoning_shape(observations: Sequence[Observation]) -> str | None:
