@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import FailedError
+from envkit.supply.uvcmd import clean_env
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -74,16 +75,13 @@ class LoadResult:
 
 
 def uv_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Environment for uv calls: none of the user's UV_*/PIP_* settings, no config files."""
-    env = {k: v for k, v in (os.environ if base is None else base).items() if k in _KEEP}
-    env.setdefault("PATH", os.defpath)
-    env.update({"PIP_CONFIG_FILE": os.devnull, "UV_NO_CONFIG": "1"})
+    """Environment for uv calls: none of the user's UV_*/PIP_* settings, no config files
+    (``envkit.supply.uvcmd.clean_env``); where downloads are kept is no index configuration,
+    so ``UV_CACHE_DIR`` stays."""
+    env = clean_env(base)
     cache_dir = (os.environ if base is None else base).get("UV_CACHE_DIR")
     if cache_dir:
-        env["UV_CACHE_DIR"] = cache_dir  # where downloads are kept is not index configuration
-    home = (os.environ if base is None else base).get("HOME")
-    if home:
-        env["HOME"] = home  # uv's cache lives under it unless --cache-dir says otherwise
+        env["UV_CACHE_DIR"] = cache_dir
     return env
 
 
