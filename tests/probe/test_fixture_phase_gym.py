@@ -8,14 +8,20 @@ among them, move to the dataset directory) and its venvs come from ``GymRuntime.
 shared cache, keyed by content); its ``wheels/`` (~400 MB, needed only to build the venvs) is
 then removed, to spare the shared disk.
 Gym's side runs ``gym env test NAME --json`` in a scratch directory whose
-``resources_servers/<impl>/.venv`` is one venv for all three servers, made by uv from its
-cache with ``--python-version 3.13.14`` (Gym installs with its own interpreter's version, and
-this machine's 3.13 is older than nemo-gym's floor); Gym's own setup step then finds it
-satisfied.
+``resources_servers/<impl>/.venv`` is one venv for all three servers, made by uv with
+``--python-version 3.13.14`` (Gym installs with its own interpreter's version, and this
+machine's 3.13 is older than nemo-gym's floor); Gym's own setup step then finds it satisfied.
+That venv is built once per machine, keyed by its interpreter and pins (``~/.cache``, as the
+platform's and vLLM's test venvs), with its bytecode compiled at install: what this test
+compares is the verdicts, not the venv, and in a venv made anew per run (no ``.pyc``, and
+``PYTHONDONTWRITEBYTECODE`` set on CI machines) every ``gym env test`` compiled Gym, Ray,
+pandas and datasets from source again.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -108,15 +114,37 @@ def _gym_env_test(site: Path, work: Path, name: str) -> dict[str, Any]:
             "report": json.loads(line) if proc.returncode == 0 else None}
 
 
+SHARED_PINS = ("nemo-gym==0.7.0", "ray[default]==2.60.0", "openai==2.44.0",
+               *EXTRA_REQUIREMENTS)
+
+
+def _shared_venv(site: Path) -> Path:
+    """The one venv of the three servers for ``gym env test``: built (under a file lock) on
+    the Gym venv's interpreter the first time, then reused while its interpreter and
+    :data:`SHARED_PINS` are the same."""
+    uv = uv_binary()
+    python = os.path.realpath(site.parents[2] / "bin" / "python")
+    key = hashlib.sha256("\n".join((python, *SHARED_PINS)).encode()).hexdigest()[:12]
+    root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "envkit-tests"
+    venv = root / f"gym-env-test-{key}"
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / f"{venv.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (venv / ".complete").exists():
+            shutil.rmtree(venv, ignore_errors=True)
+            subprocess.run([uv, "venv", "-q", "--seed", "--python", python, str(venv)],
+                           check=True)
+            subprocess.run([uv, "pip", "install", "-q", "--compile-bytecode", "--python",
+                            str(venv / "bin" / "python"), "--python-version", "3.13.14",
+                            *SHARED_PINS], check=True, timeout=1200)
+            (venv / ".complete").write_text("\n".join(SHARED_PINS) + "\n")
+    return venv
+
+
 def _gym_workdir(site: Path, work: Path) -> None:
     """One venv for the three servers, and hle_verified's benchmark with one row (``gym env
     test`` checks the manifest's dataset file exists; the wheel ships it unprepared)."""
-    uv, venv = uv_binary(), work / "shared-venv"
-    python = os.path.realpath(site.parents[2] / "bin" / "python")
-    subprocess.run([uv, "venv", "-q", "--seed", "--python", python, str(venv)], check=True)
-    subprocess.run([uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
-                    "--python-version", "3.13.14", "nemo-gym==0.7.0", "ray[default]==2.60.0",
-                    "openai==2.44.0", *EXTRA_REQUIREMENTS], check=True, timeout=1200)
+    uv, venv = uv_binary(), _shared_venv(site)
     cache = subprocess.run([uv, "cache", "dir"], capture_output=True, text=True, check=True)
     (work / "cache").mkdir()
     (work / "cache" / "uv").symlink_to(cache.stdout.strip())  # Gym's uv cache: uv's own (pip)
