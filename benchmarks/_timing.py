@@ -63,6 +63,22 @@ def time_process(cmd: Sequence[str], runs: int, env: dict[str, str] | None = Non
     return Timing(walls, cpus)
 
 
+def time_rounds(cmds: Sequence[tuple[Sequence[str], dict[str, str] | None]], runs: int,
+                ok: Sequence[int] = (0,)) -> list[Timing]:
+    """``runs`` rounds, each running every command of ``cmds`` (command, environment) once, in
+    order; one ``Timing`` per command.
+
+    Why rounds: the machine drifts over a benchmark (the load, what the page cache holds), and
+    a block of one command's runs followed by a block of the other's gives each a different
+    machine; in rounds the drift falls on every command alike, so their ratio holds.
+    """
+    timings = [Timing([], []) for _ in cmds]
+    for _ in range(runs):
+        for (cmd, env), timing in zip(cmds, timings, strict=True):
+            timing.add(time_process(cmd, 1, env=env, ok=ok))
+    return timings
+
+
 def load_line() -> str:
     one, five, fifteen = os.getloadavg()
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"
