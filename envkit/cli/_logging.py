@@ -46,9 +46,9 @@ def apply_verbosity(verbosity: int) -> None:
 def configure_logging(verbosity: int) -> None:
     """Route every logger to stderr at ``verbosity``; replaces earlier handlers.
 
-    vLLM installs a handler of its own on its loggers when it is imported, writing to stdout
-    unless ``VLLM_LOGGING_STREAM`` says otherwise: it is pointed at stderr here (unless the
-    user chose a stream), before any command imports vLLM or starts a process that does, so
+    vLLM installs a handler of its own on its loggers when it starts an engine, writing to
+    stdout unless ``VLLM_LOGGING_STREAM`` says otherwise: it is pointed at stderr here (unless
+    the user chose a stream), before any command starts an engine or a process that does, so
     ``envkit train --backend vllm --output-format json`` prints only its result on stdout.
     """
     os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
