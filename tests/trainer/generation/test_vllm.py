@@ -103,7 +103,10 @@ def test_cpu_engines_run_in_process_unless_the_environment_says(
     from envkit.trainer.generation.vllm import cpu_in_process
 
     set_threads = torch.set_num_threads
-    monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
+    # set, then deleted: monkeypatch records the variable as it was, so what cpu_in_process
+    # sets is taken back after the test (a bare delenv of an absent variable records nothing)
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "")
+    monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING")
     with cpu_in_process():
         assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
         torch.set_num_threads = lambda n: None  # what vLLM's in-process worker does
