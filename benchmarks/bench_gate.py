@@ -9,9 +9,9 @@ an anchor measured in the same run:
 - small: ``envkit validate fixtures/packages/valid-native-v1/pkg --offline``, CPU (user + sys)
   with bytecode (a private ``PYTHONPYCACHEPREFIX``, warmed once); anchor ``python -c pass``
   with the same bytecode settings, the three commands (stored, ``--no-cache``, the anchor)
-  timed in rounds (``_timing.time_rounds``). Goal: <= 5x the anchor. Why this anchor: a hook's
-  run is dominated by the interpreter's start and envkit's imports, and the ratio holds on a
-  slower or busier machine where an absolute figure does not.
+  timed in rounds (``_timing.time_rounds``), as the tree's two are. Goal: <= 5x the anchor.
+  Why this anchor: a hook's run is dominated by the interpreter's start and envkit's imports,
+  and the ratio holds on a slower or busier machine where an absolute figure does not.
 - tree: ``envkit validate`` naming one native-v1 package per ``resources_servers/<impl>`` of
   the nemo-gym 0.7.0 wheel (145; ``bench_validate_corpus.corpus()`` builds and caches them),
   wall time, with the stores a second run finds (tree stamps, wheel facts) and with
@@ -25,11 +25,13 @@ Every run validates anew: there is no stored verdict to answer from (``docs/secu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -62,13 +64,14 @@ def _env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
-def _stored(cmd: list[str], runs: int, env: dict[str, str]) -> Timing:
-    """``cmd`` in a cache directory of its own that one earlier run filled (a hook's usual
+@contextlib.contextmanager
+def _filled_store(cmd: list[str], env: dict[str, str]) -> Iterator[dict[str, str]]:
+    """``env`` with a cache directory of its own that one run of ``cmd`` filled (a hook's usual
     case: the stores hold what the last run saw)."""
     with tempfile.TemporaryDirectory(prefix="bench-gate-cache-") as store:
         stored = {**env, "ENVKIT_CACHE_DIR": store}
         time_process(cmd, 1, env=stored, ok=(0, 1))
-        return time_process(cmd, runs, env=stored, ok=(0, 1))
+        yield stored
 
 
 def small(runs: int, pyc: str) -> None:
@@ -76,9 +79,7 @@ def small(runs: int, pyc: str) -> None:
     env = _env(PYTHONPYCACHEPREFIX=pyc)
     time_process([*cmd, "--no-cache"], 1, env=env)  # writes the bytecode
     time_process([sys.executable, "-c", "pass"], 1, env=env)
-    with tempfile.TemporaryDirectory(prefix="bench-gate-cache-") as store:
-        stored = {**env, "ENVKIT_CACHE_DIR": store}
-        time_process(cmd, 1, env=stored)  # the stores hold what the last run saw
+    with _filled_store(cmd, env) as stored:
         gate, plain, floor = time_rounds(
             [(cmd, stored), ([*cmd, "--no-cache"], env), ([sys.executable, "-c", "pass"], env)],
             runs)
@@ -105,8 +106,9 @@ def tree(runs: int, gym: bool, pyc: str) -> None:
     checked = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if len(json.loads(checked.stdout)["packages"]) != count:
         raise SystemExit(f"expected {count} packages in the report")
-    stored = _stored(cmd, runs, env)
-    plain = time_process([*cmd, "--no-cache"], runs, env=env, ok=(0, 1))
+    with _filled_store(cmd, env) as filled:
+        stored, plain = time_rounds([(cmd, filled), ([*cmd, "--no-cache"], env)], runs,
+                                    ok=(0, 1))
     print(f"tree: {count} packages ({packages}); {load_line()}")
     print(stored.line(f"validate TREE ({count})"))
     print(plain.line(f"validate TREE ({count}) --no-cache"))
