@@ -2,8 +2,8 @@
 
 Pure functions from a spec to ``{relative path: text}``; the caller writes them. The shapes
 follow the "GRPO and Reward Environments" guide ("adapter-wheels-v1", "Every package needs a
-policy_model server") and the
-pinned Gym version's ``responses_api_agents/verifiers_agent/configs/verifiers_agent.yaml``.
+policy_model server") and the pinned Gym version's
+``responses_api_agents/verifiers_agent/configs/verifiers_agent.yaml``.
 """
 
 from __future__ import annotations
@@ -48,9 +48,9 @@ class AdapterSpec:
     temperature: float = 1.0
     top_p: float = 1.0
     domain: str | None = None
-    """Written only when set: the NeMo Customizer guide says agent blocks must not carry ``domain``
-    (Gym 0.7
-    strips it there; EK303 accepts a valid one, as the reference converter's ``other``)."""
+    """Written only when set: the NeMo Customizer guide says agent blocks must not carry
+    ``domain`` (Gym 0.7 strips it there; EK303 accepts a valid one, as the reference
+    converter's ``other``)."""
 
 
 def manifest(spec: AdapterSpec) -> dict[str, Any]:

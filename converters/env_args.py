@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 from envkit.errors import FailedError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Callable, Iterator, Mapping
 
 __all__ = ["EnvArgsError", "literal_secrets", "redacted", "resolved", "secret_key"]
 
@@ -56,12 +56,14 @@ def literal_secrets(args: Mapping[str, Any]) -> list[str]:
             if secret and isinstance(value, str) and value and _REF.sub("", value) != ""]
 
 
-def _map(value: Any, leaf: Any) -> Any:
+def _map(value: Any, leaf: Callable[[Any, bool], Any], secret: bool = False) -> Any:
+    """``value`` with each leaf replaced by ``leaf(leaf, secret)``, ``secret`` true under a
+    secret-looking key."""
     if isinstance(value, dict):
-        return {k: _map(v, leaf) for k, v in value.items()}
+        return {k: _map(v, leaf, secret or secret_key(k)) for k, v in value.items()}
     if isinstance(value, list):
-        return [_map(v, leaf) for v in value]
-    return leaf(value)
+        return [_map(v, leaf, secret) for v in value]
+    return leaf(value, secret)
 
 
 def resolved(args: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -82,18 +84,12 @@ def resolved(args: Mapping[str, Any], environ: Mapping[str, str] | None = None) 
                                 "the reference; Gym resolves it on the cluster)")
 
     return cast("dict[str, Any]",
-                _map(dict(args), lambda v: _REF.sub(one, v) if isinstance(v, str) else v))
+                _map(dict(args), lambda v, _: _REF.sub(one, v) if isinstance(v, str) else v))
 
 
 def redacted(args: Mapping[str, Any]) -> dict[str, Any]:
     """``args`` for logs: references kept, literal values under secret-looking keys masked."""
-    def walk(value: Any, secret: bool) -> Any:
-        if isinstance(value, dict):
-            return {k: walk(v, secret or secret_key(k)) for k, v in value.items()}
-        if isinstance(value, list):
-            return [walk(v, secret) for v in value]
-        if secret and isinstance(value, str) and _REF.sub("", value):
-            return "***"
-        return value
+    def mask(value: Any, secret: bool) -> Any:
+        return "***" if secret and isinstance(value, str) and _REF.sub("", value) else value
 
-    return cast("dict[str, Any]", walk(dict(args), False))
+    return cast("dict[str, Any]", _map(dict(args), mask))

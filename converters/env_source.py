@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from envkit.converters.sandbox import uv_env
 from envkit.errors import FailedError
 from envkit.model.wheelfile import read_wheel
+from envkit.supply.uvcmd import uv_bin
 
 if TYPE_CHECKING:
     from envkit.model.wheelfile import WheelFile
@@ -77,7 +78,7 @@ def build_source(src: Path, dest: Path, *, timeout: float = 600) -> Path:
     if not (src / "pyproject.toml").is_file() and not (src / "setup.py").is_file():
         msg = f"--source {str(src)!r} has no pyproject.toml (or setup.py) to build"
         raise SourceError(msg)
-    cmd = [_uv_path(), "build", "--wheel", "--no-config", "--system-certs",
+    cmd = [uv_bin(), "build", "--wheel", "--no-config", "--system-certs",
            "--no-python-downloads", "--python", sys.executable, "--out-dir", str(dest), str(src)]
     env = uv_env()
     env["SOURCE_DATE_EPOCH"] = os.environ.get("SOURCE_DATE_EPOCH") or ZIP_EPOCH
@@ -113,9 +114,3 @@ def builder_error(output: str, limit: int = 1500) -> str:
 
 _NOISE = ("Building ", "Resolved ", "Installed ", "Prepared ", "Downloading ", "Downloaded ",
           "Traceback (most recent call last)", "^", "~", "[Previous line repeated", "hint: ")
-
-
-def _uv_path() -> str:
-    from envkit.supply.uvcmd import uv_bin
-
-    return uv_bin()

@@ -30,7 +30,6 @@ __all__ = [
     "TreePlan",
     "add_agents",
     "add_policy_model",
-    "load_config",
     "rewrite_config",
 ]
 
@@ -61,17 +60,13 @@ class TreePlan:
     """What the planner changed, for the build log."""
 
 
-def load_config(path: Path, rel: str) -> dict[str, Any]:
+def rewrite_config(path: Path, rel: str, plan: TreePlan) -> dict[str, Any]:
+    """Drop in-tree ``datasets[]`` entries; assemble train/validation rows for the dataset."""
     try:
-        return read_mapping(path, rel)
+        data = read_mapping(path, rel)
     except YamlReadError as exc:
         msg = f"{exc} (a Gym config is a mapping of instance names)"
         raise GymTreeError(msg) from None
-
-
-def rewrite_config(path: Path, rel: str, plan: TreePlan) -> dict[str, Any]:
-    """Drop in-tree ``datasets[]`` entries; assemble train/validation rows for the dataset."""
-    data = load_config(path, rel)
     changed = False
     for instance, body in data.items():
         for block in _impl_blocks(body):

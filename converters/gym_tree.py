@@ -159,9 +159,7 @@ def plan_tree(servers: list[ServerSource], fmt: str, name: str,
     instances: dict[str, Mapping[str, Any]] = {}
     server_configs: list[str] = []
     for server in servers:
-        _copy_server(server, plan, include)
-        if fmt == "wheels-v1":
-            plan.requirements[server.rel] = server_requirements(server)
+        _add_server(server, fmt, plan, include)
         for cfg in server.configs:
             rel = f"{server.rel}/configs/{cfg}"
             data = rewrite_config(server.path / "configs" / cfg, rel, plan)
@@ -232,9 +230,7 @@ def _pull_referenced(servers: list[ServerSource], fmt: str, instances: dict[str,
             if custom and server.rel not in {s.rel for s in servers} \
                     and _has_marker(server.path):
                 servers.append(server)
-                _copy_server(server, plan, include)
-                if fmt == "wheels-v1":
-                    plan.requirements[server.rel] = server_requirements(server)
+                _add_server(server, fmt, plan, include)
             instances.update(rewrite_config(cfg, rel, plan))
             plan.files.setdefault(rel, cfg)
             added.append(rel)
@@ -251,7 +247,10 @@ def _refuse_duplicates(servers: list[ServerSource]) -> None:
         seen[server.rel] = server.path
 
 
-def _copy_server(server: ServerSource, plan: TreePlan, include: tuple[str, ...] = ()) -> None:
+def _add_server(server: ServerSource, fmt: str, plan: TreePlan, include: tuple[str, ...]) -> None:
+    """The server's files (its ``.jsonl`` to the dataset) and, for wheels-v1, its requirements."""
+    if fmt == "wheels-v1":
+        plan.requirements[server.rel] = server_requirements(server)
     moved = 0
     for path in sorted(_walk(server.path)):
         rel = f"{server.rel}/{path.relative_to(server.path).as_posix()}"

@@ -30,11 +30,6 @@ _SETTINGS = {
 """Where each build backend is told which modules go into the wheel."""
 
 
-def _candidates(dotted: str) -> list[str]:
-    path = dotted.replace(".", "/")
-    return [f"{path}.py", f"{path}/__init__.py", f"{path}/"]
-
-
 def in_wheel(wheel: Path, dotted: str) -> bool:
     """Does ``wheel`` hold module or package ``dotted`` (a file, a package, a namespace dir)?"""
     try:
@@ -52,10 +47,11 @@ def left_out(src: Path, wheel: Path, dotted: str) -> str | None:
     tree ``src`` has it and ``wheel`` does not; else None."""
     if not dotted or in_wheel(wheel, dotted):
         return None
+    path = dotted.replace(".", "/")
     for root in ("", "src/"):
-        for rel in _candidates(dotted):
-            path = src / (root + rel)
-            if path.is_file() or (rel.endswith("/") and any(path.glob("*.py"))):
+        for rel in (f"{path}.py", f"{path}/__init__.py", f"{path}/"):
+            found = src / (root + rel)
+            if found.is_file() or (rel.endswith("/") and any(found.glob("*.py"))):
                 return root + rel
     return None
 

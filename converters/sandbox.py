@@ -229,15 +229,10 @@ def run_loader(
             proc.wait()
             msg = f"load_environment() did not finish within {timeout:g} s (killed)"
             raise LoadError("timeout", msg, _tail(log_path)) from None
-        finally:
-            _reap(proc.pid)
+        finally:  # kill what the environment left running in its session (children)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
     return _result(out, log_path, proc.returncode)
-
-
-def _reap(pgid: int) -> None:
-    """Kill what the environment left running in its session (threads, children)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 def _tail(path: Path) -> str:

@@ -8,14 +8,13 @@ from __future__ import annotations
 import shutil
 from typing import TYPE_CHECKING
 
-from envkit.supply.atomic import InstallError, make_temp_dir, stale_temp_dirs
-from envkit.supply.atomic import install as atomic_install
+from envkit.supply.atomic import make_temp_dir, stale_temp_dirs
 
 if TYPE_CHECKING:
     from contextlib import ExitStack
     from pathlib import Path
 
-__all__ = ["InstallError", "install", "remove_stale", "stage"]
+__all__ = ["remove_stale", "stage"]
 
 
 def remove_stale(*finals: Path) -> None:
@@ -47,12 +46,3 @@ def _rmdirs(created: list[Path]) -> None:
         except OSError:
             return
 
-
-def install(pairs: list[tuple[Path, Path]], *, force: bool) -> None:
-    """Move the staged package and dataset onto their final paths together (the one atomic
-    install, ``envkit.supply.atomic.install``); an existing output is replaced only with
-    ``--force``.
-
-    :raises InstallError: a move failed (the outputs are as they were before).
-    """
-    atomic_install(pairs, replace=force)

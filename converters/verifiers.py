@@ -29,7 +29,7 @@ from envkit.converters.env_args import EnvArgsError, literal_secrets, resolved
 from envkit.converters.env_source import EnvWheel, SourceError, build_source, local_wheel
 from envkit.converters.hub import HubRef, parse_hub_id
 from envkit.converters.rows import build_rows, split_rows, write_jsonl
-from envkit.converters.staging import InstallError, install, remove_stale, stage
+from envkit.converters.staging import remove_stale, stage
 from envkit.converters.verifiers_pin import CLASSIC_MAX, requires_conflict
 from envkit.converters.vf_closure import fetch, hub_wheel, pin_sources, requirements, resolve_target
 from envkit.converters.vf_load import load_rows
@@ -38,7 +38,7 @@ from envkit.model.closure import python_ok
 from envkit.model.tree import sha256_file
 from envkit.model.wheelfile import read_wheel
 from envkit.supply import uvcmd
-from envkit.supply.atomic import write_text
+from envkit.supply.atomic import InstallError, install, write_text
 from envkit.supply.provenance import package_record, write_provenance
 from envkit.validate.validate import ValidateRequest, validate
 from envkit.validators import CheckOptions
@@ -94,7 +94,7 @@ def convert_verifiers(req: ConvertRequest) -> ConvertResult:
         write_provenance(pkg, package_record(pkg, dataset=data, gym_version=req.gym_version))
         report = _validate_staged(req, pkg, data)
         try:
-            install([(pkg, req.out_dir), (data, req.dataset_dir)], force=req.force)
+            install([(pkg, req.out_dir), (data, req.dataset_dir)], replace=req.force)
         except InstallError as exc:
             raise ConvertError(str(exc)) from None
     return ConvertResult(req.out_dir, req.dataset_dir, *counts,

@@ -82,10 +82,6 @@ def indexes(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None) -> lis
     return [env_wheel.index] if env_wheel.index else []
 
 
-def _find_links(req: ConvertRequest, env_wheel: EnvWheel | None) -> list[Path]:
-    return [*([env_wheel.path.parent] if env_wheel else []), *req.wheels_dirs]
-
-
 def hub_wheel(req: ConvertRequest, hub: HubRef, dest: Path) -> EnvWheel:
     """Download the env wheel alone (``--no-deps``) before anything else is resolved.
 
@@ -146,7 +142,8 @@ def resolve_target(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None,
     logger.info("resolving %s for %s", ", ".join(reqs), req.target)
     try:
         pins = resolve.resolve_closure(
-            reqs, req.target, find_links=_find_links(req, env_wheel),
+            reqs, req.target,
+            find_links=[*([env_wheel.path.parent] if env_wheel else []), *req.wheels_dirs],
             extra_index_urls=indexes(req, hub, env_wheel),
             cache=resolve.ResolutionCache(cache_root() / "resolutions"),
             python_version=gym_data().python_floor(req.target.python),

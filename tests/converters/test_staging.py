@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from envkit.converters.staging import InstallError, install, stage
+from envkit.converters.staging import stage
+from envkit.supply.atomic import InstallError, install
 
 
 def _stage(stack: ExitStack, final: Path, text: str) -> Path:
@@ -24,7 +25,7 @@ def test_force_replaces_package_and_dataset_together(tmp_path: Path) -> None:
         (path / "f.txt").write_text("old")
     with ExitStack() as stack:
         pairs = [(_stage(stack, pkg, "new pkg"), pkg), (_stage(stack, data, "new data"), data)]
-        install(pairs, force=True)
+        install(pairs, replace=True)
     assert [(p / "f.txt").read_text() for p in (pkg, data)] == ["new pkg", "new data"]
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["data", "pkg"]
 
@@ -40,6 +41,6 @@ def test_without_force_an_output_that_appeared_is_kept_and_nothing_is_left(
         data.mkdir()
         (data / "f.txt").write_text("theirs")
         with pytest.raises(InstallError, match="--force"):
-            install(pairs, force=False)
+            install(pairs, replace=False)
     assert not pkg.exists() and (data / "f.txt").read_text() == "theirs"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
