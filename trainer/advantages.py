@@ -1,10 +1,10 @@
 """GRPO rewards and advantages: scaling, shaping, leave-one-out baseline, std, clipping.
 
-Why these exact definitions: envkit trains with NeMo-RL's semantics (the product spec (section 8)),
-so a reward curve
-from ``envkit train`` reads the same as one from the platform's ``rl`` backend. The baseline and
-std follow ``calculate_baseline_and_std_per_prompt`` (RLOO, https://arxiv.org/abs/2402.14740);
-prompts are identified here by an integer group id instead of their token tensor.
+Why these exact definitions: envkit trains with NeMo-RL's semantics (the product spec, section
+8), so a reward curve from ``envkit train`` reads the same as one from the platform's ``rl``
+backend. The baseline and std follow ``calculate_baseline_and_std_per_prompt`` (RLOO,
+https://arxiv.org/abs/2402.14740); prompts are identified here by an integer group id instead
+of their token tensor.
 """
 
 from __future__ import annotations

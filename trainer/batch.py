@@ -1,8 +1,8 @@
 """Rollouts -> training tensors, aligned to next-token logprob positions.
 
 Why one layout: ``token_logprobs`` returns (b, L - 1) where column t scores token t + 1, so
-the response mask and the sampler's logprobs are written into the same columns. A micro-batch
-(:func:`build_microbatch`) uses the same rule, padded or packed.
+the response mask and the sampler's logprobs are written into the same columns, padded or
+packed: completion token j of a rollout at offset o sits at column o + len(prompt) - 1 + j.
 """
 
 from __future__ import annotations
@@ -18,54 +18,7 @@ if TYPE_CHECKING:
     from envkit.gym import Rollout
     from envkit.trainer.microbatch import MicroBatchPlan
 
-__all__ = ["MicroBatch", "TrainBatch", "build_microbatch", "to_batch"]
-
-
-@dataclass(frozen=True, slots=True)
-class TrainBatch:
-    input_ids: torch.Tensor  # (b, L) right-padded prompt + completion
-    attention_mask: torch.Tensor  # (b, L)
-    response_mask: torch.Tensor  # (b, L-1) 1 where column t scores a completion token
-    generation_logprobs: torch.Tensor  # (b, L-1) sampler logprobs on response columns
-    rewards: torch.Tensor  # (b,)
-    groups: torch.Tensor  # (b,)
-    truncated: torch.Tensor  # (b,) bool
-
-    def rows(self, index: slice) -> TrainBatch:
-        """A micro-batch view."""
-        return TrainBatch(*(getattr(self, f)[index] for f in self.__dataclass_fields__))
-
-    def to(self, device: torch.device) -> TrainBatch:
-        """The batch on the policy's device (CUDA when training on GPU)."""
-        return TrainBatch(*(getattr(self, f).to(device) for f in self.__dataclass_fields__))
-
-
-def to_batch(rollouts: Sequence[Rollout], pad_id: int) -> TrainBatch:
-    """Pack rollouts; completion token j of a sample sits at column len(prompt) - 1 + j."""
-    length = max(len(r.prompt_ids) + len(r.completion_ids) for r in rollouts)
-    b = len(rollouts)
-    ids = torch.full((b, length), pad_id, dtype=torch.long)
-    attn = torch.zeros(b, length, dtype=torch.long)
-    resp = torch.zeros(b, length - 1)
-    gen = torch.zeros(b, length - 1)
-    for i, r in enumerate(rollouts):
-        seq = [*r.prompt_ids, *r.completion_ids]
-        ids[i, : len(seq)] = torch.tensor(seq)
-        attn[i, : len(seq)] = 1
-        start = len(r.prompt_ids) - 1
-        stop = start + len(r.completion_ids)
-        mask = r.completion_mask if r.completion_mask is not None else [1] * len(r.completion_ids)
-        resp[i, start:stop] = torch.tensor(mask, dtype=resp.dtype)
-        gen[i, start:stop] = torch.tensor(r.generation_logprobs)
-    return TrainBatch(
-        ids,
-        attn,
-        resp,
-        gen,
-        torch.tensor([r.reward for r in rollouts], dtype=torch.float32),
-        torch.tensor([r.group for r in rollouts]),
-        torch.tensor([r.truncated for r in rollouts]),
-    )
+__all__ = ["MicroBatch", "build_microbatch"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +57,8 @@ def build_microbatch(
 ) -> MicroBatch:
     """Lay out ``plan``'s rows; rollout k of a row starts at its running offset, position 0.
 
-    Same column rule as :func:`to_batch`, shifted by the offset, so a packed rollout's first
-    column (scoring its second token) never scores a token of its neighbour.
+    A packed rollout's first column (scoring its second token) never scores a token of its
+    neighbour.
     """
     shape = (len(plan.rows), plan.width)
     ids = torch.full(shape, pad_id, dtype=torch.long)

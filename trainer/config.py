@@ -54,10 +54,6 @@ class BatchingSettings:
     sequence_length_round: int = 64
 
 
-def _default_training() -> GrpoSettings:
-    return GrpoSettings(type="grpo")
-
-
 @dataclass(frozen=True, slots=True)
 class GrpoConfig:
     """The job's ``training`` block plus what the trainer derives from it.
@@ -66,7 +62,7 @@ class GrpoConfig:
     (``seed``, ``max_new_tokens``, ``lora``, ``hf_config_overrides``), use the property here.
     """
 
-    training: GrpoSettings = field(default_factory=_default_training)
+    training: GrpoSettings = field(default_factory=lambda: GrpoSettings(type="grpo"))
 
     @property
     def seed(self) -> int:
@@ -75,10 +71,6 @@ class GrpoConfig:
     @property
     def max_new_tokens(self) -> int:
         return self.training.max_new_tokens or self.training.max_seq_length
-
-    @property
-    def policy_backend(self) -> str:
-        return self.training.backend
 
     @property
     def lora(self) -> LoraSettings:
@@ -106,10 +98,6 @@ class GrpoConfig:
         if self.training.router_aux_loss_coef is not None:
             overrides["router_aux_loss_coef"] = float(self.training.router_aux_loss_coef)
         return overrides
-
-    @property
-    def automodel_kwargs(self) -> dict[str, Any]:
-        return dict(self.training.automodel_kwargs or {})
 
     @property
     def optimizer_steps_per_step(self) -> int:

@@ -14,7 +14,6 @@ import copy
 import json
 import logging
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -40,13 +39,12 @@ from envkit.trainer.metrics import MetricsLogger
 from envkit.trainer.microbatch import plan_microbatches
 from envkit.trainer.nemo_config import announce_not_applied
 from envkit.trainer.optim import make_optimizer, make_scheduler
-from envkit.trainer.policy import announce_backend, token_logprobs
+from envkit.trainer.policy import announce_backend, model_mode, token_logprobs
 from envkit.trainer.sampler import PromptSampler
 from envkit.trainer.seeds import SALT_GENERATION, SALT_VALIDATION, step_seed
 from envkit.trainer.sources.base import RolloutFailedError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
 
     from envkit.gym import Rollout
@@ -148,25 +146,13 @@ def _logprobs(model: Any, mb: MicroBatch, temperature: float) -> torch.Tensor:
 
 def _no_grad_logprobs(run: _Run, mb: MicroBatch, reference: bool) -> torch.Tensor:
     """Old-policy (or reference) logprobs, in eval mode as NeMo-RL's ``get_logprobs``."""
-    with torch.no_grad(), _mode(run.policy.model, training=False):
+    with torch.no_grad(), model_mode(run.policy.model, training=False):
         if not reference:
             return _logprobs(run.policy.model, mb, run.cfg.training.temperature)
-        if run.policy.is_lora:
-            return run.policy.reference_logprobs(
-                mb.input_ids, mb.attention_mask, run.cfg.training.temperature, mb.position_ids
-            )
+        if run.policy.is_lora:  # the frozen base: the adapter switched off
+            with run.policy.model.disable_adapter():
+                return _logprobs(run.policy.model, mb, run.cfg.training.temperature)
         return _logprobs(run.reference, mb, run.cfg.training.temperature)
-
-
-@contextmanager
-def _mode(model: Any, *, training: bool) -> Iterator[None]:
-    """Train mode for the gradient pass (activation checkpointing only runs in it)."""
-    was = model.training
-    model.train(training)
-    try:
-        yield
-    finally:
-        model.train(was)
 
 
 def _microbatches(run: _Run, rollouts: list[Rollout], advantages: torch.Tensor) -> list[MicroBatch]:
@@ -190,7 +176,8 @@ def _microbatch_loss(run: _Run, mb: MicroBatch, tokens: float) -> LossOutput:
     prev = _no_grad_logprobs(run, mb, reference=False)
     use_ref = cfg.loss.ref_policy_kl_penalty > 0
     ref = _no_grad_logprobs(run, mb, reference=True) if use_ref else None
-    with _mode(run.policy.model, training=True):
+    # train mode for the gradient pass: activation checkpointing only runs in it
+    with model_mode(run.policy.model, training=True):
         curr = _logprobs(run.policy.model, mb, cfg.training.temperature)
     return grpo_loss(
         curr,
@@ -308,7 +295,7 @@ def _build_run(
     scheduler = make_scheduler(optimizer, cfg, cfg.total_steps(len(rows)))
     needs_ref = cfg.loss.ref_policy_kl_penalty > 0 and not policy.is_lora
     reference = copy.deepcopy(policy.model).eval() if needs_ref else None
-    sampler = PromptSampler(rows, cfg.seed)
+    sampler = PromptSampler(rows)
     run = _Run(cfg, policy, source, sampler, optimizer, scheduler, reference, opts)
     ckpt = latest_checkpoint(opts.output / "checkpoints") if opts.resume else None
     if ckpt is None:

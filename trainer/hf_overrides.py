@@ -3,9 +3,8 @@ Environments" guide).
 
 Why warn on unknown keys: on the platform a top-level key the model does not read is absorbed
 silently (the "GRPO and Reward Environments" guide: Qwen3.5 reads ``router_aux_loss_coef`` under
-``text_config``, so a
-top-level one leaves the aux loss on). The key is still set, as NeMo-RL would, but envkit says
-so on stderr.
+``text_config``, so a top-level one leaves the aux loss on). The key is still set, as NeMo-RL
+would, but envkit says so on stderr.
 """
 
 from __future__ import annotations

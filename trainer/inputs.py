@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from envkit.model.diagnostics import Diagnostic
-    from envkit.model.jobfile import JobDoc
     from envkit.trainer.config import GrpoConfig
     from envkit.validators import Inputs
 
@@ -35,7 +34,6 @@ __all__ = [
     "TrainInputError",
     "TrainInputs",
     "TrainRequest",
-    "preflight",
     "read_dataset",
     "read_inputs",
     "resolve_inputs",
@@ -140,32 +138,16 @@ def resolve_inputs(job_data: Mapping[str, Any], request: TrainRequest) -> LocalI
     return LocalInputs(env, data, model)
 
 
-def preflight(inputs: Inputs) -> list[Diagnostic]:
-    """Errors from validating what was read; EK608 is excused (refs replaced by local paths)."""
+def _raise_on_errors(inputs: Inputs) -> None:
+    """Validate what was read; EK608 is excused (refs replaced by local paths)."""
     from envkit.validate.validate import validate_inputs
     from envkit.validators.job.rules import EK608
 
-    report = validate_inputs(inputs)
-    return [d for d in report.diagnostics
-            if d.severity is Severity.ERROR and d.code != EK608.code]
-
-
-def _raise_on_errors(inputs: Inputs) -> None:
-    errors = preflight(inputs)
+    errors = [d for d in validate_inputs(inputs).diagnostics
+              if d.severity is Severity.ERROR and d.code != EK608.code]
     if errors:
         msg = f"{len(errors)} validation error(s); fix them before training"
         raise TrainInputError(msg, errors)
-
-
-def _read_job(path: Path) -> JobDoc:
-    """The job through the validator's own bounded reader (size, FIFOs, huge numbers)."""
-    from envkit.model.jobfile import load_job
-
-    try:
-        return load_job(path)
-    except FileNotFoundError:
-        msg = f"{path}: no such job file"
-        raise TrainInputError(msg) from None
 
 
 def _rows(dataset: Dataset, name: str) -> list[dict[str, Any]]:
@@ -180,12 +162,17 @@ def read_inputs(request: TrainRequest) -> TrainInputs:
 
     :raises TrainInputError: an input is missing, unreadable or invalid (with diagnostics).
     """
+    from envkit.model.jobfile import load_job
     from envkit.trainer.config import GrpoConfig
     from envkit.validate.validate import read_package
     from envkit.validators import CheckOptions, Inputs
 
     options = CheckOptions(allow_local_refs=True)
-    doc = _read_job(request.job)
+    try:  # the validator's own bounded reader (size, FIFOs, huge numbers)
+        doc = load_job(request.job)
+    except FileNotFoundError:
+        msg = f"{request.job}: no such job file"
+        raise TrainInputError(msg) from None
     if not isinstance(doc.data, dict):  # EK611: nothing to resolve the refs from
         _raise_on_errors(Inputs(job=doc, options=options))
         msg = f"{request.job}: the job must be a JSON object"

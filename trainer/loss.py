@@ -25,7 +25,6 @@ __all__ = [
     "k3_kl",
     "kl_weights",
     "masked_mean",
-    "token_mask_without_overlong",
 ]
 
 
@@ -150,15 +149,6 @@ def importance_weights(
 def masked_mean_rows(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Per-row masked mean. (b, s) -> (b,)."""
     return (values * mask).sum(-1) / (mask.sum(-1) + 1e-8)
-
-
-def token_mask_without_overlong(
-    token_mask: torch.Tensor, truncated: torch.Tensor, *, overlong_filtering: bool
-) -> torch.Tensor:
-    """Zero the loss mask of responses cut at the generation cap. (b, s), (b,) -> (b, s)."""
-    if not overlong_filtering:
-        return token_mask
-    return token_mask * (~truncated.bool()).to(token_mask.dtype).unsqueeze(-1)
 
 
 def _drift_metrics(

@@ -2,8 +2,7 @@
 
 Why these names: users read an envkit run with the same dashboards and the same advice
 (the "GRPO and Reward Environments" guide "Read the results") as a platform ``rl`` job:
-``train_reward`` is the headline,
-``val_accuracy`` is the validation pass's mean reward.
+``train_reward`` is the headline, ``val_accuracy`` is the validation pass's mean reward.
 """
 
 from __future__ import annotations

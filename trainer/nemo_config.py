@@ -266,7 +266,10 @@ def _not_applied(cfg: GrpoConfig) -> dict[str, str]:
             cfg.training.finetuning_type == "lora" and cfg.lora.use_triton is not None,
             "peft's LoRA layers, no Triton kernels",
         ),
-        "automodel_kwargs": (bool(cfg.automodel_kwargs), "stock HF modules load the model"),
+        "automodel_kwargs": (
+            bool(cfg.training.automodel_kwargs),
+            "stock HF modules load the model",
+        ),
     }
     return {name: text for name, (is_set, text) in found.items() if is_set}
 

@@ -7,6 +7,7 @@ ratio and the importance weight compare like with like (NeMo-RL divides by T the
 from __future__ import annotations
 
 import logging
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ import torch
 from envkit.trainer.hf_overrides import apply_hf_overrides
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from pathlib import Path
 
     from envkit.trainer.config import GrpoConfig, LoraSettings
@@ -25,6 +27,7 @@ __all__ = [
     "generation_weights",
     "load_policy",
     "lora_config",
+    "model_mode",
     "token_logprobs",
 ]
 
@@ -36,17 +39,6 @@ class Policy:
     model: Any
     tokenizer: Any
     is_lora: bool
-
-    def reference_logprobs(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None,
-        temperature: float,
-        position_ids: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        """Logprobs under the frozen base: the LoRA adapter disabled. Only for LoRA runs."""
-        with torch.no_grad(), self.model.disable_adapter():
-            return token_logprobs(self.model, input_ids, attention_mask, temperature, position_ids)
 
     def save(self, out_dir: Path) -> None:
         """A PEFT adapter dir for LoRA, a full model dir otherwise; tokenizer alongside."""
@@ -122,20 +114,26 @@ def announce_backend(cfg: GrpoConfig) -> None:
     Environments" guide).
 
     On the platform ``automodel`` and ``dtensor`` are different NeMo-RL workers; locally both
-    run the same HF transformers + torch code, so the choice changes nothing but EK607 checks.
+    run the same HF transformers + torch code, so the choice changes nothing but EK607 checks
+    (``automodel_kwargs`` are announced as not applied with the other such fields).
     """
     log.info(
         "policy_backend %r requested; locally it trains with HF transformers + torch in one "
         "process (the platform runs NeMo-RL's %s worker)",
-        cfg.policy_backend,
-        cfg.policy_backend,
+        cfg.training.backend,
+        cfg.training.backend,
     )
-    if cfg.automodel_kwargs:
-        log.warning(
-            "automodel_kwargs %s are not applied locally (only Automodel on the platform reads "
-            "them); the local run loads the model with stock HF modules",
-            sorted(cfg.automodel_kwargs),
-        )
+
+
+@contextmanager
+def model_mode(model: Any, *, training: bool) -> Iterator[None]:
+    """``model`` in train or eval mode for the block, then back in the mode it was in."""
+    was = model.training
+    model.train(training)
+    try:
+        yield
+    finally:
+        model.train(was)
 
 
 def token_logprobs(

@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RayLabels",
-    "RaySourceProxy",
     "RayStartError",
     "init_ray",
     "plan_for_nodes",
@@ -90,11 +89,9 @@ def init_ray(address: str | None) -> bool:
         return False
     if address:
         _check_reachable(address)
+    target = {"address": address} if address else {"num_cpus": 2}
     try:
-        if address:
-            ray.init(address=address, include_dashboard=False, log_to_driver=True)
-        else:
-            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=True)
+        ray.init(**target, include_dashboard=False, log_to_driver=True)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         where = f"attach to the Ray cluster at {address}" if address else "start a local Ray"
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -20,29 +20,21 @@ class SamplerState:
 
 
 class PromptSampler:
-    def __init__(self, rows: list[dict[str, Any]], seed: int, state: SamplerState | None = None):
+    def __init__(self, rows: list[dict[str, Any]], state: SamplerState | None = None) -> None:
         if not rows:
             msg = "the dataset has no training rows"
             raise ValueError(msg)
         self._rows = rows
-        self._seed = seed
         self.state = state or SamplerState()
 
-    def _order(self, epoch: int) -> list[int]:
-        """Row order of ``epoch``: unshuffled, as the platform's data config has it."""
-        del epoch
-        return list(range(len(self._rows)))
-
     def take(self, n: int) -> list[tuple[int, dict[str, Any]]]:
-        """Next ``n`` (row index, row) pairs; rolls over into the next epoch."""
+        """Next ``n`` (row index, row) pairs in file order; rolls over into the next epoch."""
         taken: list[tuple[int, dict[str, Any]]] = []
         epoch, pos = self.state.epoch, self.state.position
-        order = self._order(epoch)
         while len(taken) < n:
-            if pos >= len(order):
+            if pos >= len(self._rows):
                 epoch, pos = epoch + 1, 0
-                order = self._order(epoch)
-            taken.append((order[pos], self._rows[order[pos]]))
+            taken.append((pos, self._rows[pos]))
             pos += 1
         self.state = SamplerState(epoch, pos)
         return taken

@@ -12,8 +12,8 @@ import pytest
 pytest.importorskip("torch")
 openai = pytest.importorskip("openai")
 
+from envkit.policy_server.generation import GenerationError, SamplingParams  # noqa: E402
 from envkit.policy_server.server import PolicyServer, sampling_from_request  # noqa: E402
-from envkit.trainer.generation import GenerationError, SamplingParams  # noqa: E402
 from envkit.trainer.generation.hf import HFBackend, sample_next  # noqa: E402
 from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
 

@@ -129,7 +129,7 @@ class KillsServerOnce:
 
 def _kill_server(source, name):
     """SIGKILL whatever listens on the server's port (the uvicorn process, not a wrapper)."""
-    port = int(info_port(source.servers.servers[name].url))
+    port = int(info_port(source.session.servers.servers[name].url))
     victims = {
         c.pid
         for c in psutil.net_connections(kind="tcp")

@@ -14,7 +14,6 @@ from envkit.trainer.loss import (  # noqa: E402
     k3_kl,
     kl_weights,
     masked_mean,
-    token_mask_without_overlong,
 )
 
 
@@ -152,19 +151,6 @@ def test_micro_batches_with_global_tokens_add_up_to_full_batch():
     assert float(parts) == pytest.approx(float(full))
     # on-policy (ratio 1): loss = -mean_token(A) = -(1 + 1 - 2) / 3
     assert float(full) == pytest.approx(0.0, abs=1e-6)
-
-
-def test_overlong_filtering_masks_truncated_samples():
-    mask = torch.ones(2, 3)
-    truncated = torch.tensor([True, False])
-    kept = token_mask_without_overlong(mask, truncated, overlong_filtering=True)
-    assert kept.tolist() == [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]
-    assert token_mask_without_overlong(mask, truncated, overlong_filtering=False) is mask
-    cfg = LossConfig()
-    z = torch.zeros(2, 3)
-    # the truncated sample (advantage +5) no longer contributes
-    out = grpo_loss(z, z, z, torch.tensor([5.0, 1.0]), kept, cfg)
-    assert float(out.loss) == pytest.approx(-1.0)
 
 
 def test_gradient_flows_through_current_logprobs():

@@ -5,9 +5,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from envkit.gym.rollout import Rollout  # noqa: E402
-from envkit.trainer.batch import to_batch  # noqa: E402
+from envkit.trainer.batch import build_microbatch  # noqa: E402
 from envkit.trainer.checkpoint import Checkpoint, prune  # noqa: E402
 from envkit.trainer.config import ConfigError, GrpoConfig, grpo_config  # noqa: E402
+from envkit.trainer.microbatch import MicroBatchPlan  # noqa: E402
 from envkit.trainer.policy import lora_config  # noqa: E402
 from envkit.trainer.sampler import PromptSampler, SamplerState  # noqa: E402
 from envkit.trainer.sources.local import row_messages  # noqa: E402
@@ -79,28 +80,28 @@ def test_config_trusts_the_validated_job():
     assert not hasattr(GrpoConfig, "__getattr__")
 
 
-def test_sampler_is_a_seeded_cursor():
+def test_sampler_is_a_cursor_over_the_file_order():
     rows = [{"i": i} for i in range(5)]
-    a = PromptSampler(rows, seed=7)
+    a = PromptSampler(rows)
     first = [i for i, _ in a.take(3)]
     rest = [i for i, _ in a.take(4)]  # crosses into epoch 1
     assert sorted(first + rest[:2]) == list(range(5))
     assert a.state == SamplerState(1, 2)
-    b = PromptSampler(rows, seed=7, state=SamplerState(0, 3))
+    b = PromptSampler(rows, state=SamplerState(0, 3))
     assert [i for i, _ in b.take(4)] == rest
     with pytest.raises(ValueError, match="no training rows"):
-        PromptSampler([], seed=0)
+        PromptSampler([])
 
 
 def test_batch_aligns_completion_with_logprob_columns():
     r1 = Rollout(0, (5, 6), (7, 8, 9), (-0.1, -0.2, -0.3), 1.0, False)
     r2 = Rollout(0, (5, 6, 6), (7,), (-0.5,), 0.0, True)
-    b = to_batch([r1, r2], pad_id=0)
+    plan = MicroBatchPlan(((0,), (1,)), width=5)
+    b = build_microbatch([r1, r2], torch.zeros(2), plan, 0, overlong_filtering=False)
     assert b.input_ids.tolist() == [[5, 6, 7, 8, 9], [5, 6, 6, 7, 0]]
     # column t scores token t + 1: completion of r1 starts at column 1
-    assert b.response_mask.tolist() == [[0, 1, 1, 1], [0, 0, 1, 0]]
+    assert b.loss_mask.tolist() == [[0, 1, 1, 1], [0, 0, 1, 0]]
     assert b.generation_logprobs[0].tolist() == pytest.approx([0.0, -0.1, -0.2, -0.3])
-    assert b.truncated.tolist() == [False, True]
 
 
 def test_row_messages_accepts_string_and_message_list():

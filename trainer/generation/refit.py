@@ -105,14 +105,11 @@ def plan_refit(
         embedding = weights.get(tied[1])
         if embedding is None or not head.equal(embedding):  # equal: same shape and values
             problems.append(f"{tied[0]} differs from {tied[1]}, but the model ties them")
-    unknown = sorted(set(weights) - set(layout))
-    missing = sorted(set(layout) - set(weights))
-    if unknown:
-        problems.append(f"unknown to the engine: {', '.join(unknown[:8])}"
-                        + (f" (+{len(unknown) - 8} more)" if len(unknown) > 8 else ""))
-    if missing:
-        problems.append(f"missing: {', '.join(missing[:8])}"
-                        + (f" (+{len(missing) - 8} more)" if len(missing) > 8 else ""))
+    for what, names in (("unknown to the engine", set(weights) - set(layout)),
+                        ("missing", set(layout) - set(weights))):
+        if names:
+            more = f" (+{len(names) - 8} more)" if len(names) > 8 else ""
+            problems.append(f"{what}: {', '.join(sorted(names)[:8])}{more}")
     for name, tensor in weights.items():
         if name not in layout:
             continue
@@ -175,7 +172,7 @@ def probe_expectation(policy: Any) -> ProbeCheck:
     temperature 1 (the engine's prompt logprobs are raw, before any sampling processing)."""
     import torch
 
-    from envkit.trainer.policy import token_logprobs
+    from envkit.trainer.policy import model_mode, token_logprobs
 
     tok = policy.tokenizer
     messages = [{"role": "user", "content": PROBE_TEXT}]
@@ -186,13 +183,8 @@ def probe_expectation(policy: Any) -> ProbeCheck:
         ids = list(tok(PROBE_TEXT, add_special_tokens=False)["input_ids"])
     model = policy.model
     device = next(model.parameters()).device
-    was = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            lp = token_logprobs(model, torch.tensor([ids], device=device), None, 1.0)
-    finally:
-        model.train(was)
+    with torch.no_grad(), model_mode(model, training=False):
+        lp = token_logprobs(model, torch.tensor([ids], device=device), None, 1.0)
     return ProbeCheck(tuple(int(i) for i in ids), tuple(float(x) for x in lp[0].tolist()))
 
 

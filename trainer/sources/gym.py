@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
-    from envkit.gym import GymServers, Rollout, TokenTurn
+    from envkit.gym import Rollout, TokenTurn
     from envkit.policy_server.generation import GenerationBackend
     from envkit.policy_server.server import PolicyServer
     from envkit.trainer.config import GrpoConfig
@@ -243,11 +243,6 @@ class GymRolloutSource:
             raise RolloutFailedError(msg)
         return self._server.backend
 
-    @property
-    def servers(self) -> GymServers | None:
-        """The running Gym servers (instance name -> url, pid)."""
-        return self.session.servers
-
     def restart(self) -> None:
         """Bring the Gym servers up again (the policy endpoint keeps running)."""
         self.session.restart()
@@ -271,8 +266,7 @@ class GymRolloutSource:
                      ) -> dict[str, float]:
         """New generation weights (a plain model's state dict), e.g. sent over Ray; then the
         probe check where the engine scores prompts (``generation/refit.py``)."""
-        assert self._server is not None
-        return refit_engine(self._server.backend, state, check)
+        return refit_engine(self.engine, state, check)
 
     def rollouts(
         self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0,

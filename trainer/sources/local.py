@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from envkit.gym import Rollout
+from envkit.trainer.policy import model_mode
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -111,10 +112,8 @@ class LocalRolloutSource:
 
     def _generate(self, batch: Any) -> Any:
         model = self._policy.model
-        was_training = model.training
-        model.eval()
-        with torch.no_grad():
-            out = model.generate(
+        with torch.no_grad(), model_mode(model, training=False):
+            return model.generate(
                 **batch,
                 do_sample=True,
                 temperature=self._temperature,
@@ -125,8 +124,6 @@ class LocalRolloutSource:
                 return_dict_in_generate=True,
                 pad_token_id=self._policy.tokenizer.pad_token_id,
             )
-        model.train(was_training)
-        return out
 
     def _cut(
         self, new_tokens: torch.Tensor, logits: tuple[torch.Tensor, ...], i: int

@@ -98,6 +98,18 @@ class RolloutWorker:
             source.close()
 
 
+def _get(remote: Any, passes: type[Exception]) -> Any:
+    """``ray.get``, raising the actor's own ``passes`` error as itself (the loop handles it)."""
+    import ray
+
+    try:
+        return ray.get(remote)
+    except ray.exceptions.RayTaskError as exc:
+        if isinstance(exc.cause, passes):
+            raise exc.cause from None
+        raise
+
+
 class RaySourceProxy:
     """A RolloutSource in the trainer that forwards to the rollout actor."""
 
@@ -109,15 +121,8 @@ class RaySourceProxy:
         self, rows: Sequence[dict[str, Any]], num_generations: int, *, first_group: int = 0,
         seed: int | None = None,
     ) -> list[Rollout]:
-        import ray
-
-        try:
-            remote = self._actor.rollouts.remote(list(rows), num_generations, first_group, seed)
-            return cast("list[Rollout]", ray.get(remote))
-        except ray.exceptions.RayTaskError as exc:
-            if isinstance(exc.cause, RolloutFailedError):
-                raise exc.cause from None
-            raise
+        remote = self._actor.rollouts.remote(list(rows), num_generations, first_group, seed)
+        return cast("list[Rollout]", _get(remote, RolloutFailedError))
 
     def refresh(self, policy: Policy) -> dict[str, float]:
         import ray
@@ -132,14 +137,7 @@ class RaySourceProxy:
 
     def load_weights(self, state: dict[str, Any], check: ProbeCheck | None = None
                      ) -> dict[str, float]:
-        import ray
-
-        try:
-            return dict(ray.get(self._actor.load_weights.remote(state, check)))
-        except ray.exceptions.RayTaskError as exc:
-            if isinstance(exc.cause, RefitError):
-                raise exc.cause from None
-            raise
+        return dict(_get(self._actor.load_weights.remote(state, check), RefitError))
 
     def sleep(self) -> None:
         import ray

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("psutil")  # the `train` extra
 
-from envkit.trainer.generation import SamplingParams
+from envkit.policy_server.generation import SamplingParams
 from envkit.trainer.generation.vllm import to_completion, to_vllm_sampling_kwargs
 
 

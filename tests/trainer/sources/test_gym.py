@@ -15,7 +15,8 @@ pytest.importorskip("torch")
 from envkit.gym.rollout import Rollout, TokenTurn
 from envkit.gym.rows import expand_rows
 from envkit.gym.session import unreachable as _unreachable
-from envkit.trainer.batch import to_batch
+from envkit.trainer.batch import build_microbatch
+from envkit.trainer.microbatch import MicroBatchPlan
 from envkit.trainer.seeds import sample_seed, step_seed
 from envkit.trainer.sources.gym import rollout_from_turns as _layout
 from envkit.trainer.sources.gym import seed_rows
@@ -47,8 +48,11 @@ def test_multi_turn_masks_environment_tokens():
     assert r.completion_ids == (7, 50, 51, 8, 9)
     assert r.completion_mask == (1, 0, 0, 1, 1)
     assert r.generation_logprobs == (-0.1, 0.0, 0.0, -0.2, -0.3)
-    batch = to_batch([r], pad_id=0)
-    assert batch.response_mask.tolist() == [[0, 1, 0, 0, 1, 1]]
+    import torch
+
+    plan = MicroBatchPlan(((0,),), width=7)
+    batch = build_microbatch([r], torch.zeros(1), plan, 0, overlong_filtering=False)
+    assert batch.loss_mask.tolist() == [[0, 1, 0, 0, 1, 1]]
 
 
 def test_turns_past_the_cap_are_dropped_and_marked_truncated():
