@@ -34,7 +34,6 @@ __all__ = [
     "cached_env",
     "find_host_python",
     "host_platform",
-    "install_env",
     "install_into",
     "loader_env",
     "run_loader",
@@ -45,6 +44,8 @@ _LOADER = Path(__file__).with_name("_vf_loader.py")
 _KEEP = ("PATH", "LANG", "LC_ALL", "SSL_CERT_FILE", "SSL_CERT_DIR", "HTTP_PROXY", "HTTPS_PROXY",
          "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
 _LOG_TAIL = 4000
+_PIP_INSTALL = ("pip", "install", "--no-config", "--quiet", "--no-index", "--no-deps")
+"""Exactly the wheels given: the closure was resolved already, nothing else may sneak in."""
 
 
 class SandboxError(FailedError, RuntimeError):
@@ -127,34 +128,23 @@ def _runs(python: str) -> bool:
     return proc.returncode == 0
 
 
-def install_env(uv: str, venv: Path, python: str, wheels: Sequence[Path]) -> Path:
-    """Create ``venv`` holding exactly ``wheels`` (``--no-index --no-deps``: the closure was
-    resolved already, nothing else may sneak in).
-
-    :raises SandboxError: uv failed (its message included).
-    """
-    venv = venv.resolve()
-    _uv(uv, ["venv", "--no-config", "--quiet", "--python", python, str(venv)])
-    py = venv / "bin" / "python"
-    _uv(uv, ["pip", "install", "--no-config", "--quiet", "--python", str(py), "--no-index",
-             "--no-deps", *(str(Path(w).resolve()) for w in wheels)])
-    return py
-
-
 def install_into(uv: str, python: Path, wheel: Path, dest: Path) -> Path:
     """Install one wheel into a plain directory (``--target``) that the loader puts on
     ``sys.path``: the environment itself stays out of the shared, cached venv."""
-    _uv(uv, ["pip", "install", "--no-config", "--quiet", "--python", str(python), "--no-index",
-             "--no-deps", "--target", str(dest.resolve()), str(wheel.resolve())])
+    _uv(uv, [*_PIP_INSTALL, "--python", str(python), "--target", str(dest.resolve()),
+             str(wheel.resolve())])
     return dest
 
 
 def cached_env(uv: str, cache_dir: Path, python: str, wheels: Sequence[tuple[str, Path]]) -> Path:
-    """``install_env`` once per exact set of ``(sha256, file)`` wheels, kept in ``cache_dir``.
+    """A venv holding exactly ``wheels``, built once per exact set of ``(sha256, file)`` and
+    kept in ``cache_dir``.
 
     Built in a temp dir and renamed into place. The loader's write guard lets a load write
     only importlib's ``__pycache__`` into it, so the first load's bytecode serves the next
     ones and a warm conversion skips both the install and the compile.
+
+    :raises SandboxError: uv failed (its message included).
     """
     key = json.dumps([python, sorted(sha for sha, _ in wheels)])
     final = cache_dir / hashlib.sha256(key.encode()).hexdigest()[:32]
@@ -163,10 +153,13 @@ def cached_env(uv: str, cache_dir: Path, python: str, wheels: Sequence[tuple[str
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=cache_dir))
     try:
-        install_env(uv, tmp / "venv", python, [path for _, path in wheels])
-        (tmp / "venv" / ".envkit-complete").write_text(key, "utf-8")
+        venv = (tmp / "venv").resolve()
+        _uv(uv, ["venv", "--no-config", "--quiet", "--python", python, str(venv)])
+        _uv(uv, [*_PIP_INSTALL, "--python", str(venv / "bin" / "python"),
+                 *(str(Path(w).resolve()) for _, w in wheels)])
+        (venv / ".envkit-complete").write_text(key, "utf-8")
         with contextlib.suppress(OSError):  # a concurrent build won: use that one
-            (tmp / "venv").rename(final)
+            venv.rename(final)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return final / "bin" / "python"

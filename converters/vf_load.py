@@ -4,17 +4,24 @@ The dependencies go into a venv cached by their exact hashes (shared by every en
 same closure); the env wheel itself is installed per run into a directory the loader puts
 first on ``sys.path``. The loader classifies failures (``_vf_loader.py``); this module turns
 each kind into one line that names the cause and a hint that names a real option.
+
+A load that fails with ``No module named 'x'`` is usually an undeclared dependency, but just as
+often ``x`` is a file of the environment itself that the build config does not list (a
+``py-modules``/``packages`` list naming only the main module, a hatch ``include`` of one
+file): then the source tree has it and the wheel does not, and the way out is the build
+config, not Requires-Dist. With ``--source`` envkit can see both (:func:`left_out`).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import tomllib
+import zipfile
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from envkit.converters.env_args import redacted, resolved
-from envkit.converters.left_out import build_settings, in_wheel, left_out
 from envkit.converters.sandbox import (
     LoadError,
     SandboxError,
@@ -39,7 +46,7 @@ if TYPE_CHECKING:
     from envkit.converters.sandbox import LoadResult
     from envkit.converters.vf_request import ConvertRequest
 
-__all__ = ["load_error", "load_rows"]
+__all__ = ["build_settings", "in_wheel", "left_out", "load_error", "load_rows"]
 
 logger = logging.getLogger("envkit.convert")
 
@@ -106,7 +113,7 @@ def _run(req: ConvertRequest, hub: HubRef, venv_python: Path, work: Path, site: 
 def load_error(exc: LoadError, req: ConvertRequest, hub: HubRef,
                env_wheel: EnvWheel | None) -> ConvertError:
     """A failed load as one line naming its cause, with a hint that names a real option."""
-    left = _left_out(exc, req, hub, env_wheel)
+    left = _left_out_error(exc, req, hub, env_wheel)
     if left is not None:
         return ConvertError(*left)
     return ConvertError(f"loading {hub.vf_env_id!r} failed: {exc}",
@@ -116,7 +123,7 @@ def load_error(exc: LoadError, req: ConvertRequest, hub: HubRef,
 _AT = re.compile(r" \(at [^()]+:\d+\)$")
 
 
-def _left_out(exc: LoadError, req: ConvertRequest, hub: HubRef,
+def _left_out_error(exc: LoadError, req: ConvertRequest, hub: HubRef,
               env_wheel: EnvWheel | None) -> tuple[str, str] | None:
     """``(message, hint)`` when the module the load missed is the environment's own file that
     its build leaves out of the wheel (seen in the ``--source`` tree, or a submodule of the
@@ -148,6 +155,60 @@ def _left_out(exc: LoadError, req: ConvertRequest, hub: HubRef,
             "the environment's build leaves it out of the wheel: include it in its build "
             "config (the packages / include list in pyproject.toml) and rebuild, or convert "
             "with --source DIR, which names the file")
+
+
+_SETTINGS = {
+    "setuptools": "[tool.setuptools] packages / py-modules (or [tool.setuptools.packages.find])",
+    "hatchling": "[tool.hatch.build.targets.wheel] packages / include",
+    "flit_core": "the module flit builds (the project's name, [tool.flit.module] name)",
+    "poetry": "[tool.poetry] packages",
+    "pdm": "[tool.pdm.build] includes",
+    "uv_build": "[tool.uv.build-backend] module-name",
+    "maturin": "[tool.maturin] python-packages",
+}
+"""Where each build backend is told which modules go into the wheel."""
+
+
+def in_wheel(wheel: Path, dotted: str) -> bool:
+    """Does ``wheel`` hold module or package ``dotted`` (a file, a package, a namespace dir)?"""
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            names = zf.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+    path = dotted.replace(".", "/")
+    return any(n == f"{path}.py" or n.startswith(f"{path}/")
+               or (n.startswith(f"{path}.") and n.endswith((".so", ".pyd"))) for n in names)
+
+
+def left_out(src: Path, wheel: Path, dotted: str) -> str | None:
+    """The source file (``helpers.py``, ``src/env/sub/``) of module ``dotted`` when the source
+    tree ``src`` has it and ``wheel`` does not; else None."""
+    if not dotted or in_wheel(wheel, dotted):
+        return None
+    path = dotted.replace(".", "/")
+    for root in ("", "src/"):
+        for rel in (f"{path}.py", f"{path}/__init__.py", f"{path}/"):
+            found = src / (root + rel)
+            if found.is_file() or (rel.endswith("/") and any(found.glob("*.py"))):
+                return root + rel
+    return None
+
+
+def build_settings(src: Path) -> str:
+    """Where ``src``'s build backend is told what goes into the wheel, for a hint."""
+    if not (src / "pyproject.toml").is_file():
+        return "packages / py_modules in setup.py"
+    try:
+        data = tomllib.loads((src / "pyproject.toml").read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = {}
+    system = data.get("build-system")
+    backend = str((system if isinstance(system, dict) else {}).get("build-backend")
+                  or "setuptools.build_meta:__legacy__")  # pip's and uv's default
+    where = next((w for name, w in _SETTINGS.items() if backend.startswith(name)),
+                 f"the include settings of build backend {backend!r}")
+    return f"{where} in pyproject.toml"
 
 
 _KNOWN = (

@@ -21,12 +21,11 @@ from envkit.converters.adapter_pkg import AdapterSpec, package_texts
 from envkit.converters.env_args import EnvArgsError, literal_secrets, redacted, resolved
 from envkit.converters.env_source import EnvWheel, builder_error
 from envkit.converters.hub import parse_hub_id
-from envkit.converters.left_out import build_settings, in_wheel, left_out
 from envkit.converters.sandbox import LoadError, run_loader
 from envkit.converters.staging import stage
 from envkit.converters.verifiers_pin import conflict_in_uv_message, pin_conflict
 from envkit.converters.vf_closure import pin_sources
-from envkit.converters.vf_load import load_error
+from envkit.converters.vf_load import build_settings, in_wheel, left_out, load_error
 from envkit.converters.vf_request import ConvertRequest
 from envkit.model.wheelfile import read_wheel
 from envkit.supply.resolve import PinnedWheel
