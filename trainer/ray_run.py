@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from envkit.trainer.inputs import TrainInputs, TrainRequest
     from envkit.trainer.placement import ActorPlacement
     from envkit.trainer.sources.base import RolloutSource
+    from envkit.trainer.sources.gym import GymSourceOptions
 
 __all__ = [
     "RayLabels",
@@ -230,22 +231,18 @@ def train_with_actors(
             ray.shutdown()  # a local Ray stops; an attached cluster keeps running
 
 
-def train_on_ray(inputs: TrainInputs, request: TrainRequest) -> TrainResult:
+def train_on_ray(inputs: TrainInputs, request: TrainRequest, source_opts: GymSourceOptions,
+                 opts: TrainOptions) -> TrainResult:
     """``envkit train --ray``: the validated inputs trained by the two actors."""
     from functools import partial
 
-    from envkit.gym import ROLLOUTS_FILE
-    from envkit.trainer.grpo import TrainOptions
-    from envkit.trainer.sources.gym import GymRolloutSource, gym_source_options
+    from envkit.trainer.sources.gym import GymRolloutSource
 
-    cfg, paths = inputs.config, inputs.paths
-    source_opts = gym_source_options(cfg, request.backend, request.runtime,
-                                     record_to=request.output / ROLLOUTS_FILE)
+    paths = inputs.paths
     factory = partial(GymRolloutSource, paths.environment, paths.model, source_opts)
-    opts = TrainOptions(request.output, resume=request.resume, save_period=request.save_period)
     labels = RayLabels(request.ray_rollout_resource, request.ray_trainer_resource)
     return train_with_actors(
-        cfg,
+        inputs.config,
         paths.model,
         factory,
         inputs.train_rows,

@@ -19,8 +19,9 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from envkit.trainer.config import GrpoConfig
-    from envkit.trainer.grpo import TrainResult
+    from envkit.trainer.grpo import TrainOptions, TrainResult
     from envkit.trainer.policy import Policy
+    from envkit.trainer.sources.gym import GymSourceOptions
 
 __all__ = ["TrainInputError", "TrainRequest", "run_training"]
 
@@ -39,11 +40,17 @@ def run_training(request: TrainRequest) -> TrainResult:
     write_run_file(request.output, RunFile(
         "train", str(inputs.paths.environment.resolve()), provenance.package_sha256,
         ROLLOUTS_FILE, request.runtime.gym_version, request.runtime.offline))
+    from envkit.trainer.grpo import TrainOptions  # torch loads once the inputs are valid
+    from envkit.trainer.sources.gym import gym_source_options
+
+    source_opts = gym_source_options(inputs.config, request.backend, request.runtime,
+                                     record_to=request.output / ROLLOUTS_FILE)
+    opts = TrainOptions(request.output, resume=request.resume, save_period=request.save_period)
     if request.use_ray or request.ray_address:
         from envkit.trainer.ray_run import train_on_ray
 
-        return train_on_ray(inputs, request)
-    return _train_local(inputs, request)
+        return train_on_ray(inputs, request, source_opts, opts)
+    return _train_local(inputs, source_opts, opts)
 
 
 def _refuse_previous_run(request: TrainRequest) -> None:
@@ -78,17 +85,13 @@ def _load(model_dir: Path, cfg: GrpoConfig) -> Policy:
         raise TrainInputError(msg) from None
 
 
-def _train_local(inputs: TrainInputs, request: TrainRequest) -> TrainResult:
-    from envkit.trainer.grpo import TrainOptions, train
-    from envkit.trainer.sources.gym import GymRolloutSource, gym_source_options
+def _train_local(inputs: TrainInputs, source_opts: GymSourceOptions,
+                 opts: TrainOptions) -> TrainResult:
+    from envkit.trainer.grpo import train
+    from envkit.trainer.sources.gym import GymRolloutSource
 
-    cfg, paths = inputs.config, inputs.paths
-    policy = _load(paths.model, cfg)
-    opts = gym_source_options(cfg, request.backend, request.runtime,
-                              record_to=request.output / ROLLOUTS_FILE)
-    with GymRolloutSource(paths.environment, paths.model, opts) as source:
+    policy = _load(inputs.paths.model, inputs.config)
+    with GymRolloutSource(inputs.paths.environment, inputs.paths.model, source_opts) as source:
         source.refresh(policy)
-        train_opts = TrainOptions(
-            request.output, resume=request.resume, save_period=request.save_period
-        )
-        return train(cfg, policy, source, inputs.train_rows, train_opts, val_rows=inputs.val_rows)
+        return train(inputs.config, policy, source, inputs.train_rows, opts,
+                     val_rows=inputs.val_rows)
