@@ -49,8 +49,13 @@ class EnvWheel:
     """Its URL on that index."""
 
     @property
+    def name(self) -> str:
+        """The wheel's Name (:func:`local_wheel` refuses a wheel without one)."""
+        return str(self.meta.name)
+
+    @property
     def requirement(self) -> str:
-        return f"{self.meta.name}=={self.meta.version}"
+        return f"{self.name}=={self.meta.version}"
 
 
 def local_wheel(path: Path, dest: Path, *, index: str | None = None,

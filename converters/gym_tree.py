@@ -184,13 +184,8 @@ def _ref_names(node: object) -> set[str]:
             found |= _ref_names(value)
         return found
     if isinstance(node, list):
-        return set().union(*(_ref_names(v) for v in node)) if node else set()
+        return set().union(*(_ref_names(v) for v in node))
     return set()
-
-
-def _tree_roots(servers: list[ServerSource]) -> list[Path]:
-    roots = {s.path.parent.parent for s in servers}
-    return sorted(r for r in roots if any((r / t).is_dir() for t in SERVER_TYPES))
 
 
 def _definitions(root: Path) -> dict[str, Path]:
@@ -217,8 +212,9 @@ def _pull_referenced(servers: list[ServerSource], fmt: str, instances: dict[str,
     while missing := sorted(_ref_names(instances) - set(instances) - {POLICY_INSTANCE}):
         if index is None:
             index = {}
-            for root in _tree_roots(servers):
-                index = {**_definitions(root), **index}
+            for root in sorted({s.path.parent.parent for s in servers}):  # the Gym tree roots
+                if any((root / t).is_dir() for t in SERVER_TYPES):
+                    index = {**_definitions(root), **index}
         cfgs = {index[m] for m in missing if m in index}
         if not cfgs:
             plan.notes.append(f"no config in the tree defines {', '.join(missing)}")

@@ -81,11 +81,7 @@ def convert_verifiers(req: ConvertRequest) -> ConvertResult:
         pkg, data = stage(stack, req.out_dir), stage(stack, req.dataset_dir)
         work = stage(stack, req.out_dir.with_name(req.out_dir.name + "-work"))
         env_wheel = _env_wheel(req, hub, work / "src")
-        name = env_wheel.meta.name
-        if name is None:
-            msg = f"{env_wheel.path.name} has no Name in its METADATA"
-            raise ConvertError(msg, "Rebuild the environment's wheel with a `name` in its "
-                                    "pyproject.toml `[project]` table.")
+        name = env_wheel.name
         pins = fetch(resolve_target(req, hub, env_wheel, name), pkg / "wheels")
         _check_closure(req, pins, pkg / "wheels", env_wheel, name)
         loaded = load_rows(req, hub, pins, pkg / "wheels", env_wheel, name, work)

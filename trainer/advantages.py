@@ -38,11 +38,6 @@ class GroupStats(NamedTuple):
     pct_1: float
 
 
-def _group_rows(group_ids: torch.Tensor) -> list[torch.Tensor]:
-    """Row indices per distinct group id, in ascending id order."""
-    return [torch.nonzero(group_ids == g).flatten() for g in torch.unique(group_ids)]
-
-
 def _one_group(
     rewards: torch.Tensor, valid: torch.Tensor, std_rewards: torch.Tensor, *, leave_one_out: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -81,7 +76,8 @@ def baseline_and_std(
     spread = rewards if std_rewards is None else std_rewards
     baseline = torch.zeros_like(rewards)
     std = torch.zeros_like(rewards)
-    for rows in _group_rows(group_ids):
+    for group in torch.unique(group_ids):
+        rows = torch.nonzero(group_ids == group).flatten()
         baseline[rows], std[rows] = _one_group(
             rewards[rows], valid[rows], spread[rows], leave_one_out=leave_one_out
         )

@@ -37,15 +37,10 @@ def apply_hf_overrides(config: Any, overrides: dict[str, Any], prefix: str = "")
                 path,
                 type(config).__name__,
             )
-        if isinstance(value, dict) and current is not None and _nestable(current):
+        if isinstance(value, dict) and (isinstance(current, dict) or hasattr(current, "to_dict")):
             unknown += apply_hf_overrides(current, value, f"{path}.")
         elif isinstance(config, dict):
             config[key] = value
         else:
             setattr(config, key, value)
     return unknown
-
-
-def _nestable(value: Any) -> bool:
-    """A sub-config (has ``to_dict``) or a plain dict: merge into it rather than replace it."""
-    return isinstance(value, dict) or hasattr(value, "to_dict")

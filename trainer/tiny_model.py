@@ -29,17 +29,13 @@ CHAT_TEMPLATE = (
 _HEAD_DIM = 64  # rotary kernels and SDPA paths are exercised as in real models at >= 64
 
 
-def _char_alphabet() -> list[str]:
-    """Printable ASCII plus newline and tab: every prompt the toy envs send is covered."""
-    return sorted(set(string.printable) - {"\r", "\x0b", "\x0c"})
-
-
 def _build_tokenizer(vocab: int) -> Any:
     """A BPE model with no merges is a pure character tokenizer; ``Fuse`` joins on decode."""
     from tokenizers import Tokenizer, decoders, models
     from transformers import PreTrainedTokenizerFast
 
-    symbols = [*SPECIAL_TOKENS, *_char_alphabet()]
+    # printable ASCII plus newline and tab: every prompt the toy envs send is covered
+    symbols = [*SPECIAL_TOKENS, *sorted(set(string.printable) - {"\r", "\x0b", "\x0c"})]
     if vocab < len(symbols):
         msg = f"vocab={vocab!r} is smaller than the {len(symbols)} symbols the tokenizer needs"
         raise ValueError(msg)

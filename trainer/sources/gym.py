@@ -288,7 +288,7 @@ class GymRolloutSource:
                                max_tokens=req.max_tokens)
         if seed is not None:
             seed_rows(expanded, seed, first_group)
-        try:  # the whole batch in flight at once, as NeMo-RL hands a step's rows to Gym
+        try:
             results = collect(expanded, session.servers.run_url, concurrency=len(expanded),
                               timeout_s=req.timeout_s, abort=session.dead)
         except RolloutAbortedError as exc:
