@@ -56,11 +56,8 @@ class BatchingSettings:
 
 @dataclass(frozen=True, slots=True)
 class GrpoConfig:
-    """The job's ``training`` block plus what the trainer derives from it.
-
-    Read a job field as ``cfg.training.<field>``; where the platform resolves an unset value
-    (``seed``, ``max_new_tokens``, ``lora``, ``hf_config_overrides``), use the property here.
-    """
+    """The job's ``training`` block plus what the trainer derives from it: read a job field as
+    ``cfg.training.<field>``, a value the platform resolves (``seed``, ``lora``...) here."""
 
     training: GrpoSettings = field(default_factory=lambda: GrpoSettings(type="grpo"))
 
