@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from envkit.gym.diagnose import Where, diagnose, tail
 from envkit.gym.types import GymRuntimeError, PolicyEndpoint
-from envkit.gym.venv import GymVenv, uv_binary
+from envkit.gym.venv import GymVenv
 from envkit.gym.venvsteps import VenvStep
 from envkit.model.package import WHEEL_FORMATS, server_block
 from envkit.model.tree import hash_files
@@ -43,6 +43,7 @@ from envkit.model.yamlio import parse_yaml
 from envkit.supply.cache import content_key, digests_key, file_sha256
 from envkit.supply.isolation import isolated_env
 from envkit.supply.treestamps import rescan
+from envkit.supply.uvcmd import uv_bin
 from envkit.supply.wheelcache import WheelCache, pool_wheels
 from envkit.validators.wheels.rules import EK403
 
@@ -232,7 +233,7 @@ def gym_env(gym: GymVenv, paths: RunPaths, uv_toml: Path, uv_cache: Path,
     env["UV_CACHE_DIR"] = str(uv_cache)
     # Gym shells out to a bare `uv`; envkit's uv goes first, and the 3.13 venv lets uv find
     # the interpreter Gym asks for by version.
-    uv_dir = str(Path(uv_binary()).parent)
+    uv_dir = str(Path(uv_bin()).parent)
     base_python = Path(os.path.realpath(gym.python)).parent  # uv skips venvs on PATH
     env["PATH"] = os.pathsep.join([uv_dir, str(base_python), str(gym.bin), env.get("PATH", "")])
     env.pop("VIRTUAL_ENV", None)
@@ -360,7 +361,7 @@ def offline_install(wheels: Sequence[Path], venv_dir: Path, env: dict[str, str],
         server = python.parents[2].relative_to(venv_dir).as_posix()
         started = time.monotonic()
         on_step(VenvStep(server, "wheels", "start"))
-        cmd = [uv_binary(), "pip", "install", "--no-config", "--quiet", "--python", str(python),
+        cmd = [uv_bin(), "pip", "install", "--no-config", "--quiet", "--python", str(python),
                "--no-index", *links, *files]
         if "python-version" in Path(env["UV_CONFIG_FILE"]).read_text():
             cmd[4:4] = ["--python-version", _OVERRIDE_VERSION]
