@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from envkit.platform.codes import ek_code_for
-from envkit.platform.errors import PlatformError, format_detail
+from envkit.platform.errors import PlatformError, ek_code_for, format_detail
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
