@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
+    from envkit.model.tree import Tree, TreeFile
     from envkit.platform.filesets import RemoteFileSet
     from envkit.platform.http import PlatformClient
-    from envkit.platform.tree import Tree, TreeFile
 
 __all__ = ["Progress", "UploadStats", "complete_fileset"]
 
