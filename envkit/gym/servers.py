@@ -49,7 +49,7 @@ from envkit.gym.types import (
 )
 from envkit.gym.venv import GymVenv, ensure_gym_venv
 from envkit.gym.venvsteps import PrefetchSteps, stream_lines
-from envkit.model.package import WHEEL_FORMATS
+from envkit.model.package import MANIFEST, WHEEL_FORMATS
 from envkit.supply.cache import cache_root, uv_cache_under
 from envkit.supply.wheelcache import link_wheels
 from envkit.validate.validate import read_package
@@ -91,16 +91,15 @@ def launchable(package: Path) -> Package:
     :raises GymRuntimeError: EK100, EK101 or EK104, before a venv or a process exists.
     """
     pkg = read_package(package)
-    hint = f"run `envkit validate {package}`"
+    manifest, hint = package / MANIFEST, f"run `envkit validate {package}`"
     if pkg.manifest is None:
-        msg = f"{package / 'nemo-environment.yaml'} does not exist; {hint}"
+        msg = f"{manifest} does not exist; {hint}"
         raise GymRuntimeError(msg, code=EK100.code)
     if not pkg.manifest.ok or not isinstance(pkg.manifest.data, dict):
-        why = pkg.manifest.error or "not a mapping"
-        msg = f"{package / 'nemo-environment.yaml'}: {why}; {hint}"
+        msg = f"{manifest}: {pkg.manifest.error or 'not a mapping'}; {hint}"
         raise GymRuntimeError(msg, code=EK101.code)
     if not pkg.config_paths():
-        msg = f"{package / 'nemo-environment.yaml'}: `config_paths` missing or empty; {hint}"
+        msg = f"{manifest}: `config_paths` missing or empty; {hint}"
         raise GymRuntimeError(msg, code=EK104.code)
     return pkg
 
