@@ -123,8 +123,8 @@ def offline_requirements(original: str, find_links: Sequence[Path],
     >>> dropped
     ('verifiers @ git+https://x/v.git@v0.3.1', 'acereason-math')
     """
-    lines = (ln.strip() for ln in original.splitlines())
-    dropped = tuple(ln for ln in lines if ln and not ln.startswith("#"))
+    stripped = (ln.strip() for ln in original.splitlines())
+    dropped = tuple(ln for ln in stripped if ln and not ln.startswith("#"))
     lines = ["--no-index", *(f"--find-links {d}" for d in find_links), *pins]
     return "\n".join(lines) + "\n", dropped
 
