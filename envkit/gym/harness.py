@@ -80,11 +80,6 @@ def adapter_of(manifest: Mapping[str, Any]) -> tuple[str, str] | None:
     return str(adapter.get("agent", "")), str(metadata.get("vf_env_id", ""))
 
 
-def _wheel_name_version(filename: str) -> tuple[str, str]:
-    parts = filename.removesuffix(".whl").split("-")
-    return canonicalize_name(parts[0]), parts[1]
-
-
 def vendored_pins(wheels: Sequence[str], vf_env_id: str) -> tuple[str, ...]:
     """``name==version`` for the vendored ``verifiers`` and the env wheel (dist name from
     ``vf_env_id`` as the hub names it: ``-`` -> ``_``, lower case).
@@ -95,7 +90,8 @@ def vendored_pins(wheels: Sequence[str], vf_env_id: str) -> tuple[str, ...]:
 
     :raises HarnessError: either wheel is not in ``wheels/`` (the rule ``EK403.code`` names).
     """
-    found = dict(_wheel_name_version(w) for w in wheels if w.endswith(".whl"))
+    split = (w.removesuffix(".whl").split("-") for w in wheels if w.endswith(".whl"))
+    found = {canonicalize_name(parts[0]): parts[1] for parts in split}
     pins = []
     for name in (_VERIFIERS, canonicalize_name(vf_env_id)):
         if name not in found:
