@@ -91,7 +91,7 @@ def vendored_pins(wheels: Sequence[str], vf_env_id: str) -> tuple[str, ...]:
     :raises HarnessError: either wheel is not in ``wheels/`` (the rule ``EK403.code`` names).
     """
     split = (w.removesuffix(".whl").split("-") for w in wheels if w.endswith(".whl"))
-    found = {canonicalize_name(parts[0]): parts[1] for parts in split}
+    found: dict[str, str] = {canonicalize_name(parts[0]): parts[1] for parts in split}
     pins = []
     for name in (_VERIFIERS, canonicalize_name(vf_env_id)):
         if name not in found:
