@@ -7,7 +7,7 @@ rule and ``envkit rule CODE`` explains the finding. Four readers apply it, each 
 of text (:class:`Where`): the Gym runtime to a venv install's output and to a failing server's
 log (``envkit.gym.diagnose``), ``envkit smoke`` to running servers' logs and failed rollouts
 (through the runtime's reader), and the platform client to a submit's 422 ``detail``
-(``envkit.platform.codes``). A signature applies only where its ``where`` says: uv's
+(``envkit.platform.errors``). A signature applies only where its ``where`` says: uv's
 ``Requires-Python`` notes are in every server log, so that reading is an install finding only.
 
 Within one kind of text the first match wins, so entries go from specific to generic (a

@@ -46,9 +46,9 @@ from envkit.gym.prefetch import PrefetchResult, prefetch, prefetch_options
 from envkit.gym.processes import free_port
 from envkit.gym.rollout import Rollout, TokenTurn
 from envkit.gym.rows import expand_rows, load_rows, rows_by_agent
-from envkit.gym.runfile import ROLLOUTS_FILE, RUN_FILE, RunFile, read_run_file, write_run_file
+from envkit.gym.runfile import ROLLOUTS_FILE, RunFile, read_run_file, write_run_file
 from envkit.gym.servers import GymRuntime
-from envkit.gym.session import RESTART_GRACE_S, GymSession, SupportsClose, unreachable
+from envkit.gym.session import GymSession, unreachable
 from envkit.gym.types import (
     GymRuntimeError,
     GymServers,
@@ -68,9 +68,7 @@ from envkit.gym.venv import (
 __all__ = [
     "DEFAULT_GYM_VERSION",
     "PYTHON_OVERRIDE_ENV",
-    "RESTART_GRACE_S",
     "ROLLOUTS_FILE",
-    "RUN_FILE",
     "Finding",
     "GymRuntime",
     "GymRuntimeError",
@@ -87,7 +85,6 @@ __all__ = [
     "RuntimeEvents",
     "RuntimeOptions",
     "ServerInfo",
-    "SupportsClose",
     "TokenTurn",
     "VenvStep",
     "Where",

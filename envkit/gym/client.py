@@ -119,9 +119,14 @@ def post_row(url: str, row: Mapping[str, Any], timeout_s: float) -> dict[str, An
         raise RuntimeError(msg) from None
 
 
+def _agent(row: Mapping[str, Any]) -> str:
+    ref = row.get("agent_ref")
+    return str(ref.get("name", "")) if isinstance(ref, Mapping) else ""
+
+
 def _one(index: int, row: Mapping[str, Any], url_for: Callable[[str], str],
          timeout_s: float) -> Rollout:
-    agent = str((row.get("agent_ref") or {}).get("name", ""))
+    agent = _agent(row)
     try:
         url = url_for(agent)
     except KeyError:
@@ -210,9 +215,8 @@ def append_results(path: Path, results: Sequence[Rollout]) -> None:
 def _with_aborted(results: Sequence[Rollout | None], rows: Sequence[Mapping[str, Any]],
                   reason: str) -> list[Rollout]:
     """Every row's result, the unfinished ones failed with ``reason``."""
-    return [r if r is not None else Rollout.failed(
-        i, str((rows[i].get("agent_ref") or {}).get("name", "")), f"aborted: {reason}",
-        dict(rows[i])) for i, r in enumerate(results)]
+    return [r if r is not None else Rollout.failed(i, _agent(rows[i]), f"aborted: {reason}",
+                                                   dict(rows[i])) for i, r in enumerate(results)]
 
 
 def mean_reward_by_agent(results: Iterable[Rollout]) -> dict[str, float]:

@@ -4,29 +4,20 @@ Not imported by envkit: ``envkit.gym.servers`` runs this file with the Gym venv'
 (``<gym venv>/bin/python -P gym_main.py env start ...``; ``-P`` because a sibling module here
 is named like a standard-library one), so it may import nothing from envkit.
 
-Why (figures: ``benchmarks/RESULTS.md``):
+What changes, and why (figures: ``benchmarks/RESULTS.md``):
 
-- Gym's head (``nemo_gym/cli/env.py`` of Gym 0.7.0) waits 3 s between its polls, for its own
-  head server, for every other server to answer, and for each venv build of a dry run. A
-  server that answers just after a poll is seen up to a poll later: every bring-up lost most
-  of a poll on average (the head's log: the last server listening, then more ``/readyz``
-  503s). Here
-  only that wait is shorter; what the head checks, in what order, and its timeouts are Gym's.
-  Waits of other lengths (the 60 s liveness loop after ready) are left as they are.
-- The head's ``ray.init()`` of a new local cluster starts Ray's dashboard with its UI modules
-  (CPU seconds of every start): here ``include_dashboard=False`` (Ray still runs its
-  minimal API server and every agent). Nothing of Gym's reads the dashboard. Connecting to a
-  cluster (``ray_head_node_address``) is unchanged. ``RAY_prestart_worker_first_driver=0``
-  (``envkit.gym.install.gym_env``) is the other half of Ray's share.
-
-- ``env start`` starts its new local cluster while the head is still importing Gym: the head
-  imports FastAPI, pydantic, OmegaConf and Gym before its ``ray.init()``, which then waited
-  for Ray's daemons (their own processes: GCS, raylet, agents) with
-  the other core idle. Here a child process makes that ``ray.init()`` at the start and holds
-  the cluster while the head lives; the head's ``ray.init()`` connects to it, as NeMo-RL's Gym
-  joins the cluster NeMo-RL started. The servers join it by the address the head passes them,
-  as before. Not when the head joins a cluster of its own (``ray_head_node_address``) or only
-  installs.
+- Polls: Gym's head (``nemo_gym/cli/env.py`` of Gym 0.7.0) sleeps 3 s between its polls (its
+  head server, every other server, each venv build of a dry run), so a server that answers
+  just after a poll is seen up to a poll later. Only those waits are shortened; what the head
+  checks, in what order, and its timeouts are Gym's.
+- No dashboard: the head's ``ray.init()`` of a new local cluster starts Ray's dashboard UI
+  modules, which nothing of Gym's reads (``RAY_prestart_worker_first_driver=0`` in
+  ``envkit.gym.install.gym_env`` is the other half of Ray's share).
+- Ray early: the head imports FastAPI, pydantic, OmegaConf and Gym before its ``ray.init()``,
+  which then waited for Ray's daemons with the other core idle. Here a child process starts
+  that cluster at once and holds it while the head lives; the head's ``ray.init()`` connects
+  to it, as NeMo-RL's Gym joins NeMo-RL's cluster. Not when the head joins a cluster of its
+  own (``ray_head_node_address``) or only installs.
 
 If Gym no longer has what is replaced (another release), that part runs as Gym's own.
 """

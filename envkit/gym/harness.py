@@ -14,11 +14,12 @@ is never modified.
 from __future__ import annotations
 
 import logging
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from packaging.utils import canonicalize_name
 
 from envkit.errors import FailedError
 from envkit.validators.config_paths import EK112
@@ -68,11 +69,6 @@ class StagedHarness:
     dropped: tuple[str, ...]
 
 
-def _normalize(name: str) -> str:
-    """PEP 503 name normalization."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def adapter_of(manifest: Mapping[str, Any]) -> tuple[str, str] | None:
     """``(adapter.agent, metadata.vf_env_id)`` of an adapter-wheels-v1 manifest, else None."""
     if manifest.get("format") != "adapter-wheels-v1":
@@ -82,11 +78,6 @@ def adapter_of(manifest: Mapping[str, Any]) -> tuple[str, str] | None:
     if not isinstance(adapter, dict) or not isinstance(metadata, dict):
         return None
     return str(adapter.get("agent", "")), str(metadata.get("vf_env_id", ""))
-
-
-def _wheel_name_version(filename: str) -> tuple[str, str]:
-    parts = filename.removesuffix(".whl").split("-")
-    return _normalize(parts[0]), parts[1]
 
 
 def vendored_pins(wheels: Sequence[str], vf_env_id: str) -> tuple[str, ...]:
@@ -99,9 +90,10 @@ def vendored_pins(wheels: Sequence[str], vf_env_id: str) -> tuple[str, ...]:
 
     :raises HarnessError: either wheel is not in ``wheels/`` (the rule ``EK403.code`` names).
     """
-    found = dict(_wheel_name_version(w) for w in wheels if w.endswith(".whl"))
+    split = (w.removesuffix(".whl").split("-") for w in wheels if w.endswith(".whl"))
+    found: dict[str, str] = {canonicalize_name(parts[0]): parts[1] for parts in split}
     pins = []
-    for name in (_VERIFIERS, _normalize(vf_env_id)):
+    for name in (_VERIFIERS, canonicalize_name(vf_env_id)):
         if name not in found:
             msg = (f"wheels/ has no `{name}` wheel; the verifiers_agent harness needs the "
                    "vendored verifiers and env wheel (re-run `envkit convert verifiers`)")
@@ -110,21 +102,14 @@ def vendored_pins(wheels: Sequence[str], vf_env_id: str) -> tuple[str, ...]:
     return tuple(pins)
 
 
-def _replaced(line: str) -> bool:
-    """Every line but blanks and comments: in 0.7.0 each one needs GitHub, the hub index or
-    Gym's source tree."""
-    stripped = line.strip()
-    return bool(stripped) and not stripped.startswith("#")
-
-
 def offline_requirements(original: str, find_links: Sequence[Path],
                          pins: Sequence[str]) -> tuple[str, tuple[str, ...]]:
     """The harness's requirements with every unreachable line replaced by the vendored pins.
 
-    Every requirement line goes (verifiers from GitHub, the example env, ``-e`` source-tree
-    paths, the hub index); what the harness needs at run time is ``verifiers`` + the env, which
-    the package vendors. Gym itself adds ``nemo-gym==<version>`` and its head-server pins, which
-    the converter co-resolved into ``wheels/``.
+    Every line but blanks and comments goes: in Gym 0.7.0 each one needs GitHub, the hub index
+    or Gym's source tree. What the harness needs at run time is ``verifiers`` + the env, which
+    the package vendors; Gym itself adds ``nemo-gym==<version>`` and its head-server pins,
+    which the converter co-resolved into ``wheels/``.
 
     >>> text, dropped = offline_requirements(
     ...     "verifiers @ git+https://x/v.git@v0.3.1\\nacereason-math\\n", [Path("/w")],
@@ -134,7 +119,8 @@ def offline_requirements(original: str, find_links: Sequence[Path],
     >>> dropped
     ('verifiers @ git+https://x/v.git@v0.3.1', 'acereason-math')
     """
-    dropped = tuple(ln.strip() for ln in original.splitlines() if _replaced(ln))
+    stripped = (ln.strip() for ln in original.splitlines())
+    dropped = tuple(ln for ln in stripped if ln and not ln.startswith("#"))
     lines = ["--no-index", *(f"--find-links {d}" for d in find_links), *pins]
     return "\n".join(lines) + "\n", dropped
 

@@ -9,11 +9,8 @@ platform's training notes):
 
 ``--offline`` makes step 1 index-free too (``no-index`` in envkit's uv.toml, see below), so
 what ``wheels/`` lacks fails here, not on the cluster. Venvs are cached under
-``cache_root()/server-venvs/<key>``, the key (:func:`closure_key`) naming what the venvs hold --
-the install inputs, ``wheels/`` by content, the Gym version, the interpreter -- not how it got
-there: an ``--offline`` build and an online one of the same closure share one tree (the ready
-marker says which built it: an ``--offline`` run rebuilds a tree an online run built, since
-only an index-free install proves that ``wheels/`` is enough).
+``cache_root()/server-venvs/<key>``: :func:`closure_key` names what they hold, not how it got
+there, and :func:`reusable` says which mode may reuse a tree.
 
 A 3.13 interpreter older than nemo-gym's ``Requires-Python`` floor needs an explicit override;
 uv has no environment variable for ``--python-version``, so envkit hands Gym's uv calls a
@@ -35,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from envkit.gym.diagnose import Where, diagnose, tail
 from envkit.gym.types import GymRuntimeError, PolicyEndpoint
-from envkit.gym.venv import GymVenv, uv_binary
+from envkit.gym.venv import GymVenv
 from envkit.gym.venvsteps import VenvStep
 from envkit.model.package import WHEEL_FORMATS, server_block
 from envkit.model.tree import hash_files
@@ -43,6 +40,7 @@ from envkit.model.yamlio import parse_yaml
 from envkit.supply.cache import content_key, digests_key, file_sha256
 from envkit.supply.isolation import isolated_env
 from envkit.supply.treestamps import rescan
+from envkit.supply.uvcmd import uv_bin
 from envkit.supply.wheelcache import WheelCache, pool_wheels
 from envkit.validators.wheels.rules import EK403
 
@@ -114,9 +112,7 @@ def closure_key(package: Path, fmt: str, config_paths: Iterable[str], *parts: st
     own fields): editing a server's code or its config's description keeps its venvs, and two
     packages whose servers install the same things share one tree.
 
-    ``wheels``: the SHA-256 of each wheel by name, as :func:`wheel_digests` gives them (from
-    kept stamps, a wheel unchanged since is a stat, not a read); ``None``: every wheel is read
-    here.
+    ``wheels``: each wheel's SHA-256 by name (:func:`wheel_digests`); ``None``: read here.
     """
     digests: list[tuple[str, str]] = []
     for path in package.rglob("*"):
@@ -219,11 +215,8 @@ def gym_env(gym: GymVenv, paths: RunPaths, uv_toml: Path, uv_cache: Path,
             find_links: Sequence[Path] = (), *, joins_ray: bool = False) -> dict[str, str]:
     """The environment of every ``gym`` call: envkit's uv first, no outer Ray, wheels/ found.
 
-    ``uv_cache``: the uv cache of the runtime's cache root (``uv_cache_under``: why not uv's).
-
-    ``find_links``: the folders that offer ``wheels/`` (the wheels formats; see
-    ``envkit.supply.wheelcache.pool_wheels`` for why they are the offer store's, not the run
-    copy's).
+    ``uv_cache``: the runtime's (``uv_cache_under``: why not uv's); ``find_links``: the folders
+    that offer ``wheels/`` (``envkit.supply.wheelcache.pool_wheels``: why not the run copy's).
     """
     env = isolated_env()
     env.pop("UV_NO_CONFIG", None)  # Gym's uv calls read envkit's own uv.toml, nothing else
@@ -232,7 +225,7 @@ def gym_env(gym: GymVenv, paths: RunPaths, uv_toml: Path, uv_cache: Path,
     env["UV_CACHE_DIR"] = str(uv_cache)
     # Gym shells out to a bare `uv`; envkit's uv goes first, and the 3.13 venv lets uv find
     # the interpreter Gym asks for by version.
-    uv_dir = str(Path(uv_binary()).parent)
+    uv_dir = str(Path(uv_bin()).parent)
     base_python = Path(os.path.realpath(gym.python)).parent  # uv skips venvs on PATH
     env["PATH"] = os.pathsep.join([uv_dir, str(base_python), str(gym.bin), env.get("PATH", "")])
     env.pop("VIRTUAL_ENV", None)
@@ -287,11 +280,11 @@ def write_uv_toml(gym: GymVenv, run_dir: Path, *, offline: bool) -> Path:
 
 
 GYM_MAIN = Path(__file__).with_name("gym_main.py")
-"""Gym's CLI as envkit runs it: :mod:`envkit.gym.gym_main` (why: its docstring)."""
 
 
 def gym_command(gym: GymVenv, *args: str) -> list[str]:
-    """``gym ARGS`` with the head's polls every 0.25 s, run by the Gym venv's Python.
+    """``gym ARGS`` as :mod:`envkit.gym.gym_main` runs them (why: its docstring), by the Gym
+    venv's Python.
 
     ``-P``: the script's folder is not put on ``sys.path`` (``envkit/gym/types.py`` would shadow
     the standard ``types`` there).
@@ -360,7 +353,7 @@ def offline_install(wheels: Sequence[Path], venv_dir: Path, env: dict[str, str],
         server = python.parents[2].relative_to(venv_dir).as_posix()
         started = time.monotonic()
         on_step(VenvStep(server, "wheels", "start"))
-        cmd = [uv_binary(), "pip", "install", "--no-config", "--quiet", "--python", str(python),
+        cmd = [uv_bin(), "pip", "install", "--no-config", "--quiet", "--python", str(python),
                "--no-index", *links, *files]
         if "python-version" in Path(env["UV_CONFIG_FILE"]).read_text():
             cmd[4:4] = ["--python-version", _OVERRIDE_VERSION]

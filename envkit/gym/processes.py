@@ -9,11 +9,9 @@ signalled).
 Stopping is SIGTERM to every process of the tree at once (servers, their shells, Gym's head,
 Ray's daemons and workers), a short grace, then SIGKILL for what is left. Why not Gym's own
 shutdown (SIGINT to the head, which interrupts each server in turn, waits up to 1 s for each,
-then stops Ray at exit): it is sequential, and it took seconds of every bring-up (servers
-that outlive their 1 s, then ``ray.shutdown``), for nothing a run
-still needs: by then envkit has read every answer and log it reports. Everyone at once takes
-the grace at most (1 s: a server's shutdown hook still runs; Ray's daemons and Gym's head,
-which wait on each other, are killed). What had to be killed is returned, for a debug note.
+then stops Ray at exit): it is sequential, and it took seconds of every bring-up for nothing a
+run still needs: by then envkit has read every answer and log it reports. What had to be
+killed is returned, for a debug note.
 
 Why ``/proc`` and not psutil: the runtime is part of the base install (``envkit smoke`` is the
 pre-upload gate), Gym and its training image run on Linux, and the three facts needed here
@@ -35,10 +33,10 @@ __all__ = ["PROC", "STOP_GRACE_S", "Killed", "ProcessTree", "TrackedProcess", "f
 
 PROC = Path("/proc")
 STOP_GRACE_S = 0.5
-"""How long the tree may take to exit on SIGTERM before what is left is killed. Every answer and
-log a run reports has been read by then; what is still running at 0.5 s is Ray's graceful
-shutdown (its GCS, the head and servers connected to Ray, sometimes the raylet), killed at 1 s
-before as well (no process, no ``/dev/shm`` file left either way)."""
+"""How long the tree may take to exit on SIGTERM before what is left is killed: a server's
+shutdown hook still runs; what is still running by then is Ray's graceful shutdown (its GCS,
+the head and servers connected to Ray), which leaves no process or ``/dev/shm`` file when
+killed either."""
 
 
 class _Stat(NamedTuple):

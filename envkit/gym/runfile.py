@@ -11,7 +11,7 @@ and send each recorded response to its current verifier. Written by ``envkit rol
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +38,7 @@ class RunFile:
     offline: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": "1.0", "command": self.command, "package": self.package,
-                "package_sha256": self.package_sha256, "rollouts": self.rollouts,
-                "gym_version": self.gym_version, "offline": self.offline}
+        return {"version": "1.0", **asdict(self)}
 
 
 def write_run_file(run_dir: Path, run: RunFile) -> Path:

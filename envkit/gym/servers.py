@@ -38,7 +38,6 @@ from envkit.gym.install import (
     wheel_digests,
     write_uv_toml,
 )
-from envkit.gym.launch import launchable
 from envkit.gym.processes import STOP_GRACE_S, ProcessTree, free_port, short_command
 from envkit.gym.ray_cluster import check_reachable, join_failure, joined_address
 from envkit.gym.types import (
@@ -50,15 +49,20 @@ from envkit.gym.types import (
 )
 from envkit.gym.venv import GymVenv, ensure_gym_venv
 from envkit.gym.venvsteps import PrefetchSteps, stream_lines
-from envkit.model.package import WHEEL_FORMATS
+from envkit.model.package import MANIFEST, WHEEL_FORMATS
 from envkit.supply.cache import cache_root, uv_cache_under
 from envkit.supply.wheelcache import link_wheels
+from envkit.validate.validate import read_package
+from envkit.validators.config_paths import EK104
+from envkit.validators.manifest import EK100, EK101
 from envkit.validators.spinup import EK701
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["GymRuntime"]
+    from envkit.model.package import Package
+
+__all__ = ["GymRuntime", "launchable"]
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +81,27 @@ missed it at a load of 15-18 here); a head port Ray's daemons took before Gym bo
 
 _FAILED = re.compile(r"Process `([^`]+)` finished unexpectedly")
 """How Gym's head names the server whose process exited (``RunHelper.poll``)."""
+
+
+def launchable(package: Path) -> Package:
+    """``package`` as validation reads it (``read_package``: the provenance digest from the
+    cache's stamps of unchanged files, not a read of every wheel at every warm start), refused
+    only where a launch cannot start: everything else is the validator's to report.
+
+    :raises GymRuntimeError: EK100, EK101 or EK104, before a venv or a process exists.
+    """
+    pkg = read_package(package)
+    manifest, hint = package / MANIFEST, f"run `envkit validate {package}`"
+    if pkg.manifest is None:
+        msg = f"{manifest} does not exist; {hint}"
+        raise GymRuntimeError(msg, code=EK100.code)
+    if not pkg.manifest.ok or not isinstance(pkg.manifest.data, dict):
+        msg = f"{manifest}: {pkg.manifest.error or 'not a mapping'}; {hint}"
+        raise GymRuntimeError(msg, code=EK101.code)
+    if not pkg.config_paths():
+        msg = f"{manifest}: `config_paths` missing or empty; {hint}"
+        raise GymRuntimeError(msg, code=EK104.code)
+    return pkg
 
 
 class GymRuntime(StartedInWith):
@@ -285,11 +310,10 @@ class GymRuntime(StartedInWith):
         if stdout is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=max(deadline - time.monotonic(), 1))
+        tree.terminate()
         if stdout is None or proc.returncode is None:
-            tree.terminate()
             msg = f"{name} timed out after {self.options.startup_timeout_s:g}s"
             raise GymRuntimeError(msg) from None
-        tree.terminate()
         with self._lock:
             self._proc = self._tree = None
         self._refuse_if_closed()
@@ -332,13 +356,10 @@ class GymRuntime(StartedInWith):
             started = time.monotonic()
             killed = tree.terminate(grace_s=grace_s)
             names = ", ".join(sorted({short_command(p.cmdline) for p in killed}))
-            why = "final" if final else "to start again"
-            took = time.monotonic() - started
-            if killed:
-                log.debug("Gym stopped in %.1fs (%s); killed %d process(es) after %gs: %s",
-                          took, why, len(killed), grace_s, names)
-            else:
-                log.debug("Gym stopped in %.1fs (%s)", took, why)
+            note = f"; killed {len(killed)} process(es) after {grace_s:g}s: {names}" if (
+                killed) else ""
+            log.debug("Gym stopped in %.1fs (%s)%s", time.monotonic() - started,
+                      "final" if final else "to start again", note)
         if proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)  # reap: no zombie left behind
@@ -380,7 +401,5 @@ class GymRuntime(StartedInWith):
                                reason=EK701.title)
 
     def _all_logs(self, head_text: str) -> str:
-        assert self._paths is not None
-        logs = sorted((self._paths.run_dir / "logs").glob("*.log"))
-        return "\n".join([head_text, *(p.read_text(errors="replace") for p in logs)])
+        return "\n".join([head_text, *self.logs().values()])
 

@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 from envkit.gym.events import RuntimeEvents
-from envkit.gym.processes import STOP_GRACE_S
 from envkit.gym.servers import GymRuntime
 from envkit.gym.types import (
     GymRuntimeError,
@@ -55,14 +54,9 @@ if TYPE_CHECKING:
 
     from envkit.gym.types import ServerInfo
 
-__all__ = ["RESTART_GRACE_S", "GymSession", "SupportsClose", "unreachable"]
+__all__ = ["GymSession", "SupportsClose", "unreachable"]
 
 log = logging.getLogger(__name__)
-
-RESTART_GRACE_S = STOP_GRACE_S
-"""Shutdown grace when restarting after a failure: the tree is broken (a server died), and
-the caller waits on the restart; the same grace a final close gives."""
-
 
 class SupportsClose(Protocol):
     def close(self) -> None: ...
@@ -116,7 +110,7 @@ class GymSession(StartedInWith):
     def restart(self) -> GymServers:
         """Bring the Gym servers up again (the policy endpoint keeps running)."""
         log.warning("restarting the Gym servers of %s", self.package)
-        self._runtime.close(grace_s=RESTART_GRACE_S, final=False)
+        self._runtime.close(final=False)
         return self.start()
 
     def close(self) -> None:

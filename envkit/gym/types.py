@@ -51,10 +51,6 @@ GYM_RAY_ADDRESS_ENV = "ENVKIT_GYM_RAY_ADDRESS"
 """Where :attr:`RuntimeOptions.ray_address` comes from when not given."""
 
 
-def _ray_address_from_env() -> str | None:
-    return os.environ.get(GYM_RAY_ADDRESS_ENV) or None
-
-
 @dataclass(frozen=True, slots=True)
 class PolicyEndpoint:
     """What Gym's ``policy_model`` needs: ``${policy_base_url}``, ``${policy_api_key}``, name."""
@@ -77,13 +73,13 @@ class RuntimeOptions:
     cache_dir: Path | None = None
     keep_logs: Path | None = None
     """Copy the run's logs here on close (else they go with the run dir)."""
-    ray_address: str | None = field(default_factory=_ray_address_from_env)
+    ray_address: str | None = field(
+        default_factory=lambda: os.environ.get(GYM_RAY_ADDRESS_ENV) or None)
     """A running Ray cluster for Gym's servers to join (Gym's ``ray_head_node_address``, as
     NeMo-RL passes its own cluster on the platform) instead of Gym's head starting one at each
-    bring-up (a large share of every start). It must run
-    Gym's Ray on Gym's Python (``envkit.gym.ray_cluster`` starts one). Default:
-    ``$ENVKIT_GYM_RAY_ADDRESS``; ``None``: Gym starts its own, stopped with the servers, as it
-    does with :attr:`offline` (a network namespace reaches no outside cluster)."""
+    bring-up. It must run Gym's Ray on Gym's Python (``envkit.gym.ray_cluster`` starts one).
+    ``None``: Gym starts its own, stopped with the servers, as it does with :attr:`offline` (a
+    network namespace reaches no outside cluster)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.supply.cache import cache_root
 from envkit.supply.isolation import isolated_env
 from envkit.supply.root import env_true
+from envkit.supply.uvcmd import uv_bin
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -38,7 +39,6 @@ __all__ = [
     "ensure_gym_venv",
     "find_python313",
     "python_override_from_env",
-    "uv_binary",
 ]
 
 PYTHON_OVERRIDE_ENV = "ENVKIT_ALLOW_PYTHON_OVERRIDE"
@@ -74,19 +74,6 @@ class GymVenv:
     @property
     def bin(self) -> Path:
         return self.root / "bin"
-
-
-def uv_binary() -> str:
-    """The uv that ships as a dependency of envkit (never a random one on PATH first)."""
-    try:
-        from uv import find_uv_bin
-    except ImportError:  # pragma: no cover - uv is a hard dependency
-        found = shutil.which("uv")
-        if found is None:
-            msg = "uv is not installed; `pip install uv`"
-            raise GymVenvError(msg) from None
-        return found
-    return find_uv_bin()
 
 
 @functools.lru_cache(maxsize=16)
@@ -151,8 +138,8 @@ def ensure_gym_venv(
     """
     interpreter = find_python313(python)
     py_version = _python_version(interpreter) or "3.13"  # asked already: no second run
-    override = _needs_override(py_version) and allow_python_override
-    if _needs_override(py_version) and not allow_python_override:
+    override = _needs_override(py_version)
+    if override and not allow_python_override:
         msg = (
             f"nemo-gym {gym_version} requires Python >=3.13.14 but {interpreter} is {py_version}; "
             "pass --allow-python-override to install it anyway (uv --python-version 3.13.14)"
@@ -190,7 +177,7 @@ def _needs_override(py_version: str) -> bool:
 
 def _install(venv: Path, interpreter: Path, gym_version: str, override: bool,
              emit: Callable[[VenvStep], None]) -> None:
-    uv = uv_binary()
+    uv = uv_bin()
     env = isolated_env()
     started = time.monotonic()
     emit(VenvStep("gym", "create", "start"))
@@ -206,17 +193,17 @@ def _install(venv: Path, interpreter: Path, gym_version: str, override: bool,
 
 
 def _relocate(tmp: Path, root: Path) -> None:
-    """venvs hard-code their path in scripts; recreate at the final path instead of renaming."""
-    # `uv venv` writes absolute paths into bin/ scripts and pyvenv.cfg, so a rename would break
-    # console scripts like `gym`. Rewrite those paths, then rename atomically.
+    """Rename ``tmp`` to ``root`` (atomic), its absolute paths rewritten first: ``uv venv``
+    writes them into ``bin/`` scripts and ``pyvenv.cfg``, and console scripts such as ``gym``
+    would break."""
     old, new = str(tmp), str(root)
     for script in (tmp / "bin").iterdir():
         if script.is_file() and not script.is_symlink():
             data = script.read_bytes()
             if old.encode() in data[:4096]:
                 script.write_bytes(data.replace(old.encode(), new.encode()))
-    for cfg in (tmp / "pyvenv.cfg",):
-        cfg.write_text(cfg.read_text().replace(old, new))
+    cfg = tmp / "pyvenv.cfg"
+    cfg.write_text(cfg.read_text().replace(old, new))
     try:
         tmp.rename(root)
     except OSError:  # another process won the race: keep theirs

@@ -1,7 +1,7 @@
 """One digest for a directory of files: relative paths, sizes, SHA-256, in path order.
 
 Why one function for two uses: the platform names a content-addressed FileSet by this digest
-(``envkit.platform.tree``), and a package's provenance record (``envkit.model.provenance``)
+(``envkit.platform.filesets``), and a package's provenance record (``envkit.model.provenance``)
 pins the package's files with it. The same bytes under the same paths give the same digest
 on every machine; no timestamps, owners or modes go in.
 

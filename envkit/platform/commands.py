@@ -30,13 +30,13 @@ if TYPE_CHECKING:
     from envkit.model.diagnostics import Diagnostic
     from envkit.platform.http import PlatformClient
     from envkit.platform.submit import SubmitResult
+    from envkit.platform.upload import Progress
     from envkit.validate.report import ValidationRun
 
 __all__ = ["SubmitRequest", "Where", "cancel", "check_submission", "logs", "metrics", "show",
            "status", "submit", "upload_outputs", "wait"]
 
 _LOG = logging.getLogger("envkit.platform")
-_RESUME = "Run the same command again to finish the upload without resending what is there."
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,19 +64,28 @@ class SubmitRequest:
     output: Path | None = None
 
 
-@contextlib.contextmanager
-def _client(where: Where) -> Iterator[PlatformClient]:
+def _client(where: Where) -> PlatformClient:
     from envkit.platform.http import PlatformClient
 
-    client = PlatformClient(resolve_connection(where.base_url, where.workspace))
+    return PlatformClient(resolve_connection(where.base_url, where.workspace))
+
+
+@contextlib.contextmanager
+def _job(where: Where, name: str) -> Iterator[tuple[PlatformClient, jobs.JobRef]]:
+    with _client(where) as client:
+        yield client, jobs.JobRef(client.connection.workspace, name)
+
+
+@contextlib.contextmanager
+def _uploading(show: bool) -> Iterator[Progress]:
+    """The upload's progress; Ctrl-C becomes ``UploadInterrupted``, which says how to resume."""
     try:
-        yield client
-    finally:
-        client.close()
-
-
-def _ref(client: PlatformClient, name: str) -> jobs.JobRef:
-    return jobs.JobRef(client.connection.workspace, name)
+        with upload_progress(show) as progress:
+            yield progress
+    except KeyboardInterrupt:
+        msg = ("interrupted during upload; nothing was marked complete. Run the same command "
+               "again to finish the upload without resending what is there.")
+        raise UploadInterrupted(msg) from None
 
 
 def check_submission(request: SubmitRequest) -> ValidationRun:
@@ -121,8 +130,7 @@ def submit(request: SubmitRequest) -> SubmitOutcome:
 
     check_submission(request)
     job_spec(request.job, request.model)  # a job without a model sends nothing
-    with _client(request.where) as client:
-        ref = _ref(client, request.name or jobs.new_job_name())
+    with _job(request.where, request.name or jobs.new_job_name()) as (client, ref):
         result = _upload_and_create(client, ref, request)
         outcome = SubmitOutcome(ref, result.job, result.created, result.environment,
                                 result.dataset)
@@ -137,13 +145,9 @@ def _upload_and_create(client: PlatformClient, ref: jobs.JobRef,
                        request: SubmitRequest) -> SubmitResult:
     from envkit.platform.submit import submit_job
 
-    try:
-        with upload_progress(request.where.show_progress) as progress:
-            result = submit_job(client, ref, request.job, request.package, request.dataset,
-                                progress, request.model)
-    except KeyboardInterrupt:
-        msg = f"interrupted during upload; nothing was marked complete. {_RESUME}"
-        raise UploadInterrupted(msg) from None
+    with _uploading(request.where.show_progress) as progress:
+        result = submit_job(client, ref, request.job, request.package, request.dataset,
+                            progress, request.model)
     stats = (result.environment.stats, result.dataset.stats)
     sent = (f"{sum(s.files_sent for s in stats)} files, "
             f"{sum(s.bytes_sent for s in stats) / 1e6:.1f} MB")
@@ -186,36 +190,31 @@ def _write_results(status: dict[str, Any], out_dir: Path) -> tuple[Path, ...]:
 
 
 def status(where: Where, name: str) -> JobReply:
-    with _client(where) as client:
-        ref = _ref(client, name)
+    with _job(where, name) as (client, ref):
         return JobReply("status", ref, jobs.job_status(client, ref))
 
 
 def show(where: Where, name: str) -> JobShow:
     """The job and the provenance ``envkit submit`` attached to it."""
-    with _client(where) as client:
-        ref = _ref(client, name)
+    with _job(where, name) as (client, ref):
         job = jobs.get_job(client, ref)
     return JobShow(ref, job, jobs.job_provenance(job))
 
 
 def cancel(where: Where, name: str) -> JobReply:
-    with _client(where) as client:
-        ref = _ref(client, name)
+    with _job(where, name) as (client, ref):
         return JobReply("cancel", ref, jobs.cancel_job(client, ref))
 
 
 def wait(where: Where, name: str, output: Path | None) -> JobReply:
     """Follow the job to ``completed``/``error``/``cancelled`` (exit 0 only on completed)."""
-    with _client(where) as client:
-        ref = _ref(client, name)
+    with _job(where, name) as (client, ref):
         final, written = _follow(client, ref, output, where.show_progress)
     return JobReply("wait", ref, final, written)
 
 
 def metrics(where: Where, name: str, output: Path | None) -> JobMetrics:
-    with _client(where) as client:
-        ref = _ref(client, name)
+    with _job(where, name) as (client, ref):
         current = jobs.job_status(client, ref)
     written = _write_results(current, output) if output is not None else ()
     return JobMetrics(ref, metrics_records(current), written)
@@ -227,8 +226,7 @@ def logs(where: Where, name: str, *, tail: int | None, follow: bool, limit: int)
     The first page is fetched here, so an unreachable platform fails the command itself.
     """
     with contextlib.ExitStack() as stack:  # closes the client here only if this part fails
-        client = stack.enter_context(_client(where))
-        ref = _ref(client, name)
+        client, ref = stack.enter_context(_job(where, name))
         seen: set[tuple[str, str]] = set()
         first = list(_pages(client, ref, seen, limit=tail or limit, tail=tail))
         owned = stack.pop_all()
@@ -273,15 +271,11 @@ def upload_outputs(where: Where, package: Path, dataset: Path | None) -> list[tu
 
     with _client(where) as client:
         ws = client.connection.workspace
-        try:
-            with upload_progress(where.show_progress) as progress:
-                refs = [("environment", publish_package(client, ws, package, progress).ref)]
-                if dataset is not None and (dataset / "training.jsonl").is_file():
-                    refs.append(("dataset", publish(client, ws, dataset, "dataset",
-                                                    dataset.name, progress).ref))
-        except KeyboardInterrupt:
-            msg = f"interrupted during upload; nothing was marked complete. {_RESUME}"
-            raise UploadInterrupted(msg) from None
+        with _uploading(where.show_progress) as progress:
+            refs = [("environment", publish_package(client, ws, package, progress).ref)]
+            if dataset is not None and (dataset / "training.jsonl").is_file():
+                refs.append(("dataset", publish(client, ws, dataset, "dataset", dataset.name,
+                                                progress).ref))
     for purpose, ref in refs:
         _LOG.info("%s FileSet: %s", purpose, ref)
     return refs

@@ -1,12 +1,15 @@
-"""One exception for everything that goes wrong between envkit and the platform."""
+"""One exception for everything that goes wrong between envkit and the platform, and how a
+rejection's ``detail`` reads: one line, and the EK code envkit reports for the same defect."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from envkit.errors import FailedError, InvalidError
+from envkit.validators.runtime_signatures import Where, first_match
 
-__all__ = ["PlatformError", "SubmitRejected", "UploadInterrupted", "format_detail"]
+__all__ = ["PlatformError", "SubmitRejected", "UploadInterrupted", "ek_code_for",
+           "format_detail"]
 
 
 class PlatformError(FailedError):
@@ -39,6 +42,14 @@ def format_detail(body: Any) -> str:
     if isinstance(detail, dict):
         return "; ".join(f"{k}: {v}" for k, v in detail.items())
     return str(detail)
+
+
+def ek_code_for(detail: str) -> str | None:
+    """The EK code for a platform rejection (a 422 ``detail``), or None when envkit has no rule
+    for it. The readings are the ``Where.SUBMIT`` rows of the one signature table
+    (``validators/runtime_signatures.py``), so ``envkit rule CODE`` explains the fix."""
+    signature = first_match(detail, Where.SUBMIT)
+    return signature.code if signature is not None else None
 
 
 class UploadInterrupted(PlatformError):

@@ -4,6 +4,10 @@ A FileSet's name is ``<stem>-<first 16 hex of the tree digest>``; ``custom_field
 full digest and ``envkit_complete``, which is set only after the last file is in. So the same
 content always maps to the same FileSet, a second submit finds it complete and sends nothing,
 and an interrupted upload leaves a FileSet the next run recognises and finishes.
+
+Why digests of our own: the Files service lists path and size only (no hash, no mtime), so
+"is this FileSet the package I have?" can only be answered by a digest envkit computes
+(``envkit.model.tree``'s, the one a package's provenance record uses too).
 """
 
 from __future__ import annotations
@@ -13,14 +17,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from envkit.model.tree import hash_files, walk_files
 from envkit.platform.errors import PlatformError
+from envkit.supply.cache import cache_root
+from envkit.supply.treestamps import rescan
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from envkit.model.tree import Tree
     from envkit.platform.http import PlatformClient
-    from envkit.platform.tree import Tree
 
 __all__ = ["DIGEST_FIELD", "RemoteFileSet", "ensure_fileset", "fileset_name", "remote_sizes",
-           "set_complete"]
+           "scan_tree", "set_complete"]
 
 DIGEST_FIELD = "envkit_tree_sha256"
 COMPLETE_FIELD = "envkit_complete"
@@ -37,6 +46,22 @@ class RemoteFileSet:
     @property
     def ref(self) -> str:
         return f"{self.workspace}/{self.name}"
+
+
+def scan_tree(root: Path, purpose: str) -> Tree:
+    """Hash every regular file under ``root`` (``validate`` has already vetted the layout),
+    reusing the last scan's hashes of files whose identity is unchanged
+    (``envkit.supply.treestamps``, the stamps validate keeps too).
+
+    :raises PlatformError: a file cannot be read (one line, nothing uploaded yet).
+    """
+    try:
+        return rescan(root, purpose, lambda stamps: hash_files(root, walk_files(root), purpose,
+                                                               stamps),
+                      cache_root() / "tree-stamps")
+    except OSError as exc:
+        msg = f"cannot read {exc.filename or root}: {exc.strerror or exc}"
+        raise PlatformError(msg) from None
 
 
 def fileset_name(stem: str, digest: str) -> str:

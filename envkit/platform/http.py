@@ -7,14 +7,14 @@ connections, ``Retry-After`` honoured), with a few more attempts because an uplo
 
 from __future__ import annotations
 
+import contextlib
 import time
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from envkit.platform.codes import ek_code_for
-from envkit.platform.errors import PlatformError, format_detail
+from envkit.platform.errors import PlatformError, ek_code_for, format_detail
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -30,16 +30,15 @@ _MAX_DELAY = 30.0
 
 def retry_delay(attempt: int, retry_after: str | None) -> float:
     """``Retry-After`` (seconds or an HTTP date) when given, else 0.5 s doubling, capped."""
+    seconds = None
     if retry_after:
         try:
-            return min(_MAX_DELAY, max(0.0, float(retry_after)))
+            seconds = float(retry_after)
         except ValueError:
-            try:
-                when = parsedate_to_datetime(retry_after).timestamp()
-            except (TypeError, ValueError):
-                when = None
-            if when is not None:
-                return min(_MAX_DELAY, max(0.0, when - time.time()))
+            with contextlib.suppress(TypeError, ValueError):
+                seconds = parsedate_to_datetime(retry_after).timestamp() - time.time()
+    if seconds is not None:
+        return min(_MAX_DELAY, max(0.0, seconds))
     return float(min(_MAX_DELAY, 0.5 * 2**attempt))
 
 

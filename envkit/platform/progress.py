@@ -109,7 +109,7 @@ def status_line(status: dict[str, Any]) -> str:
 
     records = metrics_records(status)
     steps = status.get("steps") or []
-    current = next((s.get("name") for s in steps if s.get("status") not in ("completed",)), None)
+    current = next((s.get("name") for s in steps if s.get("status") != "completed"), None)
     parts = [f"status {status.get('status')}"]
     if current:
         parts.append(f"step {current}")

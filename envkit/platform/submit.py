@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, Any
 from envkit.model.package import MANIFEST
 from envkit.model.yamlio import YamlReadError, read_mapping
 from envkit.platform.errors import PlatformError
-from envkit.platform.filesets import ensure_fileset, fileset_name
+from envkit.platform.filesets import ensure_fileset, fileset_name, scan_tree
 from envkit.platform.jobs import PROVENANCE_FIELD, JobRef, create_job
-from envkit.platform.tree import scan_tree
 from envkit.platform.upload import UploadStats, complete_fileset
 from envkit.supply.provenance import run_record
 

@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
+    from envkit.model.tree import Tree, TreeFile
     from envkit.platform.filesets import RemoteFileSet
     from envkit.platform.http import PlatformClient
-    from envkit.platform.tree import Tree, TreeFile
 
 __all__ = ["Progress", "UploadStats", "complete_fileset"]
 
@@ -43,10 +43,6 @@ class _Aborted(Exception):
 class UploadStats:
     files_sent: int
     bytes_sent: int
-
-
-def _missing(tree: Tree, remote: dict[str, int]) -> list[TreeFile]:
-    return [f for f in tree.files if remote.get(f.path) != f.size]
 
 
 def _stream(path: Path, progress: Progress, sent: list[int],
@@ -113,7 +109,8 @@ def complete_fileset(client: PlatformClient, fileset: RemoteFileSet, tree: Tree,
     """
     # A FileSet this run created is empty by definition: listing it could only find stale
     # bytes some other FileSet of that name left in the storage.
-    todo = list(tree.files) if fileset.created else _missing(tree, remote_sizes(client, fileset))
+    remote = {} if fileset.created else remote_sizes(client, fileset)
+    todo = [f for f in tree.files if remote.get(f.path) != f.size]
     progress.start(fileset.ref, len(todo), sum(f.size for f in todo))
     if not todo and fileset.complete:
         return UploadStats(0, 0)

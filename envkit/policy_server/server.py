@@ -46,8 +46,6 @@ from envkit.policy_server.tool_calls import assistant_message
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    import torch
-
 __all__ = ["PolicyServer", "sampling_from_request"]
 
 log = logging.getLogger(__name__)
@@ -66,9 +64,9 @@ def sampling_from_request(body: Mapping[str, Any], *, top_k: int | None = None) 
     try:
         k = top_k if body.get("top_k") is None else int(body["top_k"])
         return SamplingParams(
-            n=int(1 if body.get("n") is None else body["n"]),
-            temperature=float(1.0 if body.get("temperature") is None else body["temperature"]),
-            top_p=float(1.0 if body.get("top_p") is None else body["top_p"]),
+            n=int(_first(body, "n", default=1)),
+            temperature=float(_first(body, "temperature", default=1.0)),
+            top_p=float(_first(body, "top_p", default=1.0)),
             top_k=None if k is None or k in (0, -1) else k,
             max_tokens=int(_first(body, "max_completion_tokens", "max_tokens", default=1 << 30)),
             seed=None if body.get("seed") is None else int(body["seed"]),
@@ -378,14 +376,6 @@ class PolicyServer:
         host, port = self._httpd.server_address[:2]
         name = host.decode() if isinstance(host, bytes) else host  # AF_INET: always str
         return f"http://{name}:{port}/v1"
-
-    @property
-    def model_name(self) -> str:
-        return self.backend.model_name
-
-    def update_weights(self, state_dict: Mapping[str, torch.Tensor]) -> None:
-        """New weights for later requests (the backend serialises this with generation)."""
-        self.backend.update_weights(state_dict)
 
     def close(self) -> None:
         self._httpd.shutdown()

@@ -15,15 +15,16 @@ from pathlib import Path
 import pytest
 
 from envkit.gym.install import RunPaths, gym_env, write_uv_toml
-from envkit.gym.venv import GymVenv, uv_binary
+from envkit.gym.venv import GymVenv
 from envkit.supply.isolation import isolated_env
+from envkit.supply.uvcmd import uv_bin
 
 
 def test_the_first_start_writes_the_bytecode_the_next_ones_read(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     venv = tmp_path / "server" / ".venv"
-    subprocess.run([uv_binary(), "venv", "--no-config", "--quiet", "--python", sys.executable,
+    subprocess.run([uv_bin(), "venv", "--no-config", "--quiet", "--python", sys.executable,
                     str(venv)], check=True, env=isolated_env(), timeout=120)
     (site,) = venv.glob("lib/python*/site-packages")
     (site / "toy_server").mkdir()

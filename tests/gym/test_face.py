@@ -14,7 +14,7 @@ import envkit.gym
 
 CLIENTS = ("envkit/smoke", "envkit/cli", "trainer", "envkit/output/smoke.py")
 OWN = ("envkit/gym", "envkit/smoke", "envkit/policy_server", "envkit/output/smoke.py",
-       "envkit/cli/smoke.py", "envkit/cli/rollout.py", "envkit/platform/codes.py",
+       "envkit/cli/smoke.py", "envkit/cli/rollout.py", "envkit/platform/errors.py",
        "validators/runtime_signatures.py", "validators/spinup.py")
 _PACKAGE_OF = {"validators": "envkit.validators", "trainer": "envkit.trainer",
                "converters": "envkit.converters"}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from toy_envs import make_native_package
 
-from envkit.gym.launch import launchable
+from envkit.gym.servers import launchable
 from envkit.model import tree
 from envkit.supply import treestamps
 from envkit.supply.treestamps import MIN_BYTES

@@ -12,7 +12,7 @@ import pytest
 from support.paths import REPO_ROOT
 
 from envkit.gym import Where, diagnose
-from envkit.platform.codes import ek_code_for
+from envkit.platform.errors import ek_code_for
 from envkit.validators import RULES
 from envkit.validators.runtime_signatures import FALLBACK, SIGNATURES
 

@@ -21,7 +21,7 @@ from envkit.model.provenance import (
     parse_provenance,
 )
 from envkit.model.tree import hash_files, walk_files
-from envkit.platform.tree import scan_tree
+from envkit.platform.filesets import scan_tree
 from envkit.schemas import load_schema
 from envkit.supply.provenance import package_record, run_record, write_provenance
 from envkit.validate.validate import ValidateRequest, validate

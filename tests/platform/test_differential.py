@@ -21,8 +21,7 @@ from support.platform_venv import ensure_platform_venv
 
 from envkit.model.target import Target
 from envkit.platform import resolve_connection
-from envkit.platform.codes import ek_code_for
-from envkit.platform.errors import PlatformError
+from envkit.platform.errors import PlatformError, ek_code_for
 from envkit.platform.http import PlatformClient
 from envkit.platform.jobs import JobRef, cancel_job, create_job, new_job_name
 from envkit.platform.progress import CountingProgress

@@ -15,11 +15,9 @@ import pytest
 
 from envkit.metrics.records import metrics_records, write_metrics
 from envkit.platform import PlatformError, resolve_connection
-from envkit.platform.codes import ek_code_for
-from envkit.platform.errors import format_detail
-from envkit.platform.filesets import fileset_name
+from envkit.platform.errors import ek_code_for, format_detail
+from envkit.platform.filesets import fileset_name, scan_tree
 from envkit.platform.http import PlatformClient, retry_delay
-from envkit.platform.tree import scan_tree
 
 CONFIG = """\
 current_context: prod

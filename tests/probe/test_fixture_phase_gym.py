@@ -35,8 +35,9 @@ from support.paths import REPO_ROOT
 
 from envkit.gym.servers import GymRuntime
 from envkit.gym.types import PolicyEndpoint, RuntimeOptions
-from envkit.gym.venv import ensure_gym_venv, uv_binary
+from envkit.gym.venv import ensure_gym_venv
 from envkit.probe.phases.fixtures import FixtureRun, FixturesResult, run_fixtures
+from envkit.supply.uvcmd import uv_bin
 
 pytestmark = [pytest.mark.gym, pytest.mark.network]
 
@@ -104,7 +105,7 @@ def test_as_built_a_fixture_that_reads_gyms_tree_cannot_run(
 def _gym_env_test(site: Path, work: Path, name: str) -> dict[str, Any]:
     gym_bin = site.parents[2] / "bin"
     python = Path(os.path.realpath(gym_bin / "python")).parent
-    path = os.pathsep.join([str(gym_bin), str(Path(uv_binary()).parent), str(python),
+    path = os.pathsep.join([str(gym_bin), str(Path(uv_bin()).parent), str(python),
                             "/usr/bin", "/bin"])
     proc = subprocess.run([str(gym_bin / "gym"), "env", "test", name, "--json"], cwd=work,
                           env={**os.environ, "PATH": path},
@@ -122,7 +123,7 @@ def _shared_venv(site: Path) -> Path:
     """The one venv of the three servers for ``gym env test``: built (under a file lock) on
     the Gym venv's interpreter the first time, then reused while its interpreter and
     :data:`SHARED_PINS` are the same."""
-    uv = uv_binary()
+    uv = uv_bin()
     python = os.path.realpath(site.parents[2] / "bin" / "python")
     key = hashlib.sha256("\n".join((python, *SHARED_PINS)).encode()).hexdigest()[:12]
     root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "envkit-tests"
@@ -144,7 +145,7 @@ def _shared_venv(site: Path) -> Path:
 def _gym_workdir(site: Path, work: Path) -> None:
     """One venv for the three servers, and hle_verified's benchmark with one row (``gym env
     test`` checks the manifest's dataset file exists; the wheel ships it unprepared)."""
-    uv, venv = uv_binary(), _shared_venv(site)
+    uv, venv = uv_bin(), _shared_venv(site)
     cache = subprocess.run([uv, "cache", "dir"], capture_output=True, text=True, check=True)
     (work / "cache").mkdir()
     (work / "cache" / "uv").symlink_to(cache.stdout.strip())  # Gym's uv cache: uv's own (pip)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from support.paths import REPO_ROOT
 
-from envkit.gym.venv import uv_binary
+from envkit.supply.uvcmd import uv_bin
 
 ROOT = REPO_ROOT
 
@@ -71,7 +71,7 @@ def test_wheel_maps_the_design_card_folders(wheel: Path) -> None:
 @pytest.fixture(scope="module")
 def bare_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """envkit from its wheel without extras: no torch, no psutil, no Ray."""
-    uv = uv_binary()
+    uv = uv_bin()
     venv = tmp_path_factory.mktemp("bare") / "venv"
     subprocess.run([uv, "venv", "--no-config", "-q", "--python", sys.executable, str(venv)],
                    check=True, timeout=120)

@@ -22,7 +22,7 @@ from support.paths import REPO_ROOT
 from toy_envs import make_native_package
 
 from envkit.gym import ensure_gym_venv
-from envkit.gym.venv import uv_binary
+from envkit.supply.uvcmd import uv_bin
 
 pytestmark = [pytest.mark.gym, pytest.mark.network, pytest.mark.own_ray]  # a new user's smoke
 
@@ -40,7 +40,7 @@ def _base_venv() -> Path:
     venv = CACHE / f"base-{key}"
     if (venv / "bin" / "python").exists():
         return venv
-    uv = uv_binary()
+    uv = uv_bin()
     tmp = CACHE / f".base-{key}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     subprocess.run([uv, "venv", "--no-config", "-q", "--python", sys.executable, str(tmp)],
@@ -80,7 +80,7 @@ def base_envkit(tmp_path_factory: pytest.TempPathFactory) -> Path:
                     str(out), str(src)], check=True, capture_output=True, timeout=600)
     (wheel,) = out.glob("nemo_envkit-*.whl")
     venv = _base_venv()
-    subprocess.run([uv_binary(), "pip", "install", "--no-config", "-q", "--no-deps",
+    subprocess.run([uv_bin(), "pip", "install", "--no-config", "-q", "--no-deps",
                     "--reinstall", "--python", str(venv / "bin" / "python"), str(wheel)],
                    check=True, timeout=300)
     return venv
