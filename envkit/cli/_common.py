@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.model.target import ARCHES, Target
 from envkit.validate.settings import SettingsError
 from envkit.validate.settings import parse_glibc as _parse_glibc
@@ -31,6 +32,7 @@ __all__ = [
     "backend_option",
     "common_options",
     "gym_python_option",
+    "local_gym_options",
     "output_path_option",
     "parse_glibc",
     "parse_python",
@@ -175,8 +177,6 @@ def target_from(arch: str, python_version: str, glibc: str | None) -> Target:
     return Target(arch=arch, python=parse_python(python_version), glibc=parse_glibc(glibc))
 
 
-
-
 def gym_python_option(func: Callable[..., Any]) -> Callable[..., Any]:
     """``--gym-python``: the CPython 3.13 Gym's venv is built on (commands that start servers)."""
     return click.option("--gym-python", type=click.Path(exists=True, dir_okay=False,
@@ -201,3 +201,20 @@ def allow_python_override_option(func: Callable[..., Any]) -> Callable[..., Any]
                         show_envvar=True,
                         help="Install nemo-gym on a 3.13 older than its Requires-Python "
                              "floor.")(func)
+
+
+def local_gym_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--backend``, ``--gym-version``, ``--gym-python``, ``--allow-python-override`` and
+    ``--offline``: how a command that runs the package's servers against ``--model`` here
+    brings them up."""
+    for option in (
+        click.option("--offline", is_flag=True,
+                     help="No index for any install: wheels/ must cover all."),
+        allow_python_override_option,
+        gym_python_option,
+        click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
+                     help="nemo-gym version the package's servers run on."),
+        backend_option(),
+    ):
+        func = option(func)
+    return func
