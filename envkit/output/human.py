@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Console",
+    "dash",
     "diagnostic_path",
     "escape",
     "render_github",
@@ -75,6 +76,11 @@ def diagnostic_path(report: Report, diag: Diagnostic) -> str:
     if base is None:
         return diag.path or "."
     return str(Path(base) / diag.path) if diag.path else base
+
+
+def dash(value: float | None, spec: str) -> str:
+    """``value`` formatted by ``spec``, or ``-`` where there is none (a table's empty cell)."""
+    return "-" if value is None else format(value, spec)
 
 
 def _plural(n: int, word: str) -> str:
@@ -149,23 +155,22 @@ def render_human(run: ValidationRun, console: Console) -> None:
         console.print("nothing to validate: no package contains the given files")
         return
     if len(run.reports) == 1:
-        (report,) = run.reports
-        _print_diagnostics(report, console)
-        target = _target_line(report)
-        if target:
-            console.print(target, highlight=False, soft_wrap=True)
-        console.print(_verdict(report), highlight=False, soft_wrap=True)
+        _print_report(run.reports[0], console)
         return
     for report in run.reports:
         title = escape(report.root or "(no package)")
         console.print(f"[bold underline]{title}[/]", highlight=False, soft_wrap=True)
-        _print_diagnostics(report, console)
-        target = _target_line(report)
-        if target:
-            console.print(target, highlight=False, soft_wrap=True)
-        console.print(_verdict(report), highlight=False, soft_wrap=True)
+        _print_report(report, console)
         console.print()
     console.print(summary_line(run), highlight=False, soft_wrap=True)
+
+
+def _print_report(report: Report, console: Console) -> None:
+    _print_diagnostics(report, console)
+    target = _target_line(report)
+    if target:
+        console.print(target, highlight=False, soft_wrap=True)
+    console.print(_verdict(report), highlight=False, soft_wrap=True)
 
 
 def summary_line(run: ValidationRun) -> str:

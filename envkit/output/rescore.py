@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from envkit.output.human import dash
 from envkit.output.stdout import dump, echo
 
 if TYPE_CHECKING:
@@ -17,14 +18,10 @@ if TYPE_CHECKING:
 __all__ = ["render_rescore"]
 
 
-def _reward(value: float | None) -> str:
-    return "-" if value is None else f"{value:g}"
-
-
 def _row(row: RowScore) -> str:
     where = f"  line {row.line} [{row.agent}]"
     if row.status == "rescored":
-        return f"{where}: {_reward(row.old_reward)} -> {_reward(row.new_reward)}"
+        return f"{where}: {dash(row.old_reward, 'g')} -> {dash(row.new_reward, 'g')}"
     return f"{where}: {row.status}: {row.reason}"
 
 
