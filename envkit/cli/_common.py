@@ -207,14 +207,15 @@ def local_gym_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """``--backend``, ``--gym-version``, ``--gym-python``, ``--allow-python-override`` and
     ``--offline``: how a command that runs the package's servers against ``--model`` here
     brings them up."""
-    for option in (
-        click.option("--offline", is_flag=True,
-                     help="No index for any install: wheels/ must cover all."),
-        allow_python_override_option,
-        gym_python_option,
+    options = [
+        backend_option(),
         click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
                      help="nemo-gym version the package's servers run on."),
-        backend_option(),
-    ):
+        gym_python_option,
+        allow_python_override_option,
+        click.option("--offline", is_flag=True,
+                     help="No index for any install: wheels/ must cover all."),
+    ]
+    for option in reversed(options):
         func = option(func)
     return func

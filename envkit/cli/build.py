@@ -7,7 +7,6 @@ progress go to stderr through rich.
 from __future__ import annotations
 
 import logging
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,7 +29,7 @@ from envkit.converters.gym_tree import FORMATS
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
     from typing import Any
 
 __all__ = ["build_command", "package_command"]
@@ -60,15 +59,6 @@ class _RichFetchProgress:
             self.cached += 1
         elif filename in self._tasks:
             self._progress.remove_task(self._tasks.pop(filename))
-
-
-@contextmanager
-def _reporting() -> Iterator[tuple[_RichFetchProgress, Callable[[str], None]]]:
-    console = Console(stderr=True, soft_wrap=True)
-    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-               TransferSpeedColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
-        yield _RichFetchProgress(progress), _LOG.info
 
 
 def _build_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -113,10 +103,15 @@ def _target_source() -> str:
 
 
 def _run(call: Callable[..., BuildResult], request: BuildRequest) -> BuildResult:
-    with _reporting() as (progress, log):
-        result = call(request, progress=progress, log=log)
+    """``call`` with one download bar per wheel on stderr."""
+    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+               TransferSpeedColumn())
+    console = Console(stderr=True, soft_wrap=True)
+    with Progress(*columns, console=console, transient=True) as bars:
+        progress = _RichFetchProgress(bars)
+        result = call(request, progress=progress, log=_LOG.info)
         if progress.cached:
-            log(f"{progress.cached} wheels came from the cache")
+            _LOG.info(f"{progress.cached} wheels came from the cache")
     return result
 
 
