@@ -207,7 +207,7 @@ def local_gym_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """``--backend``, ``--gym-version``, ``--gym-python``, ``--allow-python-override`` and
     ``--offline``: how a command that runs the package's servers against ``--model`` here
     brings them up."""
-    options = [
+    options: list[Callable[[Callable[..., Any]], Any]] = [
         backend_option(),
         click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
                      help="nemo-gym version the package's servers run on."),
