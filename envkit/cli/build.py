@@ -1,4 +1,5 @@
-"""``envkit build`` and ``envkit convert package``: parse, call ``envkit.builder.build``, return it.
+"""``envkit build`` and ``envkit convert package``: parse, call ``envkit.builder.build``, return
+the built package's validation.
 
 The verdict (the package's validate report) goes to stdout, JSON by default; logs and download
 progress go to stderr through rich.
@@ -27,6 +28,7 @@ from envkit.cli._common import common_options, output_path_option, target_from, 
 from envkit.cli.submit import upload_options, upload_outputs
 from envkit.converters.gym_tree import FORMATS
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
+from envkit.validate.report import ValidationRun
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -131,7 +133,7 @@ def build_command(sources: tuple[Path, ...], fmt: str, name: str | None,
                   extra_index_urls: tuple[str, ...], no_runtime_pins: bool,
                   resolve_offline: bool, refresh: bool, arch: str, python_version: str,
                   glibc: str | None, include: tuple[str, ...] = (), upload: bool = False,
-                  workspace: str | None = None, base_url: str | None = None) -> BuildResult:
+                  workspace: str | None = None, base_url: str | None = None) -> ValidationRun:
     """Build a package from Gym server directories (resources_servers/<impl>/) or a Gym tree.
 
     wheels-v1 vendors the closure for the TARGET (--arch/--python/--glibc), never the
@@ -151,7 +153,7 @@ def build_command(sources: tuple[Path, ...], fmt: str, name: str | None,
         status = upload_outputs(result.out, result.dataset_dir, workspace, base_url)
         if status:
             raise click.exceptions.Exit(status)
-    return result
+    return ValidationRun((result.report,))
 
 
 @click.command("package")
@@ -164,7 +166,7 @@ def package_command(package: Path, to_format: str, output: Path,
                             index_url: str | None, extra_index_urls: tuple[str, ...],
                             no_runtime_pins: bool, resolve_offline: bool, refresh: bool,
                             arch: str, python_version: str, glibc: str | None,
-                            include: tuple[str, ...] = ()) -> BuildResult:
+                            include: tuple[str, ...] = ()) -> ValidationRun:
     """native-v1 PACKAGE -> wheels-v1: vendor its servers' closure for the target."""
     request = BuildRequest(
         sources=(package,), out=output, fmt=to_format,
@@ -173,4 +175,4 @@ def package_command(package: Path, to_format: str, output: Path,
         extra_index_urls=extra_index_urls, resolve_offline=resolve_offline, refresh=refresh,
         target_source=_target_source(), include=include,
     )
-    return _run(convert_package, request)
+    return ValidationRun((_run(convert_package, request).report,))

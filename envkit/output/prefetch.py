@@ -6,12 +6,11 @@ unchanged package says it did nothing (the venvs are found where a bring-up look
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, TypedDict
+from typing import Literal, TypedDict
 
+from envkit.gym import PrefetchResult
+from envkit.output.render import renders
 from envkit.output.stdout import dump, echo
-
-if TYPE_CHECKING:
-    from envkit.gym import PrefetchResult
 
 __all__ = ["PrefetchDict", "render_prefetch"]
 
@@ -38,6 +37,7 @@ def prefetch_dict(result: PrefetchResult) -> PrefetchDict:
             "venvs": list(result.venvs), "seconds": round(result.seconds, 3)}
 
 
+@renders(PrefetchResult, "prefetch")
 def render_prefetch(result: PrefetchResult, fmt: str) -> int:
     """Print ``result`` in ``fmt`` on stdout; always 0 (a failed build raised)."""
     if fmt == "json":

@@ -14,16 +14,19 @@ from typing import TYPE_CHECKING
 from envkit.model.diagnostics import Severity
 from envkit.output.human import Console, dash, diagnostic_path, escape
 from envkit.output.human import render_github as render_validation_github
+from envkit.output.render import renders
 from envkit.output.stdout import dump, echo
+from envkit.probe.report import ProbeOutcome
 from envkit.validate.report import ValidationRun
 
 if TYPE_CHECKING:
-    from envkit.probe.report import ProbeDict, ProbeOutcome, ProbeReport
+    from envkit.probe.report import ProbeDict, ProbeReport
     from envkit.validate.report import Report
 
 __all__ = ["render_human", "render_probe"]
 
 
+@renders(ProbeOutcome, "probe")
 def render_probe(outcome: ProbeOutcome, fmt: str) -> int:
     """Print ``outcome`` in ``fmt`` on stdout; 0 when the probe passed, else 1."""
     report = outcome.report

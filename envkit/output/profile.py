@@ -3,19 +3,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from envkit.output.human import dash
+from envkit.output.render import renders
 from envkit.output.stdout import dump, echo
-
-if TYPE_CHECKING:
-    from envkit.profile import ProfileReport
+from envkit.profile.report import ProfileReport
 
 __all__ = ["histogram", "render_profile"]
 
 _BINS = 5
 
 
+@renders(ProfileReport, "profile")
 def render_profile(report: ProfileReport, fmt: str) -> int:
     """Print ``report`` in ``fmt`` on stdout; its exit status (0 every reply scored, else 1)."""
     if fmt == "json":

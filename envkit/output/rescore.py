@@ -10,10 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from envkit.output.human import dash
+from envkit.output.render import renders
 from envkit.output.stdout import dump, echo
+from envkit.rescore import RescoreReport
 
 if TYPE_CHECKING:
-    from envkit.rescore import RescoreReport, RowScore
+    from envkit.rescore import RowScore
 
 __all__ = ["render_rescore"]
 
@@ -25,6 +27,7 @@ def _row(row: RowScore) -> str:
     return f"{where}: {row.status}: {row.reason}"
 
 
+@renders(RescoreReport, "rescore")
 def render_rescore(report: RescoreReport, fmt: str) -> int:
     """Print ``report`` in ``fmt`` on stdout; its exit status (1: a row refused or failed)."""
     if fmt == "json":

@@ -13,17 +13,20 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from envkit.output.human import Console, escape, render_github, render_human
+from envkit.output.render import renders
 from envkit.output.sarif import sarif_log
 from envkit.output.stdout import dump, echo
+from envkit.smoke.report import SmokeOutcome
 from envkit.validate.report import ValidationRun
 
 if TYPE_CHECKING:
-    from envkit.smoke.report import SmokeFinding, SmokeOutcome, SmokeReport
+    from envkit.smoke.report import SmokeFinding, SmokeReport
 
 __all__ = ["render_github_smoke", "render_human_smoke", "render_json", "render_sarif",
            "render_smoke"]
 
 
+@renders(SmokeOutcome, "smoke")
 def render_smoke(outcome: SmokeOutcome, fmt: str) -> int:
     """Print ``outcome`` in ``fmt`` on stdout; 0 when the smoke passed, else 1."""
     report = outcome.report
