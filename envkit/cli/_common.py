@@ -33,6 +33,7 @@ __all__ = [
     "common_options",
     "gym_python_option",
     "local_gym_options",
+    "option_group",
     "output_path_option",
     "parse_glibc",
     "parse_python",
@@ -163,6 +164,17 @@ def common_options(formats: Sequence[str] | None = ("human", "json"),
     return decorate
 
 
+def option_group(*options: Callable[[Callable[..., Any]], Any]) -> Callable[..., Any]:
+    """One decorator that adds ``options`` in the order ``--help`` lists them."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
+
+
 def target_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """``--arch/--python/--glibc``: the cluster's platform, never the builder's."""
     func = click.option("--glibc", default=None, metavar="2_N",
@@ -203,19 +215,13 @@ def allow_python_override_option(func: Callable[..., Any]) -> Callable[..., Any]
                              "floor.")(func)
 
 
-def local_gym_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--backend``, ``--gym-version``, ``--gym-python``, ``--allow-python-override`` and
-    ``--offline``: how a command that runs the package's servers against ``--model`` here
-    brings them up."""
-    options: list[Callable[[Callable[..., Any]], Any]] = [
-        backend_option(),
-        click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
-                     help="nemo-gym version the package's servers run on."),
-        gym_python_option,
-        allow_python_override_option,
-        click.option("--offline", is_flag=True,
-                     help="No index for any install: wheels/ must cover all."),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+local_gym_options = option_group(
+    backend_option(),
+    click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
+                 help="nemo-gym version the package's servers run on."),
+    gym_python_option,
+    allow_python_override_option,
+    click.option("--offline", is_flag=True,
+                 help="No index for any install: wheels/ must cover all."),
+)
+"""How a command that runs the package's servers against ``--model`` here brings them up."""

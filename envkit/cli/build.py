@@ -24,7 +24,13 @@ from rich.progress import (
 )
 
 from envkit.builder.build import BuildRequest, BuildResult, build, convert_package
-from envkit.cli._common import common_options, output_path_option, target_from, target_options
+from envkit.cli._common import (
+    common_options,
+    option_group,
+    output_path_option,
+    target_from,
+    target_options,
+)
 from envkit.cli.submit import upload_options, upload_outputs
 from envkit.converters.gym_tree import FORMATS
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
@@ -32,7 +38,6 @@ from envkit.validate.report import ValidationRun
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
 
 __all__ = ["build_command", "package_command"]
 
@@ -63,36 +68,32 @@ class _RichFetchProgress:
             self._progress.remove_task(self._tasks.pop(filename))
 
 
-def _build_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Options shared by ``build`` and ``convert package``."""
-    options = [
-        output_path_option(aliases=("--out",), required=True, type=_OUT,
-                           help="Package directory to write (replaced atomically)."),
-        click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
-                     help="nemo-gym version of the training image (pinned as nemo-gym==V)."),
-        click.option("--wheels-dir", "wheels_dirs", multiple=True, type=_DIR,
-                     help="Extra local wheels offered to the resolver (uv --find-links)."),
-        click.option("--index-url", default=None, help="Package index (default: PyPI)."),
-        click.option("--extra-index-url", "extra_index_urls", multiple=True,
-                     help="Further package index (repeatable)."),
-        click.option("--no-runtime-pins", is_flag=True,
-                     help="Vendor only the servers' own closure, not nemo-gym/ray/openai: "
-                          "the package then needs egress at spin-up."),
-        click.option("--resolve-offline", is_flag=True,
-                     help="Resolve from uv's cache and --wheels-dir only (no index)."),
-        click.option("--include", "include", multiple=True, metavar="GLOB",
-                     help="Copy files matching GLOB (a package path; `*` also matches `/`) "
-                          "even when they are dotenv or key files, which are otherwise left "
-                          "out (repeatable)."),
-        click.option("--refresh", is_flag=True,
-                     help="Re-resolve instead of reusing the cached resolution "
-                          "(picks up new releases; wheels stay cached by sha256)."),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    func = common_options(("json", "human", "github", "sarif"), default="json",
-                          format_alias=False)(func)
-    return target_options(func)
+_build_options = option_group(
+    target_options,
+    common_options(("json", "human", "github", "sarif"), default="json", format_alias=False),
+    output_path_option(aliases=("--out",), required=True, type=_OUT,
+                       help="Package directory to write (replaced atomically)."),
+    click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
+                 help="nemo-gym version of the training image (pinned as nemo-gym==V)."),
+    click.option("--wheels-dir", "wheels_dirs", multiple=True, type=_DIR,
+                 help="Extra local wheels offered to the resolver (uv --find-links)."),
+    click.option("--index-url", default=None, help="Package index (default: PyPI)."),
+    click.option("--extra-index-url", "extra_index_urls", multiple=True,
+                 help="Further package index (repeatable)."),
+    click.option("--no-runtime-pins", is_flag=True,
+                 help="Vendor only the servers' own closure, not nemo-gym/ray/openai: "
+                      "the package then needs egress at spin-up."),
+    click.option("--resolve-offline", is_flag=True,
+                 help="Resolve from uv's cache and --wheels-dir only (no index)."),
+    click.option("--include", "include", multiple=True, metavar="GLOB",
+                 help="Copy files matching GLOB (a package path; `*` also matches `/`) "
+                      "even when they are dotenv or key files, which are otherwise left "
+                      "out (repeatable)."),
+    click.option("--refresh", is_flag=True,
+                 help="Re-resolve instead of reusing the cached resolution "
+                      "(picks up new releases; wheels stay cached by sha256)."),
+)
+"""Options shared by ``build`` and ``convert package``."""
 
 
 def _target_source() -> str:
@@ -150,9 +151,7 @@ def build_command(sources: tuple[Path, ...], fmt: str, name: str | None,
     )
     result = _run(build, request)
     if upload and result.report.valid:  # a package envkit rejects is never uploaded
-        status = upload_outputs(result.out, result.dataset_dir, workspace, base_url)
-        if status:
-            raise click.exceptions.Exit(status)
+        upload_outputs(result.out, result.dataset_dir, workspace, base_url)
     return ValidationRun((result.report,))
 
 
