@@ -28,10 +28,6 @@ _AT_FDCWD = -100
 class InitTargetError(FailedError):
     """The target is a file or a non-empty directory: nothing was written."""
 
-    def __init__(self, message: str, hint: str = "") -> None:
-        super().__init__(message)
-        self.hint = hint
-
 
 def write_new_dir(out: Path, files: Mapping[str, bytes]) -> None:
     """Create ``out`` holding ``files`` (relative path -> bytes).
