@@ -18,9 +18,7 @@ import click
 
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.model.target import ARCHES, Target
-from envkit.validate.settings import SettingsError
-from envkit.validate.settings import parse_glibc as _parse_glibc
-from envkit.validate.settings import parse_python as _parse_python
+from envkit.validate.settings import SettingsError, parse_glibc, parse_python
 
 __all__ = [
     "FORMAT_KEY",
@@ -35,8 +33,6 @@ __all__ = [
     "local_gym_options",
     "option_group",
     "output_path_option",
-    "parse_glibc",
-    "parse_python",
     "report_file_option",
     "run_state",
     "sigterm_as_interrupt",
@@ -71,20 +67,6 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def parse_python(value: str) -> tuple[int, int]:
-    try:
-        return _parse_python(value)
-    except SettingsError as exc:
-        raise click.BadParameter(f"--{exc}") from None
-
-
-def parse_glibc(value: str | None) -> tuple[int, int] | None:
-    try:
-        return _parse_glibc(value)
-    except SettingsError as exc:
-        raise click.BadParameter(f"--{exc}") from None
 
 
 class AliasOption(click.Option):
@@ -186,7 +168,11 @@ def target_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def target_from(arch: str, python_version: str, glibc: str | None) -> Target:
-    return Target(arch=arch, python=parse_python(python_version), glibc=parse_glibc(glibc))
+    """The target ``target_options`` name; a malformed version is a bad parameter."""
+    try:
+        return Target(arch=arch, python=parse_python(python_version), glibc=parse_glibc(glibc))
+    except SettingsError as exc:
+        raise click.BadParameter(f"--{exc}") from None
 
 
 def gym_python_option(func: Callable[..., Any]) -> Callable[..., Any]:
