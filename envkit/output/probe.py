@@ -2,8 +2,8 @@
 as SARIF.
 
 ``envkit.output.render`` dispatches a ``ProbeOutcome`` here. The findings are ordinary
-diagnostics, so GitHub annotations and SARIF are the validate renderers' over the static
-report with the probe's findings added (``ProbeReport.findings``).
+diagnostics, so GitHub annotations and SARIF are ``render_run``'s over the static report with
+the probe's findings added (``ProbeReport.findings``).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from envkit.model.diagnostics import Severity
 from envkit.output.human import Console, dash, diagnostic_path, escape
-from envkit.output.human import render_github as render_validation_github
 from envkit.output.render import renders
+from envkit.output.runs import render_run
 from envkit.output.stdout import dump, echo
 from envkit.probe.report import ProbeOutcome
 from envkit.validate.report import ValidationRun
@@ -30,18 +30,12 @@ __all__ = ["render_human", "render_probe"]
 def render_probe(outcome: ProbeOutcome, fmt: str) -> int:
     """Print ``outcome`` in ``fmt`` on stdout; 0 when the probe passed, else 1."""
     report = outcome.report
-    if fmt == "json":
-        text = dump(report.to_dict())
-    elif fmt == "github":
-        text = render_validation_github(ValidationRun((report.findings(),)))
-    elif fmt == "sarif":
-        from envkit.output.sarif import sarif_log
-
-        text = dump(sarif_log(ValidationRun((report.findings(),))))
+    if fmt in ("github", "sarif"):
+        render_run(ValidationRun((report.findings(),)), fmt)
+    elif fmt == "json":
+        echo(dump(report.to_dict()))
     else:
         render_human(report, Console(sys.stdout))
-        text = ""
-    echo(text)
     return 0 if report.passed else 1
 
 
