@@ -157,14 +157,15 @@ def option_group(*options: Callable[[Callable[..., Any]], Any]) -> Callable[...,
     return decorate
 
 
-def target_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--arch/--python/--glibc``: the cluster's platform, never the builder's."""
-    func = click.option("--glibc", default=None, metavar="2_N",
-                        help="glibc floor of the cluster, 2_17..2_40 (default 2_28).")(func)
-    func = click.option("--python", "python_version", default="3.13", show_default=True,
-                        help="Target CPython version.")(func)
-    return click.option("--arch", type=click.Choice(ARCHES), default="x86_64", show_default=True,
-                        help="Cluster architecture.")(func)
+target_options = option_group(
+    click.option("--arch", type=click.Choice(ARCHES), default="x86_64", show_default=True,
+                 help="Cluster architecture."),
+    click.option("--python", "python_version", default="3.13", show_default=True,
+                 help="Target CPython version."),
+    click.option("--glibc", default=None, metavar="2_N",
+                 help="glibc floor of the cluster, 2_17..2_40 (default 2_28)."),
+)
+"""``--arch/--python/--glibc``: the cluster's platform, never the builder's."""
 
 
 def target_from(arch: str, python_version: str, glibc: str | None) -> Target:

@@ -69,10 +69,6 @@ class MissingExtra(MissingExtraError, RuntimeError):
 class InvalidInputs(InvalidError, ValueError):
     """A command's inputs fail validation before anything heavy is loaded (exit 1)."""
 
-    def __init__(self, message: str, diagnostics: list[Any]) -> None:
-        super().__init__(message)
-        self.diagnostics = diagnostics
-
 
 def install_hint(extra: str) -> str:
     """The ``pip install`` line that adds ``extra`` to the envkit that is running."""
@@ -216,5 +212,5 @@ def precheck(command: str, extra: str, *, package: Path | None = None,
                                       options=CheckOptions(allow_local_refs=True)))
     if report.errors:
         raise InvalidInputs(f"{len(report.errors)} validation error(s); fix them first",
-                            report.errors)
+                            diagnostics=report.errors)
     raise MissingExtra(command, extra, missing)
