@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 
 from envkit.model.diagnostics import Severity
 from envkit.output.human import Console, dash, diagnostic_path, escape
-from envkit.output.render import renders
-from envkit.output.runs import render_run
+from envkit.output.render import render_run, renders
 from envkit.output.stdout import dump, echo
 from envkit.probe.report import ProbeOutcome
 from envkit.validate.report import ValidationRun

@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import functools
 import importlib
+import sys
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from envkit.output.runs import render_run
+from envkit.output.human import Console, render_github, render_human
+from envkit.output.stdout import dump, echo
 from envkit.validate.report import ValidationRun
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["registered_types", "render", "renders", "schema_for"]
+__all__ = ["registered_types", "render", "render_run", "renders", "schema_for"]
 
 _Renderer = TypeVar("_Renderer", bound="Callable[[Any, str], int]")
 
@@ -91,4 +93,19 @@ def _register_lazily(cls: type) -> bool:
     return bool(modules)
 
 
-renders(ValidationRun, "diagnostics")(render_run)
+@renders(ValidationRun, "diagnostics")
+def render_run(run: ValidationRun, fmt: str) -> int:
+    """Print ``run`` in ``fmt`` (json, github, sarif, human); return its exit status: what
+    ``validate`` prints, and what build, convert and the others print for the report they
+    carry."""
+    if fmt == "json":
+        echo(dump(run.to_dict()))
+    elif fmt == "github":
+        echo(render_github(run))
+    elif fmt == "sarif":
+        from envkit.output.sarif import sarif_log
+
+        echo(dump(sarif_log(run)))
+    else:
+        render_human(run, Console(sys.stdout))
+    return run.exit_code

@@ -8,7 +8,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, cast
 
-from envkit.output.render import renders
+from envkit.output.render import render_run, renders
 from envkit.output.results import (
     CompiledConfig,
     ConvertOutcome,
@@ -18,7 +18,6 @@ from envkit.output.results import (
     SettingsView,
     TrainOutcome,
 )
-from envkit.output.runs import render_run as _validation
 from envkit.output.stdout import dump, echo
 from envkit.validate.report import ValidationRun
 
@@ -40,7 +39,7 @@ __all__: list[str] = []
 def _convert(outcome: ConvertOutcome, fmt: str) -> int:
     run = ValidationRun((outcome.report,))
     if fmt != "json":
-        return _validation(run, fmt)
+        return render_run(run, fmt)
     result = outcome.result
     data: ConvertDict = {
         **run.to_dict(),
