@@ -50,10 +50,6 @@ REPORT_FILE_KEY = "envkit.report_file"
 VERBOSITY_KEY = "envkit.verbosity"
 
 
-def _raise_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM raises ``KeyboardInterrupt`` while the block runs, as Ctrl-C does.
@@ -62,7 +58,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
     reaches envkit, which tears them down in order); the default SIGTERM action would kill
     envkit alone and orphan them. ``main()`` maps the interrupt to exit status 130.
     """
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         yield
     finally:
