@@ -15,6 +15,7 @@ from envkit.output.render import renders
 from envkit.output.stdout import dump, echo
 from envkit.platform.errors import PlatformError
 from envkit.platform.outcomes import JobLogs, JobMetrics, JobReply, JobShow, SubmitOutcome
+from envkit.platform.progress import status_line
 
 __all__: list[str] = []
 
@@ -24,8 +25,6 @@ def _submit(outcome: SubmitOutcome, fmt: str) -> int:
     if fmt == "json":
         echo(dump(outcome.to_json()))
         return outcome.exit_code
-    from envkit.platform.progress import status_line
-
     verb = "created" if outcome.created else "attached to"
     lines = [f"{verb} job {outcome.ref.workspace}/{outcome.ref.name}",
              f"environment {outcome.environment.ref}", f"dataset {outcome.dataset.ref}"]
@@ -40,8 +39,6 @@ def _job_reply(outcome: JobReply, fmt: str) -> int:
     if fmt == "json":
         echo(dump(outcome.to_json()))
         return outcome.exit_code
-    from envkit.platform.progress import status_line
-
     echo(f"{outcome.ref.name}: {status_line(outcome.reply)}")
     return outcome.exit_code
 
@@ -51,8 +48,6 @@ def _job_show(outcome: JobShow, fmt: str) -> int:
     if fmt == "json":
         echo(dump(outcome.to_json()))
         return 0
-    from envkit.platform.progress import status_line
-
     spec = outcome.job.get("spec") or {}
     lines = [f"{outcome.ref.workspace}/{outcome.ref.name}: {status_line(outcome.job)}",
              *(f"{key:<12}{spec[key]}" for key in ("model", "environment", "dataset")
