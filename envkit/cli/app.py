@@ -1,6 +1,6 @@
 """The ``envkit`` command's click layer: ``envkit.cli.main`` comes here with every invocation.
 Commands parse, call one core function, and
-return a typed result; the group renders it (``envkit.cli._emit``) and decides the exit status.
+return a typed result; the group renders it (``_emit``) and decides the exit status.
 
 Exit codes are decided here and nowhere else (``classify``): 0 success/valid, 1 invalid/failed,
 2 usage, missing extra or internal error, 130 interrupted; a failure's own class says its kind
@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import sys
+from pathlib import Path
 from typing import Any
 
 import click
 
 from envkit import __version__
 from envkit.cli._common import FORMAT_KEY, REPORT_FILE_KEY, run_state
-from envkit.cli._emit import emit, interrupted
 from envkit.cli._examples import ROOT_EXAMPLE, add_examples, epilog
 from envkit.errors import INTERNAL, KIND_EXITS, EnvkitError
 
@@ -80,12 +81,32 @@ class _LazyGroup(click.Group):
         except click.exceptions.Exit:
             raise
         except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
-            return interrupted()
+            return _interrupted()
         except Exception as exc:
             return report_failure(exc, argv, _requested_format(argv, state), ctx)
         target = state.get(REPORT_FILE_KEY)
-        return emit(result, str(state.get(FORMAT_KEY, "human")),
+        return _emit(result, str(state.get(FORMAT_KEY, "human")),
                     None if target is None else str(target))
+
+
+def _emit(result: object, fmt: str, report_file: str | None) -> int:
+    """Render ``result`` in ``fmt`` on stdout or into ``report_file``; ``None`` or an int is
+    the status itself."""
+    if result is None or isinstance(result, int):
+        return result or 0
+    from envkit.output import render
+
+    if report_file is None:
+        return render.render(result, fmt)
+    with Path(report_file).open("w", encoding="utf-8") as fh, contextlib.redirect_stdout(fh):
+        return render.render(result, fmt)
+
+
+def _interrupted() -> int:
+    """Ctrl-C (click's ``Abort`` too): say so on stderr; 130 = 128 + SIGINT, as shells report it."""
+    sys.stderr.write("Interrupted.\n")
+    sys.stderr.flush()
+    return 130
 
 
 def report_failure(exc: Exception, argv: list[str], fmt: str,
@@ -174,5 +195,5 @@ def main(args: list[str]) -> int:
         exc.show()
         return 2
     except (click.exceptions.Abort, KeyboardInterrupt):
-        return interrupted()
+        return _interrupted()
     return rc if isinstance(rc, int) else 0

@@ -1,4 +1,5 @@
-"""``envkit build`` and ``envkit convert package``: parse, call ``envkit.builder.build``, return it.
+"""``envkit build`` and ``envkit convert package``: parse, call ``envkit.builder.build``, return
+the built package's validation.
 
 The verdict (the package's validate report) goes to stdout, JSON by default; logs and download
 progress go to stderr through rich.
@@ -7,7 +8,6 @@ progress go to stderr through rich.
 from __future__ import annotations
 
 import logging
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,14 +24,20 @@ from rich.progress import (
 )
 
 from envkit.builder.build import BuildRequest, BuildResult, build, convert_package
-from envkit.cli._common import common_options, output_path_option, target_from, target_options
+from envkit.cli._common import (
+    common_options,
+    option_group,
+    output_path_option,
+    target_from,
+    target_options,
+)
 from envkit.cli.submit import upload_options, upload_outputs
 from envkit.converters.gym_tree import FORMATS
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
+from envkit.validate.report import ValidationRun
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
-    from typing import Any
+    from collections.abc import Callable
 
 __all__ = ["build_command", "package_command"]
 
@@ -62,45 +68,32 @@ class _RichFetchProgress:
             self._progress.remove_task(self._tasks.pop(filename))
 
 
-@contextmanager
-def _reporting() -> Iterator[tuple[_RichFetchProgress, Callable[[str], None]]]:
-    console = Console(stderr=True, soft_wrap=True)
-    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-               TransferSpeedColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
-        yield _RichFetchProgress(progress), _LOG.info
-
-
-def _build_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Options shared by ``build`` and ``convert package``."""
-    options = [
-        output_path_option(aliases=("--out",), required=True, type=_OUT,
-                           help="Package directory to write (replaced atomically)."),
-        click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
-                     help="nemo-gym version of the training image (pinned as nemo-gym==V)."),
-        click.option("--wheels-dir", "wheels_dirs", multiple=True, type=_DIR,
-                     help="Extra local wheels offered to the resolver (uv --find-links)."),
-        click.option("--index-url", default=None, help="Package index (default: PyPI)."),
-        click.option("--extra-index-url", "extra_index_urls", multiple=True,
-                     help="Further package index (repeatable)."),
-        click.option("--no-runtime-pins", is_flag=True,
-                     help="Vendor only the servers' own closure, not nemo-gym/ray/openai: "
-                          "the package then needs egress at spin-up."),
-        click.option("--resolve-offline", is_flag=True,
-                     help="Resolve from uv's cache and --wheels-dir only (no index)."),
-        click.option("--include", "include", multiple=True, metavar="GLOB",
-                     help="Copy files matching GLOB (a package path; `*` also matches `/`) "
-                          "even when they are dotenv or key files, which are otherwise left "
-                          "out (repeatable)."),
-        click.option("--refresh", is_flag=True,
-                     help="Re-resolve instead of reusing the cached resolution "
-                          "(picks up new releases; wheels stay cached by sha256)."),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    func = common_options(("json", "human", "github", "sarif"), default="json",
-                          format_alias=False)(func)
-    return target_options(func)
+_build_options = option_group(
+    target_options,
+    common_options(("json", "human", "github", "sarif"), default="json", format_alias=False),
+    output_path_option(aliases=("--out",), required=True, type=_OUT,
+                       help="Package directory to write (replaced atomically)."),
+    click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
+                 help="nemo-gym version of the training image (pinned as nemo-gym==V)."),
+    click.option("--wheels-dir", "wheels_dirs", multiple=True, type=_DIR,
+                 help="Extra local wheels offered to the resolver (uv --find-links)."),
+    click.option("--index-url", default=None, help="Package index (default: PyPI)."),
+    click.option("--extra-index-url", "extra_index_urls", multiple=True,
+                 help="Further package index (repeatable)."),
+    click.option("--no-runtime-pins", is_flag=True,
+                 help="Vendor only the servers' own closure, not nemo-gym/ray/openai: "
+                      "the package then needs egress at spin-up."),
+    click.option("--resolve-offline", is_flag=True,
+                 help="Resolve from uv's cache and --wheels-dir only (no index)."),
+    click.option("--include", "include", multiple=True, metavar="GLOB",
+                 help="Copy files matching GLOB (a package path; `*` also matches `/`) "
+                      "even when they are dotenv or key files, which are otherwise left "
+                      "out (repeatable)."),
+    click.option("--refresh", is_flag=True,
+                 help="Re-resolve instead of reusing the cached resolution "
+                      "(picks up new releases; wheels stay cached by sha256)."),
+)
+"""Options shared by ``build`` and ``convert package``."""
 
 
 def _target_source() -> str:
@@ -113,10 +106,15 @@ def _target_source() -> str:
 
 
 def _run(call: Callable[..., BuildResult], request: BuildRequest) -> BuildResult:
-    with _reporting() as (progress, log):
-        result = call(request, progress=progress, log=log)
+    """``call`` with one download bar per wheel on stderr."""
+    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+               TransferSpeedColumn())
+    console = Console(stderr=True, soft_wrap=True)
+    with Progress(*columns, console=console, transient=True) as bars:
+        progress = _RichFetchProgress(bars)
+        result = call(request, progress=progress, log=_LOG.info)
         if progress.cached:
-            log(f"{progress.cached} wheels came from the cache")
+            _LOG.info(f"{progress.cached} wheels came from the cache")
     return result
 
 
@@ -136,7 +134,7 @@ def build_command(sources: tuple[Path, ...], fmt: str, name: str | None,
                   extra_index_urls: tuple[str, ...], no_runtime_pins: bool,
                   resolve_offline: bool, refresh: bool, arch: str, python_version: str,
                   glibc: str | None, include: tuple[str, ...] = (), upload: bool = False,
-                  workspace: str | None = None, base_url: str | None = None) -> BuildResult:
+                  workspace: str | None = None, base_url: str | None = None) -> ValidationRun:
     """Build a package from Gym server directories (resources_servers/<impl>/) or a Gym tree.
 
     wheels-v1 vendors the closure for the TARGET (--arch/--python/--glibc), never the
@@ -153,10 +151,8 @@ def build_command(sources: tuple[Path, ...], fmt: str, name: str | None,
     )
     result = _run(build, request)
     if upload and result.report.valid:  # a package envkit rejects is never uploaded
-        status = upload_outputs(result.out, result.dataset_dir, workspace, base_url)
-        if status:
-            raise click.exceptions.Exit(status)
-    return result
+        upload_outputs(result.out, result.dataset_dir, workspace, base_url)
+    return ValidationRun((result.report,))
 
 
 @click.command("package")
@@ -169,7 +165,7 @@ def package_command(package: Path, to_format: str, output: Path,
                             index_url: str | None, extra_index_urls: tuple[str, ...],
                             no_runtime_pins: bool, resolve_offline: bool, refresh: bool,
                             arch: str, python_version: str, glibc: str | None,
-                            include: tuple[str, ...] = ()) -> BuildResult:
+                            include: tuple[str, ...] = ()) -> ValidationRun:
     """native-v1 PACKAGE -> wheels-v1: vendor its servers' closure for the target."""
     request = BuildRequest(
         sources=(package,), out=output, fmt=to_format,
@@ -178,4 +174,4 @@ def package_command(package: Path, to_format: str, output: Path,
         extra_index_urls=extra_index_urls, resolve_offline=resolve_offline, refresh=refresh,
         target_source=_target_source(), include=include,
     )
-    return _run(convert_package, request)
+    return ValidationRun((_run(convert_package, request).report,))

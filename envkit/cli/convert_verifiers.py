@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -21,9 +21,6 @@ from envkit.converters.vf_request import GYM_RELEASE_DATE
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.model.target import ARCHES
 from envkit.output.results import ConvertOutcome
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["verifiers_command"]
 
@@ -122,8 +119,5 @@ def verifiers_command(**opts: Any) -> ConvertOutcome:
         msg = "conversion returned no validation report"
         raise AssertionError(msg)
     if opts["upload"] and report.valid:  # a package envkit rejects is never uploaded
-        status = upload_outputs(result.package, result.dataset, opts["workspace"],
-                                opts["base_url"])
-        if status:
-            raise click.exceptions.Exit(status)
+        upload_outputs(result.package, result.dataset, opts["workspace"], opts["base_url"])
     return ConvertOutcome(result, report)

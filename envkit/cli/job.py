@@ -35,12 +35,11 @@ def platform_options(func: Callable[..., Any]) -> Callable[..., Any]:
                         help="Workspace (default: NMP_WORKSPACE, the context's, 'default').")(func)
 
 
-def where_from(base_url: str | None, workspace: str | None, *, quiet: bool | None = None) -> Where:
+def where_from(base_url: str | None, workspace: str | None) -> Where:
     """The connection flags, and whether progress shows (not under ``-q``)."""
     from envkit.platform.commands import Where
 
-    if quiet is None:
-        quiet = run_state(click.get_current_context()).get(VERBOSITY_KEY, 0) < 0
+    quiet = run_state(click.get_current_context()).get(VERBOSITY_KEY, 0) < 0
     return Where(base_url=base_url, workspace=workspace, show_progress=not quiet)
 
 

@@ -8,7 +8,6 @@ Ctrl-C or SIGTERM (every server torn down first).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +18,7 @@ from envkit.cli._common import (
     backend_option,
     common_options,
     gym_python_option,
+    option_group,
     sigterm_as_interrupt,
 )
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
@@ -34,67 +34,61 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 FORMATS = ("human", "json", "github", "sarif")
 
 
-def _static_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """The static pass's options, spelled and defaulted as ``envkit validate``'s: unset flags
-    fall back to the configuration, then to the package's ``wheels.lock``."""
-    for option in reversed((
-        click.option("--dataset", type=_DIR, help="Dataset dir (training.jsonl): the rows."),
-        click.option("--job", type=_FILE, help="GRPO job JSON: the concurrency, the reply "
-                                               "length and the step the probe projects."),
-        click.option("--arch", type=click.Choice(["x86_64", "aarch64"]), default=None,
-                     help="Cluster architecture (default: wheels.lock, else x86_64)."),
-        click.option("--python", "python_version", default=None,
-                     help="Target CPython version (default: wheels.lock, else 3.13)."),
-        click.option("--glibc", default=None, metavar="2_N",
-                     help="Cluster glibc floor (default: wheels.lock, else 2_28)."),
-        click.option("--gym-version", default=None,
-                     help=f"nemo-gym version of the image (default {DEFAULT_GYM_VERSION})."),
-        click.option("--offline/--no-offline", default=None,
-                     help="No route out: index-free installs from wheels/, servers in a "
-                          "network namespace with loopback only."),
-        click.option("--isolated", is_flag=True, help="Ignore envkit.toml and [tool.envkit]."),
-    )):
-        func = option(func)
-    return func
+_static_options = option_group(
+    click.option("--dataset", type=_DIR, help="Dataset dir (training.jsonl): the rows."),
+    click.option("--job", type=_FILE, help="GRPO job JSON: the concurrency, the reply "
+                                           "length and the step the probe projects."),
+    click.option("--arch", type=click.Choice(["x86_64", "aarch64"]), default=None,
+                 help="Cluster architecture (default: wheels.lock, else x86_64)."),
+    click.option("--python", "python_version", default=None,
+                 help="Target CPython version (default: wheels.lock, else 3.13)."),
+    click.option("--glibc", default=None, metavar="2_N",
+                 help="Cluster glibc floor (default: wheels.lock, else 2_28)."),
+    click.option("--gym-version", default=None,
+                 help=f"nemo-gym version of the image (default {DEFAULT_GYM_VERSION})."),
+    click.option("--offline/--no-offline", default=None,
+                 help="No route out: index-free installs from wheels/, servers in a "
+                      "network namespace with loopback only."),
+    click.option("--isolated", is_flag=True, help="Ignore envkit.toml and [tool.envkit]."),
+)
+"""The static pass's options, spelled and defaulted as ``envkit validate``'s: unset flags
+fall back to the configuration, then to the package's ``wheels.lock``."""
 
 
-def _probe_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """The thresholds (default: the configuration's ``probe-*`` keys, else the built-ins)."""
-    for option in reversed((
-        click.option("--oracle-field", default=None, metavar="FIELD",
-                     help="Row field with the reference answer (dotted for nested; default: "
-                          "expected_answer, answer, ground_truth, expected_output, solution)."),
-        click.option("--rows", "probe_rows", type=click.IntRange(min=1), default=None,
-                     help="Rows per agent (probe-rows, default 8)."),
-        click.option("--repeats", "probe_repeats", type=click.IntRange(min=1), default=None,
-                     help="Times each reply is scored per row (probe-repeats, default 2)."),
-        click.option("--margin", "probe_margin", type=click.FloatRange(0, 1), default=None,
-                     help="Gameable within this share of the reward range (probe-margin, "
-                          "default 0.1)."),
-        click.option("--rollout-timeout", "probe_rollout_timeout", default=None,
-                     type=click.FloatRange(min=1),
-                     help="Seconds per rollout (probe-rollout-timeout, default 600)."),
-        click.option("--model", type=_DIR, default=None, metavar="DIR",
-                     help="Also sample this HF policy's own G replies per prompt (the job's "
-                          "num_generations_per_prompt) and report its zero-variance groups "
-                          "(needs the `train` extra)."),
-        backend_option("model_backend"),
-        click.option("--zero-variance-warn", "probe_zero_variance_warn", default=None,
-                     type=click.FloatRange(0, 1),
-                     help="With --model: warn over this share of zero-variance groups "
-                          "(probe-zero-variance-warn, default 0.5)."),
-        gym_python_option,
-        allow_python_override_option,
-        click.option("--timeout", "ready_timeout_s", default=300.0, show_default=True,
-                     type=click.FloatRange(min=1), help="Seconds for every server to be ready."),
-        click.option("--keep-logs", type=click.Path(file_okay=False, path_type=Path),
-                     help="Copy the servers' logs here."),
-        click.option("-o", "--output", "output_dir", default=None,
-                     type=click.Path(file_okay=False, path_type=Path),
-                     help="Write probe.json and probe.png (needs matplotlib) here."),
-    )):
-        func = option(func)
-    return func
+_probe_options = option_group(
+    click.option("--oracle-field", default=None, metavar="FIELD",
+                 help="Row field with the reference answer (dotted for nested; default: "
+                      "expected_answer, answer, ground_truth, expected_output, solution)."),
+    click.option("--rows", "probe_rows", type=click.IntRange(min=1), default=None,
+                 help="Rows per agent (probe-rows, default 8)."),
+    click.option("--repeats", "probe_repeats", type=click.IntRange(min=1), default=None,
+                 help="Times each reply is scored per row (probe-repeats, default 2)."),
+    click.option("--margin", "probe_margin", type=click.FloatRange(0, 1), default=None,
+                 help="Gameable within this share of the reward range (probe-margin, "
+                      "default 0.1)."),
+    click.option("--rollout-timeout", "probe_rollout_timeout", default=None,
+                 type=click.FloatRange(min=1),
+                 help="Seconds per rollout (probe-rollout-timeout, default 600)."),
+    click.option("--model", type=_DIR, default=None, metavar="DIR",
+                 help="Also sample this HF policy's own G replies per prompt (the job's "
+                      "num_generations_per_prompt) and report its zero-variance groups "
+                      "(needs the `train` extra)."),
+    backend_option("model_backend"),
+    click.option("--zero-variance-warn", "probe_zero_variance_warn", default=None,
+                 type=click.FloatRange(0, 1),
+                 help="With --model: warn over this share of zero-variance groups "
+                      "(probe-zero-variance-warn, default 0.5)."),
+    gym_python_option,
+    allow_python_override_option,
+    click.option("--timeout", "ready_timeout_s", default=300.0, show_default=True,
+                 type=click.FloatRange(min=1), help="Seconds for every server to be ready."),
+    click.option("--keep-logs", type=click.Path(file_okay=False, path_type=Path),
+                 help="Copy the servers' logs here."),
+    click.option("-o", "--output", "output_dir", default=None,
+                 type=click.Path(file_okay=False, path_type=Path),
+                 help="Write probe.json and probe.png (needs matplotlib) here."),
+)
+"""The thresholds (default: the configuration's ``probe-*`` keys, else the built-ins)."""
 
 
 @click.command("probe")

@@ -14,14 +14,11 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from envkit.cli._common import (
-    allow_python_override_option,
-    backend_option,
     common_options,
-    gym_python_option,
+    local_gym_options,
     sigterm_as_interrupt,
 )
 from envkit.cli._extras import precheck, require_backend
-from envkit.model.gym_data import DEFAULT_GYM_VERSION
 
 if TYPE_CHECKING:
     from envkit.profile import ProfileReport
@@ -51,12 +48,7 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N rows of each split.")
 @click.option("--timeout", "timeout_s", default=600.0, show_default=True,
               type=click.FloatRange(min=1), help="Per-rollout request timeout (s).")
-@backend_option()
-@click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
-              help="nemo-gym version the package's servers run on.")
-@gym_python_option
-@allow_python_override_option
-@click.option("--offline", is_flag=True, help="No index for any install: wheels/ must cover all.")
+@local_gym_options
 @common_options()
 def profile_command(package: Path, dataset: Path, model: Path, job: Path | None,
                     output_dir: Path | None, band: str | None,

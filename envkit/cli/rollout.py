@@ -14,15 +14,12 @@ from typing import Any
 import click
 
 from envkit.cli._common import (
-    allow_python_override_option,
-    backend_option,
     common_options,
-    gym_python_option,
+    local_gym_options,
     output_path_option,
     sigterm_as_interrupt,
 )
 from envkit.cli._extras import precheck, require_backend
-from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.output.results import RolloutOutcome
 
 __all__ = ["rollout_command"]
@@ -47,12 +44,7 @@ _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
               help="Most tokens the policy generates per turn.")
 @click.option("--timeout", "timeout_s", default=600.0, show_default=True,
               type=click.FloatRange(min=1), help="Per-row request timeout (s).")
-@backend_option()
-@click.option("--gym-version", default=DEFAULT_GYM_VERSION, show_default=True,
-              help="nemo-gym version the package's servers run on.")
-@gym_python_option
-@allow_python_override_option
-@click.option("--offline", is_flag=True, help="No index for any install: wheels/ must cover all.")
+@local_gym_options
 @output_path_option(type=click.Path(dir_okay=False, path_type=Path),
                     help="Write Gym's rollout rows (JSONL) here.")
 @common_options()

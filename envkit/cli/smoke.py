@@ -8,7 +8,6 @@ SIGTERM (every server torn down first).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +17,7 @@ from envkit.cli._common import (
     allow_python_override_option,
     common_options,
     gym_python_option,
+    option_group,
     report_file_option,
     sigterm_as_interrupt,
 )
@@ -34,52 +34,46 @@ _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 FORMATS = ("human", "json", "github", "sarif")
 
 
-def smoke_runtime_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Options of the spin-up itself."""
-    for option in reversed((
-        click.option("--rows", default=1, show_default=True, type=click.IntRange(min=1),
-                     help="Rows per agent (the dataset's first N; else a minimal row)."),
-        click.option("--completion", default=None, metavar="TEXT",
-                     help="Fixed reply of the scripted policy (default: the row's "
-                          "expected_answer, else a fixed text)."),
-        click.option("--timeout", "ready_timeout_s", default=300.0, show_default=True,
-                     type=click.FloatRange(min=1), help="Seconds for every server to be ready."),
-        click.option("--rollout-timeout", "rollout_timeout_s", default=120.0, show_default=True,
-                     type=click.FloatRange(min=1), help="Seconds per rollout."),
-        gym_python_option,
-        allow_python_override_option,
-        click.option("--keep-logs", type=click.Path(file_okay=False, path_type=Path),
-                     help="Copy the servers' logs here."),
-    )):
-        func = option(func)
-    return func
+smoke_runtime_options = option_group(
+    click.option("--rows", default=1, show_default=True, type=click.IntRange(min=1),
+                 help="Rows per agent (the dataset's first N; else a minimal row)."),
+    click.option("--completion", default=None, metavar="TEXT",
+                 help="Fixed reply of the scripted policy (default: the row's "
+                      "expected_answer, else a fixed text)."),
+    click.option("--timeout", "ready_timeout_s", default=300.0, show_default=True,
+                 type=click.FloatRange(min=1), help="Seconds for every server to be ready."),
+    click.option("--rollout-timeout", "rollout_timeout_s", default=120.0, show_default=True,
+                 type=click.FloatRange(min=1), help="Seconds per rollout."),
+    gym_python_option,
+    allow_python_override_option,
+    click.option("--keep-logs", type=click.Path(file_okay=False, path_type=Path),
+                 help="Copy the servers' logs here."),
+)
+"""Options of the spin-up itself."""
 
 
-def _static_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """What the static pass takes, spelled and defaulted as ``envkit validate`` does: unset
-    flags fall back to the configuration, then to the package's ``wheels.lock``."""
-    for option in reversed((
-        click.option("--dataset", type=_DIR, help="Dataset dir (training.jsonl): rows to send."),
-        click.option("--arch", type=click.Choice(["x86_64", "aarch64"]), default=None,
-                     help="Cluster architecture (default: the package's wheels.lock, else "
-                          "x86_64)."),
-        click.option("--python", "python_version", default=None,
-                     help="Target CPython version (default: the package's wheels.lock, else "
-                          "3.13)."),
-        click.option("--glibc", default=None, metavar="2_N",
-                     help="Cluster glibc floor, 2_17..2_40 (default: the package's "
-                          "wheels.lock, else 2_28)."),
-        click.option("--gym-version", default=None,
-                     help=f"nemo-gym version of the training image (default "
-                          f"{DEFAULT_GYM_VERSION})."),
-        click.option("--offline/--no-offline", default=None,
-                     help="No route out: index-free installs from wheels/, servers in a "
-                          "network namespace with loopback only (else behind a refusing "
-                          "proxy)."),
-        click.option("--isolated", is_flag=True, help="Ignore envkit.toml and [tool.envkit]."),
-    )):
-        func = option(func)
-    return func
+_static_options = option_group(
+    click.option("--dataset", type=_DIR, help="Dataset dir (training.jsonl): rows to send."),
+    click.option("--arch", type=click.Choice(["x86_64", "aarch64"]), default=None,
+                 help="Cluster architecture (default: the package's wheels.lock, else "
+                      "x86_64)."),
+    click.option("--python", "python_version", default=None,
+                 help="Target CPython version (default: the package's wheels.lock, else "
+                      "3.13)."),
+    click.option("--glibc", default=None, metavar="2_N",
+                 help="Cluster glibc floor, 2_17..2_40 (default: the package's "
+                      "wheels.lock, else 2_28)."),
+    click.option("--gym-version", default=None,
+                 help=f"nemo-gym version of the training image (default "
+                      f"{DEFAULT_GYM_VERSION})."),
+    click.option("--offline/--no-offline", default=None,
+                 help="No route out: index-free installs from wheels/, servers in a "
+                      "network namespace with loopback only (else behind a refusing "
+                      "proxy)."),
+    click.option("--isolated", is_flag=True, help="Ignore envkit.toml and [tool.envkit]."),
+)
+"""What the static pass takes, spelled and defaulted as ``envkit validate`` does: unset
+flags fall back to the configuration, then to the package's ``wheels.lock``."""
 
 
 @click.command("smoke")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from envkit.cli._common import VERBOSITY_KEY, common_options, output_path_option, run_state
+from envkit.cli._common import common_options, option_group, output_path_option
 from envkit.cli._extras import missing_modules, require_extra
 from envkit.cli.job import platform_options, where_from
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["submit_command", "upload_options", "upload_outputs"]
 
 _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
-_GATE_OPTIONS = (
+_gate_options = option_group(
     click.option("--arch", type=click.Choice(["x86_64", "aarch64"]), default=None,
                  help="Cluster architecture (default: the package's wheels.lock, else x86_64)."),
     click.option("--python", "python_version", default=None, metavar="3.N",
@@ -50,12 +50,6 @@ _GATE_OPTIONS = (
                  help="Add codes or prefixes to skip."),
     click.option("--isolated", is_flag=True, help="Ignore envkit.toml and [tool.envkit]."),
 )
-
-
-def _gate_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    for option in reversed(_GATE_OPTIONS):
-        func = option(func)
-    return func
 
 
 @click.command("submit")
@@ -123,15 +117,10 @@ def upload_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def upload_outputs(package: Path, dataset: Path | None, workspace: str | None,
-                   base_url: str | None) -> int:
-    """Upload what a build/convert wrote (content-addressed, as submit does).
-
-    Returns 0; failures are exceptions the entry point maps (``PlatformError``: exit 1,
-    ``MissingExtra``: exit 2).
-    """
+                   base_url: str | None) -> None:
+    """Upload what a build/convert wrote (content-addressed, as submit does); failures are
+    exceptions the entry point maps (``PlatformError``: exit 1, ``MissingExtra``: exit 2)."""
     require_extra("build --upload", "platform")
     from envkit.platform.commands import upload_outputs as upload
 
-    quiet = run_state(click.get_current_context()).get(VERBOSITY_KEY, 0) < 0
-    upload(where_from(base_url, workspace, quiet=quiet), package, dataset)
-    return 0
+    upload(where_from(base_url, workspace), package, dataset)

@@ -1,17 +1,13 @@
-"""``envkit validate``, ``envkit schema`` and ``envkit rule``: parse, call, return a result.
-
-``envkit validate``'s work is ``envkit.cli.validate_core.validate``: the command only parses.
-"""
+"""``envkit validate``, ``envkit schema`` and ``envkit rule``: parse, call, return a result."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from envkit.cli._common import common_options, report_file_option
-from envkit.cli.validate_core import VALIDATE_FORMATS, validate
 from envkit.model.diagnostics import parse_selectors
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.schemas import SCHEMAS, schema_text
@@ -19,7 +15,10 @@ from envkit.schemas import SCHEMAS, schema_text
 if TYPE_CHECKING:  # imported where built: `envkit validate` itself returns none of them
     from envkit.output.results import RuleDocs, SchemaText
 
-__all__ = ["rule_command", "schema_command", "validate_command"]
+__all__ = ["VALIDATE_FORMATS", "rule_command", "schema_command", "validate_command"]
+
+VALIDATE_FORMATS = ("human", "json", "github", "sarif")
+"""``envkit validate --output-format`` choices."""
 
 
 @click.command("validate")
@@ -69,7 +68,13 @@ __all__ = ["rule_command", "schema_command", "validate_command"]
                    "written (the tree stamps, the wheel facts); also ENVKIT_NO_CACHE=1.")
 @report_file_option
 @common_options(VALIDATE_FORMATS)
-def validate_command(**options: Any) -> object:
+def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | None,
+                     arch: str | None, python_version: str | None, glibc: str | None,
+                     gym_version: str | None, offline: bool | None, strict: bool | None,
+                     verify_hashes: bool, select: tuple[str, ...], ignore: tuple[str, ...],
+                     extend_select: tuple[str, ...], extend_ignore: tuple[str, ...],
+                     exclude: tuple[str, ...], isolated: bool, ignore_unowned_files: bool,
+                     show_settings: bool, smoke: bool, probe: bool, no_cache: bool) -> object:
     """Check packages (and optionally a dataset and GRPO job) before upload.
 
     Each PATH is a package directory (it holds nemo-environment.yaml), a workspace root (its
@@ -80,7 +85,31 @@ def validate_command(**options: Any) -> object:
     closest envkit.toml or [tool.envkit] in pyproject.toml; flags win. Reports every
     violation in one run. Exit 0 when all are valid, 1 when any is not, 2 on usage errors.
     """
-    return validate(**options)
+    from envkit.validate.gate import GateRequest, discover_for, run_gate, shown_settings
+    from envkit.validate.settings import Settings
+
+    flags = Settings(select=select or None, ignore=ignore or None,
+                     extend_select=extend_select, extend_ignore=extend_ignore, arch=arch,
+                     glibc=glibc, python=python_version, gym_version=gym_version,
+                     offline=offline, strict=strict, dataset=dataset, job=job)
+    request = GateRequest(paths=paths, flags=flags, exclude=exclude,
+                          verify_hashes=verify_hashes, no_cache=no_cache, isolated=isolated,
+                          ignore_unowned_files=ignore_unowned_files)
+    if show_settings:
+        from envkit.output.results import SettingsView
+
+        packages = discover_for(request).packages
+        return SettingsView(tuple((str(p), shown_settings(p, request))
+                                  for p in packages or (Path(),)))
+    if probe:  # the probe validates first (same settings), brings the package up once
+        from envkit.cli.probe import probe_from_validate
+
+        return probe_from_validate(request)
+    if smoke:  # the smoke run validates first (same settings) and reports both
+        from envkit.cli.smoke import smoke_from_validate
+
+        return smoke_from_validate(request)
+    return run_gate(request)
 
 
 @click.command("schema")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envkit import __version__
-from envkit.errors import EnvkitError
+from envkit.errors import UsageError
 from envkit.init.render import load_template, render_files
 from envkit.init.write import write_new_dir
 from envkit.model.jobspec import LoraSettings
@@ -30,11 +30,8 @@ adapter-wheels-v1)."""
 _ADAPTER = "adapter-wheels-v1"
 
 
-class InitNameError(EnvkitError):
-    """No Python identifier can be made of the environment's name (a usage error)."""
-
-    kind = "usage"
-    exit_code = 2
+class InitNameError(UsageError):
+    """No Python identifier can be made of the environment's name."""
 
 
 @dataclass(frozen=True, slots=True)

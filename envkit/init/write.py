@@ -16,7 +16,7 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from envkit.errors import EnvkitError
+from envkit.errors import FailedError
 from envkit.supply.atomic import make_temp_dir, write_files
 
 __all__ = ["InitTargetError", "write_new_dir"]
@@ -25,15 +25,8 @@ _RENAME_NOREPLACE = 1
 _AT_FDCWD = -100
 
 
-class InitTargetError(EnvkitError):
-    """The target is a file or a non-empty directory: nothing was written (exit 1)."""
-
-    kind = "failed"
-    exit_code = 1
-
-    def __init__(self, message: str, hint: str = "") -> None:
-        super().__init__(message)
-        self.hint = hint
+class InitTargetError(FailedError):
+    """The target is a file or a non-empty directory: nothing was written."""
 
 
 def write_new_dir(out: Path, files: Mapping[str, bytes]) -> None:

@@ -4,7 +4,7 @@ JSON error object on stdout when the user asked for JSON (``envkit schema error`
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from envkit.errors import INTERNAL, EnvkitError
 from envkit.output.stdout import dump, echo
@@ -13,9 +13,7 @@ from envkit.validate.report import diagnostic_dict
 if TYPE_CHECKING:
     from envkit.output.shapes import ErrorDict
 
-__all__ = ["ERROR_VERSION", "error_dict", "render_error"]
-
-ERROR_VERSION: Literal["1.0"] = "1.0"
+__all__ = ["error_dict", "render_error"]
 
 
 def error_dict(exc: BaseException, kind: str) -> ErrorDict:
@@ -28,7 +26,7 @@ def error_dict(exc: BaseException, kind: str) -> ErrorDict:
     message = str(exc.format_message()) if hasattr(exc, "format_message") else str(exc)
     code = known.code if known is not None and kind != "usage" else None
     return {
-        "version": ERROR_VERSION,
+        "version": "1.0",
         "valid": False,
         "error": {"kind": kind, "type": type(exc).__name__, "message": message,
                   "hint": known.hint if known is not None else "",

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Console",
+    "dash",
     "diagnostic_path",
     "escape",
     "render_github",
@@ -47,7 +48,7 @@ class Console:
             return "\x1b[0m"
         return "\x1b[" + ";".join(_CODES[w] for w in match.group(2).split()) + "m"
 
-    def print(self, text: str = "", **_: object) -> None:
+    def print(self, text: str = "") -> None:
         self.file.write(_unescape(_MARKUP.sub(self._sub, text)) + "\n")
 
 
@@ -77,6 +78,11 @@ def diagnostic_path(report: Report, diag: Diagnostic) -> str:
     return str(Path(base) / diag.path) if diag.path else base
 
 
+def dash(value: float | None, spec: str) -> str:
+    """``value`` formatted by ``spec``, or ``-`` where there is none (a table's empty cell)."""
+    return "-" if value is None else format(value, spec)
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' * (n != 1)}"
 
@@ -94,14 +100,13 @@ def _print_cause(report: Report, cause: Cause, console: Console) -> None:
     """The cause first, then how many findings follow from it, one of them as an example:
     the rest are the same finding for other files (``--output-format json`` lists each)."""
     follow = report.follow_ons(cause)
-    console.print(f"[yellow bold]warning:[/] {escape(cause.text)}", highlight=False,
-                  soft_wrap=True)
+    console.print(f"[yellow bold]warning:[/] {escape(cause.text)}")
     console.print(f"  [cyan]= follows:[/] {_plural(len(follow), 'finding')} ({tally(follow)}); "
-                  "`--output-format json` lists each, e.g.", highlight=False, soft_wrap=True)
+                  "`--output-format json` lists each, e.g.")
     first = follow[0]
     console.print(f"    {escape(diagnostic_path(report, first))}: {severity_label(first)} "
-                  f"{escape(first.message)}", highlight=False, soft_wrap=True)
-    console.print(f"  [cyan]= help:[/] {escape(cause.hint)}", highlight=False, soft_wrap=True)
+                  f"{escape(first.message)}")
+    console.print(f"  [cyan]= help:[/] {escape(cause.hint)}")
 
 
 def _print_diagnostics(report: Report, console: Console) -> None:
@@ -111,11 +116,10 @@ def _print_diagnostics(report: Report, console: Console) -> None:
         where = diagnostic_path(report, d)
         if d.line:
             where += f":{d.line}" + (f":{d.column}" if d.column else "")
-        console.print(f"[bold]{escape(where)}:[/] {severity_label(d)} {escape(d.message)}",
-                      highlight=False, soft_wrap=True)
-        console.print(f"  [cyan]= help:[/] {escape(d.hint)}", highlight=False, soft_wrap=True)
+        console.print(f"[bold]{escape(where)}:[/] {severity_label(d)} {escape(d.message)}")
+        console.print(f"  [cyan]= help:[/] {escape(d.hint)}")
     for note in report.loose_notes:
-        console.print(f"[yellow bold]warning:[/] {escape(note)}", highlight=False, soft_wrap=True)
+        console.print(f"[yellow bold]warning:[/] {escape(note)}")
 
 
 def _verdict(report: Report) -> str:
@@ -149,23 +153,22 @@ def render_human(run: ValidationRun, console: Console) -> None:
         console.print("nothing to validate: no package contains the given files")
         return
     if len(run.reports) == 1:
-        (report,) = run.reports
-        _print_diagnostics(report, console)
-        target = _target_line(report)
-        if target:
-            console.print(target, highlight=False, soft_wrap=True)
-        console.print(_verdict(report), highlight=False, soft_wrap=True)
+        _print_report(run.reports[0], console)
         return
     for report in run.reports:
         title = escape(report.root or "(no package)")
-        console.print(f"[bold underline]{title}[/]", highlight=False, soft_wrap=True)
-        _print_diagnostics(report, console)
-        target = _target_line(report)
-        if target:
-            console.print(target, highlight=False, soft_wrap=True)
-        console.print(_verdict(report), highlight=False, soft_wrap=True)
+        console.print(f"[bold underline]{title}[/]")
+        _print_report(report, console)
         console.print()
-    console.print(summary_line(run), highlight=False, soft_wrap=True)
+    console.print(summary_line(run))
+
+
+def _print_report(report: Report, console: Console) -> None:
+    _print_diagnostics(report, console)
+    target = _target_line(report)
+    if target:
+        console.print(target)
+    console.print(_verdict(report))
 
 
 def summary_line(run: ValidationRun) -> str:

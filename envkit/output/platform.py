@@ -1,41 +1,30 @@
 """``envkit submit`` and ``envkit job ...`` results for people; their JSON is the outcome's own
 (``envkit.platform.outcomes``, ``envkit schema submit`` / ``job-output``).
 
-Registered by ``envkit.output.render`` the first time such a result is rendered: only the
+Imported by ``envkit.output.render`` the first time such a result is rendered: only the
 platform commands import ``envkit.platform`` (and its ``httpx`` client).
 """
 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from envkit.output.failure import render_error
+from envkit.output.render import renders
 from envkit.output.stdout import dump, echo
 from envkit.platform.errors import PlatformError
 from envkit.platform.outcomes import JobLogs, JobMetrics, JobReply, JobShow, SubmitOutcome
+from envkit.platform.progress import status_line
 
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-__all__ = ["register"]
+__all__: list[str] = []
 
 
-def register(renders: Callable[[type, str | None], Callable[[Any], Any]]) -> None:
-    """Register this module's renderers with ``envkit.output.render.renders``."""
-    renders(SubmitOutcome, "submit")(_submit)
-    renders(JobReply, "job-output")(_job_reply)
-    renders(JobMetrics, "job-output")(_job_metrics)
-    renders(JobShow, "job-output")(_job_show)
-    renders(JobLogs, "job-output")(_job_logs)
-
-
+@renders(SubmitOutcome, "submit")
 def _submit(outcome: SubmitOutcome, fmt: str) -> int:
     if fmt == "json":
         echo(dump(outcome.to_json()))
         return outcome.exit_code
-    from envkit.platform.progress import status_line
-
     verb = "created" if outcome.created else "attached to"
     lines = [f"{verb} job {outcome.ref.workspace}/{outcome.ref.name}",
              f"environment {outcome.environment.ref}", f"dataset {outcome.dataset.ref}"]
@@ -45,22 +34,20 @@ def _submit(outcome: SubmitOutcome, fmt: str) -> int:
     return outcome.exit_code
 
 
+@renders(JobReply, "job-output")
 def _job_reply(outcome: JobReply, fmt: str) -> int:
     if fmt == "json":
         echo(dump(outcome.to_json()))
         return outcome.exit_code
-    from envkit.platform.progress import status_line
-
     echo(f"{outcome.ref.name}: {status_line(outcome.reply)}")
     return outcome.exit_code
 
 
+@renders(JobShow, "job-output")
 def _job_show(outcome: JobShow, fmt: str) -> int:
     if fmt == "json":
         echo(dump(outcome.to_json()))
         return 0
-    from envkit.platform.progress import status_line
-
     spec = outcome.job.get("spec") or {}
     lines = [f"{outcome.ref.workspace}/{outcome.ref.name}: {status_line(outcome.job)}",
              *(f"{key:<12}{spec[key]}" for key in ("model", "environment", "dataset")
@@ -85,6 +72,7 @@ def _provenance_lines(record: dict[str, Any] | None) -> list[str]:
     return ["provenance", *(f"  {k:<12}{v}" for k, v in rows)]
 
 
+@renders(JobMetrics, "job-output")
 def _job_metrics(outcome: JobMetrics, fmt: str) -> int:
     if fmt == "json":
         echo(dump(outcome.to_json()))
@@ -101,6 +89,7 @@ def _job_metrics(outcome: JobMetrics, fmt: str) -> int:
     return 0
 
 
+@renders(JobLogs, "job-output")
 def _job_logs(outcome: JobLogs, fmt: str) -> int:
     """Lines as they come (``--follow``); a failure mid-way is an error after what was shown."""
     collected: list[dict[str, Any]] = []

@@ -6,12 +6,11 @@ unchanged package says it did nothing (the venvs are found where a bring-up look
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, TypedDict
+from typing import Literal, TypedDict
 
+from envkit.gym import PrefetchResult
+from envkit.output.render import renders
 from envkit.output.stdout import dump, echo
-
-if TYPE_CHECKING:
-    from envkit.gym import PrefetchResult
 
 __all__ = ["PrefetchDict", "render_prefetch"]
 
@@ -31,17 +30,16 @@ class PrefetchDict(TypedDict):
     seconds: float
 
 
-def prefetch_dict(result: PrefetchResult) -> PrefetchDict:
-    return {"version": "1.0", "package": result.package, "gym_version": result.gym_version,
-            "gym_venv": result.gym_venv, "gym_built": result.gym_built,
-            "venv_dir": result.venv_dir, "built": result.built, "offline": result.offline,
-            "venvs": list(result.venvs), "seconds": round(result.seconds, 3)}
-
-
+@renders(PrefetchResult, "prefetch")
 def render_prefetch(result: PrefetchResult, fmt: str) -> int:
     """Print ``result`` in ``fmt`` on stdout; always 0 (a failed build raised)."""
     if fmt == "json":
-        echo(dump(prefetch_dict(result)))
+        data: PrefetchDict = {
+            "version": "1.0", "package": result.package, "gym_version": result.gym_version,
+            "gym_venv": result.gym_venv, "gym_built": result.gym_built,
+            "venv_dir": result.venv_dir, "built": result.built, "offline": result.offline,
+            "venvs": list(result.venvs), "seconds": round(result.seconds, 3)}
+        echo(dump(data))
         return 0
     mode = "index-free, from wheels/" if result.offline else "with an index"
     if not result.built and not result.gym_built:

@@ -2,8 +2,8 @@
 as SARIF.
 
 ``envkit.output.render`` dispatches a ``ProbeOutcome`` here. The findings are ordinary
-diagnostics, so GitHub annotations and SARIF are the validate renderers' over the static
-report with the probe's findings added (``ProbeReport.findings``).
+diagnostics, so GitHub annotations and SARIF are ``render_run``'s over the static report with
+the probe's findings added (``ProbeReport.findings``).
 """
 
 from __future__ import annotations
@@ -12,38 +12,30 @@ import sys
 from typing import TYPE_CHECKING
 
 from envkit.model.diagnostics import Severity
-from envkit.output.human import Console, diagnostic_path, escape
-from envkit.output.human import render_github as render_validation_github
+from envkit.output.human import Console, dash, diagnostic_path, escape
+from envkit.output.render import render_run, renders
 from envkit.output.stdout import dump, echo
+from envkit.probe.report import ProbeOutcome
 from envkit.validate.report import ValidationRun
 
 if TYPE_CHECKING:
-    from envkit.probe.report import ProbeDict, ProbeOutcome, ProbeReport
+    from envkit.probe.report import ProbeDict, ProbeReport
     from envkit.validate.report import Report
 
 __all__ = ["render_human", "render_probe"]
 
 
+@renders(ProbeOutcome, "probe")
 def render_probe(outcome: ProbeOutcome, fmt: str) -> int:
     """Print ``outcome`` in ``fmt`` on stdout; 0 when the probe passed, else 1."""
     report = outcome.report
-    if fmt == "json":
-        text = dump(report.to_dict())
-    elif fmt == "github":
-        text = render_validation_github(ValidationRun((report.findings(),)))
-    elif fmt == "sarif":
-        from envkit.output.sarif import sarif_log
-
-        text = dump(sarif_log(ValidationRun((report.findings(),))))
+    if fmt in ("github", "sarif"):
+        render_run(ValidationRun((report.findings(),)), fmt)
+    elif fmt == "json":
+        echo(dump(report.to_dict()))
     else:
         render_human(report, Console(sys.stdout))
-        text = ""
-    echo(text)
     return 0 if report.passed else 1
-
-
-def _num(value: float | None, spec: str = ".3g") -> str:
-    return "-" if value is None else format(value, spec)
 
 
 def _rewards(data: ProbeDict, console: Console) -> None:
@@ -58,7 +50,7 @@ def _rewards(data: ProbeDict, console: Console) -> None:
         for a in agents:
             p = next((p for p in a["policies"] if p["policy"] == name), None)
             mark = "*" if a["oracle"] == name else " "
-            cell = "-" if p is None else _num(p["mean"], ".2f") + mark + (
+            cell = "-" if p is None else dash(p["mean"], ".2f") + mark + (
                 f" ({p['failed']} failed)" if p["failed"] else "")
             cells.append(f"{cell:>24}")
         console.print(f"  {escape(name):<24}" + "".join(cells))
@@ -79,9 +71,9 @@ def _reasoning(data: ProbeDict, console: Console) -> None:
     for a in (section or {}).get("agents", []):
         shape = a["shape"] or "not seen"
         cells = ", ".join(f"{escape(p['policy'].removeprefix('reasoning:'))} "
-                          f"{_num(p['mean'], '.2f')}" for p in a["policies"])
+                          f"{dash(p['mean'], '.2f')}" for p in a["policies"])
         console.print(f"[bold]reasoning[/] {escape(a['agent'])} (as {shape}; oracle "
-                      f"{_num(a['oracle_mean'], '.2f')}): {cells}")
+                      f"{dash(a['oracle_mean'], '.2f')}): {cells}")
 
 
 def _load(data: ProbeDict, console: Console) -> None:
@@ -94,8 +86,8 @@ def _load(data: ProbeDict, console: Console) -> None:
     for lv in load["levels"]:
         style = "red" if lv["failed"] else ""
         row = (f"  {lv['concurrency']:>9} {lv['requests']:>5} {lv['ok']:>5} {lv['failed']:>6} "
-               f"{_num(lv['throughput_rps'], '.1f'):>10} {_num(lv['p50_s'], '.3f'):>7} "
-               f"{_num(lv['p95_s'], '.3f'):>7} {_num(lv['p99_s'], '.3f'):>7}")
+               f"{dash(lv['throughput_rps'], '.1f'):>10} {dash(lv['p50_s'], '.3f'):>7} "
+               f"{dash(lv['p95_s'], '.3f'):>7} {dash(lv['p99_s'], '.3f'):>7}")
         console.print(f"[{style}]{row}[/]" if style else row)
     step = load["projected_step_s"]
     step_text = "-" if step is None else f"{step:.1f}s"
@@ -112,14 +104,10 @@ def _fixtures(data: ProbeDict, console: Console) -> None:
         for case in server["cases"]:
             mark = {True: "ok", False: "[red]FAIL[/]", None: "skip"}[case["passed"]]
             want = (f"error ~ {case['expected_error']!r}" if case["kind"] == "malformed"
-                    else _num(case["expected_reward"]))
-            seen = ", ".join(_num(r) for r in case["observed"]) or "-"
+                    else dash(case["expected_reward"], ".3g"))
+            seen = ", ".join(dash(r, ".3g") for r in case["observed"]) or "-"
             console.print(f"  {mark:>4} {escape(case['name'])[:32]:<32} {case['kind']:<12} "
                           f"expected {escape(want)}, observed {seen}")
-
-
-def _share(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0%}"
 
 
 def _model_signal(data: ProbeDict, console: Console) -> None:
@@ -133,12 +121,12 @@ def _model_signal(data: ProbeDict, console: Console) -> None:
     for a in [*signal["agents"], {**signal["total"], "agent": "all", "failed": None,
                                   "mean_reward": None}]:
         lo_hi = a["zero_variance_interval"]
-        zv = _share(a["zero_variance_share"]) + (
+        zv = dash(a["zero_variance_share"], ".0%") + (
             f" ({lo_hi[0]:.0%}..{lo_hi[1]:.0%})" if lo_hi else "")
         failed = "" if a["failed"] is None else str(a["failed"])
         console.print(f"  {escape(a['agent'][:28]):<28} {a['groups']:>6} {zv:>22} "
-                      f"{_share(a['no_gradient_share']):>11} "
-                      f"{_num(a['mean_reward'], '.3f'):>11} {failed:>6}")
+                      f"{dash(a['no_gradient_share'], '.0%'):>11} "
+                      f"{dash(a['mean_reward'], '.3f'):>11} {failed:>6}")
     dynamic = signal["dynamic_sampling"]
     if dynamic:
         batches = dynamic["expected_gen_batches"]

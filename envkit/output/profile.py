@@ -3,18 +3,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from envkit.output.human import dash
+from envkit.output.render import renders
 from envkit.output.stdout import dump, echo
-
-if TYPE_CHECKING:
-    from envkit.profile import ProfileReport
+from envkit.profile.report import ProfileReport
 
 __all__ = ["histogram", "render_profile"]
 
 _BINS = 5
 
 
+@renders(ProfileReport, "profile")
 def render_profile(report: ProfileReport, fmt: str) -> int:
     """Print ``report`` in ``fmt`` on stdout; its exit status (0 every reply scored, else 1)."""
     if fmt == "json":
@@ -22,14 +21,6 @@ def render_profile(report: ProfileReport, fmt: str) -> int:
     else:
         echo("\n".join(_lines(report)))
     return report.exit_code
-
-
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
-def _share(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0%}"
 
 
 def histogram(rates: list[float | None], bins: int = _BINS) -> list[int]:
@@ -52,7 +43,7 @@ def _lines(report: ProfileReport) -> list[str]:
            f"(temperature {job['temperature']}, max_new_tokens {job['max_new_tokens']}, "
            f"seed {job['seed']}; job: {job['source']}) on {data['model']} ({data['backend']})",
            f"rollouts={data['rollouts']} failed={data['failed']} "
-           f"mean_reward={_num(data['mean_reward'])}"
+           f"mean_reward={dash(data['mean_reward'], '.3f')}"
            f" ready_s={data['ready_s']:.1f} rollout_s={data['rollout_s']:.1f}"]
     if data["aborted"]:
         out.append(f"aborted: {data['aborted']}")
@@ -62,15 +53,15 @@ def _lines(report: ProfileReport) -> list[str]:
         lo, hi = i / _BINS, (i + 1) / _BINS
         out.append(f"  [{lo:.1f}, {hi:.1f}{']' if i == _BINS - 1 else ')'}  {n}")
     out.append(f"zero-variance share at G={job['group_size']}: "
-               f"{_share(data['zero_variance_share'])}")
+               f"{dash(data['zero_variance_share'], '.0%')}")
     keep = data["keep"]
     if keep is not None:
         rows = ", ".join(f"{split} {c['kept']}/{c['profiled']}"
                          for split, c in keep["rows"].items())
         band = keep["band"]
         out.append(f"kept (pass rate in [{band[0]:g}, {band[1]:g}]): {rows}; zero-variance share "
-                   f"{_share(data['zero_variance_share'])} -> "
-                   f"{_share(keep['zero_variance_share_after'])}")
+                   f"{dash(data['zero_variance_share'], '.0%')} -> "
+                   f"{dash(keep['zero_variance_share_after'], '.0%')}")
         if keep["dataset"]:
             out.append(f"dataset: {keep['dataset']}")
         elif report.exit_code:

@@ -5,30 +5,28 @@ exit status the result stands for (0 valid/succeeded, 1 invalid/failed). It disp
 result's type (``functools.singledispatch``), and every JSON it prints is a versioned
 ``TypedDict`` with a JSON Schema under ``envkit schema`` (``schema_for`` names it).
 
-Why some renderers register lazily: a result type's module is imported by the command that
-made it; ``envkit validate`` in a pre-commit hook must not import the builder, the smoke
-runtime or the platform client just so that their renderers exist. ``_LAZY`` holds, for each
-such module, the function that registers its types, run the first time a result from that
-module is rendered (the pattern of dask's ``Dispatch.register_lazy``).
+Why most renderers register lazily: a result type's module is imported by the command that
+made it; ``envkit validate`` in a pre-commit hook must not import the smoke runtime or the
+platform client just so that their renderers exist. ``_LAZY`` names, for each such module, the
+module of its renderers (which register themselves with ``renders``), imported the first time a
+result from that module is rendered (the pattern of dask's ``Dispatch.register_lazy``).
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
+import sys
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from envkit.output.runs import render_run
+from envkit.output.human import Console, render_github, render_human
 from envkit.output.stdout import dump, echo
 from envkit.validate.report import ValidationRun
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from envkit.output.shapes import (
-        InitDict,
-    )
-
-__all__ = ["registered_types", "render", "renders", "schema_for"]
+__all__ = ["registered_types", "render", "render_run", "renders", "schema_for"]
 
 _Renderer = TypeVar("_Renderer", bound="Callable[[Any, str], int]")
 
@@ -46,7 +44,17 @@ def render(result: object, fmt: str) -> int:
 
 
 _SCHEMAS: dict[type, str] = {}
-_LAZY: dict[str, Callable[[], None]] = {}
+_LAZY = {
+    "envkit.smoke.report": "envkit.output.smoke",
+    "envkit.probe.report": "envkit.output.probe",
+    "envkit.gym.prefetch": "envkit.output.prefetch",
+    "envkit.rescore.report": "envkit.output.rescore",
+    "envkit.profile.report": "envkit.output.profile",
+    "envkit.platform.outcomes": "envkit.output.platform",
+    "envkit.output.results": "envkit.output.render_results",
+    "envkit.init.project": "envkit.output.init",
+}
+"""A result type's module -> the module of its renderers."""
 
 
 def renders(cls: type, schema: str | None) -> Callable[[_Renderer], _Renderer]:
@@ -71,118 +79,33 @@ def schema_for(cls: type) -> str | None:
 def registered_types() -> list[type]:
     """Every result type ``render`` knows, the lazily registered ones included (imports them:
     for tests and tools, not for a command)."""
-    for module in list(_LAZY):
-        _LAZY.pop(module)()
+    for module in set(_LAZY.values()):
+        importlib.import_module(module)
+    _LAZY.clear()
     return [cls for cls in render.registry if cls is not object]
 
 
-def _lazy(module: str) -> Callable[[Callable[[], None]], Callable[[], None]]:
-    def later(registrar: Callable[[], None]) -> Callable[[], None]:
-        _LAZY[module] = registrar
-        return registrar
-
-    return later
-
-
 def _register_lazily(cls: type) -> bool:
-    """Run the registrars of ``cls``'s modules (its own and its bases'); True if any ran."""
-    ran = False
-    for klass in cls.__mro__:
-        registrar = _LAZY.pop(klass.__module__, None)
-        if registrar is not None:
-            registrar()
-            ran = True
-    return ran
+    """Import the renderers of ``cls``'s modules (its own and its bases'); True if any."""
+    modules = [_LAZY.pop(k.__module__) for k in cls.__mro__ if k.__module__ in _LAZY]
+    for module in modules:
+        importlib.import_module(module)
+    return bool(modules)
 
 
 @renders(ValidationRun, "diagnostics")
-def _validation(run: ValidationRun, fmt: str) -> int:
-    return render_run(run, fmt)
+def render_run(run: ValidationRun, fmt: str) -> int:
+    """Print ``run`` in ``fmt`` (json, github, sarif, human); return its exit status: what
+    ``validate`` prints, and what build, convert and the others print for the report they
+    carry."""
+    if fmt == "json":
+        echo(dump(run.to_dict()))
+    elif fmt == "github":
+        echo(render_github(run))
+    elif fmt == "sarif":
+        from envkit.output.sarif import sarif_log
 
-
-@_lazy("envkit.builder.build")
-def _register_build() -> None:
-    from envkit.builder.build import BuildResult
-
-    @renders(BuildResult, "diagnostics")
-    def _build(result: BuildResult, fmt: str) -> int:
-        return _validation(ValidationRun((result.report,)), fmt)
-
-
-@_lazy("envkit.smoke.report")
-def _register_smoke() -> None:
-    from envkit.output.smoke import render_smoke
-    from envkit.smoke.report import SmokeOutcome
-
-    renders(SmokeOutcome, "smoke")(render_smoke)
-
-
-@_lazy("envkit.probe.report")
-def _register_probe() -> None:
-    from envkit.output.probe import render_probe
-    from envkit.probe.report import ProbeOutcome
-
-    renders(ProbeOutcome, "probe")(render_probe)
-
-
-@_lazy("envkit.gym.prefetch")
-def _register_prefetch() -> None:
-    from envkit.gym import PrefetchResult
-    from envkit.output.prefetch import render_prefetch
-
-    renders(PrefetchResult, "prefetch")(render_prefetch)
-
-
-@_lazy("envkit.rescore.report")
-def _register_rescore() -> None:
-    from envkit.output.rescore import render_rescore
-    from envkit.rescore import RescoreReport
-
-    renders(RescoreReport, "rescore")(render_rescore)
-
-
-@_lazy("envkit.profile.report")
-def _register_profile() -> None:
-    from envkit.output.profile import render_profile
-    from envkit.profile.report import ProfileReport
-
-    renders(ProfileReport, "profile")(render_profile)
-
-
-@_lazy("envkit.platform.outcomes")
-def _register_platform() -> None:
-    from envkit.output import platform
-
-    platform.register(renders)
-
-
-@_lazy("envkit.output.results")
-def _register_results() -> None:
-    """The outcomes of convert, rollout, train, schema, rule and settings (``render_results``:
-    ``envkit validate`` never builds one, so it never imports them)."""
-    from envkit.output import render_results
-
-    render_results.register(renders)
-
-
-@_lazy("envkit.init.project")
-def _register_init() -> None:
-    from envkit.init.project import InitResult
-
-    @renders(InitResult, "init")
-    def _init(result: InitResult, fmt: str) -> int:
-        """``envkit init``: the files written and what to run next."""
-        if fmt == "json":
-            shape: InitDict = {
-                "version": "1.0", "directory": str(result.directory),
-                "template": result.template, "name": result.name, "format": result.format,
-                "arch": result.arch, "files": list(result.files),
-                "next_steps": list(result.next_steps)}
-            echo(dump(shape))
-            return 0
-        lines = [f"Created {result.directory} ({result.template} template, {result.format} "
-                 f"for {result.arch}): {len(result.files)} files",
-                 *(f"  {f}" for f in result.files), "", "Next:",
-                 *(f"  {step}" for step in result.next_steps)]
-        echo("\n".join(lines))
-        return 0
+        echo(dump(sarif_log(run)))
+    else:
+        render_human(run, Console(sys.stdout))
+    return run.exit_code

@@ -1,13 +1,14 @@
 """The renderers of ``envkit.output.results``' outcomes (convert, rollout, train, schema,
-rule, settings), registered the first time one is rendered (``render._register_results``
-calls ``register``)."""
+rule, settings), imported by ``envkit.output.render`` the first time one is rendered:
+``envkit validate`` never builds one, so it never imports them."""
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
+from envkit.output.render import render_run, renders
 from envkit.output.results import (
     CompiledConfig,
     ConvertOutcome,
@@ -17,13 +18,10 @@ from envkit.output.results import (
     SettingsView,
     TrainOutcome,
 )
-from envkit.output.runs import render_run as _validation
 from envkit.output.stdout import dump, echo
 from envkit.validate.report import ValidationRun
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from envkit.output.shapes import (
         CompiledConfigDict,
         ConvertDict,
@@ -34,24 +32,14 @@ if TYPE_CHECKING:
     )
     from envkit.validators import Rule
 
-__all__ = ["register"]
+__all__: list[str] = []
 
 
-def register(renders: Callable[[type, str | None], Callable[[Any], Any]]) -> None:
-    """Register this module's renderers with ``envkit.output.render.renders``."""
-    renders(ConvertOutcome, "convert")(_convert)
-    renders(RolloutOutcome, "rollout")(_rollout)
-    renders(TrainOutcome, "train")(_train)
-    renders(CompiledConfig, "train-config")(_compiled_config)
-    renders(SchemaText, None)(_schema)
-    renders(RuleDocs, "rules")(_rules)
-    renders(SettingsView, "settings")(_settings)
-
-
+@renders(ConvertOutcome, "convert")
 def _convert(outcome: ConvertOutcome, fmt: str) -> int:
     run = ValidationRun((outcome.report,))
     if fmt != "json":
-        return _validation(run, fmt)
+        return render_run(run, fmt)
     result = outcome.result
     data: ConvertDict = {
         **run.to_dict(),
@@ -65,6 +53,7 @@ def _convert(outcome: ConvertOutcome, fmt: str) -> int:
     return run.exit_code
 
 
+@renders(RolloutOutcome, "rollout")
 def _rollout(outcome: RolloutOutcome, fmt: str) -> int:
     summary, output = outcome.summary, outcome.output
     if fmt == "json":
@@ -81,6 +70,7 @@ def _rollout(outcome: RolloutOutcome, fmt: str) -> int:
     return summary.exit_code
 
 
+@renders(TrainOutcome, "train")
 def _train(outcome: TrainOutcome, fmt: str) -> int:
     result = outcome.result
     if fmt == "json":
@@ -95,6 +85,7 @@ def _train(outcome: TrainOutcome, fmt: str) -> int:
     return 0
 
 
+@renders(CompiledConfig, "train-config")
 def _compiled_config(result: CompiledConfig, fmt: str) -> int:
     """JSON: the report object (the input of another tool); for people, the compiled NeMo-RL
     config as commented YAML."""
@@ -107,6 +98,7 @@ def _compiled_config(result: CompiledConfig, fmt: str) -> int:
     return 0
 
 
+@renders(SchemaText, None)
 def _schema(result: SchemaText, fmt: str) -> int:
     sys.stdout.write(result.text)
     return 0
@@ -120,6 +112,7 @@ def _severities(rule: Rule) -> str:
     return "Severity:\n" + "\n".join(f"- {severity.value} {when}" for severity, when in rule.when)
 
 
+@renders(RuleDocs, "rules")
 def _rules(docs: RuleDocs, fmt: str) -> int:
     if fmt == "json":
         data: RulesDict = {"version": "1.1", "rules": [
@@ -137,6 +130,7 @@ def _rules(docs: RuleDocs, fmt: str) -> int:
     return 0
 
 
+@renders(SettingsView, "settings")
 def _settings(view: SettingsView, fmt: str) -> int:
     if fmt == "json":
         data: SettingsDict = {"version": "1.0", "packages": [

@@ -9,25 +9,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from envkit.output.human import dash
+from envkit.output.render import renders
 from envkit.output.stdout import dump, echo
+from envkit.rescore import RescoreReport
 
 if TYPE_CHECKING:
-    from envkit.rescore import RescoreReport, RowScore
+    from envkit.rescore import RowScore
 
 __all__ = ["render_rescore"]
-
-
-def _reward(value: float | None) -> str:
-    return "-" if value is None else f"{value:g}"
 
 
 def _row(row: RowScore) -> str:
     where = f"  line {row.line} [{row.agent}]"
     if row.status == "rescored":
-        return f"{where}: {_reward(row.old_reward)} -> {_reward(row.new_reward)}"
+        return f"{where}: {dash(row.old_reward, 'g')} -> {dash(row.new_reward, 'g')}"
     return f"{where}: {row.status}: {row.reason}"
 
 
+@renders(RescoreReport, "rescore")
 def render_rescore(report: RescoreReport, fmt: str) -> int:
     """Print ``report`` in ``fmt`` on stdout; its exit status (1: a row refused or failed)."""
     if fmt == "json":

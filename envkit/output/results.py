@@ -1,8 +1,9 @@
 """The typed results CLI commands hand back to ``envkit.cli.main`` for ``envkit.output.render``.
 
-Results from the operations themselves (``ValidationRun``, ``BuildResult``) are rendered as
-they are; these wrap what a command adds around an operation's result (the output path it was
-given, the validation it ran after a conversion) and the two commands that only print text.
+Results from the operations themselves (``ValidationRun``, a probe's or smoke's outcome) are
+rendered as they are; these wrap what a command adds around an operation's result (the output
+path it was given, the validation it ran after a conversion) and the two commands that only
+print text.
 """
 
 from __future__ import annotations

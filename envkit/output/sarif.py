@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from envkit import __version__
-from envkit.model.diagnostics import Severity
+from envkit.model.diagnostics import Severity, rule_url
 from envkit.output.human import diagnostic_path
 
 if TYPE_CHECKING:
@@ -37,9 +37,9 @@ def _level(severity: Severity) -> str:
 def _rule(code: str, index: dict[str, int], rules: list[dict[str, Any]],
           docs_url: str | None) -> int:
     if code not in index:
-        from envkit.validators import KNOWN_RULES as RULES
+        from envkit.validators import KNOWN_RULES
 
-        rule = RULES.get(code)
+        rule = KNOWN_RULES.get(code)
         entry: dict[str, Any] = {"id": code}
         if rule is not None:
             entry.update({
@@ -48,8 +48,6 @@ def _rule(code: str, index: dict[str, int], rules: list[dict[str, Any]],
                 "help": {"text": rule.fix},
                 "defaultConfiguration": {"level": _level(rule.severity)},
             })
-        from envkit.model.diagnostics import rule_url
-
         url = rule_url(code, docs_url)
         if url is not None:  # no configured rule reference site: no link (never a dead one)
             entry["helpUri"] = url

@@ -13,35 +13,31 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from envkit.output.human import Console, escape, render_github, render_human
+from envkit.output.render import renders
 from envkit.output.sarif import sarif_log
 from envkit.output.stdout import dump, echo
+from envkit.smoke.report import SmokeOutcome
 from envkit.validate.report import ValidationRun
 
 if TYPE_CHECKING:
-    from envkit.smoke.report import SmokeFinding, SmokeOutcome, SmokeReport
+    from envkit.smoke.report import SmokeFinding, SmokeReport
 
-__all__ = ["render_github_smoke", "render_human_smoke", "render_json", "render_sarif",
-           "render_smoke"]
+__all__ = ["render_github_smoke", "render_human_smoke", "render_sarif", "render_smoke"]
 
 
+@renders(SmokeOutcome, "smoke")
 def render_smoke(outcome: SmokeOutcome, fmt: str) -> int:
     """Print ``outcome`` in ``fmt`` on stdout; 0 when the smoke passed, else 1."""
     report = outcome.report
     if fmt == "json":
-        text = render_json(report)
+        echo(dump(report.to_dict()))
     elif fmt == "github":
-        text = render_github_smoke(report)
+        echo(render_github_smoke(report))
     elif fmt == "sarif":
-        text = dump(render_sarif(report))
+        echo(dump(render_sarif(report)))
     else:
         render_human_smoke(report, Console(sys.stdout))
-        text = ""
-    echo(text)
     return 0 if report.passed else 1
-
-
-def render_json(report: SmokeReport) -> str:
-    return dump(report.to_dict())
 
 
 def _secs(value: float | None) -> str:

@@ -151,11 +151,4 @@ def _walk(root: Path, exclude: Sequence[str], budget: list[int]) -> Iterator[Pat
 
 def owning_package(file: Path) -> Path | None:
     """The closest directory above ``file`` that holds a manifest (the manifest's own too)."""
-    current = file.parent
-    while True:
-        if is_package_root(current):
-            return current
-        parent = current.parent
-        if parent == current:
-            return None
-        current = parent
+    return next((parent for parent in file.parents if is_package_root(parent)), None)

@@ -6,6 +6,7 @@ added ``packages`` and the ``package`` of every diagnostic (one run may cover a 
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Literal, TypedDict
 
@@ -80,10 +81,8 @@ class Cause:
 
 def tally(diagnostics: list[Diagnostic]) -> str:
     """``44 EK401, 38 EK408``: how many of each code, in code order."""
-    counts: dict[str, int] = {}
-    for d in sorted(diagnostics, key=lambda d: d.code):
-        counts[d.code] = counts.get(d.code, 0) + 1
-    return ", ".join(f"{n} {code}" for code, n in counts.items())
+    counts = Counter(d.code for d in diagnostics)
+    return ", ".join(f"{counts[code]} {code}" for code in sorted(counts))
 
 
 @dataclass(frozen=True, slots=True)

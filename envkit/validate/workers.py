@@ -3,9 +3,8 @@ forked copies of this process and returns the results in the list's order.
 
 Why fork, not a pool: a validate run is import-bound (click, PyYAML, the rules) and its
 packages are independent; a forked worker starts with everything already imported, so a
-second core pays for the price of one ``fork`` and one pickle of its reports, where a spawned
-pool would import it all again. ruff
-checks files on every core for the same reason.
+second core costs one ``fork`` and one pickle of its reports, where a spawned pool would import
+it all again. ruff checks files on every core for the same reason.
 
 What stays as in one process:
 
@@ -115,9 +114,8 @@ class _Queue:
     _TOKENS = 1024
 
     def __init__(self, indices: Sequence[int]) -> None:
-        self.indices, size = indices, len(indices)
-        self.size = size
-        self.chunks = min(size, self._TOKENS)
+        self.indices, self.size = indices, len(indices)
+        self.chunks = min(self.size, self._TOKENS)
         self._fd, write_fd = os.pipe()
         try:
             os.write(write_fd, b"".join(k.to_bytes(2, "little") for k in range(self.chunks)))

@@ -30,12 +30,6 @@ def _validation() -> object:
     return ValidationRun((_report(), _report("valid-native-v1")))
 
 
-def _build() -> object:
-    from envkit.builder.build import BuildResult
-
-    return BuildResult(TMP, None, (), _report("valid-native-v1"))
-
-
 def _convert() -> object:
     from envkit.converters.verifiers import ConvertResult
     from envkit.output.results import ConvertOutcome
@@ -201,7 +195,7 @@ def _rescore() -> object:
 
 
 SAMPLES: dict[str, Callable[[], object]] = {
-    "validation": _validation, "build": _build, "convert": _convert,
+    "validation": _validation, "convert": _convert,
     "refused convert": _refused_convert, "rollout": _rollout, "train": _train,
     "compiled config": _compiled_config, "schema": _schema, "rules": _rules,
     "settings": _settings, "smoke": _smoke, "submit": _submit, "job reply": _job_reply,
