@@ -22,15 +22,7 @@ if TYPE_CHECKING:
     from envkit.model.package import Package
     from envkit.model.yamlio import YamlDoc
 
-__all__ = [
-    "DEFAULT_GYM_VERSION",
-    "Check",
-    "CheckOptions",
-    "Inputs",
-    "Rule",
-    "yaml_line",
-    "yaml_type",
-]
+__all__ = ["Check", "CheckOptions", "Inputs", "Rule", "json_kind", "yaml_line", "yaml_type"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,3 +103,9 @@ def yaml_type(value: object) -> str:
     names = {dict: "mapping", list: "list", str: "string", bool: "boolean", int: "integer",
              float: "number", type(None): "null"}
     return next((n for t, n in names.items() if isinstance(value, t)), type(value).__name__)
+
+
+def json_kind(value: object) -> str:
+    """The JSON name of a parsed value's type, with its article ("an object", "null")."""
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+    return "null" if value is None else names.get(type(value), "a number")

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from envkit.model.diagnostics import Diagnostic, Severity, close_matches
+from envkit.validators._base import json_kind
 from envkit.validators.dataset._responses import CREATE_PARAMS_FIELDS, input_problems
 from envkit.validators.dataset.context import AGENT_TYPE, RowContext, row_context
 from envkit.validators.dataset.rules import (
@@ -121,9 +122,8 @@ def _capped(
             yield diag
         else:
             hidden[diag.code] += 1
-            severity[diag.code] = max(
-                severity.get(diag.code, diag.severity), diag.severity, key=_rank
-            )
+            if severity.get(diag.code) is not Severity.ERROR:
+                severity[diag.code] = diag.severity
     for code, count in sorted(hidden.items()):
         rule = _BY_CODE[code]
         yield rule.at(
@@ -133,21 +133,13 @@ def _capped(
         )
 
 
-def _rank(severity: Severity) -> int:
-    return 1 if severity is Severity.ERROR else 0
-
-
 def _not_object(row: Row) -> Diagnostic:
     if row.error is not None:
         return EK501.at(
             row.file, f"line {row.line} is not a JSON object: {row.error}", line=row.line
         )
-    kind = type(row.data).__name__
-    names = {"list": "an array", "str": "a string", "NoneType": "null", "bool": "a boolean"}
     return EK501.at(
-        row.file,
-        f"line {row.line} is {names.get(kind, 'a number')}, not a JSON object",
-        line=row.line,
+        row.file, f"line {row.line} is {json_kind(row.data)}, not a JSON object", line=row.line
     )
 
 
