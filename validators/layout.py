@@ -18,10 +18,7 @@ from envkit.validators._base import Inputs, Rule
 if TYPE_CHECKING:
     from envkit.model.package import ServerDir
 
-__all__ = ["CHECKS", "MARKERS", "RULES"]
-
-MARKERS = INSTALL_MARKERS
-"""Gym's install markers: a server dir is set up from exactly one of them."""
+__all__ = ["CHECKS", "RULES"]
 
 EK200 = Rule(
     "EK200", Severity.ERROR, "`.jsonl` file inside the package",
@@ -147,9 +144,9 @@ def check_server_markers(inputs: Inputs) -> Iterator[Diagnostic]:
 
 
 def _marker_problem(server: ServerDir) -> Diagnostic | None:
-    present = [m for m in MARKERS if m in server.files]
+    present = [m for m in INSTALL_MARKERS if m in server.files]
     where = display_path(server.path)
-    if len(present) == len(MARKERS):
+    if len(present) == len(INSTALL_MARKERS):
         return EK205.at(where, f"`{where}/` has both `requirements.txt` and `pyproject.toml`",
                         hint="Keep one install marker: delete `pyproject.toml` or "
                         "`requirements.txt`.")

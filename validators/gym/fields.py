@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 __all__ = ["check_builtin_fields", "lax_accepts"]
 
-_MARKERS = INSTALL_MARKERS
 _TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
 _FALSE = frozenset({"0", "off", "f", "false", "n", "no"})
 """The strings pydantic's lax mode reads as a bool (case-insensitive)."""
@@ -134,7 +133,7 @@ def _runs_builtin(pkg: Package, server_type: str, impl: str) -> bool:
     """Gym's ``_resolve_server_dir``: the package's directory if it has an install marker."""
     if not gym_data().is_builtin(server_type, impl):
         return False
-    return not any(f"{server_type}/{impl}/{m}" in pkg.entries for m in _MARKERS)
+    return not any(f"{server_type}/{impl}/{m}" in pkg.entries for m in INSTALL_MARKERS)
 
 
 def _fully_known(view: GymView, instance: Instance) -> bool:

@@ -37,6 +37,7 @@ __all__ = [
     "Opaque",
     "build_view",
     "deep_merge",
+    "includes_of",
     "merge_order",
     "own_servers",
     "resolve_config",
@@ -163,7 +164,7 @@ def resolve_config(pkg: Package, rel: str) -> YamlDoc | None:
     return _builtin_doc(rel)
 
 
-def _includes_of(pkg: Package, rel: str, doc: YamlDoc | None) -> tuple[str, ...]:
+def includes_of(pkg: Package, rel: str, doc: YamlDoc | None) -> tuple[str, ...]:
     """What ``rel`` pulls in: the package model's normalised list for the package's own
     configs (read once), the summary's for a Gym built-in."""
     if rel in pkg.includes:
@@ -192,7 +193,7 @@ def merge_order(pkg: Package) -> tuple[list[str], dict[str, YamlDoc]]:
         doc = docs.get(paths[index]) or resolve_config(pkg, paths[index])
         if doc is not None:
             docs[paths[index]] = doc
-        for rel in _includes_of(pkg, paths[index], doc):
+        for rel in includes_of(pkg, paths[index], doc):
             if rel not in index_of:
                 index_of[rel] = len(paths)
                 paths.append(rel)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from envkit.model.diagnostics import Severity, close_matches
+from envkit.model.diagnostics import close_matches
 from envkit.model.gym_data import gym_data
 from envkit.model.package import safe_relpath
 from envkit.validators.gym.model import own_servers, view_of
@@ -21,6 +21,8 @@ from envkit.validators.gym.rules import (
     ENVS,
     MODELS,
     RESOURCES,
+    E,
+    W,
 )
 from envkit.validators.gym.shapes import find_refs, fmt_keypath
 
@@ -39,9 +41,6 @@ __all__ = [
     "check_impl_dirs",
     "check_server_shapes",
 ]
-
-E, W = Severity.ERROR, Severity.WARNING
-
 
 # EK300 ---------------------------------------------------------------------------------------
 
