@@ -59,9 +59,10 @@ class Rule:
         line: int | None = None,
         hint: str | None = None,
         severity: Severity | None = None,
+        column: int | None = None,
     ) -> Diagnostic:
         return Diagnostic(
-            self.code, severity or self.severity, path, line, message, hint or self.fix
+            self.code, severity or self.severity, path, line, message, hint or self.fix, column
         )
 
 
