@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from envkit.model.gym_data import builtin_config, gym_data
@@ -277,26 +278,17 @@ def _apply_inheritance(
 def build_view(pkg: Package) -> GymView:
     order, docs = merge_order(pkg)
     defs = _definitions(order, docs)
-    bodies: dict[str, Any] = {}
-    for name, found in defs.items():
-        for definition in found:
-            bodies[name] = (
-                deep_merge(bodies[name], definition.body) if name in bodies else definition.body
-            )
+    bodies = {name: reduce(deep_merge, (d.body for d in found)) for name, found in defs.items()}
     bodies, inherits, renamed = _apply_inheritance(bodies)
+    composed = composed_source(bodies)
+    if composed is not None:
+        bodies.pop(composed)
     instances = {
         name: Instance(name, body, tuple(defs[name]), classify(body), inherits.get(name))
         for name, body in bodies.items()
     }
-    composed = composed_source(bodies)
-    if composed is not None:
-        bodies.pop(composed)
-    instances = {name: i for name, i in instances.items() if name in bodies}
-    merged: dict[str, Any] = {}
-    for path in order:
-        data = docs[path].data
-        if isinstance(data, dict):
-            merged = deep_merge(merged, data)
+    tops = (docs[path].data for path in order if isinstance(docs[path].data, dict))
+    merged: dict[str, Any] = reduce(deep_merge, tops, {})
     # What Gym resolves is the config after its swaps: moved and composed sources are gone.
     merged = {k: bodies.get(k, v) for k, v in merged.items() if k in bodies or k not in defs}
     builtin = frozenset(p for p in order if p not in pkg.configs)
