@@ -237,6 +237,6 @@ def check_impl_dirs(inputs: Inputs) -> Iterator[Diagnostic]:
         return
     for instance in view.servers():
         for rule, message, hint in _impl_findings(pkg, instance):
-            key = "entrypoint" if rule is EK310 else None
-            path, line = instance.locate(*instance.field_path(*([key] if key else [])))
+            keypath = ("entrypoint",) if rule is EK310 else ()
+            path, line = instance.locate(*instance.field_path(*keypath))
             yield rule.at(path, message, line=line, hint=hint)
