@@ -22,6 +22,7 @@ from envkit.validators.gym.shapes import classify
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from envkit.model.yamlio import KeyPath
     from envkit.validators.gym.model import GymView
 
 __all__ = ["JOB_KEYS", "Finding", "find_interpolation_problems", "interpolations"]
@@ -148,9 +149,6 @@ def expression_problem(expr: str, view: GymView, direct: bool) -> str | None:
     return _key_problem(expr, view, direct)
 
 
-KeyPath = tuple[str | int, ...]
-
-
 def _walk(value: Any, keypath: KeyPath) -> Iterator[tuple[KeyPath, Any]]:
     stack = [(keypath, value)]
     while stack:
@@ -163,9 +161,9 @@ def _walk(value: Any, keypath: KeyPath) -> Iterator[tuple[KeyPath, Any]]:
             yield path, node
 
 
-def _server_prefixes(view: GymView) -> set[tuple[str | int, ...]]:
+def _server_prefixes(view: GymView) -> set[KeyPath]:
     """``(instance, type, impl)`` of every top-level value Gym reads as a server."""
-    prefixes: set[tuple[str | int, ...]] = set()
+    prefixes: set[KeyPath] = set()
     for key, value in view.merged.items():
         shape = classify(value)
         if shape.kind == "server":
@@ -177,19 +175,15 @@ _DIRECTIVE_KEYS = ("_inherit_from", "_copy")
 _DIRECTIVE_STRINGS = ("${inherit_from:", "${copy:")
 
 
-def _directive_source(keypath: KeyPath, value: str) -> str | None:
-    """The path a Gym ``_inherit_from``/``_copy`` directive (key or string form) names."""
-    if keypath and keypath[-1] in _DIRECTIVE_KEYS:
-        return value
-    for prefix in _DIRECTIVE_STRINGS:
-        if value.startswith(prefix) and value.endswith("}"):
-            return value[len(prefix):-1]
-    return None
-
-
 def _directive_problem(keypath: KeyPath, value: str, view: GymView) -> str | None:
-    """Gym applies every directive while it parses (``_recursively_swap_keys``), anywhere."""
-    source = _directive_source(keypath, value)
+    """The path a Gym ``_inherit_from``/``_copy`` directive (key or string form) names, when
+    it does not exist: Gym applies every directive while it parses (``_recursively_swap_keys``),
+    anywhere."""
+    if keypath and keypath[-1] in _DIRECTIVE_KEYS:
+        source: str | None = value
+    else:
+        source = next((value[len(p):-1] for p in _DIRECTIVE_STRINGS
+                       if value.startswith(p) and value.endswith("}")), None)
     if source is None or _lookup(view.merged, source.split(".")):
         return None
     return f"`{source}` does not exist in the merged config (InheritPathNotFoundError)"
@@ -197,12 +191,8 @@ def _directive_problem(keypath: KeyPath, value: str, view: GymView) -> str | Non
 
 def find_interpolation_problems(view: GymView) -> Iterator[Finding]:
     """Every unresolvable interpolation and every ``???`` left in the merged config, in key
-    path order (a key path's own findings in the order its value holds them).
-
-    Only the findings are sorted, not every leaf: a value without ``${`` under no directive
-    key has nothing to judge but ``???`` (the 145 Gym servers: ~3,300 leaves, a handful of
-    findings).
-    """
+    path order (a key path's own findings in the order its value holds them). Only the
+    findings are sorted, not every leaf: most leaves have nothing to judge."""
     servers = _server_prefixes(view)
     found = [finding for keypath, value in _walk(view.merged, ()) if isinstance(value, str)
              for finding in _value_problems(keypath, value, view, servers)]
