@@ -96,7 +96,7 @@ def _entry_problems(
         what = "empty" if value == "" else f"a {yaml_type(value)}"
         yield EK104.at(MANIFEST, f"{where} is {what}, not a path string", line=line)
         return
-    if _is_absolute(value):
+    if value.startswith(("/", "\\")) or _DRIVE.match(value):
         yield EK105.at(MANIFEST, f"{where} {value!r} is absolute", line=line)
         return
     if ".." in re.split(r"[/\\]", value):
@@ -110,10 +110,6 @@ def _entry_problems(
     elif fmt == "adapter-wheels-v1" and not value.startswith(ADAPTER_PREFIX):
         yield EK112.at(MANIFEST, f"{where} {value!r} is not under `configs/` as written "
                        "(adapter-wheels-v1; no leading `./`)", line=line)
-
-
-def _is_absolute(value: str) -> bool:
-    return value.startswith(("/", "\\")) or bool(_DRIVE.match(value))
 
 
 def check_config_files(inputs: Inputs) -> Iterator[Diagnostic]:

@@ -88,10 +88,6 @@ def _top_level_split(args: str) -> list[str]:
     return [*parts, cur]
 
 
-def _key_segments(expr: str) -> list[str]:
-    return [s for s in re.split(r"[.\[\]]", expr.strip()) if s]
-
-
 def _lookup(merged: Mapping[str, Any], segments: list[str]) -> bool:
     node: Any = merged
     for seg in segments:
@@ -117,7 +113,7 @@ def _index(seg: str) -> int:
 def _key_problem(expr: str, view: GymView, direct: bool) -> str | None:
     if expr.startswith("."):
         return None  # relative to the node: resolved against the same file's structure
-    segments = _key_segments(expr)
+    segments = [s for s in re.split(r"[.\[\]]", expr.strip()) if s]
     if not segments or segments[0] in JOB_KEYS:
         return None
     data = gym_data()
