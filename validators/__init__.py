@@ -2,14 +2,11 @@
 
 ``all_checks()`` is the one visible list of what runs; ``checks_for(inputs)`` is that list less
 the areas whose input ``inputs`` lacks; ``RULES`` maps each EK code to its record.
-This package never imports ``envkit.trainer``.
 
-Why the wheel, dataset and job areas are imported by a function: a package validated without a
-job file, a dataset or a wheelhouse has nothing for their checks to read, and their models
-(the job's typed settings above all) are the largest part of what a validate run would import.
-``_in_order`` imports each area's ``checks`` module only when it is asked for (a plain import,
-so a rename still fails at import and in the type check); their ``rules`` modules are imported
-here, so every code is known without them.
+Why the wheel, dataset and job checks are imported only when asked for: without a wheelhouse,
+a dataset or a job file they have nothing to read, and their models (the job's typed settings
+above all) are the largest part of what a validate run would import. Their ``rules`` modules
+are imported here, so every code is known without them.
 """
 
 from __future__ import annotations
@@ -58,7 +55,8 @@ def checks_for(inputs: Inputs) -> tuple[Check, ...]:
 
 
 def _in_order(*, wheels: bool, dataset: bool, job: bool) -> tuple[Check, ...]:
-    """The checks in the order they run, with the lazily imported areas asked for."""
+    """The checks in the order they run, with the lazily imported areas asked for (plain
+    imports, so a rename still fails at import and in the type check)."""
     found = [*manifest.CHECKS, *layout.CHECKS, *secrets.CHECKS, *provenance.CHECKS, *gym.CHECKS]
     if wheels:
         from envkit.validators.wheels import checks as wheel_checks

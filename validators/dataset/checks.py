@@ -97,11 +97,13 @@ def _leak_finding(file: str, tally: LeakTally) -> Iterator[Diagnostic]:
 
 def _file_diagnostics(dataset: Dataset, name: str, context: RowContext) -> Iterator[Diagnostic]:
     for row in dataset.iter_rows(name):
-        if row.error is not None or not isinstance(row.data, dict):
-            yield _not_object(row)
-            continue
-        for check in ROW_CHECKS:
-            yield from check(row, row.data, context)
+        if row.error is not None:
+            yield _at(EK501, row, f"line {row.line} is not a JSON object: {row.error}")
+        elif not isinstance(row.data, dict):
+            yield _at(EK501, row, f"line {row.line} is {json_kind(row.data)}, not a JSON object")
+        else:
+            for check in ROW_CHECKS:
+                yield from check(row, row.data, context)
 
 
 def _capped(
@@ -133,12 +135,6 @@ def _at(rule: Rule, row: Row, message: str, *, hint: str | None = None,
     """``rule`` at ``row``'s line and column."""
     return rule.at(row.file, message, line=row.line, column=row.column, hint=hint,
                    severity=severity)
-
-
-def _not_object(row: Row) -> Diagnostic:
-    if row.error is not None:
-        return _at(EK501, row, f"line {row.line} is not a JSON object: {row.error}")
-    return _at(EK501, row, f"line {row.line} is {json_kind(row.data)}, not a JSON object")
 
 
 def _check_prompt(row: Row, data: Mapping[str, Any], context: RowContext) -> Iterator[Diagnostic]:

@@ -74,8 +74,11 @@ def check_job(inputs: Inputs) -> Iterator[Diagnostic]:
 
 def job_diagnostics(job: JobDoc, *, allow_local_refs: bool = False) -> Iterator[Diagnostic]:
     """Every diagnostic for one job file; the trainer calls this with ``allow_local_refs=True``."""
-    if job.error is not None or not isinstance(job.data, Mapping):
-        yield _not_object(job)
+    if job.error is not None:
+        yield EK611.at(job.path, f"job file is not valid JSON: {job.error}", line=job.error_line)
+        return
+    if not isinstance(job.data, Mapping):
+        yield EK611.at(job.path, f"job file is {json_kind(job.data)}, not a JSON object", line=1)
         return
     settings, problems = job.typed
     for problem in problems:
@@ -136,12 +139,6 @@ def _drop(mapping: dict[str, Any], path: tuple[str, ...]) -> None:
         _drop(value, tuple(rest))
     else:
         mapping.pop(head, None)
-
-
-def _not_object(job: JobDoc) -> Diagnostic:
-    if job.error is not None:
-        return EK611.at(job.path, f"job file is not valid JSON: {job.error}", line=job.error_line)
-    return EK611.at(job.path, f"job file is {json_kind(job.data)}, not a JSON object", line=1)
 
 
 def _problem(job: JobDoc, problem: Problem) -> Diagnostic:
