@@ -108,5 +108,7 @@ def yaml_type(value: object) -> str:
 
 def json_kind(value: object) -> str:
     """The JSON name of a parsed value's type, with its article ("an object", "null")."""
-    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
-    return "null" if value is None else names.get(type(value), "a number")
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+             type(None): "null"}
+    number = isinstance(value, int | float)
+    return names.get(type(value), "a number" if number else type(value).__name__)
