@@ -44,7 +44,6 @@ harness built into the image")."""
 ADAPTER_AGENT_TYPE = "responses_api_agents"
 MAX_NAME = 255
 MAX_DESCRIPTION = 2048
-_TYPO_RATIO = 0.8  # pypa/build _find_typo uses the same cut-off
 
 EK100 = Rule(
     "EK100", Severity.ERROR, "`nemo-environment.yaml` missing at the package root",
@@ -159,40 +158,33 @@ def static_problems(data: Any, doc: YamlDoc | None = None) -> list[Diagnostic]:
     return found
 
 
-def _key_path(*keypath: str | int) -> str:
-    out = ""
-    for part in keypath:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
 def _find_typo(key: str, allowed: tuple[str, ...]) -> str | None:
     """Closest allowed key at difflib ratio >= 0.8, as pypa/build's ``_find_typo``."""
-    match = close_matches(key, allowed, n=1, cutoff=_TYPO_RATIO)
+    match = close_matches(key, allowed, n=1, cutoff=0.8)
     return match[0] if match else None
 
 
-def _misplaced(key: str, here: tuple[str | int, ...]) -> str | None:
+def _misplaced(key: str, here: tuple[str, ...]) -> str | None:
     """``name`` at the top level belongs in ``metadata``: say so."""
     homes = {"metadata": METADATA_KEYS, "adapter": ADAPTER_KEYS, "": TOP_LEVEL_KEYS}
     for home, keys in homes.items():
         if key in keys and (home,) != (here[:1] or ("",)):
-            return _key_path(home, key) if home else key
+            return f"{home}.{key}" if home else key
     return None
 
 
 def _unknown_keys(
-    block: Mapping[Any, Any], here: tuple[str | int, ...], allowed: tuple[str, ...],
+    block: Mapping[Any, Any], here: tuple[str, ...], allowed: tuple[str, ...],
     doc: YamlDoc | None,
 ) -> Iterator[Diagnostic]:
     for key in block:
         if isinstance(key, str) and key in allowed:
             continue
-        where = _key_path(*here, str(key))
+        where = ".".join((*here, str(key)))
         typo = _find_typo(key, allowed) if isinstance(key, str) else None
         home = _misplaced(key, here) if isinstance(key, str) else None
         if typo:
-            hint = f"Did you mean `{_key_path(*here, typo)}`?"
+            hint = f"Did you mean `{'.'.join((*here, typo))}`?"
         elif home:
             hint = f"Move it to `{home}`."
         else:
