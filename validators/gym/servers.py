@@ -6,10 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 from envkit.model.diagnostics import close_matches
 from envkit.model.gym_data import gym_data
-from envkit.model.package import safe_relpath
+from envkit.model.package import SERVER_TYPES, safe_relpath
 from envkit.validators.gym.model import own_servers, view_of
 from envkit.validators.gym.rules import (
-    AGENTS,
     EK300,
     EK301,
     EK302,
@@ -18,8 +17,6 @@ from envkit.validators.gym.rules import (
     EK308,
     EK309,
     EK310,
-    ENVS,
-    MODELS,
     RESOURCES,
     E,
     W,
@@ -74,9 +71,7 @@ def _type_impl(body: Any) -> tuple[str, str] | None:
     if not isinstance(body, dict):
         return None
     for key, inner in body.items():
-        if isinstance(inner, dict) and len(inner) == 1 and key in (
-            MODELS, RESOURCES, AGENTS, ENVS,
-        ):
+        if isinstance(inner, dict) and len(inner) == 1 and key in SERVER_TYPES:
             return str(key), str(next(iter(inner)))
     return None
 
