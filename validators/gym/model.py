@@ -68,10 +68,6 @@ class Instance:
     shape: Shape
     inherits: str | None = None
 
-    @property
-    def is_server(self) -> bool:
-        return self.shape.kind == "server"
-
     def only_in(self, paths: frozenset[str]) -> bool:
         """True when every definition comes from ``paths`` (e.g. Gym's built-in configs)."""
         return all(d.path in paths for d in self.defs)
@@ -123,7 +119,8 @@ class GymView:
     def servers(self, server_type: str | None = None) -> Iterator[Instance]:
         return (
             i for i in self.instances.values()
-            if i.is_server and (server_type is None or i.shape.server_type == server_type)
+            if i.shape.kind == "server"
+            and (server_type is None or i.shape.server_type == server_type)
         )
 
 
