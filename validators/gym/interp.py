@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from envkit.model.gym_data import gym_data
-from envkit.validators.gym.model import Opaque
+from envkit.validators.gym.model import DIRECTIVE_KEYS, Opaque, directive_source
 from envkit.validators.gym.shapes import classify
 
 if TYPE_CHECKING:
@@ -167,19 +167,15 @@ def _server_prefixes(view: GymView) -> set[KeyPath]:
     return prefixes
 
 
-_DIRECTIVE_KEYS = ("_inherit_from", "_copy")
-_DIRECTIVE_STRINGS = ("${inherit_from:", "${copy:")
-
-
 def _directive_problem(keypath: KeyPath, value: str, view: GymView) -> str | None:
     """The path a Gym ``_inherit_from``/``_copy`` directive (key or string form) names, when
     it does not exist: Gym applies every directive while it parses (``_recursively_swap_keys``),
     anywhere."""
-    if keypath and keypath[-1] in _DIRECTIVE_KEYS:
+    if keypath and keypath[-1] in DIRECTIVE_KEYS:
         source: str | None = value
     else:
-        source = next((value[len(p):-1] for p in _DIRECTIVE_STRINGS
-                       if value.startswith(p) and value.endswith("}")), None)
+        found = directive_source(value)
+        source = found[0] if found else None
     if source is None or _lookup(view.merged, source.split(".")):
         return None
     return f"`{source}` does not exist in the merged config (InheritPathNotFoundError)"
@@ -199,7 +195,7 @@ def _value_problems(keypath: KeyPath, value: str, view: GymView,
                     servers: set[KeyPath]) -> list[Finding]:
     if value.strip() == _MISSING:
         return [Finding(keypath, "value is `???` (missing) after merging every config", True)]
-    if "${" not in value and not (keypath and keypath[-1] in _DIRECTIVE_KEYS):
+    if "${" not in value and not (keypath and keypath[-1] in DIRECTIVE_KEYS):
         return []  # no interpolation and no directive: nothing else to judge
     directive = _directive_problem(keypath, value, view)
     if directive:

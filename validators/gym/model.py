@@ -30,12 +30,14 @@ if TYPE_CHECKING:
     from envkit.model.package import Package
 
 __all__ = [
+    "DIRECTIVE_KEYS",
     "Definition",
     "GymView",
     "Instance",
     "Opaque",
     "build_view",
     "deep_merge",
+    "directive_source",
     "includes_of",
     "merge_order",
     "own_servers",
@@ -44,8 +46,8 @@ __all__ = [
 ]
 
 _AGENTS = "responses_api_agents"
-_INHERIT = "_inherit_from"
-_COPY = "_copy"
+DIRECTIVE_KEYS = ("_inherit_from", "_copy")
+"""Gym's top-level ``_inherit_from`` (pops its source) and ``_copy`` (keeps it), key form."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,15 +229,20 @@ def _definitions(order: list[str], docs: Mapping[str, YamlDoc]) -> dict[str, lis
     return found
 
 
+def directive_source(text: str) -> tuple[str, bool] | None:
+    """``(source, pops_source)`` of a ``${inherit_from:...}`` / ``${copy:...}`` string."""
+    for prefix, pops in (("${inherit_from:", True), ("${copy:", False)):
+        if text.startswith(prefix) and text.endswith("}"):
+            return text[len(prefix):-1], pops
+    return None
+
+
 def _inherit_source(body: Any) -> tuple[str, bool] | None:
     """``(source, pops_source)`` for a top-level ``_inherit_from``/``_copy`` of one instance."""
     if isinstance(body, str):
-        for directive, pops in (("${inherit_from:", True), ("${copy:", False)):
-            if body.startswith(directive) and body.endswith("}"):
-                return body[len(directive):-1], pops
-        return None
+        return directive_source(body)
     if isinstance(body, dict):
-        for key, pops in ((_INHERIT, True), (_COPY, False)):
+        for key, pops in zip(DIRECTIVE_KEYS, (True, False), strict=True):
             if isinstance(body.get(key), str):
                 return body[key], pops
     return None
@@ -258,7 +265,7 @@ def _apply_inheritance(
             continue
         source, pops = found
         rest = (
-            {k: v for k, v in body.items() if k not in (_INHERIT, _COPY)}
+            {k: v for k, v in body.items() if k not in DIRECTIVE_KEYS}
             if isinstance(body, dict) else {}
         )
         bodies[name] = deep_merge(frozen[source], rest)
