@@ -154,8 +154,9 @@ def _check_prompt(row: Row, data: Mapping[str, Any], context: RowContext) -> Ite
             "Move extra data to the top level of the row; it is forwarded to the environment.")
         yield _at(EK502, row, f"`responses_create_params.{key}` is not a Responses API field "
                   "(Gym forbids extra keys)", hint=hint)
-    for where, problem in input_problems(params["input"]) if "input" in params else ():
-        yield _at(EK502, row, f"`responses_create_params.{where}` {problem}")
+    if "input" in params:
+        for where, problem in input_problems(params["input"]):
+            yield _at(EK502, row, f"`responses_create_params.{where}` {problem}")
 
 
 def _check_agent_ref(

@@ -168,9 +168,8 @@ def _server_prefixes(view: GymView) -> set[KeyPath]:
 
 
 def _directive_problem(keypath: KeyPath, value: str, view: GymView) -> str | None:
-    """The path a Gym ``_inherit_from``/``_copy`` directive (key or string form) names, when
-    it does not exist: Gym applies every directive while it parses (``_recursively_swap_keys``),
-    anywhere."""
+    """A Gym ``_inherit_from``/``_copy`` directive (key or string form) whose source does not
+    exist: Gym applies every directive while it parses (``_recursively_swap_keys``), anywhere."""
     if keypath and keypath[-1] in DIRECTIVE_KEYS:
         source: str | None = value
     else:
