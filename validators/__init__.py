@@ -2,14 +2,11 @@
 
 ``all_checks()`` is the one visible list of what runs; ``checks_for(inputs)`` is that list less
 the areas whose input ``inputs`` lacks; ``RULES`` maps each EK code to its record.
-This package never imports ``envkit.trainer``.
 
-Why the wheel, dataset and job areas are imported by a function: a package validated without a
-job file, a dataset or a wheelhouse has nothing for their checks to read, and their models
-(the job's typed settings above all) are the largest part of what a validate run would import.
-Each area's function imports its ``checks`` module by name, so a rename fails at import and in
-the type check, as a plain import would; their ``rules`` modules are imported here, so every
-code is known without them.
+Why the wheel, dataset and job checks are imported only when asked for: without a wheelhouse,
+a dataset or a job file they have nothing to read, and their models (the job's typed settings
+above all) are the largest part of what a validate run would import. Their ``rules`` modules
+are imported here, so every code is known without them.
 """
 
 from __future__ import annotations
@@ -39,29 +36,7 @@ if TYPE_CHECKING:
     from envkit.model.diagnostics import Diagnostic
 
 __all__ = ["INTERNAL", "KNOWN_RULES", "RULES", "Check", "CheckOptions", "Inputs", "Rule",
-           "all_checks", "checks_for", "dataset_checks", "job_checks", "run_checks",
-           "wheel_checks"]
-
-
-def wheel_checks() -> tuple[Check, ...]:
-    """EK4xx (``envkit.validators.wheels``): they read the package's wheelhouse."""
-    from envkit.validators.wheels import checks
-
-    return checks.CHECKS
-
-
-def dataset_checks() -> tuple[Check, ...]:
-    """EK5xx (``envkit.validators.dataset``): they read ``Inputs.dataset``."""
-    from envkit.validators.dataset import checks
-
-    return checks.CHECKS
-
-
-def job_checks() -> tuple[Check, ...]:
-    """EK6xx (``envkit.validators.job``): they read ``Inputs.job``."""
-    from envkit.validators.job import checks
-
-    return checks.CHECKS
+           "all_checks", "checks_for", "run_checks"]
 
 
 def all_checks() -> tuple[Check, ...]:
@@ -80,19 +55,22 @@ def checks_for(inputs: Inputs) -> tuple[Check, ...]:
 
 
 def _in_order(*, wheels: bool, dataset: bool, job: bool) -> tuple[Check, ...]:
-    """The checks in the order they run, with the lazily imported areas asked for."""
-    return (
-        *manifest.CHECKS,
-        *layout.CHECKS,
-        *secrets.CHECKS,
-        *provenance.CHECKS,
-        *gym.CHECKS,
-        *(wheel_checks() if wheels else ()),
-        *(dataset_checks() if dataset else ()),
-        *(job_checks() if job else ()),
-        *spinup.CHECKS,
-        *probe.CHECKS,
-    )
+    """The checks in the order they run, with the lazily imported areas asked for (plain
+    imports, so a rename still fails at import and in the type check)."""
+    found = [*manifest.CHECKS, *layout.CHECKS, *secrets.CHECKS, *provenance.CHECKS, *gym.CHECKS]
+    if wheels:
+        from envkit.validators.wheels import checks as wheel_checks
+
+        found += wheel_checks.CHECKS
+    if dataset:
+        from envkit.validators.dataset import checks as dataset_checks
+
+        found += dataset_checks.CHECKS
+    if job:
+        from envkit.validators.job import checks as job_checks
+
+        found += job_checks.CHECKS
+    return (*found, *spinup.CHECKS, *probe.CHECKS)
 
 
 _RULE_AREAS = (manifest.RULES, layout.RULES, secrets.RULES, provenance.RULES, gym.RULES,

@@ -22,15 +22,7 @@ if TYPE_CHECKING:
     from envkit.model.package import Package
     from envkit.model.yamlio import YamlDoc
 
-__all__ = [
-    "DEFAULT_GYM_VERSION",
-    "Check",
-    "CheckOptions",
-    "Inputs",
-    "Rule",
-    "yaml_line",
-    "yaml_type",
-]
+__all__ = ["Check", "CheckOptions", "Inputs", "Rule", "json_kind", "yaml_line", "yaml_type"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +59,10 @@ class Rule:
         line: int | None = None,
         hint: str | None = None,
         severity: Severity | None = None,
+        column: int | None = None,
     ) -> Diagnostic:
         return Diagnostic(
-            self.code, severity or self.severity, path, line, message, hint or self.fix
+            self.code, severity or self.severity, path, line, message, hint or self.fix, column
         )
 
 
@@ -111,3 +104,11 @@ def yaml_type(value: object) -> str:
     names = {dict: "mapping", list: "list", str: "string", bool: "boolean", int: "integer",
              float: "number", type(None): "null"}
     return next((n for t, n in names.items() if isinstance(value, t)), type(value).__name__)
+
+
+def json_kind(value: object) -> str:
+    """The JSON name of a parsed value's type, with its article ("an object", "null")."""
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+             type(None): "null"}
+    number = isinstance(value, int | float)
+    return names.get(type(value), "a number" if number else type(value).__name__)

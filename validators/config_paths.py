@@ -96,7 +96,7 @@ def _entry_problems(
         what = "empty" if value == "" else f"a {yaml_type(value)}"
         yield EK104.at(MANIFEST, f"{where} is {what}, not a path string", line=line)
         return
-    if _is_absolute(value):
+    if value.startswith(("/", "\\")) or _DRIVE.match(value):
         yield EK105.at(MANIFEST, f"{where} {value!r} is absolute", line=line)
         return
     if ".." in re.split(r"[/\\]", value):
@@ -112,25 +112,27 @@ def _entry_problems(
                        "(adapter-wheels-v1; no leading `./`)", line=line)
 
 
-def _is_absolute(value: str) -> bool:
-    return value.startswith(("/", "\\")) or bool(_DRIVE.match(value))
-
-
 def check_config_files(inputs: Inputs) -> Iterator[Diagnostic]:
-    """EK105 (escape through a symlinked dir), EK106, EK107 for each lexically sane entry."""
+    """EK105 (escape through a symlinked dir), EK106, EK107 for each lexically sane entry, and
+    EK113 for one listed twice (after normalising `./` and `//`)."""
     pkg = inputs.package
-    if pkg is None:
+    paths = pkg.manifest_data.get("config_paths") if pkg else None
+    if pkg is None or not isinstance(paths, list):
         return
-    doc, paths = pkg.manifest, pkg.manifest_data.get("config_paths")
-    if not isinstance(paths, list):
-        return
+    seen: dict[str, int] = {}
     for index, value in enumerate(paths):
         rel = safe_relpath(value) if isinstance(value, str) and value else None
-        if rel is not None and ".." not in re.split(r"[/\\]", value):
-            diag = _file_problem(pkg, rel, f"`config_paths[{index}]` {value!r}",
-                                 yaml_line(doc, "config_paths", index))
-            if diag is not None:
-                yield diag
+        if rel is None:
+            continue
+        where = f"`config_paths[{index}]` {value!r}"
+        line = yaml_line(pkg.manifest, "config_paths", index)
+        diag = None if ".." in re.split(r"[/\\]", value) else _file_problem(pkg, rel, where, line)
+        if diag is not None:
+            yield diag
+        if rel in seen:
+            yield EK113.at(MANIFEST, f"{where} repeats `config_paths[{seen[rel]}]`", line=line)
+        else:
+            seen[rel] = index
 
 
 def _file_problem(pkg: Package, rel: str, where: str, line: int | None) -> Diagnostic | None:
@@ -156,27 +158,7 @@ def _file_problem(pkg: Package, rel: str, where: str, line: int | None) -> Diagn
     return None
 
 
-def check_duplicate_config_paths(inputs: Inputs) -> Iterator[Diagnostic]:
-    """EK113: the same config listed twice (after normalising `./` and `//`)."""
-    pkg = inputs.package
-    paths = pkg.manifest_data.get("config_paths") if pkg else None
-    if pkg is None or not isinstance(paths, list):
-        return
-    seen: dict[str, int] = {}
-    for index, value in enumerate(paths):
-        rel = safe_relpath(value) if isinstance(value, str) and value else None
-        if rel is None:
-            continue
-        if rel in seen:
-            yield EK113.at(MANIFEST, f"`config_paths[{index}]` {value!r} repeats "
-                           f"`config_paths[{seen[rel]}]`",
-                           line=yaml_line(pkg.manifest, "config_paths", index))
-        else:
-            seen[rel] = index
-
-
 RULES = (EK104, EK105, EK106, EK107, EK111, EK112, EK113)
 CHECKS = (
-    check_config_files,  # EK105, EK106, EK107
-    check_duplicate_config_paths,  # EK113
+    check_config_files,  # EK105, EK106, EK107, EK113
 )

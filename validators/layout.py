@@ -8,20 +8,13 @@ table). Every check reads ``Package.entries`` / ``Package.servers`` only; nothin
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from envkit.model.diagnostics import Diagnostic, Severity
 from envkit.model.gym_data import gym_data
 from envkit.model.package import INSTALL_MARKERS, MAX_ENTRIES, WHEEL_FORMATS, display_path
 from envkit.validators._base import Inputs, Rule
 
-if TYPE_CHECKING:
-    from envkit.model.package import ServerDir
-
-__all__ = ["CHECKS", "MARKERS", "RULES"]
-
-MARKERS = INSTALL_MARKERS
-"""Gym's install markers: a server dir is set up from exactly one of them."""
+__all__ = ["CHECKS", "RULES"]
 
 EK200 = Rule(
     "EK200", Severity.ERROR, "`.jsonl` file inside the package",
@@ -138,26 +131,18 @@ def check_symlinks_inside(inputs: Inputs) -> Iterator[Diagnostic]:
 def check_server_markers(inputs: Inputs) -> Iterator[Diagnostic]:
     """EK205: exactly one install marker per server dir (built-in names without one: EK309)."""
     pkg = inputs.package
-    if pkg is None:
-        return
-    for server in pkg.servers:
-        diag = _marker_problem(server)
-        if diag is not None:
-            yield diag
-
-
-def _marker_problem(server: ServerDir) -> Diagnostic | None:
-    present = [m for m in MARKERS if m in server.files]
-    where = display_path(server.path)
-    if len(present) == len(MARKERS):
-        return EK205.at(where, f"`{where}/` has both `requirements.txt` and `pyproject.toml`",
-                        hint="Keep one install marker: delete `pyproject.toml` or "
-                        "`requirements.txt`.")
-    if present or gym_data().is_builtin(server.server_type, server.name):
-        return None  # a built-in name without markers: config-only dir, or EK309 shadowing
-    return EK205.at(where, f"`{where}/` has no `requirements.txt` or `pyproject.toml`, so Gym "
-                    "cannot set up its venv",
-                    hint=f"Add `{where}/requirements.txt` listing the server's dependencies.")
+    for server in pkg.servers if pkg else ():
+        present = [m for m in INSTALL_MARKERS if m in server.files]
+        where = display_path(server.path)
+        if len(present) == len(INSTALL_MARKERS):
+            yield EK205.at(where, f"`{where}/` has both `requirements.txt` and `pyproject.toml`",
+                           hint="Keep one install marker: delete `pyproject.toml` or "
+                           "`requirements.txt`.")
+        # a built-in name without markers is a config-only dir, or EK309's shadowing
+        elif not present and not gym_data().is_builtin(server.server_type, server.name):
+            yield EK205.at(where, f"`{where}/` has no `requirements.txt` or `pyproject.toml`, so "
+                           "Gym cannot set up its venv", hint=f"Add `{where}/requirements.txt` "
+                           "listing the server's dependencies.")
 
 
 def check_native_wheels(inputs: Inputs) -> Iterator[Diagnostic]:

@@ -44,7 +44,6 @@ harness built into the image")."""
 ADAPTER_AGENT_TYPE = "responses_api_agents"
 MAX_NAME = 255
 MAX_DESCRIPTION = 2048
-_TYPO_RATIO = 0.8  # pypa/build _find_typo uses the same cut-off
 
 EK100 = Rule(
     "EK100", Severity.ERROR, "`nemo-environment.yaml` missing at the package root",
@@ -126,16 +125,16 @@ def check_manifest_present(inputs: Inputs) -> Iterator[Diagnostic]:
     yield EK100.at(MANIFEST, f"`{MANIFEST}` is missing at the package root")
 
 
-def check_manifest_parses(inputs: Inputs) -> Iterator[Diagnostic]:
-    """EK101: an unreadable or non-mapping manifest stops every other manifest check."""
+def check_manifest(inputs: Inputs) -> Iterator[Diagnostic]:
+    """EK101-EK105, EK108-EK112: a readable mapping, then the closed, discriminated schema (an
+    unreadable or non-mapping manifest stops every other manifest check)."""
     doc = inputs.package.manifest if inputs.package else None
     if doc is None:
         return
     if not doc.ok:
         yield EK101.at(MANIFEST, f"`{MANIFEST}`: {doc.error}", line=doc.error_line)
-    elif not isinstance(doc.data, Mapping):
-        kind = "empty" if doc.data is None else f"a {yaml_type(doc.data)}"
-        yield EK101.at(MANIFEST, f"`{MANIFEST}` is {kind}, not a mapping", line=doc.line_of())
+    else:
+        yield from static_problems(doc.data, doc)
 
 
 # --- static checks: the mapping alone (mirrored by manifest.schema.json) -------------------
@@ -149,7 +148,7 @@ def static_problems(data: Any, doc: YamlDoc | None = None) -> list[Diagnostic]:
     """
     if not isinstance(data, Mapping):
         kind = "empty" if data is None else f"a {yaml_type(data)}"
-        return [EK101.at(MANIFEST, f"`{MANIFEST}` is {kind}, not a mapping", line=yaml_line(doc))]
+        return [_at(EK101, doc, (), f"`{MANIFEST}` is {kind}, not a mapping")]
     found: list[Diagnostic] = []
     found += _unknown_keys(data, (), TOP_LEVEL_KEYS, doc)
     found += _format_problems(data, doc)
@@ -159,100 +158,79 @@ def static_problems(data: Any, doc: YamlDoc | None = None) -> list[Diagnostic]:
     return found
 
 
-def check_manifest_static(inputs: Inputs) -> Iterator[Diagnostic]:
-    """EK102-EK105, EK108-EK112: the closed, discriminated manifest schema."""
-    doc = inputs.package.manifest if inputs.package else None
-    if doc is None or not doc.ok or not isinstance(doc.data, Mapping):
-        return
-    yield from static_problems(doc.data, doc)
-
-
-def _key_path(*keypath: str | int) -> str:
-    out = ""
-    for part in keypath:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
 def _find_typo(key: str, allowed: tuple[str, ...]) -> str | None:
     """Closest allowed key at difflib ratio >= 0.8, as pypa/build's ``_find_typo``."""
-    match = close_matches(key, allowed, n=1, cutoff=_TYPO_RATIO)
+    match = close_matches(key, allowed, n=1, cutoff=0.8)
     return match[0] if match else None
 
 
-def _misplaced(key: str, here: tuple[str | int, ...]) -> str | None:
+def _misplaced(key: str, here: tuple[str, ...]) -> str | None:
     """``name`` at the top level belongs in ``metadata``: say so."""
     homes = {"metadata": METADATA_KEYS, "adapter": ADAPTER_KEYS, "": TOP_LEVEL_KEYS}
     for home, keys in homes.items():
         if key in keys and (home,) != (here[:1] or ("",)):
-            return _key_path(home, key) if home else key
+            return f"{home}.{key}" if home else key
     return None
 
 
 def _unknown_keys(
-    block: Mapping[Any, Any], here: tuple[str | int, ...], allowed: tuple[str, ...],
+    block: Mapping[Any, Any], here: tuple[str, ...], allowed: tuple[str, ...],
     doc: YamlDoc | None,
 ) -> Iterator[Diagnostic]:
     for key in block:
         if isinstance(key, str) and key in allowed:
             continue
-        where = _key_path(*here, str(key))
+        where = ".".join((*here, str(key)))
         typo = _find_typo(key, allowed) if isinstance(key, str) else None
         home = _misplaced(key, here) if isinstance(key, str) else None
         if typo:
-            hint = f"Did you mean `{_key_path(*here, typo)}`?"
+            hint = f"Did you mean `{'.'.join((*here, typo))}`?"
         elif home:
             hint = f"Move it to `{home}`."
         else:
             hint = f"Allowed keys here: {', '.join(f'`{k}`' for k in allowed)}."
-        yield EK102.at(MANIFEST, f"unknown key `{where}`", line=yaml_line(doc, *here, str(key)),
-                       hint=hint)
+        yield _at(EK102, doc, (*here, str(key)), f"unknown key `{where}`", hint)
 
 
 def _format_problems(data: Mapping[str, Any], doc: YamlDoc | None) -> Iterator[Diagnostic]:
     value = data.get("format")
     if "format" not in data:
-        yield EK103.at(MANIFEST, "`format` is missing", line=yaml_line(doc))
+        yield _at(EK103, doc, (), "`format` is missing")
     elif value not in FORMATS:
         typo = _find_typo(value, FORMATS) if isinstance(value, str) else None
         hint = f"Did you mean `{typo}`?" if typo else None
-        yield EK103.at(MANIFEST, f"`format` is {value!r}, not one of {', '.join(FORMATS)}",
-                       line=yaml_line(doc, "format"), hint=hint)
+        yield _at(EK103, doc, ("format",), f"`format` is {value!r}, not one of "
+                  f"{', '.join(FORMATS)}", hint)
 
 
 def _metadata_problems(data: Mapping[str, Any], doc: YamlDoc | None) -> Iterator[Diagnostic]:
     meta = data.get("metadata")
     if "metadata" not in data:
-        yield EK108.at(MANIFEST, "`metadata` is missing (it needs at least `metadata.name`)",
-                       line=yaml_line(doc))
-        return
-    if not isinstance(meta, Mapping):
-        yield EK108.at(MANIFEST, f"`metadata` is a {yaml_type(meta)}, not a mapping",
-                       line=yaml_line(doc, "metadata"))
-        return
-    yield from _unknown_keys(meta, ("metadata",), METADATA_KEYS, doc)
-    yield from _metadata_values(meta, doc)
+        yield _at(EK108, doc, (), "`metadata` is missing (it needs at least `metadata.name`)")
+    elif not isinstance(meta, Mapping):
+        yield _at(EK108, doc, ("metadata",), f"`metadata` is a {yaml_type(meta)}, not a mapping")
+    else:
+        yield from _unknown_keys(meta, ("metadata",), METADATA_KEYS, doc)
+        yield from _metadata_values(meta, doc)
 
 
 def _metadata_values(meta: Mapping[str, Any], doc: YamlDoc | None) -> Iterator[Diagnostic]:
-    name = meta.get("name")
+    name, desc = meta.get("name"), meta.get("description")
     if "name" not in meta:
-        yield EK108.at(MANIFEST, "`metadata.name` is missing", line=yaml_line(doc, "metadata"))
+        yield _at(EK108, doc, ("metadata",), "`metadata.name` is missing")
     elif isinstance(name, str) and not name:
-        yield EK108.at(MANIFEST, "`metadata.name` is empty",
-                       line=yaml_line(doc, "metadata", "name"))
+        yield _at(EK108, doc, ("metadata", "name"), "`metadata.name` is empty")
     elif isinstance(name, str) and len(name) > MAX_NAME:
-        yield EK108.at(MANIFEST, f"`metadata.name` is {len(name)} characters (max {MAX_NAME})",
-                       line=yaml_line(doc, "metadata", "name"))
-    desc = meta.get("description")
+        yield _at(EK108, doc, ("metadata", "name"),
+                  f"`metadata.name` is {len(name)} characters (max {MAX_NAME})")
     if isinstance(desc, str) and len(desc) > MAX_DESCRIPTION:
-        yield EK108.at(MANIFEST, f"`metadata.description` is {len(desc)} characters "
-                       f"(max {MAX_DESCRIPTION})", line=yaml_line(doc, "metadata", "description"))
+        yield _at(EK108, doc, ("metadata", "description"),
+                  f"`metadata.description` is {len(desc)} characters (max {MAX_DESCRIPTION})")
     for key in METADATA_KEYS:
         if key in meta and not isinstance(meta[key], str):
-            yield EK108.at(MANIFEST, f"`metadata.{key}` is a {yaml_type(meta[key])}, not a "
-                           "string", line=yaml_line(doc, "metadata", key),
-                           hint=f"Quote the value of `metadata.{key}`.")
+            yield _at(EK108, doc, ("metadata", key),
+                      f"`metadata.{key}` is a {yaml_type(meta[key])}, not a string",
+                      f"Quote the value of `metadata.{key}`.")
 
 
 def _adapter_problems(data: Mapping[str, Any], doc: YamlDoc | None) -> Iterator[Diagnostic]:
@@ -261,16 +239,13 @@ def _adapter_problems(data: Mapping[str, Any], doc: YamlDoc | None) -> Iterator[
         return  # EK103 already; which adapter rule applies depends on the format
     if fmt != "adapter-wheels-v1":
         if "adapter" in data:
-            yield EK109.at(MANIFEST, f"`adapter` is only allowed with format adapter-wheels-v1, "
-                           f"not {fmt}", line=yaml_line(doc, "adapter"),
-                           hint="Remove the `adapter` block, or use format adapter-wheels-v1.")
-        return
-    if "adapter" not in data:
-        yield EK109.at(MANIFEST, "`adapter` is missing (required for adapter-wheels-v1)",
-                       line=yaml_line(doc))
+            yield _at(EK109, doc, ("adapter",), "`adapter` is only allowed with format "
+                      f"adapter-wheels-v1, not {fmt}",
+                      "Remove the `adapter` block, or use format adapter-wheels-v1.")
+    elif "adapter" not in data:
+        yield _at(EK109, doc, (), "`adapter` is missing (required for adapter-wheels-v1)")
     elif not isinstance(adapter, Mapping):
-        yield EK109.at(MANIFEST, f"`adapter` is a {yaml_type(adapter)}, not a mapping",
-                       line=yaml_line(doc, "adapter"))
+        yield _at(EK109, doc, ("adapter",), f"`adapter` is a {yaml_type(adapter)}, not a mapping")
     else:
         yield from _unknown_keys(adapter, ("adapter",), ADAPTER_KEYS, doc)
         yield from _adapter_values(adapter, doc)
@@ -280,21 +255,26 @@ def _adapter_values(adapter: Mapping[str, Any], doc: YamlDoc | None) -> Iterator
     agent, agent_type = adapter.get("agent"), adapter.get("agent_type")
     if agent not in ADAPTER_AGENTS:
         what = "missing" if "agent" not in adapter else f"{agent!r}"
-        yield EK110.at(MANIFEST, f"`adapter.agent` is {what}; the training image only has "
-                       f"{', '.join(ADAPTER_AGENTS)}", line=yaml_line(doc, "adapter", "agent"))
+        yield _at(EK110, doc, ("adapter", "agent"), f"`adapter.agent` is {what}; the training "
+                  f"image only has {', '.join(ADAPTER_AGENTS)}")
     if agent_type != ADAPTER_AGENT_TYPE:
         what = "missing" if "agent_type" not in adapter else f"{agent_type!r}"
-        yield EK110.at(MANIFEST, f"`adapter.agent_type` is {what}, not "
-                       f"{ADAPTER_AGENT_TYPE!r}", line=yaml_line(doc, "adapter", "agent_type"))
+        yield _at(EK110, doc, ("adapter", "agent_type"),
+                  f"`adapter.agent_type` is {what}, not {ADAPTER_AGENT_TYPE!r}")
     root = adapter.get("image_config_root")
     if "image_config_root" in adapter and not isinstance(root, str):
-        yield EK110.at(MANIFEST, f"`adapter.image_config_root` is a {yaml_type(root)}, not a "
-                       "string", line=yaml_line(doc, "adapter", "image_config_root"))
+        yield _at(EK110, doc, ("adapter", "image_config_root"),
+                  f"`adapter.image_config_root` is a {yaml_type(root)}, not a string")
+
+
+def _at(rule: Rule, doc: YamlDoc | None, keypath: tuple[str | int, ...], message: str,
+        hint: str | None = None) -> Diagnostic:
+    """``rule`` in the manifest, at the line of ``keypath``."""
+    return rule.at(MANIFEST, message, line=yaml_line(doc, *keypath), hint=hint)
 
 
 CHECKS = (
     check_manifest_present,  # EK100
-    check_manifest_parses,  # EK101
-    check_manifest_static,  # EK101-EK105, EK108-EK112
+    check_manifest,  # EK101-EK105, EK108-EK112
     *config_paths.CHECKS,  # EK105-EK107, EK113
 )

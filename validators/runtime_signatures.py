@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import enum
 import re
-from functools import cache
 from typing import NamedTuple
 
 from envkit.validators.config_paths import EK104, EK105, EK106, EK111, EK112
@@ -200,10 +199,6 @@ FALLBACK: dict[Where, Signature] = {
 """What a text of this kind means when no signature matches: a server that failed to start
 (EK705), a rollout that failed (EK704)."""
 
-@cache
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
-
 
 def first_match(text: str, where: Where, *, offline: bool = False) -> Signature | None:
     """The first signature for ``where`` found in ``text`` (``offline``: the run had no route
@@ -211,6 +206,6 @@ def first_match(text: str, where: Where, *, offline: bool = False) -> Signature 
     for signature in SIGNATURES:
         if where not in signature.where or (signature.offline_only and not offline):
             continue
-        if _compiled(signature.pattern).search(text):
+        if re.search(signature.pattern, text):
             return signature
     return FALLBACK.get(where)

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from envkit.validators._base import json_kind
+
 __all__ = ["CREATE_PARAMS_FIELDS", "MESSAGE_ROLES", "input_problems"]
 
 MESSAGE_ROLES = ("system", "developer", "user", "assistant")
@@ -162,13 +164,4 @@ def _part_problems(where: str, part: Any, role: Any) -> Iterator[tuple[str, str]
 
 
 def _kind(value: Any) -> str:
-    names = {
-        dict: "an object",
-        list: "a list",
-        str: "a string",
-        bool: "a boolean",
-        type(None): "null",
-    }
-    return names.get(
-        type(value), "a number" if isinstance(value, int | float) else type(value).__name__
-    )
+    return "a list" if isinstance(value, list) else json_kind(value)

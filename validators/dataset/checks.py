@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from envkit.model.diagnostics import Diagnostic, Severity, close_matches
+from envkit.validators._base import json_kind
 from envkit.validators.dataset._responses import CREATE_PARAMS_FIELDS, input_problems
 from envkit.validators.dataset.context import AGENT_TYPE, RowContext, row_context
 from envkit.validators.dataset.rules import (
@@ -31,7 +32,7 @@ from envkit.validators.dataset.rules import (
 
 if TYPE_CHECKING:
     from envkit.model.dataset import Dataset, Row
-    from envkit.validators._base import Inputs
+    from envkit.validators._base import Inputs, Rule
     from envkit.validators.dataset.leaks import LeakTally
 
 __all__ = [
@@ -96,16 +97,13 @@ def _leak_finding(file: str, tally: LeakTally) -> Iterator[Diagnostic]:
 
 def _file_diagnostics(dataset: Dataset, name: str, context: RowContext) -> Iterator[Diagnostic]:
     for row in dataset.iter_rows(name):
-        for diag in _row_diagnostics(row, context):
-            yield diag._replace(column=row.column) if diag.column is None else diag
-
-
-def _row_diagnostics(row: Row, context: RowContext) -> Iterator[Diagnostic]:
-    if row.error is not None or not isinstance(row.data, dict):
-        yield _not_object(row)
-        return
-    for check in ROW_CHECKS:
-        yield from check(row, row.data, context)
+        if row.error is not None:
+            yield _at(EK501, row, f"line {row.line} is not a JSON object: {row.error}")
+        elif not isinstance(row.data, dict):
+            yield _at(EK501, row, f"line {row.line} is {json_kind(row.data)}, not a JSON object")
+        else:
+            for check in ROW_CHECKS:
+                yield from check(row, row.data, context)
 
 
 def _capped(
@@ -121,9 +119,8 @@ def _capped(
             yield diag
         else:
             hidden[diag.code] += 1
-            severity[diag.code] = max(
-                severity.get(diag.code, diag.severity), diag.severity, key=_rank
-            )
+            if severity.get(diag.code) is not Severity.ERROR:
+                severity[diag.code] = diag.severity
     for code, count in sorted(hidden.items()):
         rule = _BY_CODE[code]
         yield rule.at(
@@ -133,22 +130,11 @@ def _capped(
         )
 
 
-def _rank(severity: Severity) -> int:
-    return 1 if severity is Severity.ERROR else 0
-
-
-def _not_object(row: Row) -> Diagnostic:
-    if row.error is not None:
-        return EK501.at(
-            row.file, f"line {row.line} is not a JSON object: {row.error}", line=row.line
-        )
-    kind = type(row.data).__name__
-    names = {"list": "an array", "str": "a string", "NoneType": "null", "bool": "a boolean"}
-    return EK501.at(
-        row.file,
-        f"line {row.line} is {names.get(kind, 'a number')}, not a JSON object",
-        line=row.line,
-    )
+def _at(rule: Rule, row: Row, message: str, *, hint: str | None = None,
+        severity: Severity | None = None) -> Diagnostic:
+    """``rule`` at ``row``'s line and column."""
+    return rule.at(row.file, message, line=row.line, column=row.column, hint=hint,
+                   severity=severity)
 
 
 def _check_prompt(row: Row, data: Mapping[str, Any], context: RowContext) -> Iterator[Diagnostic]:
@@ -156,28 +142,21 @@ def _check_prompt(row: Row, data: Mapping[str, Any], context: RowContext) -> Ite
     params = data.get("responses_create_params")
     if not isinstance(params, dict):
         shown = "missing" if params is None else "not an object"
-        hint = None
-        if "messages" in data or "prompt" in data:
-            key = "messages" if "messages" in data else "prompt"
-            hint = (
-                f"Move `{key}` to `responses_create_params.input` (GRPO rows are Gym rollout rows)."
-            )
-        yield EK502.at(row.file, f"`responses_create_params` is {shown}", line=row.line, hint=hint)
+        key = next((k for k in ("messages", "prompt") if k in data), None)
+        hint = (f"Move `{key}` to `responses_create_params.input` (GRPO rows are Gym rollout "
+                "rows)." if key else None)
+        yield _at(EK502, row, f"`responses_create_params` is {shown}", hint=hint)
         return
     if "input" not in params:
-        yield EK502.at(row.file, "`responses_create_params.input` is missing", line=row.line)
+        yield _at(EK502, row, "`responses_create_params.input` is missing")
     for key in sorted(set(params) - CREATE_PARAMS_FIELDS, key=str):
-        yield EK502.at(
-            row.file,
-            f"`responses_create_params.{key}` is not a Responses API field "
-            "(Gym forbids extra keys)",
-            line=row.line,
-            hint=_typo_hint(str(key), CREATE_PARAMS_FIELDS)
-            or "Move extra data to the top level of the row; it is forwarded to the environment.",
-        )
+        hint = _typo_hint(str(key), CREATE_PARAMS_FIELDS) or (
+            "Move extra data to the top level of the row; it is forwarded to the environment.")
+        yield _at(EK502, row, f"`responses_create_params.{key}` is not a Responses API field "
+                  "(Gym forbids extra keys)", hint=hint)
     if "input" in params:
         for where, problem in input_problems(params["input"]):
-            yield EK502.at(row.file, f"`responses_create_params.{where}` {problem}", line=row.line)
+            yield _at(EK502, row, f"`responses_create_params.{where}` {problem}")
 
 
 def _check_agent_ref(
@@ -186,24 +165,17 @@ def _check_agent_ref(
     """EK503 (shape) and EK504 (names an agent instance of the package)."""
     ref = data.get("agent_ref")
     if not isinstance(ref, dict):
-        shown = "missing" if ref is None else "not an object"
-        yield EK503.at(row.file, f"`agent_ref` is {shown}", line=row.line)
+        yield _at(EK503, row, f"`agent_ref` is {'missing' if ref is None else 'not an object'}")
         return
     name = ref.get("name")
     if not isinstance(name, str) or not name:
-        yield EK503.at(row.file, "`agent_ref.name` must be a non-empty string", line=row.line)
+        yield _at(EK503, row, "`agent_ref.name` must be a non-empty string")
     ref_type = ref.get("type")
     if ref_type is None:
-        yield EK503.at(
-            row.file,
-            "`agent_ref.type` is missing (Gym tolerates it; the platform's rows carry it)",
-            line=row.line,
-            severity=Severity.WARNING,
-        )
+        yield _at(EK503, row, "`agent_ref.type` is missing (Gym tolerates it; the platform's "
+                  "rows carry it)", severity=Severity.WARNING)
     elif ref_type != AGENT_TYPE:
-        yield EK503.at(
-            row.file, f"`agent_ref.type` is {ref_type!r}, not {AGENT_TYPE!r}", line=row.line
-        )
+        yield _at(EK503, row, f"`agent_ref.type` is {ref_type!r}, not {AGENT_TYPE!r}")
     if isinstance(name, str) and name and context.agents is not None and name not in context.agents:
         yield _unknown_agent(row, name, context)
 
@@ -220,7 +192,7 @@ def _unknown_agent(row: Row, name: str, context: RowContext) -> Diagnostic:
     if hint is None:
         listed = ", ".join(f"`{a}`" for a in sorted(agents)) or "(none)"
         hint = f"Agent instances in the package: {listed}."
-    return EK504.at(row.file, f"`agent_ref.name` {name!r} is {what}", line=row.line, hint=hint)
+    return _at(EK504, row, f"`agent_ref.name` {name!r} is {what}", hint=hint)
 
 
 def _check_vf_env_id(
@@ -234,22 +206,15 @@ def _check_vf_env_id(
     if value is None:
         fallback = _agent_fallback(data, context)
         if fallback is not None and fallback == expected:
-            yield EK505.at(
-                row.file,
-                f"`vf_env_id` is missing; the agent config's {fallback!r} is used",
-                line=row.line,
-                severity=Severity.WARNING,
-            )
+            yield _at(EK505, row, f"`vf_env_id` is missing; the agent config's {fallback!r} is "
+                      "used", severity=Severity.WARNING)
         else:
-            yield EK505.at(row.file, "`vf_env_id` is missing on a verifiers row", line=row.line)
+            yield _at(EK505, row, "`vf_env_id` is missing on a verifiers row")
     elif not isinstance(value, str) or not value:
-        yield EK505.at(row.file, "`vf_env_id` must be a non-empty string", line=row.line)
+        yield _at(EK505, row, "`vf_env_id` must be a non-empty string")
     elif expected is not None and value != expected:
-        yield EK505.at(
-            row.file,
-            f"`vf_env_id` is {value!r}; the manifest's `metadata.vf_env_id` is {expected!r}",
-            line=row.line,
-        )
+        yield _at(EK505, row, f"`vf_env_id` is {value!r}; the manifest's `metadata.vf_env_id` "
+                  f"is {expected!r}")
 
 
 def _agent_fallback(data: Mapping[str, Any], context: RowContext) -> str | None:
@@ -270,11 +235,11 @@ def _check_task_idx(row: Row, data: Mapping[str, Any], context: RowContext) -> I
         return
     value = data.get("task_idx")
     if value is None:
-        yield EK506.at(row.file, "`task_idx` is missing on a verifiers row", line=row.line)
+        yield _at(EK506, row, "`task_idx` is missing on a verifiers row")
     elif isinstance(value, bool) or not isinstance(value, int):
-        yield EK506.at(row.file, f"`task_idx` is {value!r}, not an integer", line=row.line)
+        yield _at(EK506, row, f"`task_idx` is {value!r}, not an integer")
     elif context.file == "training.jsonl" and not context.seen_task_idx.add(value):
-        yield EK506.at(row.file, f"`task_idx` {value} appears on an earlier row too", line=row.line)
+        yield _at(EK506, row, f"`task_idx` {value} appears on an earlier row too")
 
 
 RowCheck = Callable[["Row", Mapping[str, Any], RowContext], Iterator[Diagnostic]]

@@ -16,7 +16,7 @@ from envkit.validators.dataset.leaks import DEFAULT_MIN_CHARS, LeakTally
 if TYPE_CHECKING:
     from envkit.model.package import Package
 
-__all__ = ["ADAPTER_FORMAT", "AGENT_TYPE", "RowContext", "agent_instances", "row_context"]
+__all__ = ["ADAPTER_FORMAT", "AGENT_TYPE", "RowContext", "row_context"]
 
 AGENT_TYPE = "responses_api_agents"
 ADAPTER_FORMAT = "adapter-wheels-v1"
@@ -30,11 +30,14 @@ class RowContext:
     agents: frozenset[str] | None
     """Agent instance names of the package; None when there is no package to check against."""
     instance_types: Mapping[str, str]
+    """Instance -> its server type (the first server-type key of its block)."""
     adapter: bool
     vf_env_id: str | None
     agent_vf_env_ids: Mapping[str, str]
+    """Agent instance -> the ``vf_env_id`` its implementation block sets (verifiers_agent)."""
     agent_impls: Mapping[str, str] = field(default_factory=dict)
-    """Implementation key -> agent instance, to catch rows that name the directory."""
+    """Implementation key -> the first agent instance using it, to catch rows that name the
+    directory."""
     seen_task_idx: _SeenInts = field(default_factory=lambda: _SeenInts())
     leaks: LeakTally = field(default_factory=LeakTally)
     """Rows whose prompt holds their reference answer (EK507, one finding per file)."""
@@ -72,18 +75,32 @@ def row_context(file: str, package: Package | None,
     if package is None:
         return RowContext(file, None, {}, adapter=False, vf_env_id=None, agent_vf_env_ids={},
                           leaks=leaks)
-    instances = _instance_types(package)
+    types: dict[str, str] = {}
+    agents: set[str] = set()
+    impls: dict[str, str] = {}
+    vf_env_ids: dict[str, str] = {}
+    for name, body in _blocks(package):
+        kind = next(iter(body))
+        types.setdefault(name, kind if isinstance(kind, str) else "?")
+        if AGENT_TYPE in body:
+            agents.add(name)
+        agent_impls = body.get(AGENT_TYPE)
+        for impl, fields in agent_impls.items() if isinstance(agent_impls, Mapping) else ():
+            impls.setdefault(str(impl), name)
+            value = fields.get("vf_env_id") if isinstance(fields, Mapping) else None
+            if isinstance(value, str) and value:
+                vf_env_ids[name] = value
     configs_ok = bool(package.configs) and all(doc.ok for doc in package.configs.values())
     meta = package.manifest_data.get("metadata")
     vf_env_id = meta.get("vf_env_id") if isinstance(meta, Mapping) else None
     return RowContext(
         file,
-        agents=agent_instances(package) if configs_ok else None,
-        instance_types=instances,
+        agents=frozenset(agents) if configs_ok else None,
+        instance_types=types,
         adapter=package.format == ADAPTER_FORMAT,
         vf_env_id=vf_env_id if isinstance(vf_env_id, str) else None,
-        agent_vf_env_ids=_agent_vf_env_ids(package),
-        agent_impls=_agent_impls(package),
+        agent_vf_env_ids=vf_env_ids,
+        agent_impls=impls,
         leaks=leaks,
     )
 
@@ -95,44 +112,3 @@ def _blocks(package: Package) -> Iterator[tuple[str, Mapping[str, Any]]]:
             for name, body in doc.data.items():
                 if isinstance(name, str) and isinstance(body, Mapping) and body:
                     yield name, body
-
-
-def _agent_blocks(package: Package) -> Iterator[tuple[str, str, Any]]:
-    """``(instance, implementation, fields)`` of every ``responses_api_agents`` block."""
-    for name, body in _blocks(package):
-        impls = body.get(AGENT_TYPE)
-        if isinstance(impls, Mapping):
-            for impl, fields in impls.items():
-                yield name, str(impl), fields
-
-
-def _instance_types(package: Package) -> dict[str, str]:
-    """``instance -> server type`` over every parsed config (first server-type key wins)."""
-    found: dict[str, str] = {}
-    for name, body in _blocks(package):
-        kind = next(iter(body))
-        found.setdefault(name, kind if isinstance(kind, str) else "?")
-    return found
-
-
-def agent_instances(package: Package) -> frozenset[str]:
-    """Top-level keys whose block is a ``responses_api_agents`` server: what rows may name."""
-    return frozenset(name for name, body in _blocks(package) if AGENT_TYPE in body)
-
-
-def _agent_impls(package: Package) -> dict[str, str]:
-    """Implementation key under ``responses_api_agents`` -> the first instance using it."""
-    found: dict[str, str] = {}
-    for name, impl, _fields in _agent_blocks(package):
-        found.setdefault(impl, name)
-    return found
-
-
-def _agent_vf_env_ids(package: Package) -> dict[str, str]:
-    """Agent instance -> the ``vf_env_id`` its implementation block sets (verifiers_agent)."""
-    found: dict[str, str] = {}
-    for name, _impl, fields in _agent_blocks(package):
-        value = fields.get("vf_env_id") if isinstance(fields, Mapping) else None
-        if isinstance(value, str) and value:
-            found[name] = value
-    return found

@@ -32,9 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["check_builtin_fields", "lax_accepts"]
 
-_MARKERS = INSTALL_MARKERS
-_TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
-_FALSE = frozenset({"0", "off", "f", "false", "n", "no"})
+_BOOL_TEXT = frozenset({"1", "on", "t", "true", "y", "yes", "0", "off", "f", "false", "n", "no"})
 """The strings pydantic's lax mode reads as a bool (case-insensitive)."""
 
 _OMEGACONF_FLOAT = re.compile(
@@ -58,11 +56,7 @@ def _float_text(text: str) -> float | None:
 
 
 _INT_TEXT = re.compile(r"\s*[+-]?[0-9]+(?:_[0-9]+)*(?:\.0+)?\s*")
-
-
-def _int_text(text: str) -> bool:
-    """pydantic parses ``"1_000"`` and ``"1.0"`` as ints, not ``"1.5"`` or ``"1e3"``."""
-    return _INT_TEXT.fullmatch(text) is not None
+"""pydantic parses ``"1_000"`` and ``"1.0"`` as ints, not ``"1.5"`` or ``"1e3"``."""
 
 
 def _accepts_one(value: Any, kind: str, *, coerce: bool) -> bool:
@@ -72,12 +66,12 @@ def _accepts_one(value: Any, kind: str, *, coerce: bool) -> bool:
         return value is None
     if kind == "bool":
         if isinstance(value, str):
-            return value.lower() in _TRUE | _FALSE
+            return value.lower() in _BOOL_TEXT
         return isinstance(value, bool) or (number and value in (0, 1))
     if kind == "int":
         if isinstance(value, float):
             return math.isfinite(value) and value.is_integer()
-        return isinstance(value, int) or (isinstance(value, str) and _int_text(value))
+        return isinstance(value, int) or bool(isinstance(value, str) and _INT_TEXT.fullmatch(value))
     if kind == "float":
         text = isinstance(value, str) and _float_text(value) is not None
         return isinstance(value, int | float) or text
@@ -134,7 +128,7 @@ def _runs_builtin(pkg: Package, server_type: str, impl: str) -> bool:
     """Gym's ``_resolve_server_dir``: the package's directory if it has an install marker."""
     if not gym_data().is_builtin(server_type, impl):
         return False
-    return not any(f"{server_type}/{impl}/{m}" in pkg.entries for m in _MARKERS)
+    return not any(f"{server_type}/{impl}/{m}" in pkg.entries for m in INSTALL_MARKERS)
 
 
 def _fully_known(view: GymView, instance: Instance) -> bool:

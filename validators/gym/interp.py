@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from envkit.model.gym_data import gym_data
-from envkit.validators.gym.model import Opaque
+from envkit.validators.gym.model import DIRECTIVE_KEYS, Opaque, directive_source
 from envkit.validators.gym.shapes import classify
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from envkit.model.yamlio import KeyPath
     from envkit.validators.gym.model import GymView
 
 __all__ = ["JOB_KEYS", "Finding", "find_interpolation_problems", "interpolations"]
@@ -87,10 +88,6 @@ def _top_level_split(args: str) -> list[str]:
     return [*parts, cur]
 
 
-def _key_segments(expr: str) -> list[str]:
-    return [s for s in re.split(r"[.\[\]]", expr.strip()) if s]
-
-
 def _lookup(merged: Mapping[str, Any], segments: list[str]) -> bool:
     node: Any = merged
     for seg in segments:
@@ -116,7 +113,7 @@ def _index(seg: str) -> int:
 def _key_problem(expr: str, view: GymView, direct: bool) -> str | None:
     if expr.startswith("."):
         return None  # relative to the node: resolved against the same file's structure
-    segments = _key_segments(expr)
+    segments = [s for s in re.split(r"[.\[\]]", expr.strip()) if s]
     if not segments or segments[0] in JOB_KEYS:
         return None
     data = gym_data()
@@ -148,9 +145,6 @@ def expression_problem(expr: str, view: GymView, direct: bool) -> str | None:
     return _key_problem(expr, view, direct)
 
 
-KeyPath = tuple[str | int, ...]
-
-
 def _walk(value: Any, keypath: KeyPath) -> Iterator[tuple[KeyPath, Any]]:
     stack = [(keypath, value)]
     while stack:
@@ -163,9 +157,9 @@ def _walk(value: Any, keypath: KeyPath) -> Iterator[tuple[KeyPath, Any]]:
             yield path, node
 
 
-def _server_prefixes(view: GymView) -> set[tuple[str | int, ...]]:
+def _server_prefixes(view: GymView) -> set[KeyPath]:
     """``(instance, type, impl)`` of every top-level value Gym reads as a server."""
-    prefixes: set[tuple[str | int, ...]] = set()
+    prefixes: set[KeyPath] = set()
     for key, value in view.merged.items():
         shape = classify(value)
         if shape.kind == "server":
@@ -173,23 +167,14 @@ def _server_prefixes(view: GymView) -> set[tuple[str | int, ...]]:
     return prefixes
 
 
-_DIRECTIVE_KEYS = ("_inherit_from", "_copy")
-_DIRECTIVE_STRINGS = ("${inherit_from:", "${copy:")
-
-
-def _directive_source(keypath: KeyPath, value: str) -> str | None:
-    """The path a Gym ``_inherit_from``/``_copy`` directive (key or string form) names."""
-    if keypath and keypath[-1] in _DIRECTIVE_KEYS:
-        return value
-    for prefix in _DIRECTIVE_STRINGS:
-        if value.startswith(prefix) and value.endswith("}"):
-            return value[len(prefix):-1]
-    return None
-
-
 def _directive_problem(keypath: KeyPath, value: str, view: GymView) -> str | None:
-    """Gym applies every directive while it parses (``_recursively_swap_keys``), anywhere."""
-    source = _directive_source(keypath, value)
+    """A Gym ``_inherit_from``/``_copy`` directive (key or string form) whose source does not
+    exist: Gym applies every directive while it parses (``_recursively_swap_keys``), anywhere."""
+    if keypath and keypath[-1] in DIRECTIVE_KEYS:
+        source: str | None = value
+    else:
+        found = directive_source(value)
+        source = found[0] if found else None
     if source is None or _lookup(view.merged, source.split(".")):
         return None
     return f"`{source}` does not exist in the merged config (InheritPathNotFoundError)"
@@ -197,12 +182,8 @@ def _directive_problem(keypath: KeyPath, value: str, view: GymView) -> str | Non
 
 def find_interpolation_problems(view: GymView) -> Iterator[Finding]:
     """Every unresolvable interpolation and every ``???`` left in the merged config, in key
-    path order (a key path's own findings in the order its value holds them).
-
-    Only the findings are sorted, not every leaf: a value without ``${`` under no directive
-    key has nothing to judge but ``???`` (the 145 Gym servers: ~3,300 leaves, a handful of
-    findings).
-    """
+    path order (a key path's own findings in the order its value holds them). Only the
+    findings are sorted, not every leaf: most leaves have nothing to judge."""
     servers = _server_prefixes(view)
     found = [finding for keypath, value in _walk(view.merged, ()) if isinstance(value, str)
              for finding in _value_problems(keypath, value, view, servers)]
@@ -213,7 +194,7 @@ def _value_problems(keypath: KeyPath, value: str, view: GymView,
                     servers: set[KeyPath]) -> list[Finding]:
     if value.strip() == _MISSING:
         return [Finding(keypath, "value is `???` (missing) after merging every config", True)]
-    if "${" not in value and not (keypath and keypath[-1] in _DIRECTIVE_KEYS):
+    if "${" not in value and not (keypath and keypath[-1] in DIRECTIVE_KEYS):
         return []  # no interpolation and no directive: nothing else to judge
     directive = _directive_problem(keypath, value, view)
     if directive:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from envkit.model.diagnostics import Severity, close_matches
+from envkit.model.diagnostics import close_matches
 from envkit.model.package import MANIFEST, safe_relpath
-from envkit.validators.gym.model import own_servers, view_of
+from envkit.validators._base import yaml_line
+from envkit.validators.gym.model import includes_of, own_servers, view_of
 from envkit.validators.gym.rules import (
     AGENTS,
     EK304,
@@ -20,6 +21,8 @@ from envkit.validators.gym.rules import (
     MODELS,
     POLICY_MODEL,
     RESOURCES,
+    E,
+    W,
 )
 from envkit.validators.gym.shapes import find_refs, fmt_keypath
 
@@ -27,7 +30,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from envkit.model.diagnostics import Diagnostic
-    from envkit.model.package import Package
     from envkit.validators._base import Inputs
     from envkit.validators.gym.model import GymView, Instance
     from envkit.validators.gym.shapes import Ref
@@ -39,9 +41,6 @@ __all__ = [
     "check_policy_model",
     "check_refs",
 ]
-
-E, W = Severity.ERROR, Severity.WARNING
-
 
 # EK304 ---------------------------------------------------------------------------------------
 
@@ -98,10 +97,6 @@ def _policy_models(view: GymView) -> list[Instance]:
     return [i for i in view.servers(MODELS) if i.name == POLICY_MODEL]
 
 
-def _manifest_line(pkg: Package, *keypath: str | int) -> int | None:
-    return pkg.manifest.line_of(*keypath) if pkg.manifest else None
-
-
 def check_policy_model(inputs: Inputs) -> Iterator[Diagnostic]:
     """EK305/EK306: a `policy_model` model server, defined by the first `config_paths` file."""
     view, pkg = view_of(inputs.package), inputs.package
@@ -112,31 +107,23 @@ def check_policy_model(inputs: Inputs) -> Iterator[Diagnostic]:
     if existing is not None and existing.shape.kind == "malformed":
         return  # EK301/EK307 report the broken block itself
     if not found:
-        other = view.instances.get(POLICY_MODEL)
         detail = (
-            f" (`{POLICY_MODEL}` is a {other.shape.server_type} block)"
-            if other is not None and other.shape.server_type else ""
+            f" (`{POLICY_MODEL}` is a {existing.shape.server_type} block)"
+            if existing is not None and existing.shape.server_type else ""
         )
         message = f"no config defines a `{POLICY_MODEL}` {MODELS} instance{detail}"
-        yield EK305.at(MANIFEST, message, line=_manifest_line(pkg, "config_paths"))
+        yield EK305.at(MANIFEST, message, line=yaml_line(pkg.manifest, "config_paths"))
         return
     first = next((p for p in (safe_relpath(v) for v in pkg.config_paths()) if p), None)
     defining = {d.path for d in found[0].defs}
-    if first is not None and first not in defining and not _includes(view, first, defining):
+    if first is None or first in defining:
+        return
+    if not defining.intersection(includes_of(pkg, first, view.docs.get(first))):
         message = (
             f"`{POLICY_MODEL}` is defined in {sorted(defining)[0]}, but `config_paths` starts "
             f"with {first}"
         )
-        yield EK306.at(MANIFEST, message, line=_manifest_line(pkg, "config_paths", 0))
-
-
-def _includes(view: GymView, first: str, defining: set[str]) -> bool:
-    doc = view.docs.get(first)
-    data = doc.data if doc is not None else None
-    nested = data.get("config_paths") if isinstance(data, dict) else None
-    if not isinstance(nested, list):
-        return False
-    return bool({safe_relpath(p) for p in nested if isinstance(p, str)} & defining)
+        yield EK306.at(MANIFEST, message, line=yaml_line(pkg.manifest, "config_paths", 0))
 
 
 _POLICY_FIELDS = {"base_url": "${policy_base_url}", "model": "${policy_model_name}"}

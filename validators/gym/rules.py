@@ -6,7 +6,7 @@ from envkit.model.diagnostics import Severity
 from envkit.model.gym_data import gym_data
 from envkit.validators._base import Rule
 
-__all__ = ["AGENTS", "ENVS", "MODELS", "POLICY_MODEL", "RESOURCES", "RULES"]
+__all__ = ["AGENTS", "ENVS", "MODELS", "POLICY_MODEL", "RESOURCES", "RULES", "E", "W"]
 
 E, W = Severity.ERROR, Severity.WARNING
 POLICY_MODEL = "policy_model"

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from envkit.model.diagnostics import Severity, close_matches
+from envkit.model.diagnostics import close_matches
 from envkit.model.gym_data import gym_data
-from envkit.model.package import safe_relpath
+from envkit.model.package import SERVER_TYPES, safe_relpath
 from envkit.validators.gym.model import own_servers, view_of
 from envkit.validators.gym.rules import (
-    AGENTS,
     EK300,
     EK301,
     EK302,
@@ -18,9 +17,9 @@ from envkit.validators.gym.rules import (
     EK308,
     EK309,
     EK310,
-    ENVS,
-    MODELS,
     RESOURCES,
+    E,
+    W,
 )
 from envkit.validators.gym.shapes import find_refs, fmt_keypath
 
@@ -39,9 +38,6 @@ __all__ = [
     "check_impl_dirs",
     "check_server_shapes",
 ]
-
-E, W = Severity.ERROR, Severity.WARNING
-
 
 # EK300 ---------------------------------------------------------------------------------------
 
@@ -75,9 +71,7 @@ def _type_impl(body: Any) -> tuple[str, str] | None:
     if not isinstance(body, dict):
         return None
     for key, inner in body.items():
-        if isinstance(inner, dict) and len(inner) == 1 and key in (
-            MODELS, RESOURCES, AGENTS, ENVS,
-        ):
+        if isinstance(inner, dict) and len(inner) == 1 and key in SERVER_TYPES:
             return str(key), str(next(iter(inner)))
     return None
 
@@ -238,6 +232,6 @@ def check_impl_dirs(inputs: Inputs) -> Iterator[Diagnostic]:
         return
     for instance in view.servers():
         for rule, message, hint in _impl_findings(pkg, instance):
-            key = "entrypoint" if rule is EK310 else None
-            path, line = instance.locate(*instance.field_path(*([key] if key else [])))
+            keypath = ("entrypoint",) if rule is EK310 else ()
+            path, line = instance.locate(*instance.field_path(*keypath))
             yield rule.at(path, message, line=line, hint=hint)

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from envkit.model.diagnostics import Severity
 from envkit.model.gym_data import gym_data, is_builtin_config
 from envkit.model.package import safe_relpath
 from envkit.validators.gym.interp import find_interpolation_problems
 from envkit.validators.gym.model import own_servers, view_of
-from envkit.validators.gym.rules import EK311, EK313, EK315, EK316
+from envkit.validators.gym.rules import EK311, EK313, EK315, EK316, E, W
 from envkit.validators.gym.shapes import fmt_keypath
 
 if TYPE_CHECKING:
@@ -21,9 +20,6 @@ if TYPE_CHECKING:
     from envkit.validators._base import Inputs
 
 __all__ = ["check_datasets", "check_includes", "check_interpolations"]
-
-E, W = Severity.ERROR, Severity.WARNING
-
 
 # EK311 / EK315 -------------------------------------------------------------------------------
 

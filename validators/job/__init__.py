@@ -1,13 +1,6 @@
 """EK6xx: the platform's ``rl`` GRPO job JSON, checked before submit.
 
 ``rules`` holds the records, ``checks`` the checks over one job file (names, types, ranges and
-refs from the job model), ``cross_field`` the platform's rules between fields. Importing this
-package imports only ``rules``: a validate run without a job file reads the codes, not the
-job model (``envkit.validators.job_checks`` imports ``checks``).
+refs from the job model), ``cross_field`` the platform's rules between fields. Only a run with
+a job file imports ``checks`` and the job model (``envkit.validators.checks_for``).
 """
-
-from __future__ import annotations
-
-from envkit.validators.job.rules import RULES
-
-__all__ = ["RULES"]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import envkit.model.jobspec as job_model
 from envkit.model.diagnostics import Diagnostic, Severity, close_matches
 from envkit.model.jobspec import JobSettings, JobSpecError, grpo_settings
+from envkit.validators._base import json_kind
 from envkit.validators.job.cross_field import findings
 from envkit.validators.job.rules import EK600, EK601, EK603, EK604, EK608, EK609, EK610, EK611
 
@@ -73,8 +74,11 @@ def check_job(inputs: Inputs) -> Iterator[Diagnostic]:
 
 def job_diagnostics(job: JobDoc, *, allow_local_refs: bool = False) -> Iterator[Diagnostic]:
     """Every diagnostic for one job file; the trainer calls this with ``allow_local_refs=True``."""
-    if job.error is not None or not isinstance(job.data, Mapping):
-        yield _not_object(job)
+    if job.error is not None:
+        yield EK611.at(job.path, f"job file is not valid JSON: {job.error}", line=job.error_line)
+        return
+    if not isinstance(job.data, Mapping):
+        yield EK611.at(job.path, f"job file is {json_kind(job.data)}, not a JSON object", line=1)
         return
     settings, problems = job.typed
     for problem in problems:
@@ -135,12 +139,6 @@ def _drop(mapping: dict[str, Any], path: tuple[str, ...]) -> None:
         _drop(value, tuple(rest))
     else:
         mapping.pop(head, None)
-
-
-def _not_object(job: JobDoc) -> Diagnostic:
-    if job.error is not None:
-        return EK611.at(job.path, f"job file is not valid JSON: {job.error}", line=job.error_line)
-    return EK611.at(job.path, f"job file is {_kind(job.data)}, not a JSON object", line=1)
 
 
 def _problem(job: JobDoc, problem: Problem) -> Diagnostic:
@@ -237,8 +235,3 @@ def _get(mapping: Any, *keys: str) -> Any:
             return None
         mapping = mapping.get(key)
     return mapping
-
-
-def _kind(value: Any) -> str:
-    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
-    return "null" if value is None else names.get(type(value), "a number")

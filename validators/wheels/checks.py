@@ -155,10 +155,8 @@ def closure_roots(pkg: Package, inputs: Inputs) -> tuple[list[Root], list[Egress
             egress.append(Egress(HARNESS_EGRESS, "nemo-environment.yaml", None))
     vendored = {w.name for w in pkg.wheels if w.name is not None}
     runtime = runtime_roots(inputs.options.gym_version, gym_data().requires_dist, WHEELS_DIR)
-    roots += [r for r in runtime
-              if inputs.options.offline or canonicalize_name(r.requirement.name) in vendored]
-    found, needs = _builtin_server_roots(pkg)  # with an index: only what wheels/ offers
-    roots += [r for r in found
+    builtin, needs = _builtin_server_roots(pkg)  # with an index: only what wheels/ offers
+    roots += [r for r in (*runtime, *builtin)
               if inputs.options.offline or canonicalize_name(r.requirement.name) in vendored]
     egress += needs if inputs.options.offline else []
     return roots, egress
@@ -210,7 +208,7 @@ def _adapter_roots(pkg: Package) -> list[Root]:
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 
-    from envkit.model.closure import Root, parse_requirement
+    from envkit.model.closure import Root
 
     meta = pkg.manifest_data.get("metadata")
     env_id = meta.get("vf_env_id") if isinstance(meta, dict) else None
@@ -219,9 +217,7 @@ def _adapter_roots(pkg: Package) -> list[Root]:
     for wheel in pkg.wheels:
         if wheel.name is None or wheel.version is None:
             continue
-        deps = {canonicalize_name(r.name) for r in map(parse_requirement, wheel.requires_dist)
-                if r is not None}
-        if wheel.name == env_name or "verifiers" in deps:
+        if wheel.name == env_name or "verifiers" in _required_names(wheel):
             req = Requirement(f"{wheel.name}=={wheel.version}")
             roots.append(Root(req, "adapter environment wheel", wheel.path))
         elif wheel.name == "verifiers":
