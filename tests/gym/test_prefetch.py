@@ -31,7 +31,7 @@ from wheelfactory import make_wheel
 
 from envkit.gym import GymRuntime, PolicyEndpoint, RuntimeEvents, prefetch, prefetch_options
 from envkit.gym.events import VenvStep
-from envkit.output.prefetch import prefetch_dict
+from envkit.output.prefetch import render_prefetch
 from envkit.schemas import load_schema
 from envkit.supply.cache import cache_root
 
@@ -128,7 +128,8 @@ def _ready() -> set[Path]:
 
 
 def test_one_offline_build_is_told_in_order_and_reused_until_the_closure_changes(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     pkg = _fresh_package(tmp_path)
     uv_default = tmp_path / "uv-default"  # where uv's own cache would be
     monkeypatch.setenv("UV_CACHE_DIR", str(uv_default))
@@ -137,6 +138,8 @@ def test_one_offline_build_is_told_in_order_and_reused_until_the_closure_changes
     built = _Steps()
     try:  # this run's own trees (~1.4 GB each) leave the shared cache with the test
         first = prefetch(pkg, options, built)
+        assert render_prefetch(first, "json") == 0
+        jsonschema.validate(json.loads(capsys.readouterr().out), load_schema("prefetch"))
         _reused_until_the_closure_changes(pkg, first, built.steps, uv_default)
     finally:
         for entry in _entries() - entries:
@@ -149,7 +152,6 @@ def test_one_offline_build_is_told_in_order_and_reused_until_the_closure_changes
 def _reused_until_the_closure_changes(pkg: Path, first, steps: list[VenvStep],
                                       uv_default: Path) -> None:
     venv_dir = Path(first.venv_dir)
-    jsonschema.validate(prefetch_dict(first), load_schema("prefetch"))
     assert first.built and first.offline, first
     assert "resources_servers/char_pattern" in first.venvs and len(first.venvs) == 4
     _assert_in_order(steps, set(first.venvs))
