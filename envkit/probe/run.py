@@ -23,7 +23,7 @@ from envkit.probe.analysis.declared import (
     stochastic_reason,
 )
 from envkit.probe.analysis.observations import RewardScale
-from envkit.probe.inputs import gym_manifests, read_job, rows_by_agent
+from envkit.probe.inputs import gym_manifests, probe_rows, read_job
 from envkit.probe.phases import ProbeContext
 from envkit.probe.phases import session as live_session
 from envkit.probe.phases.fixtures import VerifierFixturePhase
@@ -120,7 +120,7 @@ def run_probe(request: ProbeRequest, phases: Sequence[Phase] | None = None) -> P
 def _prepare(request: ProbeRequest, dataset: Path, settings: Settings,
              thresholds: Thresholds) -> dict[str, Any]:
     """What the phases read, from the package, the dataset and the job (read once)."""
-    rows = rows_by_agent(dataset, thresholds.rows)
+    rows = probe_rows(dataset, thresholds.rows)
     if not rows:
         msg = f"no row of {dataset / 'training.jsonl'} names an agent (`agent_ref.name`)"
         raise ProbeUsageError(msg)
