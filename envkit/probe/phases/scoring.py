@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from envkit.probe.phases import ProbeContext
     from envkit.probe.phases.session import Sent
 
-__all__ = ["ScoringPhase", "ScoringResult", "output_types", "play_round", "waves"]
+__all__ = ["ScoringPhase", "ScoringResult", "output_types", "play_round", "play_rounds", "waves"]
 
 _ANY = Policy("oracle:field-search", "oracle", lambda row, job: None, "the field search")
 """The policy name the field search's observations carry (they are not part of the panel)."""
@@ -86,12 +86,7 @@ class ScoringPhase:
         rounds = [(p, [(prompt_key(r.data), reply, r) for r in rows
                        if (reply := p.reply(r.data, ctx.job)) is not None])
                   for p in ctx.panel]
-        total = sum(len(items) for _, items in rounds) * ctx.thresholds.repeats
-        observations: list[Observation] = []
-        with ctx.progress.phase(self.name, total) as advance:
-            for policy, items in rounds:
-                for wave in waves(items):
-                    observations += play_round(ctx, policy, wave, advance)
+        observations = play_rounds(ctx, self.name, rounds)
         kinds = {p.name: p.kind for p in ctx.panel}
         table = score_table(observations, kinds)
         unstable = spreads(observations)
@@ -102,6 +97,19 @@ class ScoringPhase:
                          field_search=_field_if_never_scores(ctx, table.get(agent, {}), agent))
             for agent in ctx.rows)
         return ScoringResult(self.name, tuple(observations), table, assessments)
+
+
+def play_rounds(ctx: ProbeContext, name: str,
+                rounds: Sequence[tuple[Policy, list[tuple[str, str, ProbeRow]]]]
+                ) -> list[Observation]:
+    """Each policy's (prompt key, reply, row) items, wave by wave, under one progress bar."""
+    total = sum(len(items) for _, items in rounds) * ctx.thresholds.repeats
+    observations: list[Observation] = []
+    with ctx.progress.phase(name, total) as advance:
+        for policy, items in rounds:
+            for wave in waves(items):
+                observations += play_round(ctx, policy, wave, advance)
+    return observations
 
 
 def play_round(ctx: ProbeContext, policy: Policy, wave: list[tuple[str, str, ProbeRow]],
