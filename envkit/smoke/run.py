@@ -26,11 +26,13 @@ from envkit.gym import (
     PolicyEndpoint,
     Rollout,
     RolloutAbortedError,
+    RuntimeEvents,
     RuntimeOptions,
     collect,
     ensure_gym_venv,
     python_override_from_env,
 )
+from envkit.policy_server.generation import GenerationBackend
 from envkit.policy_server.scripted import DEFAULT_COMPLETION, ScriptedBackend
 from envkit.policy_server.server import PolicyServer
 from envkit.smoke.isolation import Isolation, offline_if
@@ -41,7 +43,7 @@ from envkit.validate.gate import GateRequest, gate_package, one_package, resolve
 from envkit.validate.report import Report
 from envkit.validate.settings import Settings
 
-__all__ = ["BringUpRequest", "SmokeRequest", "run_smoke"]
+__all__ = ["BringUpRequest", "SmokeRequest", "run_smoke", "scripted_session"]
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +132,19 @@ def run_smoke(request: SmokeRequest) -> SmokeReport:
     return report
 
 
+def scripted_session(package: Path, backend: GenerationBackend, options: RuntimeOptions,
+                     events: RuntimeEvents | None = None) -> GymSession:
+    """A session whose policy endpoint serves ``backend`` (smoke's script, the probe's panel);
+    the session owns the endpoint and closes it."""
+    policy = PolicyServer(backend)
+    endpoint = PolicyEndpoint(policy.base_url, policy.api_key, backend.model_name)
+    try:
+        return GymSession(package, endpoint, options, owned=(policy,), events=events)
+    except BaseException:
+        policy.close()
+        raise
+
+
 def _backend(request: SmokeRequest, by_agent: dict[str, list[dict[str, Any]]]) -> ScriptedBackend:
     """The scripted policy: ``--completion`` for everything, else each row's own answer."""
     answers = {} if request.completion else scripted_answers(
@@ -144,13 +159,7 @@ def _spin_up(request: SmokeRequest, static: Report, options: RuntimeOptions,
     base = SmokeReport(str(request.package), "setup", static, options.offline,
                        isolation.to_dict() if isolation else None, timings=timings)
     watch = SpinUpWatch()
-    policy = PolicyServer(backend)
-    endpoint = PolicyEndpoint(policy.base_url, policy.api_key, backend.model_name)
-    try:
-        session = GymSession(request.package, endpoint, options, owned=(policy,), events=watch)
-    except BaseException:
-        policy.close()
-        raise
+    session = scripted_session(request.package, backend, options, watch)
     try:
         report = _run(request, session, watch, base, by_agent)
         return replace(report, policy_requests=backend.requests)

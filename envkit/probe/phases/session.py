@@ -29,15 +29,13 @@ from envkit.errors import FailedError
 from envkit.gym.client import RolloutAbortedError, collect
 from envkit.gym.rollout import Rollout
 from envkit.gym.rows import expand_rows
-from envkit.gym.session import GymSession
-from envkit.gym.types import GymRuntimeError, PolicyEndpoint, RuntimeOptions
+from envkit.gym.types import GymRuntimeError, RuntimeOptions
 from envkit.gym.venv import GymVenvError
 from envkit.model.package import MANIFEST
 from envkit.policy_server.generation import GenerationBackend
 from envkit.policy_server.scripted import BYTES_PER_TOKEN, Script, ScriptedBackend, prompt_text
-from envkit.policy_server.server import PolicyServer
 from envkit.smoke.isolation import offline_if
-from envkit.smoke.run import BringUpRequest
+from envkit.smoke.run import BringUpRequest, scripted_session
 from envkit.validators import RULES
 from envkit.validators.spinup import EK704
 
@@ -158,13 +156,7 @@ class LiveProbe:
         # a reference answer a real policy could write within max_new_tokens is not cut
         self.backend = ScriptedBackend(model_name="envkit-probe", bytes_per_token=BYTES_PER_TOKEN)
         self._switch = _Switch(self.backend)
-        policy = PolicyServer(self._switch)
-        endpoint = PolicyEndpoint(policy.base_url, policy.api_key, self.backend.model_name)
-        try:
-            self._session = GymSession(package, endpoint, options, owned=(policy,))
-        except BaseException:
-            policy.close()
-            raise
+        self._session = scripted_session(package, self._switch, options)
         self.ready_s: float | None = None
 
     def __enter__(self) -> LiveProbe:
