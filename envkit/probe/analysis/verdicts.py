@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from envkit.model.diagnostics import Diagnostic, Severity
-from envkit.probe.analysis.integrity import choose_oracle, gameable, oracle_never_scores
+from envkit.probe.analysis.integrity import Spread, choose_oracle, gameable, oracle_never_scores
 from envkit.probe.analysis.learning import dead_rows
 from envkit.probe.analysis.load import LoadLevel, percentile
 from envkit.probe.analysis.observations import TOLERANCE
@@ -34,7 +34,6 @@ from envkit.validators.probe import EK801, EK802, EK803, EK804, EK805, EK806, EK
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from envkit.probe.analysis.determinism import Spread
     from envkit.probe.analysis.fields import FieldSearch
     from envkit.probe.analysis.observations import PolicyScore, RewardScale
     from envkit.probe.thresholds import Thresholds

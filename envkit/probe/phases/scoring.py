@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from envkit.probe.analysis.determinism import spreads
 from envkit.probe.analysis.fields import FieldSearch, reference_slots, verify_fields
-from envkit.probe.analysis.integrity import choose_oracle, oracle_never_scores
+from envkit.probe.analysis.integrity import choose_oracle, oracle_never_scores, spreads
 from envkit.probe.analysis.observations import TOLERANCE, Observation, score_table
 from envkit.probe.analysis.verdicts import assess_agent
 from envkit.probe.phases.session import expand_rows, prompt_key

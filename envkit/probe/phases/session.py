@@ -177,12 +177,6 @@ class LiveProbe:
         """The server venvs (``<type>/<impl>/.venv``), once the bring-up set them up."""
         return self._session.venv_dir
 
-    def agents(self) -> list[str]:
-        return self._servers.agents()
-
-    def dead(self) -> str | None:
-        return self._session.dead()
-
     def openapi(self, instance: str) -> Mapping[str, Any]:
         """Server ``instance``'s OpenAPI document (FastAPI's ``/openapi.json``: the request
         models it declares), or ``{}`` when it has none or does not answer."""
@@ -222,7 +216,7 @@ class LiveProbe:
         def one(row: Mapping[str, Any]) -> Sent:
             t0 = time.monotonic()
             (rollout,) = collect([row], self._servers.run_url, concurrency=1,
-                                 timeout_s=timeout_s, abort=self.dead)
+                                 timeout_s=timeout_s, abort=self._session.dead)
             sent = Sent(rollout, time.monotonic() - t0)
             if on_done is not None:
                 on_done(sent)
