@@ -18,10 +18,8 @@ reproducible. The panel has two kinds:
   tool-call rows an empty call and a call of the right name with wrong arguments.
 
 The **reasoning** renderings (``REASONING``) need the oracle's rendering, so they are played
-after the panel by ``envkit.probe.phases.reasoning``.
-
-A policy returns ``None`` for a row it has no reply for (an oracle on a row without a
-reference); that row is then not sent for it.
+after the panel by ``envkit.probe.phases.reasoning``. A policy returns ``None`` for a row it has
+no reply for (an oracle on a row without a reference): the row is not sent for it.
 """
 
 from __future__ import annotations
@@ -44,8 +42,7 @@ __all__ = ["CONTENT_FREE", "FIELD_CANDIDATES", "INJECTION", "ORACLE_FIELDS",
            "render_calls", "tool_calls", "wrong_answer"]
 
 ORACLE_FIELDS = REFERENCE_FIELDS
-"""Where rows keep the reference answer (``envkit.model.reference``: the dataset rules read
-the same list)."""
+"""Where rows keep the reference answer (the dataset rules read the same list)."""
 
 TOOL_FIELDS = ("expected_answers", "expected_call", "expected_action")
 """Where Gym 0.7.0's tool-calling servers keep a reference call: ``xlam_fc`` a list of
@@ -90,17 +87,15 @@ _SKELETONS = (
     ("skeleton:think-junk", "<think></think>a"),
 )
 _NOISE_CAP = 1 << 16
-"""Longest noise reply, in characters (the probe's scripted policy allows ``BYTES_PER_TOKEN``
-bytes per token of ``max_new_tokens``)."""
+"""Longest noise reply, in characters."""
 
 REASONING: tuple[tuple[str, str], ...] = (
     ("reasoning:oracle", "the reference answer after reasoning that does not state it"),
     ("reasoning:wrong-final", "reasoning that states the reference answer, then a wrong one"),
     ("reasoning:answer-only", "the reference answer inside the reasoning, nothing after it"),
 )
-"""The reasoning renderings (``<think>...</think>`` before the reply, as a reasoning model
-writes it; Gym's model server makes it a ``reasoning`` output item when the package's model
-config sets ``uses_reasoning_parser``, else it stays inline in the message text)."""
+"""The reasoning renderings: ``<think>...</think>`` before the reply, as a reasoning model
+writes it."""
 
 Reply = Callable[[Mapping[str, Any], "ProbeJob"], "str | None"]
 Kind = Literal["oracle", "content-free", "reasoning"]

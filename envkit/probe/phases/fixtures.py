@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from envkit.probe.analysis.declared import server_blocks
 from envkit.probe.analysis.observations import RewardScale
 from envkit.probe.inputs import gym_manifests
 from envkit.validate.validate import read_package
@@ -147,13 +148,10 @@ def fixture_servers(pkg: Package) -> list[tuple[str, str]]:
     whose entrypoint names ``VERIFIER_FIXTURE`` (the attribute ``gym env test`` imports)."""
     shipped = {s.name for s in pkg.servers if s.server_type == _RESOURCES}
     found: dict[str, str] = {}
-    for doc in pkg.configs.values():
-        for block in (doc.data.values() if isinstance(doc.data, Mapping) else ()):
-            impls = block.get(_RESOURCES) if isinstance(block, Mapping) else None
-            for impl, body in (impls.items() if isinstance(impls, Mapping) else ()):
-                entry = body.get("entrypoint", "app.py") if isinstance(body, Mapping) else None
-                if impl in shipped and isinstance(entry, str):
-                    found.setdefault(str(impl), f"{_RESOURCES}/{impl}/{entry}")
+    for _, _, server_type, impl, body in server_blocks(pkg):
+        entry = body.get("entrypoint", "app.py")
+        if server_type == _RESOURCES and impl in shipped and isinstance(entry, str):
+            found.setdefault(impl, f"{_RESOURCES}/{impl}/{entry}")
     out = []
     for impl, rel in sorted(found.items()):
         try:
