@@ -1,9 +1,9 @@
 """The one place the probe touches the Gym runtime and the policy endpoint.
 
 Why one module: the bring-up is smoke's (a scripted policy endpoint, the package's real Gym
-servers in their packaged venvs, ``--offline`` in a namespace with no route out); every name
-the probe needs from ``envkit.gym``, ``envkit.policy_server`` and ``envkit.smoke`` is imported here,
-so a change of their face is an edit to this file.
+servers in their packaged venvs, ``--offline`` in a namespace with no route out); every
+runtime name the phases need (``envkit.gym``'s session and client, ``envkit.policy_server``,
+``envkit.smoke``) is imported here, so a change of their face is an edit to this file.
 
 :class:`LiveProbe` brings the package up **once**; the phases then swap the scripted answers
 between rounds (:meth:`LiveProbe.answer`) and send rows at the concurrency they choose
