@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from envkit.gym import Rollout
-    from envkit.model.provenance import CurationDict, Provenance
+    from envkit.model.provenance import CurationDict
     from envkit.profile.analysis import Band
 
 __all__ = ["DATASET_DIR", "PASS_THRESHOLD", "EmptyBandError", "ProfileRequest",
@@ -58,13 +58,6 @@ def _curation(report: ProfileReport, band: Band) -> CurationDict:
             "zero_variance_share_after": rounded(report.zero_variance_after)}
 
 
-def _provenance(request: ProfileRequest, curation: CurationDict) -> Provenance:
-    from envkit.supply.provenance import run_record
-
-    record = run_record(request.package, request.dataset, request.job)
-    return dataclasses.replace(record, curation=curation)
-
-
 def run_profile(request: ProfileRequest, *, band: Band | None = None,
                 out_dir: Path | None = None,
                 on_result: Callable[[Rollout], None] | None = None) -> ProfileReport:
@@ -93,6 +86,9 @@ def run_profile(request: ProfileRequest, *, band: Band | None = None,
                for split in dict.fromkeys(r.split for r in report.rows)}
     # an empty validation.jsonl is no split at all: leave the file out (it is optional)
     indices = {s: rows for s, rows in indices.items() if rows or s == "training"}
+    from envkit.supply.provenance import run_record
+
+    record = run_record(request.package, request.dataset, request.job)
     dest = write_curated(out_dir / DATASET_DIR, request.dataset, indices,
-                         _provenance(request, _curation(report, band)))
+                         dataclasses.replace(record, curation=_curation(report, band)))
     return dataclasses.replace(report, dataset_path=dest)

@@ -120,11 +120,16 @@ def rescore(request: RescoreRequest) -> RescoreReport:
                          "(rescore scores with the package the run recorded)")
     rows = read_rollouts(request.run_dir / run.rollouts)
     changed = _package_changed(package, run)
+    options = RuntimeOptions(
+        gym_version=run.gym_version, gym_python=request.gym_python,
+        allow_python_override=request.allow_python_override,
+        offline=run.offline if request.offline is None else request.offline,
+        startup_timeout_s=request.install_timeout_s, cache_dir=request.cache_dir)
     backend = ScriptedBackend()
     policy = PolicyServer(backend)
     endpoint = PolicyEndpoint(policy.base_url, policy.api_key, backend.model_name)
     try:
-        session = GymSession(package, endpoint, _options(request, run), owned=(policy,))
+        session = GymSession(package, endpoint, options, owned=(policy,))
     except BaseException:
         policy.close()
         raise
@@ -136,14 +141,6 @@ def rescore(request: RescoreRequest) -> RescoreReport:
         output = str(_write(request.output, rows, scores))
     return RescoreReport(str(request.run_dir), str(package), run.rollouts, changed,
                          tuple(scores), output)
-
-
-def _options(request: RescoreRequest, run: RunFile) -> RuntimeOptions:
-    offline = run.offline if request.offline is None else request.offline
-    return RuntimeOptions(gym_version=run.gym_version, gym_python=request.gym_python,
-                          allow_python_override=request.allow_python_override,
-                          offline=offline, startup_timeout_s=request.install_timeout_s,
-                          cache_dir=request.cache_dir)
 
 
 def _package_changed(package: Path, run: RunFile) -> bool | None:

@@ -21,7 +21,6 @@ from typing import Any, Self
 from envkit.gym import (
     DEFAULT_GYM_VERSION,
     GymRuntimeError,
-    GymServers,
     GymSession,
     PolicyEndpoint,
     Rollout,
@@ -186,17 +185,13 @@ def _run(request: SmokeRequest, session: GymSession, watch: SpinUpWatch, base: S
     rows = [r for agent in servers.agents()
             for r in rows_for(agent, by_agent.get(agent, []), request.rows)]
     t0 = time.monotonic()
-    results = _collect(session, servers, rows, request)
+    results: list[Rollout] | str
+    try:
+        results = collect(rows, servers.run_url, concurrency=_CONCURRENCY,
+                          timeout_s=request.rollout_timeout_s, abort=session.dead)
+    except RolloutAbortedError as exc:  # Gym died under the rows: rollout_report says why
+        results = str(exc)
     timings["rollout_s"] = time.monotonic() - t0
     synthetic = {a for a in servers.agents() if not by_agent.get(a)}
     return rollout_report(base, watch, session, servers, results, synthetic)
 
-
-def _collect(session: GymSession, servers: GymServers, rows: list[dict[str, Any]],
-             request: SmokeRequest) -> list[Rollout] | str:
-    """Every row; or why Gym died while they ran (a server exited mid-rollout)."""
-    try:
-        return collect(rows, servers.run_url, concurrency=_CONCURRENCY,
-                       timeout_s=request.rollout_timeout_s, abort=session.dead)
-    except RolloutAbortedError as exc:
-        return str(exc)
