@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING
 
 from envkit.model.diagnostics import Diagnostic, Severity
 from envkit.probe.analysis.integrity import Spread, choose_oracle, gameable, oracle_never_scores
-from envkit.probe.analysis.learning import dead_rows
 from envkit.probe.analysis.load import LoadLevel, percentile
 from envkit.probe.analysis.observations import TOLERANCE
+from envkit.probe.analysis.zero_variance import dead_rows
 from envkit.validators.probe import EK801, EK802, EK803, EK804, EK805, EK806, EK807, EK808
 
 if TYPE_CHECKING:

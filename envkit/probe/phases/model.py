@@ -1,6 +1,6 @@
 """The learning-signal phase with a real policy: ``envkit probe --model DIR``.
 
-The model-free dead-rows check (``learning``) asks whether *any* reply could score apart on a
+The model-free dead-rows check (``dead_rows``) asks whether *any* reply could score apart on a
 row; this phase asks what the policy the job starts from will actually see. It loads the
 local HF model on the engine ``envkit train`` uses (``--backend hf`` or ``--backend vllm``),
 serves it on the probe's own policy endpoint (:meth:`LiveProbe.serving`), and sends every
