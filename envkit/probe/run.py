@@ -24,7 +24,7 @@ from envkit.probe.analysis.declared import (
 )
 from envkit.probe.analysis.observations import RewardScale
 from envkit.probe.inputs import gym_manifests, probe_rows, read_job
-from envkit.probe.phases import ProbeContext
+from envkit.probe.phases import NO_PROGRESS, ProbeContext, Progress
 from envkit.probe.phases import session as live_session
 from envkit.probe.phases.fixtures import VerifierFixturePhase
 from envkit.probe.phases.load import LoadPhase
@@ -32,7 +32,6 @@ from envkit.probe.phases.model import ModelPhase
 from envkit.probe.phases.reasoning import ReasoningPhase
 from envkit.probe.phases.scoring import ScoringPhase
 from envkit.probe.policies import panel
-from envkit.probe.progress import NO_PROGRESS, Progress
 from envkit.probe.report import ProbeReport
 from envkit.probe.thresholds import Thresholds
 from envkit.validate.gate import gate_package, resolve_settings, selection
@@ -146,7 +145,7 @@ def _live(request: ProbeRequest, options: live_session.RuntimeOptions, base: Pro
         return replace(base, stage="start", failure=failure, log_tail=log_tail)
     try:
         timings["ready_s"] = live.ready_s or 0.0
-        # set by _base before any bring-up (a run without them stopped at validate)
+        # set before any bring-up (a run without them stopped at validate)
         assert base.job is not None and base.thresholds is not None and base.scale is not None
         ctx = ProbeContext(live, parts["rows"], base.job, base.thresholds, parts["panel"],
                            base.scale, parts["where"], base.stochastic, parts["resources"],
