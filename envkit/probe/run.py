@@ -1,10 +1,8 @@
 """``run_probe``: static checks, then the package brought up once and every phase run on it.
 
-Order matters, as in ``envkit smoke``: a package the static rules reject never costs a venv
-build (the static pass is ``envkit validate``'s own gate, so both judge the package under the
-same settings); then the servers come up through the Gym session with a scripted policy
-endpoint, inside a namespace with no route out under ``--offline``; the phases run in order
-on the same servers; the servers go down whatever happens (Ctrl-C and SIGTERM included).
+The order and the bring-up are ``envkit smoke``'s (``envkit.smoke.run``): a package the static
+rules reject never costs a venv build; the phases run in order on the same servers, which go
+down whatever happens (Ctrl-C and SIGTERM included).
 """
 
 from __future__ import annotations
@@ -34,7 +32,7 @@ from envkit.probe.phases.scoring import ScoringPhase
 from envkit.probe.policies import panel
 from envkit.probe.report import ProbeReport
 from envkit.probe.thresholds import Thresholds
-from envkit.validate.gate import gate_package, resolve_settings, selection
+from envkit.validate.gate import selection
 from envkit.validate.settings import Settings
 from envkit.validate.validate import read_package
 from envkit.validators.spinup import EK704
@@ -90,9 +88,7 @@ def run_probe(request: ProbeRequest, phases: Sequence[Phase] | None = None) -> P
     """
     phases = phases_for(request) if phases is None else phases
     start = time.monotonic()
-    gate = request.gate()
-    (static,) = gate_package(request.package, gate).reports
-    settings = resolve_settings(request.package, gate)
+    static, settings = request.validate()
     thresholds = Thresholds().over(settings)
     base = ProbeReport(str(request.package), "validate", static, static.dataset,
                        bool(settings.offline), thresholds=thresholds,

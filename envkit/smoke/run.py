@@ -75,9 +75,12 @@ class BringUpRequest:
                    isolated=request.isolated, verify_hashes=request.verify_hashes,
                    allow_python_override=python_override_from_env())
 
-    def gate(self) -> GateRequest:
-        return GateRequest(paths=(self.package,), flags=self.flags,
+    def validate(self) -> tuple[Report, Settings]:
+        """The static pass (``envkit validate``'s own gate) and the settings it resolved."""
+        gate = GateRequest(paths=(self.package,), flags=self.flags,
                            verify_hashes=self.verify_hashes, isolated=self.isolated)
+        (static,) = gate_package(self.package, gate).reports
+        return static, resolve_settings(self.package, gate)
 
     def prepare_runtime(self, settings: Settings) -> RuntimeOptions:
         """The bring-up's options, with the Gym version and ``--offline`` that ``settings``
@@ -115,9 +118,7 @@ def run_smoke(request: SmokeRequest) -> SmokeReport:
     :raises GymVenvError: no CPython 3.13 for Gym (usage error).
     """
     start = time.monotonic()
-    gate = request.gate()
-    (static,) = gate_package(request.package, gate).reports
-    settings = resolve_settings(request.package, gate)
+    static, settings = request.validate()
     timings = {"validate_s": time.monotonic() - start}
     if not static.valid:
         return SmokeReport(str(request.package), "validate", static, bool(settings.offline),
