@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 
 __all__ = ["CONTENT_FREE", "FIELD_CANDIDATES", "INJECTION", "ORACLE_FIELDS",
            "PLAIN_RENDERINGS", "REASONING", "RENDERINGS", "THOUGHT", "TOOL_FIELDS", "Call",
-           "Policy", "noise", "panel", "reasoning_reply", "reference", "reference_calls",
-           "render_calls", "tool_calls", "wrong_answer"]
+           "Policy", "noise", "panel", "prompt_key", "reasoning_reply", "reference",
+           "reference_calls", "render_calls", "tool_calls", "wrong_answer"]
 
 ORACLE_FIELDS = REFERENCE_FIELDS
 """Where rows keep the reference answer (the dataset rules read the same list)."""
@@ -109,6 +109,12 @@ class Policy:
     kind: Kind
     reply: Reply
     description: str
+
+
+def prompt_key(row: Mapping[str, Any]) -> str:
+    """A row's prompt's last user text: what the scripted policy looks a reply up by, and the
+    echo policy's reply."""
+    return prompt_text((row.get("responses_create_params") or {}).get("input"))
 
 
 def _at(row: Mapping[str, Any], name: str) -> Any:
@@ -327,10 +333,6 @@ def _fixed(text: str) -> Reply:
     return lambda row, job: text
 
 
-def _echo(row: Mapping[str, Any], job: ProbeJob) -> str:
-    return prompt_text((row.get("responses_create_params") or {}).get("input"))
-
-
 def _noise(row: Mapping[str, Any], job: ProbeJob) -> str:
     return noise(job.max_new_tokens * BYTES_PER_TOKEN)
 
@@ -338,7 +340,8 @@ def _noise(row: Mapping[str, Any], job: ProbeJob) -> str:
 CONTENT_FREE: tuple[Policy, ...] = (
     Policy("empty", "content-free", _fixed(""), "an empty reply"),
     Policy("whitespace", "content-free", _fixed(" \n\t "), "whitespace only"),
-    Policy("echo", "content-free", _echo, "the prompt's last user message, echoed"),
+    Policy("echo", "content-free", lambda row, job: prompt_key(row),
+           "the prompt's last user message, echoed"),
     Policy("noise", "content-free", _noise, "pseudo-words up to the job's max_new_tokens"),
     *(Policy(name, "content-free", _fixed(text), f"the bare skeleton {text!r}")
       for name, text in _SKELETONS),

@@ -34,11 +34,11 @@ from envkit.model.diagnostics import Severity
 from envkit.probe.analysis.observations import TOLERANCE, rounded, score_table
 from envkit.probe.analysis.verdicts import failed_rollouts
 from envkit.probe.phases.scoring import ScoringResult, play_rounds
-from envkit.probe.phases.session import prompt_key
 from envkit.probe.policies import (
     PLAIN_RENDERINGS,
     REASONING,
     Policy,
+    prompt_key,
     reasoning_reply,
     reference,
 )

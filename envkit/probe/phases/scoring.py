@@ -16,8 +16,8 @@ from envkit.probe.analysis.fields import FieldSearch, reference_slots, verify_fi
 from envkit.probe.analysis.integrity import choose_oracle, oracle_never_scores, spreads
 from envkit.probe.analysis.observations import TOLERANCE, Observation, score_table
 from envkit.probe.analysis.verdicts import assess_agent
-from envkit.probe.phases.session import expand_rows, prompt_key
-from envkit.probe.policies import FIELD_CANDIDATES, PLAIN_RENDERINGS, Policy, reference
+from envkit.probe.phases.session import expand_rows
+from envkit.probe.policies import FIELD_CANDIDATES, PLAIN_RENDERINGS, Policy, prompt_key, reference
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence

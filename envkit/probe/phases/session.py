@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from envkit.model.diagnostics import Diagnostic
 
 __all__ = ["BringUpRequest", "GymRuntimeError", "GymVenvError", "LiveProbe", "ProbeAbortedError",
-           "RuntimeOptions", "Sent", "expand_rows", "offline_if", "prompt_key", "start_failure"]
+           "RuntimeOptions", "Sent", "expand_rows", "offline_if", "start_failure"]
 
 log = logging.getLogger(__name__)
 
@@ -76,11 +76,6 @@ class Sent:
     @property
     def reward(self) -> float | None:
         return None if self.failure is not None else self.rollout.reward
-
-
-def prompt_key(row: Mapping[str, Any]) -> str:
-    """What the scripted policy looks a row's answer up by: its prompt's last user text."""
-    return prompt_text((row.get("responses_create_params") or {}).get("input"))
 
 
 AFTER_TOOL = "\x00envkit-probe: after a tool result"
