@@ -12,6 +12,7 @@ reward depends on per-episode state is refused (``envkit.rescore.state``), never
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import urllib.error
@@ -159,10 +160,7 @@ def _score(servers: GymServers, rows: list[tuple[int, dict[str, Any]]],
         verdicts[server] = _verdict(servers, server)
         if not verdicts[server].ok:
             log.warning("refused: %s", verdicts[server].reason)
-
-    def one(item: tuple[int, dict[str, Any]]) -> RowScore:
-        return _one(servers, verdicts, item, request.timeout_s)
-
+    one = functools.partial(_one, servers, verdicts, timeout_s=request.timeout_s)
     with ThreadPoolExecutor(max_workers=max(1, request.concurrency)) as pool:
         scores = []
         for n, score in enumerate(pool.map(one, rows), 1):

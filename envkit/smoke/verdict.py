@@ -110,8 +110,8 @@ class SpinUpWatch(RuntimeEvents):
         self.all_ready_s = seconds
 
     def timings(self) -> dict[str, float]:
-        out = {"setup_s": self.setup_s} if self.setup_s is not None else {
-            "setup_s": time.monotonic() - self.started}
+        out = {"setup_s": time.monotonic() - self.started if self.setup_s is None
+               else self.setup_s}
         if self.launched is not None:
             out["ready_s"] = self.all_ready_s if self.all_ready_s is not None else (
                 time.monotonic() - self.launched)
