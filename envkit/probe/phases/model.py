@@ -159,9 +159,11 @@ def seeded_batch(groups: Mapping[str, Sequence[Mapping[str, Any]]], job: ProbeJo
         batch += expanded
         owners += [(key, int(row["_ng_task_index"])) for row in expanded]
         first += len(rows)
-    for row in batch if top_k is not None else ():
-        metadata = row["responses_create_params"]["metadata"]
-        metadata["extra_body"] = json.dumps({**json.loads(metadata["extra_body"]), "top_k": top_k})
+    if top_k is not None:
+        for row in batch:
+            metadata = row["responses_create_params"]["metadata"]
+            metadata["extra_body"] = json.dumps({**json.loads(metadata["extra_body"]),
+                                                 "top_k": top_k})
     return batch, owners
 
 
