@@ -145,17 +145,13 @@ def scripted_session(package: Path, backend: GenerationBackend, options: Runtime
         raise
 
 
-def _backend(request: SmokeRequest, by_agent: dict[str, list[dict[str, Any]]]) -> ScriptedBackend:
-    """The scripted policy: ``--completion`` for everything, else each row's own answer."""
-    answers = {} if request.completion else scripted_answers(
-        r for rows in by_agent.values() for r in rows)
-    return ScriptedBackend(request.completion or DEFAULT_COMPLETION, answers)
-
-
 def _spin_up(request: SmokeRequest, static: Report, options: RuntimeOptions,
              isolation: Isolation | None, timings: dict[str, float]) -> SmokeReport:
     by_agent = dataset_rows(Path(static.dataset) if static.dataset else None, request.rows)
-    backend = _backend(request, by_agent)
+    # the scripted policy: --completion for everything, else each row's own answer
+    answers = {} if request.completion else scripted_answers(
+        r for rows in by_agent.values() for r in rows)
+    backend = ScriptedBackend(request.completion or DEFAULT_COMPLETION, answers)
     base = SmokeReport(str(request.package), "setup", static, options.offline,
                        isolation.to_dict() if isolation else None, timings=timings)
     watch = SpinUpWatch()
