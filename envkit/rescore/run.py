@@ -33,6 +33,7 @@ from envkit.gym import (
     post_row,
     read_run_file,
 )
+from envkit.model.dataset import Dataset
 from envkit.policy_server.scripted import ScriptedBackend
 from envkit.policy_server.server import PolicyServer
 from envkit.rescore.report import RescoreReport, RowScore
@@ -64,25 +65,22 @@ class RescoreRequest:
 
 
 def read_rollouts(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """``(line, row)`` of every non-blank line of a rollouts file (Gym's rows).
+    """``(line, row)`` of every non-blank line of a rollouts file (Gym's rows), read by the
+    dataset model's streaming reader.
 
     :raises UsageError: the file is missing, or a line is not a JSON object.
     """
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        path.open("rb").close()
+    except OSError as exc:  # the reader below passes an unreadable file over
         raise UsageError(f"{path}: cannot read the run's rollouts: {exc}") from None
     rows = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            raise UsageError(f"{path}:{number}: not JSON ({exc})") from None
-        if not isinstance(row, dict):
-            raise UsageError(f"{path}:{number}: not a JSON object")
-        rows.append((number, row))
+    for row in Dataset(path.parent, (path.name,)).iter_rows(path.name):
+        if row.error is not None:
+            raise UsageError(f"{path}:{row.line}: not JSON ({row.error})")
+        if not isinstance(row.data, dict):
+            raise UsageError(f"{path}:{row.line}: not a JSON object")
+        rows.append((row.line, row.data))
     return rows
 
 
