@@ -137,7 +137,7 @@ def run_probe_request(request: ProbeRequest, output_dir: Path | None = None) -> 
     from dataclasses import replace
 
     from envkit.probe import ProbeOutcome, run_probe
-    from envkit.probe.progress import RichProgress
+    from envkit.probe.phases import RichProgress
     from envkit.probe.write import write_outputs
 
     with sigterm_as_interrupt():

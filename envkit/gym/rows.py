@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from pathlib import Path
 
+    from envkit.model.dataset import Row
+
 __all__ = ["expand_rows", "load_rows", "rows_by_agent"]
 
 
@@ -48,15 +50,16 @@ def load_rows(dataset: Path, split: str = "training",
 
 def rows_by_agent(
     dataset: Path, per_agent: int, splits: Sequence[str] = ("training", "validation"),
-) -> dict[str, list[dict[str, Any]]]:
-    """The first ``per_agent`` rows of each ``agent_ref.name``, ``splits`` in order.
+) -> dict[str, list[Row]]:
+    """The first ``per_agent`` rows of each ``agent_ref.name``, ``splits`` in order, each
+    with its line number.
 
     Lenient where :func:`load_rows` is strict: a line that is no JSON object, or names no
     agent, is passed over (``envkit validate --dataset`` reports it, EK501/EK503), so a gate
     that validated first still sends every row it can.
     """
     model = load_dataset(dataset)
-    found: dict[str, list[dict[str, Any]]] = {}
+    found: dict[str, list[Row]] = {}
     for split in splits:
         name = f"{split}.jsonl"
         if name not in model.files:
@@ -67,7 +70,7 @@ def rows_by_agent(
             agent = ref.get("name") if isinstance(ref, dict) else None
             if (data is not None and isinstance(agent, str)
                     and len(found.setdefault(agent, [])) < per_agent):
-                found[agent].append(data)
+                found[agent].append(row)
     return found
 
 

@@ -1,8 +1,8 @@
 """The probe's inputs, read once at the edge: rows per agent, the job, Gym manifests.
 
-Everything is read through the validator's own readers (``envkit.model.dataset``,
-``envkit.model.jobfile``, ``envkit.model.yamlio``), so what the probe sends is what
-``envkit validate`` checked.
+Everything is read through the validator's own readers (``envkit.model.dataset``, by way of
+``envkit.gym.rows``; ``envkit.model.jobfile``, ``envkit.model.yamlio``), so what the probe
+sends is what ``envkit validate`` checked.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from envkit.model.dataset import load_dataset
+from envkit.gym.rows import rows_by_agent
 from envkit.model.jobfile import load_job
 from envkit.model.jobspec import grpo_settings
 from envkit.model.yamlio import parse_yaml
@@ -23,24 +23,15 @@ if TYPE_CHECKING:
 
     from envkit.model.package import Package
 
-__all__ = ["gym_manifests", "read_job", "rows_by_agent"]
-
-_TRAINING = "training.jsonl"
+__all__ = ["gym_manifests", "probe_rows", "read_job"]
 
 
-def rows_by_agent(dataset: Path, limit: int) -> dict[str, list[ProbeRow]]:
-    """The first ``limit`` rows of each agent (``agent_ref.name``) in ``training.jsonl``,
-    with their line numbers; lines that are not JSON objects are skipped (EK501 said so)."""
-    out: dict[str, list[ProbeRow]] = {}
-    for row in load_dataset(dataset).iter_rows(_TRAINING):
-        if row.error is not None or not isinstance(row.data, dict):
-            continue
-        ref = row.data.get("agent_ref")
-        agent = str(ref.get("name", "")) if isinstance(ref, Mapping) else ""
-        rows = out.setdefault(agent, [])
-        if len(rows) < limit:
-            rows.append(ProbeRow(agent, row.line, row.data))
-    return {agent: rows for agent, rows in sorted(out.items()) if agent}
+def probe_rows(dataset: Path, limit: int) -> dict[str, list[ProbeRow]]:
+    """The first ``limit`` rows of each agent in ``training.jsonl``, agents in name order;
+    lines that name no agent are passed over (EK501/EK503 said so)."""
+    found = rows_by_agent(dataset, limit, ("training",))
+    return {agent: [ProbeRow(agent, r.line, r.data) for r in rows]
+            for agent, rows in sorted(found.items()) if agent}
 
 
 def read_job(path: Path | None) -> ProbeJob:

@@ -18,10 +18,8 @@ reproducible. The panel has two kinds:
   tool-call rows an empty call and a call of the right name with wrong arguments.
 
 The **reasoning** renderings (``REASONING``) need the oracle's rendering, so they are played
-after the panel by ``envkit.probe.phases.reasoning``.
-
-A policy returns ``None`` for a row it has no reply for (an oracle on a row without a
-reference); that row is then not sent for it.
+after the panel by ``envkit.probe.phases.reasoning``. A policy returns ``None`` for a row it has
+no reply for (an oracle on a row without a reference): the row is not sent for it.
 """
 
 from __future__ import annotations
@@ -40,12 +38,11 @@ if TYPE_CHECKING:
 
 __all__ = ["CONTENT_FREE", "FIELD_CANDIDATES", "INJECTION", "ORACLE_FIELDS",
            "PLAIN_RENDERINGS", "REASONING", "RENDERINGS", "THOUGHT", "TOOL_FIELDS", "Call",
-           "Policy", "noise", "panel", "reasoning_reply", "reference", "reference_calls",
-           "render_calls", "tool_calls", "wrong_answer"]
+           "Policy", "noise", "panel", "prompt_key", "reasoning_reply", "reference",
+           "reference_calls", "render_calls", "tool_calls", "wrong_answer"]
 
 ORACLE_FIELDS = REFERENCE_FIELDS
-"""Where rows keep the reference answer (``envkit.model.reference``: the dataset rules read
-the same list)."""
+"""Where rows keep the reference answer (the dataset rules read the same list)."""
 
 TOOL_FIELDS = ("expected_answers", "expected_call", "expected_action")
 """Where Gym 0.7.0's tool-calling servers keep a reference call: ``xlam_fc`` a list of
@@ -90,17 +87,15 @@ _SKELETONS = (
     ("skeleton:think-junk", "<think></think>a"),
 )
 _NOISE_CAP = 1 << 16
-"""Longest noise reply, in characters (the probe's scripted policy allows ``BYTES_PER_TOKEN``
-bytes per token of ``max_new_tokens``)."""
+"""Longest noise reply, in characters."""
 
 REASONING: tuple[tuple[str, str], ...] = (
     ("reasoning:oracle", "the reference answer after reasoning that does not state it"),
     ("reasoning:wrong-final", "reasoning that states the reference answer, then a wrong one"),
     ("reasoning:answer-only", "the reference answer inside the reasoning, nothing after it"),
 )
-"""The reasoning renderings (``<think>...</think>`` before the reply, as a reasoning model
-writes it; Gym's model server makes it a ``reasoning`` output item when the package's model
-config sets ``uses_reasoning_parser``, else it stays inline in the message text)."""
+"""The reasoning renderings: ``<think>...</think>`` before the reply, as a reasoning model
+writes it."""
 
 Reply = Callable[[Mapping[str, Any], "ProbeJob"], "str | None"]
 Kind = Literal["oracle", "content-free", "reasoning"]
@@ -114,6 +109,12 @@ class Policy:
     kind: Kind
     reply: Reply
     description: str
+
+
+def prompt_key(row: Mapping[str, Any]) -> str:
+    """A row's prompt's last user text: what the scripted policy looks a reply up by, and the
+    echo policy's reply."""
+    return prompt_text((row.get("responses_create_params") or {}).get("input"))
 
 
 def _at(row: Mapping[str, Any], name: str) -> Any:
@@ -332,10 +333,6 @@ def _fixed(text: str) -> Reply:
     return lambda row, job: text
 
 
-def _echo(row: Mapping[str, Any], job: ProbeJob) -> str:
-    return prompt_text((row.get("responses_create_params") or {}).get("input"))
-
-
 def _noise(row: Mapping[str, Any], job: ProbeJob) -> str:
     return noise(job.max_new_tokens * BYTES_PER_TOKEN)
 
@@ -343,7 +340,8 @@ def _noise(row: Mapping[str, Any], job: ProbeJob) -> str:
 CONTENT_FREE: tuple[Policy, ...] = (
     Policy("empty", "content-free", _fixed(""), "an empty reply"),
     Policy("whitespace", "content-free", _fixed(" \n\t "), "whitespace only"),
-    Policy("echo", "content-free", _echo, "the prompt's last user message, echoed"),
+    Policy("echo", "content-free", lambda row, job: prompt_key(row),
+           "the prompt's last user message, echoed"),
     Policy("noise", "content-free", _noise, "pseudo-words up to the job's max_new_tokens"),
     *(Policy(name, "content-free", _fixed(text), f"the bare skeleton {text!r}")
       for name, text in _SKELETONS),

@@ -115,6 +115,11 @@ class ProbeReport:
 
     def to_dict(self) -> ProbeDict:
         own = replace(self.findings(), diagnostics=tuple(self.diagnostics))
+        reasoning, signal = self.phase("reasoning"), self.phase("signal")
+        if not isinstance(reasoning, ReasoningResult):
+            reasoning = None
+        played = [{"name": name, "kind": "reasoning", "description": text}
+                  for name, text in REASONING] if reasoning is not None else []
         return {
             "version": PROBE_VERSION, "passed": self.passed, "package": self.package,
             "dataset": self.dataset, "stage": self.stage, "offline": self.offline,
@@ -127,11 +132,11 @@ class ProbeReport:
             "reward": _reward(self.scale, self.stochastic),
             "oracle_field": self.oracle_field,
             "policies": [{"name": p.name, "kind": p.kind, "description": p.description}
-                         for p in self.panel] + _reasoning_policies(self.phase("reasoning")),
+                         for p in self.panel] + played,
             "agents": _agents(self.phase("scoring")),
             "load": _load(self.phase("load")),
-            "signal": _signal(self.phase("signal")),
-            "reasoning": _reasoning(self.phase("reasoning")),
+            "signal": signal.report() if isinstance(signal, SignalResult) else None,
+            "reasoning": reasoning.report() if reasoning is not None else None,
             "phases": {p.name: p.to_dict() for p in self.phases},
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "png": self.png, "notes": list(self.notes), "log_tail": self.log_tail,
@@ -189,21 +194,6 @@ def _load(phase: PhaseResult | None) -> dict[str, Any] | None:
                     "p95_s": rounded(lv.p(95)), "p99_s": rounded(lv.p(99)),
                     "first_failure": lv.first_failure} for lv in phase.levels],
     }
-
-
-def _signal(phase: PhaseResult | None) -> dict[str, Any] | None:
-    return phase.report() if isinstance(phase, SignalResult) else None
-
-
-def _reasoning_policies(phase: PhaseResult | None) -> list[dict[str, str]]:
-    """The reasoning renderings, listed with the panel once their phase ran."""
-    if not isinstance(phase, ReasoningResult):
-        return []
-    return [{"name": name, "kind": "reasoning", "description": text} for name, text in REASONING]
-
-
-def _reasoning(phase: PhaseResult | None) -> dict[str, Any] | None:
-    return phase.report() if isinstance(phase, ReasoningResult) else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,19 +1,18 @@
 """``run_probe``: static checks, then the package brought up once and every phase run on it.
 
-Order matters, as in ``envkit smoke``: a package the static rules reject never costs a venv
-build (the static pass is ``envkit validate``'s own gate, so both judge the package under the
-same settings); then the servers come up through the Gym session with a scripted policy
-endpoint, inside a namespace with no route out under ``--offline``; the phases run in order
-on the same servers; the servers go down whatever happens (Ctrl-C and SIGTERM included).
+The order and the bring-up are ``envkit smoke``'s (``envkit.smoke.run``): a package the static
+rules reject never costs a venv build; the phases run in order on the same servers, which go
+down whatever happens (Ctrl-C and SIGTERM included).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from envkit.errors import UsageError
 from envkit.probe.analysis.declared import (
@@ -23,8 +22,8 @@ from envkit.probe.analysis.declared import (
     stochastic_reason,
 )
 from envkit.probe.analysis.observations import RewardScale
-from envkit.probe.inputs import gym_manifests, read_job, rows_by_agent
-from envkit.probe.phases import ProbeContext
+from envkit.probe.inputs import gym_manifests, probe_rows, read_job
+from envkit.probe.phases import NO_PROGRESS, ProbeContext, Progress
 from envkit.probe.phases import session as live_session
 from envkit.probe.phases.fixtures import VerifierFixturePhase
 from envkit.probe.phases.load import LoadPhase
@@ -32,18 +31,18 @@ from envkit.probe.phases.model import ModelPhase
 from envkit.probe.phases.reasoning import ReasoningPhase
 from envkit.probe.phases.scoring import ScoringPhase
 from envkit.probe.policies import panel
-from envkit.probe.progress import NO_PROGRESS, Progress
 from envkit.probe.report import ProbeReport
 from envkit.probe.thresholds import Thresholds
-from envkit.validate.gate import gate_package, resolve_settings, selection
+from envkit.validate.gate import selection
 from envkit.validate.settings import Settings
 from envkit.validate.validate import read_package
 from envkit.validators.spinup import EK704
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from envkit.probe.phases import Phase
+    from envkit.probe.phases.session import LiveProbe
 
 __all__ = ["PHASES", "ProbeRequest", "ProbeUsageError", "phases_for", "run_probe"]
 
@@ -91,9 +90,7 @@ def run_probe(request: ProbeRequest, phases: Sequence[Phase] | None = None) -> P
     """
     phases = phases_for(request) if phases is None else phases
     start = time.monotonic()
-    gate = request.gate()
-    (static,) = gate_package(request.package, gate).reports
-    settings = resolve_settings(request.package, gate)
+    static, settings = request.validate()
     thresholds = Thresholds().over(settings)
     base = ProbeReport(str(request.package), "validate", static, static.dataset,
                        bool(settings.offline), thresholds=thresholds,
@@ -105,22 +102,21 @@ def run_probe(request: ProbeRequest, phases: Sequence[Phase] | None = None) -> P
     if static.dataset is None:
         msg = "the probe sends the dataset's rows: give --dataset (or `dataset` in the config)"
         raise ProbeUsageError(msg)
-    ctx_parts = _prepare(request, Path(static.dataset), settings, thresholds)
-    base = replace(base, job=ctx_parts["job"], scale=ctx_parts["scale"],
-                   stochastic=ctx_parts["stochastic"], panel=tuple(ctx_parts["panel"]))
+    base, context = _prepare(request, base, Path(static.dataset), settings, thresholds)
     options = request.prepare_runtime(settings)
     with live_session.offline_if(base.offline) as isolated:
-        report = _live(request, options, base, ctx_parts, phases)
+        report = _live(request, options, base, context, phases)
         if isolated is not None:
             report = replace(report, isolation=isolated.to_dict())
     report.timings["total_s"] = time.monotonic() - start
     return report
 
 
-def _prepare(request: ProbeRequest, dataset: Path, settings: Settings,
-             thresholds: Thresholds) -> dict[str, Any]:
-    """What the phases read, from the package, the dataset and the job (read once)."""
-    rows = rows_by_agent(dataset, thresholds.rows)
+def _prepare(request: ProbeRequest, base: ProbeReport, dataset: Path, settings: Settings,
+             thresholds: Thresholds) -> tuple[ProbeReport, Callable[[LiveProbe], ProbeContext]]:
+    """What the phases read, from the package, the dataset and the job (read once): the
+    report with it, and the phases' context once the servers are up."""
+    rows = probe_rows(dataset, thresholds.rows)
     if not rows:
         msg = f"no row of {dataset / 'training.jsonl'} names an agent (`agent_ref.name`)"
         raise ProbeUsageError(msg)
@@ -128,13 +124,17 @@ def _prepare(request: ProbeRequest, dataset: Path, settings: Settings,
     manifests = gym_manifests(pkg)
     scale = next((s for path, data in manifests.items()
                   if (s := scale_from_manifest(data, path)) is not None), RewardScale())
-    return {"rows": rows, "job": read_job(settings.job), "scale": scale,
-            "stochastic": stochastic_reason(pkg, manifests), "where": agent_locations(pkg),
-            "resources": agent_resources(pkg), "panel": panel(request.oracle_field)}
+    job, policies = read_job(settings.job), panel(request.oracle_field)
+    stochastic = stochastic_reason(pkg, manifests)
+    context = functools.partial(
+        ProbeContext, rows=rows, job=job, thresholds=thresholds, panel=policies, scale=scale,
+        where=agent_locations(pkg), stochastic=stochastic, resources=agent_resources(pkg),
+        oracle_field=request.oracle_field, progress=request.progress, dataset=dataset)
+    return replace(base, job=job, scale=scale, stochastic=stochastic, panel=policies), context
 
 
 def _live(request: ProbeRequest, options: live_session.RuntimeOptions, base: ProbeReport,
-          parts: dict[str, Any], phases: Sequence[Phase]) -> ProbeReport:
+          context: Callable[[LiveProbe], ProbeContext], phases: Sequence[Phase]) -> ProbeReport:
     timings = base.timings
     live = live_session.LiveProbe(request.package, options)
     t0 = time.monotonic()
@@ -146,13 +146,7 @@ def _live(request: ProbeRequest, options: live_session.RuntimeOptions, base: Pro
         return replace(base, stage="start", failure=failure, log_tail=log_tail)
     try:
         timings["ready_s"] = live.ready_s or 0.0
-        # set by _base before any bring-up (a run without them stopped at validate)
-        assert base.job is not None and base.thresholds is not None and base.scale is not None
-        ctx = ProbeContext(live, parts["rows"], base.job, base.thresholds, parts["panel"],
-                           base.scale, parts["where"], base.stochastic, parts["resources"],
-                           request.oracle_field, request.progress,
-                           dataset=Path(base.dataset) if base.dataset else None)
-        return _phases(ctx, base, phases)
+        return _phases(context(live), base, phases)
     finally:
         t1 = time.monotonic()
         live.__exit__(None, None, None)

@@ -75,17 +75,11 @@ class Thresholds:
 
     def check(self) -> Thresholds:
         """:raises ThresholdError: a value outside its range."""
-        problems = []
-        if not 0.0 <= self.margin <= 1.0:
-            problems.append(f"probe-margin must be in [0, 1], not {self.margin!r}")
-        if not 0.0 <= self.dead_rows_warn <= 1.0:
-            problems.append(f"probe-dead-rows-warn must be in [0, 1], not {self.dead_rows_warn!r}")
-        if not 0.0 <= self.zero_variance_warn <= 1.0:
-            problems.append("probe-zero-variance-warn must be in [0, 1], not "
-                            f"{self.zero_variance_warn!r}")
-        for name in ("repeats", "rows", "concurrency"):
-            if getattr(self, name) < 1:
-                problems.append(f"probe-{name} must be at least 1, not {getattr(self, name)!r}")
+        problems = [f"{_key(name)} must be in [0, 1], not {getattr(self, name)!r}"
+                    for name in ("margin", "dead_rows_warn", "zero_variance_warn")
+                    if not 0.0 <= getattr(self, name) <= 1.0]
+        problems += [f"{_key(name)} must be at least 1, not {getattr(self, name)!r}"
+                     for name in ("repeats", "rows", "concurrency") if getattr(self, name) < 1]
         if self.rollout_timeout_s <= 0:
             problems.append("probe-rollout-timeout must be positive")
         if problems:
@@ -94,14 +88,17 @@ class Thresholds:
 
     def over(self, settings: Settings) -> Thresholds:
         """These defaults, replaced by what ``settings`` (file + flags) set."""
-        by_key: dict[str, Any] = {
-            "margin": settings.probe_margin, "repeats": settings.probe_repeats,
-            "rows": settings.probe_rows, "dead_rows_warn": settings.probe_dead_rows_warn,
-            "zero_variance_warn": settings.probe_zero_variance_warn,
-            "concurrency": settings.probe_concurrency,
-            "rollout_timeout_s": settings.probe_rollout_timeout,
-        }
-        return replace(self, **{k: v for k, v in by_key.items() if v is not None}).check()
+        values = {f.name: getattr(settings, _key(f.name).replace("-", "_")) for f in fields(self)}
+        return replace(self, **{k: v for k, v in values.items() if v is not None}).check()
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _key(name: str) -> str:
+    """The setting a field is read from: ``dead_rows_warn`` is ``probe-dead-rows-warn``.
+
+    >>> _key("rollout_timeout_s")
+    'probe-rollout-timeout'
+    """
+    return "probe-" + name.removesuffix("_s").replace("_", "-")

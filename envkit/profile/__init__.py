@@ -12,7 +12,6 @@ from envkit.profile.report import ProfileReport
 from envkit.profile.run import (
     DATASET_DIR,
     EmptyBandError,
-    NoModelError,
     pass_threshold_for,
     run_profile,
 )
@@ -23,7 +22,6 @@ __all__ = [
     "Band",
     "BandError",
     "EmptyBandError",
-    "NoModelError",
     "ProfileReport",
     "ProfileRequest",
     "RowProfile",

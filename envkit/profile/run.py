@@ -6,8 +6,9 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from envkit.errors import FailedError, UsageError
+from envkit.errors import FailedError
 from envkit.probe.analysis.observations import rounded
+from envkit.probe.phases.model import check_model_dir
 from envkit.profile.report import ProfileReport, split_counts
 from envkit.profile.sampling import ProfileRequest, sample_profile
 from envkit.profile.write import write_curated, write_profile
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from envkit.gym import Rollout
-    from envkit.model.provenance import CurationDict, Provenance
+    from envkit.model.provenance import CurationDict
     from envkit.profile.analysis import Band
 
 __all__ = ["DATASET_DIR", "PASS_THRESHOLD", "EmptyBandError", "ProfileRequest",
@@ -48,10 +49,6 @@ class EmptyBandError(FailedError):
     """The band keeps no training row: a dataset without rows would not train."""
 
 
-class NoModelError(UsageError, ValueError):
-    """``--model`` names no Hugging Face model directory."""
-
-
 def _curation(report: ProfileReport, band: Band) -> CurationDict:
     return {"band": band.to_list(), "pass_threshold": report.pass_threshold,
             "group_size": report.sampled.job.group_size, "seed": report.sampled.job.seed,
@@ -61,26 +58,16 @@ def _curation(report: ProfileReport, band: Band) -> CurationDict:
             "zero_variance_share_after": rounded(report.zero_variance_after)}
 
 
-def _provenance(request: ProfileRequest, curation: CurationDict) -> Provenance:
-    from envkit.supply.provenance import run_record
-
-    record = run_record(request.package, request.dataset, request.job)
-    return dataclasses.replace(record, curation=curation)
-
-
 def run_profile(request: ProfileRequest, *, band: Band | None = None,
                 out_dir: Path | None = None,
                 on_result: Callable[[Rollout], None] | None = None) -> ProfileReport:
     """Profile the dataset; write ``profile.jsonl`` and, with ``band``, ``DATASET_DIR`` under
     ``out_dir``.
 
-    :raises NoModelError: ``request.model`` has no ``config.json`` (before any bring-up).
+    :raises ModelDirError: ``request.model`` has no ``config.json`` (before any bring-up).
     :raises EmptyBandError: ``band`` keeps no training row (``profile.jsonl`` is written).
     """
-    if not (request.model / "config.json").is_file():
-        msg = (f"--model {request.model}: no config.json there; give a local Hugging Face "
-               "model directory (what `save_pretrained` writes)")
-        raise NoModelError(msg)
+    check_model_dir(request.model)
     sampled = sample_profile(request, on_result)
     report = ProfileReport(str(request.model), request.backend, request.pass_threshold, sampled,
                            band)
@@ -99,6 +86,9 @@ def run_profile(request: ProfileRequest, *, band: Band | None = None,
                for split in dict.fromkeys(r.split for r in report.rows)}
     # an empty validation.jsonl is no split at all: leave the file out (it is optional)
     indices = {s: rows for s, rows in indices.items() if rows or s == "training"}
+    from envkit.supply.provenance import run_record
+
+    record = run_record(request.package, request.dataset, request.job)
     dest = write_curated(out_dir / DATASET_DIR, request.dataset, indices,
-                         _provenance(request, _curation(report, band)))
+                         dataclasses.replace(record, curation=_curation(report, band)))
     return dataclasses.replace(report, dataset_path=dest)

@@ -18,8 +18,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from envkit.gym import RuntimeOptions, expand_rows, load_rows
+from envkit.gym import RuntimeOptions, load_rows
 from envkit.probe.inputs import read_job
+from envkit.probe.phases.model import seeded_batch
 from envkit.profile.analysis import RowProfile, row_profile
 from envkit.trainer.generation.factory import EngineOptions
 
@@ -30,8 +31,7 @@ if TYPE_CHECKING:
     from envkit.gym import Rollout
     from envkit.probe.analysis.job import ProbeJob
 
-__all__ = ["PROFILE_SALT", "ProfileRequest", "Sampled", "profile_batch", "sample_profile",
-           "split_rows"]
+__all__ = ["PROFILE_SALT", "ProfileRequest", "Sampled", "sample_profile", "split_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -82,28 +82,6 @@ def split_rows(dataset: Path, limit: int | None = None) -> dict[str, list[dict[s
     return out
 
 
-def profile_batch(splits: Mapping[str, Sequence[Mapping[str, Any]]], job: ProbeJob
-                  ) -> tuple[list[dict[str, Any]], list[tuple[str, int]]]:
-    """Every row G times with the job's sampling, seeded; and (split, row) of each rollout.
-
-    Group ids run on across the splits, as they do across a step's prompts.
-    """
-    from envkit.trainer.seeds import step_seed
-    from envkit.trainer.sources.gym import seed_rows
-
-    batch: list[dict[str, Any]] = []
-    owners: list[tuple[str, int]] = []
-    first = 0
-    for split, rows in splits.items():
-        expanded = expand_rows(rows, num_repeats=job.group_size, temperature=job.temperature,
-                               max_tokens=job.max_new_tokens)
-        seed_rows(expanded, step_seed(job.seed, 0, PROFILE_SALT), first)
-        batch += expanded
-        owners += [(split, int(row["_ng_task_index"])) for row in expanded]
-        first += len(rows)
-    return batch, owners
-
-
 def _profiles(splits: Mapping[str, Sequence[Any]], owners: Sequence[tuple[str, int]],
               results: Sequence[Rollout], pass_threshold: float) -> tuple[RowProfile, ...]:
     rewards: dict[tuple[str, int], list[float]] = {}
@@ -132,7 +110,7 @@ def sample_profile(request: ProfileRequest,
 
     job = read_job(request.job)
     splits = split_rows(request.dataset, request.limit)
-    batch, owners = profile_batch(splits, job)
+    batch, owners = seeded_batch(splits, job, PROFILE_SALT)
     start = time.monotonic()
     session, _ = open_session(request.package, request.model, request.backend, request.engine,
                               request.runtime, top_k=job.top_k)

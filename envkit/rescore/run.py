@@ -12,6 +12,7 @@ reward depends on per-episode state is refused (``envkit.rescore.state``), never
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import urllib.error
@@ -32,6 +33,7 @@ from envkit.gym import (
     post_row,
     read_run_file,
 )
+from envkit.model.dataset import Dataset
 from envkit.policy_server.scripted import ScriptedBackend
 from envkit.policy_server.server import PolicyServer
 from envkit.rescore.report import RescoreReport, RowScore
@@ -63,25 +65,22 @@ class RescoreRequest:
 
 
 def read_rollouts(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """``(line, row)`` of every non-blank line of a rollouts file (Gym's rows).
+    """``(line, row)`` of every non-blank line of a rollouts file (Gym's rows), read by the
+    dataset model's streaming reader.
 
     :raises UsageError: the file is missing, or a line is not a JSON object.
     """
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        path.open("rb").close()
+    except OSError as exc:  # the reader below passes an unreadable file over
         raise UsageError(f"{path}: cannot read the run's rollouts: {exc}") from None
     rows = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            raise UsageError(f"{path}:{number}: not JSON ({exc})") from None
-        if not isinstance(row, dict):
-            raise UsageError(f"{path}:{number}: not a JSON object")
-        rows.append((number, row))
+    for row in Dataset(path.parent, (path.name,)).iter_rows(path.name):
+        if row.error is not None:
+            raise UsageError(f"{path}:{row.line}: not JSON ({row.error})")
+        if not isinstance(row.data, dict):
+            raise UsageError(f"{path}:{row.line}: not a JSON object")
+        rows.append((row.line, row.data))
     return rows
 
 
@@ -120,11 +119,16 @@ def rescore(request: RescoreRequest) -> RescoreReport:
                          "(rescore scores with the package the run recorded)")
     rows = read_rollouts(request.run_dir / run.rollouts)
     changed = _package_changed(package, run)
+    options = RuntimeOptions(
+        gym_version=run.gym_version, gym_python=request.gym_python,
+        allow_python_override=request.allow_python_override,
+        offline=run.offline if request.offline is None else request.offline,
+        startup_timeout_s=request.install_timeout_s, cache_dir=request.cache_dir)
     backend = ScriptedBackend()
     policy = PolicyServer(backend)
     endpoint = PolicyEndpoint(policy.base_url, policy.api_key, backend.model_name)
     try:
-        session = GymSession(package, endpoint, _options(request, run), owned=(policy,))
+        session = GymSession(package, endpoint, options, owned=(policy,))
     except BaseException:
         policy.close()
         raise
@@ -136,14 +140,6 @@ def rescore(request: RescoreRequest) -> RescoreReport:
         output = str(_write(request.output, rows, scores))
     return RescoreReport(str(request.run_dir), str(package), run.rollouts, changed,
                          tuple(scores), output)
-
-
-def _options(request: RescoreRequest, run: RunFile) -> RuntimeOptions:
-    offline = run.offline if request.offline is None else request.offline
-    return RuntimeOptions(gym_version=run.gym_version, gym_python=request.gym_python,
-                          allow_python_override=request.allow_python_override,
-                          offline=offline, startup_timeout_s=request.install_timeout_s,
-                          cache_dir=request.cache_dir)
 
 
 def _package_changed(package: Path, run: RunFile) -> bool | None:
@@ -162,10 +158,7 @@ def _score(servers: GymServers, rows: list[tuple[int, dict[str, Any]]],
         verdicts[server] = _verdict(servers, server)
         if not verdicts[server].ok:
             log.warning("refused: %s", verdicts[server].reason)
-
-    def one(item: tuple[int, dict[str, Any]]) -> RowScore:
-        return _one(servers, verdicts, item, request.timeout_s)
-
+    one = functools.partial(_one, servers, verdicts, timeout_s=request.timeout_s)
     with ThreadPoolExecutor(max_workers=max(1, request.concurrency)) as pool:
         scores = []
         for n, score in enumerate(pool.map(one, rows), 1):

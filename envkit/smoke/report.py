@@ -16,9 +16,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, TypedDict
 
-from envkit.model.diagnostics import Diagnostic, rule_url
+from envkit.model.diagnostics import Diagnostic
 from envkit.smoke.isolation import IsolationDict
-from envkit.validate.report import DiagnosticDict, Report, ReportDict, ValidationRun
+from envkit.validate.report import (
+    DiagnosticDict,
+    Report,
+    ReportDict,
+    ValidationRun,
+    diagnostic_dict,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -88,10 +94,7 @@ class SmokeFinding:
         return self.diagnostic.code
 
     def to_dict(self, package: str | None, docs_url: str | None = None) -> FindingDict:
-        d = self.diagnostic
-        return {"code": d.code, "severity": d.severity.value, "package": package, "path": d.path,
-                "line": d.line, "column": d.column, "message": d.message, "hint": d.hint,
-                "url": rule_url(d.code, docs_url), "subject": self.subject,
+        return {**diagnostic_dict(self.diagnostic, package, docs_url), "subject": self.subject,
                 "log_tail": self.log_tail}
 
 

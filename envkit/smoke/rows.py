@@ -24,7 +24,8 @@ SMOKE_PROMPT = "envkit smoke: answer briefly."
 def dataset_rows(dataset: Path | None, per_agent: int) -> dict[str, list[dict[str, Any]]]:
     """The first ``per_agent`` rows of ``training.jsonl`` (then ``validation.jsonl``) for each
     ``agent_ref.name``; static validation has already reported any bad line."""
-    return rows_by_agent(dataset, per_agent) if dataset is not None else {}
+    found = rows_by_agent(dataset, per_agent) if dataset is not None else {}
+    return {agent: [r.data for r in rows] for agent, rows in found.items()}
 
 
 def rows_for(agent: str, from_dataset: list[dict[str, Any]],

@@ -21,16 +21,17 @@ from typing import Any, Self
 from envkit.gym import (
     DEFAULT_GYM_VERSION,
     GymRuntimeError,
-    GymServers,
     GymSession,
     PolicyEndpoint,
     Rollout,
     RolloutAbortedError,
+    RuntimeEvents,
     RuntimeOptions,
     collect,
     ensure_gym_venv,
     python_override_from_env,
 )
+from envkit.policy_server.generation import GenerationBackend
 from envkit.policy_server.scripted import DEFAULT_COMPLETION, ScriptedBackend
 from envkit.policy_server.server import PolicyServer
 from envkit.smoke.isolation import Isolation, offline_if
@@ -41,7 +42,7 @@ from envkit.validate.gate import GateRequest, gate_package, one_package, resolve
 from envkit.validate.report import Report
 from envkit.validate.settings import Settings
 
-__all__ = ["BringUpRequest", "SmokeRequest", "run_smoke"]
+__all__ = ["BringUpRequest", "SmokeRequest", "run_smoke", "scripted_session"]
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +75,12 @@ class BringUpRequest:
                    isolated=request.isolated, verify_hashes=request.verify_hashes,
                    allow_python_override=python_override_from_env())
 
-    def gate(self) -> GateRequest:
-        return GateRequest(paths=(self.package,), flags=self.flags,
+    def validate(self) -> tuple[Report, Settings]:
+        """The static pass (``envkit validate``'s own gate) and the settings it resolved."""
+        gate = GateRequest(paths=(self.package,), flags=self.flags,
                            verify_hashes=self.verify_hashes, isolated=self.isolated)
+        (static,) = gate_package(self.package, gate).reports
+        return static, resolve_settings(self.package, gate)
 
     def prepare_runtime(self, settings: Settings) -> RuntimeOptions:
         """The bring-up's options, with the Gym version and ``--offline`` that ``settings``
@@ -114,9 +118,7 @@ def run_smoke(request: SmokeRequest) -> SmokeReport:
     :raises GymVenvError: no CPython 3.13 for Gym (usage error).
     """
     start = time.monotonic()
-    gate = request.gate()
-    (static,) = gate_package(request.package, gate).reports
-    settings = resolve_settings(request.package, gate)
+    static, settings = request.validate()
     timings = {"validate_s": time.monotonic() - start}
     if not static.valid:
         return SmokeReport(str(request.package), "validate", static, bool(settings.offline),
@@ -130,27 +132,30 @@ def run_smoke(request: SmokeRequest) -> SmokeReport:
     return report
 
 
-def _backend(request: SmokeRequest, by_agent: dict[str, list[dict[str, Any]]]) -> ScriptedBackend:
-    """The scripted policy: ``--completion`` for everything, else each row's own answer."""
-    answers = {} if request.completion else scripted_answers(
-        r for rows in by_agent.values() for r in rows)
-    return ScriptedBackend(request.completion or DEFAULT_COMPLETION, answers)
+def scripted_session(package: Path, backend: GenerationBackend, options: RuntimeOptions,
+                     events: RuntimeEvents | None = None) -> GymSession:
+    """A session whose policy endpoint serves ``backend`` (smoke's script, the probe's panel);
+    the session owns the endpoint and closes it."""
+    policy = PolicyServer(backend)
+    endpoint = PolicyEndpoint(policy.base_url, policy.api_key, backend.model_name)
+    try:
+        return GymSession(package, endpoint, options, owned=(policy,), events=events)
+    except BaseException:
+        policy.close()
+        raise
 
 
 def _spin_up(request: SmokeRequest, static: Report, options: RuntimeOptions,
              isolation: Isolation | None, timings: dict[str, float]) -> SmokeReport:
     by_agent = dataset_rows(Path(static.dataset) if static.dataset else None, request.rows)
-    backend = _backend(request, by_agent)
+    # the scripted policy: --completion for everything, else each row's own answer
+    answers = {} if request.completion else scripted_answers(
+        r for rows in by_agent.values() for r in rows)
+    backend = ScriptedBackend(request.completion or DEFAULT_COMPLETION, answers)
     base = SmokeReport(str(request.package), "setup", static, options.offline,
                        isolation.to_dict() if isolation else None, timings=timings)
     watch = SpinUpWatch()
-    policy = PolicyServer(backend)
-    endpoint = PolicyEndpoint(policy.base_url, policy.api_key, backend.model_name)
-    try:
-        session = GymSession(request.package, endpoint, options, owned=(policy,), events=watch)
-    except BaseException:
-        policy.close()
-        raise
+    session = scripted_session(request.package, backend, options, watch)
     try:
         report = _run(request, session, watch, base, by_agent)
         return replace(report, policy_requests=backend.requests)
@@ -177,17 +182,13 @@ def _run(request: SmokeRequest, session: GymSession, watch: SpinUpWatch, base: S
     rows = [r for agent in servers.agents()
             for r in rows_for(agent, by_agent.get(agent, []), request.rows)]
     t0 = time.monotonic()
-    results = _collect(session, servers, rows, request)
+    results: list[Rollout] | str
+    try:
+        results = collect(rows, servers.run_url, concurrency=_CONCURRENCY,
+                          timeout_s=request.rollout_timeout_s, abort=session.dead)
+    except RolloutAbortedError as exc:  # Gym died under the rows: rollout_report says why
+        results = str(exc)
     timings["rollout_s"] = time.monotonic() - t0
     synthetic = {a for a in servers.agents() if not by_agent.get(a)}
     return rollout_report(base, watch, session, servers, results, synthetic)
 
-
-def _collect(session: GymSession, servers: GymServers, rows: list[dict[str, Any]],
-             request: SmokeRequest) -> list[Rollout] | str:
-    """Every row; or why Gym died while they ran (a server exited mid-rollout)."""
-    try:
-        return collect(rows, servers.run_url, concurrency=_CONCURRENCY,
-                       timeout_s=request.rollout_timeout_s, abort=session.dead)
-    except RolloutAbortedError as exc:
-        return str(exc)

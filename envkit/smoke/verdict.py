@@ -1,5 +1,11 @@
 """Turn what the runtime told (its events, its error, the rollouts) into per-server and
-per-agent verdicts, each failure a located diagnostic with its evidence."""
+per-agent verdicts, each failure a located diagnostic with its evidence.
+
+A code comes from the runtime's reading of a log (``envkit.gym.diagnose``, the one signature
+table) or from the spin-up rules themselves (``validators/spinup.py``); this module only picks
+the rule object, writes the one-line message, and finds the place: the config file (and line)
+that defines the server or agent instance, else the manifest.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +13,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from envkit.gym import Finding, RuntimeEvents, Where, diagnose
-from envkit.smoke.findings import finding, read_log, rollout_finding, tail_of
+from envkit.gym import Finding, RuntimeEvents, Where, diagnose, tail
+from envkit.model.package import MANIFEST
 from envkit.smoke.report import (
     AgentResult,
     ServerResult,
@@ -16,7 +22,8 @@ from envkit.smoke.report import (
     SmokeReport,
     SmokeStage,
 )
-from envkit.validators.spinup import EK701, EK704
+from envkit.validators import RULES
+from envkit.validators.spinup import EK701, EK704, EK705
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -24,8 +31,52 @@ if TYPE_CHECKING:
 
     from envkit.gym import GymRuntimeError, GymServers, GymSession, Rollout, ServerInfo
     from envkit.model.package import Package
+    from envkit.validators import Rule
 
-__all__ = ["SpinUpWatch", "rollout_report", "start_failure_report"]
+__all__ = ["SpinUpWatch", "finding", "locate", "rollout_report", "start_failure_report"]
+
+_TAIL = 40
+
+
+def locate(package: Package | None, instance: str | None) -> tuple[str, int | None]:
+    """The config that defines ``instance`` (path relative to the package, line of its key),
+    in ``config_paths`` order as Gym merges them; else the manifest."""
+    if package is not None and instance:
+        for path in package.config_paths():
+            doc = package.configs.get(path)
+            if doc is not None and isinstance(doc.data, dict) and instance in doc.data:
+                return path, doc.line_of(instance)
+    return MANIFEST, None
+
+
+def finding(package: Package | None, subject: str | None, kind: str, reading: Finding, *,
+            log_tail: str = "", default: Rule = EK705) -> SmokeFinding:
+    """A finding about ``subject`` (a ``kind`` -- server, agent -- instance; None: the run)."""
+    rule = RULES.get(reading.code, default) if reading.code else default
+    path, line = locate(package, subject)
+    who = f"{kind} `{subject}`: " if subject else ""
+    said = f" (`{reading.evidence}`)" if reading.evidence else ""
+    message = f"{who}{reading.reason}{said}"
+    return SmokeFinding(rule.at(path, message, line=line), subject, log_tail)
+
+
+def read_log(text: str, *, offline: bool) -> Finding | None:
+    """Strong evidence only (a removed module, the network under --offline, a non-numeric
+    reward): what a bystander server's log may show; None when it shows nothing of that."""
+    found = diagnose(text, Where.SERVER_LOG, offline=offline)
+    return found if found.code is not None else None
+
+
+def rollout_finding(package: Package | None, agent: str, failure: str, logs: str, *,
+                    offline: bool) -> SmokeFinding:
+    """A failed rollout: its reason plus the servers' logs, read as a rollout (EK704 if
+    nothing more specific matched)."""
+    found = diagnose(f"{failure}\n{logs}", Where.ROLLOUT, offline=offline)
+    detail = failure.splitlines()[0][:300] if failure else ""
+    reading = Finding(found.code, f"{found.reason}: {detail}" if detail else found.reason,
+                      found.evidence if found.evidence not in failure else "")
+    return finding(package, agent, "agent", reading, log_tail=tail(failure, 10), default=EK704)
+
 
 _STOPPED_AT: dict[str, SmokeStage] = {"setup": "setup", "start": "start", "serve": "start"}
 """Where a ``GymRuntimeError`` leaves the run: a death while serving is a failed start."""
@@ -59,8 +110,8 @@ class SpinUpWatch(RuntimeEvents):
         self.all_ready_s = seconds
 
     def timings(self) -> dict[str, float]:
-        out = {"setup_s": self.setup_s} if self.setup_s is not None else {
-            "setup_s": time.monotonic() - self.started}
+        out = {"setup_s": time.monotonic() - self.started if self.setup_s is None
+               else self.setup_s}
         if self.launched is not None:
             out["ready_s"] = self.all_ready_s if self.all_ready_s is not None else (
                 time.monotonic() - self.launched)
@@ -77,7 +128,7 @@ def _bystander(session: GymSession, name: str, exc: GymRuntimeError,
         reading = Finding(EK701.code, EK701.title)
     if reading is None:
         return None
-    return finding(session.model, name, "server", reading, log_tail=tail_of(log))
+    return finding(session.model, name, "server", reading, log_tail=tail(log, _TAIL))
 
 
 def start_failure_report(base: SmokeReport, watch: SpinUpWatch, session: GymSession,
@@ -138,7 +189,7 @@ def _died(base: SmokeReport, session: GymSession, why: str) -> SmokeReport:
         reading = diagnose(logs, Where.ROLLOUT, offline=base.offline)
         found = finding(session.model, None, "server",
                         Finding(reading.code, f"{why}: {reading.reason}", reading.evidence),
-                        log_tail=tail_of(logs), default=EK704)
+                        log_tail=tail(logs, _TAIL), default=EK704)
     return replace(base, stage="rollout", failures=(found,))
 
 

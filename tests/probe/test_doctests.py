@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 MODULES = ("analysis.job", "policies", "analysis.observations", "analysis.integrity",
-           "analysis.learning", "analysis.determinism", "analysis.load", "analysis.verdicts",
+           "analysis.zero_variance", "analysis.load", "analysis.verdicts",
            "analysis.declared", "phases.scoring", "phases.reasoning", "phases.session")
 
 

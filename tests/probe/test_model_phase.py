@@ -18,7 +18,7 @@ from support.probe_serving import JOB, Phase, ServingLive, by_index, serving_ctx
 
 from envkit.model.diagnostics import Severity
 from envkit.policy_server.scripted import ScriptedBackend
-from envkit.probe.phases.model import PROBE_SALT, ModelDirError, ModelPhase, seeded_rows
+from envkit.probe.phases.model import PROBE_SALT, ModelDirError, ModelPhase, seeded_batch
 
 
 def test_constant_policy_groups_are_an_error(tmp_path: Path) -> None:
@@ -76,15 +76,17 @@ def test_rows_are_seeded_per_sample_and_carry_top_k() -> None:
     from envkit.trainer.seeds import sample_seed, step_seed
 
     rows = [make_row(i, w).data for i, w in enumerate(["planet", "orange"])]
-    first = seeded_rows(rows, JOB, first_group=10)
-    again = seeded_rows(rows, JOB, first_group=10)
+    groups = {"a": rows, "b": rows[:1]}
+    first, owners = seeded_batch(groups, JOB, PROBE_SALT, JOB.top_k)
+    again, _ = seeded_batch(groups, JOB, PROBE_SALT, JOB.top_k)
     bodies = [json.loads(r["responses_create_params"]["metadata"]["extra_body"])
               for r in first]
     assert bodies == [json.loads(r["responses_create_params"]["metadata"]["extra_body"])
                       for r in again]
-    batch = step_seed(JOB.seed, 0, PROBE_SALT)
-    assert [b["seed"] for b in bodies] == [sample_seed(batch, 10 + g, i)
-                                           for g in range(2) for i in range(4)]
+    assert owners == [("a", 0)] * 4 + [("a", 1)] * 4 + [("b", 0)] * 4
+    batch = step_seed(JOB.seed, 0, PROBE_SALT)  # group ids run on across the agents
+    assert [b["seed"] for b in bodies] == [sample_seed(batch, g, i)
+                                           for g in range(3) for i in range(4)]
     assert {b["top_k"] for b in bodies} == {5}
     assert batch != step_seed(JOB.seed, 0)  # not the draws of any training step's groups
     params = first[0]["responses_create_params"]

@@ -16,8 +16,8 @@ from support.probe_fakes import JOB, WORDS, FakeLive, exact, make_ctx, make_row,
 from envkit.gym.rollout import Rollout
 from envkit.probe.phases.load import LoadPhase
 from envkit.probe.phases.scoring import ScoringPhase
-from envkit.probe.phases.session import Sent, prompt_key
-from envkit.probe.policies import panel
+from envkit.probe.phases.session import Sent
+from envkit.probe.policies import panel, prompt_key
 
 
 def test_sound_scores_only_the_oracle() -> None:

@@ -4,8 +4,8 @@ the precedence of a cause over its consequences."""
 from __future__ import annotations
 
 from envkit.model.diagnostics import Severity
-from envkit.probe.analysis.determinism import spreads
 from envkit.probe.analysis.fields import DeclaredField, FieldSearch
+from envkit.probe.analysis.integrity import spreads
 from envkit.probe.analysis.observations import Observation, RewardScale, score_table
 from envkit.probe.analysis.verdicts import assess_agent
 from envkit.probe.policies import panel

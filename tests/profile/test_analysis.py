@@ -179,11 +179,12 @@ def test_help_ends_with_an_example(capsys: pytest.CaptureFixture) -> None:
 
 def test_every_rollout_is_seeded_by_its_row_and_place_in_the_group() -> None:
     pytest.importorskip("torch")  # the trainer's seeding lives beside its Gym source
-    from envkit.profile.sampling import PROFILE_SALT, profile_batch
+    from envkit.probe.phases.model import seeded_batch
+    from envkit.profile.sampling import PROFILE_SALT
 
     splits = {"training": [{"q": 1}, {"q": 2}], "validation": [{"q": 3}]}
-    batch, owners = profile_batch(splits, JOB)
-    again, _ = profile_batch(splits, JOB)
+    batch, owners = seeded_batch(splits, JOB, PROFILE_SALT)
+    again, _ = seeded_batch(splits, JOB, PROFILE_SALT)
     seeds = [json.loads(r["responses_create_params"]["metadata"]["extra_body"])["seed"]
              for r in batch]
     assert batch == again  # the same job and rows: the same draws
@@ -191,7 +192,7 @@ def test_every_rollout_is_seeded_by_its_row_and_place_in_the_group() -> None:
     assert owners == [(s, i) for s, n in (("training", 2), ("validation", 1))
                       for i in range(n) for _ in range(JOB.group_size)]
     assert {r["responses_create_params"]["max_output_tokens"] for r in batch} == {8}
-    other, _ = profile_batch(splits, dataclasses.replace(JOB, seed=8))
+    other, _ = seeded_batch(splits, dataclasses.replace(JOB, seed=8), PROFILE_SALT)
     assert other != batch
     assert PROFILE_SALT not in (0, 1, 2)  # apart from training, validation and the probe
 

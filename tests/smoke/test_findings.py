@@ -26,9 +26,8 @@ from envkit.gym import (
 from envkit.output.human import Console
 from envkit.output.smoke import render_github_smoke, render_human_smoke, render_sarif
 from envkit.schemas import load_schema
-from envkit.smoke.findings import locate
 from envkit.smoke.report import SmokeReport
-from envkit.smoke.verdict import SpinUpWatch, rollout_report, start_failure_report
+from envkit.smoke.verdict import SpinUpWatch, locate, rollout_report, start_failure_report
 from envkit.validate.gate import GateRequest, gate_package
 
 CONFIG = "resources_servers/char_pattern/configs/char_pattern.yaml"

@@ -11,8 +11,8 @@ from envkit.gym.rollout import Rollout
 from envkit.probe.analysis.job import ProbeJob
 from envkit.probe.analysis.observations import ProbeRow, RewardScale
 from envkit.probe.phases import ProbeContext
-from envkit.probe.phases.session import Sent, prompt_key
-from envkit.probe.policies import panel
+from envkit.probe.phases.session import Sent
+from envkit.probe.policies import panel, prompt_key
 from envkit.probe.thresholds import Thresholds
 
 __all__ = ["JOB", "WORDS", "FakeLive", "exact", "make_ctx", "make_row", "verify_openapi"]

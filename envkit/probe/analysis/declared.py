@@ -24,12 +24,12 @@ if TYPE_CHECKING:
     from envkit.probe.analysis.verdicts import Where
 
 __all__ = ["agent_locations", "agent_resources", "judge_refs", "resources_implementations",
-           "scale_from_manifest", "stochastic_reason"]
+           "scale_from_manifest", "server_blocks", "stochastic_reason"]
 
 _POLICY = "policy_model"
 
 
-def _blocks(pkg: Package) -> list[tuple[str, str, str, str, Mapping[str, Any]]]:
+def server_blocks(pkg: Package) -> list[tuple[str, str, str, str, Mapping[str, Any]]]:
     """(config path, instance, server type, implementation, body) of every server block."""
     out = []
     for path, doc in pkg.configs.items():
@@ -45,7 +45,7 @@ def _blocks(pkg: Package) -> list[tuple[str, str, str, str, Mapping[str, Any]]]:
 def agent_locations(pkg: Package) -> dict[str, Where]:
     """Agent instance -> (config path, line) where it is defined."""
     return {instance: (path, pkg.configs[path].line_of(instance))
-            for path, instance, server_type, _, _ in _blocks(pkg)
+            for path, instance, server_type, _, _ in server_blocks(pkg)
             if server_type == "responses_api_agents"}
 
 
@@ -53,7 +53,7 @@ def agent_resources(pkg: Package) -> dict[str, tuple[str, ...]]:
     """Agent instance -> the resources servers it refers to (whose ``/verify`` scores it)."""
     return {instance: tuple(str(v.get("name")) for v in body.values()
                             if isinstance(v, Mapping) and v.get("type") == "resources_servers")
-            for _, instance, server_type, _, body in _blocks(pkg)
+            for _, instance, server_type, _, body in server_blocks(pkg)
             if server_type == "responses_api_agents"}
 
 
@@ -61,7 +61,7 @@ def judge_refs(pkg: Package) -> list[str]:
     """``instance.key`` of every resources-server field that refers to a model server other
     than the policy (a judge)."""
     found = []
-    for _, instance, server_type, _, body in _blocks(pkg):
+    for _, instance, server_type, _, body in server_blocks(pkg):
         if server_type != "resources_servers":
             continue
         for key, value in body.items():
@@ -72,7 +72,7 @@ def judge_refs(pkg: Package) -> list[str]:
 
 
 def resources_implementations(pkg: Package) -> set[str]:
-    return {impl for _, _, server_type, impl, _ in _blocks(pkg)
+    return {impl for _, _, server_type, impl, _ in server_blocks(pkg)
             if server_type == "resources_servers"}
 
 

@@ -1,29 +1,37 @@
 """Reward integrity per agent: which oracle rendering counts, whether the oracle ever scores,
-and which content-free replies score as well as it. Pure functions over a score table.
+which content-free replies score as well as it, and whether repeats agree. Pure functions over
+a score table and the observations.
 
-The documented rules (``envkit rule EK801`` / ``EK802``), on rewards mapped to the reward
-range (0 = worst, 1 = best, :meth:`RewardScale.goodness`):
+The documented rules (``envkit rule EK801`` / ``EK802`` / ``EK803``), on rewards mapped to the
+reward range (0 = worst, 1 = best, :meth:`RewardScale.goodness`):
 
 - the **oracle** of an agent is its best-scoring rendering of the reference (ties: the first
   in ``policies.RENDERINGS``);
 - the oracle **never scores** when it gets the worst reward on every row it was scored on;
 - a content-free reply is **gameable** when its mean is above the worst reward and at least
   the oracle's mean minus ``probe-margin`` (a share of the range): it earns reward, and about
-  as much as the right answer.
+  as much as the right answer;
+- the same reply on the same row, scored ``probe-repeats`` times, must get the same reward:
+  any spread above ``TOLERANCE`` is an error, a warning when the package declares that its
+  reward may vary (a judge model, or ``determinism: stochastic``: ``analysis.declared``).
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from envkit.probe.analysis.observations import TOLERANCE
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
 
-    from envkit.probe.analysis.observations import PolicyScore, RewardScale
+    from envkit.probe.analysis.observations import Observation, PolicyScore, RewardScale
 
-__all__ = ["choose_oracle", "gameable", "oracle_never_scores"]
+__all__ = ["Spread", "choose_oracle", "gameable", "oracle_never_scores", "spreads"]
+
+Spread = tuple[float, float]
+"""(lowest, highest) reward of one (policy, row)'s repeats."""
 
 
 def choose_oracle(scores: Mapping[str, PolicyScore], scale: RewardScale) -> str | None:
@@ -74,3 +82,24 @@ def gameable(scores: Mapping[str, PolicyScore], oracle: PolicyScore, scale: Rewa
         if value > TOLERANCE and value >= bar - TOLERANCE:
             found.append(score)
     return found
+
+
+def spreads(observations: Iterable[Observation]) -> dict[str, dict[tuple[str, int], Spread]]:
+    """agent -> (policy, dataset line) -> (low, high), only where the repeats disagree.
+
+    >>> from envkit.probe.analysis.observations import Observation as O
+    >>> spreads([O("a", "p", 1, 0, 0.5), O("a", "p", 1, 1, 0.7), O("a", "p", 2, 0, 1.0),
+    ...          O("a", "p", 2, 1, 1.0), O("a", "q", 2, 0, failure="HTTP 500")])
+    {'a': {('p', 1): (0.5, 0.7)}}
+    """
+    seen: dict[str, dict[tuple[str, int], list[float]]] = defaultdict(lambda: defaultdict(list))
+    for obs in observations:
+        if obs.ok and obs.reward is not None:
+            seen[obs.agent][obs.policy, obs.row].append(obs.reward)
+    out: dict[str, dict[tuple[str, int], Spread]] = {}
+    for agent, by_pair in seen.items():
+        wide = {pair: (min(vs), max(vs)) for pair, vs in by_pair.items()
+                if max(vs) - min(vs) > TOLERANCE}
+        if wide:
+            out[agent] = wide
+    return out

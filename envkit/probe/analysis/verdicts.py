@@ -25,21 +25,21 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from envkit.model.diagnostics import Diagnostic, Severity
-from envkit.probe.analysis.integrity import choose_oracle, gameable, oracle_never_scores
-from envkit.probe.analysis.learning import dead_rows
+from envkit.probe.analysis.integrity import Spread, choose_oracle, gameable, oracle_never_scores
 from envkit.probe.analysis.load import LoadLevel, percentile
 from envkit.probe.analysis.observations import TOLERANCE
+from envkit.probe.analysis.zero_variance import dead_rows
 from envkit.validators.probe import EK801, EK802, EK803, EK804, EK805, EK806, EK807, EK808
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from envkit.probe.analysis.determinism import Spread
     from envkit.probe.analysis.fields import FieldSearch
     from envkit.probe.analysis.observations import PolicyScore, RewardScale
     from envkit.probe.thresholds import Thresholds
 
-__all__ = ["AgentAssessment", "Where", "assess_agent", "lines_text", "load_diagnostics"]
+__all__ = ["AgentAssessment", "Where", "assess_agent", "failed_rollouts", "lines_text",
+           "load_diagnostics"]
 
 Where = tuple[str, "int | None"]
 """(path relative to the package root, line): where a finding points."""
@@ -71,13 +71,15 @@ def lines_text(lines: Sequence[int], limit: int = 8) -> str:
     return f"dataset line {shown}{more}"
 
 
-def _failures(agent: str, scores: Mapping[str, PolicyScore], where: Where) -> list[Diagnostic]:
+def failed_rollouts(agent: str, scores: Mapping[str, PolicyScore], where: Where,
+                    what: str = "rollouts") -> list[Diagnostic]:
+    """EK807 for the policies whose rollouts failed: a failure is never a reward."""
     failed = [s for s in scores.values() if s.failed]
     if not failed:
         return []
     counts = ", ".join(f"{s.policy} {s.failed}" for s in failed)
     first = next(s.first_failure for s in failed if s.first_failure)
-    return [EK807.at(where[0], f"`{agent}`: rollouts failed and were not scored ({counts}); "
+    return [EK807.at(where[0], f"`{agent}`: {what} failed and were not scored ({counts}); "
                      f"first: {first[:200]}", line=where[1])]
 
 
@@ -154,7 +156,7 @@ def assess_agent(agent: str, scores: Mapping[str, PolicyScore],
 
     ``field_search``: what the probe found out when the oracle never scored as the rows
     carry it (a field the verifier reads that the rows lack: EK802)."""
-    diags = _failures(agent, scores, where) + _unstable(agent, found, where, stochastic)
+    diags = failed_rollouts(agent, scores, where) + _unstable(agent, found, where, stochastic)
     oracle_name = choose_oracle(scores, scale)
     dead: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
     if not any(s.kind == "oracle" for s in scores.values()):

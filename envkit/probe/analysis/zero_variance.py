@@ -1,10 +1,17 @@
-"""Learning signal with a real policy: what G sampled replies per prompt leave GRPO to learn from.
+"""Learning signal: what the replies on a row leave GRPO to learn from. Pure over floats.
 
-Why these definitions: they are the trainer's (``envkit.trainer.advantages`` and
-``envkit.trainer.dynamic_sampling``, NeMo-RL's rules), restated over plain floats so the probe
-reads what a training step will see without a tensor; ``tests/probe/test_signal.py`` checks
-them against the trainer's own functions. A *group* is the G replies to one prompt, failed
-rollouts left out (a failure is never a reward):
+Without a model (``envkit rule EK804``): GRPO's advantage is a sample's reward minus its group's
+baseline, so on a row where the right answer and every content-free reply score alike every
+group the policy samples there is likely to agree too. A row is **judged** when the oracle and
+at least one content-free reply were scored on it, and **dead** when the per-row mean rewards
+of every policy scored on it (each oracle rendering included) lie within ``TOLERANCE`` of each
+other: the model-free lower bound of what ``--model`` measures on the job's groups.
+
+With a real policy (``--model``), by the trainer's definitions (``envkit.trainer.advantages``
+and ``envkit.trainer.dynamic_sampling``, NeMo-RL's rules) restated over plain floats so the
+probe reads what a training step will see without a tensor
+(``tests/probe/test_zero_variance.py`` checks them against the trainer's own functions). A
+*group* is the G replies to one prompt, failed rollouts left out (a failure is never a reward):
 
 - a group is **zero-variance** when its scored rewards lie within ``TOLERANCE`` of each other
   (or fewer than two were scored): every advantage in it is 0 (``envkit rule EK810``);
@@ -27,9 +34,31 @@ from typing import TYPE_CHECKING
 from envkit.probe.analysis.observations import TOLERANCE
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
-__all__ = ["GroupSignal", "expected_gen_batches", "group_signal", "wilson"]
+    from envkit.probe.analysis.observations import PolicyScore
+
+__all__ = ["GroupSignal", "dead_rows", "expected_gen_batches", "group_signal", "wilson"]
+
+
+def dead_rows(scores: Mapping[str, PolicyScore]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(dead rows, judged rows), each as dataset lines in order.
+
+    >>> from envkit.probe.analysis.observations import PolicyScore
+    >>> s = {"oracle:bare": PolicyScore("oracle:bare", "oracle", 0.5, {1: 1.0, 2: 0.0}, 2, 0),
+    ...      "empty": PolicyScore("empty", "content-free", 0.0, {1: 0.0, 2: 0.0, 3: 0.0}, 3, 0)}
+    >>> dead_rows(s)
+    ((2,), (1, 2))
+    """
+    oracle_rows = {r for s in scores.values() if s.kind == "oracle" for r in s.per_row}
+    free_rows = {r for s in scores.values() if s.kind == "content-free" for r in s.per_row}
+    judged = tuple(sorted(oracle_rows & free_rows))
+    dead = []
+    for row in judged:
+        values = [s.per_row[row] for s in scores.values() if row in s.per_row]
+        if max(values) - min(values) <= TOLERANCE:
+            dead.append(row)
+    return tuple(dead), judged
 
 
 def _std(values: Sequence[float]) -> float:

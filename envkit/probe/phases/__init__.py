@@ -4,15 +4,19 @@ Why phases: the package is brought up once and each question (is the reward hone
 stable? does it survive the job's load? what do the policy's own groups give?) is one phase
 over the same running servers, in order, each reading what the earlier ones found. A new
 question is one more entry in ``envkit.probe.run.PHASES``, touching no other phase; one that
-needs no running servers (Gym's verifier fixtures) ignores ``ctx.live``.
+needs no running servers (Gym's verifier fixtures) ignores ``ctx.live``. A phase counts its
+rollouts as they finish, from the sender's threads, through ``ctx.progress``: a bar per phase
+on stderr, or nothing (tests, JSON to a pipe); it need not know whether anyone is watching.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
-
-from envkit.probe.progress import NO_PROGRESS, Progress
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -26,7 +30,39 @@ if TYPE_CHECKING:
     from envkit.probe.policies import Policy
     from envkit.probe.thresholds import Thresholds
 
-__all__ = ["Phase", "PhaseResult", "ProbeContext"]
+__all__ = ["NO_PROGRESS", "Phase", "PhaseResult", "ProbeContext", "Progress", "RichProgress"]
+
+
+class Progress(Protocol):
+    def phase(self, name: str, total: int) -> contextlib.AbstractContextManager[
+            Callable[[int], None]]:
+        """``with progress.phase("scoring", 240) as advance: advance(1)``."""
+        ...
+
+
+class _Silent:
+    def phase(self, name: str, total: int) -> contextlib.AbstractContextManager[
+            Callable[[int], None]]:
+        return contextlib.nullcontext(lambda n=1: None)
+
+
+NO_PROGRESS: Progress = _Silent()
+
+
+class RichProgress:
+    """One bar per phase, on stderr; rich only draws it when stderr is a terminal."""
+
+    @contextlib.contextmanager
+    def phase(self, name: str, total: int) -> Iterator[Callable[[int], None]]:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, TimeElapsedColumn
+        from rich.progress import Progress as Bars
+
+        columns = ("[bold]{task.description}", BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn())
+        with Bars(*columns, console=Console(file=sys.stderr), transient=False) as bar:
+            task = bar.add_task(name, total=total)
+            yield functools.partial(bar.advance, task)
 
 
 class PhaseResult(Protocol):

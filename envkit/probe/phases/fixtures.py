@@ -6,20 +6,13 @@ Why here: a resources server that exports ``VERIFIER_FIXTURE`` (Gym 0.7's
 the worst, one that must be refused. The probe runs those cases too, so one report says both
 what the author promised and what the panel of scripted replies found.
 
-How (what ``gym env test`` does, without its catalog entry, which a package does not have): for
-every resources server of the package whose entrypoint names ``VERIFIER_FIXTURE``,
-``fixture_runner.py`` (beside this file) runs in a subprocess with that server's venv Python
-(the one the bring-up built; the package's code is never imported by envkit), imports the
-entrypoint as Gym does, and runs every case (a failing case does not hide the next ones) and
-Gym's own fail-fast check. The reward range and direction are the probe's (a Gym manifest's,
-else ``[0, 1]``, higher is better), ``determinism`` is a Gym manifest's for that server, else
-``unknown`` (Gym then skips determinism cases).
-
-Where the cases live: Gym's convention, ``tests/verifier_cases.jsonl``, cannot ship inside a
-package (a ``.jsonl`` there is EK200). A package ships them as ``.ndjson`` (Gym reads any file
-name), with ``VERIFIER_FIXTURE.cases_path`` naming it or naming the ``.jsonl`` beside it; or
-leaves them to ``envkit build``, which moves every ``.jsonl`` to the dataset directory under
-the same path, where the probe (``--dataset DATA``) finds them.
+How: for every resources server of the package whose entrypoint names ``VERIFIER_FIXTURE``,
+``fixture_runner.py`` (beside this file; it says where the cases are read from) runs in a
+subprocess with the venv Python the bring-up built, so the package's code is never imported by
+envkit. The reward range and direction are the probe's; ``determinism`` is a Gym manifest's
+for that server, else ``unknown`` (Gym then skips determinism cases). A package cannot ship
+``tests/verifier_cases.jsonl`` (a ``.jsonl`` there is EK200): it ships them as ``.ndjson``,
+or leaves them to ``envkit build``, which moves them to the dataset directory (``--dataset``).
 
 This phase needs no running server (``ctx.live`` only gives the package and its venvs).
 """
@@ -32,10 +25,11 @@ import os
 import subprocess
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from envkit.probe.analysis.declared import server_blocks
 from envkit.probe.analysis.observations import RewardScale
 from envkit.probe.inputs import gym_manifests
 from envkit.validate.validate import read_package
@@ -111,10 +105,7 @@ def _server_dict(s: ServerFixture) -> dict[str, Any]:
     return {"server": s.server, "entrypoint": s.entrypoint, "status": s.status,
             "passed": s.passed, "message": s.message, "fixture_path": s.fixture_path,
             "gym": {"ok": s.gym_ok, "error": s.gym_error},
-            "cases": [{"name": c.name, "kind": c.kind, "passed": c.passed,
-                       "expected_reward": c.expected_reward,
-                       "expected_error": c.expected_error, "observed": list(c.observed),
-                       "message": c.message, "line": c.line} for c in s.cases]}
+            "cases": [{**asdict(c), "observed": list(c.observed)} for c in s.cases]}
 
 
 def _where(s: ServerFixture, package: str) -> str:
@@ -139,13 +130,12 @@ def _diagnostics(s: ServerFixture, package: str) -> list[Diagnostic]:
                                 f"way: {failed[0].message}")]
     out = []
     for c in failed:
-        if c.passed is False:
-            expected = (f"expected an error containing {c.expected_error!r}"
-                        if c.kind == "malformed" else f"expected {c.expected_reward}")
-            seen = ", ".join(f"{r:g}" for r in c.observed) or "no reward"
-            out.append(EK809.at(where, f"{s.server}: verifier case {c.name!r} ({c.kind}) of "
-                                       f"{shown} fails: {c.message} ({expected}, observed "
-                                       f"{seen})", line=c.line if in_pkg else None))
+        expected = (f"expected an error containing {c.expected_error!r}"
+                    if c.kind == "malformed" else f"expected {c.expected_reward}")
+        seen = ", ".join(f"{r:g}" for r in c.observed) or "no reward"
+        out.append(EK809.at(where, f"{s.server}: verifier case {c.name!r} ({c.kind}) of "
+                                   f"{shown} fails: {c.message} ({expected}, observed "
+                                   f"{seen})", line=c.line if in_pkg else None))
     if s.status == "error" or (s.gym_ok is False and not out):
         why = s.message or s.gym_error or "the fixture could not run"
         out.append(EK809.at(where, f"{s.server}: Gym's verifier fixture cannot be checked: "
@@ -158,13 +148,10 @@ def fixture_servers(pkg: Package) -> list[tuple[str, str]]:
     whose entrypoint names ``VERIFIER_FIXTURE`` (the attribute ``gym env test`` imports)."""
     shipped = {s.name for s in pkg.servers if s.server_type == _RESOURCES}
     found: dict[str, str] = {}
-    for doc in pkg.configs.values():
-        for block in (doc.data.values() if isinstance(doc.data, Mapping) else ()):
-            impls = block.get(_RESOURCES) if isinstance(block, Mapping) else None
-            for impl, body in (impls.items() if isinstance(impls, Mapping) else ()):
-                entry = body.get("entrypoint", "app.py") if isinstance(body, Mapping) else None
-                if impl in shipped and isinstance(entry, str):
-                    found.setdefault(str(impl), f"{_RESOURCES}/{impl}/{entry}")
+    for _, _, server_type, impl, body in server_blocks(pkg):
+        entry = body.get("entrypoint", "app.py")
+        if server_type == _RESOURCES and impl in shipped and isinstance(entry, str):
+            found.setdefault(impl, f"{_RESOURCES}/{impl}/{entry}")
     out = []
     for impl, rel in sorted(found.items()):
         try:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from envkit.probe.analysis.load import LoadLevel, knee, levels_for, projected_step_s
 from envkit.probe.analysis.verdicts import load_diagnostics
-from envkit.probe.phases.session import ProbeAbortedError, expand_rows, prompt_key
+from envkit.probe.phases.session import ProbeAbortedError, expand_rows
+from envkit.probe.policies import prompt_key
 from envkit.probe.thresholds import LOAD_ROUNDS
 from envkit.validators.probe import EK805
 

@@ -1,6 +1,6 @@
 """The learning-signal phase with a real policy: ``envkit probe --model DIR``.
 
-The model-free dead-rows check (``learning``) asks whether *any* reply could score apart on a
+The model-free dead-rows check (``dead_rows``) asks whether *any* reply could score apart on a
 row; this phase asks what the policy the job starts from will actually see. It loads the
 local HF model on the engine ``envkit train`` uses (``--backend hf`` or ``--backend vllm``),
 serves it on the probe's own policy endpoint (:meth:`LiveProbe.serving`), and sends every
@@ -42,7 +42,8 @@ if TYPE_CHECKING:
     from envkit.probe.phases import ProbeContext
     from envkit.probe.phases.session import Sent
 
-__all__ = ["PROBE_SALT", "AgentSignal", "ModelDirError", "ModelPhase", "SignalResult"]
+__all__ = ["PROBE_SALT", "AgentSignal", "ModelDirError", "ModelPhase", "SignalResult",
+           "check_model_dir", "seeded_batch"]
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,20 @@ nor a validation pass's (salt 1), so the probe's groups are independent of the j
 
 
 class ModelDirError(UsageError, ValueError):
-    """``--model`` names no Hugging Face model directory (a usage error)."""
+    """``--model`` names no Hugging Face model directory (a usage error): ``envkit probe``
+    and ``envkit profile``."""
+
+
+def check_model_dir(model: Path) -> Path:
+    """``model``, checked before any bring-up, so a typo costs no venv build.
+
+    :raises ModelDirError: ``model`` has no ``config.json``.
+    """
+    if not (model / "config.json").is_file():
+        msg = (f"--model {model}: no config.json there; give a local Hugging Face model "
+               "directory (what `save_pretrained` writes)")
+        raise ModelDirError(msg)
+    return model
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,22 +140,31 @@ class SignalResult:
                 "dynamic_sampling": dynamic}
 
 
-def seeded_rows(rows: Sequence[Mapping[str, Any]], job: ProbeJob,
-                first_group: int) -> list[dict[str, Any]]:
-    """``rows`` expanded G times with the job's sampling, each rollout seeded as a training
-    step seeds its samples (``seed_rows``), ``top_k`` riding along in the same request body."""
+def seeded_batch(groups: Mapping[str, Sequence[Mapping[str, Any]]], job: ProbeJob, salt: int,
+                 top_k: int | None = None) -> tuple[list[dict[str, Any]], list[tuple[str, int]]]:
+    """Every row of every group G times with the job's sampling, each rollout seeded as a
+    training step seeds its samples (``seed_rows``, under ``salt``); and (group, row index)
+    of each rollout. Group ids run on across the groups, as across a step's prompts;
+    ``top_k`` rides along in the request body when given."""
     from envkit.trainer.seeds import step_seed
     from envkit.trainer.sources.gym import seed_rows
 
-    expanded = expand_rows(rows, num_repeats=job.group_size, temperature=job.temperature,
-                           max_tokens=job.max_new_tokens)
-    seed_rows(expanded, step_seed(job.seed, 0, PROBE_SALT), first_group)
-    if job.top_k is not None:
-        for row in expanded:
+    batch: list[dict[str, Any]] = []
+    owners: list[tuple[str, int]] = []
+    first = 0
+    for key, rows in groups.items():
+        expanded = expand_rows(rows, num_repeats=job.group_size, temperature=job.temperature,
+                               max_tokens=job.max_new_tokens)
+        seed_rows(expanded, step_seed(job.seed, 0, salt), first)
+        batch += expanded
+        owners += [(key, int(row["_ng_task_index"])) for row in expanded]
+        first += len(rows)
+    if top_k is not None:
+        for row in batch:
             metadata = row["responses_create_params"]["metadata"]
             metadata["extra_body"] = json.dumps({**json.loads(metadata["extra_body"]),
-                                                 "top_k": job.top_k})
-    return expanded
+                                                 "top_k": top_k})
+    return batch, owners
 
 
 def agent_signal(agent: str, sent: Sequence[tuple[int, Sent]], leave_one_out: bool
@@ -165,13 +188,8 @@ class ModelPhase:
     name = "signal"
 
     def __init__(self, model: Path, backend: str = "hf") -> None:
-        """:raises ModelDirError: ``model`` has no ``config.json`` (checked before any
-        bring-up, so a typo costs no venv build)."""
-        if not (model / "config.json").is_file():
-            msg = (f"--model {model}: no config.json there; give a local Hugging Face model "
-                   "directory (what `save_pretrained` writes)")
-            raise ModelDirError(msg)
-        self.model = model
+        """:raises ModelDirError: ``model`` has no ``config.json``."""
+        self.model = check_model_dir(model)
         self.backend = backend
 
     def load(self) -> GenerationBackend:
@@ -193,14 +211,8 @@ class ModelPhase:
         return SignalResult(self.name, str(self.model), self.backend, ctx.job, agents, found)
 
     def _sample(self, ctx: ProbeContext) -> dict[str, list[tuple[int, Sent]]]:
-        batch: list[dict[str, Any]] = []
-        owners: list[tuple[str, int]] = []
-        groups = 0  # group ids are unique across agents, as within a training step
-        for agent, rows in ctx.rows.items():
-            expanded = seeded_rows([r.data for r in rows], ctx.job, first_group=groups)
-            groups += len(rows)
-            batch += expanded
-            owners += [(agent, int(row["_ng_task_index"])) for row in expanded]
+        batch, owners = seeded_batch({a: [r.data for r in rows] for a, rows in ctx.rows.items()},
+                                     ctx.job, PROBE_SALT, ctx.job.top_k)
         log.info("probe: %d rollouts (%d prompts x G=%d) from the policy", len(batch),
                  len(batch) // max(ctx.job.group_size, 1), ctx.job.group_size)
         with ctx.progress.phase(self.name, len(batch)) as advance:

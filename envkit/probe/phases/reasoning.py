@@ -32,16 +32,17 @@ from typing import TYPE_CHECKING, Any
 
 from envkit.model.diagnostics import Severity
 from envkit.probe.analysis.observations import TOLERANCE, rounded, score_table
-from envkit.probe.phases.scoring import ScoringResult, play_round, waves
-from envkit.probe.phases.session import prompt_key
+from envkit.probe.analysis.verdicts import failed_rollouts
+from envkit.probe.phases.scoring import ScoringResult, play_rounds
 from envkit.probe.policies import (
     PLAIN_RENDERINGS,
     REASONING,
     Policy,
+    prompt_key,
     reasoning_reply,
     reference,
 )
-from envkit.validators.probe import EK807, EK812, EK813
+from envkit.validators.probe import EK812, EK813
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -167,13 +168,7 @@ def assess_reasoning(agent: str, scores: Mapping[str, PolicyScore], oracle: Poli
     ...  assess_reasoning("a", s, o, RewardScale(), 0.1, "inline", ("x", None)).diagnostics]
     [('EK812', 'error'), ('EK813', 'warning')]
     """
-    diags: list[Diagnostic] = []
-    failed = [s for s in scores.values() if s.failed]
-    if failed:
-        counts = ", ".join(f"{s.policy} {s.failed}" for s in failed)
-        first = next(s.first_failure for s in failed if s.first_failure)
-        diags.append(EK807.at(where[0], f"`{agent}`: rollouts with reasoning failed and were "
-                              f"not scored ({counts}); first: {first[:200]}", line=where[1]))
+    diags = failed_rollouts(agent, scores, where, "rollouts with reasoning")
     best = scale.goodness(oracle.mean or 0.0)
     bar = best - margin
     how = f" (the reasoning reached the verifier as {shape})" if shape else ""
@@ -220,12 +215,7 @@ class ReasoningPhase:
                      for agent in plans for r in ctx.rows[agent]
                      if (ref := reference(r.data, ctx.oracle_field)) is not None]
             rounds.append((policy, items))
-        total = sum(len(items) for _, items in rounds) * ctx.thresholds.repeats
-        observations: list[Observation] = []
-        with ctx.progress.phase(self.name, total) as advance:
-            for policy, items in rounds:
-                for wave in waves(items):
-                    observations += play_round(ctx, policy, wave, advance)
+        observations = play_rounds(ctx, self.name, rounds)
         table = score_table(observations, {name: "reasoning" for name, _ in REASONING})
         means: dict[str, float | None] = {}
         assessments = []

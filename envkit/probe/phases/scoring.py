@@ -12,13 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from envkit.probe.analysis.determinism import spreads
 from envkit.probe.analysis.fields import FieldSearch, reference_slots, verify_fields
-from envkit.probe.analysis.integrity import choose_oracle, oracle_never_scores
+from envkit.probe.analysis.integrity import choose_oracle, oracle_never_scores, spreads
 from envkit.probe.analysis.observations import TOLERANCE, Observation, score_table
 from envkit.probe.analysis.verdicts import assess_agent
-from envkit.probe.phases.session import expand_rows, prompt_key
-from envkit.probe.policies import FIELD_CANDIDATES, PLAIN_RENDERINGS, Policy, reference
+from envkit.probe.phases.session import expand_rows
+from envkit.probe.policies import FIELD_CANDIDATES, PLAIN_RENDERINGS, Policy, prompt_key, reference
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
     from envkit.probe.phases import ProbeContext
     from envkit.probe.phases.session import Sent
 
-__all__ = ["ScoringPhase", "ScoringResult", "output_types", "play_round", "waves"]
+__all__ = ["ScoringPhase", "ScoringResult", "output_types", "play_round", "play_rounds", "waves"]
 
 _ANY = Policy("oracle:field-search", "oracle", lambda row, job: None, "the field search")
 """The policy name the field search's observations carry (they are not part of the panel)."""
@@ -86,12 +85,7 @@ class ScoringPhase:
         rounds = [(p, [(prompt_key(r.data), reply, r) for r in rows
                        if (reply := p.reply(r.data, ctx.job)) is not None])
                   for p in ctx.panel]
-        total = sum(len(items) for _, items in rounds) * ctx.thresholds.repeats
-        observations: list[Observation] = []
-        with ctx.progress.phase(self.name, total) as advance:
-            for policy, items in rounds:
-                for wave in waves(items):
-                    observations += play_round(ctx, policy, wave, advance)
+        observations = play_rounds(ctx, self.name, rounds)
         kinds = {p.name: p.kind for p in ctx.panel}
         table = score_table(observations, kinds)
         unstable = spreads(observations)
@@ -102,6 +96,19 @@ class ScoringPhase:
                          field_search=_field_if_never_scores(ctx, table.get(agent, {}), agent))
             for agent in ctx.rows)
         return ScoringResult(self.name, tuple(observations), table, assessments)
+
+
+def play_rounds(ctx: ProbeContext, name: str,
+                rounds: Sequence[tuple[Policy, list[tuple[str, str, ProbeRow]]]]
+                ) -> list[Observation]:
+    """Each policy's (prompt key, reply, row) items, wave by wave, under one progress bar."""
+    total = sum(len(items) for _, items in rounds) * ctx.thresholds.repeats
+    observations: list[Observation] = []
+    with ctx.progress.phase(name, total) as advance:
+        for policy, items in rounds:
+            for wave in waves(items):
+                observations += play_round(ctx, policy, wave, advance)
+    return observations
 
 
 def play_round(ctx: ProbeContext, policy: Policy, wave: list[tuple[str, str, ProbeRow]],

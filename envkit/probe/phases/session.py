@@ -1,9 +1,9 @@
 """The one place the probe touches the Gym runtime and the policy endpoint.
 
 Why one module: the bring-up is smoke's (a scripted policy endpoint, the package's real Gym
-servers in their packaged venvs, ``--offline`` in a namespace with no route out); every name
-the probe needs from ``envkit.gym``, ``envkit.policy_server`` and ``envkit.smoke`` is imported here,
-so a change of their face is an edit to this file.
+servers in their packaged venvs, ``--offline`` in a namespace with no route out); every
+runtime name the phases need (``envkit.gym``'s session and client, ``envkit.policy_server``,
+``envkit.smoke``) is imported here, so a change of their face is an edit to this file.
 
 :class:`LiveProbe` brings the package up **once**; the phases then swap the scripted answers
 between rounds (:meth:`LiveProbe.answer`) and send rows at the concurrency they choose
@@ -29,15 +29,13 @@ from envkit.errors import FailedError
 from envkit.gym.client import RolloutAbortedError, collect
 from envkit.gym.rollout import Rollout
 from envkit.gym.rows import expand_rows
-from envkit.gym.session import GymSession
-from envkit.gym.types import GymRuntimeError, PolicyEndpoint, RuntimeOptions
+from envkit.gym.types import GymRuntimeError, RuntimeOptions
 from envkit.gym.venv import GymVenvError
 from envkit.model.package import MANIFEST
 from envkit.policy_server.generation import GenerationBackend
 from envkit.policy_server.scripted import BYTES_PER_TOKEN, Script, ScriptedBackend, prompt_text
-from envkit.policy_server.server import PolicyServer
 from envkit.smoke.isolation import offline_if
-from envkit.smoke.run import BringUpRequest
+from envkit.smoke.run import BringUpRequest, scripted_session
 from envkit.validators import RULES
 from envkit.validators.spinup import EK704
 
@@ -47,7 +45,7 @@ if TYPE_CHECKING:
     from envkit.model.diagnostics import Diagnostic
 
 __all__ = ["BringUpRequest", "GymRuntimeError", "GymVenvError", "LiveProbe", "ProbeAbortedError",
-           "RuntimeOptions", "Sent", "expand_rows", "offline_if", "prompt_key", "start_failure"]
+           "RuntimeOptions", "Sent", "expand_rows", "offline_if", "start_failure"]
 
 log = logging.getLogger(__name__)
 
@@ -78,11 +76,6 @@ class Sent:
     @property
     def reward(self) -> float | None:
         return None if self.failure is not None else self.rollout.reward
-
-
-def prompt_key(row: Mapping[str, Any]) -> str:
-    """What the scripted policy looks a row's answer up by: its prompt's last user text."""
-    return prompt_text((row.get("responses_create_params") or {}).get("input"))
 
 
 AFTER_TOOL = "\x00envkit-probe: after a tool result"
@@ -158,13 +151,7 @@ class LiveProbe:
         # a reference answer a real policy could write within max_new_tokens is not cut
         self.backend = ScriptedBackend(model_name="envkit-probe", bytes_per_token=BYTES_PER_TOKEN)
         self._switch = _Switch(self.backend)
-        policy = PolicyServer(self._switch)
-        endpoint = PolicyEndpoint(policy.base_url, policy.api_key, self.backend.model_name)
-        try:
-            self._session = GymSession(package, endpoint, options, owned=(policy,))
-        except BaseException:
-            policy.close()
-            raise
+        self._session = scripted_session(package, self._switch, options)
         self.ready_s: float | None = None
 
     def __enter__(self) -> LiveProbe:
@@ -184,12 +171,6 @@ class LiveProbe:
     def venv_dir(self) -> Path | None:
         """The server venvs (``<type>/<impl>/.venv``), once the bring-up set them up."""
         return self._session.venv_dir
-
-    def agents(self) -> list[str]:
-        return self._servers.agents()
-
-    def dead(self) -> str | None:
-        return self._session.dead()
 
     def openapi(self, instance: str) -> Mapping[str, Any]:
         """Server ``instance``'s OpenAPI document (FastAPI's ``/openapi.json``: the request
@@ -230,7 +211,7 @@ class LiveProbe:
         def one(row: Mapping[str, Any]) -> Sent:
             t0 = time.monotonic()
             (rollout,) = collect([row], self._servers.run_url, concurrency=1,
-                                 timeout_s=timeout_s, abort=self.dead)
+                                 timeout_s=timeout_s, abort=self._session.dead)
             sent = Sent(rollout, time.monotonic() - t0)
             if on_done is not None:
                 on_done(sent)
