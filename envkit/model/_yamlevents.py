@@ -17,8 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from envkit.model._yamlcore import MAX_DEPTH, MAX_KEYPATH, MAX_NODES, KeyPath, TooLarge, Unusual
-from envkit.model._yamlnodes import STR_TAG, Loader
+from envkit.model._yamlnodes import (
+    MAX_DEPTH,
+    MAX_KEYPATH,
+    MAX_NODES,
+    STR_TAG,
+    KeyPath,
+    Loader,
+    TooLarge,
+    Unusual,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
