@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from envkit.errors import FailedError
@@ -50,6 +49,8 @@ from envkit.supply.uvcmd import (
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from packaging.tags import Tag
+
     from envkit.model.target import Target
 
 __all__ = [
@@ -59,7 +60,6 @@ __all__ = [
     "parse_annotations",
     "parse_pylock",
     "resolve_closure",
-    "target_tags",
 ]
 
 _RESOLVER_MODE = "wheels-else-sdist"
@@ -115,16 +115,6 @@ def parse_pylock(
         rows.append((canonicalize_name(pkg["name"]), str(pkg["version"]), filename, url, sha,
                      not wheels))
     return rows
-
-
-def target_tags(target: Target) -> list[Tag]:
-    """Tags the target installs, most preferred first (an explicit target, never the host)."""
-    py = target.python
-    major, floor = target.glibc_floor
-    platforms = [f"manylinux_{major}_{m}_{target.arch}" for m in range(floor, 16, -1)]
-    platforms.append(f"manylinux2014_{target.arch}")
-    return [*cpython_tags(py, [f"cp{py[0]}{py[1]}", "abi3", "none"], platforms),
-            *compatible_tags(py, f"cp{py[0]}{py[1]}", platforms)]
 
 
 def _best_wheel(wheels: list[dict[str, Any]], tags: Sequence[Tag]) -> dict[str, Any]:
@@ -273,7 +263,7 @@ def resolve_closure(
         lock = _run_uv(runner, argv(output_format="pylock.toml", offline=offline), work, target)
         notes = _run_uv(runner, argv(output_format="requirements.txt", offline=True), work,
                         target)
-        rows = parse_pylock(lock, work, target_tags(target))
+        rows = parse_pylock(lock, work, target.tags())
     via, direct = parse_annotations(notes), _direct_lines(requirements)
     pins = sorted((PinnedWheel(n, v, f, u, s, _requested_by(n, via, direct), sdist=sd)
                    for n, v, f, u, s, sd in rows), key=lambda p: (p.name, p.filename))

@@ -19,7 +19,6 @@ from envkit.supply.resolve import (
     parse_annotations,
     parse_pylock,
     resolve_closure,
-    target_tags,
 )
 from envkit.supply.uvcmd import CompletedRun, clean_env, compile_command
 from envkit.supply.wheelcache import WheelCache
@@ -110,7 +109,7 @@ def test_parse_annotations_reads_single_and_multi_line_via() -> None:
 
 
 def test_parse_pylock_keeps_the_wheel_the_target_prefers() -> None:
-    rows = parse_pylock(PYLOCK, Path("/"), target_tags(AARCH64))
+    rows = parse_pylock(PYLOCK, Path("/"), AARCH64.tags())
     by_name = {r[0]: r for r in rows}
     assert "manylinux_2_17_aarch64" in by_name["pyyaml"][2]
     assert by_name["pyyaml"][4] == "bb"
@@ -120,13 +119,13 @@ def test_parse_pylock_lists_a_wheel_less_release_by_its_sdist() -> None:
     text = ('lock-version = "1.0"\n[[packages]]\nname = "antlr4-python3-runtime"\n'
             'version = "4.9.3"\nsdist = { url = "https://files/antlr4-python3-runtime-4.9.3'
             '.tar.gz", hashes = { sha256 = "cc" } }\n')
-    rows = parse_pylock(text, Path("/"), target_tags(AARCH64))
+    rows = parse_pylock(text, Path("/"), AARCH64.tags())
     assert rows == [("antlr4-python3-runtime", "4.9.3", "antlr4-python3-runtime-4.9.3.tar.gz",
                      "https://files/antlr4-python3-runtime-4.9.3.tar.gz", "cc", True)]
 
 
 def test_target_tags_respect_arch_and_glibc_floor() -> None:
-    tags = {str(t) for t in target_tags(AARCH64)}
+    tags = {str(t) for t in AARCH64.tags()}
     assert "cp313-cp313-manylinux_2_28_aarch64" in tags
     assert "cp313-cp313-manylinux_2_29_aarch64" not in tags
     assert "py3-none-any" in tags and "cp311-abi3-manylinux_2_17_aarch64" in tags
