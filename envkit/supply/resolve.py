@@ -199,19 +199,16 @@ class ResolutionCache:
     def get(self, key: str) -> list[PinnedWheel] | None:
         """The pins stored under ``key`` when the entry is this user's own and unedited
         (``envkit.supply.root``); None: resolve again."""
-        text = load_entry(self.root, f"{key}.json")
-        if text is None:
-            return None
+        rows = load_entry(self.root, f"{key}.json")
         try:
-            rows = json.loads(text)
             return [PinnedWheel(**{**r, "requested_by": tuple(r["requested_by"]),
                                    "built_from": tuple(r["built_from"])
                                    if r.get("built_from") else None}) for r in rows]
-        except (OSError, ValueError, TypeError, KeyError):
+        except (TypeError, KeyError):  # no entry (None), or not the shape ``put`` writes
             return None
 
     def put(self, key: str, pins: Sequence[PinnedWheel]) -> None:
-        store_entry(self.root, f"{key}.json", json.dumps([asdict(p) for p in pins], indent=1))
+        store_entry(self.root, f"{key}.json", [asdict(p) for p in pins])
 
 
 def _listing(folder: Path) -> list[object]:

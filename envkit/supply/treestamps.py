@@ -18,13 +18,11 @@ carry the seal is a miss, one that cannot be written costs only the speed.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import time
 from typing import TYPE_CHECKING, Any
 
-from envkit.supply.cache import RACY_S, load_entry, store_entry
+from envkit.supply.cache import RACY_S, entry_name, load_entry, store_entry
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -57,27 +55,19 @@ def rescan(root: Path, purpose: str, scan: Callable[[Stamps], Tree], store: Path
         st = root.stat()
     except OSError:
         return scan({})  # raises what a scan of a missing root raises, or finds nothing
-    ident = f"{_VERSION}\0{os.geteuid()}\0{purpose}\0{st.st_dev}:{st.st_ino}"
-    key = hashlib.sha256(ident.encode()).hexdigest()[:32]
-    rel = f"{key[:2]}/{key}.json"
+    rel = entry_name(f"{_VERSION}\0{os.geteuid()}\0{purpose}\0{st.st_dev}:{st.st_ino}")
     old = _load(store, rel)
     tree = scan(old)
     settled = time.time_ns() - int(RACY_S * 1e9)
     keep = {rel: stamp for rel, stamp in tree.stamps.items()
             if stamp[0] >= MIN_BYTES and max(stamp[1], stamp[2]) < settled}
     if keep != old:
-        store_entry(store, rel, json.dumps(keep, separators=(",", ":")))
+        store_entry(store, rel, keep)
     return tree
 
 
 def _load(store: Path, rel: str) -> Stamps:
-    text = load_entry(store, rel)
-    if text is None:
-        return {}
-    try:
-        raw: Any = json.loads(text)
-    except ValueError:
-        return {}
+    raw = load_entry(store, rel)
     if not isinstance(raw, dict):
         return {}
     return {rel: stamp for rel, stamp in raw.items() if _stamp(stamp)}

@@ -21,8 +21,6 @@ the speed.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import time
 from dataclasses import replace
@@ -36,7 +34,7 @@ from envkit.model.wheelfile import (
     read_wheel,
     with_archive,
 )
-from envkit.supply.cache import RACY_S, load_entry, store_entry
+from envkit.supply.cache import RACY_S, entry_name, load_entry, store_entry
 
 __all__ = ["RACY_S", "WheelFacts"]
 
@@ -58,42 +56,34 @@ class WheelFacts:
         ident = None if deep else _identity(file)
         if ident is None:
             return read_wheel(file, rel, deep=deep)
-        key, changed = ident
+        entry, changed = ident
         base = from_filename(file, rel)
         if base.error:
             return base
-        rel = f"{key[:2]}/{key}.json"
-        facts = _load(self.store, rel)
+        facts = _load(self.store, entry)
         if facts is not None:
             self.hits += 1
             return replace(base, **facts)
         wheel = with_archive(base, file)  # the filename is parsed once
         if time.time() - changed >= RACY_S:
-            store_entry(self.store, rel,
-                        json.dumps({name: getattr(wheel, name) for name in ARCHIVE_FACTS}))
+            store_entry(self.store, entry, {name: getattr(wheel, name) for name in ARCHIVE_FACTS})
         return wheel
 
 
 def _identity(file: Path) -> tuple[str, float] | None:
-    """The store key of ``file`` as it is now, and when it last changed (the later of mtime and
-    ctime); None when it cannot be stat'ed."""
+    """The store entry of ``file`` as it is now, and when it last changed (the later of mtime
+    and ctime); None when it cannot be stat'ed."""
     try:
         st = file.stat()
     except OSError:
         return None  # read_wheel reports it
     ident = (f"{_VERSION}\0{os.geteuid()}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}"
              f"\0{st.st_ctime_ns}")
-    return hashlib.sha256(ident.encode()).hexdigest()[:32], max(st.st_mtime, st.st_ctime)
+    return entry_name(ident), max(st.st_mtime, st.st_ctime)
 
 
 def _load(store: Path, rel: str) -> dict[str, Any] | None:
-    text = load_entry(store, rel)
-    if text is None:
-        return None
-    try:
-        raw = json.loads(text)
-    except ValueError:
-        return None
+    raw = load_entry(store, rel)
     if not isinstance(raw, dict) or set(raw) != set(ARCHIVE_FACTS):
         return None
     facts: dict[str, Any] = {}
