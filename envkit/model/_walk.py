@@ -13,14 +13,14 @@ if TYPE_CHECKING:
 
     from envkit.model.tree import FileStat
 
-__all__ = ["MAX_ENTRIES", "FileEntry", "Kind", "walk"]
+__all__ = ["MAX_ENTRIES", "Errors", "FileEntry", "Kind", "walk"]
 
 MAX_ENTRIES = 200_000
 """A package with more entries than this is not walked further (reported, not crashed)."""
 
 Kind = Literal["file", "dir", "symlink", "other"]
-_Errors = list[tuple[str, str]]
-"""``(path, reason)`` of what the walk could not read (``Package.read_errors``)."""
+Errors = list[tuple[str, str]]
+"""``(path, reason)`` of what the package reader could not read (``Package.read_errors``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,11 +39,11 @@ class FileEntry:
     file again (``envkit.model.tree.hash_files``)."""
 
 
-def walk(root: Path) -> tuple[dict[str, FileEntry], list[tuple[str, str]], bool]:
+def walk(root: Path) -> tuple[dict[str, FileEntry], Errors, bool]:
     """``(entries by relative path, what could not be read, whether it stopped at
     MAX_ENTRIES)``."""
     entries: dict[str, FileEntry] = {}
-    errors: list[tuple[str, str]] = []
+    errors: Errors = []
     real_root = _RealRoot(root)
     base = os.fspath(root)
     stack = [""]
@@ -80,7 +80,7 @@ class _RealRoot:
 
 
 def _entry(child: os.DirEntry[str], path: str, real_root: _RealRoot,
-           errors: _Errors) -> FileEntry:
+           errors: Errors) -> FileEntry:
     """Classify from the directory entry's type (no syscall on most file systems); only
     regular files are stat'ed, for their size and the package digest's quick check."""
     try:
@@ -99,7 +99,7 @@ def _entry(child: os.DirEntry[str], path: str, real_root: _RealRoot,
 
 
 def _symlink_entry(full: str, path: str, real_root_of: _RealRoot,
-                   errors: _Errors) -> FileEntry:
+                   errors: Errors) -> FileEntry:
     """Resolve a link without following it during the walk. Non-strict ``realpath`` cannot
     hang on loops; a second, strict pass tells loops and dangling links (unreadable on the
     cluster too) apart from good ones, but only for links that stay inside."""

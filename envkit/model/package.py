@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from envkit.model._configs import read_bytes, read_configs, read_yaml
 from envkit.model._paths import LOCK_NAME, PROVENANCE_NAME, display_path, safe_relpath
-from envkit.model._walk import MAX_ENTRIES, FileEntry, walk
+from envkit.model._walk import MAX_ENTRIES, Errors, FileEntry, walk
 from envkit.model.reqfiles import include_target
 from envkit.model.secrets import Secret, find_secrets
 from envkit.model.yamlio import YamlDoc
@@ -66,9 +66,6 @@ SERVER_TYPES = (
 )
 
 _MAX_TEXT_BYTES = 1024 * 1024
-
-_Errors = list[tuple[str, str]]
-"""``(path, reason)`` of what the walk could not read (``Package.read_errors``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +232,7 @@ def _kind(entry: FileEntry) -> str:
     return {"dir": "a directory", "symlink": "a symlink"}.get(entry.kind, "a special file")
 
 
-def _read_manifest(root: Path, entries: Mapping[str, FileEntry], errors: _Errors) -> YamlDoc | None:
+def _read_manifest(root: Path, entries: Mapping[str, FileEntry], errors: Errors) -> YamlDoc | None:
     entry = entries.get(MANIFEST)
     if entry is None:
         return None
@@ -264,7 +261,7 @@ def _find_nested_manifest(entries: Mapping[str, FileEntry]) -> str | None:
 
 
 def _read_servers(
-    root: Path, entries: Mapping[str, FileEntry], errors: _Errors
+    root: Path, entries: Mapping[str, FileEntry], errors: Errors
 ) -> tuple[ServerDir, ...]:
     """``<server_type>/<impl>/`` dirs and their direct files, in one pass over the entries."""
     dirs: dict[tuple[str, str], set[str]] = {}
@@ -289,7 +286,7 @@ def _read_servers(
 
 
 def _marker_texts(
-    root: Path, prefix: str, names: set[str], entries: Mapping[str, FileEntry], errors: _Errors
+    root: Path, prefix: str, names: set[str], entries: Mapping[str, FileEntry], errors: Errors
 ) -> dict[str, str]:
     texts: dict[str, str] = {}
     for name in INSTALL_MARKERS:
@@ -307,7 +304,7 @@ _MAX_INCLUDES = 32
 
 
 def _read_includes(root: Path, prefix: str, texts: dict[str, str],
-                   entries: Mapping[str, FileEntry], errors: _Errors) -> None:
+                   entries: Mapping[str, FileEntry], errors: Errors) -> None:
     """Files ``requirements.txt`` pulls in with ``-r``/``-c`` (transitively, relative to the
     including file, as pip and uv resolve them), keyed by their path relative to the server
     directory. Only regular files inside the package are read; at most ``_MAX_INCLUDES``."""
