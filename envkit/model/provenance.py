@@ -47,7 +47,6 @@ __all__ = [
     "ProvenanceDict",
     "ProvenanceDoc",
     "closure_versions",
-    "covered_paths",
     "from_dict",
     "package_tree",
     "parse_provenance",
@@ -185,21 +184,17 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def covered_paths(regular_files: Iterable[str]) -> list[str]:
-    """The package's regular files that its digest covers: all but the record itself."""
-    return sorted(p for p in regular_files if p != PROVENANCE_NAME)
-
-
 def package_tree(root: Path, regular_files: Iterable[str],
                  stamps: Mapping[str, list[Any]] | None = None, *,
                  seen: Mapping[str, FileStat | None] | None = None,
                  read: Mapping[str, str] | None = None) -> Tree:
-    """The package digest over ``covered_paths(regular_files)`` (``seen``, ``read``:
+    """The package digest over its regular files but the record itself (``seen``, ``read``:
     ``hash_files``').
 
     :raises OSError: a file cannot be read.
     """
-    return hash_files(root, covered_paths(regular_files), PACKAGE_PURPOSE, stamps, seen, read)
+    covered = (p for p in regular_files if p != PROVENANCE_NAME)
+    return hash_files(root, covered, PACKAGE_PURPOSE, stamps, seen, read)
 
 
 def closure_versions(lock: Lock | None, requirement_texts: Iterable[str] = ()) -> dict[str, str]:

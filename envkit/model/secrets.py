@@ -19,6 +19,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from envkit.model._reads import read_fd_bounded
@@ -60,6 +61,10 @@ class _Shape:
     word: bool = True
     """The token must start a word (no letter, digit, ``_`` or ``-`` just before it)."""
 
+    @cached_property
+    def regex(self) -> re.Pattern[bytes]:
+        return re.compile(self.pattern.encode())
+
 
 _SHAPES = (
     _Shape("OpenAI API key", r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}"),
@@ -84,16 +89,6 @@ _SKIPPED = (".whl", ".zip", ".gz", ".tgz", ".bz2", ".xz", ".zst", ".png", ".jpg"
             ".mp4", ".wav")
 """Binary formats by name: not read at all."""
 
-_compiled: dict[str, re.Pattern[bytes]] = {}
-
-
-def _pattern(shape: _Shape) -> re.Pattern[bytes]:
-    found = _compiled.get(shape.kind)
-    if found is None:
-        found = _compiled[shape.kind] = re.compile(shape.pattern.encode())
-    return found
-
-
 def _random(value: bytes) -> bool:
     """Digits and letters of both cases: what a random token holds and a name rarely does."""
     return (any(48 <= b <= 57 for b in value) and any(65 <= b <= 90 for b in value)
@@ -112,7 +107,7 @@ def mask(value: str) -> str:
 def scan_text(path: str, data: bytes) -> Iterator[Secret]:
     """The token shapes and private-key blocks in ``data`` (a file's bytes)."""
     for shape in _SHAPES:
-        for match in _pattern(shape).finditer(data):
+        for match in shape.regex.finditer(data):
             start = match.start()
             if shape.word and start and data[start - 1] in _WORD:
                 continue
