@@ -1,13 +1,13 @@
 """Does ``wheels/`` cover what the cluster installs? Pure functions, no network, no disk.
 
 The walk mirrors what the image does at job start (the product spec (section 2), the "GRPO and
-Reward Environments" guide "How dependencies are
-installed"): per server, ``nemo-gym==<image version>`` plus the server's ``requirements.txt``
-minus every line that contains ``../..`` (``nemo_gym/cli/setup_command.py`` greps them out:
-that is how ``-e nemo-gym[dev] @ ../../`` becomes the runtime's nemo-gym), plus
-``ray[default]`` and ``openai`` at Gym's pins. Markers and extras are evaluated for the
-*target* environment, and each requirement keeps the chain that pulled it in, so a report can
-say ``openai==2.44.0 <- nemo-gym==0.7.0 <- runtime pin``.
+Reward Environments" guide "How dependencies are installed"): per server,
+``nemo-gym==<image version>`` plus the server's ``requirements.txt`` minus every line that
+contains ``../..`` (``nemo_gym/cli/setup_command.py`` greps them out: that is how ``-e
+nemo-gym[dev] @ ../../`` becomes the runtime's nemo-gym), plus ``ray[default]`` and ``openai``
+at Gym's pins. Markers and extras are evaluated for the *target* environment, and each
+requirement keeps the chain that pulled it in, so a report can say ``openai==2.44.0 <-
+nemo-gym==0.7.0 <- runtime pin``.
 """
 
 from __future__ import annotations

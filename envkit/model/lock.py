@@ -1,11 +1,8 @@
 """``wheels.lock``: what a wheels package vendors, for which target, and why; one model.
 
-``envkit build`` and ``envkit convert verifiers`` write it (``Lock.dumps``, through
-``envkit.supply.atomic.write_text``), ``load_package`` reads it (``read_lock``) and the gate
-takes the package's default target from ``Package.lock``. The file is JSON at the package
-root. No timestamps: the same inputs give the same bytes, so a rebuild is byte-identical.
-
-The reader is lenient, as the other model readers are: a lock that cannot be read is recorded
+``envkit build`` and ``envkit convert verifiers`` write it (``Lock.dumps``), ``load_package``
+reads it and the gate takes the package's default target from it. No timestamps: a rebuild is
+byte-identical. The reader is lenient: a lock that cannot be read is recorded
 (``LockDoc.error``), a wheel entry that cannot be read is skipped and named in
 ``LockDoc.problems``; nothing raises over the file's content.
 """

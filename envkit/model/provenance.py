@@ -1,21 +1,17 @@
 """``provenance.json``: which package, closure and versions a package, job or run came from.
 
-One record, written in three places: ``envkit build`` / ``envkit convert`` put it at the
-package root (``validate`` then reports files that changed since, EK209); ``envkit submit``
-attaches it to the job (the job's ``custom_fields``, which the platform keeps and returns:
-``envkit job show``); ``envkit train``, ``envkit rollout`` and the probe write it next to their
-metrics. The package's own copy also lists every file's SHA-256, so EK209 can name the file
-that changed; the copies attached elsewhere carry the digest only.
+One record, written in three places: at the package root by ``envkit build`` / ``envkit
+convert`` (``validate`` then reports files changed since, EK209, so this copy also lists every
+file's SHA-256); on the job by ``envkit submit`` (its ``custom_fields``, which the platform
+returns: ``envkit job show``); next to the metrics of ``envkit train``, ``envkit rollout`` and
+the probe. The writer is ``envkit.supply.provenance.write_provenance`` (atomic).
 
-What the package digest covers: every regular file of the package (symlinks and special files
-are not files the digest can pin; EK204/EK207 report those), ``wheels.lock`` included, except
-``provenance.json`` itself at the root. It is ``envkit.model.tree``'s digest with purpose
-``package``. The dataset digest is the same function over the dataset directory with purpose
-``dataset``: the digest ``envkit submit`` names the dataset FileSet by.
-
-No timestamps: the same inputs give the same bytes. The reader is lenient, as the other model
-readers are (``ProvenanceDoc.error`` says why a record could not be read); the writer is
-``envkit.supply.provenance.write_provenance`` (atomic).
+The package digest is ``envkit.model.tree``'s digest (purpose ``package``) of every regular
+file of the package but ``provenance.json`` itself (symlinks and special files cannot be
+pinned; EK204/EK207 report them). The dataset digest, which ``envkit submit`` names the
+dataset FileSet by, is the same function with purpose ``dataset``. No timestamps: the same
+inputs give the same bytes. The reader is lenient (``ProvenanceDoc.error`` says why a record
+could not be read).
 """
 
 from __future__ import annotations

@@ -6,10 +6,8 @@ as a FileSet and runs on a cluster others reach; envkit's gate must say so befor
 (EK210), and ``envkit build`` must not copy such files in. The token shapes are each vendor's
 own prefix with its length and alphabet, and the value must look random (digits and letters of
 both cases, where the vendor's alphabet has them), so ordinary code (``sk-learn``, a long
-hyphenated name) does not match. Each pattern starts with its vendor's literal prefix, so the
-regex engine looks for that prefix first (its literal search is faster than ``bytes``' own for
-these short needles) and tries the rest only where it occurs; binary files (by name, or a NUL
-in the first 8 KiB), ``wheels/`` and files over ``MAX_BYTES`` are not scanned.
+hyphenated name) does not match. Binary files (by name, or a NUL in the first 8 KiB),
+``wheels/`` and files over ``MAX_BYTES`` are not scanned.
 """
 
 from __future__ import annotations
@@ -55,7 +53,8 @@ class Secret:
 class _Shape:
     kind: str
     pattern: str
-    """Starts with the vendor's literal prefix (what the regex engine searches for first)."""
+    """Starts with the vendor's literal prefix: the regex engine searches for that first, and
+    tries the rest only where it occurs."""
     mixed: bool = True
     """The value must hold a digit and letters of both cases (a random token does)."""
     word: bool = True
@@ -79,7 +78,6 @@ _SHAPES = (
     _Shape("private key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----",
            mixed=False, word=False),
 )
-"""That the token starts a word is checked on the byte before it."""
 
 _WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 

@@ -1,22 +1,19 @@
-"""Read what validation needs from a wheel straight out of the zip, without installing it.
-
-The zip directory (``envkit.model._zipdir``, with ``zipfile`` as the fallback), five METADATA header
-fields and RECORD cost about a millisecond a wheel; this is the hot path of ``envkit
-validate`` on a wheelhouse, so nothing here hashes the whole archive by default.
+"""Read what validation needs from a wheel straight out of the zip, without installing it: the
+zip directory (``envkit.model._zipdir``, ``zipfile`` as the fallback), five METADATA header
+fields and RECORD. This is the hot path of ``envkit validate`` on a wheelhouse, so nothing
+here hashes the whole archive by default.
 
 RECORD checks (EK407), cheapest first:
 
 - always: path traversal in the zip namelist and in RECORD (absolute, ``..``, drive letters,
   backslashes), RECORD missing, archive members RECORD does not list, and RECORD sizes against
   the zip directory's uncompressed sizes (free: no member is decompressed);
-- always: the sha256 of METADATA (read anyway) and of every member of a wheel whose
-  uncompressed payload is at most ``SMALL_WHEEL_BYTES`` (small pure-Python env wheels,
-  fixtures); hashing every member of every wheel by default would make the closure check of a
-  large closure (ray[default] + openai) cost many times what the rest of it does;
-- ``deep=True`` (``--verify-hashes``): every member of every wheel (decompressing and hashing
-  ray's wheel alone is most of a second).
+- always: the sha256 of METADATA (read anyway) and of every member of a wheel whose payload is
+  at most ``SMALL_WHEEL_BYTES`` (env wheels, fixtures): hashing every member of a large
+  closure (ray[default] + openai) would cost many times the rest of the check;
+- ``deep=True`` (``--verify-hashes``): every member of every wheel.
 
-A same-size edit inside a big wheel is therefore caught only by the deep mode, and pip/uv
+A same-size edit inside a big wheel is therefore caught only by the deep mode; pip and uv
 verify RECORD again at install time anyway.
 """
 

@@ -5,16 +5,11 @@ silently), so the closure is resolved by ``uv pip compile --python-platform
 <arch>-manylinux_<floor> --python-version 3.13``. Not ``--only-binary :all:``: with it, uv
 silently backtracks past releases whose dependency ships only an sdist (hydra-core >= 1.1
 needs the sdist-only antlr4-python3-runtime 4.9.*, so it fell back to hydra-core 0.11.3,
-which cannot start). uv still takes a release's wheel whenever one fits the target; a pin
-that is an sdist is built into a wheel on the host and must come out pure
-(``envkit.supply.sdists``), else the build fails naming the project. The pylock.toml
-output (PEP 751) carries each file's URL and sha256; a second, ``--offline`` run in the
-annotated requirements.txt format, served from uv's own cache, says who asked for what.
-
-uv's argv comes from ``envkit.supply.uvcmd`` (never the user's configuration). Resolutions are
-cached by (requirements, target, indexes, find-links contents, uv version), and the files
-by sha256 (``envkit.supply.wheelcache``, filled by ``envkit.supply.downloads``), so a warm build
-makes no network request at all.
+which cannot start). A pin that is an sdist is built into a pure wheel on the host
+(``envkit.supply.sdists``). The pylock.toml output (PEP 751) carries each file's URL and
+sha256; a second, ``--offline`` run in the annotated requirements.txt format says who asked
+for what. Resolutions are cached by everything that can change them, and the files by sha256
+(``envkit.supply.wheelcache``), so a warm build makes no network request at all.
 """
 
 from __future__ import annotations

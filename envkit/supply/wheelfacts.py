@@ -1,22 +1,15 @@
 """A wheel's archive facts kept between runs, keyed by the file's stat identity (as git's index
-keeps a file's hash).
+keeps a file's hash): reading the zip directory, METADATA and RECORD is most of an offline
+closure check, and a wheelhouse rarely changes between two ``envkit validate`` runs.
 
-Why: reading the zip directory, METADATA and RECORD is most of an offline closure check; a
-wheel that did not
-change need not be read again, and a wheelhouse rarely changes between two ``envkit validate``
-runs. The key is the file's device, inode, size and mtime and ctime in nanoseconds, not its
-path: a write, a rename over it or a ``touch`` makes a new key; a new hard link moves the
-inode's ctime, so the file is read once more and then every link to it (envkit links its
-download store's files into every package) shares that one entry. Two cases
-are never stored: ``--verify-hashes`` (the user asked for every byte to be read now), and a file
-whose mtime or ctime is within the last two seconds (git's "racily clean" case: a write in the
-same timestamp tick as the read would leave the stat unchanged; and since no one can set a
-ctime, a later file on a reused inode cannot match a stored one). The filename's facts (name,
-version, tags) are parsed again on a hit: they are the key's own. One small JSON file per wheel
-and user (the user id is part of the key), sealed by this user's key (``envkit.supply.root``):
-an entry that cannot be read, does not fit, is not this user's own or was edited since envkit
-wrote it is a miss (the wheel is read), and a cache that cannot be written costs nothing but
-the speed.
+The key is the user id and the file's device, inode, size, mtime and ctime, not its path: a
+write, a rename over it or a ``touch`` makes a new key, and a new hard link moves the ctime, so
+the file is read once more and every link to it (envkit links its download store's files into
+every package) then shares one entry. Never stored: a ``--verify-hashes`` read (every byte is
+to be read now) and a file changed within ``RACY_S`` (git's "racily clean" case; no one can
+set a ctime, so a later file on a reused inode cannot match). Entries are sealed by this
+user's key (``envkit.supply.root``): one that cannot be read, does not fit or was edited is a
+miss, and a store that cannot be written costs only the speed.
 """
 
 from __future__ import annotations
