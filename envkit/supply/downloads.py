@@ -31,7 +31,7 @@ from envkit.supply.wheelcache import WheelCache, link_or_copy, private_dirs
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["FetchError", "FetchProgress", "fetch_wheels", "vendor_pins"]
+__all__ = ["FetchError", "FetchProgress", "vendor_pins"]
 
 _CHUNK = 1 << 16
 
@@ -46,11 +46,6 @@ class FetchProgress(Protocol):
     def begin(self, filename: str, size: int | None) -> None: ...
     def advance(self, filename: str, nbytes: int) -> None: ...
     def end(self, filename: str, *, cached: bool) -> None: ...
-
-
-def fetch_wheels(pins: Sequence[PinnedWheel], dest: Path, *, cache: WheelCache) -> list[Path]:
-    """Put the wheels of ``pins`` into ``dest`` (see ``vendor_pins``); their paths, sorted."""
-    return sorted(dest / p.filename for p in vendor_pins(pins, dest, cache=cache))
 
 
 def vendor_pins(

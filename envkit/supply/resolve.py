@@ -19,7 +19,7 @@ import hashlib
 import json
 import tempfile
 import tomllib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
@@ -34,6 +34,7 @@ from envkit.supply.uvcmd import (
     DEFAULT_INDEX_URL,
     INPUT_NAME,
     Runner,
+    UvSources,
     clean_env,
     compile_command,
     run_subprocess,
@@ -245,16 +246,16 @@ def resolve_closure(
         if cache else ""
     if cache and not refresh and (hit := cache.get(key)) is not None:
         return hit
-    argv = functools.partial(
-        compile_command, uv_bin(), target, find_links=find_links, index_url=index_url,
-        extra_index_urls=extra_index_urls, cache_dir=uv_cache_dir,
-        python_version=python_version, extra_args=extra_args)
+    sources = UvSources(index_url, extra_index_urls, find_links, uv_cache_dir)
+    argv = functools.partial(compile_command, uv_bin(), target, python_version=python_version,
+                             extra_args=extra_args)
     with tempfile.TemporaryDirectory(prefix="envkit-resolve-") as tmp:
         work = Path(tmp)
         (work / INPUT_NAME).write_text("\n".join(requirements) + "\n", "utf-8")
-        lock = _run_uv(runner, argv(output_format="pylock.toml", offline=offline), work, target)
-        notes = _run_uv(runner, argv(output_format="requirements.txt", offline=True), work,
-                        target)
+        lock = _run_uv(runner, argv(replace(sources, offline=offline),
+                                    output_format="pylock.toml"), work, target)
+        notes = _run_uv(runner, argv(replace(sources, offline=True),
+                                     output_format="requirements.txt"), work, target)
         rows = parse_pylock(lock, work, target.tags())
     via, direct = parse_annotations(notes), _direct_lines(requirements)
     pins = sorted((PinnedWheel(n, v, f, u, s, _requested_by(n, via, direct), sdist=sd)

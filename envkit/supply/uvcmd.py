@@ -160,19 +160,9 @@ def uv_command(uv: str, args: Sequence[str], sources: UvSources) -> list[str]:
     return cmd
 
 
-def compile_command(
-    uv: str,
-    target: Target,
-    *,
-    output_format: str,
-    find_links: Sequence[Path] = (),
-    index_url: str | None = None,
-    extra_index_urls: Sequence[str] = (),
-    cache_dir: Path | None = None,
-    offline: bool = False,
-    python_version: str | None = None,
-    extra_args: Sequence[str] = (),
-) -> list[str]:
+def compile_command(uv: str, target: Target, sources: UvSources, *, output_format: str,
+                    python_version: str | None = None,
+                    extra_args: Sequence[str] = ()) -> list[str]:
     """argv for ``uv pip compile`` of ``requirements.in`` for ``target`` (never the host).
 
     ``extra_args`` (e.g. ``--constraints FILE``, ``--exclude-newer DATE``) go to uv as given."""
@@ -182,7 +172,6 @@ def compile_command(
         "--python-version", python_version or f"{target.python[0]}.{target.python[1]}",
         "--format", output_format,
     ]
-    sources = UvSources(index_url, extra_index_urls, find_links, cache_dir, offline)
     return [*uv_command(uv, args, sources), *extra_args]
 
 

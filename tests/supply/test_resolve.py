@@ -11,7 +11,7 @@ import pytest
 from wheelfactory import make_wheel
 
 from envkit.model.target import Target
-from envkit.supply.downloads import FetchError, fetch_wheels
+from envkit.supply.downloads import FetchError, vendor_pins
 from envkit.supply.resolve import (
     PinnedWheel,
     ResolutionCache,
@@ -20,7 +20,7 @@ from envkit.supply.resolve import (
     parse_pylock,
     resolve_closure,
 )
-from envkit.supply.uvcmd import CompletedRun, clean_env, compile_command
+from envkit.supply.uvcmd import CompletedRun, UvSources, clean_env, compile_command
 from envkit.supply.wheelcache import WheelCache
 
 AARCH64 = Target("aarch64")
@@ -80,8 +80,9 @@ def _ok(text: str) -> CompletedRun:
 
 
 def test_compile_command_targets_the_cluster_not_the_host(tmp_path: Path) -> None:
-    cmd = compile_command("uv", AARCH64, output_format="pylock.toml", find_links=[tmp_path],
-                          extra_index_urls=["https://extra/simple"], offline=True)
+    sources = UvSources(extra_index_urls=["https://extra/simple"], find_links=[tmp_path],
+                        offline=True)
+    cmd = compile_command("uv", AARCH64, sources, output_format="pylock.toml")
     joined = " ".join(cmd)
     assert "--python-platform aarch64-manylinux_2_28" in joined
     assert "--python-version 3.13" in joined
@@ -89,7 +90,8 @@ def test_compile_command_targets_the_cluster_not_the_host(tmp_path: Path) -> Non
     assert "--no-config" in cmd and "--offline" in cmd
     assert f"--find-links {tmp_path.resolve()}" in joined
     assert "--index-url https://pypi.org/simple --extra-index-url https://extra/simple" in joined
-    glibc = compile_command("uv", Target("x86_64", glibc=(2, 34)), output_format="pylock.toml")
+    glibc = compile_command("uv", Target("x86_64", glibc=(2, 34)), UvSources(),
+                            output_format="pylock.toml")
     assert "x86_64-manylinux_2_34" in glibc
 
 
@@ -184,32 +186,32 @@ def _pin(path: Path, sha: str | None = None) -> PinnedWheel:
     return PinnedWheel("a", "1.0", path.name, path.as_uri(), digest, ("requirement: a",))
 
 
-def test_fetch_wheels_verifies_caches_and_serves_warm_without_the_source(tmp_path: Path) -> None:
+def test_vendor_pins_verifies_caches_and_serves_warm_without_the_source(tmp_path: Path) -> None:
     wheel = make_wheel(tmp_path / "src", "a", "1.0")
     cache = WheelCache(tmp_path / "cache")
     pin = _pin(wheel)
-    got = fetch_wheels([pin], tmp_path / "out1", cache=cache)
-    assert got == [tmp_path / "out1" / wheel.name]
-    assert got[0].read_bytes() == wheel.read_bytes()
+    assert vendor_pins([pin], tmp_path / "out1", cache=cache) == [pin]
+    got = tmp_path / "out1" / wheel.name
+    assert got.read_bytes() == wheel.read_bytes()
     wheel.unlink()  # the "network" is gone: a warm fetch must not need it
-    again = fetch_wheels([pin], tmp_path / "out2", cache=cache)
-    assert again[0].read_bytes() == got[0].read_bytes()
+    vendor_pins([pin], tmp_path / "out2", cache=cache)
+    assert (tmp_path / "out2" / wheel.name).read_bytes() == got.read_bytes()
 
 
-def test_fetch_wheels_rejects_a_hash_mismatch_and_caches_nothing(tmp_path: Path) -> None:
+def test_vendor_pins_rejects_a_hash_mismatch_and_caches_nothing(tmp_path: Path) -> None:
     wheel = make_wheel(tmp_path / "src", "a", "1.0")
     cache = WheelCache(tmp_path / "cache")
     with pytest.raises(FetchError, match="sha256 mismatch"):
-        fetch_wheels([_pin(wheel, "0" * 64)], tmp_path / "out", cache=cache)
+        vendor_pins([_pin(wheel, "0" * 64)], tmp_path / "out", cache=cache)
     assert not list((tmp_path / "cache").rglob("*.whl"))
     assert not list((tmp_path / "out").glob("*.whl"))
 
 
-def test_fetch_wheels_reports_an_unreachable_url(tmp_path: Path) -> None:
+def test_vendor_pins_reports_an_unreachable_url(tmp_path: Path) -> None:
     name = "a-1.0-py3-none-any.whl"
     pin = PinnedWheel("a", "1.0", name, "http://127.0.0.1:9/a.whl", "0" * 64, ())
     with pytest.raises(FetchError, match=re.escape(f"could not download {name}")):
-        fetch_wheels([pin], tmp_path / "out", cache=WheelCache(tmp_path / "cache"))
+        vendor_pins([pin], tmp_path / "out", cache=WheelCache(tmp_path / "cache"))
 
 
 def test_refresh_bypasses_a_cached_resolution_and_replaces_it(tmp_path: Path) -> None:
