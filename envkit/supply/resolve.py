@@ -84,19 +84,17 @@ class PinnedWheel:
     """``(sdist url, sdist sha256)`` when this wheel was built here from that sdist."""
 
 
-def parse_pylock(
-    text: str, base: Path, tags: Sequence[Tag] = ()
-) -> list[tuple[str, str, str, str, str | None, bool]]:
-    """``(name, version, filename, url, sha256, is_sdist)`` per package of a pylock.toml.
+def parse_pylock(text: str, base: Path, tags: Sequence[Tag] = ()) -> list[PinnedWheel]:
+    """The pin of each package of a pylock.toml (``requested_by`` left empty).
 
     uv lists every wheel of a release that the target can install (e.g. a manylinux one and
     ``py3-none-any``); the one the installer would pick (first in ``tags``) is kept. A
-    release with no such wheel is listed by its sdist (``is_sdist``).
+    release with no such wheel is listed by its sdist (``sdist``).
 
     :raises ResolveError: a package has neither a wheel nor an sdist.
     """
     data = tomllib.loads(text)
-    rows: list[tuple[str, str, str, str, str | None, bool]] = []
+    pins = []
     for pkg in data.get("packages", []):
         wheels = pkg.get("wheels") or []
         sdist = pkg.get("sdist")
@@ -108,9 +106,9 @@ def parse_pylock(
         url = dist.get("url") or (base / dist["path"]).resolve().as_uri()
         filename = dist.get("name") or unquote(urlparse(url).path.rsplit("/", 1)[-1])
         sha = (dist.get("hashes") or {}).get("sha256")
-        rows.append((canonicalize_name(pkg["name"]), str(pkg["version"]), filename, url, sha,
-                     not wheels))
-    return rows
+        pins.append(PinnedWheel(canonicalize_name(pkg["name"]), str(pkg["version"]), filename,
+                                url, sha, (), sdist=not wheels))
+    return pins
 
 
 def _best_wheel(wheels: list[dict[str, Any]], tags: Sequence[Tag]) -> dict[str, Any]:
@@ -256,10 +254,10 @@ def resolve_closure(
                                     output_format="pylock.toml"), work, target)
         notes = _run_uv(runner, argv(replace(sources, offline=True),
                                      output_format="requirements.txt"), work, target)
-        rows = parse_pylock(lock, work, target.tags())
+        pins = parse_pylock(lock, work, target.tags())
     via, direct = parse_annotations(notes), _direct_lines(requirements)
-    pins = sorted((PinnedWheel(n, v, f, u, s, _requested_by(n, via, direct), sdist=sd)
-                   for n, v, f, u, s, sd in rows), key=lambda p: (p.name, p.filename))
+    pins = sorted((replace(p, requested_by=_requested_by(p.name, via, direct)) for p in pins),
+                  key=lambda p: (p.name, p.filename))
     if cache:
         cache.put(key, pins)
     return pins

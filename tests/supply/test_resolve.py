@@ -111,19 +111,21 @@ def test_parse_annotations_reads_single_and_multi_line_via() -> None:
 
 
 def test_parse_pylock_keeps_the_wheel_the_target_prefers() -> None:
-    rows = parse_pylock(PYLOCK, Path("/"), AARCH64.tags())
-    by_name = {r[0]: r for r in rows}
-    assert "manylinux_2_17_aarch64" in by_name["pyyaml"][2]
-    assert by_name["pyyaml"][4] == "bb"
+    pins = parse_pylock(PYLOCK, Path("/"), AARCH64.tags())
+    by_name = {p.name: p for p in pins}
+    assert "manylinux_2_17_aarch64" in by_name["pyyaml"].filename
+    assert by_name["pyyaml"].sha256 == "bb"
 
 
 def test_parse_pylock_lists_a_wheel_less_release_by_its_sdist() -> None:
     text = ('lock-version = "1.0"\n[[packages]]\nname = "antlr4-python3-runtime"\n'
             'version = "4.9.3"\nsdist = { url = "https://files/antlr4-python3-runtime-4.9.3'
             '.tar.gz", hashes = { sha256 = "cc" } }\n')
-    rows = parse_pylock(text, Path("/"), AARCH64.tags())
-    assert rows == [("antlr4-python3-runtime", "4.9.3", "antlr4-python3-runtime-4.9.3.tar.gz",
-                     "https://files/antlr4-python3-runtime-4.9.3.tar.gz", "cc", True)]
+    pins = parse_pylock(text, Path("/"), AARCH64.tags())
+    assert pins == [PinnedWheel("antlr4-python3-runtime", "4.9.3",
+                                "antlr4-python3-runtime-4.9.3.tar.gz",
+                                "https://files/antlr4-python3-runtime-4.9.3.tar.gz", "cc", (),
+                                sdist=True)]
 
 
 def test_target_tags_respect_arch_and_glibc_floor() -> None:
