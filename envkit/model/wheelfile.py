@@ -316,7 +316,8 @@ def record_issues(
     except (ValueError, csv.Error, zipfile.BadZipFile) as exc:
         return (*issues, f"{record_name} unreadable: {exc}")[:_MAX_ISSUES]
     issues += [f"unsafe path {p!r} in RECORD" for p in _unsafe(rows)]
-    unlisted = sorted(n for n in infos.keys() - rows.keys() if not _is_signature(n, dist_info))
+    signatures = (f"{dist_info}/RECORD.jws", f"{dist_info}/RECORD.p7s")
+    unlisted = sorted(n for n in infos.keys() - rows.keys() if n not in signatures)
     issues += [f"{n!r} is in the archive but not in RECORD" for n in unlisted]
     # Comprehensions, not a loop of calls: ray's RECORD alone has thousands of rows.
     listed = [p for p in rows if p in infos and p != record_name]
@@ -343,10 +344,6 @@ def _record_rows(data: bytes) -> dict[str, tuple[str, str]]:
         return {r[0]: (r[1], r[2]) for r in quoted if len(r) >= 3 and r[0]}
     rows = [line.rsplit(",", 2) for line in text.splitlines()]
     return {r[0]: (r[1], r[2]) for r in rows if len(r) == 3 and r[0]}
-
-
-def _is_signature(name: str, dist_info: str) -> bool:
-    return name in (f"{dist_info}/RECORD.jws", f"{dist_info}/RECORD.p7s")
 
 
 def _size_issues(path: str, actual: int, digest: str, size: str) -> list[str]:
