@@ -129,7 +129,9 @@ def secret_file_kind(rel: str) -> str | None:
 
 
 def _credentials(path: str, data: bytes) -> Secret | None:
-    """A ``credentials.json`` with a ``private_key`` or secret field (a service account's)."""
+    """A ``*credentials.json`` with a ``private_key`` or secret field (a service account's)."""
+    if not path.endswith("credentials.json"):
+        return None
     try:
         doc = json.loads(data)
     except (ValueError, UnicodeDecodeError):
@@ -150,8 +152,7 @@ def is_secret_file(rel: str, data: bytes | None = None) -> bool:
         return True
     if data is None:
         return False
-    name = rel.rsplit("/", 1)[-1]
-    if name.endswith("credentials.json") and _credentials(rel, data) is not None:
+    if _credentials(rel, data) is not None:
         return True
     return b"PRIVATE KEY-----" in data and any(
         s.kind == "private key" for s in scan_text(rel, data))
@@ -198,10 +199,8 @@ def find_secrets(root: Path, files: Iterable[str],
             continue
         if digests is not None:
             digests[rel] = sha256(data).hexdigest()
-        if rel.rsplit("/", 1)[-1].endswith("credentials.json"):
-            creds = _credentials(rel, data)
-            if creds is not None:
-                found.append(creds)
+        if (creds := _credentials(rel, data)) is not None:
+            found.append(creds)
         if kind is None:
             found.extend(scan_text(rel, data))
     return tuple(found)

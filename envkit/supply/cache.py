@@ -60,9 +60,9 @@ def uv_cache_under(root: Path) -> Path:
     unpacked wheels every server venv hard-links.
 
     Why under ``root``, not uv's default: uv keys its unpacked copy of a find-links wheel by
-    the file's path, and envkit offers wheels from ``root``'s store. In uv's shared cache those
-    copies outlived a ``--cache-dir`` that was removed (about 1 GB per wheels-v1 closure, never
-    reclaimed); here they go with it, and sit on the same filesystem as the venvs that link them.
+    the file's path, and envkit offers wheels from ``root``'s store; in uv's shared cache those
+    copies outlived the store. Here they go with it, on the filesystem of the venvs that link
+    them.
     """
     return Path(root) / "uv"
 

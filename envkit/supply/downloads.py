@@ -1,9 +1,6 @@
-"""Fetch the exact files of a resolved closure into a package's ``wheels/``.
-
-Each file is downloaded once into the ``WheelCache`` and verified against the sha256 the
-lock gives; later builds link it from there without touching the network. A pin that is an
-sdist is vendored as the pure wheel built from it (``envkit.supply.sdists``), cached by the sdist's
-sha256, so a warm build neither downloads nor rebuilds it.
+"""Fetch the exact files of a resolved closure into a package's ``wheels/``: each downloaded
+once into the ``WheelCache``, verified against the lock's sha256, and linked from there by
+later builds without touching the network (sdists: see :func:`vendor_pins`).
 """
 
 from __future__ import annotations
