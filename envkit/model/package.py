@@ -207,25 +207,20 @@ def _read_provenance(root: Path, entries: Mapping[str, FileEntry],
         return None
     from envkit.model.provenance import (  # only a package with a record needs them
         ProvenanceDoc,
+        package_tree,
         read_provenance,
     )
 
     if entry.kind != "file":
         return ProvenanceDoc(error=f"is {_kind(entry)}, not a regular file; not read")
     doc = read_provenance(root / PROVENANCE_NAME)
+    files = {p: e.stat for p, e in entries.items() if e.kind == "file"}
     try:
-        files = {p: e.stat for p, e in entries.items() if e.kind == "file"}
-        actual = (tree_hasher or _every_byte)(root, files, read)
+        actual = (tree_hasher(root, files, read) if tree_hasher
+                  else package_tree(root, files, seen=files, read=read))
     except OSError:  # the unreadable file is reported by EK207
         actual = None
-    return ProvenanceDoc(doc.path, doc.record, doc.error, actual)
-
-
-def _every_byte(root: Path, files: Mapping[str, FileStat | None], read: Mapping[str, str]) -> Tree:
-    """The default ``tree_hasher``: every file read (once: ``read`` holds what was)."""
-    from envkit.model.provenance import package_tree
-
-    return package_tree(root, files, seen=files, read=read)
+    return replace(doc, actual=actual)
 
 
 def _kind(entry: FileEntry) -> str:
@@ -256,8 +251,8 @@ def _read_wheels(root: Path, entries: Mapping[str, FileEntry], deep: bool,
 
 
 def _find_nested_manifest(entries: Mapping[str, FileEntry]) -> str | None:
-    nested = sorted(p for p in entries if p.count("/") == 1 and p.endswith("/" + MANIFEST))
-    return nested[0] if nested else None
+    return min((p for p in entries if p.count("/") == 1 and p.endswith("/" + MANIFEST)),
+               default=None)
 
 
 def _read_servers(
@@ -265,18 +260,14 @@ def _read_servers(
 ) -> tuple[ServerDir, ...]:
     """``<server_type>/<impl>/`` dirs and their direct files, in one pass over the entries."""
     dirs: dict[tuple[str, str], set[str]] = {}
-    files: list[tuple[str, str, str]] = []
     for path, entry in entries.items():
         parts = path.split("/", 3)
         if parts[0] not in SERVER_TYPES:
             continue
         if len(parts) == 2 and entry.kind == "dir":  # type/impl
-            dirs[(parts[0], parts[1])] = set()
-        elif len(parts) == 3 and entry.kind == "file":  # type/impl/file
-            files.append((parts[0], parts[1], parts[2]))
-    for server_type, impl, name in files:
-        if (server_type, impl) in dirs:
-            dirs[(server_type, impl)].add(name)
+            dirs.setdefault((parts[0], parts[1]), set())
+        elif len(parts) == 3 and entry.kind == "file":  # type/impl/file: the walk entered impl
+            dirs.setdefault((parts[0], parts[1]), set()).add(parts[2])
     order = {t: i for i, t in enumerate(SERVER_TYPES)}
     servers = []
     for (server_type, impl), names in sorted(dirs.items(), key=lambda kv: (order[kv[0][0]], kv[0])):
