@@ -119,9 +119,6 @@ class SdistBuild:
     def index_url(self) -> str:
         return self.sources.index_url or DEFAULT_INDEX_URL
 
-    def command(self, sdist: Path, out_dir: Path) -> list[str]:
-        return build_command(uv_bin(), sdist, out_dir, self.sources)
-
 
 def build_pure_wheel(sdist: Path, project: str, sdist_sha256: str, cache_root: Path, *,
                      how: SdistBuild) -> Path:
@@ -138,7 +135,8 @@ def build_pure_wheel(sdist: Path, project: str, sdist_sha256: str, cache_root: P
     private_dirs(final_dir.parent)
     with tempfile.TemporaryDirectory(prefix=".build-", dir=final_dir.parent) as tmp:
         out = Path(tmp) / "dist"
-        result = how.runner(how.command(sdist, out), env=clean_env(), cwd=Path(tmp))
+        cmd = build_command(uv_bin(), sdist, out, how.sources)
+        result = how.runner(cmd, env=clean_env(), cwd=Path(tmp))
         wheels = sorted(out.glob("*.whl")) if out.is_dir() else []
         if result.returncode != 0 or len(wheels) != 1:
             tail = " ".join((result.stderr or result.stdout).strip().splitlines()[-6:])
