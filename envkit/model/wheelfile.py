@@ -241,11 +241,9 @@ _FIELDS = frozenset({"name", "version", "requires-dist", "requires-python", "pro
 def core_fields(data: bytes) -> dict[str, list[str]]:
     """The METADATA header fields validation reads (lower-cased names), values in order.
 
-    Only five headers matter here, so they are read directly instead of through
-    ``packaging.metadata.parse_email``, whose general parser costs far more than reading five
-    headers over a large closure. Folded lines
-    are unfolded (RFC 5322), the body after the first blank line is ignored, and undecodable
-    bytes are kept as surrogates rather than failing the wheel.
+    Read directly, not through ``packaging.metadata.parse_email``, whose general parser costs
+    far more over a large closure. Folded lines are unfolded (RFC 5322), the body after the
+    first blank line is ignored, and undecodable bytes are kept as surrogates.
     """
     ends = [i for i in (data.find(b"\n\n"), data.find(b"\r\n\r\n")) if i >= 0]
     head = data[: min(ends) + 1] if ends else data  # skip the README body before decoding it

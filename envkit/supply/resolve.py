@@ -232,9 +232,9 @@ def resolve_closure(
     """Pin every wheel ``requirements`` need on ``target``, sorted by name.
 
     ``offline`` resolves from uv's cache and ``find_links`` only. A ``cache`` hit returns the
-    stored pins without running uv (``refresh`` re-resolves and overwrites the entry,
-    to pick up new releases). ``python_version`` (e.g. ``3.13.14``) overrides the
-    target's ``major.minor`` when a requirement's ``Requires-Python`` needs a patch floor.
+    stored pins without running uv (``refresh`` re-resolves and overwrites the entry).
+    ``python_version`` (e.g. ``3.13.14``) overrides the target's ``major.minor`` when a
+    requirement's ``Requires-Python`` needs a patch floor.
 
     :raises ResolveError: uv failed (no matching wheel for the target, conflict, no network).
     """
