@@ -16,8 +16,8 @@ gate. An entry is believed only when
 
 Entries are plain bytes (JSON, by the stores' choice); nothing read here is ever unpickled,
 unmarshalled or executed. Directories are made 0700 and files 0600. Only ``os``, ``time`` and
-``contextlib`` are imported at start (the HMAC's modules load at the first entry): validate's
-start-up imports no more than it needs.
+``contextlib`` are imported at start: validate's start-up imports no more than it needs (the
+HMAC's modules load at the first entry).
 """
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ import contextlib
 import os
 import sys
 import time
-
-from envkit.model._reads import read_fd_bounded
 
 __all__ = ["cache_dir", "env_true", "key_file", "read_entry", "stores_off", "trusted_dir",
            "write_entry", "write_whole"]
@@ -191,7 +189,9 @@ def read_entry(store: str, rel: str) -> bytes | None:
         if not _owned(st):
             _warn(path)
             return None
-        data = read_fd_bounded(fd)
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
     except OSError:
         return None
     finally:
@@ -199,6 +199,7 @@ def read_entry(store: str, rel: str) -> bytes | None:
     if not all(trusted_dir(folder) for folder in _chain(store, rel)):
         return None
     key = _sealing_key(create=False)
+    data = b"".join(chunks)
     if key is None or len(data) <= _SEAL_LEN or data[_SEAL_LEN:_SEAL_LEN + 1] != b"\n":
         return None
     payload = data[_SEAL_LEN + 1:]
