@@ -83,12 +83,9 @@ class Missing:
     @property
     def text(self) -> str:
         """``aiohttp>=3.7 <- ray[default]==2.58.0 <- runtime pin`` (marker left out: it held)."""
-        return " <- ".join((_bare(self.requirement), *self.chain))
-
-
-def _bare(req: Requirement) -> str:
-    extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
-    return f"{req.name}{extras}{req.specifier}"
+        req = self.requirement
+        extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+        return " <- ".join((f"{req.name}{extras}{req.specifier}", *self.chain))
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,9 +107,7 @@ class Closure:
 
 def python_ok(wheel: WheelFile, target: Target) -> bool:
     """Whether ``Requires-Python`` admits the target interpreter (unparsable counts as yes)."""
-    if not wheel.requires_python:
-        return True
-    if len(wheel.requires_python) > MAX_REQUIREMENT_CHARS:
+    if not wheel.requires_python or len(wheel.requires_python) > MAX_REQUIREMENT_CHARS:
         return True
     try:
         spec = SpecifierSet(wheel.requires_python)

@@ -142,10 +142,6 @@ def link_wheels(source: str, target: str) -> None:
     a link makes each run's copy free where the cache shares the package's filesystem.
     """
     if source.endswith(".whl"):
-        try:
-            os.link(source, target)
-        except OSError:
-            pass
-        else:
-            return
-    shutil.copy2(source, target)
+        link_or_copy(Path(source), Path(target))
+    else:
+        shutil.copy2(source, target)
