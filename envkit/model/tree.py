@@ -51,10 +51,6 @@ class Tree:
     stamps: Stamps = field(default_factory=dict, compare=False, repr=False)
     """What this scan saw, for the caller to keep for the next one."""
 
-    @property
-    def total_bytes(self) -> int:
-        return sum(f.size for f in self.files)
-
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
     """The file's SHA-256, hex (wheel pins, FileSet entries, provenance: one function).
