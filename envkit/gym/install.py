@@ -38,9 +38,8 @@ from envkit.model.package import WHEEL_FORMATS, server_block
 from envkit.model.tree import hash_files
 from envkit.model.yamlio import parse_yaml
 from envkit.supply.cache import content_key, digests_key, file_sha256
-from envkit.supply.isolation import isolated_env
 from envkit.supply.treestamps import rescan
-from envkit.supply.uvcmd import uv_bin
+from envkit.supply.uvcmd import isolated_env, uv_bin
 from envkit.supply.wheelcache import WheelCache, pool_wheels
 from envkit.validators.wheels.rules import EK403
 

@@ -35,7 +35,7 @@ from envkit.gym.venv import (
     ensure_gym_venv,
     python_override_from_env,
 )
-from envkit.supply.isolation import isolated_env
+from envkit.supply.uvcmd import isolated_env
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

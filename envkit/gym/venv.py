@@ -24,9 +24,8 @@ from envkit.errors import UsageError
 from envkit.gym.venvsteps import VenvStep
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.supply.cache import cache_root
-from envkit.supply.isolation import isolated_env
 from envkit.supply.root import env_true
-from envkit.supply.uvcmd import uv_bin
+from envkit.supply.uvcmd import isolated_env, uv_bin
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -14,7 +14,7 @@ import os
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, cast
 
 from envkit.model._paths import safe_relpath
 from envkit.model._reads import read_bounded
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
+    from envkit.model._walk import Errors, FileEntry
+
 __all__ = ["MAX_CONFIGS", "MAX_CONFIG_BYTES", "ConfigSet", "read_bytes", "read_configs",
            "read_yaml"]
 
@@ -31,18 +33,6 @@ MAX_CONFIGS = 2_000
 """Configs parsed per package (Gym packages ship a handful; the bench has 200)."""
 MAX_CONFIG_BYTES = 64 * 1024 * 1024
 """YAML parsed per package, all configs together: bounds the time one validate run takes."""
-
-Errors = list[tuple[str, str]]
-
-
-class _Entry(Protocol):
-    """What the walk knows of a path (``envkit.model.package.FileEntry``; a Protocol so this
-    module does not import the package model it helps to build)."""
-
-    @property
-    def kind(self) -> str: ...
-    @property
-    def size(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +95,7 @@ class _Normaliser:
         return tuple(out)
 
 
-def read_configs(root: Path, entries: Mapping[str, _Entry], manifest_paths: list[str],
+def read_configs(root: Path, entries: Mapping[str, FileEntry], manifest_paths: list[str],
                  errors: Errors) -> ConfigSet:
     """Manifest ``config_paths`` first, then the in-package files they pull in, transitively.
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 from collections.abc import Mapping
 from types import UnionType
 from typing import (
@@ -47,11 +48,13 @@ _BOOL_WORDS = {
 """The strings pydantic's lax mode reads as booleans."""
 
 _BOUNDS = {
-    "gt": (">", "exclusiveMinimum"),
-    "ge": (">=", "minimum"),
-    "lt": ("<", "exclusiveMaximum"),
-    "le": ("<=", "maximum"),
+    "gt": (">", "exclusiveMinimum", operator.gt),
+    "ge": (">=", "minimum", operator.ge),
+    "lt": ("<", "exclusiveMaximum", operator.lt),
+    "le": ("<=", "maximum", operator.le),
 }
+"""Each bound's symbol, JSON Schema keyword and check (the check fails for NaN, as the
+platform's does)."""
 
 
 class Problem(NamedTuple):
@@ -206,9 +209,9 @@ def _to_int(value: Any) -> tuple[Any, bool]:
 
 
 def _range(value: Any, where: tuple[str, ...], meta: Mapping[str, Any]) -> list[Problem]:
-    for key, (op, _) in _BOUNDS.items():
+    for key, (op, _, holds) in _BOUNDS.items():
         bound = meta.get(key)
-        if bound is not None and not _holds(value, op, bound):
+        if bound is not None and not holds(value, bound):
             text = f"`{_dotted(where)}` is {value!r}; must be {op} {bound}"
             return [Problem(where, "range", text)]
     if isinstance(value, str) and len(value) < meta.get("min_length", 0):
@@ -216,11 +219,6 @@ def _range(value: Any, where: tuple[str, ...], meta: Mapping[str, Any]) -> list[
     if isinstance(value, str) and len(value) > meta.get("max_length", math.inf):
         return [Problem(where, "range", f"`{_dotted(where)}` is longer than {meta['max_length']}")]
     return []
-
-
-def _holds(value: float, op: str, bound: float) -> bool:
-    """``not`` of the comparison so NaN fails every bound, as the platform's check does."""
-    return {">": value > bound, ">=": value >= bound, "<": value < bound, "<=": value <= bound}[op]
 
 
 def _name(target: Any) -> str:
@@ -269,7 +267,7 @@ def _field_schema(hint: Any, fld: dataclasses.Field[Any]) -> dict[str, Any]:
     node = json_schema(target) if is_object else _leaf(target)
     if nullable:
         node = {"anyOf": [node, {"type": "null"}]} if "type" not in node else _or_null(node)
-    for key, (_, keyword) in _BOUNDS.items():
+    for key, (_, keyword, _) in _BOUNDS.items():
         if key in fld.metadata:
             node[keyword] = fld.metadata[key]
     for key, keyword in (("min_length", "minLength"), ("max_length", "maxLength")):

@@ -13,14 +13,14 @@ if TYPE_CHECKING:
 
     from envkit.model.tree import FileStat
 
-__all__ = ["MAX_ENTRIES", "FileEntry", "Kind", "walk"]
+__all__ = ["MAX_ENTRIES", "Errors", "FileEntry", "Kind", "walk"]
 
 MAX_ENTRIES = 200_000
 """A package with more entries than this is not walked further (reported, not crashed)."""
 
 Kind = Literal["file", "dir", "symlink", "other"]
-_Errors = list[tuple[str, str]]
-"""``(path, reason)`` of what the walk could not read (``Package.read_errors``)."""
+Errors = list[tuple[str, str]]
+"""``(path, reason)`` of what the package reader could not read (``Package.read_errors``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,12 +39,12 @@ class FileEntry:
     file again (``envkit.model.tree.hash_files``)."""
 
 
-def walk(root: Path) -> tuple[dict[str, FileEntry], list[tuple[str, str]], bool]:
+def walk(root: Path) -> tuple[dict[str, FileEntry], Errors, bool]:
     """``(entries by relative path, what could not be read, whether it stopped at
     MAX_ENTRIES)``."""
     entries: dict[str, FileEntry] = {}
-    errors: list[tuple[str, str]] = []
-    real_root = _RealRoot(root)
+    errors: Errors = []
+    real_root = os.path.realpath(root)
     base = os.fspath(root)
     stack = [""]
     while stack:
@@ -66,21 +66,7 @@ def walk(root: Path) -> tuple[dict[str, FileEntry], list[tuple[str, str]], bool]
     return entries, errors, False
 
 
-class _RealRoot:
-    """The root's real path, taken at the walk's first symlink: a ``realpath`` stats every
-    level of the path, and most packages have no link to judge."""
-
-    def __init__(self, root: Path) -> None:
-        self._root, self._real = root, ""
-
-    def __str__(self) -> str:
-        if not self._real:
-            self._real = os.path.realpath(self._root)
-        return self._real
-
-
-def _entry(child: os.DirEntry[str], path: str, real_root: _RealRoot,
-           errors: _Errors) -> FileEntry:
+def _entry(child: os.DirEntry[str], path: str, real_root: str, errors: Errors) -> FileEntry:
     """Classify from the directory entry's type (no syscall on most file systems); only
     regular files are stat'ed, for their size and the package digest's quick check."""
     try:
@@ -98,8 +84,7 @@ def _entry(child: os.DirEntry[str], path: str, real_root: _RealRoot,
     return FileEntry(path, "other")
 
 
-def _symlink_entry(full: str, path: str, real_root_of: _RealRoot,
-                   errors: _Errors) -> FileEntry:
+def _symlink_entry(full: str, path: str, real_root: str, errors: Errors) -> FileEntry:
     """Resolve a link without following it during the walk. Non-strict ``realpath`` cannot
     hang on loops; a second, strict pass tells loops and dangling links (unreadable on the
     cluster too) apart from good ones, but only for links that stay inside."""
@@ -108,7 +93,7 @@ def _symlink_entry(full: str, path: str, real_root_of: _RealRoot,
     except OSError as exc:
         errors.append((path, exc.strerror or str(exc)))
         return FileEntry(path, "other")
-    resolved, real_root = os.path.realpath(full), str(real_root_of)
+    resolved = os.path.realpath(full)
     inside = resolved == real_root or resolved.startswith(real_root + os.sep)
     if inside:
         try:

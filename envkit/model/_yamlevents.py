@@ -4,10 +4,9 @@ A Gym config is plain mappings, sequences and untagged scalars. For those, one p
 parser's events builds the data, the ``key path -> line`` map and each line's first column,
 without composing a node tree: no Python callbacks per node from libyaml's composer, and no
 live nodes and marks per scalar for the cyclic garbage collector to scan. The values are
-PyYAML's: plain scalars are resolved by the
-loader's own implicit resolvers and anything but a string is built by its (guarded)
-constructor. Anchors, aliases, explicit tags and merge keys raise ``Unusual``: the caller then
-reads the document through the node path, which shares aliased nodes and counts expansions.
+PyYAML's: plain scalars are resolved by the loader's own implicit resolvers and anything but a
+string is built by its (guarded) constructor. Anchors, aliases, explicit tags and merge keys
+raise ``Unusual``: the caller then reads the document through the node path.
 """
 
 from __future__ import annotations
@@ -17,8 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from envkit.model._yamlcore import MAX_DEPTH, MAX_KEYPATH, MAX_NODES, KeyPath, TooLarge, Unusual
-from envkit.model._yamlnodes import STR_TAG, Loader
+from envkit.model._yamlnodes import (
+    MAX_DEPTH,
+    MAX_KEYPATH,
+    MAX_NODES,
+    STR_TAG,
+    KeyPath,
+    Loader,
+    TooLarge,
+    Unusual,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable

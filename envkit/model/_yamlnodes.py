@@ -1,4 +1,5 @@
-"""The node path of ``envkit.model.yamlio``: compose, walk, construct, for any document.
+"""The node path of ``envkit.model.yamlio``: compose, walk, construct, for any document; and
+the bounds and signals the event reader (``_yamlevents``) shares with it.
 
 ``parse_yaml`` reads most configs straight from the parser's events (``_yamlevents``); a
 document with anchors, aliases, explicit tags or merge keys comes here, where libyaml composes
@@ -12,12 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from envkit.model._yamlcore import MAX_DEPTH, MAX_KEYPATH, MAX_NODES, KeyPath, TooLarge
-
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-__all__ = ["MAX_INT_CHARS", "STR_TAG", "BaseLoader", "Loader", "record_lines"]
+__all__ = ["MAX_DEPTH", "MAX_INT_CHARS", "MAX_KEYPATH", "MAX_NODES", "STR_TAG", "BaseLoader",
+           "KeyPath", "Loader", "TooLarge", "Unusual", "record_lines"]
 
 if TYPE_CHECKING:
     # PyYAML's stubs do not relate CSafeLoader to SafeLoader, but it has the same interface
@@ -27,6 +27,28 @@ if TYPE_CHECKING:
 else:  # libyaml where present; the pure-Python loader is the fallback, same semantics.
     BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+KeyPath = tuple[str | int, ...]
+
+
+class TooLarge(Exception):
+    """Over a bound (nodes, depth): reported as "not parsed", never attempted."""
+
+
+class Unusual(Exception):
+    """A node the event reader leaves to the node path (anchors, aliases, explicit tags, merge
+    keys)."""
+
+
+MAX_NODES = 200_000
+"""Node visits allowed while walking; aliases count every time they are expanded."""
+
+MAX_DEPTH = 1_000
+"""Nesting allowed. Configs nest a handful of levels; a recursive alias (``a: &a [*a]``) nests
+without end, and libyaml's composer overflows the C stack past ~20,000 levels."""
+
+MAX_KEYPATH = 32
+"""Key paths recorded for line numbers are at most this long (memory: nodes x length)."""
+
 MAX_INT_CHARS = 100
 """Longest integer scalar read. Python refuses decimal strings over 4,300 digits, but a hex,
 octal or sexagesimal literal parses to any size and then fails wherever it is printed."""
@@ -34,6 +56,7 @@ octal or sexagesimal literal parses to any size and then fails wherever it is pr
 _SCALAR_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError)
 """What PyYAML's scalar constructors raise on a bad value (``!!bool maybe``, ``!!int ''``,
 ``2020-13-45``, ``!!timestamp nope``): plain Python errors, not ``YAMLError``."""
+
 
 def _guarded(func: Callable[[yaml.SafeLoader, yaml.Node], Any]) -> Any:
     """``construct`` with over-long integers refused and its plain Python errors turned into a
@@ -60,7 +83,6 @@ class Loader(BaseLoader):
     yaml_constructors = {  # noqa: RUF012 - PyYAML's own class-level registry
         tag: _guarded(func) for tag, func in BaseLoader.yaml_constructors.items()
     }
-
 
 
 STR_TAG = "tag:yaml.org,2002:str"

@@ -1,13 +1,13 @@
 """Does ``wheels/`` cover what the cluster installs? Pure functions, no network, no disk.
 
 The walk mirrors what the image does at job start (the product spec (section 2), the "GRPO and
-Reward Environments" guide "How dependencies are
-installed"): per server, ``nemo-gym==<image version>`` plus the server's ``requirements.txt``
-minus every line that contains ``../..`` (``nemo_gym/cli/setup_command.py`` greps them out:
-that is how ``-e nemo-gym[dev] @ ../../`` becomes the runtime's nemo-gym), plus
-``ray[default]`` and ``openai`` at Gym's pins. Markers and extras are evaluated for the
-*target* environment, and each requirement keeps the chain that pulled it in, so a report can
-say ``openai==2.44.0 <- nemo-gym==0.7.0 <- runtime pin``.
+Reward Environments" guide "How dependencies are installed"): per server,
+``nemo-gym==<image version>`` plus the server's ``requirements.txt`` minus every line that
+contains ``../..`` (``nemo_gym/cli/setup_command.py`` greps them out: that is how ``-e
+nemo-gym[dev] @ ../../`` becomes the runtime's nemo-gym), plus ``ray[default]`` and ``openai``
+at Gym's pins. Markers and extras are evaluated for the *target* environment, and each
+requirement keeps the chain that pulled it in, so a report can say ``openai==2.44.0 <-
+nemo-gym==0.7.0 <- runtime pin``.
 """
 
 from __future__ import annotations
@@ -83,12 +83,9 @@ class Missing:
     @property
     def text(self) -> str:
         """``aiohttp>=3.7 <- ray[default]==2.58.0 <- runtime pin`` (marker left out: it held)."""
-        return " <- ".join((_bare(self.requirement), *self.chain))
-
-
-def _bare(req: Requirement) -> str:
-    extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
-    return f"{req.name}{extras}{req.specifier}"
+        req = self.requirement
+        extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+        return " <- ".join((f"{req.name}{extras}{req.specifier}", *self.chain))
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,9 +107,7 @@ class Closure:
 
 def python_ok(wheel: WheelFile, target: Target) -> bool:
     """Whether ``Requires-Python`` admits the target interpreter (unparsable counts as yes)."""
-    if not wheel.requires_python:
-        return True
-    if len(wheel.requires_python) > MAX_REQUIREMENT_CHARS:
+    if not wheel.requires_python or len(wheel.requires_python) > MAX_REQUIREMENT_CHARS:
         return True
     try:
         spec = SpecifierSet(wheel.requires_python)

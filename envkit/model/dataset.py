@@ -64,11 +64,6 @@ class Dataset:
                 elif raw.strip():
                     yield _parse_line(name, number, raw)
 
-    @property
-    def rows(self) -> Iterator[Row]:
-        """Every row of every file, streamed in file order."""
-        return (row for name in self.files for row in self.iter_rows(name))
-
 
 def load_dataset(root: str | Path) -> Dataset:
     """Look at the dataset directory (files are read later, streamed).

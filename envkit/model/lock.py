@@ -1,11 +1,8 @@
 """``wheels.lock``: what a wheels package vendors, for which target, and why; one model.
 
-``envkit build`` and ``envkit convert verifiers`` write it (``Lock.dumps``, through
-``envkit.supply.atomic.write_text``), ``load_package`` reads it (``read_lock``) and the gate
-takes the package's default target from ``Package.lock``. The file is JSON at the package
-root. No timestamps: the same inputs give the same bytes, so a rebuild is byte-identical.
-
-The reader is lenient, as the other model readers are: a lock that cannot be read is recorded
+``envkit build`` and ``envkit convert verifiers`` write it (``Lock.dumps``), ``load_package``
+reads it and the gate takes the package's default target from it. No timestamps: a rebuild is
+byte-identical. The reader is lenient: a lock that cannot be read is recorded
 (``LockDoc.error``), a wheel entry that cannot be read is skipped and named in
 ``LockDoc.problems``; nothing raises over the file's content.
 """
@@ -15,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from envkit.model._paths import LOCK_NAME
 from envkit.model.jsonfile import JsonObject, parse_object, read_object
@@ -137,14 +134,11 @@ class Lock:
     def to_dict(self) -> LockDict:
         requirements: list[_RequirementDict] = [
             {"requirement": r.requirement, "from": list(r.origins)} for r in self.requirements]
-        wheels = [w.to_dict() for w in self.wheels]
-        if self.gym_version is None:
-            return {"version": self.version, "target": self.target,
-                    "python_version": self.python_version, "resolver": self.resolver,
-                    "requirements": requirements, "wheels": wheels}
-        return {"version": self.version, "target": self.target,  # key order as since 1.0
-                "python_version": self.python_version, "gym_version": self.gym_version,
-                "resolver": self.resolver, "requirements": requirements, "wheels": wheels}
+        gym = {} if self.gym_version is None else {"gym_version": self.gym_version}
+        return cast("LockDict", {  # key order as since 1.0
+            "version": self.version, "target": self.target,
+            "python_version": self.python_version, **gym, "resolver": self.resolver,
+            "requirements": requirements, "wheels": [w.to_dict() for w in self.wheels]})
 
     def dumps(self) -> str:
         """The file's text: the one writer's format (2-space JSON, final newline)."""

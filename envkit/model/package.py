@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from envkit.model._configs import read_bytes, read_configs, read_yaml
 from envkit.model._paths import LOCK_NAME, PROVENANCE_NAME, display_path, safe_relpath
-from envkit.model._walk import MAX_ENTRIES, FileEntry, walk
+from envkit.model._walk import MAX_ENTRIES, Errors, FileEntry, walk
 from envkit.model.reqfiles import include_target
 from envkit.model.secrets import Secret, find_secrets
 from envkit.model.yamlio import YamlDoc
@@ -66,9 +66,6 @@ SERVER_TYPES = (
 )
 
 _MAX_TEXT_BYTES = 1024 * 1024
-
-_Errors = list[tuple[str, str]]
-"""``(path, reason)`` of what the walk could not read (``Package.read_errors``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,32 +207,27 @@ def _read_provenance(root: Path, entries: Mapping[str, FileEntry],
         return None
     from envkit.model.provenance import (  # only a package with a record needs them
         ProvenanceDoc,
+        package_tree,
         read_provenance,
     )
 
     if entry.kind != "file":
         return ProvenanceDoc(error=f"is {_kind(entry)}, not a regular file; not read")
     doc = read_provenance(root / PROVENANCE_NAME)
+    files = {p: e.stat for p, e in entries.items() if e.kind == "file"}
     try:
-        files = {p: e.stat for p, e in entries.items() if e.kind == "file"}
-        actual = (tree_hasher or _every_byte)(root, files, read)
+        actual = (tree_hasher(root, files, read) if tree_hasher
+                  else package_tree(root, files, seen=files, read=read))
     except OSError:  # the unreadable file is reported by EK207
         actual = None
-    return ProvenanceDoc(doc.path, doc.record, doc.error, actual)
-
-
-def _every_byte(root: Path, files: Mapping[str, FileStat | None], read: Mapping[str, str]) -> Tree:
-    """The default ``tree_hasher``: every file read (once: ``read`` holds what was)."""
-    from envkit.model.provenance import package_tree
-
-    return package_tree(root, files, seen=files, read=read)
+    return replace(doc, actual=actual)
 
 
 def _kind(entry: FileEntry) -> str:
     return {"dir": "a directory", "symlink": "a symlink"}.get(entry.kind, "a special file")
 
 
-def _read_manifest(root: Path, entries: Mapping[str, FileEntry], errors: _Errors) -> YamlDoc | None:
+def _read_manifest(root: Path, entries: Mapping[str, FileEntry], errors: Errors) -> YamlDoc | None:
     entry = entries.get(MANIFEST)
     if entry is None:
         return None
@@ -259,27 +251,23 @@ def _read_wheels(root: Path, entries: Mapping[str, FileEntry], deep: bool,
 
 
 def _find_nested_manifest(entries: Mapping[str, FileEntry]) -> str | None:
-    nested = sorted(p for p in entries if p.count("/") == 1 and p.endswith("/" + MANIFEST))
-    return nested[0] if nested else None
+    return min((p for p in entries if p.count("/") == 1 and p.endswith("/" + MANIFEST)),
+               default=None)
 
 
 def _read_servers(
-    root: Path, entries: Mapping[str, FileEntry], errors: _Errors
+    root: Path, entries: Mapping[str, FileEntry], errors: Errors
 ) -> tuple[ServerDir, ...]:
     """``<server_type>/<impl>/`` dirs and their direct files, in one pass over the entries."""
     dirs: dict[tuple[str, str], set[str]] = {}
-    files: list[tuple[str, str, str]] = []
     for path, entry in entries.items():
         parts = path.split("/", 3)
         if parts[0] not in SERVER_TYPES:
             continue
         if len(parts) == 2 and entry.kind == "dir":  # type/impl
-            dirs[(parts[0], parts[1])] = set()
-        elif len(parts) == 3 and entry.kind == "file":  # type/impl/file
-            files.append((parts[0], parts[1], parts[2]))
-    for server_type, impl, name in files:
-        if (server_type, impl) in dirs:
-            dirs[(server_type, impl)].add(name)
+            dirs.setdefault((parts[0], parts[1]), set())
+        elif len(parts) == 3 and entry.kind == "file":  # type/impl/file: the walk entered impl
+            dirs.setdefault((parts[0], parts[1]), set()).add(parts[2])
     order = {t: i for i, t in enumerate(SERVER_TYPES)}
     servers = []
     for (server_type, impl), names in sorted(dirs.items(), key=lambda kv: (order[kv[0][0]], kv[0])):
@@ -289,7 +277,7 @@ def _read_servers(
 
 
 def _marker_texts(
-    root: Path, prefix: str, names: set[str], entries: Mapping[str, FileEntry], errors: _Errors
+    root: Path, prefix: str, names: set[str], entries: Mapping[str, FileEntry], errors: Errors
 ) -> dict[str, str]:
     texts: dict[str, str] = {}
     for name in INSTALL_MARKERS:
@@ -307,7 +295,7 @@ _MAX_INCLUDES = 32
 
 
 def _read_includes(root: Path, prefix: str, texts: dict[str, str],
-                   entries: Mapping[str, FileEntry], errors: _Errors) -> None:
+                   entries: Mapping[str, FileEntry], errors: Errors) -> None:
     """Files ``requirements.txt`` pulls in with ``-r``/``-c`` (transitively, relative to the
     including file, as pip and uv resolve them), keyed by their path relative to the server
     directory. Only regular files inside the package are read; at most ``_MAX_INCLUDES``."""

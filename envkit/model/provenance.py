@@ -1,21 +1,17 @@
 """``provenance.json``: which package, closure and versions a package, job or run came from.
 
-One record, written in three places: ``envkit build`` / ``envkit convert`` put it at the
-package root (``validate`` then reports files that changed since, EK209); ``envkit submit``
-attaches it to the job (the job's ``custom_fields``, which the platform keeps and returns:
-``envkit job show``); ``envkit train``, ``envkit rollout`` and the probe write it next to their
-metrics. The package's own copy also lists every file's SHA-256, so EK209 can name the file
-that changed; the copies attached elsewhere carry the digest only.
+One record, written in three places: at the package root by ``envkit build`` / ``envkit
+convert`` (``validate`` then reports files changed since, EK209, so this copy also lists every
+file's SHA-256); on the job by ``envkit submit`` (its ``custom_fields``, which the platform
+returns: ``envkit job show``); next to the metrics of ``envkit train``, ``envkit rollout`` and
+the probe. The writer is ``envkit.supply.provenance.write_provenance`` (atomic).
 
-What the package digest covers: every regular file of the package (symlinks and special files
-are not files the digest can pin; EK204/EK207 report those), ``wheels.lock`` included, except
-``provenance.json`` itself at the root. It is ``envkit.model.tree``'s digest with purpose
-``package``. The dataset digest is the same function over the dataset directory with purpose
-``dataset``: the digest ``envkit submit`` names the dataset FileSet by.
-
-No timestamps: the same inputs give the same bytes. The reader is lenient, as the other model
-readers are (``ProvenanceDoc.error`` says why a record could not be read); the writer is
-``envkit.supply.provenance.write_provenance`` (atomic).
+The package digest is ``envkit.model.tree``'s digest (purpose ``package``) of every regular
+file of the package but ``provenance.json`` itself (symlinks and special files cannot be
+pinned; EK204/EK207 report them). The dataset digest, which ``envkit submit`` names the
+dataset FileSet by, is the same function with purpose ``dataset``. No timestamps: the same
+inputs give the same bytes. The reader is lenient (``ProvenanceDoc.error`` says why a record
+could not be read).
 """
 
 from __future__ import annotations
@@ -47,7 +43,6 @@ __all__ = [
     "ProvenanceDict",
     "ProvenanceDoc",
     "closure_versions",
-    "covered_paths",
     "from_dict",
     "package_tree",
     "parse_provenance",
@@ -185,21 +180,17 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def covered_paths(regular_files: Iterable[str]) -> list[str]:
-    """The package's regular files that its digest covers: all but the record itself."""
-    return sorted(p for p in regular_files if p != PROVENANCE_NAME)
-
-
 def package_tree(root: Path, regular_files: Iterable[str],
                  stamps: Mapping[str, list[Any]] | None = None, *,
                  seen: Mapping[str, FileStat | None] | None = None,
                  read: Mapping[str, str] | None = None) -> Tree:
-    """The package digest over ``covered_paths(regular_files)`` (``seen``, ``read``:
+    """The package digest over its regular files but the record itself (``seen``, ``read``:
     ``hash_files``').
 
     :raises OSError: a file cannot be read.
     """
-    return hash_files(root, covered_paths(regular_files), PACKAGE_PURPOSE, stamps, seen, read)
+    covered = (p for p in regular_files if p != PROVENANCE_NAME)
+    return hash_files(root, covered, PACKAGE_PURPOSE, stamps, seen, read)
 
 
 def closure_versions(lock: Lock | None, requirement_texts: Iterable[str] = ()) -> dict[str, str]:

@@ -177,10 +177,7 @@ def _pyproject_dep(
 
 
 def _line_of(text: str, needle: str) -> int | None:
-    for no, line in enumerate(text.splitlines(), 1):
-        if needle in line:
-            return no
-    return None
+    return next((no for no, line in enumerate(text.splitlines(), 1) if needle in line), None)
 
 
 def marker_roots(

@@ -6,10 +6,8 @@ as a FileSet and runs on a cluster others reach; envkit's gate must say so befor
 (EK210), and ``envkit build`` must not copy such files in. The token shapes are each vendor's
 own prefix with its length and alphabet, and the value must look random (digits and letters of
 both cases, where the vendor's alphabet has them), so ordinary code (``sk-learn``, a long
-hyphenated name) does not match. Each pattern starts with its vendor's literal prefix, so the
-regex engine looks for that prefix first (its literal search is faster than ``bytes``' own for
-these short needles) and tries the rest only where it occurs; binary files (by name, or a NUL
-in the first 8 KiB), ``wheels/`` and files over ``MAX_BYTES`` are not scanned.
+hyphenated name) does not match. Binary files (by name, or a NUL in the first 8 KiB),
+``wheels/`` and files over ``MAX_BYTES`` are not scanned.
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from envkit.model._reads import read_fd_bounded
@@ -54,11 +53,16 @@ class Secret:
 class _Shape:
     kind: str
     pattern: str
-    """Starts with the vendor's literal prefix (what the regex engine searches for first)."""
+    """Starts with the vendor's literal prefix: the regex engine searches for that first, and
+    tries the rest only where it occurs."""
     mixed: bool = True
     """The value must hold a digit and letters of both cases (a random token does)."""
     word: bool = True
     """The token must start a word (no letter, digit, ``_`` or ``-`` just before it)."""
+
+    @cached_property
+    def regex(self) -> re.Pattern[bytes]:
+        return re.compile(self.pattern.encode())
 
 
 _SHAPES = (
@@ -74,7 +78,6 @@ _SHAPES = (
     _Shape("private key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----",
            mixed=False, word=False),
 )
-"""That the token starts a word is checked on the byte before it."""
 
 _WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
@@ -83,16 +86,6 @@ _SKIPPED = (".whl", ".zip", ".gz", ".tgz", ".bz2", ".xz", ".zst", ".png", ".jpg"
             ".pth.tar", ".bin", ".safetensors", ".so", ".pyc", ".sqlite", ".db", ".mp3",
             ".mp4", ".wav")
 """Binary formats by name: not read at all."""
-
-_compiled: dict[str, re.Pattern[bytes]] = {}
-
-
-def _pattern(shape: _Shape) -> re.Pattern[bytes]:
-    found = _compiled.get(shape.kind)
-    if found is None:
-        found = _compiled[shape.kind] = re.compile(shape.pattern.encode())
-    return found
-
 
 def _random(value: bytes) -> bool:
     """Digits and letters of both cases: what a random token holds and a name rarely does."""
@@ -112,7 +105,7 @@ def mask(value: str) -> str:
 def scan_text(path: str, data: bytes) -> Iterator[Secret]:
     """The token shapes and private-key blocks in ``data`` (a file's bytes)."""
     for shape in _SHAPES:
-        for match in _pattern(shape).finditer(data):
+        for match in shape.regex.finditer(data):
             start = match.start()
             if shape.word and start and data[start - 1] in _WORD:
                 continue
@@ -136,7 +129,9 @@ def secret_file_kind(rel: str) -> str | None:
 
 
 def _credentials(path: str, data: bytes) -> Secret | None:
-    """A ``credentials.json`` with a ``private_key`` or secret field (a service account's)."""
+    """A ``*credentials.json`` with a ``private_key`` or secret field (a service account's)."""
+    if not path.endswith("credentials.json"):
+        return None
     try:
         doc = json.loads(data)
     except (ValueError, UnicodeDecodeError):
@@ -157,8 +152,7 @@ def is_secret_file(rel: str, data: bytes | None = None) -> bool:
         return True
     if data is None:
         return False
-    name = rel.rsplit("/", 1)[-1]
-    if name.endswith("credentials.json") and _credentials(rel, data) is not None:
+    if _credentials(rel, data) is not None:
         return True
     return b"PRIVATE KEY-----" in data and any(
         s.kind == "private key" for s in scan_text(rel, data))
@@ -205,10 +199,8 @@ def find_secrets(root: Path, files: Iterable[str],
             continue
         if digests is not None:
             digests[rel] = sha256(data).hexdigest()
-        if rel.rsplit("/", 1)[-1].endswith("credentials.json"):
-            creds = _credentials(rel, data)
-            if creds is not None:
-                found.append(creds)
+        if (creds := _credentials(rel, data)) is not None:
+            found.append(creds)
         if kind is None:
             found.extend(scan_text(rel, data))
     return tuple(found)

@@ -33,9 +33,7 @@ __all__ = [
     "IMAGE_PATCH",
     "Target",
     "TargetError",
-    "marker_environment",
     "platform_tags",
-    "target_tags",
 ]
 
 ARCHES = ("x86_64", "aarch64")
@@ -96,24 +94,46 @@ class Target:
         """Platform tags, most specific first (the order pip and uv prefer)."""
         return platform_tags(self.arch, self.glibc_floor)
 
-    @cached_property
-    def tag_list(self) -> tuple[Tag, ...]:
-        return target_tags(self)
-
     def tags(self) -> tuple[Tag, ...]:
-        """The full ordered tag list, most preferred first (see ``target_tags``)."""
-        return self.tag_list
+        """The full ordered tag list, most preferred first: ``cp313-cp313-*``, abi3 back to
+        cp32, ``none``, then ``py3*-none-*`` and ``*-none-any``; never the host's."""
+        from packaging.tags import compatible_tags, cpython_tags  # only tags need it
+
+        abi = f"cp{self.python[0]}{self.python[1]}"
+        return (*cpython_tags(self.python, [abi], self.platforms),
+                *compatible_tags(self.python, abi, self.platforms))
 
     @cached_property
-    def tag_set(self) -> frozenset[Tag]:
-        return frozenset(self.tag_list)
+    def _tag_set(self) -> frozenset[Tag]:
+        return frozenset(self.tags())
 
     def accepts(self, wheel_tags: frozenset[Tag]) -> bool:
         """True when any of a wheel's (decompressed) filename tags is installable here."""
-        return not self.tag_set.isdisjoint(wheel_tags)
+        return not self._tag_set.isdisjoint(wheel_tags)
 
     def marker_environment(self) -> dict[str, str]:
-        return marker_environment(self)
+        """A complete PEP 508 environment for the target.
+
+        ``Marker.evaluate`` fills any key left out from the *host*, so every key is given.
+        ``platform_release``/``platform_version`` (the kernel) are unknown for a cluster and
+        set to ``""``: a marker on them compares against nothing rather than the builder's
+        kernel.
+        """
+        full = self.full_version
+        return {
+            "implementation_name": "cpython",
+            "implementation_version": full,
+            "os_name": "posix",
+            "platform_machine": self.arch,
+            "platform_python_implementation": "CPython",
+            "platform_release": "",
+            "platform_system": "Linux",
+            "platform_version": "",
+            "python_full_version": full,
+            "python_version": f"{self.python[0]}.{self.python[1]}",
+            "sys_platform": "linux",
+            "extra": "",
+        }
 
     def __str__(self) -> str:
         major, minor = self.glibc_floor
@@ -134,39 +154,3 @@ def platform_tags(arch: str, floor: tuple[int, int]) -> tuple[str, ...]:
             out.append(f"{_LEGACY_ALIASES[minor]}_{arch}")
     return tuple(out)
 
-
-def target_tags(target: Target) -> tuple[Tag, ...]:
-    """The target's full ordered tag list: ``cp313-cp313-*``, abi3 back to cp32, ``none``,
-    then ``py3*-none-*`` and ``*-none-any``; never the host's."""
-    from packaging.tags import compatible_tags, cpython_tags  # only tags need it
-
-    abi = f"cp{target.python[0]}{target.python[1]}"
-    platforms = list(target.platforms)
-    return (
-        *cpython_tags(target.python, [abi], platforms),
-        *compatible_tags(target.python, abi, platforms),
-    )
-
-
-def marker_environment(target: Target) -> dict[str, str]:
-    """A complete PEP 508 environment for the target.
-
-    ``Marker.evaluate`` fills any key left out from the *host*, so every key is given.
-    ``platform_release``/``platform_version`` (the kernel) are unknown for a cluster and set
-    to ``""``: a marker on them compares against nothing rather than the builder's kernel.
-    """
-    full = target.full_version
-    return {
-        "implementation_name": "cpython",
-        "implementation_version": full,
-        "os_name": "posix",
-        "platform_machine": target.arch,
-        "platform_python_implementation": "CPython",
-        "platform_release": "",
-        "platform_system": "Linux",
-        "platform_version": "",
-        "python_full_version": full,
-        "python_version": f"{target.python[0]}.{target.python[1]}",
-        "sys_platform": "linux",
-        "extra": "",
-    }

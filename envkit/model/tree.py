@@ -2,13 +2,11 @@
 
 Why one function for two uses: the platform names a content-addressed FileSet by this digest
 (``envkit.platform.filesets``), and a package's provenance record (``envkit.model.provenance``)
-pins the package's files with it. The same bytes under the same paths give the same digest
-on every machine; no timestamps, owners or modes go in.
-
-The ``purpose`` is hashed first, so a package and a dataset with equal files never share a
-digest. ``stamps`` lets a caller skip re-reading files whose identity (size, mtime, ctime,
-inode, device) is unchanged since the last scan; this module never stores them
-(``envkit.supply.treestamps`` does).
+pins the package's files with it. The same bytes under the same paths give the same digest on
+every machine (no timestamps, owners or modes go in), and the ``purpose`` is hashed first, so
+a package and a dataset with equal files never share one. ``stamps`` lets a caller skip
+re-reading files whose identity (size, mtime, ctime, inode, device) is unchanged since the
+last scan; ``envkit.supply.treestamps`` keeps them.
 """
 
 from __future__ import annotations
@@ -54,10 +52,6 @@ class Tree:
     digest: str  # sha256 over purpose and every (path, size, sha256), in path order
     stamps: Stamps = field(default_factory=dict, compare=False, repr=False)
     """What this scan saw, for the caller to keep for the next one."""
-
-    @property
-    def total_bytes(self) -> int:
-        return sum(f.size for f in self.files)
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
@@ -119,15 +113,14 @@ def hash_files(root: Path, rels: Iterable[str], purpose: str,
                stamps: Mapping[str, list[Any]] | None = None,
                seen: Mapping[str, FileStat | None] | None = None,
                read: Mapping[str, str] | None = None) -> Tree:
-    """Hash ``rels`` under ``root``; a file whose stamp matches ``stamps`` is not re-read.
+    """Hash ``rels`` under ``root``; a file whose stamp matches ``stamps`` is not re-read, so
+    re-validating an unchanged package costs a stat per file (``envkit.supply.treestamps``
+    keeps the stamps between runs).
 
-    Why the stamp: a resubmit or re-validate of an unchanged 400 MB package should cost a
-    stat per file, not a re-read (``envkit.supply.treestamps`` keeps them between runs).
     Entries that are not regular files (after following a link, as an upload would) are
-    skipped. ``seen``: the caller's own stat of files it found to be regular (a package
-    walk's, just before), not taken again (the tree of 145 Gym packages: 2,545 stats).
-    ``read``: the SHA-256 of files the caller has just read whole (the secret scan reads every
-    text file of a package), so a file is opened once per run, not once per reader.
+    skipped. ``seen``: the caller's own stat of files it found to be regular (a package walk's,
+    just before), not taken again. ``read``: the SHA-256 of files the caller has just read
+    whole (the secret scan's), so a file is opened once per run, not once per reader.
 
     :raises OSError: a file cannot be stat'ed or read.
     """

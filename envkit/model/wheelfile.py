@@ -1,22 +1,19 @@
-"""Read what validation needs from a wheel straight out of the zip, without installing it.
-
-The zip directory (``envkit.model._zipdir``, with ``zipfile`` as the fallback), five METADATA header
-fields and RECORD cost about a millisecond a wheel; this is the hot path of ``envkit
-validate`` on a wheelhouse, so nothing here hashes the whole archive by default.
+"""Read what validation needs from a wheel straight out of the zip, without installing it: the
+zip directory (``envkit.model._zipdir``, ``zipfile`` as the fallback), five METADATA header
+fields and RECORD. This is the hot path of ``envkit validate`` on a wheelhouse, so nothing
+here hashes the whole archive by default.
 
 RECORD checks (EK407), cheapest first:
 
 - always: path traversal in the zip namelist and in RECORD (absolute, ``..``, drive letters,
   backslashes), RECORD missing, archive members RECORD does not list, and RECORD sizes against
   the zip directory's uncompressed sizes (free: no member is decompressed);
-- always: the sha256 of METADATA (read anyway) and of every member of a wheel whose
-  uncompressed payload is at most ``SMALL_WHEEL_BYTES`` (small pure-Python env wheels,
-  fixtures); hashing every member of every wheel by default would make the closure check of a
-  large closure (ray[default] + openai) cost many times what the rest of it does;
-- ``deep=True`` (``--verify-hashes``): every member of every wheel (decompressing and hashing
-  ray's wheel alone is most of a second).
+- always: the sha256 of METADATA (read anyway) and of every member of a wheel whose payload is
+  at most ``SMALL_WHEEL_BYTES`` (env wheels, fixtures): hashing every member of a large
+  closure (ray[default] + openai) would cost many times the rest of the check;
+- ``deep=True`` (``--verify-hashes``): every member of every wheel.
 
-A same-size edit inside a big wheel is therefore caught only by the deep mode, and pip/uv
+A same-size edit inside a big wheel is therefore caught only by the deep mode; pip and uv
 verify RECORD again at install time anyway.
 """
 
@@ -244,11 +241,9 @@ _FIELDS = frozenset({"name", "version", "requires-dist", "requires-python", "pro
 def core_fields(data: bytes) -> dict[str, list[str]]:
     """The METADATA header fields validation reads (lower-cased names), values in order.
 
-    Only five headers matter here, so they are read directly instead of through
-    ``packaging.metadata.parse_email``, whose general parser costs far more than reading five
-    headers over a large closure. Folded lines
-    are unfolded (RFC 5322), the body after the first blank line is ignored, and undecodable
-    bytes are kept as surrogates rather than failing the wheel.
+    Read directly, not through ``packaging.metadata.parse_email``, whose general parser costs
+    far more over a large closure. Folded lines are unfolded (RFC 5322), the body after the
+    first blank line is ignored, and undecodable bytes are kept as surrogates.
     """
     ends = [i for i in (data.find(b"\n\n"), data.find(b"\r\n\r\n")) if i >= 0]
     head = data[: min(ends) + 1] if ends else data  # skip the README body before decoding it
@@ -319,7 +314,8 @@ def record_issues(
     except (ValueError, csv.Error, zipfile.BadZipFile) as exc:
         return (*issues, f"{record_name} unreadable: {exc}")[:_MAX_ISSUES]
     issues += [f"unsafe path {p!r} in RECORD" for p in _unsafe(rows)]
-    unlisted = sorted(n for n in infos.keys() - rows.keys() if not _is_signature(n, dist_info))
+    signatures = (f"{dist_info}/RECORD.jws", f"{dist_info}/RECORD.p7s")
+    unlisted = sorted(n for n in infos.keys() - rows.keys() if n not in signatures)
     issues += [f"{n!r} is in the archive but not in RECORD" for n in unlisted]
     # Comprehensions, not a loop of calls: ray's RECORD alone has thousands of rows.
     listed = [p for p in rows if p in infos and p != record_name]
@@ -346,10 +342,6 @@ def _record_rows(data: bytes) -> dict[str, tuple[str, str]]:
         return {r[0]: (r[1], r[2]) for r in quoted if len(r) >= 3 and r[0]}
     rows = [line.rsplit(",", 2) for line in text.splitlines()]
     return {r[0]: (r[1], r[2]) for r in rows if len(r) == 3 and r[0]}
-
-
-def _is_signature(name: str, dist_info: str) -> bool:
-    return name in (f"{dist_info}/RECORD.jws", f"{dist_info}/RECORD.p7s")
 
 
 def _size_issues(path: str, actual: int, digest: str, size: str) -> list[str]:

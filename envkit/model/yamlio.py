@@ -16,22 +16,24 @@ counts past the bounds are refused before anything recursive sees them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from envkit.errors import InvalidError
-from envkit.model._yamlcore import (
+from envkit.model._yamlevents import read_events
+from envkit.model._yamlnodes import (
     MAX_DEPTH,
     MAX_NODES,
+    BaseLoader,
     KeyPath,
+    Loader,
     TooLarge,
     Unusual,
-    YamlDoc,
-    nesting_clear,
+    record_lines,
 )
-from envkit.model._yamlevents import read_events
-from envkit.model._yamlnodes import BaseLoader, Loader, record_lines
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -41,6 +43,41 @@ __all__ = ["MAX_YAML_BYTES", "KeyPath", "YamlDoc", "YamlReadError", "parse_yaml"
 
 MAX_YAML_BYTES = 8 * 1024 * 1024
 """Gym configs are a few KiB; anything past this is not a config and is not parsed."""
+
+
+@dataclass(frozen=True, slots=True)
+class YamlDoc:
+    """One parsed YAML file. ``data`` is None when ``error`` says why it could not be read."""
+
+    path: str
+    data: Any = None
+    error: str | None = None
+    error_line: int | None = None
+    lines: Mapping[KeyPath, int] = field(default_factory=dict)
+    error_column: int | None = None
+    """1-based column of ``error_line`` where the parser stopped (syntax errors only)."""
+    columns: Mapping[int, int] = field(default_factory=dict)
+    """``line -> column`` (both 1-based) of the first key or item that starts on the line."""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def column_at(self, line: int) -> int | None:
+        """The column a diagnostic on ``line`` points at: the parser's for the syntax error,
+        else the first key or item of the line; None for a line no node starts on."""
+        if self.error_column is not None and line == self.error_line:
+            return self.error_column
+        return self.columns.get(line)
+
+    def line_of(self, *keypath: str | int) -> int | None:
+        """Line of the deepest recorded prefix of ``keypath`` (1-based), or None."""
+        path: KeyPath = tuple(keypath)
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return self.lines.get((), None)
 
 
 def parse_yaml(path: str, raw: bytes) -> YamlDoc:
@@ -129,20 +166,39 @@ def _unprintable(path: str, text: str, exc: yaml.reader.ReaderError) -> YamlDoc:
 
 _OPEN = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
 _CLOSE = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+_INDICATORS = (b"[", b"{", b"-", b"?", b":")
+_SAFE_INDICATORS = 5_000
+"""Every nesting level needs one of ``_INDICATORS``; libyaml's composer recurses in C and
+overflows an 8 MiB stack (a segfault, not an exception) somewhere between 20,000 and 50,000
+levels, so fewer indicators than this cannot crash it even on a smaller thread stack."""
+_SEPARATORS = (b",", b"\n")
+"""Two nodes of one collection are apart by one of these or an indicator, so their count
+bounds the nodes a document can compose to (aliases aside: those are bounded by the walk)."""
+
+
+def _nesting_clear(raw: bytes) -> bool:
+    """True when counting bytes shows the document can neither nest too deeply nor hold more
+    nodes than the walk would visit (nearly every file)."""
+    if len(raw) <= _SAFE_INDICATORS:
+        return True
+    indicators = sum(map(raw.count, _INDICATORS))
+    nodes = indicators + sum(map(raw.count, _SEPARATORS))
+    return indicators <= _SAFE_INDICATORS and nodes <= MAX_NODES
+
 
 def _check_nesting(raw: bytes, text: str) -> None:
     """Refuse nesting past ``MAX_DEPTH``, and more nodes than the walk would visit, before
     anything recursive (or costly per node: the composer resolves every scalar) sees them.
 
-    A count of indicator and separator bytes (``nesting_clear``) clears nearly every file; the
-    rest get one pass over the parser's events (iterative, no node tree) that stops at the
+    A count of indicator and separator bytes (``_nesting_clear``) clears nearly every file;
+    the rest get one pass over the parser's events (iterative, no node tree) that stops at the
     first level too deep, or once there are more nodes than the walk would visit anyway (keys
     are not visited: twice).
 
     :raises TooLarge: nested too deeply, or too many nodes.
     :raises yaml.YAMLError: not YAML (reported the same as when composing).
     """
-    if nesting_clear(raw):
+    if _nesting_clear(raw):
         return
     loader = BaseLoader(text)
     try:

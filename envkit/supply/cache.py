@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from envkit.model.tree import sha256_file
 from envkit.supply.root import cache_dir, read_entry, write_entry
@@ -14,8 +15,8 @@ from envkit.supply.root import cache_dir, read_entry, write_entry
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["RACY_S", "cache_root", "content_key", "digests_key", "file_sha256", "load_entry",
-           "store_entry", "uv_cache_under"]
+__all__ = ["RACY_S", "cache_root", "content_key", "digests_key", "entry_name", "file_sha256",
+           "load_entry", "store_entry", "uv_cache_under"]
 
 RACY_S = 2.0
 """A file changed this recently is read but what was learnt from it is not stored (git's
@@ -28,22 +29,29 @@ def cache_root() -> Path:
     return Path(cache_dir())
 
 
-def store_entry(store: Path, rel: str, text: str) -> None:
-    """Write entry ``rel`` of ``store`` whole or not at all, sealed and private
-    (:func:`envkit.supply.root.write_entry`); no ``tempfile``: validate's stores write here,
-    and its start-up does not import it."""
-    write_entry(str(store), rel, text.encode())
+def entry_name(ident: str) -> str:
+    """The entry a store keeps what it knows of ``ident`` under (a SHA-256 prefix, fanned out
+    by its first two digits)."""
+    key = hashlib.sha256(ident.encode()).hexdigest()[:32]
+    return f"{key[:2]}/{key}.json"
 
 
-def load_entry(store: Path, rel: str) -> str | None:
-    """Entry ``rel`` of ``store`` when it is this user's own, sealed by this user's key
-    (:func:`envkit.supply.root.read_entry`); None: a miss."""
+def store_entry(store: Path, rel: str, value: object) -> None:
+    """Write ``value`` as JSON to entry ``rel`` of ``store``, whole or not at all, sealed and
+    private (:func:`envkit.supply.root.write_entry`); no ``tempfile``: validate's stores write
+    here, and its start-up does not import it."""
+    write_entry(str(store), rel, json.dumps(value, separators=(",", ":")).encode())
+
+
+def load_entry(store: Path, rel: str) -> Any:
+    """The JSON value of entry ``rel`` of ``store`` when it is this user's own, sealed by this
+    user's key (:func:`envkit.supply.root.read_entry`); None: a miss."""
     data = read_entry(str(store), rel)
     if data is None:
         return None
     try:
-        return data.decode()
-    except UnicodeDecodeError:
+        return json.loads(data)
+    except ValueError:  # not JSON, or not UTF-8
         return None
 
 
@@ -52,9 +60,9 @@ def uv_cache_under(root: Path) -> Path:
     unpacked wheels every server venv hard-links.
 
     Why under ``root``, not uv's default: uv keys its unpacked copy of a find-links wheel by
-    the file's path, and envkit offers wheels from ``root``'s store. In uv's shared cache those
-    copies outlived a ``--cache-dir`` that was removed (about 1 GB per wheels-v1 closure, never
-    reclaimed); here they go with it, and sit on the same filesystem as the venvs that link them.
+    the file's path, and envkit offers wheels from ``root``'s store; in uv's shared cache those
+    copies outlived the store. Here they go with it, on the filesystem of the venvs that link
+    them.
     """
     return Path(root) / "uv"
 

@@ -1,9 +1,6 @@
-"""Fetch the exact files of a resolved closure into a package's ``wheels/``.
-
-Each file is downloaded once into the ``WheelCache`` and verified against the sha256 the
-lock gives; later builds link it from there without touching the network. A pin that is an
-sdist is vendored as the pure wheel built from it (``envkit.supply.sdists``), cached by the sdist's
-sha256, so a warm build neither downloads nor rebuilds it.
+"""Fetch the exact files of a resolved closure into a package's ``wheels/``: each downloaded
+once into the ``WheelCache``, verified against the lock's sha256, and linked from there by
+later builds without touching the network (sdists: see :func:`vendor_pins`).
 """
 
 from __future__ import annotations
@@ -31,7 +28,7 @@ from envkit.supply.wheelcache import WheelCache, link_or_copy, private_dirs
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["FetchError", "FetchProgress", "fetch_wheels", "vendor_pins"]
+__all__ = ["FetchError", "FetchProgress", "vendor_pins"]
 
 _CHUNK = 1 << 16
 
@@ -46,11 +43,6 @@ class FetchProgress(Protocol):
     def begin(self, filename: str, size: int | None) -> None: ...
     def advance(self, filename: str, nbytes: int) -> None: ...
     def end(self, filename: str, *, cached: bool) -> None: ...
-
-
-def fetch_wheels(pins: Sequence[PinnedWheel], dest: Path, *, cache: WheelCache) -> list[Path]:
-    """Put the wheels of ``pins`` into ``dest`` (see ``vendor_pins``); their paths, sorted."""
-    return sorted(dest / p.filename for p in vendor_pins(pins, dest, cache=cache))
 
 
 def vendor_pins(

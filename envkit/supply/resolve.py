@@ -5,16 +5,11 @@ silently), so the closure is resolved by ``uv pip compile --python-platform
 <arch>-manylinux_<floor> --python-version 3.13``. Not ``--only-binary :all:``: with it, uv
 silently backtracks past releases whose dependency ships only an sdist (hydra-core >= 1.1
 needs the sdist-only antlr4-python3-runtime 4.9.*, so it fell back to hydra-core 0.11.3,
-which cannot start). uv still takes a release's wheel whenever one fits the target; a pin
-that is an sdist is built into a wheel on the host and must come out pure
-(``envkit.supply.sdists``), else the build fails naming the project. The pylock.toml
-output (PEP 751) carries each file's URL and sha256; a second, ``--offline`` run in the
-annotated requirements.txt format, served from uv's own cache, says who asked for what.
-
-uv's argv comes from ``envkit.supply.uvcmd`` (never the user's configuration). Resolutions are
-cached by (requirements, target, indexes, find-links contents, uv version), and the files
-by sha256 (``envkit.supply.wheelcache``, filled by ``envkit.supply.downloads``), so a warm build
-makes no network request at all.
+which cannot start). A pin that is an sdist is built into a pure wheel on the host
+(``envkit.supply.sdists``). The pylock.toml output (PEP 751) carries each file's URL and
+sha256; a second, ``--offline`` run in the annotated requirements.txt format says who asked
+for what. Resolutions are cached by everything that can change them, and the files by sha256
+(``envkit.supply.wheelcache``), so a warm build makes no network request at all.
 """
 
 from __future__ import annotations
@@ -24,13 +19,12 @@ import hashlib
 import json
 import tempfile
 import tomllib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from envkit.errors import FailedError
@@ -40,6 +34,7 @@ from envkit.supply.uvcmd import (
     DEFAULT_INDEX_URL,
     INPUT_NAME,
     Runner,
+    UvSources,
     clean_env,
     compile_command,
     run_subprocess,
@@ -50,6 +45,8 @@ from envkit.supply.uvcmd import (
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from packaging.tags import Tag
+
     from envkit.model.target import Target
 
 __all__ = [
@@ -59,7 +56,6 @@ __all__ = [
     "parse_annotations",
     "parse_pylock",
     "resolve_closure",
-    "target_tags",
 ]
 
 _RESOLVER_MODE = "wheels-else-sdist"
@@ -88,19 +84,17 @@ class PinnedWheel:
     """``(sdist url, sdist sha256)`` when this wheel was built here from that sdist."""
 
 
-def parse_pylock(
-    text: str, base: Path, tags: Sequence[Tag] = ()
-) -> list[tuple[str, str, str, str, str | None, bool]]:
-    """``(name, version, filename, url, sha256, is_sdist)`` per package of a pylock.toml.
+def parse_pylock(text: str, base: Path, tags: Sequence[Tag] = ()) -> list[PinnedWheel]:
+    """The pin of each package of a pylock.toml (``requested_by`` left empty).
 
     uv lists every wheel of a release that the target can install (e.g. a manylinux one and
     ``py3-none-any``); the one the installer would pick (first in ``tags``) is kept. A
-    release with no such wheel is listed by its sdist (``is_sdist``).
+    release with no such wheel is listed by its sdist (``sdist``).
 
     :raises ResolveError: a package has neither a wheel nor an sdist.
     """
     data = tomllib.loads(text)
-    rows: list[tuple[str, str, str, str, str | None, bool]] = []
+    pins = []
     for pkg in data.get("packages", []):
         wheels = pkg.get("wheels") or []
         sdist = pkg.get("sdist")
@@ -112,19 +106,9 @@ def parse_pylock(
         url = dist.get("url") or (base / dist["path"]).resolve().as_uri()
         filename = dist.get("name") or unquote(urlparse(url).path.rsplit("/", 1)[-1])
         sha = (dist.get("hashes") or {}).get("sha256")
-        rows.append((canonicalize_name(pkg["name"]), str(pkg["version"]), filename, url, sha,
-                     not wheels))
-    return rows
-
-
-def target_tags(target: Target) -> list[Tag]:
-    """Tags the target installs, most preferred first (an explicit target, never the host)."""
-    py = target.python
-    major, floor = target.glibc_floor
-    platforms = [f"manylinux_{major}_{m}_{target.arch}" for m in range(floor, 16, -1)]
-    platforms.append(f"manylinux2014_{target.arch}")
-    return [*cpython_tags(py, [f"cp{py[0]}{py[1]}", "abi3", "none"], platforms),
-            *compatible_tags(py, f"cp{py[0]}{py[1]}", platforms)]
+        pins.append(PinnedWheel(canonicalize_name(pkg["name"]), str(pkg["version"]), filename,
+                                url, sha, (), sdist=not wheels))
+    return pins
 
 
 def _best_wheel(wheels: list[dict[str, Any]], tags: Sequence[Tag]) -> dict[str, Any]:
@@ -209,19 +193,16 @@ class ResolutionCache:
     def get(self, key: str) -> list[PinnedWheel] | None:
         """The pins stored under ``key`` when the entry is this user's own and unedited
         (``envkit.supply.root``); None: resolve again."""
-        text = load_entry(self.root, f"{key}.json")
-        if text is None:
-            return None
+        rows = load_entry(self.root, f"{key}.json")
         try:
-            rows = json.loads(text)
             return [PinnedWheel(**{**r, "requested_by": tuple(r["requested_by"]),
                                    "built_from": tuple(r["built_from"])
                                    if r.get("built_from") else None}) for r in rows]
-        except (OSError, ValueError, TypeError, KeyError):
+        except (TypeError, KeyError):  # no entry (None), or not the shape ``put`` writes
             return None
 
     def put(self, key: str, pins: Sequence[PinnedWheel]) -> None:
-        store_entry(self.root, f"{key}.json", json.dumps([asdict(p) for p in pins], indent=1))
+        store_entry(self.root, f"{key}.json", [asdict(p) for p in pins])
 
 
 def _listing(folder: Path) -> list[object]:
@@ -251,9 +232,9 @@ def resolve_closure(
     """Pin every wheel ``requirements`` need on ``target``, sorted by name.
 
     ``offline`` resolves from uv's cache and ``find_links`` only. A ``cache`` hit returns the
-    stored pins without running uv (``refresh`` re-resolves and overwrites the entry,
-    to pick up new releases). ``python_version`` (e.g. ``3.13.14``) overrides the
-    target's ``major.minor`` when a requirement's ``Requires-Python`` needs a patch floor.
+    stored pins without running uv (``refresh`` re-resolves and overwrites the entry).
+    ``python_version`` (e.g. ``3.13.14``) overrides the target's ``major.minor`` when a
+    requirement's ``Requires-Python`` needs a patch floor.
 
     :raises ResolveError: uv failed (no matching wheel for the target, conflict, no network).
     """
@@ -263,20 +244,20 @@ def resolve_closure(
         if cache else ""
     if cache and not refresh and (hit := cache.get(key)) is not None:
         return hit
-    argv = functools.partial(
-        compile_command, uv_bin(), target, find_links=find_links, index_url=index_url,
-        extra_index_urls=extra_index_urls, cache_dir=uv_cache_dir,
-        python_version=python_version, extra_args=extra_args)
+    sources = UvSources(index_url, extra_index_urls, find_links, uv_cache_dir)
+    argv = functools.partial(compile_command, uv_bin(), target, python_version=python_version,
+                             extra_args=extra_args)
     with tempfile.TemporaryDirectory(prefix="envkit-resolve-") as tmp:
         work = Path(tmp)
         (work / INPUT_NAME).write_text("\n".join(requirements) + "\n", "utf-8")
-        lock = _run_uv(runner, argv(output_format="pylock.toml", offline=offline), work, target)
-        notes = _run_uv(runner, argv(output_format="requirements.txt", offline=True), work,
-                        target)
-        rows = parse_pylock(lock, work, target_tags(target))
+        lock = _run_uv(runner, argv(replace(sources, offline=offline),
+                                    output_format="pylock.toml"), work, target)
+        notes = _run_uv(runner, argv(replace(sources, offline=True),
+                                     output_format="requirements.txt"), work, target)
+        pins = parse_pylock(lock, work, target.tags())
     via, direct = parse_annotations(notes), _direct_lines(requirements)
-    pins = sorted((PinnedWheel(n, v, f, u, s, _requested_by(n, via, direct), sdist=sd)
-                   for n, v, f, u, s, sd in rows), key=lambda p: (p.name, p.filename))
+    pins = sorted((replace(p, requested_by=_requested_by(p.name, via, direct)) for p in pins),
+                  key=lambda p: (p.name, p.filename))
     if cache:
         cache.put(key, pins)
     return pins

@@ -92,11 +92,15 @@ def platform_wheels(index_url: str, project: str, version: str) -> list[str]:
 def refuse_compiled(project: str, wheels: list[str]) -> None:
     """:raises SdistBuildError: ``wheels`` (the release's platform wheels) is not empty."""
     if wheels:
-        msg = (f"{project}: PyPI has no wheel for the target, only an sdist, and the release "
-               f"is compiled (it ships platform wheels such as {wheels[0]}); a platform wheel "
-               "cannot be cross-built for the target here. Pin a release of it that ships "
-               "target wheels, or build that wheel on the target and pass it with --wheels-dir")
-        raise SdistBuildError(msg)
+        raise _no_cross_build(project, f"the release is compiled (it ships platform wheels such "
+                                       f"as {wheels[0]})")
+
+
+def _no_cross_build(project: str, why: str) -> SdistBuildError:
+    msg = (f"{project}: PyPI has no wheel for the target, only an sdist, and {why}; a platform "
+           "wheel cannot be cross-built for the target here. Pin a release of it that ships "
+           "target wheels, or build that wheel on the target and pass it with --wheels-dir")
+    return SdistBuildError(msg)
 
 
 def sdist_cache_dir(root: Path, sdist_sha256: str) -> Path:
@@ -115,9 +119,6 @@ class SdistBuild:
     def index_url(self) -> str:
         return self.sources.index_url or DEFAULT_INDEX_URL
 
-    def command(self, sdist: Path, out_dir: Path) -> list[str]:
-        return build_command(uv_bin(), sdist, out_dir, self.sources)
-
 
 def build_pure_wheel(sdist: Path, project: str, sdist_sha256: str, cache_root: Path, *,
                      how: SdistBuild) -> Path:
@@ -134,7 +135,8 @@ def build_pure_wheel(sdist: Path, project: str, sdist_sha256: str, cache_root: P
     private_dirs(final_dir.parent)
     with tempfile.TemporaryDirectory(prefix=".build-", dir=final_dir.parent) as tmp:
         out = Path(tmp) / "dist"
-        result = how.runner(how.command(sdist, out), env=clean_env(), cwd=Path(tmp))
+        cmd = build_command(uv_bin(), sdist, out, how.sources)
+        result = how.runner(cmd, env=clean_env(), cwd=Path(tmp))
         wheels = sorted(out.glob("*.whl")) if out.is_dir() else []
         if result.returncode != 0 or len(wheels) != 1:
             tail = " ".join((result.stderr or result.stdout).strip().splitlines()[-6:])
@@ -145,11 +147,7 @@ def build_pure_wheel(sdist: Path, project: str, sdist_sha256: str, cache_root: P
             raise error
         wheel = wheels[0]
         if not is_pure(wheel.name):
-            msg = (f"{project}: PyPI has no wheel for the target, only an sdist, and it builds "
-                   f"a platform wheel ({wheel.name}); a platform wheel cannot be cross-built "
-                   "for the target here. Pin a release of it that ships target wheels, or "
-                   "build that wheel on the target and pass it with --wheels-dir")
-            raise SdistBuildError(msg)
+            raise _no_cross_build(project, f"it builds a platform wheel ({wheel.name})")
         staged = Path(tmp) / "ok"
         staged.mkdir()
         shutil.move(str(wheel), staged / wheel.name)

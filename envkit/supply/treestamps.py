@@ -1,30 +1,23 @@
 """Each tree's last scan, kept between runs: every file's identity and SHA-256, so the digest of
 an unchanged tree costs a stat per file, not a read of every byte (git's index, for the same
-reason).
+reason). ``validate`` checks a package with a provenance record against its digest (EK209),
+``smoke``, ``probe`` and ``submit`` validate first, and ``submit`` digests the FileSet it
+uploads; a wheels-v1 package is mostly wheels, and hashing them all would be most of each run.
 
-Why: ``envkit validate`` checks a package that has a provenance record against the record's
-digest (EK209), and ``smoke``, ``probe`` and ``submit`` validate first. A wheels-v1 package is
-mostly its wheels, and hashing them all would be most of each of those runs.
-``envkit submit`` keeps the same stamps for the FileSet it uploads. The identity is what
-``envkit.model.tree.hash_files`` compares (size, mtime in nanoseconds, inode, device: why not
-the ctime, which no one can set: a same-size edit with its mtime put back still moves it); a
-file written in the ``RACY_S`` before the scan is hashed but not kept (its stat may not show
-the next write), nor is one under ``MIN_BYTES``. One JSON file per user, tree (its root
-directory's device and inode: the same directory by any path, for one stat where a
-``realpath`` stats every level of the path) and purpose, sealed by this user's key
-(``envkit.supply.root``): an entry that cannot be read, is not this user's own or does not
-carry the seal is a miss, one that cannot be written costs only the speed.
+The identity is what ``envkit.model.tree.hash_files`` compares (``Stamps``). A file changed
+within ``RACY_S`` of the scan is hashed but not kept (its stat may not show the next write),
+nor is one under ``MIN_BYTES``. One entry per user, tree (its root's device and inode: the
+same directory by any path, for one stat) and purpose, sealed by this user's key
+(``envkit.supply.root``): one that is not this user's own or lacks the seal is a miss.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import time
 from typing import TYPE_CHECKING, Any
 
-from envkit.supply.cache import RACY_S, load_entry, store_entry
+from envkit.supply.cache import RACY_S, entry_name, load_entry, store_entry
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -57,27 +50,19 @@ def rescan(root: Path, purpose: str, scan: Callable[[Stamps], Tree], store: Path
         st = root.stat()
     except OSError:
         return scan({})  # raises what a scan of a missing root raises, or finds nothing
-    ident = f"{_VERSION}\0{os.geteuid()}\0{purpose}\0{st.st_dev}:{st.st_ino}"
-    key = hashlib.sha256(ident.encode()).hexdigest()[:32]
-    rel = f"{key[:2]}/{key}.json"
+    rel = entry_name(f"{_VERSION}\0{os.geteuid()}\0{purpose}\0{st.st_dev}:{st.st_ino}")
     old = _load(store, rel)
     tree = scan(old)
     settled = time.time_ns() - int(RACY_S * 1e9)
     keep = {rel: stamp for rel, stamp in tree.stamps.items()
             if stamp[0] >= MIN_BYTES and max(stamp[1], stamp[2]) < settled}
     if keep != old:
-        store_entry(store, rel, json.dumps(keep, separators=(",", ":")))
+        store_entry(store, rel, keep)
     return tree
 
 
 def _load(store: Path, rel: str) -> Stamps:
-    text = load_entry(store, rel)
-    if text is None:
-        return {}
-    try:
-        raw: Any = json.loads(text)
-    except ValueError:
-        return {}
+    raw = load_entry(store, rel)
     if not isinstance(raw, dict):
         return {}
     return {rel: stamp for rel, stamp in raw.items() if _stamp(stamp)}

@@ -5,7 +5,8 @@ The resolver's and the sdist builder's uv calls (``uv pip compile``, ``uv build`
 keeps no inherited ``UV_*``/``PIP_*`` variable, ``PIP_CONFIG_FILE=/dev/null``), never
 downloads an interpreter, and takes its indexes, find-links and cache from one ``UvSources``.
 Commands are plain argv lists run through a ``Runner``, so tests record them instead of
-running uv.
+running uv. Gym's own venv installs run under ``isolated_env``, the same isolation as a copy of
+the environment.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ __all__ = [
     "build_command",
     "clean_env",
     "compile_command",
+    "isolated_env",
     "python_platform",
     "run_subprocess",
     "uv_bin",
@@ -76,14 +78,31 @@ def run_subprocess(cmd: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> 
 def clean_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """A subprocess environment free of the user's pip/uv configuration.
 
-    An allowlist (stricter than ``envkit.supply.isolation.isolated_env``): the resolver must not
-    see anything that can change a resolution, only what PATH, TLS and proxies need."""
+    An allowlist (stricter than :func:`isolated_env`): the resolver must not see anything that
+    can change a resolution, only what PATH, TLS and proxies need."""
     env = os.environ if environ is None else environ
     kept = {k: env[k] for k in _KEEP_ENV if k in env}
     kept.setdefault("PATH", os.defpath)
     kept["PIP_CONFIG_FILE"] = os.devnull
     kept["UV_NO_CONFIG"] = "1"
     return kept
+
+
+def isolated_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """A copy of the environment without pip/uv configuration, pointing pip at no config file.
+
+    Users' ``pip.conf``, ``uv.toml`` and ``PIP_*``/``UV_*`` variables add indexes, constraints
+    and find-links; an install that silently depends on them is not reproducible elsewhere.
+    ``UV_CACHE_DIR`` is kept: the cache location changes no result, only speed.
+    """
+    env = dict(os.environ if base is None else base)
+    for key in list(env):
+        if key.startswith(("PIP_", "UV_")) and key != "UV_CACHE_DIR":
+            del env[key]
+    env["PIP_CONFIG_FILE"] = os.devnull
+    env["UV_NO_CONFIG"] = "1"
+    env["PYTHONNOUSERSITE"] = "1"
+    return env
 
 
 def uv_version() -> str:
@@ -141,19 +160,9 @@ def uv_command(uv: str, args: Sequence[str], sources: UvSources) -> list[str]:
     return cmd
 
 
-def compile_command(
-    uv: str,
-    target: Target,
-    *,
-    output_format: str,
-    find_links: Sequence[Path] = (),
-    index_url: str | None = None,
-    extra_index_urls: Sequence[str] = (),
-    cache_dir: Path | None = None,
-    offline: bool = False,
-    python_version: str | None = None,
-    extra_args: Sequence[str] = (),
-) -> list[str]:
+def compile_command(uv: str, target: Target, sources: UvSources, *, output_format: str,
+                    python_version: str | None = None,
+                    extra_args: Sequence[str] = ()) -> list[str]:
     """argv for ``uv pip compile`` of ``requirements.in`` for ``target`` (never the host).
 
     ``extra_args`` (e.g. ``--constraints FILE``, ``--exclude-newer DATE``) go to uv as given."""
@@ -163,7 +172,6 @@ def compile_command(
         "--python-version", python_version or f"{target.python[0]}.{target.python[1]}",
         "--format", output_format,
     ]
-    sources = UvSources(index_url, extra_index_urls, find_links, cache_dir, offline)
     return [*uv_command(uv, args, sources), *extra_args]
 
 

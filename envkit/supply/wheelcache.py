@@ -61,7 +61,6 @@ def private_dirs(folder: Path) -> None:
         path.mkdir(mode=0o700, exist_ok=True)
 
 
-
 class WheelCache:
     """Content-addressed wheel store: ``<root>/<sha256[:2]>/<sha256>/<filename>``."""
 
@@ -103,18 +102,15 @@ class WheelCache:
 
 
 def pool_wheels(wheels: Iterable[tuple[Path, str]], offer: WheelCache) -> list[Path]:
-    """Each of ``wheels`` (a file and its SHA-256) as a file of ``offer``: the path uv is offered
-    it by.
+    """Each of ``wheels`` (a file and its SHA-256) as a file of ``offer``, the path uv is
+    offered it by.
 
     Why: uv keys its unpacked copy of a find-links wheel by the file's URL and revalidates it
-    by the file's ctime. Offered from a run's own copy of ``wheels/``, every new venv tree
-    unpacked the whole closure again under a new URL, and that copy outlived the tree in uv's
-    cache (about 1 GB per wheels-v1 package, never reclaimed). ``offer`` (see
-    :meth:`WheelCache.offer_under`) holds one read-only copy per wheel's bytes that nothing
-    ever hard-links, so its ctime never moves (a link to a file changes the file's ctime: the
-    download store's files are linked into every package and run copy): uv unpacks a wheel once
-    and every server venv of every package hard-links that one copy. The bytes are the same,
-    so what Gym installs is what ``wheels/`` holds.
+    by the file's ctime, so offering a run's own copy of ``wheels/`` unpacked the whole closure
+    again for every venv tree, and left that copy in uv's cache. ``offer`` holds one read-only
+    copy per wheel's bytes that nothing hard-links (a link moves a file's ctime, and the
+    download store's files are linked into every package), so uv unpacks each wheel once and
+    every server venv links that one copy; the bytes are those of ``wheels/``.
     """
     pooled = []
     for wheel, sha256 in wheels:
@@ -146,10 +142,6 @@ def link_wheels(source: str, target: str) -> None:
     a link makes each run's copy free where the cache shares the package's filesystem.
     """
     if source.endswith(".whl"):
-        try:
-            os.link(source, target)
-        except OSError:
-            pass
-        else:
-            return
-    shutil.copy2(source, target)
+        link_or_copy(Path(source), Path(target))
+    else:
+        shutil.copy2(source, target)

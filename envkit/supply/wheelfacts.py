@@ -1,28 +1,19 @@
 """A wheel's archive facts kept between runs, keyed by the file's stat identity (as git's index
-keeps a file's hash).
+keeps a file's hash): reading the zip directory, METADATA and RECORD is most of an offline
+closure check, and a wheelhouse rarely changes between two ``envkit validate`` runs.
 
-Why: reading the zip directory, METADATA and RECORD is most of an offline closure check; a
-wheel that did not
-change need not be read again, and a wheelhouse rarely changes between two ``envkit validate``
-runs. The key is the file's device, inode, size and mtime and ctime in nanoseconds, not its
-path: a write, a rename over it or a ``touch`` makes a new key; a new hard link moves the
-inode's ctime, so the file is read once more and then every link to it (envkit links its
-download store's files into every package) shares that one entry. Two cases
-are never stored: ``--verify-hashes`` (the user asked for every byte to be read now), and a file
-whose mtime or ctime is within the last two seconds (git's "racily clean" case: a write in the
-same timestamp tick as the read would leave the stat unchanged; and since no one can set a
-ctime, a later file on a reused inode cannot match a stored one). The filename's facts (name,
-version, tags) are parsed again on a hit: they are the key's own. One small JSON file per wheel
-and user (the user id is part of the key), sealed by this user's key (``envkit.supply.root``):
-an entry that cannot be read, does not fit, is not this user's own or was edited since envkit
-wrote it is a miss (the wheel is read), and a cache that cannot be written costs nothing but
-the speed.
+The key is the user id and the file's device, inode, size, mtime and ctime, not its path: a
+write, a rename over it or a ``touch`` makes a new key, and a new hard link moves the ctime, so
+the file is read once more and every link to it (envkit links its download store's files into
+every package) then shares one entry. Never stored: a ``--verify-hashes`` read (every byte is
+to be read now) and a file changed within ``RACY_S`` (git's "racily clean" case; no one can
+set a ctime, so a later file on a reused inode cannot match). Entries are sealed by this
+user's key (``envkit.supply.root``): one that cannot be read, does not fit or was edited is a
+miss, and a store that cannot be written costs only the speed.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import time
 from dataclasses import replace
@@ -36,7 +27,7 @@ from envkit.model.wheelfile import (
     read_wheel,
     with_archive,
 )
-from envkit.supply.cache import RACY_S, load_entry, store_entry
+from envkit.supply.cache import RACY_S, entry_name, load_entry, store_entry
 
 __all__ = ["RACY_S", "WheelFacts"]
 
@@ -58,42 +49,34 @@ class WheelFacts:
         ident = None if deep else _identity(file)
         if ident is None:
             return read_wheel(file, rel, deep=deep)
-        key, changed = ident
+        entry, changed = ident
         base = from_filename(file, rel)
         if base.error:
             return base
-        rel = f"{key[:2]}/{key}.json"
-        facts = _load(self.store, rel)
+        facts = _load(self.store, entry)
         if facts is not None:
             self.hits += 1
             return replace(base, **facts)
         wheel = with_archive(base, file)  # the filename is parsed once
         if time.time() - changed >= RACY_S:
-            store_entry(self.store, rel,
-                        json.dumps({name: getattr(wheel, name) for name in ARCHIVE_FACTS}))
+            store_entry(self.store, entry, {name: getattr(wheel, name) for name in ARCHIVE_FACTS})
         return wheel
 
 
 def _identity(file: Path) -> tuple[str, float] | None:
-    """The store key of ``file`` as it is now, and when it last changed (the later of mtime and
-    ctime); None when it cannot be stat'ed."""
+    """The store entry of ``file`` as it is now, and when it last changed (the later of mtime
+    and ctime); None when it cannot be stat'ed."""
     try:
         st = file.stat()
     except OSError:
         return None  # read_wheel reports it
     ident = (f"{_VERSION}\0{os.geteuid()}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}"
              f"\0{st.st_ctime_ns}")
-    return hashlib.sha256(ident.encode()).hexdigest()[:32], max(st.st_mtime, st.st_ctime)
+    return entry_name(ident), max(st.st_mtime, st.st_ctime)
 
 
 def _load(store: Path, rel: str) -> dict[str, Any] | None:
-    text = load_entry(store, rel)
-    if text is None:
-        return None
-    try:
-        raw = json.loads(text)
-    except ValueError:
-        return None
+    raw = load_entry(store, rel)
     if not isinstance(raw, dict) or set(raw) != set(ARCHIVE_FACTS):
         return None
     facts: dict[str, Any] = {}

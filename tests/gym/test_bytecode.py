@@ -16,8 +16,7 @@ import pytest
 
 from envkit.gym.install import RunPaths, gym_env, write_uv_toml
 from envkit.gym.venv import GymVenv
-from envkit.supply.isolation import isolated_env
-from envkit.supply.uvcmd import uv_bin
+from envkit.supply.uvcmd import isolated_env, uv_bin
 
 
 def test_the_first_start_writes_the_bytecode_the_next_ones_read(

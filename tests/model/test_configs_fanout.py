@@ -2,26 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from envkit.model._configs import read_configs
+from envkit.model._walk import FileEntry
 
 if TYPE_CHECKING:
     from pathlib import Path
 
 
-@dataclass(frozen=True)
-class _File:
-    size: int
-    kind: str = "file"
-
-
-def _write(root: Path, files: dict[str, str]) -> dict[str, _File]:
+def _write(root: Path, files: dict[str, str]) -> dict[str, FileEntry]:
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    return {rel: _File(len(text)) for rel, text in files.items()}
+    return {rel: FileEntry(rel, "file", size=len(text)) for rel, text in files.items()}
 
 
 def test_includes_seen_before_and_new_ones_normalise_alike(tmp_path: Path) -> None:

@@ -17,8 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from envkit.model import yamlio
-from envkit.model._yamlcore import MAX_NODES, TooLarge
-from envkit.model._yamlnodes import Loader
+from envkit.model._yamlnodes import MAX_NODES, Loader, TooLarge
 
 LISTED = "".join(f"  - configs/c{i}.yaml\n" for i in range(50))
 FORMS = [

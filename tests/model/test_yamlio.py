@@ -12,7 +12,7 @@ from support.fuzz_strategies import yaml_documents
 from support.paths import REPO_ROOT
 
 from envkit.model import yamlio
-from envkit.model._yamlcore import TooLarge
+from envkit.model._yamlnodes import TooLarge
 from envkit.model.yamlio import YamlReadError, parse_yaml, read_mapping
 
 FIXTURES = REPO_ROOT / "fixtures"

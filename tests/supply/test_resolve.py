@@ -11,7 +11,7 @@ import pytest
 from wheelfactory import make_wheel
 
 from envkit.model.target import Target
-from envkit.supply.downloads import FetchError, fetch_wheels
+from envkit.supply.downloads import FetchError, vendor_pins
 from envkit.supply.resolve import (
     PinnedWheel,
     ResolutionCache,
@@ -19,9 +19,8 @@ from envkit.supply.resolve import (
     parse_annotations,
     parse_pylock,
     resolve_closure,
-    target_tags,
 )
-from envkit.supply.uvcmd import CompletedRun, clean_env, compile_command
+from envkit.supply.uvcmd import CompletedRun, UvSources, clean_env, compile_command
 from envkit.supply.wheelcache import WheelCache
 
 AARCH64 = Target("aarch64")
@@ -81,8 +80,9 @@ def _ok(text: str) -> CompletedRun:
 
 
 def test_compile_command_targets_the_cluster_not_the_host(tmp_path: Path) -> None:
-    cmd = compile_command("uv", AARCH64, output_format="pylock.toml", find_links=[tmp_path],
-                          extra_index_urls=["https://extra/simple"], offline=True)
+    sources = UvSources(extra_index_urls=["https://extra/simple"], find_links=[tmp_path],
+                        offline=True)
+    cmd = compile_command("uv", AARCH64, sources, output_format="pylock.toml")
     joined = " ".join(cmd)
     assert "--python-platform aarch64-manylinux_2_28" in joined
     assert "--python-version 3.13" in joined
@@ -90,7 +90,8 @@ def test_compile_command_targets_the_cluster_not_the_host(tmp_path: Path) -> Non
     assert "--no-config" in cmd and "--offline" in cmd
     assert f"--find-links {tmp_path.resolve()}" in joined
     assert "--index-url https://pypi.org/simple --extra-index-url https://extra/simple" in joined
-    glibc = compile_command("uv", Target("x86_64", glibc=(2, 34)), output_format="pylock.toml")
+    glibc = compile_command("uv", Target("x86_64", glibc=(2, 34)), UvSources(),
+                            output_format="pylock.toml")
     assert "x86_64-manylinux_2_34" in glibc
 
 
@@ -110,23 +111,25 @@ def test_parse_annotations_reads_single_and_multi_line_via() -> None:
 
 
 def test_parse_pylock_keeps_the_wheel_the_target_prefers() -> None:
-    rows = parse_pylock(PYLOCK, Path("/"), target_tags(AARCH64))
-    by_name = {r[0]: r for r in rows}
-    assert "manylinux_2_17_aarch64" in by_name["pyyaml"][2]
-    assert by_name["pyyaml"][4] == "bb"
+    pins = parse_pylock(PYLOCK, Path("/"), AARCH64.tags())
+    by_name = {p.name: p for p in pins}
+    assert "manylinux_2_17_aarch64" in by_name["pyyaml"].filename
+    assert by_name["pyyaml"].sha256 == "bb"
 
 
 def test_parse_pylock_lists_a_wheel_less_release_by_its_sdist() -> None:
     text = ('lock-version = "1.0"\n[[packages]]\nname = "antlr4-python3-runtime"\n'
             'version = "4.9.3"\nsdist = { url = "https://files/antlr4-python3-runtime-4.9.3'
             '.tar.gz", hashes = { sha256 = "cc" } }\n')
-    rows = parse_pylock(text, Path("/"), target_tags(AARCH64))
-    assert rows == [("antlr4-python3-runtime", "4.9.3", "antlr4-python3-runtime-4.9.3.tar.gz",
-                     "https://files/antlr4-python3-runtime-4.9.3.tar.gz", "cc", True)]
+    pins = parse_pylock(text, Path("/"), AARCH64.tags())
+    assert pins == [PinnedWheel("antlr4-python3-runtime", "4.9.3",
+                                "antlr4-python3-runtime-4.9.3.tar.gz",
+                                "https://files/antlr4-python3-runtime-4.9.3.tar.gz", "cc", (),
+                                sdist=True)]
 
 
 def test_target_tags_respect_arch_and_glibc_floor() -> None:
-    tags = {str(t) for t in target_tags(AARCH64)}
+    tags = {str(t) for t in AARCH64.tags()}
     assert "cp313-cp313-manylinux_2_28_aarch64" in tags
     assert "cp313-cp313-manylinux_2_29_aarch64" not in tags
     assert "py3-none-any" in tags and "cp311-abi3-manylinux_2_17_aarch64" in tags
@@ -185,32 +188,32 @@ def _pin(path: Path, sha: str | None = None) -> PinnedWheel:
     return PinnedWheel("a", "1.0", path.name, path.as_uri(), digest, ("requirement: a",))
 
 
-def test_fetch_wheels_verifies_caches_and_serves_warm_without_the_source(tmp_path: Path) -> None:
+def test_vendor_pins_verifies_caches_and_serves_warm_without_the_source(tmp_path: Path) -> None:
     wheel = make_wheel(tmp_path / "src", "a", "1.0")
     cache = WheelCache(tmp_path / "cache")
     pin = _pin(wheel)
-    got = fetch_wheels([pin], tmp_path / "out1", cache=cache)
-    assert got == [tmp_path / "out1" / wheel.name]
-    assert got[0].read_bytes() == wheel.read_bytes()
+    assert vendor_pins([pin], tmp_path / "out1", cache=cache) == [pin]
+    got = tmp_path / "out1" / wheel.name
+    assert got.read_bytes() == wheel.read_bytes()
     wheel.unlink()  # the "network" is gone: a warm fetch must not need it
-    again = fetch_wheels([pin], tmp_path / "out2", cache=cache)
-    assert again[0].read_bytes() == got[0].read_bytes()
+    vendor_pins([pin], tmp_path / "out2", cache=cache)
+    assert (tmp_path / "out2" / wheel.name).read_bytes() == got.read_bytes()
 
 
-def test_fetch_wheels_rejects_a_hash_mismatch_and_caches_nothing(tmp_path: Path) -> None:
+def test_vendor_pins_rejects_a_hash_mismatch_and_caches_nothing(tmp_path: Path) -> None:
     wheel = make_wheel(tmp_path / "src", "a", "1.0")
     cache = WheelCache(tmp_path / "cache")
     with pytest.raises(FetchError, match="sha256 mismatch"):
-        fetch_wheels([_pin(wheel, "0" * 64)], tmp_path / "out", cache=cache)
+        vendor_pins([_pin(wheel, "0" * 64)], tmp_path / "out", cache=cache)
     assert not list((tmp_path / "cache").rglob("*.whl"))
     assert not list((tmp_path / "out").glob("*.whl"))
 
 
-def test_fetch_wheels_reports_an_unreachable_url(tmp_path: Path) -> None:
+def test_vendor_pins_reports_an_unreachable_url(tmp_path: Path) -> None:
     name = "a-1.0-py3-none-any.whl"
     pin = PinnedWheel("a", "1.0", name, "http://127.0.0.1:9/a.whl", "0" * 64, ())
     with pytest.raises(FetchError, match=re.escape(f"could not download {name}")):
-        fetch_wheels([pin], tmp_path / "out", cache=WheelCache(tmp_path / "cache"))
+        vendor_pins([pin], tmp_path / "out", cache=WheelCache(tmp_path / "cache"))
 
 
 def test_refresh_bypasses_a_cached_resolution_and_replaces_it(tmp_path: Path) -> None:
