@@ -17,9 +17,9 @@ python3 -m venv .venv
 .venv/bin/python -m compileall -q -j 0 envkit converters trainer validators >/dev/null
 # The layering contracts (pyproject.toml [tool.importlinter]) before any test runs.
 .venv/bin/python scripts/lint_imports.py
-# mypy ([tool.mypy]): strict on the model, the rules, the supply chain, the validate operation
-# and the errors; the rest with mypy's defaults. Its cache is kept under ~/.cache (a fresh
-# clone would check everything from nothing; mypy rechecks whatever changed).
+# mypy ([tool.mypy]): strict on every package of envkit (validators/, converters/ and trainer/
+# included). Its cache is kept under ~/.cache (a fresh clone would check everything from
+# nothing; mypy rechecks whatever changed).
 MYPY_CACHE_DIR=${MYPY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/envkit-tests/mypy} \
     .venv/bin/python scripts/typecheck.py
 # The documentation site: the generated pages (commands, settings, schemas, rules) current with
