@@ -24,6 +24,13 @@ cgroup's: ``nice`` alone did nothing there (a third lane at +10 slowed the train
 671 s to 1,029), since Linux's autogroups share the CPU between sessions first, and each group's
 pytest, Gym's servers and Ray's daemons start sessions of their own.
 
+Gym's bring-ups of every group join one Ray cluster (``python -m envkit.gym.ray_cluster``, as a
+user keeps one for many bring-ups), started here before the groups and stopped after them. Why
+not one per group's pytest session (``support.gym_ray``): an idle cluster's daemons take CPU
+seconds every minute, and four groups bring Gym up, three of them for most of the run. A group's
+tests still see a cluster of Ray's defaults, as they would alone; a test that must see Gym start
+its own carries ``@pytest.mark.own_ray`` as before.
+
 A group's output is printed whole when it ends (never interleaved); stderr says when each starts
 and ends. Where the machine gives a cgroup v1 ``cpuacct`` controller, each group's processes
 (Gym's servers and Ray's daemons included) are counted in a cgroup of their own, and the summary
@@ -51,7 +58,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
-from support.ci_groups import COST_S, GROUPS, INTERPRETERS, expression
+from envkit.gym.types import GYM_RAY_ADDRESS_ENV
+from support.ci_groups import COST_S, GROUPS, INTERPRETERS, NEEDS, expression
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_LANES = 2
@@ -63,6 +71,8 @@ BACKGROUND_NICE = 10
 BACKGROUND_SHARES = 256
 """The background cgroup's CPU weight, against 1,024 for each busy session of the lanes: about a
 fifth of the machine while both lanes are busy, and all that they leave idle."""
+GYM_RAY_GROUPS = frozenset(list(NEEDS)[: list(NEEDS).index("gym") + 1])
+"""The groups that may run a ``gym`` test (a test runs in the first group of those it needs)."""
 CGROUP_V1_CPU = Path("/sys/fs/cgroup/cpu")
 CGROUP_V1_CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 
@@ -198,6 +208,48 @@ def _finish(run: Run, root: Path) -> None:
     shutil.rmtree(root / run.group, ignore_errors=True)  # GBs of packages and venvs
 
 
+@contextlib.contextmanager
+def shared_gym_ray(groups: list[str], root: Path) -> Iterator[Path | None]:
+    """One Ray cluster for the Gym bring-ups of every group in ``groups``: its address in
+    ``ENVKIT_GYM_RAY_ADDRESS`` for the groups started meanwhile; yields the cgroup that counts
+    its CPU (None where none is counted). None is started where no group may run a ``gym``
+    test, where the caller set the variable or ``ENVKIT_TEST_OWN_RAY``, or where it fails to
+    start (each group's session then starts its own, and its log says why)."""
+    if (not GYM_RAY_GROUPS & set(groups) or GYM_RAY_ADDRESS_ENV in os.environ
+            or os.environ.get("ENVKIT_TEST_OWN_RAY")):
+        yield None
+        return
+    acct = accounting_cgroup(f"envkit-ci-{os.getpid()}-gym-ray")
+    log = root / "gym-ray.log"
+    with log.open("wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "envkit.gym.ray_cluster", "--allow-python-override"],
+            stdout=subprocess.PIPE, stderr=err, start_new_session=True,
+            preexec_fn=_entering([acct] if acct is not None else [], False))
+    assert proc.stdout is not None
+    line = proc.stdout.readline().decode()  # the address, once the Gym venv and Ray are up
+    try:
+        if line.startswith(f"export {GYM_RAY_ADDRESS_ENV}="):
+            os.environ[GYM_RAY_ADDRESS_ENV] = line.split("=", 1)[1].strip()
+            print(f"--> Gym's Ray cluster for every group at {os.environ[GYM_RAY_ADDRESS_ENV]}",
+                  file=sys.stderr, flush=True)
+        else:
+            print(f"--> no shared Ray cluster for Gym (each group starts its own):\n"
+                  f"{log.read_text('utf-8', errors='replace')[-2000:]}", file=sys.stderr,
+                  flush=True)
+        yield acct
+    finally:
+        os.environ.pop(GYM_RAY_ADDRESS_ENV, None)
+        with contextlib.suppress(ProcessLookupError):
+            proc.terminate()  # the holder stops Ray (ray.shutdown) and exits
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        proc.stdout.close()
+
+
 def run_groups(groups: list[str], lanes: int, root: Path, background: int = 0) -> list[Run]:
     """Run ``groups`` with at most ``lanes`` at once, and ``background`` more at a low CPU
     weight; return every run, ended. A free lane is taken before a background one."""
@@ -234,16 +286,20 @@ def _run(pending: list[str], lanes: int, root: Path, background: int,
     return done
 
 
-def summary(runs: list[Run], wall_s: float) -> tuple[str, int]:
-    """The table of groups in CI order (wall time, exit status) and the run's exit status."""
+def summary(runs: list[Run], wall_s: float, ray_cpu_s: float | None = None) -> tuple[str, int]:
+    """The table of groups in CI order (wall time, exit status) and the run's exit status;
+    ``ray_cpu_s``: the shared Ray cluster's CPU seconds, a line of its own and in the total."""
     ordered = sorted(runs, key=lambda r: GROUPS.index(r.group))
     def cpu(r: Run) -> str:
         return f"  {r.cpu_s:5.0f} CPU s" if r.cpu_s is not None else ""
     lines = [f"{r.group:<9} {r.seconds:5.0f}s{cpu(r)}  exit {r.rc}"
              f"{'  (background)' * r.background}" for r in ordered]
+    if ray_cpu_s is not None:
+        lines.append(f"{'gym-ray':<9} {wall_s:5.0f}s  {ray_cpu_s:5.0f} CPU s  (shared cluster)")
     status = next((r.rc for r in ordered if r.rc), 0) or 0
     counted = [r.cpu_s for r in ordered if r.cpu_s is not None]
-    total = f"  {sum(counted):5.0f} CPU s" if counted and len(counted) == len(ordered) else ""
+    total = (f"  {sum(counted) + (ray_cpu_s or 0):5.0f} CPU s"
+             if counted and len(counted) == len(ordered) else "")
     lines.append(f"{'all':<9} {wall_s:5.0f}s{total}  exit {status}")
     return "\n".join(lines), status
 
@@ -275,11 +331,13 @@ def main(argv: list[str]) -> int:
     # pytest's temp dirs under a root of this run's own (PYTEST_DEBUG_TEMPROOT): every pytest
     # session of the same user prunes /tmp/pytest-of-$USER/ to its last three, so another
     # session (or group) would delete a running one's dirs.
+    groups = list(args.groups or GROUPS)
     with tempfile.TemporaryDirectory(prefix="envkit-ci.") as root:
-        print(f"--> {len(args.groups or GROUPS)} groups, {_at_a_time(args)}", file=sys.stderr,
-              flush=True)
-        runs = run_groups(list(args.groups or GROUPS), args.lanes, Path(root), args.background)
-    table, status = summary(runs, time.monotonic() - start)
+        with shared_gym_ray(groups, Path(root)) as ray_acct:
+            print(f"--> {len(groups)} groups, {_at_a_time(args)}", file=sys.stderr, flush=True)
+            runs = run_groups(groups, args.lanes, Path(root), args.background)
+        ray_cpu_s = cpu_seconds(ray_acct) if ray_acct is not None else None
+    table, status = summary(runs, time.monotonic() - start, ray_cpu_s)
     print(f"\n==> test groups (wall time, exit status; {_at_a_time(args)})\n{table}")
     return status
 

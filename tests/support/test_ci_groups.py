@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from envkit.gym.types import GYM_RAY_ADDRESS_ENV
 from support.ci_groups import COST_S, GROUPS, INTERPRETERS, NEEDS, expression, groups_of
 from support.gym_ray import OWN_RAY
 from support.paths import REPO_ROOT, SUPPORT
+from support.proc_marks import new_mark, survivors
 from support.run_groups import (
     BACKGROUND_NICE,
     BACKGROUND_SHARES,
@@ -27,6 +29,7 @@ from support.run_groups import (
     lane_env,
     pytest_command,
     schedule,
+    shared_gym_ray,
     summary,
 )
 
@@ -267,3 +270,23 @@ def test_each_lane_gets_its_share_of_the_cores_as_openmp_threads() -> None:
     assert lane_env({}, lanes=2, cpus=8)["OMP_NUM_THREADS"] == "4"
     assert lane_env({}, lanes=4, cpus=2)["OMP_NUM_THREADS"] == "1"
     assert lane_env({"OMP_NUM_THREADS": "3"}, lanes=2, cpus=2) == {"OMP_NUM_THREADS": "3"}
+
+
+@pytest.mark.gym
+@pytest.mark.own_ray  # the variable unset, as in a run that starts the cluster itself
+def test_the_groups_share_one_gym_ray_cluster_that_is_stopped_after(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real cluster (Gym's Ray, Gym's Python): its address in the groups' environment while
+    they run, nothing of it left after, its CPU counted; none for groups that bring no Gym up."""
+    monkeypatch.delenv("ENVKIT_TEST_OWN_RAY", raising=False)
+    mark = new_mark(monkeypatch)
+    with shared_gym_ray(["fast", "network"], tmp_path) as none:
+        assert none is None and GYM_RAY_ADDRESS_ENV not in os.environ
+    with shared_gym_ray(["fast", "gym"], tmp_path) as acct:
+        address = os.environ[GYM_RAY_ADDRESS_ENV]
+        assert address.rsplit(":", 1)[1].isdigit(), address
+        assert survivors(mark, wait_s=0), "no cluster process carries the run's environment"
+    assert GYM_RAY_ADDRESS_ENV not in os.environ
+    assert survivors(mark) == []
+    if acct is not None:
+        assert (cpu_seconds(acct) or 0) > 0
