@@ -2,6 +2,10 @@
 a rescore needs (run.json beside Gym's rows with their full responses); rescoring with the
 verifier unchanged changes nothing; after a deliberate verifier change it reports exactly the
 rows whose reward changed, with no policy running.
+
+The rollout is also `envkit rollout` end to end as the user runs it (its own process): its JSON
+follows ``envkit schema rollout``, every row is written with a float reward, the provenance
+lies beside the rows, and no process is left behind.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from support.paths import REPO_ROOT
+from support.proc_marks import new_mark, survivors
 from toy_envs import char_pattern_rows, make_native_package, write_dataset
 
 from envkit.schemas import load_schema
@@ -54,18 +59,31 @@ def _rescore(run: Path, *args: object, status: int = 0) -> dict:
     return report
 
 
-def test_rescore_reports_exactly_the_rows_a_verifier_change_moved(tmp_path: Path) -> None:
+def test_rescore_reports_exactly_the_rows_a_verifier_change_moved(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mark = new_mark(monkeypatch)
     pkg = make_native_package(tmp_path / "pkg")
     data = write_dataset(tmp_path / "data", char_pattern_rows(12, chars="ab", target_len=4))
     model = make_tiny_model(tmp_path / "model", seed=0)
     run = tmp_path / "run"
     proc = _envkit("rollout", pkg, "--dataset", data, "--model", model, "--max-tokens", "6",
-                   "--concurrency", "4", "-o", run / "rollouts.jsonl")
+                   "--concurrency", "4", "-o", run / "rollouts.jsonl", "--output-format", "json")
     assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)  # stdout is the result only
+    jsonschema.validate(result, load_schema("rollout"))
+    assert (result["rollouts"], result["failed"]) == (12, 0)
+    assert result["output"] == str(run / "rollouts.jsonl")
+    assert 0.0 <= result["mean_reward"]["char_pattern_simple_agent"] <= 1.0
+    provenance = json.loads((run / "provenance.json").read_text())  # next to the rollouts
+    jsonschema.validate(provenance, load_schema("provenance"))
+    assert provenance["package"]["name"] and provenance["dataset"]["sha256"]
+    assert provenance["job"] is None
+    assert survivors(mark) == []
     recorded = json.loads((run / "run.json").read_text())
     assert recorded["package"] == str(pkg.resolve()) and recorded["rollouts"] == "rollouts.jsonl"
     rows = [json.loads(line) for line in (run / "rollouts.jsonl").read_text().splitlines()]
     assert len(rows) == 12 and all("response" in r and "reward" in r for r in rows)
+    assert all(isinstance(r["reward"], float) for r in rows)
 
     same = _rescore(run)
     assert same["package_changed"] is False

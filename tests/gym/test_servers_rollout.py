@@ -1,7 +1,7 @@
 """Rollouts through a package's REAL Gym servers (nemo-gym 0.7.0 in its own 3.13 venvs, Ray, uv)
 against a tiny random-init policy served by envkit. Slow: one bring-up shared by the library
 tests, one more for the CLI run with a dead server (the CLI run end to end is
-tests/output/test_command_json_slow.py's rollout test).
+tests/gym/test_rescore.py's rollout).
 
 Issue #5 acceptance: (a) numeric rewards from a real resources server, (c) killing the resources
 server mid-run gives failed + finished rows, a non-zero exit status and no orphan process.

@@ -20,7 +20,11 @@ runs are seeded (the job's ``seed``), so the verdict is the same on every run (m
 machine: 41 of 48 groups, then 5 of 7). The second profile also shows that two runs give the
 same profile: its rows are the same prompt at the same places as the original's first ones.
 
-Slow: three real Gym bring-ups (Python 3.13 venvs, cached), ~450 rollouts of a tiny model on
+The training run is also ``envkit train`` end to end as the user runs it (its own process): its
+JSON follows ``envkit schema train``, and the run records what ``envkit rescore`` needs, which
+rescores its rollouts unchanged.
+
+Slow: four real Gym bring-ups (Python 3.13 venvs, cached), ~450 rollouts of a tiny model on
 the CPU and two GRPO steps; ``allow_python_override`` because this machine's Python 3.13.0 is
 below nemo-gym's ``Requires-Python``.
 """
@@ -32,6 +36,7 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING
 
+import jsonschema
 import pytest
 
 pytest.importorskip("torch")
@@ -42,6 +47,7 @@ from toy_envs import char_pattern_rows, make_native_package, write_dataset
 
 from envkit.cli import main
 from envkit.model.provenance import read_provenance
+from envkit.schemas import load_schema
 from envkit.trainer.metrics import read_metrics
 from envkit.trainer.tiny_model import make_tiny_model
 
@@ -62,6 +68,16 @@ def _profile(capsys: pytest.CaptureFixture[str], package: Path, dataset: Path, m
     data = json.loads(capsys.readouterr().out)
     assert rc == 0, data
     return data
+
+
+def _envkit_json(*args: object) -> dict:
+    """``envkit ARGS --output-format json`` in its own process, as the user runs it: its result
+    (stdout holds only the JSON)."""
+    done = subprocess.run([sys.executable, "-m", "envkit", *map(str, args),
+                           "--allow-python-override", "--output-format", "json"],
+                          capture_output=True, text=True, timeout=1500, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
 
 
 def test_keep_lowers_the_zero_variance_share_and_train_runs_on_it(
@@ -106,10 +122,18 @@ def test_keep_lowers_the_zero_variance_share_and_train_runs_on_it(
     job = write_job(tmp_path / "job.json", {**json.loads(JOB.read_text())["training"],
                                              "max_steps": 2},
                     model=model, dataset=curated, environment=package)
-    done = subprocess.run([sys.executable, "-m", "envkit", "train", str(job), "-o",
-                           str(tmp_path / "run"), "--allow-python-override"],
-                          capture_output=True, text=True, timeout=1500, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    steps = read_metrics(tmp_path / "run" / "metrics.jsonl")
+    run = tmp_path / "run"
+    result = _envkit_json("train", job, "-o", run)
+    jsonschema.validate(result, load_schema("train"))
+    assert result["steps"] == 2 and "train_reward" in result["final_metrics"]
+    steps = read_metrics(run / "metrics.jsonl")
     assert [s["step"] for s in steps] == [1, 2]
     assert all(s["train_failed_rollouts"] == 0 for s in steps)
+    # the run records what `envkit rescore` needs: the package, every rollout with its response
+    recorded = json.loads((run / "run.json").read_text())
+    assert recorded["command"] == "train" and recorded["package"] == str(package.resolve())
+    rows = [json.loads(line) for line in (run / "rollouts.jsonl").read_text().splitlines()]
+    assert len(rows) >= 2 * G and all("response" in r and "reward" in r for r in rows)
+    rescored = _envkit_json("rescore", run)
+    jsonschema.validate(rescored, load_schema("rescore"))
+    assert rescored["summary"]["rescored"] == len(rows) and rescored["summary"]["changed"] == 0
