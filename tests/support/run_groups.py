@@ -227,8 +227,8 @@ def shared_gym_ray(groups: list[str], root: Path) -> Iterator[Path | None]:
             stdout=subprocess.PIPE, stderr=err, start_new_session=True,
             preexec_fn=_entering([acct] if acct is not None else [], False))
     assert proc.stdout is not None
-    line = proc.stdout.readline().decode()  # the address, once the Gym venv and Ray are up
     try:
+        line = proc.stdout.readline().decode()  # the address, once the Gym venv and Ray are up
         if line.startswith(f"export {GYM_RAY_ADDRESS_ENV}="):
             os.environ[GYM_RAY_ADDRESS_ENV] = line.split("=", 1)[1].strip()
             print(f"--> Gym's Ray cluster for every group at {os.environ[GYM_RAY_ADDRESS_ENV]}",

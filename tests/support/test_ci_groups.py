@@ -261,6 +261,9 @@ def test_the_summary_gives_cpu_seconds_where_every_group_has_them() -> None:
                                   "all          12s     34 CPU s  exit 0"]
     table, _ = summary([run("gym", 30.0), run("fast", None)], 12.0)
     assert table.splitlines()[-1] == "all          12s  exit 0"
+    table, _ = summary([run("gym", 30.0), run("fast", 4.0)], 12.0, ray_cpu_s=6.0)
+    assert table.splitlines()[-2:] == ["gym-ray      12s      6 CPU s  (shared cluster)",
+                                       "all          12s     40 CPU s  exit 0"]
 
 
 def test_each_lane_gets_its_share_of_the_cores_as_openmp_threads() -> None:
