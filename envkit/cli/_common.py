@@ -9,7 +9,6 @@ hidden aliases. The chosen format and verbosity go into ``ctx.meta``, where the 
 from __future__ import annotations
 
 import contextlib
-import signal
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -58,6 +57,8 @@ def sigterm_as_interrupt() -> Iterator[None]:
     reaches envkit, which tears them down in order); the default SIGTERM action would kill
     envkit alone and orphan them. ``main()`` maps the interrupt to exit status 130.
     """
+    import signal  # only the commands that bring Gym up use it
+
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         yield

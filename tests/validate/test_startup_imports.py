@@ -43,6 +43,7 @@ NOT_ON_THE_PATH = (
     "hashlib",
     "subprocess",
     "difflib",  # did-you-mean: only a misspelt name needs it (close_matches)
+    "signal",  # SIGTERM as an interrupt: only the commands that bring Gym up
 )
 
 
