@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from _pytest.mark.expression import Expression
 
-__all__ = ["COST_S", "GROUPS", "INTERPRETERS", "NEEDS", "WORKERS", "expression", "groups_of"]
+__all__ = ["COST_S", "GROUPS", "INTERPRETERS", "NEEDS", "expression", "groups_of"]
 
 # What a slow test needs, heaviest bring-up first (the order decides a multi-need test's group).
 NEEDS: dict[str, str] = {
@@ -40,13 +40,6 @@ COST_S: dict[str, int] = {"fast": 98, "vllm": 790, "platform": 147, "ray": 121, 
 lanes, 2026-12-04: 1,147 s in all, 1,838 CPU s): only the order matters, so ``run_groups.py``
 starts the longest first and a short one ends the run. vllm: alone, its venv cached (its cold
 build, ~8 min, is once per machine), on the machine at a load of 8-19, 2026-12-06."""
-
-WORKERS: dict[str, int] = {"gym": 2}
-"""Groups whose pytest runs their test files in this many processes (pytest-xdist, ``--dist
-loadfile``: a file's tests stay in one process, so a module's shared bring-up is still made
-once). Why the gym group: it is the run's longest chain, one Gym bring-up after another, each
-mostly CPU in Gym's own processes with waits between; alone in its lane it ended the run while
-the cores were not both busy."""
 
 INTERPRETERS: dict[str, str] = {"vllm": "tests/support/vllm_venv.py"}
 """Groups whose pytest runs on an interpreter of their own: the script (relative to the

@@ -59,7 +59,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
 from envkit.gym.types import GYM_RAY_ADDRESS_ENV
-from support.ci_groups import COST_S, GROUPS, INTERPRETERS, NEEDS, WORKERS, expression
+from support.ci_groups import COST_S, GROUPS, INTERPRETERS, NEEDS, expression
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_LANES = 2
@@ -107,11 +107,8 @@ def lane_env(environ: dict[str, str], lanes: int, cpus: int) -> dict[str, str]:
 
 def pytest_command(group: str) -> list[str]:
     """The group's pytest run: on the suite's interpreter, or on the group's own
-    (:data:`support.ci_groups.INTERPRETERS`: built first, inside the group's time and log); in
-    several processes where :data:`support.ci_groups.WORKERS` says."""
+    (:data:`support.ci_groups.INTERPRETERS`: built first, inside the group's time and log)."""
     args = ["-m", "pytest", "-m", expression(group), "-q", "--durations=15"]
-    if group in WORKERS:
-        args += ["-n", str(WORKERS[group]), "--dist", "loadfile"]
     if group in INTERPRETERS:
         return [sys.executable, str(REPO / INTERPRETERS[group]), "--exec", *args]
     return [sys.executable, *args]
