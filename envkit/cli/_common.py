@@ -21,6 +21,7 @@ from envkit.validate.settings import SettingsError, parse_glibc, parse_python
 
 __all__ = [
     "FORMAT_KEY",
+    "LOGS_NOTHING",
     "PYTHON_OVERRIDE_ENV",
     "REPORT_FILE_KEY",
     "VERBOSITY_KEY",
@@ -47,6 +48,12 @@ it with every command)."""
 FORMAT_KEY = "envkit.output_format"
 REPORT_FILE_KEY = "envkit.report_file"
 VERBOSITY_KEY = "envkit.verbosity"
+
+LOGS_NOTHING = frozenset({"validate"})
+"""Commands whose whole output is their result and that never log, so skip the logging set-up:
+``envkit validate`` runs as a pre-commit hook, where importing ``logging`` is a share of its
+start worth keeping out (``tests/validate/test_startup_imports.py`` pins that nothing on its
+path imports it)."""
 
 
 @contextlib.contextmanager
@@ -111,12 +118,13 @@ def report_file_option(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def _verbosity(ctx: click.Context, param: click.Parameter, value: int) -> int:
     """``-v`` and ``-q`` add up; the level applies at once (the handler is ``main``'s)."""
-    from envkit.cli._logging import apply_verbosity
-
     state = run_state(ctx)
     sign = 1 if param.name == "verbose" else -1
     state[VERBOSITY_KEY] = state.get(VERBOSITY_KEY, 0) + sign * value
-    apply_verbosity(state[VERBOSITY_KEY])
+    if ctx.info_name not in LOGS_NOTHING:
+        from envkit.cli._logging import apply_verbosity
+
+        apply_verbosity(state[VERBOSITY_KEY])
     return value
 
 

@@ -44,6 +44,7 @@ NOT_ON_THE_PATH = (
     "subprocess",
     "difflib",  # did-you-mean: only a misspelt name needs it (close_matches)
     "signal",  # SIGTERM as an interrupt: only the commands that bring Gym up
+    "logging",  # validate never logs (envkit.cli._common.LOGS_NOTHING): its result is its output
 )
 
 
