@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -34,8 +33,7 @@ _EDITABLE = re.compile(r"^(?:-e|--editable)(?:\s+|=)")
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://|^git\+|^hg\+|^svn\+|^bzr\+")
 
 
-@dataclass(frozen=True, slots=True)
-class Root:
+class Root(NamedTuple):
     """A requirement the install starts from, and where it is written."""
 
     requirement: Requirement
@@ -45,8 +43,7 @@ class Root:
     line: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Egress:
+class Egress(NamedTuple):
     """A requirement only a network can satisfy (URL, VCS ref): never covered by wheels/."""
 
     text: str

@@ -18,7 +18,7 @@ import re
 import stat
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from envkit.model._reads import read_fd_bounded
 
@@ -39,8 +39,7 @@ _KEY_NAMES = frozenset({"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_
                         "id_ed25519_sk"})
 
 
-@dataclass(frozen=True)
-class Secret:
+class Secret(NamedTuple):
     """One secret found: where, what kind, and the value masked (never the whole value)."""
 
     path: str

@@ -18,8 +18,8 @@ from __future__ import annotations
 import fnmatch
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from envkit.model.package import MANIFEST
 from envkit.validate.settings import SettingsError, SettingsFiles, Workspace, workspace_at
@@ -40,8 +40,7 @@ def is_package_root(directory: Path) -> bool:
     return os.path.lexists(directory / MANIFEST)
 
 
-@dataclass(frozen=True, slots=True)
-class Discovery:
+class Discovery(NamedTuple):
     """What the paths on a command line stand for: the package directories to validate and the
     files that lie in none."""
 

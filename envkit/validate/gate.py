@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from envkit.errors import UsageError
 from envkit.model.diagnostics import Diagnostic, parse_selectors
@@ -81,8 +81,7 @@ class GateRequest:
     once; another request reads it anew)."""
 
 
-@dataclass(frozen=True, slots=True)
-class TargetChoice:
+class TargetChoice(NamedTuple):
     """The target a package is judged for and where that choice came from."""
 
     target: Target

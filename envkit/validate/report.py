@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Literal, TypedDict
+from typing import Literal, NamedTuple, TypedDict
 
 from envkit.model.diagnostics import Diagnostic, Severity, rule_url
 
@@ -63,8 +63,7 @@ class ReportDict(TypedDict):
     diagnostics: list[DiagnosticDict]
 
 
-@dataclass(frozen=True, slots=True)
-class Cause:
+class Cause(NamedTuple):
     """One fact that explains several findings, such as a target the package's ``wheels.lock``
     disagrees with (every wheel then fails EK401, and what only they require EK408).
 

@@ -19,7 +19,7 @@ import os
 import re
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from envkit.errors import UsageError
 from envkit.model.realpaths import real_path
@@ -188,8 +188,7 @@ def _number(key: str, value: Any, where: str, *, integer: bool) -> int | float:
     return value if integer else float(value)
 
 
-@dataclass(frozen=True, slots=True)
-class _ConfigFile:
+class _ConfigFile(NamedTuple):
     """One settings file read: its top-level settings, its per-package sections (by glob), and
     the workspace members it lists."""
 
@@ -200,8 +199,7 @@ class _ConfigFile:
     """The workspace's member globs (``None``: the file makes no workspace)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Workspace:
+class Workspace(NamedTuple):
     """A directory whose own configuration file lists its packages (``packages = [...]``)."""
 
     root: Path

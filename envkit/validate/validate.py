@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from envkit.model.diagnostics import Diagnostic, Severity, selected
 from envkit.model.package import load_package
@@ -31,8 +31,7 @@ raised. No input is meant to reach it (every fixture is tested not to); it exist
 still yields a report, not a traceback."""
 
 
-@dataclass(frozen=True, slots=True)
-class TargetDisagreement:
+class TargetDisagreement(NamedTuple):
     """The chosen target is not the one the package's ``wheels.lock`` names.
 
     Why a second run, not a rule: which findings a target explains is whatever differs between

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from envkit.model.gym_data import gym_data
 from envkit.validators.gym.model import DIRECTIVE_KEYS, Opaque, directive_source
@@ -40,8 +39,7 @@ _RESOLVER = re.compile(r"^([A-Za-z_][\w.]*):(.*)$", re.DOTALL)
 _MISSING = "???"
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(NamedTuple):
     """An interpolation that will not resolve: where it is and why."""
 
     keypath: tuple[str | int, ...]

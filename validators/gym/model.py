@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import reduce
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from envkit.model.gym_data import builtin_config, gym_data
 from envkit.model.package import safe_relpath
@@ -50,8 +50,7 @@ DIRECTIVE_KEYS = ("_inherit_from", "_copy")
 """Gym's top-level ``_inherit_from`` (pops its source) and ``_copy`` (keeps it), key form."""
 
 
-@dataclass(frozen=True, slots=True)
-class Definition:
+class Definition(NamedTuple):
     """One top-level key of one config file."""
 
     path: str

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from envkit.model.diagnostics import close_matches
 from envkit.model.package import SERVER_TYPES
@@ -39,8 +39,7 @@ class Shape:
     """What Gym does with a loud block."""
 
 
-@dataclass(frozen=True, slots=True)
-class Ref:
+class Ref(NamedTuple):
     """A ``{type, name}`` server reference inside a server's fields."""
 
     keypath: tuple[str | int, ...]
