@@ -12,7 +12,7 @@ resolves it without complaint, envkit reports both. Goal: envkit >= 25x faster t
 ratio of medians, wall; CPU printed beside it).
 
 Findings (cProfile of one cold check, 66 wheels): no single hot spot is left in envkit's
-code: the time is the wheels' bytes — zip central directories (``_zipdir._entries``), the
+code: the time is the wheels' bytes — zip central directories, the
 RECORD rows (~6,600 ``rsplit``), inflating the 212 METADATA/RECORD members, METADATA headers,
 and ``packaging.version.Version`` for 338 versions. The walk itself is < 10%. So validation
 does not read unchanged wheels at all: ``envkit.supply.wheelfacts`` keeps each wheel's archive

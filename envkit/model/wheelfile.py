@@ -1,6 +1,6 @@
 """Read what validation needs from a wheel straight out of the zip, without installing it: the
-zip directory (``envkit.model._zipdir``, ``zipfile`` as the fallback), five METADATA header
-fields and RECORD. This is the hot path of ``envkit validate`` on a wheelhouse, so nothing
+zip directory, five METADATA header fields and RECORD (members read in bounded pieces,
+``envkit.model._zipdir``). This is the hot path of ``envkit validate`` on a wheelhouse, so nothing
 here hashes the whole archive by default.
 
 RECORD checks (EK407), cheapest first:
@@ -28,11 +28,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from envkit.model._zipdir import Unsupported, ZipfileArchive, open_archive
+from envkit.model._zipdir import Archive
 from envkit.model.secrets import secret_file_kind
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping
+    from collections.abc import Iterable, Mapping
 
     from packaging.tags import Tag
     from packaging.utils import NormalizedName
@@ -122,13 +122,8 @@ def read_wheel(file: Path, rel: str | None = None, *, deep: bool = False) -> Whe
 def with_archive(base: WheelFile, file: Path, *, deep: bool = False) -> WheelFile:
     """``base`` (:func:`from_filename` of ``file``) with what ``file``'s archive holds."""
     try:
-        with file.open("rb") as fh:
-            try:
-                archive: _Members = open_archive(fh)
-            except Unsupported:
-                with zipfile.ZipFile(fh) as zf:
-                    return _read_archive(base, ZipfileArchive(zf), deep=deep)
-            return _read_archive(base, archive, deep=deep)
+        with zipfile.ZipFile(file) as zf:
+            return _read_archive(base, Archive(zf), deep=deep)
     except (zipfile.BadZipFile, OSError, EOFError, zipfile.LargeZipFile) as exc:
         return replace(base, error=f"unreadable archive: {exc}")
     except _ZIPFILE_ERRORS as exc:  # zipfile's parser on a hostile central directory
@@ -142,15 +137,7 @@ empty member name is an ``IndexError``; method 99 ``NotImplementedError``; a bad
 ``UnicodeDecodeError``; encryption ``RuntimeError``)."""
 
 
-class _Members(Protocol):
-    sizes: dict[str, int]
-
-    def read(self, name: str) -> bytes: ...
-
-    def chunks(self, name: str) -> Iterator[bytes]: ...
-
-
-def _read_archive(base: WheelFile, zf: _Members, *, deep: bool) -> WheelFile:
+def _read_archive(base: WheelFile, zf: Archive, *, deep: bool) -> WheelFile:
     metas = [n for n in zf.sizes if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
     if not metas:
         return replace(base, error="no *.dist-info/METADATA in the archive")
@@ -200,7 +187,7 @@ their hooks would bury a planted one under the same warning on every package; a 
 through only byte for byte, under its own project's name and file name."""
 
 
-def _startup_code(zf: _Members, project: str | None) -> tuple[str, ...]:
+def _startup_code(zf: Archive, project: str | None) -> tuple[str, ...]:
     """The ``.pth`` members installed into site-packages (the archive's root, or a
     ``*.data/purelib|platlib/`` folder) holding a line that ``site`` executes: one starting
     with ``import`` followed by a space or a tab (``site.addpackage``'s test), less the
@@ -292,7 +279,7 @@ def _unsafe(names: Iterable[str]) -> list[str]:
 
 
 def record_issues(
-    zf: _Members,
+    zf: Archive,
     dist_info: str,
     *,
     deep: bool = False,
@@ -353,7 +340,7 @@ def _size_issues(path: str, actual: int, digest: str, size: str) -> list[str]:
     return []
 
 
-def _hash_issues(zf: _Members, path: str, digest: str, data: bytes | None) -> list[str]:
+def _hash_issues(zf: Archive, path: str, digest: str, data: bytes | None) -> list[str]:
     import hashlib
 
     algo, _, expected = digest.partition("=")

@@ -31,7 +31,6 @@ INTERNAL = {
     "envkit.model.jobfile._LongInt": "control flow: an over-long integer becomes EK611",
     "envkit.model._yamlnodes.TooLarge": "control flow: becomes a YamlReadError or EK101",
     "envkit.model._yamlnodes.Unusual": "control flow: the event reader hands over to the node path",
-    "envkit.model._zipdir.Unsupported": "control flow: the fast zip reader hands over to zipfile",
     "envkit.platform.upload._Aborted": "control flow: Ctrl-C mid-upload becomes UploadInterrupted",
     "envkit.init.render.TemplateError": "a template bug (tests render every template): an "
                                         "internal error, not user input",
