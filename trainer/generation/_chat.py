@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["encode_prompt", "message_text", "render_fallback"]
+from envkit.policy_server.generation import GenerationError
+
+__all__ = ["encode_prompt", "encode_prompts", "message_text", "render_fallback"]
 
 
 def message_text(message: Mapping[str, Any]) -> str:
@@ -46,3 +48,17 @@ def encode_prompt(tokenizer: Any, prompt: Sequence[Any]) -> list[int]:
         return list(ids["input_ids"] if isinstance(ids, Mapping) else ids)
     text = render_fallback(messages)
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def encode_prompts(tokenizer: Any, prompts: Sequence[Any], max_model_len: int) -> list[list[int]]:
+    """:func:`encode_prompt` of each prompt.
+
+    :raises GenerationError: a prompt leaves no room for a token in ``max_model_len``.
+    """
+    encoded = [encode_prompt(tokenizer, p) for p in prompts]
+    for ids in encoded:
+        if len(ids) >= max_model_len:
+            msg = (f"This model's maximum context length is {max_model_len} tokens; "
+                   f"the prompt has {len(ids)}")
+            raise GenerationError(msg)
+    return encoded

