@@ -2,20 +2,17 @@
 
 Why this split: on a cluster the generation engine (vLLM) and the Gym servers live on the
 rollout node(s) and the optimizer on the training GPU(s), as in NeMo-RL. Actors ask for
-``num_cpus=0``: the machines here have 2 cores, and a PACK placement group over them can hang,
-so nothing reserves CPUs. GPUs and resource labels come from ``placement.plan_placement``,
-decided (or refused) before any actor starts. ``ray.init`` starts a local Ray unless
-``--ray-address`` attaches to a running cluster; either way the driver disconnects at the end
-(a local Ray stops with it, an attached cluster keeps running). Weights travel trainer ->
-rollout actor through Ray's object store after every optimizer step (merged for LoRA). See
-docs/training.md for a multi-node layout.
+``num_cpus=0`` (a PACK placement group over a small machine's cores can hang); GPUs and
+resource labels come from ``placement.plan_placement``, decided before any actor starts. The
+driver disconnects at the end: a local Ray stops with it, an attached one (``--ray-address``)
+keeps running. Weights travel trainer -> rollout actor through Ray's object store after every
+optimizer step (merged for LoRA). See docs/training.md for a multi-node layout.
 """
 
 from __future__ import annotations
 
 import logging
 import socket
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from envkit.trainer.inputs import TrainInputError
@@ -32,14 +29,7 @@ if TYPE_CHECKING:
     from envkit.trainer.sources.base import RolloutSource
     from envkit.trainer.sources.gym import GymSourceOptions
 
-__all__ = [
-    "RayLabels",
-    "RayStartError",
-    "init_ray",
-    "plan_for_nodes",
-    "train_on_ray",
-    "train_with_actors",
-]
+__all__ = ["RayStartError", "init_ray", "plan_for_nodes", "train_on_ray", "train_with_actors"]
 
 log = logging.getLogger(__name__)
 
@@ -48,14 +38,6 @@ _CLOSE_TIMEOUT_S = 120.0
 
 class RayStartError(TrainInputError):
     """Ray could not be started or the cluster at ``--ray-address`` cannot be reached."""
-
-
-@dataclass(frozen=True, slots=True)
-class RayLabels:
-    """Custom Ray resources that pin the actors (``--ray-rollout-resource``/``-trainer-``)."""
-
-    rollout: str | None = None
-    trainer: str | None = None
 
 
 def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
@@ -148,24 +130,20 @@ def plan_for_nodes(
     backend: str,
     *,
     attached: bool = False,
-    labels: RayLabels | None = None,
+    labels: tuple[str | None, str | None] = (None, None),
 ) -> ActorPlacement:
     """The actors' options for ``ray.nodes()``; logs the plan's warnings.
 
+    :param labels: the custom Ray resources that pin the rollout and the trainer actor
+        (``--ray-rollout-resource``, ``--ray-trainer-resource``).
     :raises TrainInputError: the cluster cannot hold the actors (``PlacementError``'s message).
     """
     from envkit.trainer.placement import PlacementError, alive_node_resources, plan_placement
 
-    labels = labels or RayLabels()
+    rollout_label, trainer_label = labels
     try:
-        plan = plan_placement(
-            alive_node_resources(nodes),
-            cfg,
-            backend,
-            attached=attached,
-            rollout_label=labels.rollout,
-            trainer_label=labels.trainer,
-        )
+        plan = plan_placement(alive_node_resources(nodes), cfg, backend, attached=attached,
+                              rollout_label=rollout_label, trainer_label=trainer_label)
     except PlacementError as exc:
         raise TrainInputError(str(exc)) from None
     for warning in plan.warnings:
@@ -196,7 +174,7 @@ def train_with_actors(
     address: str | None = None,
     *,
     backend: str = "hf",
-    labels: RayLabels | None = None,
+    labels: tuple[str | None, str | None] = (None, None),
     on_start: Callable[[dict[str, Any]], None] | None = None,
 ) -> TrainResult:
     """Place and start both actors, run to the end, always stop them and disconnect.
@@ -240,15 +218,7 @@ def train_on_ray(inputs: TrainInputs, request: TrainRequest, source_opts: GymSou
 
     paths = inputs.paths
     factory = partial(GymRolloutSource, paths.environment, paths.model, source_opts)
-    labels = RayLabels(request.ray_rollout_resource, request.ray_trainer_resource)
-    return train_with_actors(
-        inputs.config,
-        paths.model,
-        factory,
-        inputs.train_rows,
-        inputs.val_rows,
-        opts,
-        address=request.ray_address,
-        backend=request.backend,
-        labels=labels,
-    )
+    labels = (request.ray_rollout_resource, request.ray_trainer_resource)
+    return train_with_actors(inputs.config, paths.model, factory, inputs.train_rows,
+                             inputs.val_rows, opts, address=request.ray_address,
+                             backend=request.backend, labels=labels)

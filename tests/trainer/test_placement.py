@@ -168,6 +168,6 @@ def test_a_cluster_that_cannot_hold_the_actors_is_a_train_input_error():
     from envkit.trainer.run import TrainInputError
 
     nodes = [{"Alive": True, "Resources": CPU_NODE}]
-    labels = ray_run.RayLabels(rollout="rollout")
+    labels = ("rollout", None)
     with pytest.raises(TrainInputError, match="ray start --resources"):  # CLI: exit 1, no trace
         ray_run.plan_for_nodes(nodes, _cfg(), "hf", labels=labels)
