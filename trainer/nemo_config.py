@@ -14,7 +14,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import InvalidError, UsageError
-from envkit.trainer.optim import DEFAULT_OPTIMIZER, is_flat
+from envkit.trainer.optim import MIN_START_FACTOR, is_flat, optimizer_name
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -73,10 +73,8 @@ CANNOT_APPLY: dict[str, str] = {
 
 
 def _opt(cfg: GrpoConfig) -> dict[str, Any]:
-    kind = cfg.training.optimizer_type or DEFAULT_OPTIMIZER
-    name = "torch.optim.Adam" if kind.startswith("adam_") else "torch.optim.AdamW"
     return {
-        "name": name,
+        "name": f"torch.optim.{optimizer_name(cfg.training.optimizer_type)}",
         "kwargs": {
             "lr": cfg.training.learning_rate,
             "weight_decay": cfg.training.weight_decay,
@@ -98,7 +96,7 @@ def _scheduler(cfg: GrpoConfig, steps: int) -> list[dict[str, Any]]:
         ]
     floor = cfg.training.min_learning_rate or 0.0
     warmup = max(cfg.training.warmup_steps or 0, 1)
-    start = max(floor / cfg.training.learning_rate, 1e-5)
+    start = max(floor / cfg.training.learning_rate, MIN_START_FACTOR)
     linear = {"start_factor": start, "end_factor": 1.0, "total_iters": warmup}
     cosine = {"T_max": max(steps - warmup, 1), "eta_min": floor}
     return [

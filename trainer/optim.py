@@ -19,17 +19,23 @@ if TYPE_CHECKING:
 
     from envkit.trainer.config import GrpoConfig
 
-__all__ = ["DEFAULT_OPTIMIZER", "is_flat", "lr_at", "make_optimizer", "make_scheduler"]
+__all__ = ["DEFAULT_OPTIMIZER", "MIN_START_FACTOR", "is_flat", "lr_at", "make_optimizer",
+           "make_scheduler", "optimizer_name"]
 
 DEFAULT_OPTIMIZER = "adamw_with_cosine_annealing"
 """What the compiler picks for an unset ``optimizer_type``."""
 
-_MIN_START_FACTOR = 1e-5
+MIN_START_FACTOR = 1e-5
 """The compiler's floor on the warmup start factor (``max(min_lr / lr, 1e-5)``)."""
 
 
 def is_flat(optimizer_type: str | None) -> bool:
     return (optimizer_type or DEFAULT_OPTIMIZER).endswith("_flat_lr")
+
+
+def optimizer_name(optimizer_type: str | None) -> str:
+    """The ``torch.optim`` class: ``Adam`` for the ``adam_*`` types, else ``AdamW``."""
+    return "Adam" if (optimizer_type or DEFAULT_OPTIMIZER).startswith("adam_") else "AdamW"
 
 
 def lr_at(
@@ -46,17 +52,17 @@ def lr_at(
     floor = min_lr or 0.0
     w = max(warmup, 1)
     if step < w:
-        start = max(floor / lr, _MIN_START_FACTOR)
+        start = max(floor / lr, MIN_START_FACTOR)
         return lr * (start + (1.0 - start) * step / w)
     span = max(total - w, 1)
     return floor + (lr - floor) * 0.5 * (1 + math.cos(math.pi * (step - w) / span))
 
 
 def make_optimizer(params: Iterable[torch.nn.Parameter], cfg: GrpoConfig) -> torch.optim.Optimizer:
-    """``torch.optim.AdamW``, or ``Adam`` for the ``adam_*`` types (still given the weight
-    decay, as the compiler passes it)."""
-    kind = cfg.training.optimizer_type or DEFAULT_OPTIMIZER
-    cls = torch.optim.Adam if kind.startswith("adam_") else torch.optim.AdamW
+    """The :func:`optimizer_name` optimizer (``Adam`` still gets the weight decay, as the
+    compiler passes it)."""
+    adam = optimizer_name(cfg.training.optimizer_type) == "Adam"
+    cls = torch.optim.Adam if adam else torch.optim.AdamW
     return cls(
         [p for p in params if p.requires_grad],
         lr=cfg.training.learning_rate,
