@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     Generate = Callable[[int, int], list[Rollout]]
     """``generate(num_prompts, first_group)``: take that many prompts and roll them out."""
 
-__all__ = ["DynamicSamplingError", "Sampled", "sample_step", "step_rewards", "train_metrics",
+__all__ = ["DynamicSamplingError", "Sampled", "sample_step", "train_metrics",
            "zero_variance_groups"]
 
 
@@ -62,27 +62,20 @@ def zero_variance_groups(rollouts: list[Rollout], rewards: torch.Tensor) -> tupl
     return sum(max(g) - min(g) <= 1e-9 for g in by_group.values()), len(by_group)
 
 
-def step_rewards(rollouts: list[Rollout], cfg: GrpoConfig) -> tuple[torch.Tensor, torch.Tensor]:
-    """Scaled then shaped rewards (NeMo-RL's order), and the rewards the std is taken over:
-    the unshaped ones when dynamic sampling and shaping are both on. (b,), (b,)."""
+def _scored(rollouts: list[Rollout], cfg: GrpoConfig) -> tuple[torch.Tensor, ...]:
+    """Scaled then shaped rewards (NeMo-RL's order), their baselines and stds. (b,) each.
+
+    The std is taken over the unshaped rewards when dynamic sampling and shaping are both on.
+    """
     raw = torch.tensor([r.reward for r in rollouts], dtype=torch.float32)
     scaled = scale_rewards(raw, cfg.training.reward_scaling)
     lengths = torch.tensor([len(r.completion_ids) for r in rollouts])
     truncated = torch.tensor([bool(r.truncated) for r in rollouts])
     shaping = cfg.training.reward_shaping
-    shaped = shape_rewards(scaled, lengths, truncated, shaping)
-    spread = scaled if cfg.training.use_dynamic_sampling and shaping is not None else shaped
-    return shaped, spread
-
-
-def _scored(rollouts: list[Rollout], cfg: GrpoConfig) -> tuple[torch.Tensor, ...]:
-    rewards, spread = step_rewards(rollouts, cfg)
-    baseline, std = baseline_and_std(
-        groups_of(rollouts),
-        rewards,
-        leave_one_out=cfg.training.use_leave_one_out_baseline,
-        std_rewards=spread,
-    )
+    rewards = shape_rewards(scaled, lengths, truncated, shaping)
+    spread = scaled if cfg.training.use_dynamic_sampling and shaping is not None else rewards
+    baseline, std = baseline_and_std(groups_of(rollouts), rewards, std_rewards=spread,
+                                     leave_one_out=cfg.training.use_leave_one_out_baseline)
     return rewards, baseline, std
 
 
