@@ -73,14 +73,14 @@ def save_checkpoint(
 
 def _listing(root: Path) -> list[Checkpoint]:
     found = []
-    for meta in sorted(root.glob(f"step_*/{_META}")):
+    for meta in root.glob(f"step_*/{_META}"):
         data = json.loads(meta.read_text(encoding="utf-8"))
         found.append(Checkpoint(int(data["step"]), meta.parent, data.get("metric")))
     return sorted(found, key=lambda c: c.step)
 
 
 def latest_checkpoint(root: Path) -> Checkpoint | None:
-    found = _listing(root) if root.is_dir() else []
+    found = _listing(root)
     return found[-1] if found else None
 
 

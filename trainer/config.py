@@ -16,26 +16,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import InvalidError
-from envkit.model.jobspec import (
-    GrpoSettings,
-    JobSpecError,
-    LoraSettings,
-    ParallelismSettings,
-    grpo_settings,
-)
+from envkit.model.jobspec import GrpoSettings, JobSpecError, LoraSettings, grpo_settings
 from envkit.trainer.loss import LossConfig
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = [
-    "BatchingSettings",
-    "ConfigError",
-    "GrpoConfig",
-    "LoraSettings",
-    "ParallelismSettings",
-    "grpo_config",
-]
+__all__ = ["BatchingSettings", "ConfigError", "GrpoConfig", "LoraSettings", "grpo_config"]
 
 DEFAULT_SEED = 42
 """What the platform's compiler puts in for an unset ``seed``."""

@@ -39,7 +39,8 @@ __all__ = [
     "resolve_inputs",
 ]
 
-_REF_KEYS = ("environment", "dataset", "model")
+_REF_OPTIONS = {"environment": "env", "dataset": "dataset", "model": "model"}
+"""The job's refs, each with the option (and ``TrainRequest`` field) that overrides it."""
 
 
 class TrainInputError(InvalidError, ValueError):
@@ -117,19 +118,15 @@ def _local(job_data: Mapping[str, Any], key: str, override: Path | None) -> Path
     return None
 
 
-def _option(key: str) -> str:
-    return {"environment": "env"}.get(key, key)
-
-
 def resolve_inputs(job_data: Mapping[str, Any], request: TrainRequest) -> LocalInputs:
     """Local directories for environment, dataset and model.
 
     :raises TrainInputError: a ref that is neither overridden nor an existing local path.
     """
-    found = {key: _local(job_data, key, getattr(request, _option(key))) for key in _REF_KEYS}
-    env, data, model = (found[key] for key in _REF_KEYS)
+    found = {key: _local(job_data, key, getattr(request, opt)) for key, opt in _REF_OPTIONS.items()}
+    env, data, model = found.values()
     if env is None or data is None or model is None:
-        hints = ", ".join(f"`{k}` (--{_option(k)})" for k, v in found.items() if v is None)
+        hints = ", ".join(f"`{k}` (--{_REF_OPTIONS[k]})" for k, v in found.items() if v is None)
         msg = (
             f"no local directory for {hints}: a `workspace/name` ref only resolves on the "
             "platform; pass the option or put a local path in the job"

@@ -1,18 +1,13 @@
 """Rollouts through the package's real Gym servers: policy endpoint -> agent -> reward.
 
 Why this path: it is what the platform's ``rl`` backend runs. The policy is served by an
-OpenAI-compatible endpoint (``policy_server`` over a ``GenerationBackend``: HF on CPU, vLLM on
-GPU); Gym's ``vllm_model`` calls it with ``return_token_id_information``, so each rollout comes
-back with prompt ids, generated ids and the sampler's logprobs. After every optimizer step
-:meth:`GymRolloutSource.refresh` pushes the new weights into the backend. When the servers
-cannot serve (one died, every row failed), :meth:`GymRolloutSource.rollouts` raises
-``RolloutFailedError``; the loop then calls :meth:`restart` and redoes the batch, so no step is
-lost or counted twice. A single row that failed while the servers are up (a timeout, an error
-the agent reported) comes back as a failed :class:`~envkit.gym.rollout.Rollout`: a failure,
-never a reward of 0, which the loop counts and leaves out of the step.
-
-The path of one batch: ``grpo`` -> :meth:`GymRolloutSource.rollouts` -> ``envkit.gym.client``
-(POST ``/run``), with the session's liveness probe polled while rows are in flight.
+OpenAI-compatible endpoint (``policy_server`` over a ``GenerationBackend``); Gym's ``vllm_model``
+calls it with ``return_token_id_information``, so each rollout comes back with prompt ids,
+generated ids and the sampler's logprobs. When the servers cannot serve (one died, every row
+failed), :meth:`GymRolloutSource.rollouts` raises ``RolloutFailedError``; the loop then calls
+:meth:`restart` and redoes the batch, so no step is lost or counted twice. A single row that
+failed while the servers are up comes back as a failed :class:`~envkit.gym.rollout.Rollout`:
+a failure, never a reward of 0.
 """
 
 from __future__ import annotations
@@ -274,11 +269,9 @@ class GymRolloutSource:
     ) -> list[Rollout]:
         """``num_generations`` rollouts of each row, every one in flight at once.
 
-        Why all at once: the platform's NeMo-RL hands a step's rows to Gym together (Gym's
-        ``run_examples`` schedules them all up front), ``envkit probe`` checks the package at
-        that concurrency (the job's batch), and a continuously batching engine (vLLM) batches
-        only what is in flight. With ``seed``, each rollout carries a seed of its own, so its
-        samples do not depend on the order the requests arrive in.
+        Why all at once: the platform's NeMo-RL hands a step's rows to Gym together, ``envkit
+        probe`` checks the package at that concurrency, and a continuously batching engine
+        (vLLM) batches only what is in flight. ``seed`` gives each rollout a seed of its own.
         """
         session, req = self.session, self.opts.requests
         reason = session.dead()
