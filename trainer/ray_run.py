@@ -24,12 +24,10 @@ if TYPE_CHECKING:
 
     from envkit.trainer.config import GrpoConfig
     from envkit.trainer.grpo import TrainOptions, TrainResult
-    from envkit.trainer.inputs import TrainInputs, TrainRequest
     from envkit.trainer.placement import ActorPlacement
     from envkit.trainer.sources.base import RolloutSource
-    from envkit.trainer.sources.gym import GymSourceOptions
 
-__all__ = ["RayStartError", "init_ray", "plan_for_nodes", "train_on_ray", "train_with_actors"]
+__all__ = ["RayStartError", "init_ray", "plan_for_nodes", "train_with_actors"]
 
 log = logging.getLogger(__name__)
 
@@ -208,17 +206,3 @@ def train_with_actors(
         if connected:
             ray.shutdown()  # a local Ray stops; an attached cluster keeps running
 
-
-def train_on_ray(inputs: TrainInputs, request: TrainRequest, source_opts: GymSourceOptions,
-                 opts: TrainOptions) -> TrainResult:
-    """``envkit train --ray``: the validated inputs trained by the two actors."""
-    from functools import partial
-
-    from envkit.trainer.sources.gym import GymRolloutSource
-
-    paths = inputs.paths
-    factory = partial(GymRolloutSource, paths.environment, paths.model, source_opts)
-    labels = (request.ray_rollout_resource, request.ray_trainer_resource)
-    return train_with_actors(inputs.config, paths.model, factory, inputs.train_rows,
-                             inputs.val_rows, opts, address=request.ray_address,
-                             backend=request.backend, labels=labels)

@@ -8,7 +8,7 @@ actors through ``trainer/ray_run.py``).
 
 from __future__ import annotations
 
-import logging
+from functools import partial
 from typing import TYPE_CHECKING
 
 from envkit.gym import ROLLOUTS_FILE, RunFile, write_run_file
@@ -16,16 +16,12 @@ from envkit.supply.provenance import run_record, write_provenance
 from envkit.trainer.inputs import TrainInputError, TrainInputs, TrainRequest, read_inputs
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    from collections.abc import Callable
 
-    from envkit.trainer.config import GrpoConfig
     from envkit.trainer.grpo import TrainOptions, TrainResult
-    from envkit.trainer.policy import Policy
-    from envkit.trainer.sources.gym import GymSourceOptions
+    from envkit.trainer.sources.gym import GymRolloutSource
 
 __all__ = ["TrainInputError", "TrainRequest", "run_training"]
-
-log = logging.getLogger(__name__)
 
 
 def run_training(request: TrainRequest) -> TrainResult:
@@ -35,22 +31,27 @@ def run_training(request: TrainRequest) -> TrainResult:
     """
     _refuse_previous_run(request)
     inputs = read_inputs(request)
-    provenance = run_record(inputs.paths.environment, inputs.paths.dataset, request.job)
+    paths = inputs.paths
+    provenance = run_record(paths.environment, paths.dataset, request.job)
     write_provenance(request.output, provenance)
     write_run_file(request.output, RunFile(
-        "train", str(inputs.paths.environment.resolve()), provenance.package_sha256,
+        "train", str(paths.environment.resolve()), provenance.package_sha256,
         ROLLOUTS_FILE, request.runtime.gym_version, request.runtime.offline))
     from envkit.trainer.grpo import TrainOptions  # torch loads once the inputs are valid
-    from envkit.trainer.sources.gym import gym_source_options
+    from envkit.trainer.sources.gym import GymRolloutSource, gym_source_options
 
     source_opts = gym_source_options(inputs.config, request.backend, request.runtime,
                                      record_to=request.output / ROLLOUTS_FILE)
+    source = partial(GymRolloutSource, paths.environment, paths.model, source_opts)
     opts = TrainOptions(request.output, resume=request.resume, save_period=request.save_period)
     if request.use_ray or request.ray_address:
-        from envkit.trainer.ray_run import train_on_ray
+        from envkit.trainer.ray_run import train_with_actors
 
-        return train_on_ray(inputs, request, source_opts, opts)
-    return _train_local(inputs, source_opts, opts)
+        labels = (request.ray_rollout_resource, request.ray_trainer_resource)
+        return train_with_actors(inputs.config, paths.model, source, inputs.train_rows,
+                                 inputs.val_rows, opts, address=request.ray_address,
+                                 backend=request.backend, labels=labels)
+    return _train_local(inputs, source, opts)
 
 
 def _refuse_previous_run(request: TrainRequest) -> None:
@@ -74,24 +75,19 @@ def _refuse_previous_run(request: TrainRequest) -> None:
         raise TrainInputError(msg)
 
 
-def _load(model_dir: Path, cfg: GrpoConfig) -> Policy:
+def _train_local(inputs: TrainInputs, source: Callable[[], GymRolloutSource],
+                 opts: TrainOptions) -> TrainResult:
+    """Train in this process; a model that does not load is an input error."""
+    from envkit.trainer.grpo import train
     from envkit.trainer.policy import load_policy
 
+    model_dir = inputs.paths.model
     try:
-        return load_policy(model_dir, cfg)
+        policy = load_policy(model_dir, inputs.config)
     except (OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         msg = f"cannot load a causal LM and tokenizer from {model_dir}: {first}"
         raise TrainInputError(msg) from None
-
-
-def _train_local(inputs: TrainInputs, source_opts: GymSourceOptions,
-                 opts: TrainOptions) -> TrainResult:
-    from envkit.trainer.grpo import train
-    from envkit.trainer.sources.gym import GymRolloutSource
-
-    policy = _load(inputs.paths.model, inputs.config)
-    with GymRolloutSource(inputs.paths.environment, inputs.paths.model, source_opts) as source:
-        source.refresh(policy)
-        return train(inputs.config, policy, source, inputs.train_rows, opts,
-                     val_rows=inputs.val_rows)
+    with source() as gym:
+        gym.refresh(policy)
+        return train(inputs.config, policy, gym, inputs.train_rows, opts, val_rows=inputs.val_rows)
