@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["HFBackend", "sample_next"]
 
+_MAX_BATCH = 64  # sequences sampled together; more prompts go in further batches
+
 
 def sample_next(
     logits: torch.Tensor, params: SamplingParams, generator: torch.Generator | None
@@ -71,23 +73,20 @@ def _top_p(logits: torch.Tensor, top_p: float) -> torch.Tensor:
 
 
 class HFBackend:
-    """A ``GenerationBackend`` over a local HF model directory (CPU by default)."""
+    """A ``GenerationBackend`` over a local HF model directory, on CPU."""
 
     def __init__(
         self,
         model_dir: str | Path,
         *,
         model_name: str | None = None,
-        device: str = "cpu",
-        max_batch: int = 64,
         hf_config_overrides: Mapping[str, Any] | None = None,
     ) -> None:
         from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
         self.model_dir = Path(model_dir)
         self.model_name = model_name or self.model_dir.name
-        self.device = torch.device(device)
-        self.max_batch = max_batch
+        self.device = torch.device("cpu")
         self.tokenizer: PreTrainedTokenizerBase = AutoTokenizer.from_pretrained(self.model_dir)
         config = AutoConfig.from_pretrained(self.model_dir)  # the trainer's overrides, too
         apply_hf_overrides(config, dict(hf_config_overrides or {}))
@@ -121,8 +120,8 @@ class HFBackend:
         flat = [ids for ids in encoded for _ in range(params.n)]
         with self._lock:
             samples: list[Completion] = []
-            for start in range(0, len(flat), self.max_batch):
-                samples.extend(self._sample(flat[start:start + self.max_batch], params))
+            for start in range(0, len(flat), _MAX_BATCH):
+                samples.extend(self._sample(flat[start:start + _MAX_BATCH], params))
         return [
             GenerationOutput(tuple(ids), tuple(samples[i * params.n:(i + 1) * params.n]))
             for i, ids in enumerate(encoded)
