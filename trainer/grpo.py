@@ -1,11 +1,9 @@
 """The GRPO loop: generate -> score -> advantages -> loss -> optimizer step -> refresh.
 
-Why this shape: each step reads on one screen (:func:`_step`); sampling (with dynamic
-sampling and fault retries), the policy update, validation and checkpoints are separate
-functions. Every step reseeds torch from ``(seed, step)`` and hands the rollout source a seed
-from which each sample's generator is derived (``seeds.py``), so a resumed run draws exactly the
-samples an uninterrupted one would, and two fresh runs of the same job draw the same samples
-whatever order Gym's concurrent requests reach the policy server in.
+Why this shape: each step reads on one screen (:func:`_step`). Every step reseeds torch from
+``(seed, step)`` and hands the rollout source a seed for each sample's generator (``seeds.py``),
+so a resumed run draws exactly the samples an uninterrupted one would, whatever order Gym's
+concurrent requests reach the policy server in.
 """
 
 from __future__ import annotations
@@ -121,8 +119,7 @@ def _generate_with_retry(
 
 
 def _sample(run: _Run, seed: int) -> Sampled:
-    """The step's samples (``dynamic_sampling.sample_step``) from this run's prompts; group
-    ids are unique within the step, so ``seed`` gives every sample of the step its own draws.
+    """The step's samples (``dynamic_sampling.sample_step``) from this run's prompts.
 
     A rollout that failed (a timeout, an error the agent reported) is a failure, not a reward:
     it is counted in ``Sampled.failed`` and left out; its group trains on the samples it has.
@@ -196,8 +193,7 @@ def _update(run: _Run, rollouts: list[Rollout], advantages: torch.Tensor) -> dic
     scheduler steps once afterwards. A step short of rollouts (some failed) trains what it has:
     its last optimizer step takes the remainder."""
     size = run.cfg.training.batch_size
-    updates = max(-(-len(rollouts) // size), 1)
-    chunks = [slice(i * size, min((i + 1) * size, len(rollouts))) for i in range(updates)]
+    chunks = [slice(i, i + size) for i in range(0, max(len(rollouts), 1), size)]
     totals: dict[str, float] = {}
     for chunk in chunks:
         for name, value in _one_update(run, rollouts[chunk], advantages[chunk]).items():
