@@ -1,12 +1,10 @@
 """The run configuration the trainer executes, derived from the job model.
 
 Why a view and not a second model: every job field's name, type and default lives in
-``envkit.model.jobspec.GrpoSettings``; :class:`GrpoConfig` holds those settings as ``training``
-(the job's ``training`` block, so ``cfg.training.learning_rate`` is ``training.learning_rate``)
-and adds, as typed properties, what the platform's compiler resolves (seed 42,
-``max_new_tokens`` = ``max_seq_length``, LoRA defaults, the step count) and the groups of loss
-and batching knobs the modules take. The job's rules are not checked here: the trainer runs a
-job ``envkit.validators.job`` has accepted.
+``envkit.model.jobspec.GrpoSettings``; :class:`GrpoConfig` holds the job's ``training`` block
+as ``training`` and adds, as properties, what the platform's compiler resolves (seed,
+``max_new_tokens``, LoRA defaults, the step count) and the loss and batching groups the modules
+take. The job's rules are not checked here: the trainer runs a job the validators accepted.
 """
 
 from __future__ import annotations
@@ -43,8 +41,7 @@ class BatchingSettings:
 
 @dataclass(frozen=True, slots=True)
 class GrpoConfig:
-    """The job's ``training`` block plus what the trainer derives from it: read a job field as
-    ``cfg.training.<field>``, a value the platform resolves (``seed``, ``lora``...) here."""
+    """The job's ``training`` block (``cfg.training.<field>``) plus what the trainer derives."""
 
     training: GrpoSettings = field(default_factory=lambda: GrpoSettings(type="grpo"))
 

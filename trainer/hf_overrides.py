@@ -1,10 +1,9 @@
-"""``hf_config_overrides`` applied to an HF model config, nested keys kept (the "GRPO and Reward
-Environments" guide).
+"""``hf_config_overrides`` applied to an HF model config, nested keys kept.
 
 Why warn on unknown keys: on the platform a top-level key the model does not read is absorbed
 silently (the "GRPO and Reward Environments" guide: Qwen3.5 reads ``router_aux_loss_coef`` under
 ``text_config``, so a top-level one leaves the aux loss on). The key is still set, as NeMo-RL
-would, but envkit says so on stderr.
+would, but with a warning.
 """
 
 from __future__ import annotations

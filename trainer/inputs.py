@@ -1,12 +1,11 @@
 """What ``envkit train`` reads, read once: the job, the package and the dataset, validated
 together, then handed to the run as they were read.
 
-Why one reader: the job is parsed and typed once (:attr:`envkit.model.jobfile.JobDoc.typed`),
-the package is loaded once, each dataset file is read once (its rows kept, :class:`ReadDataset`),
-and ``validate_inputs`` checks those same objects, so the rows that train here are the rows
-``envkit validate --dataset`` accepted, and the job is the file that submits. The job's
-``model``/``dataset``/``environment`` are ``workspace/name`` refs on the platform; locally an
-existing path may stand in for each, or the ``--model/--dataset/--env`` options override them.
+Why one reader: the job, the package and each dataset file are read once, and
+``validate_inputs`` checks those same objects, so the rows that train here are the rows
+``envkit validate --dataset`` accepted. The job's ``model``/``dataset``/``environment`` are
+``workspace/name`` refs on the platform; locally an existing path may stand in for each, or the
+``--model/--dataset/--env`` options override them.
 """
 
 from __future__ import annotations

@@ -110,12 +110,10 @@ def _enable_checkpointing(model: Any, *, lora: bool) -> None:
 
 
 def announce_backend(cfg: GrpoConfig) -> None:
-    """Say once which ``policy_backend`` was asked for and what trains here (the "GRPO and Reward
-    Environments" guide).
+    """Say once which ``policy_backend`` was asked for and what trains here.
 
     On the platform ``automodel`` and ``dtensor`` are different NeMo-RL workers; locally both
-    run the same HF transformers + torch code, so the choice changes nothing but EK607 checks
-    (``automodel_kwargs`` are announced as not applied with the other such fields).
+    run the same HF transformers + torch code.
     """
     log.info(
         "policy_backend %r requested; locally it trains with HF transformers + torch in one "

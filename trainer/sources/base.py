@@ -2,7 +2,7 @@
 
 Why an interface: the loop in ``grpo.py`` must not care whether a reward came from a Python
 function (fast tests), from the package's Gym servers through the agent (real runs), or from
-an actor on another node (Ray). Every method the loop or the Ray actor calls is declared here.
+an actor on another node (Ray).
 """
 
 from __future__ import annotations
@@ -36,8 +36,7 @@ class GenerationSource(Protocol):
     ) -> list[Rollout]:
         """``num_generations`` scored samples per row, grouped by ``first_group + row index``.
 
-        ``seed`` (the loop passes ``seeds.step_seed``) makes the samples a function of the
-        rows, the weights and the seed: each sample draws from its own generator seeded with
+        With ``seed`` each sample draws from its own generator, seeded with
         ``seeds.sample_seed(seed, group, index)``, whatever order the requests are served in.
 
         :raises RolloutFailedError: a recoverable failure; the loop calls :meth:`restart`.
@@ -46,11 +45,10 @@ class GenerationSource(Protocol):
 
     def refresh(self, policy: Policy) -> dict[str, float]:
         """Make generation use the policy's current weights (after every optimizer step);
-        returns the refit's metrics (its time, the probe check's error), empty where
-        generation runs on the policy module itself.
+        returns the refit's metrics, empty where generation runs on the policy module itself.
 
-        :raises RefitError: the engine could not take the weights, or after taking them it
-            does not score the probe as the trainer does (the step must stop).
+        :raises RefitError: the engine could not take the weights, or then scores the probe
+            unlike the trainer (the step must stop).
         """
         ...
 
