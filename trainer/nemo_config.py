@@ -14,7 +14,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import InvalidError, UsageError
-from envkit.trainer.optim import MIN_START_FACTOR, is_flat, optimizer_name
+from envkit.trainer.optim import is_flat, optimizer_name, warmup_schedule
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -94,9 +94,8 @@ def _scheduler(cfg: GrpoConfig, steps: int) -> list[dict[str, Any]]:
             {"name": "torch.optim.lr_scheduler.ConstantLR", "kwargs": constant},
             {"milestones": []},
         ]
-    floor = cfg.training.min_learning_rate or 0.0
-    warmup = max(cfg.training.warmup_steps or 0, 1)
-    start = max(floor / cfg.training.learning_rate, MIN_START_FACTOR)
+    t = cfg.training
+    floor, warmup, start = warmup_schedule(t.learning_rate, t.min_learning_rate, t.warmup_steps)
     linear = {"start_factor": start, "end_factor": 1.0, "total_iters": warmup}
     cosine = {"T_max": max(steps - warmup, 1), "eta_min": floor}
     return [

@@ -19,14 +19,14 @@ if TYPE_CHECKING:
 
     from envkit.trainer.config import GrpoConfig
 
-__all__ = ["DEFAULT_OPTIMIZER", "MIN_START_FACTOR", "is_flat", "lr_at", "make_optimizer",
-           "make_scheduler", "optimizer_name"]
+__all__ = ["DEFAULT_OPTIMIZER", "is_flat", "lr_at", "make_optimizer", "make_scheduler",
+           "optimizer_name", "warmup_schedule"]
 
 DEFAULT_OPTIMIZER = "adamw_with_cosine_annealing"
 """What the compiler picks for an unset ``optimizer_type``."""
 
-MIN_START_FACTOR = 1e-5
-"""The compiler's floor on the warmup start factor (``max(min_lr / lr, 1e-5)``)."""
+_MIN_START_FACTOR = 1e-5
+"""The compiler's floor on the warmup start factor."""
 
 
 def is_flat(optimizer_type: str | None) -> bool:
@@ -38,21 +38,25 @@ def optimizer_name(optimizer_type: str | None) -> str:
     return "Adam" if (optimizer_type or DEFAULT_OPTIMIZER).startswith("adam_") else "AdamW"
 
 
+def warmup_schedule(lr: float, min_lr: float | None, steps: int) -> tuple[float, int, float]:
+    """``(floor, warmup steps, start factor)`` as the compiler sets them: at least one warmup
+    step, from ``max(min_lr / lr, 1e-5)`` of ``lr``, towards a cosine floor of ``min_lr or 0``."""
+    floor = min_lr or 0.0
+    return floor, max(steps, 1), max(floor / lr, _MIN_START_FACTOR)
+
+
 def lr_at(
     step: int, *, lr: float, min_lr: float | None, warmup: int, total: int, flat: bool = False
 ) -> float:
     """LR after ``step`` scheduler steps (0-based: step 0 is the first GRPO step).
 
-    Cosine: warmup ``W = max(warmup, 1)`` steps from ``lr * max(min_lr / lr, 1e-5)``
-    linearly towards ``lr``, then cosine from ``lr`` to ``min_lr or 0`` over
-    ``max(total - W, 1)`` steps. Flat: ``lr`` throughout.
+    Cosine: ``W`` warmup steps linearly towards ``lr`` (:func:`warmup_schedule`), then cosine
+    from ``lr`` to the floor over ``max(total - W, 1)`` steps. Flat: ``lr`` throughout.
     """
     if flat:
         return lr
-    floor = min_lr or 0.0
-    w = max(warmup, 1)
+    floor, w, start = warmup_schedule(lr, min_lr, warmup)
     if step < w:
-        start = max(floor / lr, MIN_START_FACTOR)
         return lr * (start + (1.0 - start) * step / w)
     span = max(total - w, 1)
     return floor + (lr - floor) * 0.5 * (1 + math.cos(math.pi * (step - w) / span))
