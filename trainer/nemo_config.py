@@ -10,7 +10,7 @@ does instead; the differential test holds every other key equal to the platform'
 
 from __future__ import annotations
 
-import dataclasses
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import InvalidError, UsageError
@@ -106,16 +106,11 @@ def _scheduler(cfg: GrpoConfig, steps: int) -> list[dict[str, Any]]:
 
 
 def _rewards_blocks(cfg: GrpoConfig) -> dict[str, Any]:
-    shaping = cfg.training.reward_shaping
-    scaling = cfg.training.reward_scaling
-    shaped = (
-        {k: v for k, v in dataclasses.asdict(shaping).items() if v is not None} if shaping else {}
-    )
+    shaping, scaling = cfg.training.reward_shaping, cfg.training.reward_scaling
+    shaped = {k: v for k, v in asdict(shaping).items() if v is not None} if shaping else {}
     return {
         "reward_shaping": {"enabled": True, **shaped} if shaping else {"enabled": False},
-        "reward_scaling": {"enabled": True, **dataclasses.asdict(scaling)}
-        if scaling
-        else {"enabled": False},
+        "reward_scaling": {"enabled": True, **asdict(scaling)} if scaling else {"enabled": False},
     }
 
 
