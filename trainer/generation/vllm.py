@@ -398,7 +398,8 @@ class VLLMBackend:
                 for bucket in buckets(plan):
                     self.llm.collective_rpc("envkit_stage", args=(send(bucket),))
             except Exception as exc:
-                self._discard()
+                with contextlib.suppress(Exception):
+                    self.llm.collective_rpc("envkit_discard")
                 msg = f"sending the new weights to the engine failed (it keeps the old ones): {exc}"
                 raise RefitError(msg) from exc
             try:
@@ -410,10 +411,6 @@ class VLLMBackend:
                 )
                 raise RefitError(self._broken) from exc
             self.llm.reset_prefix_cache()  # cached KV blocks were computed by the old weights
-
-    def _discard(self) -> None:
-        with contextlib.suppress(Exception):
-            self.llm.collective_rpc("envkit_discard")
 
     def verify(self, expected: refit.ProbeCheck) -> dict[str, float]:
         """The refit probe: the engine's logprobs on the probe against the trainer's."""
