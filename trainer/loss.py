@@ -28,32 +28,28 @@ __all__ = [
 ]
 
 
-def _job_default(name: str) -> Any:
-    return _SETTINGS_FIELDS[name].default
-
-
-_SETTINGS_FIELDS = {f.name: f for f in dataclasses.fields(GrpoSettings)}
+_JOB_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(GrpoSettings)}
 
 
 @dataclass(frozen=True, slots=True)
 class LossConfig:
     """The loss fields of the job (names and defaults from ``envkit.model.jobspec``)."""
 
-    ratio_clip_min: float = _job_default("ratio_clip_min")
-    ratio_clip_max: float = _job_default("ratio_clip_max")
-    ratio_clip_c: float | None = _job_default("ratio_clip_c")
-    ref_policy_kl_penalty: float = _job_default("ref_policy_kl_penalty")
-    use_on_policy_kl_approximation: bool = _job_default("use_on_policy_kl_approximation")
-    use_importance_sampling_correction: bool = _job_default("use_importance_sampling_correction")
-    truncated_importance_sampling_type: str | None = _job_default(
+    ratio_clip_min: float = _JOB_DEFAULTS["ratio_clip_min"]
+    ratio_clip_max: float = _JOB_DEFAULTS["ratio_clip_max"]
+    ratio_clip_c: float | None = _JOB_DEFAULTS["ratio_clip_c"]
+    ref_policy_kl_penalty: float = _JOB_DEFAULTS["ref_policy_kl_penalty"]
+    use_on_policy_kl_approximation: bool = _JOB_DEFAULTS["use_on_policy_kl_approximation"]
+    use_importance_sampling_correction: bool = _JOB_DEFAULTS["use_importance_sampling_correction"]
+    truncated_importance_sampling_type: str | None = _JOB_DEFAULTS[
         "truncated_importance_sampling_type"
-    )
-    truncated_importance_sampling_ratio: float | None = _job_default(
+    ]
+    truncated_importance_sampling_ratio: float | None = _JOB_DEFAULTS[
         "truncated_importance_sampling_ratio"
-    )
-    truncated_importance_sampling_ratio_min: float | None = _job_default(
+    ]
+    truncated_importance_sampling_ratio_min: float | None = _JOB_DEFAULTS[
         "truncated_importance_sampling_ratio_min"
-    )
+    ]
 
 
 class LossOutput(NamedTuple):

@@ -22,7 +22,7 @@ testable without a GPU. Rules:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import InvalidError
@@ -50,7 +50,7 @@ class ActorPlacement:
 
     rollout: dict[str, Any]
     trainer: dict[str, Any]
-    warnings: tuple[str, ...] = field(default=())
+    warnings: tuple[str, ...] = ()
 
 
 def alive_node_resources(nodes: Sequence[Mapping[str, Any]]) -> list[dict[str, float]]:
