@@ -189,11 +189,8 @@ class HFBackend:
             if top is not None:
                 tops[row].append(tuple(zip(top.indices[row].tolist(), top.values[row].tolist(),
                                            strict=True)))
-            if tok in self._eos or self._hit_stop(tokens[row], params.stop):
+            if tok in self._eos or any(s in self.decode(tokens[row][-32:]) for s in params.stop):
                 reasons[row] = "stop"
-
-    def _hit_stop(self, tokens: list[int], stop: tuple[str, ...]) -> bool:
-        return bool(stop) and any(s in self.decode(tokens[-32:]) for s in stop)
 
     def update_weights(self, state_dict: Mapping[str, torch.Tensor]) -> None:
         with self._lock, torch.no_grad():
