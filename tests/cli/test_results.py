@@ -192,7 +192,7 @@ def test_rollout_and_train_json_follow_their_schemas(
     from envkit.output.results import RolloutOutcome, TrainOutcome
 
     @dataclass(frozen=True)
-    class Summary:  # the fields RolloutOutcome's protocol names, nothing else
+    class Summary:  # the fields the rollout renderer reads, nothing else
         results: tuple = ()
         failed: tuple = ()
         mean_reward: dict = field(default_factory=lambda: {"agent": 0.5})
