@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 from envkit.errors import FailedError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
+    from collections.abc import Callable, Mapping
 
 __all__ = ["EnvArgsError", "literal_secrets", "redacted", "resolved", "secret_key"]
 
@@ -28,42 +28,39 @@ _SECRET = re.compile(r"key|token|secret|password", re.IGNORECASE)
 class EnvArgsError(FailedError, ValueError):
     """An env arg cannot be used as given; ``hint`` says how to fix it."""
 
-    def __init__(self, message: str, hint: str) -> None:
-        super().__init__(message)
-        self.hint = hint
-
 
 def secret_key(key: object) -> bool:
     """``api_key``, ``HF_TOKEN``, ``client_secret``, ``db_password``... (case-insensitive)."""
     return isinstance(key, str) and bool(_SECRET.search(key))
 
 
-def _walk(value: Any, path: str, secret: bool) -> Iterator[tuple[str, Any, bool]]:
+def _literal(value: Any) -> bool:
+    """A string with more than ``${oc.env:...}`` references in it."""
+    return isinstance(value, str) and bool(_REF.sub("", value))
+
+
+def _map(value: Any, leaf: Callable[[Any, bool, str], Any], secret: bool = False,
+         path: str = "") -> Any:
+    """``value`` with each leaf replaced by ``leaf(value, secret, path)``, ``secret`` true under
+    a secret-looking key."""
     if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _walk(item, f"{path}.{key}" if path else str(key),
-                             secret or secret_key(key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _walk(item, f"{path}[{i}]", secret)
-    else:
-        yield path, value, secret
+        return {k: _map(v, leaf, secret or secret_key(k), f"{path}.{k}" if path else str(k))
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_map(v, leaf, secret, f"{path}[{i}]") for i, v in enumerate(value)]
+    return leaf(value, secret, path)
 
 
 def literal_secrets(args: Mapping[str, Any]) -> list[str]:
     """Paths of secret-looking keys whose value is a literal (not only ``${oc.env:...}``)."""
-    return [path for path, value, secret in _walk(dict(args), "", False)
-            if secret and isinstance(value, str) and value and _REF.sub("", value) != ""]
+    found: list[str] = []
 
+    def note(value: Any, secret: bool, path: str) -> None:
+        if secret and _literal(value):
+            found.append(path)
 
-def _map(value: Any, leaf: Callable[[Any, bool], Any], secret: bool = False) -> Any:
-    """``value`` with each leaf replaced by ``leaf(leaf, secret)``, ``secret`` true under a
-    secret-looking key."""
-    if isinstance(value, dict):
-        return {k: _map(v, leaf, secret or secret_key(k)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_map(v, leaf, secret) for v in value]
-    return leaf(value, secret)
+    _map(dict(args), note)
+    return found
 
 
 def resolved(args: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -80,16 +77,14 @@ def resolved(args: Mapping[str, Any], environ: Mapping[str, str] | None = None) 
         if default is not None:
             return default
         msg = f"--env-args refers to ${{oc.env:{name}}}, but {name} is not set"
-        raise EnvArgsError(msg, f"export {name} for the conversion (the package keeps only "
-                                "the reference; Gym resolves it on the cluster)")
+        raise EnvArgsError(msg, hint=f"export {name} for the conversion (the package keeps "
+                                     "only the reference; Gym resolves it on the cluster)")
 
     return cast("dict[str, Any]",
-                _map(dict(args), lambda v, _: _REF.sub(one, v) if isinstance(v, str) else v))
+                _map(dict(args), lambda v, *_: _REF.sub(one, v) if isinstance(v, str) else v))
 
 
 def redacted(args: Mapping[str, Any]) -> dict[str, Any]:
     """``args`` for logs: references kept, literal values under secret-looking keys masked."""
-    def mask(value: Any, secret: bool) -> Any:
-        return "***" if secret and isinstance(value, str) and _REF.sub("", value) else value
-
-    return cast("dict[str, Any]", _map(dict(args), mask))
+    return cast("dict[str, Any]",
+                _map(dict(args), lambda v, secret, _: "***" if secret and _literal(v) else v))
