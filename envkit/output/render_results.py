@@ -1,12 +1,13 @@
-"""The renderers of ``envkit.output.results``' outcomes (convert, rollout, train, schema,
-rule, settings), imported by ``envkit.output.render`` the first time one is rendered:
-``envkit validate`` never builds one, so it never imports them."""
+"""The renderers of ``envkit.output.results``' outcomes, imported the first time one is
+rendered: ``envkit validate`` never builds one, so it never imports them."""
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
+
+import yaml
 
 from envkit.output.render import render_run, renders
 from envkit.output.results import (
@@ -22,6 +23,8 @@ from envkit.output.stdout import dump, echo
 from envkit.validate.report import ValidationRun
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from envkit.output.shapes import (
         CompiledConfigDict,
         ConvertDict,
@@ -87,15 +90,36 @@ def _train(outcome: TrainOutcome, fmt: str) -> int:
 
 @renders(CompiledConfig, "train-config")
 def _compiled_config(result: CompiledConfig, fmt: str) -> int:
-    """JSON: the report object (the input of another tool); for people, the compiled NeMo-RL
-    config as commented YAML."""
     if fmt == "json":
         echo(dump(cast("CompiledConfigDict", result.report)))
     else:
-        from envkit.output.compiled import compiled_config_text
-
-        echo(compiled_config_text(result.report))
+        echo(_compiled_text(result.report))
     return 0
+
+
+def _compiled_text(report: Mapping[str, Any]) -> str:
+    """The report as commented YAML: a header, the config, then what cannot apply here. YAML
+    because NeMo-RL's own configs are YAML, so a reader compares it against a recipe; the
+    comments keep the text loadable as a config.
+
+    >>> text = _compiled_text({"train_rows": 2, "validation_rows": 0,
+    ...     "config": {"grpo": {"seed": 42}}, "cannot_apply_here": [{"key": "env", "here": "x"}]})
+    >>> print(text)
+    # NeMo-RL config this job compiles to (sized by 2 training rows, 0 validation rows)
+    grpo:
+      seed: 42
+    <BLANKLINE>
+    # Cannot apply on this machine (what envkit train does instead):
+    #   env: x
+    """
+    head = (
+        f"# NeMo-RL config this job compiles to (sized by {report['train_rows']} training "
+        f"rows, {report['validation_rows']} validation rows)"
+    )
+    body = yaml.safe_dump(dict(report["config"]), sort_keys=False, default_flow_style=False)
+    notes = [f"#   {note['key']}: {note['here']}" for note in report["cannot_apply_here"]]
+    tail = ["# Cannot apply on this machine (what envkit train does instead):", *notes]
+    return "\n".join([head, body.rstrip("\n"), "", *tail])
 
 
 @renders(SchemaText, None)

@@ -8,12 +8,12 @@ import pytest
 
 pytest.importorskip("torch")
 
-from envkit.output import compiled
+from envkit.output import render_results
 from envkit.trainer import seeds
 from envkit.trainer.generation import vllm
 
 
-@pytest.mark.parametrize("module", [seeds, vllm, compiled], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [seeds, vllm, render_results], ids=lambda m: m.__name__)
 def test_doctests(module: object) -> None:
     failed, attempted = doctest.testmod(module)  # type: ignore[arg-type]
     assert attempted > 0
