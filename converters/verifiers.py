@@ -1,12 +1,8 @@
 """``envkit convert verifiers``: a verifiers / Prime hub environment -> adapter-wheels-v1 + rows.
 
-Steps, each in its own module: check what can be checked without running anything (request,
-env args, the env wheel's verifiers pin and Requires-Python), pick the env wheel
-(``env_source``), resolve and fetch the closure for the *target* (``vf_closure``), load the env
-in a throwaway venv built for the *host* (``vf_load``), turn its dataset into rollout rows
-(``rows``), write manifest/configs/lock (``adapter_pkg``) and validate them. Everything is
-staged in temp dirs next to the outputs and renamed into place only when the staged package
-validates (``staging``), so a failure at any step leaves neither PKG nor DATA behind.
+Check what can be checked without running anything, resolve the closure for the *target*, load
+the env in a venv built for the *host*, write rows and package, validate. Everything is staged
+and renamed into place only when the package validates, so a failure leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -38,7 +34,7 @@ from envkit.model.closure import python_ok
 from envkit.model.tree import sha256_file
 from envkit.model.wheelfile import read_wheel
 from envkit.supply import uvcmd
-from envkit.supply.atomic import InstallError, install, write_text
+from envkit.supply.atomic import InstallError, install, write_files, write_text
 from envkit.supply.provenance import package_record, write_provenance
 from envkit.validate.validate import ValidateRequest, validate
 from envkit.validators import CheckOptions
@@ -48,6 +44,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from envkit.converters.sandbox import LoadResult
+    from envkit.model.wheelfile import WheelFile
     from envkit.validate.report import Report
 
 __all__ = ["CLASSIC_MAX", "GYM_VERIFIERS_VERSION", "ConvertError", "ConvertRequest",
@@ -64,15 +61,14 @@ class ConvertResult:
     validation_rows: int
     wheels: tuple[str, ...]
     dataset_source: str
-    report: Report | None = None
+    report: Report
     """The validation report of the (valid) package, as installed."""
 
 
 def convert_verifiers(req: ConvertRequest) -> ConvertResult:
     """Convert; returns where things went.
 
-    :raises ConvertError: any failure, with a hint; no output is left behind (an invalid
-        package raises with ``report`` set).
+    :raises ConvertError: any failure (an invalid package with ``report`` set).
     """
     hub = parse_hub_id(req.hub_id)
     _check_request(req)
@@ -167,10 +163,14 @@ def _check_wheel_meta(req: ConvertRequest, path: Path, who: str | None = None) -
     conflict = requires_conflict(meta.requires_dist, req.verifiers_version)
     if conflict:
         raise ConvertError(conflict.message(who or path.name, req.gym_version), conflict.hint())
+    _check_python(req, meta, who or path.name, "use a release of it that supports Python 3.13")
+
+
+def _check_python(req: ConvertRequest, meta: WheelFile, who: str, hint: str) -> None:
     if not python_ok(meta, req.target):
-        msg = (f"{who or path.name} declares Requires-Python {meta.requires_python!r}, which "
-               f"excludes the training image's CPython {req.target.full_version}")
-        raise ConvertError(msg, "use a release of it that supports Python 3.13 (EK406)")
+        msg = (f"{who} declares Requires-Python {meta.requires_python!r}, which excludes the "
+               f"training image's CPython {req.target.full_version}")
+        raise ConvertError(msg, f"{hint} (EK406)")
 
 
 def _check_closure(req: ConvertRequest, pins: Sequence[Any], wheels: Path, env_wheel: EnvWheel,
@@ -187,11 +187,9 @@ def _check_closure(req: ConvertRequest, pins: Sequence[Any], wheels: Path, env_w
     _check_wheel_meta(req, wheels / pin.filename, f"{name} {pin.version}")
     for other in pins:
         meta = read_wheel(wheels / other.filename, rel=other.filename)
-        if meta.error is None and not python_ok(meta, req.target):
-            msg = (f"{other.filename} declares Requires-Python {meta.requires_python!r}, "
-                   f"which excludes the training image's CPython {req.target.full_version}")
-            raise ConvertError(msg, f"pin another release of {other.name} with --override "
-                                    "FILE (EK406)")
+        if meta.error is None:
+            _check_python(req, meta, other.filename,
+                          f"pin another release of {other.name} with --override FILE")
 
 
 def _write_dataset(
@@ -214,9 +212,7 @@ def _write_package(req: ConvertRequest, hub: HubRef, pins: Sequence[Any], env_wh
                    name: str, pkg: Path) -> None:
     spec = AdapterSpec(name=hub.name, hub_id=hub.hub_id, vf_env_id=hub.vf_env_id,
                        vf_env_args=req.env_args)
-    for rel, text in package_texts(spec).items():
-        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
-        (pkg / rel).write_text(text, "utf-8")
+    write_files(pkg, {rel: text.encode() for rel, text in package_texts(spec).items()})
     sources = pin_sources(req, pins, name, env_wheel)
     locked = [LockedWheel(p.name, p.version, p.filename,
                           env_wheel.url if p.name == name and env_wheel.url else p.url,

@@ -88,25 +88,17 @@ def _env_args(value: str) -> dict[str, Any]:
 @click.option("--force", is_flag=True, help="Replace existing output directories.")
 @upload_options
 @common_options(("json", "human", "github", "sarif"), default="json", format_alias=False)
-def verifiers_command(**opts: Any) -> ConvertOutcome:
+def verifiers_command(output: Path, arch: str, glibc: str, env_args: str, exclude_newer: str,
+                      upload: bool, workspace: str | None, base_url: str | None,
+                      **opts: Any) -> ConvertOutcome:
     """Convert a verifiers / Prime hub environment into adapter-wheels-v1 + a rollout dataset.
 
     Prints the validation verdict on stdout (JSON by default); exit 0 valid, 1 failed or
     invalid (then nothing is written).
     """
-    target = target_from(opts["arch"], "3.13", opts["glibc"])
     request = ConvertRequest(
-        hub_id=opts["hub_id"], out_dir=opts["output"], dataset_dir=opts["dataset_dir"],
-        hub_version=opts["hub_version"], allow_latest=opts["allow_latest"], target=target,
-        index_url=opts["index_url"], wheel=opts["wheel"], source=opts["source"],
-        verifiers_version=opts["verifiers_version"], env_args=_env_args(opts["env_args"]),
-        num_examples=opts["num_examples"], validation_fraction=opts["validation_fraction"],
-        seed=opts["seed"], timeout=opts["timeout"], force=opts["force"],
-        gym_version=opts["gym_version"], allow_literal_secrets=opts["allow_literal_secrets"],
-        constraints=opts["constraints"], overrides=opts["overrides"],
-        wheels_dirs=opts["wheels_dirs"], offline=opts["offline"],
-        exclude_newer=None if opts["exclude_newer"] == "none" else opts["exclude_newer"],
-    )
+        out_dir=output, target=target_from(arch, "3.13", glibc), env_args=_env_args(env_args),
+        exclude_newer=None if exclude_newer == "none" else exclude_newer, **opts)
     try:
         result = convert_verifiers(request)
     except ConvertError as exc:
@@ -114,10 +106,6 @@ def verifiers_command(**opts: Any) -> ConvertOutcome:
             raise
         _log.error("%s", exc)  # refused after validation: the report says why
         return ConvertOutcome(None, exc.report)
-    report = result.report  # named as installed (``package_as``)
-    if report is None:  # convert_verifiers always validates what it installs
-        msg = "conversion returned no validation report"
-        raise AssertionError(msg)
-    if opts["upload"] and report.valid:  # a package envkit rejects is never uploaded
-        upload_outputs(result.package, result.dataset, opts["workspace"], opts["base_url"])
-    return ConvertOutcome(result, report)
+    if upload and result.report.valid:  # a package envkit rejects is never uploaded
+        upload_outputs(result.package, result.dataset, workspace, base_url)
+    return ConvertOutcome(result, result.report)  # named as installed (``package_as``)
