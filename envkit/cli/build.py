@@ -1,15 +1,11 @@
 """``envkit build`` and ``envkit convert package``: parse, call ``envkit.builder.build``, return
-the built package's validation.
-
-The verdict (the package's validate report) goes to stdout, JSON by default; logs and download
-progress go to stderr through rich.
-"""
+the built package's validation (download progress on stderr)."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
@@ -105,6 +101,14 @@ def _target_source() -> str:
     return "command line" if given else "default"
 
 
+def _request(sources: tuple[Path, ...], output: Path, arch: str, python_version: str,
+             glibc: str | None, no_runtime_pins: bool, **opts: Any) -> BuildRequest:
+    """The ``BuildRequest`` of ``_build_options`` (and the command's own ``opts``)."""
+    return BuildRequest(sources=sources, out=output,
+                        target=target_from(arch, python_version, glibc),
+                        runtime_pins=not no_runtime_pins, target_source=_target_source(), **opts)
+
+
 def _run(call: Callable[..., BuildResult], request: BuildRequest) -> BuildResult:
     """``call`` with one download bar per wheel on stderr."""
     columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
@@ -128,13 +132,8 @@ def _run(call: Callable[..., BuildResult], request: BuildRequest) -> BuildResult
 @click.option("--dataset-dir", type=_OUT, default=None,
               help="Where the .jsonl rows go (default: OUT's sibling OUT-data).")
 @_build_options
-def build_command(sources: tuple[Path, ...], fmt: str, name: str | None,
-                  description: str | None, dataset_dir: Path | None, output: Path,
-                  gym_version: str, wheels_dirs: tuple[Path, ...], index_url: str | None,
-                  extra_index_urls: tuple[str, ...], no_runtime_pins: bool,
-                  resolve_offline: bool, refresh: bool, arch: str, python_version: str,
-                  glibc: str | None, include: tuple[str, ...] = (), upload: bool = False,
-                  workspace: str | None = None, base_url: str | None = None) -> ValidationRun:
+def build_command(sources: tuple[Path, ...], upload: bool, workspace: str | None,
+                  base_url: str | None, **opts: Any) -> ValidationRun:
     """Build a package from Gym server directories (resources_servers/<impl>/) or a Gym tree.
 
     wheels-v1 vendors the closure for the TARGET (--arch/--python/--glibc), never the
@@ -142,14 +141,7 @@ def build_command(sources: tuple[Path, ...], fmt: str, name: str | None,
     installs with no egress. The .jsonl rows move to the dataset directory. Prints the
     package's validate verdict on stdout (JSON by default); exit 0 valid, 1 invalid, 2 error.
     """
-    request = BuildRequest(
-        sources=sources, out=output, fmt=fmt, target=target_from(arch, python_version, glibc),
-        gym_version=gym_version, name=name, description=description, dataset_dir=dataset_dir,
-        wheels_dirs=wheels_dirs, runtime_pins=not no_runtime_pins, index_url=index_url,
-        extra_index_urls=extra_index_urls, resolve_offline=resolve_offline, refresh=refresh,
-        target_source=_target_source(), include=include,
-    )
-    result = _run(build, request)
+    result = _run(build, _request(sources, **opts))
     if upload and result.report.valid:  # a package envkit rejects is never uploaded
         upload_outputs(result.out, result.dataset_dir, workspace, base_url)
     return ValidationRun((result.report,))
@@ -160,18 +152,7 @@ def build_command(sources: tuple[Path, ...], fmt: str, name: str | None,
 @click.option("--to", "to_format", type=click.Choice(["wheels-v1"]), default="wheels-v1",
               show_default=True, help="Format to convert to.")
 @_build_options
-def package_command(package: Path, to_format: str, output: Path,
-                            gym_version: str, wheels_dirs: tuple[Path, ...],
-                            index_url: str | None, extra_index_urls: tuple[str, ...],
-                            no_runtime_pins: bool, resolve_offline: bool, refresh: bool,
-                            arch: str, python_version: str, glibc: str | None,
-                            include: tuple[str, ...] = ()) -> ValidationRun:
+def package_command(package: Path, to_format: str, **opts: Any) -> ValidationRun:
     """native-v1 PACKAGE -> wheels-v1: vendor its servers' closure for the target."""
-    request = BuildRequest(
-        sources=(package,), out=output, fmt=to_format,
-        target=target_from(arch, python_version, glibc), gym_version=gym_version,
-        wheels_dirs=wheels_dirs, runtime_pins=not no_runtime_pins, index_url=index_url,
-        extra_index_urls=extra_index_urls, resolve_offline=resolve_offline, refresh=refresh,
-        target_source=_target_source(), include=include,
-    )
+    request = _request((package,), fmt=to_format, **opts)
     return ValidationRun((_run(convert_package, request).report,))

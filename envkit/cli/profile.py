@@ -1,5 +1,4 @@
-"""``envkit profile``: which rows of a dataset teach this policy? Parse ->
-``envkit.profile.run_profile`` -> a ``ProfileReport`` that ``envkit.output.render`` prints.
+"""``envkit profile``: which rows of a dataset teach this policy?
 
 Exit 0 when every reply was scored (and, with ``--keep``, the curated dataset was written), 1
 when a rollout failed, a server did not start or the band keeps no training row, 2 on usage
@@ -54,8 +53,7 @@ def profile_command(package: Path, dataset: Path, model: Path, job: Path | None,
                     output_dir: Path | None, band: str | None,
                     profile_pass_threshold: float | None,
                     isolated: bool, limit: int | None, timeout_s: float, backend: str,
-                    gym_version: str, gym_python: Path | None,
-                    allow_python_override: bool, offline: bool) -> ProfileReport:
+                    **runtime: Any) -> ProfileReport:
     """Sample MODEL's G replies (the job's num_generations_per_prompt) on every row of the
     dataset through PACKAGE's real Gym servers, at the job's temperature, top_k, reply length
     and seed, and report each row's pass rate, mean reward and spread (profile.jsonl under
@@ -79,13 +77,10 @@ def profile_command(package: Path, dataset: Path, model: Path, job: Path | None,
     request = ProfileRequest(
         package=package, dataset=dataset, model=model, job=job, backend=backend,
         pass_threshold=pass_threshold_for(package, profile_pass_threshold, isolated=isolated),
-        limit=limit, timeout_s=timeout_s,
-        runtime=RuntimeOptions(gym_version=gym_version, gym_python=gym_python,
-                               allow_python_override=allow_python_override, offline=offline))
-    counter = _Counter(err)
+        limit=limit, timeout_s=timeout_s, runtime=RuntimeOptions(**runtime))
     try:
         with sigterm_as_interrupt():
-            return run_profile(request, band=kept, out_dir=output_dir, on_result=counter)
+            return run_profile(request, band=kept, out_dir=output_dir, on_result=_Counter(err))
     except ValueError as exc:  # rows that are no JSON objects: the dataset is the user's input
         raise click.UsageError(str(exc)) from None
 

@@ -1,9 +1,7 @@
 """``envkit rollout``: run a package locally against a policy and report rewards.
 
-Parse -> ``envkit.rollout.rollout_package`` -> a ``RolloutOutcome`` that
-``envkit.output.render`` prints. Results (per-agent mean reward) on stdout; logs and progress on
-stderr. Exit 0 when every row finished, 1 when a row failed or a server did not start (with its
-log tail and likely EK code), 2 on usage errors or without the ``train`` extra.
+Exit 0 when every row finished, 1 when a row failed or a server did not start, 2 on usage
+errors or without the ``train`` extra.
 """
 
 from __future__ import annotations
@@ -51,8 +49,7 @@ _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 def rollout_command(
     package: Path, dataset: Path, model: Path, split: str, limit: int | None, num_repeats: int,
     concurrency: int, temperature: float, max_tokens: int, timeout_s: float, backend: str,
-    gym_version: str, gym_python: Path | None, allow_python_override: bool, offline: bool,
-    output: Path | None,
+    output: Path | None, **runtime: Any,
 ) -> RolloutOutcome:
     """Roll out PACKAGE's real Gym servers against MODEL on the dataset's rows."""
     precheck("rollout", "train", package=package, dataset=dataset)
@@ -68,8 +65,7 @@ def rollout_command(
         num_repeats=num_repeats, backend=backend,
         requests=RequestOptions(temperature=temperature, max_tokens=max_tokens,
                                 concurrency=concurrency, timeout_s=timeout_s),
-        runtime=RuntimeOptions(gym_version=gym_version, gym_python=gym_python,
-                               allow_python_override=allow_python_override, offline=offline),
+        runtime=RuntimeOptions(**runtime),
     )
     try:
         with sigterm_as_interrupt():

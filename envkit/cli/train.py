@@ -1,16 +1,14 @@
 """``envkit train``: GRPO on a job JSON against a package's real Gym servers.
 
-Parse -> ``envkit.trainer.run.run_training`` -> a ``TrainOutcome`` that ``envkit.output.render``
-prints. Final metrics go to stdout (JSON with ``--output-format json``); the per-step progress
-line and logs go to stderr. Exit 0 when training finished, 1 when the inputs fail validation or
-a run cannot start, 2 on usage errors (``--print-config`` with no local dataset among them) or
-without the ``train`` extra. ``--print-config`` prints YAML, or JSON with
-``--output-format json``.
+Exit 0 when training finished, 1 when the inputs fail validation or a run cannot start, 2 on
+usage errors (``--print-config`` with no local dataset among them) or without the ``train``
+extra.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -85,10 +83,8 @@ def train_command(
     ray_trainer_resource: str | None,
     save_period: int,
     backend: str,
-    gym_version: str,
-    allow_python_override: bool,
-    offline: bool,
     print_config: bool,
+    **runtime: Any,
 ) -> TrainOutcome | CompiledConfig:
     """Train a policy with GRPO as the platform's `rl` job JSON describes (the "Fast path —
     rl (GRPO)" of the platform's customization guide)."""
@@ -118,9 +114,7 @@ def train_command(
         ray_trainer_resource=ray_trainer_resource,
         save_period=save_period,
         backend=backend,
-        runtime=RuntimeOptions(
-            gym_version=gym_version, allow_python_override=allow_python_override, offline=offline
-        ),
+        runtime=RuntimeOptions(**runtime),
     )
     with sigterm_as_interrupt():
         return TrainOutcome(run_training(request))
