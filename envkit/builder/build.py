@@ -1,10 +1,8 @@
 """``envkit build`` / ``envkit convert package``: plan, vendor, lock, swap in, validate.
 
-Output goes through ``envkit.supply.atomic``: a killed or failing build leaves the previous output
-untouched and no half package, and ``wheels/`` is always fresh, so it never keeps a stale
-version next to the new one (the "GRPO and Reward Environments" guide: "Clear wheels/ before
-rebuilding into it"). Stale
-temp dirs of killed runs are removed by the next run.
+Output is swapped in whole (``envkit.supply.atomic``): a failed build leaves the previous output
+untouched, and ``wheels/`` never keeps a stale version next to the new one (the "GRPO and Reward
+Environments" guide: "Clear wheels/ before rebuilding into it").
 """
 
 from __future__ import annotations
@@ -93,16 +91,13 @@ class BuildRequest:
     index_url: str | None = None
     extra_index_urls: tuple[str, ...] = ()
     resolve_offline: bool = False
-    """Resolve from uv's cache and ``wheels_dirs`` only."""
     cache_dir: Path | None = None
     refresh: bool = False
     """Re-resolve instead of reusing a cached resolution (new releases; files stay cached)."""
     target_source: str = "default"
-    """Where ``target`` came from (``command line`` or ``default``), for the verdict's report,
-    as ``envkit validate`` says where its target came from."""
+    """``command line`` or ``default``, for the verdict's report."""
     include: tuple[str, ...] = ()
-    """Globs of package paths copied even when they are dotenv or key files (``--include``):
-    otherwise secrets are left out of the package."""
+    """Globs of package paths copied even when they are dotenv or key files (``--include``)."""
 
     @property
     def data_dir(self) -> Path:
@@ -113,9 +108,7 @@ class BuildRequest:
 class BuildResult:
     out: Path
     dataset_dir: Path | None
-    wheels: tuple[PinnedWheel, ...]
     report: Report
-    notes: tuple[str, ...] = ()
 
 
 def build(request: BuildRequest, *, runner: Runner = run_subprocess,
@@ -138,8 +131,7 @@ def build(request: BuildRequest, *, runner: Runner = run_subprocess,
 
 def _requirements(servers: Mapping[str, list[str]], request: BuildRequest
                   ) -> list[tuple[str, str]]:
-    """``(requirement, origin)`` pairs: every server's lines (by its path), then the runtime
-    pins."""
+    """``(requirement, origin)`` pairs: every server's lines, then the runtime pins."""
     pairs = [(line, f"{rel}/requirements.txt")
              for rel, lines in servers.items() for line in lines]
     if request.runtime_pins:
@@ -213,8 +205,8 @@ def _produce(request: BuildRequest, plan: TreePlan, requirements: list[tuple[str
         write_files(tmp, plan.files)
         if request.fmt == "wheels-v1" and request.runtime_pins:
             requirements = [*requirements, *_venv_build_requirements(tmp, request)]
-        pins = _vendor(tmp, requirements, request, runner=runner, progress=progress, log=log) \
-            if request.fmt == "wheels-v1" else []
+        if request.fmt == "wheels-v1":
+            _vendor(tmp, requirements, request, runner=runner, progress=progress, log=log)
         if plan.dataset:
             tmp_data = make_temp_dir(data_dir)
             write_files(tmp_data, plan.dataset)
@@ -230,17 +222,14 @@ def _produce(request: BuildRequest, plan: TreePlan, requirements: list[tuple[str
             if leftover is not None and leftover.exists():
                 shutil.rmtree(leftover, ignore_errors=True)
     log(f"wrote {out}" + (f" and {data_dir}" if plan.dataset else ""))
-    report = _validate(out, data_dir if plan.dataset else None, request)
-    return BuildResult(out, data_dir if plan.dataset else None, tuple(pins), report,
-                       tuple(plan.notes))
+    dataset_dir = data_dir if plan.dataset else None
+    return BuildResult(out, dataset_dir, _validate(out, dataset_dir, request))
 
 
 def _venv_build_requirements(root: Path, request: BuildRequest) -> list[tuple[str, str]]:
-    """Everything ``validate --offline`` will walk for the planned tree, as requirement lines.
-
-    Beyond the servers' own lines: a pyproject server's ``nemo-gym[dev]`` and build
-    requirements, and the install markers of the built-in servers the configs run without
-    shipping (the policy's ``vllm_model``). One source of truth: the validator's roots.
+    """Everything ``validate --offline`` will walk for the planned tree (the validator's own
+    roots): besides the servers' lines, a pyproject server's ``nemo-gym[dev]`` and build
+    requirements, and the built-in servers the configs run without shipping (``vllm_model``).
     """
     pkg = load_package(root)
     options = CheckOptions(target=request.target, gym_version=request.gym_version, offline=True)
@@ -249,7 +238,7 @@ def _venv_build_requirements(root: Path, request: BuildRequest) -> list[tuple[st
 
 
 def _vendor(root: Path, requirements: list[tuple[str, str]], request: BuildRequest, *,
-            runner: Runner, progress: FetchProgress | None, log: Log) -> list[PinnedWheel]:
+            runner: Runner, progress: FetchProgress | None, log: Log) -> None:
     lines = list(dict.fromkeys(line for line, _origin in requirements))
     if not lines:
         msg = ("nothing to vendor: the servers declare no requirements besides nemo-gym; "
@@ -283,7 +272,6 @@ def _vendor(root: Path, requirements: list[tuple[str, str]], request: BuildReque
     except (RuntimeError, OSError) as exc:
         raise BuildError(str(exc) + _glibc_hint(str(exc), request.target)) from None
     write_text(root / LOCK_NAME, _lock(pins, requirements, request, python_version).dumps())
-    return pins
 
 
 def _glibc_hint(message: str, target: Target) -> str:
