@@ -1,11 +1,10 @@
 """Run inside the throwaway venv, never imported by envkit: load a verifiers environment and
 dump its dataset rows as JSON to a result file.
 
-Standard library only (plus the environment's own code). The protocol never reads stdout:
-the environment may print anything, so fd 1 is pointed at stderr before its code runs and the
-result goes to ``--out``, a file opened before any environment code is imported. An audit hook
-(PEP 578) refuses writes outside ``--root`` (the run's temp HOME/cwd/TMPDIR) and records them:
-a guard against careless environments, not a security boundary against native code.
+The environment may print anything, so fd 1 goes to stderr before its code runs and the result
+goes to ``--out``, opened before any environment code is imported. An audit hook (PEP 578)
+refuses writes outside ``--root``: a guard against careless environments, not a security
+boundary against native code.
 
 Usage: python -I _vf_loader.py --module M --env-id ID --args-file F --out FILE --root DIR
        [--num-examples N] [--path DIR ...]
@@ -41,8 +40,8 @@ def _under(path: str, root: str) -> bool:
 
 
 def _is_bytecode(path: str) -> bool:
-    """importlib's own cache writes: ``__pycache__/`` and the ``.pyc`` files in it (the venv
-    is cached between conversions, so the first load's compile pays for the next ones)."""
+    """importlib's ``__pycache__/`` writes: the venv is cached, so the first load's compile
+    serves the next ones."""
     head, tail = os.path.split(path)
     return tail == "__pycache__" or os.path.split(head)[1] == "__pycache__"
 
@@ -99,12 +98,9 @@ def _classify_module(module: object) -> str:
 
 
 def _v1_origin(obj: object) -> str | None:
-    """``module.Class`` of the first verifiers v1 class ``obj`` is an instance of, or None.
-
-    verifiers 0.3.1 ships both stacks: the classic one in ``verifiers.legacy`` (aliased at
-    ``verifiers.<name>``), the v1 one (Taskset/Harness/Env) in ``verifiers.v1``. Gym's
-    verifiers_agent calls the classic Environment's methods on what ``load_environment``
-    returns, so a ``load_environment`` shim that returns a v1 ``Env`` is v1, not classic.
+    """``module.Class`` of the first verifiers v1 class ``obj`` is an instance of, or None:
+    Gym's verifiers_agent calls classic Environment methods on what ``load_environment``
+    returns, so a shim returning a v1 ``Env`` (verifiers 0.3.1 ships both stacks) is v1.
     """
     for cls in type(obj).__mro__:
         if (getattr(cls, "__module__", "") or "").startswith("verifiers.v1"):
@@ -193,10 +189,9 @@ def _import_failure(exc: ImportError, module: str) -> dict[str, Any]:
 
 
 def _attribute_failure(exc: AttributeError, module: str) -> dict[str, Any] | None:
-    """A name reached as an attribute of a dependency's module (``vf.SelectConfig``) that the
-    installed release lacks: an API of another release, as a failed ``from … import`` is.
-    None for anything else: the env's own modules, objects, and a module ``__getattr__``
-    that says something else (verifiers 0.3.1's "To use verifiers.X, install as
+    """A name of a dependency's module (``vf.SelectConfig``) that the installed release lacks:
+    an API of another release. None for anything else: the env's own modules, objects, and a
+    module ``__getattr__`` that says something else (verifiers' "install as
     `verifiers[all]`" is a missing extra, and its own words say so)."""
     owner, name = getattr(exc, "obj", None), getattr(exc, "name", None)
     if not isinstance(owner, types.ModuleType) or not isinstance(name, str):

@@ -1,9 +1,6 @@
-"""The text of an adapter-wheels-v1 package: manifest, Gym configs and the wheel lock.
-
-Pure functions from a spec to ``{relative path: text}``; the caller writes them. The shapes
-follow the "GRPO and Reward Environments" guide ("adapter-wheels-v1", "Every package needs a
-policy_model server") and the pinned Gym version's
-``responses_api_agents/verifiers_agent/configs/verifiers_agent.yaml``.
+"""The text of an adapter-wheels-v1 package: manifest, Gym configs and the wheel lock, as pure
+functions of a spec. The shapes follow the "GRPO and Reward Environments" guide and the pinned
+Gym version's ``verifiers_agent/configs/verifiers_agent.yaml``.
 """
 
 from __future__ import annotations
@@ -49,8 +46,7 @@ class AdapterSpec:
     top_p: float = 1.0
     domain: str | None = None
     """Written only when set: the NeMo Customizer guide says agent blocks must not carry
-    ``domain`` (Gym 0.7 strips it there; EK303 accepts a valid one, as the reference
-    converter's ``other``)."""
+    ``domain``."""
 
 
 def manifest(spec: AdapterSpec) -> dict[str, Any]:
@@ -112,9 +108,8 @@ def verifiers_agent_config(spec: AdapterSpec) -> dict[str, Any]:
 
 def lock_data(wheels: Sequence[LockedWheel], target: str, requirements: Sequence[str],
               resolver: str) -> Lock:
-    """``wheels.lock``, the model ``envkit build`` writes too: what is vendored, for which
-    target, from where. A local env wheel's ``file:`` URL names a temp dir, so it is left out
-    (the vendored copy is the source). No timestamps: same inputs, same bytes."""
+    """``wheels.lock``: what is vendored, for which target, from where. A local env wheel's
+    ``file:`` URL names a temp dir, so it is left out. No timestamps: same inputs, same bytes."""
     return Lock(
         target=target, python_version="3.13", resolver=resolver,
         requirements=tuple(LockedRequirement(r, ("envkit convert verifiers",))

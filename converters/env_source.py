@@ -1,11 +1,9 @@
 """Where the environment wheel comes from: a hub index, a wheel file, or a source tree.
 
-``--source`` trees are built with ``uv build`` (isolated, the user's pip/uv configuration off)
-so the wheel that is vendored is exactly the wheel that was loaded, and with a fixed
-``SOURCE_DATE_EPOCH`` so that the same source gives the same wheel, byte for byte: a build
-stamps its dist-info files with the clock and its sources with their checkout's mtime, so each
-conversion gave a new wheel, a new ``wheels.lock`` and provenance, and a new set of server venvs
-(they are keyed by the wheels' content) for an unchanged environment.
+``--source`` trees are built with ``uv build`` so the wheel that is vendored is the wheel that
+was loaded, with a fixed ``SOURCE_DATE_EPOCH`` so the same source gives the same wheel, byte
+for byte (else each conversion of an unchanged environment gave a new lock, provenance and
+set of server venvs).
 """
 
 from __future__ import annotations
@@ -29,8 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["EnvWheel", "SourceError", "build_source", "builder_error", "local_wheel"]
 
 ZIP_EPOCH = "315532800"
-"""1980-01-01T00:00:00Z, the earliest time a zip entry can hold: what a wheel built from
-``--source`` is stamped with unless ``SOURCE_DATE_EPOCH`` says otherwise."""
+"""1980-01-01T00:00:00Z, the earliest time a zip entry can hold."""
 
 
 class SourceError(FailedError, RuntimeError):
@@ -46,12 +43,10 @@ class EnvWheel:
     index: str | None = None
     """The hub index it was downloaded from (None for ``--wheel`` / ``--source``)."""
     url: str | None = None
-    """Its URL on that index."""
 
     @property
     def name(self) -> str:
-        """The wheel's Name (:func:`local_wheel` refuses a wheel without one)."""
-        return str(self.meta.name)
+        return str(self.meta.name)  # local_wheel refuses a wheel without one
 
     @property
     def requirement(self) -> str:
@@ -75,8 +70,7 @@ def local_wheel(path: Path, dest: Path, *, index: str | None = None,
 
 
 def build_source(src: Path, dest: Path, *, timeout: float = 600) -> Path:
-    """``uv build --wheel`` of ``src`` into ``dest`` (isolated build, the user's pip/uv
-    configuration off); the wheel's path.
+    """``uv build --wheel`` of ``src`` into ``dest``; the wheel's path.
 
     :raises SourceError: the build failed; the message carries the builder's own error text.
     """

@@ -1,17 +1,12 @@
 """Plan an environment package from Gym server directories: which files go where.
 
-Planning reads the source tree and returns a ``TreePlan`` (package files, dataset files,
-manifest, each server's requirements); it writes nothing, so tests inspect the plan in
-memory and ``envkit.builder.build`` owns every side effect (temp dir, wheels, atomic rename).
-
-Facts it encodes (the pinned Gym version, the "GRPO and Reward Environments" guide):
+Planning returns a ``TreePlan`` and writes nothing: ``envkit.builder.build`` owns every side
+effect. Facts it encodes (the pinned Gym version, the "GRPO and Reward Environments" guide):
 - a server directory is ``<server_type>/<impl>/`` with ``requirements.txt`` or
   ``pyproject.toml``; the structure is kept so Gym finds the implementation it runs;
-- ``.jsonl`` cannot ship in the package: every one moves to the dataset directory (what the
-  configs' ``datasets[]`` and the added ``policy_model`` and agents become:
-  ``gym_configs``); configs that define instances the chosen ones reference come along;
-- ``config_paths`` lists the policy model first (``configs/`` for wheels-v1, a
-  ``responses_api_models/`` path for native-v1);
+- ``.jsonl`` cannot ship in the package: every one moves to the dataset directory
+  (``gym_configs``); configs defining instances the chosen ones reference come along;
+- ``config_paths`` lists the policy model first;
 - Gym's non-editable install drops requirement lines containing ``../..`` (the
   ``-e nemo-gym[dev] @ ../../`` line) and installs ``nemo-gym==<image version>`` instead.
 """
@@ -100,9 +95,8 @@ def _has_marker(path: Path) -> bool:
 
 
 def _server(path: Path) -> ServerSource:
-    """Default config: ``configs/<impl>.yaml`` when present (Gym's convention), else all.
-
-    Sibling configs are usually alternatives that redefine the same instances."""
+    """Default config: ``configs/<impl>.yaml`` when present (Gym's convention), else all
+    (sibling configs are usually alternatives that redefine the same instances)."""
     configs = sorted(p.name for p in (path / "configs").glob("*.yaml")) \
         if (path / "configs").is_dir() else []
     preferred = f"{path.name}.yaml"
@@ -139,11 +133,10 @@ def _requirement_lines(text: str, where: str) -> list[str]:
 
 def plan_tree(servers: list[ServerSource], fmt: str, name: str,
               description: str | None = None, include: tuple[str, ...] = ()) -> TreePlan:
-    """Plan the package for ``servers`` in format ``fmt`` (``wheels-v1`` or ``native-v1``).
+    """Plan the package for ``servers`` in format ``fmt``.
 
-    Dotenv and key files, and files holding a private key or a credentials file's secrets,
-    are left out (each named in ``plan.notes``) unless a glob of ``include`` matches their
-    package-relative path: a secret travels only when someone named it.
+    Secrets (dotenv and key files, files holding a private key or credentials) are left out,
+    each named in ``plan.notes``, unless a glob of ``include`` names them.
 
     :raises GymTreeError: unknown format, duplicate servers, unreadable configs.
     """

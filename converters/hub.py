@@ -1,8 +1,5 @@
-"""Prime Intellect hub facts: what a hub id names, and where its wheels are served.
-
-The hub serves one PEP 503 index per owner (``https://hub.primeintellect.ai/<owner>/simple/``);
-an environment ``owner/my-env`` is the distribution ``my_env`` there, a pure-Python wheel whose
-module of the same name exposes ``load_environment`` (the product spec (section 6)).
+"""Prime Intellect hub facts: an environment ``owner/my-env`` is the distribution ``my_env`` on
+the owner's PEP 503 index, a wheel whose module of the same name exposes ``load_environment``.
 """
 
 from __future__ import annotations
@@ -34,7 +31,6 @@ class HubRef:
 
     @property
     def dist_name(self) -> str:
-        """Distribution name on the owner's index: ``name.replace('-', '_').lower()``."""
         return self.name.replace("-", "_").lower()
 
     @property

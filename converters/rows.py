@@ -1,8 +1,7 @@
 """Gym rollout rows from a verifiers dataset, the train/validation split, and the JSONL writer.
 
-A row is what Gym's ``verifiers_agent`` reads as ``VerifiersAgentRunRequest``: the prompt goes
-under ``responses_create_params.input`` exactly as the environment formatted it (system prompt
-and few-shot already prepended by the classic API), and ``task_idx``/``vf_env_id`` route it.
+A row is Gym's ``VerifiersAgentRunRequest``: the prompt exactly as the environment formatted
+it, routed by ``task_idx``/``vf_env_id``.
 """
 
 from __future__ import annotations
@@ -80,10 +79,8 @@ def build_rows(examples: Sequence[Mapping[str, Any]], vf_env_id: str) -> list[di
 
 
 def split_rows(rows: Sequence[dict[str, Any]], fraction: float, seed: int) -> Split:
-    """Deterministic split: the same rows, fraction and seed give the same files.
-
-    ``max(1, int(n * fraction))`` rows go to validation (as the reference converter does, so a
-    small positive fraction still yields a validation file); both files keep dataset order.
+    """Deterministic split, both files in dataset order: ``max(1, int(n * fraction))`` rows go
+    to validation, so a small positive fraction still yields a validation file.
 
     :raises SplitError: fraction outside [0, 1), or nothing left to train on.
     """

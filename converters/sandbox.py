@@ -1,9 +1,7 @@
 """Run environment code where it cannot hurt envkit: a throwaway venv, a subprocess, a timeout.
 
-The venv is built by uv from the vendored wheels (host closure), with the user's pip/uv
-configuration switched off. The loader (``_vf_loader.py``) runs with ``python -I`` in a
-fresh session, HOME/cwd/TMPDIR inside a temp dir, and reports through a result file; on a
-timeout the whole process group is killed.
+The loader (``_vf_loader.py``) runs with ``python -I`` in a fresh session, HOME/cwd/TMPDIR
+inside a temp dir, and reports through a result file; on a timeout its process group is killed.
 """
 
 from __future__ import annotations
@@ -53,9 +51,8 @@ class SandboxError(FailedError, RuntimeError):
 
 
 class LoadError(RuntimeError):
-    """Loading the environment failed; ``kind`` says how (load, import, v1, none, escape,
-    timeout, crash), ``log`` holds the tail of what it printed and ``missing`` the module an
-    import did not find (kinds ``missing`` and ``module``)."""
+    """Loading the environment failed; ``kind`` says how, ``log`` holds the tail of what it
+    printed and ``missing`` the module an import did not find."""
 
     def __init__(self, kind: str, message: str, log: str = "", missing: str = "") -> None:
         super().__init__(message)
@@ -76,9 +73,8 @@ class LoadResult:
 
 
 def uv_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Environment for uv calls: none of the user's UV_*/PIP_* settings, no config files
-    (``envkit.supply.uvcmd.clean_env``); where downloads are kept is no index configuration,
-    so ``UV_CACHE_DIR`` stays."""
+    """``envkit.supply.uvcmd.clean_env``, keeping ``UV_CACHE_DIR``: where downloads are kept
+    is no index configuration."""
     env = clean_env(base)
     cache_dir = (os.environ if base is None else base).get("UV_CACHE_DIR")
     if cache_dir:
@@ -102,10 +98,8 @@ def loader_env(root: Path) -> dict[str, str]:
 
 
 def find_host_python(environ: Mapping[str, str] | None = None) -> str:
-    """A CPython 3.13 for the throwaway venv (the training image's minor), else this one.
-
-    ``$ENVKIT_HOST_PYTHON`` wins; then pyenv's 3.13 builds; then ``python3.13`` on PATH.
-    """
+    """A CPython 3.13 (the training image's minor) for the throwaway venv, else this one:
+    ``$ENVKIT_HOST_PYTHON``, then pyenv's 3.13 builds, then ``python3.13`` on PATH."""
     env = os.environ if environ is None else environ
     candidates = [env.get("ENVKIT_HOST_PYTHON", "")]
     pyenv_root = Path(env.get("PYENV_ROOT") or Path.home() / ".pyenv")
@@ -137,12 +131,8 @@ def install_into(uv: str, python: Path, wheel: Path, dest: Path) -> Path:
 
 
 def cached_env(uv: str, cache_dir: Path, python: str, wheels: Sequence[tuple[str, Path]]) -> Path:
-    """A venv holding exactly ``wheels``, built once per exact set of ``(sha256, file)`` and
-    kept in ``cache_dir``.
-
-    Built in a temp dir and renamed into place. The loader's write guard lets a load write
-    only importlib's ``__pycache__`` into it, so the first load's bytecode serves the next
-    ones and a warm conversion skips both the install and the compile.
+    """A venv holding exactly ``wheels``, built (in a temp dir, renamed into place) once per
+    set of ``(sha256, file)`` and kept in ``cache_dir``.
 
     :raises SandboxError: uv failed (its message included).
     """

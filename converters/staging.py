@@ -1,7 +1,5 @@
 """Outputs appear only on success: everything is written into temp dirs beside the final
-paths (same filesystem) and renamed into place at the very end by ``envkit.supply.atomic``
-(the same install ``envkit build`` uses); any failure before that removes the temp dirs, so a
-refused conversion leaves no package and no dataset behind."""
+paths and renamed into place at the very end; any failure before that removes the temp dirs."""
 
 from __future__ import annotations
 
@@ -27,9 +25,8 @@ def remove_stale(*finals: Path) -> None:
 
 
 def stage(stack: ExitStack, final: Path) -> Path:
-    """A temp dir beside ``final`` (same filesystem, so the last step is a rename), removed
-    when ``stack`` closes unless it was renamed away. Parents created here are removed too
-    when they stay empty."""
+    """A temp dir beside ``final``, removed when ``stack`` closes unless it was renamed away
+    (with the parents created here, when they stay empty)."""
     parent = final.resolve().parent
     created = [p for p in (parent, *parent.parents) if not p.exists()]
     parent.mkdir(parents=True, exist_ok=True)

@@ -1,10 +1,8 @@
 """Does an environment's own ``verifiers`` requirement admit the harness's verifiers?
 
-Gym's ``verifiers_agent`` installs one exact verifiers (0.3.1 for Gym 0.7.0) next to the
-environment, so an environment that pins another one cannot run there. Why it cannot decides
-what the user should do: an env that needs verifiers >= 0.4 is written for the v1-only API
-(Taskset/Harness plugins); one that pins an *older* release (``==0.1.5``, ``<0.2``) needs a
-newer release of the env; neither is fixed by choosing another verifiers for the package.
+Gym's ``verifiers_agent`` installs one exact verifiers next to the environment. Why another pin
+cannot run there decides what the user should do: an env needing verifiers >= 0.4 is written
+for the v1-only API; one pinning an *older* release needs a newer release of the env.
 """
 
 from __future__ import annotations
@@ -25,11 +23,8 @@ __all__ = ["CLASSIC_MAX", "PinConflict", "conflict_in_uv_message", "pin_conflict
            "requires_conflict"]
 
 CLASSIC_MAX = Version("0.4")
-"""verifiers 0.4 is v1-only. Read off the 0.4.0 wheel: ``verifiers/__init__.py`` holds only
-``__version__``, the stack is ``verifiers.v1`` (Taskset, Harness, Env, SingleAgentEnv, and a
-``load_environment(config: EnvConfig)``); 0.3.1's ``verifiers.legacy`` (the classic
-``vf.load_environment(env_id, **kwargs)`` and ``Environment.run_group`` that Gym 0.7.0's
-verifiers_agent calls) is gone."""
+"""verifiers 0.4 is v1-only: the classic ``vf.load_environment(env_id, **kwargs)`` and
+``Environment.run_group`` that Gym 0.7.0's verifiers_agent calls are gone."""
 _PROBES = ("0.1.0", "0.1.5", "0.1.9", "0.2.0", "0.3.0", "0.3.1", "0.3.2", "0.4.0", "0.5.0",
            "1.0.0", "2.0.0")
 # uv: "Because my-env==0.1.0 depends on verifiers==0.1.5 and you require verifiers==0.3.1, ..."
@@ -44,7 +39,7 @@ class PinConflict:
     harness: str
     kind: str
     """``v1`` (admits only >= 0.4), ``older`` (only releases before the harness's) or
-    ``other`` (excludes it for another reason, e.g. ``!=0.3.1`` or ``==0.3.2``)."""
+    ``other``."""
 
     def message(self, who: str, gym_version: str) -> str:
         runs = f"Gym {gym_version}'s verifiers_agent runs verifiers {self.harness}"

@@ -1,10 +1,8 @@
 """The wheel closure a converted package vendors: what is resolved, with which uv bounds,
 from where, and how a resolver's refusal is explained.
 
-The closure must be one in which the harness's verifiers actually works, so candidates are
-bounded by the harness's release date (uv ``--exclude-newer``); the user can pin any
-transitive dependency with ``--constraint``/``--override`` files and add prebuilt wheels with
-``--wheels-dir``. Every pin records where it came from.
+Candidates are bounded by the harness's release date (uv ``--exclude-newer``), so the closure
+is one in which the harness's verifiers works.
 """
 
 from __future__ import annotations
@@ -47,28 +45,24 @@ __all__ = ["fetch", "hub_wheel", "indexes", "pin_sources", "requirements", "reso
 logger = logging.getLogger("envkit.convert")
 
 _GYM_FLOORS = ("hydra-core>=1.1",)
-"""nemo-gym requires ``hydra-core`` unpinned; hydra 1.x needs antlr4-python3-runtime 4.9.x,
-which PyPI ships only as an sdist; a wheels-only resolution backtracked to hydra-core 0.11.3,
-which imports ``pkg_resources`` (no setuptools in a 3.13 venv), and every Gym server died on
-start. The resolver builds pure sdists into wheels (``envkit.supply.sdists``); the floor makes a
-regression fail at resolution instead of at spin-up (tests/gym/test_harness_rollout.py)."""
+"""nemo-gym requires ``hydra-core`` unpinned, and hydra 1.x needs an sdist-only antlr4: a
+wheels-only resolution backtracked to hydra-core 0.11.3, which imports ``pkg_resources`` (no
+setuptools in a 3.13 venv), and every Gym server died on start. The floor makes such a
+regression fail at resolution instead of at spin-up."""
 
 
 def requirements(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None) -> list[str]:
     """The env, Gym's verifiers pin, and what Gym adds to the agent's venv (nemo-gym, ray,
-    openai): resolving them together keeps the vendored closure installable into that venv
-    (verifiers alone would pick openai 3.x and anthropic 2.x; nemo-gym 0.7.0 pins
-    ``openai==2.44.0`` and ``anthropic<=0.109.2``)."""
+    openai): resolved together so the closure installs into that venv (verifiers alone would
+    pick an openai and anthropic nemo-gym's pins exclude)."""
     env_req = env_wheel.requirement if env_wheel else hub.requirement(req.hub_version)
     return [env_req, f"verifiers=={req.verifiers_version}",
             *runtime_requirements(req.gym_version), *_GYM_FLOORS, *_policy_model_requirements()]
 
 
 def _policy_model_requirements() -> list[str]:
-    """What Gym builds the built-in ``vllm_model`` venv from (``policy_model`` runs it):
-    ``nemo-gym[dev]`` and setuptools for its editable install. Vendored, the only thing an
-    offline spin-up still lacks is the harness's verifiers from GitHub (the "GRPO and Reward
-    Environments" guide)."""
+    """What Gym builds the built-in ``vllm_model`` venv (``policy_model``) from: vendored, an
+    offline spin-up lacks only the harness's verifiers from GitHub."""
     rel = f"responses_api_models/{POLICY_MODEL_IMPL}"
     name, text = gym_data().builtin_server_installs[rel]
     roots, _egress = marker_roots(name, text, rel)
@@ -83,12 +77,10 @@ def indexes(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None) -> lis
 
 
 def hub_wheel(req: ConvertRequest, hub: HubRef, dest: Path) -> EnvWheel:
-    """Download the env wheel alone (``--no-deps``) before anything else is resolved.
-
-    Its metadata can then be checked before the full resolution, and the full resolution
-    finds it as a local file: uv's second, ``--offline`` pass cannot read a wheel's metadata
-    back from its cache when the index's link carries no ``#sha256=`` (PEP 503 makes it
-    optional: ``python -m http.server``, many mirrors).
+    """Download the env wheel alone (``--no-deps``) before anything else is resolved: its
+    metadata is checked first, and the full resolution finds it as a local file (uv's
+    ``--offline`` pass cannot read a wheel's metadata back from its cache when the index's
+    link carries no ``#sha256=``, which PEP 503 makes optional).
     """
     index = req.index_url or hub.index_url
     args = ["--no-deps", *_uv_args(req, hub.dist_name.replace("_", "-"))]
@@ -107,8 +99,7 @@ def hub_wheel(req: ConvertRequest, hub: HubRef, dest: Path) -> EnvWheel:
 
 
 def _runtime_names(gym_version: str) -> list[str]:
-    """What Gym pins in every server venv (nemo-gym, openai, ray at the *head's* version:
-    ``ray[default]==<installed>``): the training image decides those, not a date."""
+    """What Gym pins in every server venv: the training image decides those, not a date."""
     return sorted({canonicalize_name(Requirement(r).name)
                    for r in runtime_requirements(gym_version)})
 
@@ -181,9 +172,8 @@ def resolve_hint(message: str, target: Target) -> str:
 
 
 def fetch(pins: Sequence[Any], dest: Path) -> list[Any]:
-    """Exact files, sha256-checked, through the wheel cache ``envkit build`` uses too.
-
-    Returns the vendored pins: an sdist-only pin becomes the pure wheel built from it."""
+    """Exact files, sha256-checked, through ``envkit build``'s wheel cache; an sdist-only pin
+    comes back as the pure wheel built from it."""
     try:
         return downloads.vendor_pins(pins, dest, cache=WheelCache(cache_root() / "wheels"))
     except downloads.FetchError as exc:

@@ -1,15 +1,10 @@
 """Load the environment (its code runs here, in a throwaway venv) and explain a failed load.
 
-The dependencies go into a venv cached by their exact hashes (shared by every env with the
-same closure); the env wheel itself is installed per run into a directory the loader puts
-first on ``sys.path``. The loader classifies failures (``_vf_loader.py``); this module turns
-each kind into one line that names the cause and a hint that names a real option.
-
-A load that fails with ``No module named 'x'`` is usually an undeclared dependency, but just as
-often ``x`` is a file of the environment itself that the build config does not list (a
-``py-modules``/``packages`` list naming only the main module, a hatch ``include`` of one
-file): then the source tree has it and the wheel does not, and the way out is the build
-config, not Requires-Dist. With ``--source`` envkit can see both (:func:`left_out`).
+The dependencies go into a venv cached by their hashes; the env wheel itself is installed per
+run. Each failure the loader classifies becomes one line naming the cause and a hint naming a
+real option. ``No module named 'x'`` is often a file of the environment itself that its build
+config does not list: then the way out is the build config, not Requires-Dist, and with
+``--source`` envkit can see both (:func:`left_out`).
 """
 
 from __future__ import annotations
@@ -54,11 +49,9 @@ logger = logging.getLogger("envkit.convert")
 def _host_closure(req: ConvertRequest, hub: HubRef, pins: Sequence[Any], wheels: Path,
                   env_wheel: EnvWheel | None, name: str, python: str,
                   work: Path) -> tuple[list[Any], Path]:
-    """Pins and a folder of wheels for the interpreter that loads the env.
-
-    When the host is the target's platform (same machine, CPython 3.13) that is the vendored
-    closure itself, so the load also proves ``wheels/`` installs. Otherwise the same
-    requirements are resolved for the host (glibc 2.28 floor) and fetched separately.
+    """Pins and a folder of wheels for the interpreter that loads the env: the vendored
+    closure itself when the host is the target's platform (the load then also proves
+    ``wheels/`` installs), else the same requirements resolved for the host.
     """
     machine, version = host_platform(python)
     if machine == req.target.arch and version == req.target.python:
@@ -126,8 +119,7 @@ _AT = re.compile(r" \(at [^()]+:\d+\)$")
 def _left_out_error(exc: LoadError, req: ConvertRequest, hub: HubRef,
               env_wheel: EnvWheel | None) -> tuple[str, str] | None:
     """``(message, hint)`` when the module the load missed is the environment's own file that
-    its build leaves out of the wheel (seen in the ``--source`` tree, or a submodule of the
-    environment's own package), else None: then it is a dependency (Requires-Dist)."""
+    its build leaves out of the wheel, else None (a dependency)."""
     if exc.kind not in ("missing", "module") or not exc.missing or env_wheel is None:
         return None
     at = _AT.search(str(exc))
@@ -182,8 +174,8 @@ def in_wheel(wheel: Path, dotted: str) -> bool:
 
 
 def left_out(src: Path, wheel: Path, dotted: str) -> str | None:
-    """The source file (``helpers.py``, ``src/env/sub/``) of module ``dotted`` when the source
-    tree ``src`` has it and ``wheel`` does not; else None."""
+    """The source file (``helpers.py``, ``src/env/sub/``) of ``dotted`` when ``src`` has it
+    and ``wheel`` does not."""
     if not dotted or in_wheel(wheel, dotted):
         return None
     path = dotted.replace(".", "/")
@@ -217,11 +209,9 @@ _KNOWN = (
      "prime-sandboxes release verifiers 0.3.1 admits (>= 0.2.39) refuses: put "
      "'prime-sandboxes==0.2.35' in a file and pass --override FILE"),
 )
-"""Failures of the harness's own verifiers with its dependencies, and the way out.
-
-Read off the prime-sandboxes wheels: 0.2.37 made ``CreateSandboxRequest.vm`` default to None
-and refuses a string ``start_command`` unless ``vm=False``; verifiers 0.3.1 requires
-``prime-sandboxes>=0.2.39`` and passes no ``vm``. 0.2.35 is the release the tests convert with."""
+"""Failures of the harness's own verifiers with its dependencies, and the way out
+(prime-sandboxes 0.2.37 refuses a string ``start_command`` unless ``vm=False``, which
+verifiers 0.3.1 does not pass)."""
 
 
 def _known_hint(message: str) -> str | None:

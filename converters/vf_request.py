@@ -17,21 +17,15 @@ __all__ = ["GYM_RELEASE_DATE", "GYM_VERIFIERS_VERSION", "VERIFIERS_ONLY_DEPS",
            "VERIFIERS_RELEASE_DATE", "ConvertError", "ConvertRequest"]
 
 GYM_VERIFIERS_VERSION = "0.3.1"
-"""What nemo-gym 0.7.0's ``responses_api_agents/verifiers_agent/requirements.txt`` installs
-(``verifiers @ git+...@v0.3.1``); ``tests/converters/test_verifiers.py`` checks it against the
-installed Gym when one is present."""
+"""What nemo-gym 0.7.0's ``verifiers_agent/requirements.txt`` installs."""
 GYM_RELEASE_DATE = "2026-10-13T00:00:00Z"
-"""Upper bound for candidate uploads (uv ``--exclude-newer``): the closure is chosen from what
-existed when the harness (nemo-gym 0.7.0, uploaded 2026-10-12, running verifiers 0.3.1) was
-released, so no dependency newer than the harness can break it (prime-sandboxes 0.5, from
-2026-10-20, no longer takes the string ``start_command`` that verifiers 0.3.1 passes)."""
-
-
+"""Upper bound for candidate uploads (uv ``--exclude-newer``): nemo-gym 0.7.0's release, so no
+dependency newer than the harness can break it (prime-sandboxes 0.5 no longer takes the string
+``start_command`` that verifiers 0.3.1 passes)."""
 VERIFIERS_RELEASE_DATE = "2026-08-25T00:00:00Z"
-"""verifiers 0.3.1 was uploaded 2026-08-24: the dependencies only verifiers brings are bounded
-by its own release, not Gym's, so they are the releases verifiers 0.3.1 was built against
-(Gym's date alone picks prime-sandboxes 0.4, whose ``start_command`` no longer takes a string
-at all; the bound picks 0.2.39)."""
+"""verifiers 0.3.1's release: what only verifiers brings is bounded by it, so those are the
+releases it was built against (Gym's date alone picks a prime-sandboxes that refuses a string
+``start_command``)."""
 VERIFIERS_ONLY_DEPS = (
     "aiolimiter", "gepa", "httpx", "loguru", "math-verify", "msgpack", "numpy", "openai-agents",
     "prime-pydantic-config", "prime-sandboxes", "prime-tunnel", "pyzmq", "renderers",
@@ -42,13 +36,12 @@ shares, e.g. aiohttp, need Gym-era releases: nemo-gym 0.7.0 asks for aiohttp>=3.
 
 
 class ConvertError(FailedError, RuntimeError):
-    """The conversion cannot proceed; ``hint`` says what to do about it."""
+    """The conversion cannot proceed; ``report`` is set when the staged outputs were invalid."""
 
     def __init__(self, message: str, hint: str = "", report: Report | None = None) -> None:
         super().__init__(message)
         self.hint = hint
         self.report = report
-        """The validation report when the staged outputs were found invalid."""
 
 
 @dataclass(frozen=True, slots=True)
