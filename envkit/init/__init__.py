@@ -1,10 +1,6 @@
-"""``envkit init``: start a new environment project from a template.
-
-Two templates ship as package data: ``gym``, a NeMo Gym resources server with its config,
-verifier fixture, rows, GRPO job and settings (the default), and ``verifiers``, a classic
-verifiers environment for ``envkit convert verifiers --source``. Unless ``--no-ci``, the
-project also gets a pre-commit configuration and a GitHub Actions workflow.
-"""
+"""``envkit init``: start a new environment project from a template (``gym``: a NeMo Gym
+resources server; ``verifiers``: a classic verifiers environment for ``envkit convert verifiers
+--source``)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """``envkit init``: what a new project holds, from the request to the files.
 
-Names, the template context and the GRPO job are pure functions of the request, so the tests
-render a project in memory; :func:`init_project` is the one place that touches the disk, through
-:func:`envkit.init.write.write_new_dir` (whole or nothing, never over an existing file).
+Everything but :func:`init_project` is a pure function of the request, so the tests render a
+project in memory.
 """
 
 from __future__ import annotations
@@ -24,8 +23,7 @@ __all__ = ["FORMATS", "RUNNERS", "InitNameError", "InitRequest", "InitResult", "
            "init_project", "job_document", "next_steps", "project_files", "server_name"]
 
 FORMATS = ("wheels-v1", "native-v1")
-"""What ``--format`` may ask of the ``gym`` template (``verifiers`` converts to
-adapter-wheels-v1)."""
+"""What ``--format`` may ask of the ``gym`` template."""
 
 _ADAPTER = "adapter-wheels-v1"
 
@@ -43,7 +41,6 @@ class InitRequest:
     format: str = "wheels-v1"
     arch: str = "x86_64"
     ci: bool = True
-    """Also write ``.pre-commit-config.yaml`` and the GitHub Actions workflow."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,13 +70,9 @@ def server_name(name: str) -> str:
     return snake
 
 
-def _request_name(request: InitRequest) -> str:
-    return request.name or request.directory.resolve().name
-
-
 def context_for(request: InitRequest) -> dict[str, str]:
     """Every ``{{key}}`` the templates use, for ``request``."""
-    name = _request_name(request)
+    name = request.name or request.directory.resolve().name
     server = server_name(name)
     fmt = _ADAPTER if request.template == "verifiers" else request.format
     offline = fmt == "wheels-v1"
@@ -113,10 +106,8 @@ _CI_NOTE = ("`.pre-commit-config.yaml` and `.github/workflows/envkit.yml` run th
 
 
 def job_document(name: str) -> dict[str, object]:
-    """The platform's ``rl`` GRPO job for ``name``: LoRA with the platform's LoRA defaults
-    (read from :class:`~envkit.model.jobspec.LoraSettings`, not typed again here).
-
-    Refs use a lower-case slug of ``name``: the platform's FileSet names allow no capitals.
+    """The platform's ``rl`` GRPO job for ``name`` with the platform's LoRA defaults. Refs use
+    a lower-case slug of ``name``: the platform's FileSet names allow no capitals.
 
     >>> job_document("My Env")["environment"]
     'default/my-env'
@@ -145,11 +136,9 @@ def project_files(request: InitRequest) -> dict[str, bytes]:
 
 def next_steps(request: InitRequest, context: dict[str, str],
                host_arch: str | None = None) -> tuple[str, ...]:
-    """What to run next, in the new directory (the README's first block).
-
-    ``smoke`` starts the package's servers from its wheels, so on a ``host_arch`` (default:
-    this machine's) other than the package's it is named for a machine that has it.
-    """
+    """What to run next, in the new directory. ``smoke`` starts the package's servers from its
+    wheels, so on a ``host_arch`` (default: this machine's) other than the package's it is
+    named for a machine that has it."""
     offline = context["offline"]
     host = host_arch or platform.machine()
     smoke = f"envkit smoke package --dataset package-data{offline}"

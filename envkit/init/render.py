@@ -1,11 +1,9 @@
 """Template files -> the files of a new project: pure functions over text.
 
-The templates are package data (``envkit/init/templates/<template>/``, plus ``common/`` that
-every template shares). A template file is named for the file it becomes with two changes, so
-that tools never mistake it for a file of envkit's own: every name ends in ``.tmpl`` (ruff,
-pytest and setuptools leave it alone), and a leading dot is spelled ``dot-`` (package-data
-globs skip dotfiles). ``{{key}}`` in a path or a text is replaced from the context; a key the
-context lacks is an error, never left in the output.
+A template file (``envkit/init/templates/<template>/`` and the shared ``common/``) is named
+for the file it becomes plus ``.tmpl`` (so ruff, pytest and setuptools leave it alone), with a
+leading dot spelled ``dot-`` (package-data globs skip dotfiles). A ``{{key}}`` the context
+lacks is an error, never left in the output.
 """
 
 from __future__ import annotations
@@ -22,8 +20,6 @@ __all__ = ["CI_PATHS", "TEMPLATES", "TemplateError", "load_template", "render_fi
            "render_path", "substitute"]
 
 TEMPLATES = ("gym", "verifiers")
-"""``gym``: a Gym resources server (the default); ``verifiers``: a classic verifiers env."""
-
 CI_PATHS = (".github/", ".pre-commit-config.yaml")
 """Rendered paths that ``--no-ci`` leaves out (prefixes)."""
 
@@ -34,7 +30,7 @@ _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 class TemplateError(KeyError):
     """A template names a key the context does not define: a bug in envkit, not user input,
-    so no ``EnvkitError`` kind fits; the CLI reports it as an internal error (exit 2)."""
+    so the CLI reports it as an internal error."""
 
 
 def load_template(template: str) -> dict[str, str]:
