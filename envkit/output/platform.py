@@ -1,9 +1,6 @@
-"""``envkit submit`` and ``envkit job ...`` results for people; their JSON is the outcome's own
-(``envkit.platform.outcomes``, ``envkit schema submit`` / ``job-output``).
-
-Imported by ``envkit.output.render`` the first time such a result is rendered: only the
-platform commands import ``envkit.platform`` (and its ``httpx`` client).
-"""
+"""``envkit submit`` and ``envkit job ...`` results for people; their JSON is the outcome's own.
+Imported the first time such a result is rendered: only the platform commands import
+``envkit.platform``."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Render ``envkit prefetch``'s result: which venvs were built now and which were there.
-
-``envkit.output.render`` dispatches a ``PrefetchResult`` here. A second prefetch of an
-unchanged package says it did nothing (the venvs are found where a bring-up looks for them).
-"""
+"""Render ``envkit prefetch``'s result: which venvs were built now and which were there."""
 
 from __future__ import annotations
 

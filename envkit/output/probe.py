@@ -1,9 +1,5 @@
 """Render a probe outcome for people (tables), for machines (JSON), as GitHub annotations and
-as SARIF.
-
-``envkit.output.render`` dispatches a ``ProbeOutcome`` here. The findings are ordinary
-diagnostics, so GitHub annotations and SARIF are ``render_run``'s over the static report with
-the probe's findings added (``ProbeReport.findings``).
+as SARIF (the findings are ordinary diagnostics: ``render_run``'s over ``ProbeReport.findings``).
 """
 
 from __future__ import annotations

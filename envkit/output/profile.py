@@ -1,5 +1,5 @@
 """Render a profile for people (a summary and the pass-rate histogram) and for machines (JSON,
-``envkit schema profile``). ``envkit.output.render`` dispatches a ``ProfileReport`` here."""
+``envkit schema profile``)."""
 
 from __future__ import annotations
 

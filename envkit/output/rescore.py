@@ -1,8 +1,7 @@
 """Render ``envkit rescore``'s report: per row the recorded and the new reward, and a summary.
 
-``envkit.output.render`` dispatches a ``RescoreReport`` here. People see the changed, refused
-and failed rows (an unchanged row is the expected case, counted in the summary); JSON lists
-every row (``envkit schema rescore``).
+People see the changed, refused and failed rows (an unchanged row is the expected case,
+counted in the summary); JSON lists every row.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""A validate run as SARIF 2.1.0, the format GitHub code scanning uploads
-(``github/codeql-action/upload-sarif``).
+"""A validate run as SARIF 2.1.0, the format GitHub code scanning uploads.
 
-One run, the driver ``envkit`` with the rules that fired, one result per diagnostic; the
-package each belongs to rides in the result's ``properties``. Paths are the ones the user gave
-(relative paths stay relative, so that code scanning resolves them against the checkout).
+Paths are the ones the user gave: relative paths stay relative, so that code scanning resolves
+them against the checkout.
 """
 
 from __future__ import annotations

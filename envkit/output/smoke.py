@@ -1,10 +1,7 @@
 """Render a smoke outcome for people, for machines (JSON), as GitHub annotations and as SARIF.
 
-``envkit.output.render`` dispatches a ``SmokeOutcome`` here. The diagnostics -- the static
-ones and the spin-up ones alike -- go through ``envkit validate``'s own renderers
-(``SmokeReport.as_report``); what is smoke's alone is added around them: the servers and
-agents (human), and each finding's log tail (human: after the table; GitHub: a collapsed log
-group; SARIF: the result's ``properties``).
+Every diagnostic goes through ``envkit validate``'s own renderers (``SmokeReport.as_report``);
+smoke adds the servers and agents, and each finding's log tail.
 """
 
 from __future__ import annotations

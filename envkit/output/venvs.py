@@ -1,12 +1,8 @@
 """Progress on stderr while the Gym venv and the server venvs build: which venv, which step,
 how long, and which were reused.
 
-Why: a package's first bring-up spends minutes in uv (``envkit train`` in the demo: about 3)
-and said nothing meanwhile. uv shows its own progress for an install; Gym runs uv behind a
-pipe, so envkit shows the steps instead (``envkit.gym.events.VenvStep``). Each finished step is
-one line, as ``envkit build`` logs its downloads, so a CI log keeps them; on a terminal a rich
-spinner also shows the step that is running and its elapsed time. Nothing goes to stdout, and
-``-q`` silences it like the other progress lines.
+Gym runs uv behind a pipe, so a first bring-up spent minutes saying nothing. Each finished step
+is one line, so a CI log keeps them; on a terminal a spinner also shows the running step.
 """
 
 from __future__ import annotations
