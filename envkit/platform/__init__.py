@@ -1,8 +1,7 @@
 """Talk to NeMo Platform: FileSets for packages and datasets, GRPO jobs, their status and metrics.
 
-A small ``httpx`` client over the platform's documented routes (the platform's own Python
-client ships inside the whole ``nemo-platform`` wheel, which needs CPython 3.12+ and pulls the
-services' dependencies; envkit runs on 3.11 and installs this as the ``platform`` extra).
+A small ``httpx`` client: the platform's own client ships inside the whole ``nemo-platform``
+wheel, which needs CPython 3.12+ and pulls the services' dependencies.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""The library behind ``envkit submit`` and ``envkit job``: one function per command.
+"""The library behind ``envkit submit`` and ``envkit job``: one function per command, each
+returning an outcome (``envkit.platform.outcomes``) for ``envkit.output.render``.
 
-Each takes a request, talks to the platform and returns an outcome (``envkit.platform.outcomes``)
-for ``envkit.output.render``; failures are exceptions (``PlatformError``, ``SubmitRejected``). httpx
-is imported only once a client is opened, after the inputs were checked, so a missing
+httpx is imported only once a client is opened, after the inputs were checked, so a missing
 ``platform`` extra is reported by name instead of as an ImportError deep inside.
 """
 
@@ -55,8 +54,7 @@ class SubmitRequest:
     dataset: Path
     job: Path
     gate: GateRequest = field(default_factory=GateRequest)
-    """Validation settings as flags gave them (``flags.dataset``/``flags.job`` are set from the
-    three inputs by ``check_submission``)."""
+    """Validation settings as flags gave them (``check_submission`` sets dataset and job)."""
     where: Where = field(default_factory=Where)
     name: str | None = None
     model: str | None = None
@@ -89,11 +87,10 @@ def _uploading(show: bool) -> Iterator[Progress]:
 
 
 def check_submission(request: SubmitRequest) -> ValidationRun:
-    """The package, dataset and job through the same gate as ``envkit validate``; a secret
-    in the package (EK210) refuses the submission whatever the selection says.
+    """The package, dataset and job through ``envkit validate``'s gate; a secret in the
+    package (EK210) refuses the submission whatever the selection says.
 
-    :raises SubmitRejected: the run is not valid (errors, or warnings under ``strict``), or
-        the package holds a secret.
+    :raises SubmitRejected: the run is not valid, or the package holds a secret.
     """
     flags = replace(request.gate.flags, dataset=request.dataset, job=request.job)
     run = gate_package(request.package, replace(request.gate, flags=flags))
@@ -120,8 +117,7 @@ def secrets_in(package: Path) -> list[Diagnostic]:
 
 
 def submit(request: SubmitRequest) -> SubmitOutcome:
-    """Validate, upload both FileSets (content-addressed, resumable), create the job; with
-    ``wait``, follow it to its end.
+    """Validate, upload both FileSets, create the job; with ``wait``, follow it to its end.
 
     :raises SubmitRejected: validation failed; nothing was uploaded.
     :raises PlatformError: the platform refused or could not be reached.
@@ -137,8 +133,7 @@ def submit(request: SubmitRequest) -> SubmitOutcome:
         if not request.wait:
             return outcome
         final, written = _follow(client, ref, request.output, request.where.show_progress)
-    return SubmitOutcome(ref, result.job, result.created, result.environment, result.dataset,
-                         final, written)
+    return replace(outcome, final_status=final, written=written)
 
 
 def _upload_and_create(client: PlatformClient, ref: jobs.JobRef,
@@ -222,9 +217,7 @@ def metrics(where: Where, name: str, output: Path | None) -> JobMetrics:
 
 def logs(where: Where, name: str, *, tail: int | None, follow: bool, limit: int) -> JobLogs:
     """Every page (or the last ``tail`` lines); ``follow`` keeps polling until the job ends.
-
-    The first page is fetched here, so an unreachable platform fails the command itself.
-    """
+    The first page is fetched here, so an unreachable platform fails the command itself."""
     with contextlib.ExitStack() as stack:  # closes the client here only if this part fails
         client, ref = stack.enter_context(_job(where, name))
         seen: set[tuple[str, str]] = set()

@@ -1,13 +1,9 @@
 """FileSets named by content: find or create, compare, list sizes, mark complete.
 
 A FileSet's name is ``<stem>-<first 16 hex of the tree digest>``; ``custom_fields`` carry the
-full digest and ``envkit_complete``, which is set only after the last file is in. So the same
-content always maps to the same FileSet, a second submit finds it complete and sends nothing,
-and an interrupted upload leaves a FileSet the next run recognises and finishes.
-
-Why digests of our own: the Files service lists path and size only (no hash, no mtime), so
-"is this FileSet the package I have?" can only be answered by a digest envkit computes
-(``envkit.model.tree``'s, the one a package's provenance record uses too).
+full digest and ``envkit_complete``, set only after the last file is in. So a second submit
+finds it complete and sends nothing, and an interrupted upload is finished by the next run.
+The digest is envkit's own: the Files service lists path and size only.
 """
 
 from __future__ import annotations
@@ -49,9 +45,8 @@ class RemoteFileSet:
 
 
 def scan_tree(root: Path, purpose: str) -> Tree:
-    """Hash every regular file under ``root`` (``validate`` has already vetted the layout),
-    reusing the last scan's hashes of files whose identity is unchanged
-    (``envkit.supply.treestamps``, the stamps validate keeps too).
+    """Hash every regular file under ``root``, reusing the last scan's hashes of files whose
+    identity is unchanged (``envkit.supply.treestamps``).
 
     :raises PlatformError: a file cannot be read (one line, nothing uploaded yet).
     """

@@ -1,8 +1,7 @@
 """The HTTP layer: auth header, TLS, timeouts, retries with backoff, one-line errors.
 
-Retries follow what the platform's own upload client does (408/429/5xx and dropped
-connections, ``Retry-After`` honoured), with a few more attempts because an upload of a
-400 MB wheelhouse is worth waiting a few seconds for.
+Retries follow the platform's own upload client (408/429/5xx and dropped connections,
+``Retry-After`` honoured), with a few more attempts: an upload is worth waiting for.
 """
 
 from __future__ import annotations
@@ -73,9 +72,9 @@ class PlatformClient:
 
     def request(self, method: str, path: str, *, ok: Iterable[int] = (200, 201),
                 body: Callable[[], Any] | None = None, **kwargs: Any) -> httpx.Response:
-        """Send with retries; return the response when its status is in ``ok``.
+        """Send with retries; return the response when its status is in ``ok``. ``body`` builds
+        fresh ``content`` per attempt (a file stream cannot be replayed).
 
-        ``body`` builds fresh ``content`` per attempt (a file stream cannot be replayed).
         :raises PlatformError: no reply after the retries, or a status outside ``ok``.
         """
         ok = frozenset(ok)

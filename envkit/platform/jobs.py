@@ -21,9 +21,8 @@ __all__ = ["PROVENANCE_FIELD", "TERMINAL", "JobRef", "cancel_job", "create_job",
 TERMINAL = frozenset({"completed", "error", "cancelled"})
 _REF_KEYS = ("model", "dataset", "environment")
 PROVENANCE_FIELD = "envkit_provenance"
-"""The job's ``custom_fields`` key for its provenance record: the jobs service stores a job's
-``custom_fields`` with it and returns them on every read (the ``spec`` is rewritten by the
-platform's transform, so a key of envkit's own there would not survive)."""
+"""The job's ``custom_fields`` key for its provenance record (the platform rewrites the
+``spec``, so a key of envkit's own there would not survive)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +43,9 @@ def new_job_name() -> str:
 
 def create_job(client: PlatformClient, ref: JobRef, spec: dict[str, Any],
                custom_fields: dict[str, Any] | None = None) -> tuple[dict[str, Any], bool]:
-    """POST the job (with ``custom_fields``, the provenance among them); on 409 attach to
-    the existing job of that name if it has the same refs.
-
+    """POST the job; on 409 attach to the existing job of that name if it has the same refs.
     Returns ``(job, created)``.
+
     :raises PlatformError: 422 (the platform's ``detail``), or 409 for a job with other inputs.
     """
     collection = ref.url.rsplit("/", 1)[0]

@@ -1,8 +1,5 @@
-"""From a validated package, dataset and job JSON to a created GRPO job.
-
-``envkit submit`` validates first (the CLI calls ``envkit.validate.validate``), then this module
-uploads two content-addressed FileSets, writes their refs into the job and posts it.
-"""
+"""From a validated package, dataset and job JSON to a created GRPO job: two content-addressed
+FileSets uploaded, their refs written into the job, the job posted."""
 
 from __future__ import annotations
 
@@ -45,11 +42,8 @@ class SubmitResult:
 
 
 def environment_metadata(package: Path) -> tuple[str, dict[str, Any] | None]:
-    """``(stem, metadata)`` for the FileSet from the package's manifest.
-
-    ``submit`` validates first, so a broken manifest only reaches here through the library;
-    the FileSet then goes up without the optional ``metadata.environment``.
-    """
+    """``(stem, metadata)`` for the FileSet from the package's manifest; a broken manifest
+    (only the library reaches here without validating) sends no ``metadata.environment``."""
     try:
         doc: dict[str, Any] | None = read_mapping(package / MANIFEST)
     except YamlReadError:
@@ -101,8 +95,7 @@ def job_spec(job_path: Path, model: str | None) -> dict[str, Any]:
 
 
 def _record(package: Path, dataset: Path, job_path: Path) -> ProvenanceDict:
-    """The provenance the job carries (read before any upload: an unreadable file sends
-    nothing).
+    """The provenance the job carries, read before any upload (an unreadable file sends nothing).
 
     :raises PlatformError: a file cannot be read.
     """

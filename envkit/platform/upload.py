@@ -1,8 +1,8 @@
 """Parallel, streaming PUTs of the files a FileSet still lacks, then the complete mark.
 
-Streaming: each file goes out in 1 MiB chunks with its ``Content-Length``, so a 400 MB
-wheelhouse never sits in memory and a cut-off PUT is never taken for a whole file.
-Resumable: files the listing already shows at the right size are not sent again.
+Each file goes out in chunks with its ``Content-Length``, so a wheelhouse never sits in memory
+and a cut-off PUT is never taken for a whole file; files the listing already shows at the
+right size are not sent again.
 """
 
 from __future__ import annotations
