@@ -1,9 +1,5 @@
-"""``envkit job show|status|logs|metrics|cancel|wait NAME``: follow a GRPO job on NeMo Platform.
-
-Each subcommand parses, calls one function of ``envkit.platform.commands`` and returns its
-outcome for ``envkit.output.render`` (JSON shapes: ``envkit schema job-output``). Without the
-``platform`` extra every subcommand stops with the install line (exit 2).
-"""
+"""``envkit job show|status|logs|metrics|cancel|wait NAME``: follow a GRPO job on NeMo Platform;
+each subcommand calls one function of ``envkit.platform.commands``."""
 
 from __future__ import annotations
 

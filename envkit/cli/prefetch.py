@@ -1,9 +1,7 @@
 """``envkit prefetch``: build a package's venvs ahead of its first bring-up, start nothing.
 
-Parse -> ``envkit.gym.prefetch.prefetch`` -> a ``PrefetchResult`` that ``envkit.output.render``
-prints. Progress (each venv step) on stderr. Exit 0 when the venvs are there (built now, or
-already: a second call is a no-op), 1 when an install failed (its likely EK code and uv's
-reason), 2 on usage errors (no CPython 3.13 for Gym, a bad configuration).
+Exit 0 when the venvs are there (built now, or already), 1 when an install failed, 2 on usage
+errors (no CPython 3.13 for Gym, a bad configuration).
 """
 
 from __future__ import annotations

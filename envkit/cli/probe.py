@@ -1,5 +1,4 @@
-"""``envkit probe``: will this package train? Parse -> ``envkit.probe.run_probe`` -> a
-``ProbeOutcome`` that ``envkit.output.render`` prints.
+"""``envkit probe``: will this package train?
 
 Exit 0 when the package was probed and no error was found, 1 when an error was (each a
 diagnostic with its EK8xx code, or the static rule that stopped it), 2 on usage errors, 130 on
@@ -51,8 +50,7 @@ _static_options = option_group(
                       "network namespace with loopback only."),
     click.option("--isolated", is_flag=True, help="Ignore envkit.toml and [tool.envkit]."),
 )
-"""The static pass's options, spelled and defaulted as ``envkit validate``'s: unset flags
-fall back to the configuration, then to the package's ``wheels.lock``."""
+"""The static pass's options, spelled and defaulted as ``envkit validate``'s."""
 
 
 _probe_options = option_group(
@@ -132,8 +130,8 @@ def probe_command(package: Path, dataset: Path | None, job: Path | None, arch: s
 
 
 def run_probe_request(request: ProbeRequest, output_dir: Path | None = None) -> ProbeOutcome:
-    """Run with SIGTERM as Ctrl-C (servers torn down) and a progress bar per phase; write
-    ``probe.json`` and the PNG into ``output_dir``."""
+    """Run with SIGTERM as Ctrl-C (servers torn down); write ``probe.json`` and the PNG into
+    ``output_dir``."""
     from dataclasses import replace
 
     from envkit.probe import ProbeOutcome, run_probe

@@ -1,11 +1,9 @@
 """``envkit rescore``: the rollouts a ``rollout`` or ``train`` run recorded, scored again by
 the package's current verifier, without a policy.
 
-Parse -> ``envkit.rescore.rescore`` -> a ``RescoreReport`` that ``envkit.output.render`` prints
-(per row the old and the new reward, a summary of the changes). Progress on stderr. Exit 0 when
-every row was scored again (whether or not rewards changed), 1 when a row was refused (its
-server keeps per-episode state a bare ``/verify`` cannot restore) or its verify failed, or the
-servers did not start, 2 on usage errors (no run record in RUN_DIR, its package gone).
+Exit 0 when every row was scored again (whether or not rewards changed), 1 when a row was
+refused (its server keeps per-episode state a bare ``/verify`` cannot restore) or failed, or
+the servers did not start, 2 on usage errors (no run record in RUN_DIR, its package gone).
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""``envkit smoke``: the spin-up gate. Parse -> ``envkit.smoke.run_smoke`` -> a
-``SmokeOutcome`` that ``envkit.output.render`` prints.
+"""``envkit smoke``: the spin-up gate.
 
 Exit 0 when every server came up and every agent returned a numeric reward, 1 when not (each
 failure with its server's log tail and likely EK code), 2 on usage errors, 130 on Ctrl-C or
@@ -72,8 +71,7 @@ _static_options = option_group(
                       "proxy)."),
     click.option("--isolated", is_flag=True, help="Ignore envkit.toml and [tool.envkit]."),
 )
-"""What the static pass takes, spelled and defaulted as ``envkit validate`` does: unset
-flags fall back to the configuration, then to the package's ``wheels.lock``."""
+"""The static pass's options, spelled and defaulted as ``envkit validate``'s."""
 
 
 @click.command("smoke")
@@ -100,8 +98,7 @@ def smoke_command(package: Path, dataset: Path | None, arch: str | None,
 
 
 def run_smoke_request(request: SmokeRequest) -> SmokeOutcome:
-    """Run with SIGTERM as Ctrl-C (servers torn down); a missing Gym python is a usage error
-    (``GymVenvError`` is a ``UsageError``), as is a configuration or selector naming no rule."""
+    """Run with SIGTERM as Ctrl-C (servers torn down)."""
     from envkit.smoke import SmokeOutcome, run_smoke
 
     with sigterm_as_interrupt():

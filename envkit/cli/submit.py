@@ -1,10 +1,4 @@
-"""``envkit submit``: parse, call ``envkit.platform.commands.submit``, return its outcome.
-
-Validation is ``envkit validate``'s gate (target from the package's wheels.lock unless flags or
-the configuration say otherwise; selectors as ruff's); then the package and dataset go up as
-content-addressed FileSets and the GRPO job is created. The outcome is rendered by
-``envkit.output.render`` (JSON by default: ``envkit schema submit``); progress goes to stderr.
-"""
+"""``envkit submit``: parse, call ``envkit.platform.commands.submit``, return its outcome."""
 
 from __future__ import annotations
 
