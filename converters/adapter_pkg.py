@@ -10,18 +10,18 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from envkit.model.lock import LOCK_NAME, Lock, LockedRequirement, LockedWheel
+from envkit.model.lock import Lock, LockedRequirement
 from envkit.model.package import MANIFEST
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from envkit.model.lock import LockedWheel
+
 __all__ = [
     "ADAPTER_AGENT",
-    "LOCK_NAME",
     "POLICY_MODEL_IMPL",
     "AdapterSpec",
-    "LockedWheel",
     "lock_data",
     "manifest",
     "package_texts",

@@ -14,13 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
-from envkit.converters.adapter_pkg import (
-    LOCK_NAME,
-    AdapterSpec,
-    LockedWheel,
-    lock_data,
-    package_texts,
-)
+from envkit.converters.adapter_pkg import AdapterSpec, lock_data, package_texts
 from envkit.converters.env_args import EnvArgsError, literal_secrets, resolved
 from envkit.converters.env_source import EnvWheel, SourceError, build_source, local_wheel
 from envkit.converters.hub import HubRef, parse_hub_id
@@ -31,6 +25,7 @@ from envkit.converters.vf_closure import fetch, hub_wheel, pin_sources, requirem
 from envkit.converters.vf_load import load_rows
 from envkit.converters.vf_request import GYM_VERIFIERS_VERSION, ConvertError, ConvertRequest
 from envkit.model.closure import python_ok
+from envkit.model.lock import LOCK_NAME, LockedWheel
 from envkit.model.tree import sha256_file
 from envkit.model.wheelfile import read_wheel
 from envkit.supply import uvcmd
@@ -78,9 +73,9 @@ def convert_verifiers(req: ConvertRequest) -> ConvertResult:
         work = stage(stack, req.out_dir.with_name(req.out_dir.name + "-work"))
         env_wheel = _env_wheel(req, hub, work / "src")
         name = env_wheel.name
-        pins = fetch(resolve_target(req, hub, env_wheel, name), pkg / "wheels")
+        pins = fetch(resolve_target(req, env_wheel), pkg / "wheels")
         _check_closure(req, pins, pkg / "wheels", env_wheel, name)
-        loaded = load_rows(req, hub, pins, pkg / "wheels", env_wheel, name, work)
+        loaded = load_rows(req, hub, pins, pkg / "wheels", env_wheel, work)
         counts = _write_dataset(req, hub, loaded, data)
         _write_package(req, hub, pins, env_wheel, name, pkg)
         write_provenance(pkg, package_record(pkg, dataset=data, gym_version=req.gym_version))
@@ -218,7 +213,7 @@ def _write_package(req: ConvertRequest, hub: HubRef, pins: Sequence[Any], env_wh
                           env_wheel.url if p.name == name and env_wheel.url else p.url,
                           p.sha256, tuple(p.requested_by), source=sources.get(p.name) or None)
               for p in pins]
-    lock = lock_data(locked, str(req.target), requirements(req, hub, env_wheel),
+    lock = lock_data(locked, str(req.target), requirements(req, env_wheel),
                      f"uv {uvcmd.uv_version()}")
     write_text(pkg / LOCK_NAME, lock.dumps())
 

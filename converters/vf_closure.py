@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from envkit.converters.vf_request import ConvertRequest
     from envkit.model.target import Target
 
-__all__ = ["fetch", "hub_wheel", "indexes", "pin_sources", "requirements", "resolve_target"]
+__all__ = ["fetch", "hub_wheel", "pin_sources", "requirements", "resolve_target"]
 
 logger = logging.getLogger("envkit.convert")
 
@@ -51,12 +51,11 @@ setuptools in a 3.13 venv), and every Gym server died on start. The floor makes 
 regression fail at resolution instead of at spin-up."""
 
 
-def requirements(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None) -> list[str]:
+def requirements(req: ConvertRequest, env_wheel: EnvWheel) -> list[str]:
     """The env, Gym's verifiers pin, and what Gym adds to the agent's venv (nemo-gym, ray,
     openai): resolved together so the closure installs into that venv (verifiers alone would
     pick an openai and anthropic nemo-gym's pins exclude)."""
-    env_req = env_wheel.requirement if env_wheel else hub.requirement(req.hub_version)
-    return [env_req, f"verifiers=={req.verifiers_version}",
+    return [env_wheel.requirement, f"verifiers=={req.verifiers_version}",
             *runtime_requirements(req.gym_version), *_GYM_FLOORS, *_policy_model_requirements()]
 
 
@@ -67,13 +66,6 @@ def _policy_model_requirements() -> list[str]:
     name, text = gym_data().builtin_server_installs[rel]
     roots, _egress = marker_roots(name, text, rel)
     return [str(root.requirement) for root in roots]
-
-
-def indexes(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None) -> list[str]:
-    """Extra indexes (searched before PyPI): the owner's hub index, for the hub path."""
-    if env_wheel is None:
-        return [req.index_url or hub.index_url]
-    return [env_wheel.index] if env_wheel.index else []
 
 
 def hub_wheel(req: ConvertRequest, hub: HubRef, dest: Path) -> EnvWheel:
@@ -123,30 +115,27 @@ def _uv_args(req: ConvertRequest, env_name: str) -> list[str]:
         args += ["--overrides", str(Path(path).resolve())]
     return args
 
-def resolve_target(req: ConvertRequest, hub: HubRef, env_wheel: EnvWheel | None,
-                   env_name: str) -> list[Any]:
-    """Pins for ``req.target``.
+def resolve_target(req: ConvertRequest, env_wheel: EnvWheel) -> list[Any]:
+    """Pins for ``req.target``, the env wheel found locally and on the index it came from.
 
     :raises ConvertError: uv refused; the message names the real cause.
     """
-    reqs = requirements(req, hub, env_wheel)
+    reqs = requirements(req, env_wheel)
     logger.info("resolving %s for %s", ", ".join(reqs), req.target)
     try:
         pins = resolve.resolve_closure(
             reqs, req.target,
-            find_links=[*([env_wheel.path.parent] if env_wheel else []), *req.wheels_dirs],
-            extra_index_urls=indexes(req, hub, env_wheel),
+            find_links=[env_wheel.path.parent, *req.wheels_dirs],
+            extra_index_urls=[env_wheel.index] if env_wheel.index else [],
             cache=resolve.ResolutionCache(cache_root() / "resolutions"),
             python_version=gym_data().python_floor(req.target.python),
-            extra_args=_uv_args(req, env_name),
+            extra_args=_uv_args(req, env_wheel.name),
         )
     except resolve.ResolveError as exc:
         raise _resolve_error(str(exc), req) from None
-    if env_wheel is None:
-        return pins
     # a cached resolution may name an earlier run's temp copy of the same (same-hash) wheel
     local = env_wheel.path.resolve().as_uri()
-    return [replace(p, url=local) if p.name == env_name else p for p in pins]
+    return [replace(p, url=local) if p.name == env_wheel.name else p for p in pins]
 
 
 def _resolve_error(message: str, req: ConvertRequest) -> ConvertError:

@@ -46,9 +46,8 @@ __all__ = ["build_settings", "in_wheel", "left_out", "load_error", "load_rows"]
 logger = logging.getLogger("envkit.convert")
 
 
-def _host_closure(req: ConvertRequest, hub: HubRef, pins: Sequence[Any], wheels: Path,
-                  env_wheel: EnvWheel | None, name: str, python: str,
-                  work: Path) -> tuple[list[Any], Path]:
+def _host_closure(req: ConvertRequest, pins: Sequence[Any], wheels: Path, env_wheel: EnvWheel,
+                  python: str, work: Path) -> tuple[list[Any], Path]:
     """Pins and a folder of wheels for the interpreter that loads the env: the vendored
     closure itself when the host is the target's platform (the load then also proves
     ``wheels/`` installs), else the same requirements resolved for the host.
@@ -58,16 +57,16 @@ def _host_closure(req: ConvertRequest, hub: HubRef, pins: Sequence[Any], wheels:
         return list(pins), wheels
     host = Target(arch=machine, python=version, glibc=(2, 28))
     logger.info("the host (%s) is not the target: resolving the host closure too", host)
-    host_pins = resolve_target(replace(req, target=host), hub, env_wheel, name)
+    host_pins = resolve_target(replace(req, target=host), env_wheel)
     dest = work / "host-wheels"
     return fetch(host_pins, dest), dest
 
 
 def load_rows(req: ConvertRequest, hub: HubRef, pins: Sequence[Any], wheels: Path,
-              env_wheel: EnvWheel | None, name: str, work: Path) -> LoadResult:
+              env_wheel: EnvWheel, work: Path) -> LoadResult:
     """Load the env in a subprocess of a venv built from the host closure."""
-    python = req.host_python or find_host_python()
-    host_pins, folder = _host_closure(req, hub, pins, wheels, env_wheel, name, python, work)
+    python, name = req.host_python or find_host_python(), env_wheel.name
+    host_pins, folder = _host_closure(req, pins, wheels, env_wheel, python, work)
     # nemo-gym is the agent's runtime, never imported by a load, and its Requires-Python
     # floor (3.13.14) is above what a local 3.13 may be
     deps = [(p.sha256 or p.filename, folder / p.filename) for p in host_pins

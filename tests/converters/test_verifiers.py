@@ -17,13 +17,14 @@ from support.paths import REPO_ROOT
 from wheelfactory import make_wheel
 
 from envkit.cli.app import cli
-from envkit.converters.adapter_pkg import AdapterSpec, LockedWheel, lock_data, package_texts
+from envkit.converters.adapter_pkg import AdapterSpec, lock_data, package_texts
 from envkit.converters.hub import HubIdError, parse_hub_id
 from envkit.converters.rows import SplitError, build_row, build_rows, split_rows
 from envkit.converters.sandbox import LoadError, run_loader
 from envkit.converters.verifiers import GYM_VERIFIERS_VERSION, ConvertError, ConvertRequest
 from envkit.converters.verifiers import _check_request as check_request
 from envkit.converters.verifiers_pin import requires_conflict
+from envkit.model.lock import LockedWheel
 from envkit.model.target import Target
 from envkit.model.wheelfile import read_wheel
 from envkit.validate.validate import ValidateRequest, validate
