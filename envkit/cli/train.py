@@ -70,22 +70,10 @@ _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
     help="Print the NeMo-RL config the job compiles to, and what cannot apply here; no training.",
 )
 @common_options()
-def train_command(
-    job: Path,
-    env: Path | None,
-    dataset: Path | None,
-    model: Path | None,
-    output: Path,
-    resume: bool,
-    use_ray: bool,
-    ray_address: str | None,
-    ray_rollout_resource: str | None,
-    ray_trainer_resource: str | None,
-    save_period: int,
-    backend: str,
-    print_config: bool,
-    **runtime: Any,
-) -> TrainOutcome | CompiledConfig:
+def train_command(job: Path, env: Path | None, dataset: Path | None, use_ray: bool,
+                  backend: str, print_config: bool, gym_version: str,
+                  allow_python_override: bool, offline: bool,
+                  **opts: Any) -> TrainOutcome | CompiledConfig:
     """Train a policy with GRPO as the platform's `rl` job JSON describes (the "Fast path —
     rl (GRPO)" of the platform's customization guide)."""
     if print_config:  # no Gym, no model: the job (and dataset) alone
@@ -101,20 +89,10 @@ def train_command(
     from envkit.gym import RuntimeOptions
     from envkit.trainer.run import TrainRequest, run_training
 
+    pinned = opts["ray_rollout_resource"] or opts["ray_trainer_resource"]
     request = TrainRequest(
-        job=job,
-        output=output,
-        env=env,
-        dataset=dataset,
-        model=model,
-        resume=resume,
-        ray_address=ray_address,
-        use_ray=use_ray or bool(ray_rollout_resource or ray_trainer_resource),
-        ray_rollout_resource=ray_rollout_resource,
-        ray_trainer_resource=ray_trainer_resource,
-        save_period=save_period,
-        backend=backend,
-        runtime=RuntimeOptions(**runtime),
-    )
+        job=job, env=env, dataset=dataset, use_ray=use_ray or bool(pinned), backend=backend,
+        runtime=RuntimeOptions(gym_version=gym_version, offline=offline,
+                               allow_python_override=allow_python_override), **opts)
     with sigterm_as_interrupt():
         return TrainOutcome(run_training(request))
