@@ -7,7 +7,7 @@ errors (no CPython 3.13 for Gym, a bad configuration).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -41,18 +41,12 @@ _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 @gym_python_option
 @allow_python_override_option
 @common_options()
-def prefetch_command(package: Path, gym_version: str | None, offline: bool | None,
-                     isolated: bool, install_timeout_s: float, gym_python: Path | None,
-                     allow_python_override: bool) -> PrefetchResult:
+def prefetch_command(package: Path, **opts: Any) -> PrefetchResult:
     """Build PACKAGE's venvs -- Gym's and every server's, from the package's wheels -- as its
     first bring-up would, and start nothing. smoke, probe, rollout and train then reuse them;
     a second prefetch of the unchanged package does nothing and says so.
     """
     from envkit.gym import prefetch, prefetch_options
 
-    options = prefetch_options(package, gym_version=gym_version, offline=offline,
-                               isolated=isolated, gym_python=gym_python,
-                               allow_python_override=allow_python_override,
-                               install_timeout_s=install_timeout_s)
     with sigterm_as_interrupt():
-        return prefetch(package, options)
+        return prefetch(package, prefetch_options(package, **opts))

@@ -9,7 +9,7 @@ the servers did not start, 2 on usage errors (no run record in RUN_DIR, its pack
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -43,18 +43,12 @@ _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
                     help="Write the rows re-scored (JSONL: `reward` the new one, "
                          "`previous_reward` the run's) here.")
 @common_options()
-def rescore_command(run_dir: Path, offline: bool | None, concurrency: int, timeout_s: float,
-                    gym_python: Path | None, allow_python_override: bool,
-                    output: Path | None) -> RescoreReport:
+def rescore_command(**opts: Any) -> RescoreReport:
     """Score the rollouts RUN_DIR recorded (`envkit rollout -o`, `envkit train -o`) again with
     the package's current verifier: its resources servers come up, each recorded response goes
     to /verify, and the old and new rewards are compared. No policy runs.
     """
     from envkit.rescore import RescoreRequest, rescore
 
-    request = RescoreRequest(run_dir=run_dir, output=output, offline=offline,
-                             gym_python=gym_python,
-                             allow_python_override=allow_python_override,
-                             concurrency=concurrency, timeout_s=timeout_s)
     with sigterm_as_interrupt():
-        return rescore(request)
+        return rescore(RescoreRequest(**opts))
