@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -67,7 +67,6 @@ class LoadResult:
     source: str
     verifiers_version: str
     env_class: str
-    log: str = field(default="", repr=False)
     hosts: tuple[str, ...] = ()
     """Hosts the load looked up or connected to (loopback aside)."""
 
@@ -237,4 +236,4 @@ def _result(out: Path, log_path: Path, returncode: int | None) -> LoadResult:
         raise LoadError(data.get("kind", "load"), data.get("message", "unknown error"), output,
                         data.get("missing") or "")
     return LoadResult(data["examples"], data["source"], data["verifiers_version"],
-                      data["env_class"], log, tuple(data.get("hosts") or ()))
+                      data["env_class"], tuple(data.get("hosts") or ()))
