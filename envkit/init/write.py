@@ -1,10 +1,9 @@
 """A new directory of files, whole or not at all, never over anything that exists.
 
-``envkit init`` refuses a directory that holds anything (as ``cargo new`` and ``uv init`` do):
-its files are written into a sibling temp dir (:func:`envkit.supply.atomic.make_temp_dir`,
-same filesystem) and then appear in one rename. An existing empty directory keeps its inode
-(it may be the shell's working directory, ``envkit init .``), so there each top-level entry
-is moved in with ``renameat2(RENAME_NOREPLACE)``; a clash undoes the moves made so far.
+The files are written into a sibling temp dir, then appear in one rename. An existing empty
+directory keeps its inode (it may be the shell's working directory, ``envkit init .``), so
+there each top-level entry is moved in with ``renameat2(RENAME_NOREPLACE)``; a clash undoes
+the moves made so far.
 """
 
 from __future__ import annotations

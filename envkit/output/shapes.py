@@ -1,11 +1,8 @@
 """The JSON shapes the renderers assemble, one versioned ``TypedDict`` each.
 
-Each follows the JSON Schema ``envkit schema NAME`` prints (named in the class docstring); a
-test renders every result type and validates what it printed. Shapes an operation makes itself
-live with it: ``ReportDict`` (``envkit.validate.report``), the platform's outcomes
-(``envkit.platform.outcomes``), smoke's (``envkit.smoke.report``). Bump a shape's version
-with its schema: the minor version for an added field, the major version for anything a reader
-could trip on.
+Each follows the JSON Schema ``envkit schema NAME`` prints (named in the class docstring).
+Bump a shape's version with its schema: the minor version for an added field, the major
+version for anything a reader could trip on.
 """
 
 from __future__ import annotations
