@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from envkit.errors import UsageError
-from envkit.model.realpaths import real_path
 
 __all__ = ["CONFIG_NAMES", "PROBE_DEFAULTS", "SETTING_DOCS", "Settings", "SettingsError",
            "SettingsFiles", "Workspace", "find_config", "parse_glibc", "parse_python",
@@ -211,8 +210,7 @@ class Workspace(NamedTuple):
 class SettingsFiles:
     """The configuration files one run reads, each read once however many packages share it.
 
-    Why an object the run holds, not a process-wide cache: a tree's 145 packages under one
-    ``pyproject.toml`` read it once, and a second run in the same process (a test, a tool that
+    Why held by the run, not cached per process: a second run in the same process (a tool that
     validates, edits the settings and validates again) reads what the file says then.
     """
 
@@ -222,7 +220,7 @@ class SettingsFiles:
         self.closest: dict[Path, _ConfigFile | None] = {}
         """The closest configuration at or above each directory looked up."""
         self.real_directories: dict[str, str] = {}
-        """Directories' realpaths (``envkit.model.realpaths.real_path``)."""
+        """Directories' realpaths (``_resolved``)."""
 
 
 def _load(path: Path, files: SettingsFiles) -> _ConfigFile | None:
@@ -289,10 +287,9 @@ def _config_in(directory: Path, files: SettingsFiles) -> _ConfigFile | None:
     return None
 
 
-def find_config(directory: Path, files: SettingsFiles | None = None) -> _ConfigFile | None:
+def find_config(directory: Path, files: SettingsFiles) -> _ConfigFile | None:
     """The closest configuration at or above ``directory`` (absolute), or ``None``; what
     ``files`` holds is not read again."""
-    files = SettingsFiles() if files is None else files
     if directory not in files.closest:
         found = _config_in(directory, files)
         parent = directory.parent
@@ -303,11 +300,8 @@ def find_config(directory: Path, files: SettingsFiles | None = None) -> _ConfigF
 
 
 def workspace_at(directory: Path, files: SettingsFiles | None = None) -> Workspace | None:
-    """The workspace rooted at ``directory``: its own configuration file sets ``packages``.
-
-    Only the directory's own file counts (as a uv or cargo workspace root holds the members
-    table): a file further up configures checks, it does not make every directory below it a
-    workspace.
+    """The workspace rooted at ``directory``: its own configuration file (not one further up,
+    as in uv and cargo) sets ``packages``.
 
     :raises SettingsError: the directory's configuration file cannot be used.
     """
@@ -338,9 +332,17 @@ def settings_for(package: Path, cli: Settings, *, isolated: bool = False,
 
 
 def _resolved(package: Path, files: SettingsFiles) -> Path:
-    """``package.resolve()``, its directory's realpath taken once per run (``real_path``: the
-    packages of a tree share it)."""
-    return Path(real_path(os.fspath(package), files.real_directories))
+    """``package.resolve()``, its directory's realpath taken once per run: a realpath stats
+    every level of the path, and the packages of a tree share their directory. A symlink, or a
+    path ending in ``.``, ``..`` or a separator, is resolved whole."""
+    path = os.fspath(package)
+    head, name = os.path.split(path)
+    if name in ("", ".", "..") or os.path.islink(path):  # noqa: PTH114 - str in, str out
+        return Path(os.path.realpath(path))
+    directories = files.real_directories
+    if head not in directories:
+        directories[head] = os.path.realpath(head)
+    return Path(os.path.join(directories[head], name))  # noqa: PTH118 - the same
 
 
 def _relative(path: Path, base: Path) -> str:
