@@ -1,28 +1,15 @@
-"""Validate many packages on every core: ``fork_map`` runs a function over shares of a list in
-forked copies of this process and returns the results in the list's order.
+"""Validate many packages on every core: ``fork_map`` runs a function over a list in forked
+copies of this process and returns the results in the list's order.
 
-Why fork, not a pool: a validate run is import-bound (click, PyYAML, the rules) and its
-packages are independent; a forked worker starts with everything already imported, so a
-second core costs one ``fork`` and one pickle of its reports, where a spawned pool would import
-it all again. ruff checks files on every core for the same reason.
+Why fork, not a pool: a validate run is import-bound (click, PyYAML, the rules); a forked
+worker starts with everything imported, where a spawned pool would import it all again.
 
-What stays as in one process:
-
-- results come back in the items' order, and the output is byte for byte the serial one;
-- an item whose function raised in a worker is run again here, in the parent, so the caller
-  sees the very exception a serial run raises (no exception is pickled across), first in item
-  order; so is every item of a worker that died or whose results could not be pickled.
-
-The results cross one pipe from a worker this call forked to this process, and nothing else:
-no file, no cache, no other process can write into it, so unpickling them trusts only this
-process's own copy (nothing read from disk is ever unpickled).
-
-The items are taken from one queue (a pipe of item numbers, filled before the fork), not split
-in fixed shares: the packages of a tree differ tenfold in cost, so fixed halves leave one core
-idle while the other finishes the expensive share.
-
-Forks only where it is safe and pays: on Linux, with one thread in the process, and with at
-least ``MIN_SHARE`` items per worker.
+Results come back in the items' order, byte for byte the serial output. An item that raised in
+a worker, and every item of a worker that died or whose results could not be pickled, is run
+again in the parent, so the caller sees the exception a serial run raises (none is pickled).
+Results cross only a pipe from a worker this call forked, so unpickling trusts only this
+process's own copy. Items come from one queue, not fixed shares: packages differ tenfold in
+cost. Forks only on Linux, with one thread, and at least ``MIN_SHARE`` items per worker.
 """
 
 from __future__ import annotations
@@ -35,7 +22,7 @@ from typing import TYPE_CHECKING, TypeVar
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
-__all__ = ["MIN_SHARE", "available_workers", "fork_map"]
+__all__ = ["MIN_SHARE", "fork_map"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -47,17 +34,9 @@ _FAILED = object()
 """A worker's mark for an item the parent must run itself."""
 
 
-def available_workers() -> int:
-    """The cores this process may run on (its CPU affinity, as ``nproc`` counts them)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
 def fork_map(func: Callable[[T], R], items: Sequence[T], workers: int | None = None) -> list[R]:
     """``[func(item) for item in items]``, the items shared among up to ``workers`` processes
-    (default: :func:`available_workers`), this one included.
+    (default: the cores this process may run on, as ``nproc`` counts them), this one included.
 
     ``func`` must not write to stdout or stderr in a worker: its output would reach the
     terminal out of order.
@@ -68,7 +47,12 @@ def fork_map(func: Callable[[T], R], items: Sequence[T], workers: int | None = N
         return func(items[i])
 
     todo = list(range(len(items)))
-    count = min(workers or available_workers(), len(todo) // MIN_SHARE)
+    if not workers:
+        try:
+            workers = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):  # pragma: no cover - not Linux
+            workers = os.cpu_count() or 1
+    count = min(workers, len(todo) // MIN_SHARE)
     if count < 2 or not _can_fork():
         for i in todo:
             results[i] = call(i)
@@ -104,11 +88,8 @@ def fork_map(func: Callable[[T], R], items: Sequence[T], workers: int | None = N
 class _Queue:
     """The item numbers, in order, for whichever process asks next: a pipe written whole before
     the fork and closed for writing, so a read of one number is atomic between readers and an
-    empty read means the queue is done.
-
-    Numbers are of chunks (at most ``_TOKENS``, two bytes each: 2 KiB, under the smallest pipe
-    a busy system gives, one page), so filling it never blocks; a tree of a few hundred
-    packages has one package per chunk.
+    empty read means the queue is done. Numbers are of chunks (at most ``_TOKENS``, two bytes
+    each: under one page, the smallest pipe), so filling it never blocks.
     """
 
     _TOKENS = 1024
@@ -137,10 +118,9 @@ class _Queue:
 
 def _can_fork() -> bool:
     """Linux only (macOS frameworks are not fork-safe), and no other Python thread whose locks
-    a worker could inherit held. Threads a native library started (Ray's, OpenMP's) are not
-    seen here; envkit forks only from ``envkit validate`` over 16 packages or more, before any
-    such library is loaded (a worker never calls into one). A process that never imported
-    ``threading`` started no thread through it: it is not imported to count none."""
+    a worker could inherit held. Native libraries' threads (Ray's) are not seen here; envkit
+    forks only from ``envkit validate``, before any such library is loaded. ``threading`` is not
+    imported to count none."""
     threading = sys.modules.get("threading")
     return sys.platform == "linux" and (threading is None or threading.active_count() == 1)
 
