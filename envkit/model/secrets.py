@@ -1,13 +1,11 @@
 """Secrets in a tree of files: dotenv files, private keys, files named like keys, and the
 shapes of well-known API tokens, each with its file and line and the value masked.
 
-Why here, read with the package: a secret that travels in an environment package is uploaded
-as a FileSet and runs on a cluster others reach; envkit's gate must say so before it leaves
-(EK210), and ``envkit build`` must not copy such files in. The token shapes are each vendor's
-own prefix with its length and alphabet, and the value must look random (digits and letters of
-both cases, where the vendor's alphabet has them), so ordinary code (``sk-learn``, a long
-hyphenated name) does not match. Binary files (by name, or a NUL in the first 8 KiB),
-``wheels/`` and files over ``MAX_BYTES`` are not scanned.
+Why here, read with the package: a package is uploaded and runs on a cluster others reach;
+the gate must say so before it leaves (EK210), and ``envkit build`` must not copy such files.
+A token shape is its vendor's prefix, length and alphabet, and the value must look random, so
+ordinary code (``sk-learn``) does not match. Binary files, ``wheels/`` and files over
+``MAX_BYTES`` are not scanned.
 """
 
 from __future__ import annotations
@@ -26,8 +24,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
     from pathlib import Path
 
-__all__ = ["MAX_BYTES", "Secret", "find_secrets", "is_secret_file", "mask", "scan_text",
-           "secret_file_kind", "secret_left_out"]
+__all__ = ["MAX_BYTES", "Secret", "find_secrets", "mask", "scan_text", "secret_file_kind",
+           "secret_left_out"]
 
 MAX_BYTES = 1024 * 1024
 """Larger files are data (instance lists, tables), not configuration or code: not scanned."""
@@ -52,8 +50,7 @@ class Secret(NamedTuple):
 class _Shape:
     kind: str
     pattern: str
-    """Starts with the vendor's literal prefix: the regex engine searches for that first, and
-    tries the rest only where it occurs."""
+    """Starts with the vendor's literal prefix, which the regex engine searches for first."""
     mixed: bool = True
     """The value must hold a digit and letters of both cases (a random token does)."""
     word: bool = True
@@ -144,17 +141,10 @@ def _credentials(path: str, data: bytes) -> Secret | None:
     return Secret(path, 1, "credentials file", f"fields {', '.join(fields)}")
 
 
-def is_secret_file(rel: str, data: bytes | None = None) -> bool:
-    """Whether ``envkit build`` leaves the file out: a dotenv or key file by its name, or (when
-    ``data`` is given) a file holding a private key or a credentials file's secret fields."""
-    if secret_file_kind(rel):
-        return True
-    if data is None:
-        return False
-    if _credentials(rel, data) is not None:
-        return True
-    return b"PRIVATE KEY-----" in data and any(
-        s.kind == "private key" for s in scan_text(rel, data))
+def _holds_secret(rel: str, data: bytes) -> bool:
+    """A private key, or a credentials file's secret fields."""
+    return _credentials(rel, data) is not None or (b"PRIVATE KEY-----" in data and any(
+        s.kind == "private key" for s in scan_text(rel, data)))
 
 
 def _read(path: str) -> bytes | None:
@@ -212,7 +202,7 @@ def secret_left_out(path: Path, rel: str, include: Iterable[str], notes: list[st
     kind = secret_file_kind(rel)
     if kind is None:
         data = None if rel.lower().endswith(_SKIPPED) else _read(os.fspath(path))
-        if data is None or not is_secret_file(rel, data):
+        if data is None or not _holds_secret(rel, data):
             return False
         kind = "private key or credentials"
     from fnmatch import fnmatchcase
