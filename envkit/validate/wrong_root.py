@@ -1,9 +1,6 @@
-"""What to tell someone who named a directory that is no package (EK100).
-
-Why a module of its own: the verdict is one line, but the fix depends on what lies around the
-directory. An archive that unpacked one level too deep has the package one directory down; a
-repository root holds several packages and wants to be a workspace; a sub-directory of a
-package wants its root. Each gets the command that validates what was meant.
+"""What to tell someone who named a directory that is no package (EK100): the fix depends on
+what lies around it (a package one level down, several packages, a package above), and each
+case gets the command that validates what was meant.
 """
 
 from __future__ import annotations
@@ -27,10 +24,10 @@ _LISTED = 5
 def wrong_root(path: Path, exclude: Sequence[str] = ()) -> tuple[str, str | None]:
     """(message, hint) for the directory ``path`` that holds no manifest; hint ``None``: the
     rule's own (add the manifest)."""
-    name = _shown(path)
+    name = path.as_posix()
     below = packages_below(path, exclude)
     if len(below) == 1 and below[0].parent == path:
-        pkg = _shown(below[0])
+        pkg = below[0].as_posix()
         return (f"`{name}` holds no `{MANIFEST}`: it is not a package, but `{pkg}` one "
                 "directory down is",
                 f"Validate and upload `{pkg}/` itself (`envkit validate {pkg}/`; `nemo files "
@@ -48,19 +45,18 @@ def wrong_root(path: Path, exclude: Sequence[str] = ()) -> tuple[str, str | None
 
 
 def _source_tree_hint(path: Path) -> str | None:
-    """The command that makes a package of the sources below ``path``: a project ``envkit
-    init`` wrote (or any Gym tree, or a verifiers environment) is sources, not a package,
-    until it is built; adding a manifest by hand is not the advice it needs."""
-    out = _shown(path / "package")
+    """The command that makes a package of the sources below ``path`` (a Gym tree, a
+    verifiers environment): adding a manifest by hand is not the advice it needs."""
+    out = (path / "package").as_posix()
     servers = _children_with(path / "resources_servers", "configs")
     if servers:
-        src = " ".join(_shown(path / "resources_servers" / s) for s in servers[:3])
+        src = " ".join((path / "resources_servers" / s).as_posix() for s in servers[:3])
         return (f"This is a source tree: build the package from its Gym server"
                 f"{'s' if len(servers) > 1 else ''} first, `envkit build {_rel(src)} -o {out}`, "
                 f"then `envkit validate {out}`.")
     envs = _children_with(path / "environments", "pyproject.toml")
     if envs:
-        env = _rel(_shown(path / "environments" / envs[0]))
+        env = _rel((path / "environments" / envs[0]).as_posix())
         return ("This is a source tree: convert its verifiers environment first, `envkit "
                 f"convert verifiers --hub-id local/{envs[0]} --source {env} -o {out} "
                 f"--dataset-dir {out}-data`, then `envkit validate {out}`.")
@@ -82,13 +78,13 @@ def _rel(shown: str) -> str:
 
 
 def _many(path: Path, below: list[Path]) -> tuple[str, str]:
-    name = _shown(path)
-    listed = ", ".join(_shown(p) for p in below[:_LISTED])
+    name = path.as_posix()
+    listed = ", ".join(p.as_posix() for p in below[:_LISTED])
     more = f" and {len(below) - _LISTED} more" if len(below) > _LISTED else ""
     count = f"{len(below)} packages lie" if len(below) > 1 else "a package lies"
     message = (f"`{name}` holds no `{MANIFEST}` and is no workspace root, so it is not a "
                f"package; {count} below it: {listed}{more}")
-    by_path = " ".join(f"{_shown(p)}/" for p in below[:3]) + (" ..." if len(below) > 3 else "")
+    by_path = " ".join(f"{p.as_posix()}/" for p in below[:3]) + (" ..." if len(below) > 3 else "")
     globs = _globs(path, below)
     shown = ", ".join(f'"{g}"' for g in globs[:_LISTED]) + (", ..." if len(globs) > _LISTED else "")
     where = ("under `[tool.envkit]` in its pyproject.toml" if (path / "pyproject.toml").is_file()
@@ -122,8 +118,3 @@ def _subdirs(parent: Path) -> set[str]:
                 and not e.name.startswith(".") and e.name not in SKIPPED_DIRS}
     except OSError:
         return set()
-
-
-def _shown(path: Path) -> str:
-    """``path`` as the user named it (relative or absolute), POSIX separators."""
-    return path.as_posix()
