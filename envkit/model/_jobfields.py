@@ -31,20 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Problem", "json_schema", "read_object", "spec"]
 
-_BOOL_WORDS = {
-    "true": True,
-    "t": True,
-    "yes": True,
-    "y": True,
-    "on": True,
-    "1": True,
-    "false": False,
-    "f": False,
-    "no": False,
-    "n": False,
-    "off": False,
-    "0": False,
-}
+_BOOL_WORDS = {**dict.fromkeys(("true", "t", "yes", "y", "on", "1"), True),
+               **dict.fromkeys(("false", "f", "no", "n", "off", "0"), False)}
 """The strings pydantic's lax mode reads as booleans."""
 
 _BOUNDS = {
@@ -193,16 +181,14 @@ def _to_float(value: Any) -> tuple[Any, bool]:
 
 
 def _to_int(value: Any) -> tuple[Any, bool]:
-    if isinstance(value, bool):
+    if isinstance(value, int):  # a bool too
         return int(value), True
-    if isinstance(value, int):
-        return value, True
-    number, ok = _to_float(value) if isinstance(value, float | str) else (value, False)
     if isinstance(value, str):
         try:
             return int(value.strip()), True
         except ValueError:
             pass
+    number, ok = _to_float(value)
     if ok and math.isfinite(number) and number == int(number):
         return int(number), True
     return value, False
