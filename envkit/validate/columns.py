@@ -1,12 +1,9 @@
 """1-based columns for diagnostics that name a line of a file the models read.
 
-The checks report the line of the key or item they are about; editors, GitHub annotations and
-SARIF also want the column. The models already hold it: a YAML document (the manifest, a Gym
-config, the job file read as YAML) records the column of the first key or item of each line
-and, for a syntax error, the parser's own mark; a requirements file is kept as text; dataset
-rows carry their column themselves. Why here and not in every check: one pass over the few
-diagnostics that have a line, instead of threading a column through a hundred call sites.
-Nothing is opened or parsed again here (a second parse of an 8 MiB file is unbounded work).
+The checks report a line; editors, annotations and SARIF also want the column, which the
+models already hold (YAML documents per line, requirements files as text; dataset rows carry
+their own). Why here and not in every check: one pass over the diagnostics that have a line,
+instead of threading a column through a hundred call sites. Nothing is read again here.
 """
 
 from __future__ import annotations

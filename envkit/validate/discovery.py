@@ -1,16 +1,12 @@
 """Which packages a list of paths names: package directories, workspace members, or files.
 
-A directory is a package when it holds ``nemo-environment.yaml``, and that is the only way a
-directory stands for packages implicitly. Many packages in one run are explicit, as uv and cargo
-name workspace members: ``packages = ["envs/*"]`` in a directory's ``envkit.toml`` (or
-``[tool.envkit]``) makes it a workspace root that stands for its members. Why not any tree: a
-directory that merely holds a package one level down is what an archive unpacked one level
-too deep looks like, and the platform rejects it; finding the package below and passing would be
-a false pass. Such a directory is kept, to be reported as no package (EK100) with the packages
-found below it named in the hint (``packages_below``).
+A directory is a package when it holds ``nemo-environment.yaml``. Many packages in one run are
+explicit, as uv and cargo name workspace members: ``packages = ["envs/*"]`` in a directory's
+settings makes it a workspace root. Why not any tree: a directory holding a package one level
+down is what an archive unpacked too deep looks like, and the platform rejects it; passing it
+would be a false pass, so it is reported as no package (EK100).
 
-A file stands for the package that contains it: a pre-commit hook hands over the files a commit
-touches, not package directories.
+A file stands for the package that contains it: a pre-commit hook hands over files.
 """
 
 from __future__ import annotations
@@ -34,15 +30,13 @@ WALK_LIMIT = 20_000
 
 
 def is_package_root(directory: Path) -> bool:
-    """``directory`` holds a ``nemo-environment.yaml`` entry of any kind: a FIFO, a socket or a
-    dangling symlink there is still the package's manifest, for the rules to report (EK101,
-    EK207), not a sign that the directory is no package."""
+    """``directory`` holds a ``nemo-environment.yaml`` entry of any kind: a FIFO or a dangling
+    symlink there is still the manifest, for the rules to report (EK101, EK207)."""
     return os.path.lexists(directory / MANIFEST)
 
 
 class Discovery(NamedTuple):
-    """What the paths on a command line stand for: the package directories to validate and the
-    files that lie in none."""
+    """What the paths on a command line stand for."""
 
     packages: tuple[Path, ...]
     """Directories to validate, in the order given (each once): packages, workspace members,
@@ -53,12 +47,9 @@ class Discovery(NamedTuple):
 
 def discover(paths: Sequence[Path], exclude: Sequence[str] = (), *,
              isolated: bool = False, files: SettingsFiles | None = None) -> Discovery:
-    """The directories ``paths`` stand for.
-
-    A package directory stands for itself; a workspace root for its members (``exclude`` globs
-    dropped; not with ``isolated``, which ignores configuration files); any other directory
-    for itself, so that validation says it is no package. A file stands for the package that
-    contains it. ``files``: the settings files the run has read (see ``settings_for``).
+    """The directories ``paths`` stand for: a workspace root its members (``exclude`` globs
+    dropped; not with ``isolated``), any other directory itself, a file its package.
+    ``files``: the settings files the run has read (see ``settings_for``).
 
     :raises SettingsError: a workspace's configuration cannot be used, or it names a member
         that does not exist or no member at all.
@@ -79,11 +70,9 @@ def discover(paths: Sequence[Path], exclude: Sequence[str] = (), *,
 
 
 def members(space: Workspace, exclude: Sequence[str] = ()) -> list[Path]:
-    """The member directories of ``space``, pattern by pattern, each sorted, each once.
-
-    Every matching directory is a member, as in uv and cargo: one without a manifest is
-    reported (EK100), not skipped. A glob may match nothing (cargo's rule); a literal path
-    must exist, and the workspace must have a member.
+    """The member directories of ``space``, pattern by pattern, each sorted, each once. As in
+    uv and cargo, every matching directory is a member (one without a manifest is reported,
+    EK100), a glob may match nothing, a literal path must exist.
 
     :raises SettingsError: a literal member that is no directory, or no member at all.
     """

@@ -74,11 +74,9 @@ class GateRequest:
     ignore_unowned_files: bool = False
     """Files in no package are skipped (pre-commit passes them all), not a usage error."""
     workers: int | None = None
-    """Processes validating packages at once (``None``: one per core;
-    ``envkit.validate.workers``)."""
+    """Processes validating packages at once (``None``: one per core)."""
     files: SettingsFiles = field(default_factory=SettingsFiles, compare=False, repr=False)
-    """The settings files this request's run has read (each package under one file reads it
-    once; another request reads it anew)."""
+    """The settings files this request's run has read (another request reads them anew)."""
 
 
 class TargetChoice(NamedTuple):
@@ -99,10 +97,8 @@ def resolve_settings(package: Path | None, request: GateRequest) -> Settings:
 
 def _lock_target(package: Package | Path | None) -> tuple[dict[str, str] | None, str | None]:
     """``(settings fields, None)`` of the target ``wheels.lock`` was built for, or ``(None,
-    why not)`` when the package has a lock that names none (``(None, None)``: no lock).
-
-    A path (a caller that has not loaded the package) is read through the same lock reader
-    ``load_package`` uses."""
+    why not)`` when the package has a lock that names none (``(None, None)``: no lock). A path
+    (a package not loaded) is read through ``load_package``'s lock reader."""
     if isinstance(package, Path):
         from envkit.model.lock import read_lock
 
@@ -219,10 +215,9 @@ def _disagreement(choice: TargetChoice) -> TargetDisagreement | None:
 
 
 def _not_a_package(path: Path, request: GateRequest) -> Diagnostic:
-    """EK100 for a directory without a manifest, whatever the selection: nothing in it was
-    checked, so a selection that hid this would pass a directory no check looked at. Nothing
-    else is read from it either (a repository root's ``.jsonl`` files and ``pyproject.toml``
-    would only bury the one finding that matters)."""
+    """EK100 for a directory without a manifest, whatever the selection: a selection that hid
+    this would pass a directory no check looked at. Nothing else is read from it (a repository
+    root's files would only bury the one finding that matters)."""
     from envkit.validate.wrong_root import wrong_root  # a directory that is no package only
 
     message, hint = wrong_root(path, request.exclude)
@@ -233,9 +228,8 @@ def _claim_by_config(found: Discovery, request: GateRequest) -> Discovery:
     """Files in a package's configured ``dataset`` dir or its ``job`` file stand for it; a
     workspace root's configuration file stands for every member.
 
-    Why: pre-commit passes the dataset rows, job files and settings a commit touches; they
-    live outside the packages, and only the configuration says which packages they concern
-    (a workspace's settings can change every member's verdict).
+    Why: pre-commit passes the dataset rows, job files and settings a commit touches; only the
+    configuration says which packages they concern.
     """
     packages = list(found.packages)
     unmatched = []
@@ -333,11 +327,8 @@ def gate_package(package: Path, request: GateRequest) -> ValidationRun:
 
 
 def one_package(request: GateRequest, flag: str) -> Path:
-    """The one package ``request`` names (no PATH: `.`, as validate takes it), for ``flag``
-    (``--smoke``, ``--probe``): a check that brings one package's servers up.
-
-    Why here: the servers must run under exactly the settings and target validate resolves,
-    so the run takes validate's own request; only the count is its own.
+    """The one package ``request`` names (no PATH: `.`), for ``flag`` (``--smoke``,
+    ``--probe``): the servers run under exactly the settings and target validate resolves.
 
     :raises GateUsageError: the paths hold no package or several.
     """

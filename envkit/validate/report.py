@@ -65,11 +65,8 @@ class ReportDict(TypedDict):
 
 class Cause(NamedTuple):
     """One fact that explains several findings, such as a target the package's ``wheels.lock``
-    disagrees with (every wheel then fails EK401, and what only they require EK408).
-
-    Why: 82 findings with their one explanation printed last read as 82 problems. Renderers
-    for people print the cause first and its follow-ons collapsed under it; JSON and SARIF
-    keep every diagnostic.
+    disagrees with. Why: many findings with their one explanation printed last read as many
+    problems; renderers for people print the cause first, its follow-ons collapsed under it.
     """
 
     text: str
@@ -98,8 +95,7 @@ class Report:
     target_source: str = "default"
     """Where the target came from: ``command line``, a config file, ``wheels.lock``, default."""
     notes: tuple[str, ...] = ()
-    """Things the user should know that are not rule violations (a target the lock disagrees
-    with)."""
+    """Things the user should know that are not rule violations."""
     dataset: str | None = None
     job: str | None = None
     docs_url: str | None = None

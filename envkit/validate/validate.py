@@ -26,17 +26,15 @@ __all__ = ["INTERNAL_ERROR", "TargetDisagreement", "ValidateRequest", "read_pack
            "validate_inputs"]
 
 INTERNAL_ERROR = INTERNAL.code
-"""The code of the safety net (its record: ``envkit.validators.INTERNAL``): a check that
-raised. No input is meant to reach it (every fixture is tested not to); it exists so that a bug
+"""The safety net's code (``envkit.validators.INTERNAL``): a check that raised, so that a bug
 still yields a report, not a traceback."""
 
 
 class TargetDisagreement(NamedTuple):
     """The chosen target is not the one the package's ``wheels.lock`` names.
 
-    Why a second run, not a rule: which findings a target explains is whatever differs between
-    the two targets (EK401 for every platform wheel, EK406, EK408 for what only those wheels
-    require, ...); validating against the lock's target says exactly that.
+    Why a second run, not a rule: the findings a target explains are whatever differs between
+    the two targets; validating against the lock's target says exactly that.
     """
 
     locked: Target
@@ -78,11 +76,10 @@ class ValidateRequest:
 
 
 def read_package(root: Path, *, verify_hashes: bool = False, no_cache: bool = False) -> Package:
-    """``load_package`` as validation reads a package: the archive facts of wheels and the
-    hashes of files unchanged since an earlier run come from envkit's cache
-    (``envkit.supply.wheelfacts``, ``envkit.supply.treestamps``); ``--verify-hashes`` reads
-    every byte again, ``--no-cache`` reads everything without any store (``ENVKIT_NO_CACHE``
-    shuts every store for every command: ``envkit.supply.root.stores_off``)."""
+    """``load_package`` as validation reads a package: the facts of wheels and the hashes of
+    files unchanged since an earlier run come from envkit's cache (``envkit.supply.wheelfacts``,
+    ``envkit.supply.treestamps``); ``--verify-hashes`` reads every byte again, ``--no-cache``
+    reads everything without any store."""
     if no_cache:
         return load_package(root, verify_hashes=verify_hashes)
     return load_package(root, verify_hashes=verify_hashes, wheel_reader=_stored_facts,
@@ -110,10 +107,8 @@ def _stamped_tree(root: Path, files: Mapping[str, FileStat | None],
 
 
 def validate(request: ValidateRequest, *, package: Package | None = None) -> Report:
-    """Validate what ``request`` names.
-
-    ``package``: the model of ``request.package`` when the caller has read it already (the
-    gate reads the lock from it to pick the target), so the tree is read once.
+    """Validate what ``request`` names; ``package``: the model of ``request.package`` when the
+    caller has read it already, so the tree is read once.
 
     :raises FileNotFoundError, NotADirectoryError: a named input does not exist (usage error).
     """
@@ -135,12 +130,10 @@ def validate(request: ValidateRequest, *, package: Package | None = None) -> Rep
 
 
 def validate_inputs(inputs: Inputs, request: ValidateRequest | None = None) -> Report:
-    """Validate models the caller has already read (``load_package``, ``load_dataset``,
-    ``load_job``); ``request`` for the selection and how the report names them (the paths
-    in it are not read again).
+    """Validate models the caller has already read; ``request`` for the selection and how the
+    report names them (its paths are not read again).
 
-    Why a second entry: ``envkit train`` reads the job, package and dataset once and trains on
-    what it read; validating those same objects means the run is checked exactly as it starts.
+    Why a second entry: ``envkit train`` validates the very objects it trains on.
     """
     request = request or ValidateRequest(options=inputs.options)
     package = inputs.package
@@ -186,7 +179,6 @@ def _where(d: Diagnostic) -> tuple[str, str, int | None]:
 
 
 def _named(path: Path | None) -> str | None:
-    """An input as the report names it: the path as the user gave it."""
     return None if path is None else str(path)
 
 
@@ -219,9 +211,8 @@ def _guarded(check: Check) -> Check:
 
 
 def _text(value: str) -> str:
-    """``value`` encodable as UTF-8: lone surrogates (undecodable file-name bytes, or a
-    ``"\\udcff"`` escape in YAML or JSON) become ``\\xNN`` / ``\\udcff`` text, so every output
-    format can write it and JSON output stays valid UTF-8."""
+    """``value`` encodable as UTF-8, lone surrogates shown as ``\\xNN`` / ``\\udcff`` text, so
+    every output format can write it."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
