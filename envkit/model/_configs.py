@@ -1,11 +1,9 @@
 """Read the Gym configs a package names, each once, and the includes each one lists.
 
 Gym loads every manifest ``config_paths`` file and, transitively, the files each one lists in
-its own ``config_paths`` (relative to the same cwd, the package root). Configs that all list
-each other are a real shape (a fan-out of N files carries N x N include pairs), so every file
-is parsed once, every distinct include string is normalised once, and the includes are kept
-per config (``Package.includes``) for the checks, which then never walk the pairs again to
-normalise them.
+its own ``config_paths`` (relative to the package root). Configs that all list each other are a
+real shape (N files, N x N include pairs), so every file is parsed once, every distinct include
+normalised once, and the includes are kept per config (``Package.includes``) for the checks.
 """
 
 from __future__ import annotations
@@ -30,7 +28,7 @@ __all__ = ["MAX_CONFIGS", "MAX_CONFIG_BYTES", "ConfigSet", "read_bytes", "read_c
            "read_yaml"]
 
 MAX_CONFIGS = 2_000
-"""Configs parsed per package (Gym packages ship a handful; the bench has 200)."""
+"""Configs parsed per package (Gym packages ship a handful)."""
 MAX_CONFIG_BYTES = 64 * 1024 * 1024
 """YAML parsed per package, all configs together: bounds the time one validate run takes."""
 
@@ -46,8 +44,7 @@ class ConfigSet:
 
 
 def read_bytes(root: Path, rel: str, errors: Errors, limit: int | None = None) -> bytes | None:
-    """Contents of ``rel``; at most ``limit + 1`` bytes so an oversized file is detectable
-    without holding all of it in memory."""
+    """``read_bounded`` of ``rel``; an error is recorded in ``errors``, not raised."""
     try:
         return read_bounded(f"{os.fspath(root)}/{rel}", limit)  # no Path built per config
     except OSError as exc:
@@ -97,11 +94,8 @@ class _Normaliser:
 
 def read_configs(root: Path, entries: Mapping[str, FileEntry], manifest_paths: list[str],
                  errors: Errors) -> ConfigSet:
-    """Manifest ``config_paths`` first, then the in-package files they pull in, transitively.
-
-    Each distinct path is queued once (a FIFO), so configs that all list each other cost one
-    pass, and the count and bytes parsed are capped.
-    """
+    """Manifest ``config_paths`` first, then the in-package files they pull in, transitively;
+    each distinct path is queued once, and the count and bytes parsed are capped."""
     found = ConfigSet()
     normalise = _Normaliser()
     pending = deque(normalise.all(manifest_paths))

@@ -21,11 +21,8 @@ def display_path(path: str) -> str:
 
 
 def safe_relpath(value: str) -> str | None:
-    """Normalised POSIX form of a manifest path, or None when it is absolute or uses ``..``.
-
-    Plain string operations: a POSIX path is absolute exactly when it starts with ``/``, so
-    ``PurePosixPath(value).is_absolute()`` adds nothing but the cost of building a path.
-    """
+    """Normalised POSIX form of a manifest path, or None when it is absolute or uses ``..``
+    (plain string operations: a POSIX path is absolute exactly when it starts with ``/``)."""
     if not value or value.startswith(("/", "\\")):
         return None
     if len(value) > 1 and value[1] == ":":  # C:\... style

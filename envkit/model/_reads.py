@@ -11,10 +11,8 @@ _PIECE = 64 * 1024
 
 def read_bounded(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
     """The file's bytes; with ``limit``, at most ``limit + 1`` of them (one more than allowed
-    says the file is over it, without reading the rest).
-
-    Why not ``fh.read(limit + 1)``: a read of n bytes allocates n first and shrinks after, and
-    a config's bound is 8 MiB, so every small config would pay for an 8 MiB allocation.
+    says the file is over it). Why not ``fh.read(limit + 1)``: it allocates ``limit`` first,
+    so every small config would pay for its bound.
 
     :raises OSError: it cannot be opened or read (a directory: ``IsADirectoryError``).
     """

@@ -35,8 +35,7 @@ class FileEntry:
     link_inside: bool | None = None
     """For symlinks: whether the fully resolved target stays inside the package root."""
     stat: FileStat | None = field(default=None, compare=False, repr=False)
-    """For regular files: what the walk's stat saw, so the package digest does not stat the
-    file again (``envkit.model.tree.hash_files``)."""
+    """For regular files: the walk's stat, so the package digest does not stat it again."""
 
 
 def walk(root: Path) -> tuple[dict[str, FileEntry], Errors, bool]:

@@ -1,12 +1,10 @@
 """The usual case of ``envkit.model.yamlio``: data and positions straight from the events.
 
 A Gym config is plain mappings, sequences and untagged scalars. For those, one pass over the
-parser's events builds the data, the ``key path -> line`` map and each line's first column,
-without composing a node tree: no Python callbacks per node from libyaml's composer, and no
-live nodes and marks per scalar for the cyclic garbage collector to scan. The values are
-PyYAML's: plain scalars are resolved by the loader's own implicit resolvers and anything but a
-string is built by its (guarded) constructor. Anchors, aliases, explicit tags and merge keys
-raise ``Unusual``: the caller then reads the document through the node path.
+parser's events builds the data and the positions without composing a node tree (no callbacks
+per node, no nodes for the garbage collector to scan). The values are PyYAML's: the loader's
+own resolvers and (guarded) constructor. Anchors, aliases, explicit tags and merge keys raise
+``Unusual``: the caller then reads the document through the node path.
 """
 
 from __future__ import annotations

@@ -20,9 +20,7 @@ __all__ = ["MAX_DEPTH", "MAX_INT_CHARS", "MAX_KEYPATH", "MAX_NODES", "STR_TAG", 
            "KeyPath", "Loader", "TooLarge", "Unusual", "record_lines"]
 
 if TYPE_CHECKING:
-    # PyYAML's stubs do not relate CSafeLoader to SafeLoader, but it has the same interface
-    # (libyaml's CParser in place of the pure-Python reader, scanner, parser and composer),
-    # so the type checker checks the code against SafeLoader.
+    # PyYAML's stubs do not relate CSafeLoader to SafeLoader, but it has the same interface.
     BaseLoader = yaml.SafeLoader
 else:  # libyaml where present; the pure-Python loader is the fallback, same semantics.
     BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

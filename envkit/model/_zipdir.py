@@ -89,14 +89,12 @@ class Archive:
 
     def read(self, name: str) -> bytes:
         """Like ``ZipFile.read``, bounded by the declared size, with every failure a hostile
-        archive can cause (unknown compression method, encryption, bad data) raised as
-        ``BadZipFile``."""
+        archive can cause raised as ``BadZipFile``."""
         return b"".join(self.chunks(name))
 
     def chunks(self, name: str) -> Iterator[bytes]:
-        """The member in bounded pieces. Stored, deflate and bzip2 go through the capped
-        decompression here (``zipfile`` inflates bzip2 without an output bound); anything else
-        through ``zipfile``, 4 KiB of input per read so its overshoot is small.
+        """The member in bounded pieces: stored, deflate and bzip2 through the capped
+        decompression here; anything else through ``zipfile``, 4 KiB of input per read.
         """
         info = self._zf.getinfo(name)
         fh = self._zf.fp

@@ -1,13 +1,10 @@
 """Does ``wheels/`` cover what the cluster installs? Pure functions, no network, no disk.
 
-The walk mirrors what the image does at job start (the product spec (section 2), the "GRPO and
-Reward Environments" guide "How dependencies are installed"): per server,
-``nemo-gym==<image version>`` plus the server's ``requirements.txt`` minus every line that
-contains ``../..`` (``nemo_gym/cli/setup_command.py`` greps them out: that is how ``-e
-nemo-gym[dev] @ ../../`` becomes the runtime's nemo-gym), plus ``ray[default]`` and ``openai``
-at Gym's pins. Markers and extras are evaluated for the *target* environment, and each
-requirement keeps the chain that pulled it in, so a report can say ``openai==2.44.0 <-
-nemo-gym==0.7.0 <- runtime pin``.
+The walk mirrors what the image does at job start ("How dependencies are installed"): per
+server, ``nemo-gym==<image version>`` plus the server's ``requirements.txt`` minus every line
+containing ``../..`` (Gym's setup greps them out), plus ``ray[default]`` and ``openai`` at Gym's
+pins. Markers and extras are evaluated for the *target*, and each requirement keeps the chain
+that pulled it in (``openai==2.44.0 <- nemo-gym==0.7.0 <- runtime pin``).
 """
 
 from __future__ import annotations
@@ -123,10 +120,8 @@ def usable(wheel: WheelFile, target: Target) -> bool:
 
 
 def runtime_roots(gym_version: str, gym_requires: Iterable[str], path: str) -> list[Root]:
-    """``nemo-gym==<image version>``, ``ray[default]`` and ``openai`` at Gym's own pins, and pip.
-
-    Why pip: Gym creates every server venv with ``uv venv --seed``, which installs pip from
-    the index or ``--find-links``; with no index, only a vendored pip wheel lets it start.
+    """``nemo-gym==<image version>``, ``ray[default]`` and ``openai`` at Gym's own pins, and pip:
+    Gym's ``uv venv --seed`` installs pip, with no index only from a vendored wheel.
     """
     roots = [Root(Requirement(f"nemo-gym=={gym_version}"), RUNTIME_ORIGIN, path)]
     for text in gym_requires:
@@ -177,11 +172,9 @@ class _Walk:
 
 
 def walk(wheels: Iterable[WheelFile], roots: Iterable[Root], target: Target) -> Closure:
-    """Resolve ``roots`` against the wheels usable on ``target``, breadth first.
-
-    Breadth first, so each chain recorded is a shortest one. A project is taken at the highest
-    vendored version that fits the first requirement reaching it; later requirements that
-    version misses are reported as missing (and EK402 reports the duplicate, if any).
+    """Resolve ``roots`` against the wheels usable on ``target``, breadth first (so each chain
+    recorded is a shortest one). A project is taken at the highest vendored version that fits
+    the first requirement reaching it; later requirements it misses are reported missing.
     """
     state = _Walk(_index(wheels), target, tuple(sorted(target.marker_environment().items())))
     for root in roots:

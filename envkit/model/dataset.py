@@ -1,9 +1,7 @@
 """The prompt dataset model: ``training.jsonl`` (+ ``validation.jsonl``), streamed row by row.
 
-A GRPO dataset can hold a million rows, so unlike the package model the rows are not kept in
-memory: ``Dataset.iter_rows(name)`` reads one line at a time, and a line longer than
-``MAX_LINE_BYTES`` is reported as an error row rather than buffered. The dataset model is still
-the only place that opens the files; the validators consume its rows.
+A GRPO dataset can hold a million rows, so they are not kept in memory: ``Dataset.iter_rows``
+reads one line at a time, and a line over ``MAX_LINE_BYTES`` is an error row, not buffered.
 """
 
 from __future__ import annotations
@@ -36,8 +34,7 @@ class Row:
     data: Any = None
     error: str | None = None
     column: int | None = None
-    """1-based column of the line's first non-blank byte: where a finding on the row points
-    (kept here because rows are streamed, never read a second time)."""
+    """1-based column of the line's first non-blank byte (rows are never read a second time)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +46,8 @@ class Dataset:
     """``(file, reason)`` for a file that exists but cannot be opened (directory, permissions)."""
 
     def iter_rows(self, name: str) -> Iterator[Row]:
-        """Stream the non-blank lines of ``name``; a file that cannot be read yields nothing.
-
-        Blank lines are skipped, as every JSONL reader Gym and NeMo-RL use skips them.
-        """
+        """Stream the non-blank lines of ``name`` (Gym's and NeMo-RL's JSONL readers skip blank
+        ones); a file that cannot be read yields nothing."""
         try:
             fh = (self.root / name).open("rb")
         except OSError:

@@ -22,11 +22,8 @@ RULE_PAGE = "rules/{code}.html"
 
 
 def rule_url(code: str, docs_url: str | None) -> str | None:
-    """The page of ``code`` on the rule reference site at ``docs_url``, or None.
-
-    Why None by default: envkit publishes no site of its own, so a built-in link would be
-    dead. ``[tool.envkit] docs-url`` names where an organisation serves the site that
-    ``mkdocs build`` makes from ``docs/``; only then does a diagnostic carry a link.
+    """The page of ``code`` on the rule reference site at ``docs_url``, or None: envkit
+    publishes no site of its own, so a built-in link would be dead.
 
     >>> rule_url("EK105", "https://docs.example.com/envkit")
     'https://docs.example.com/envkit/rules/EK105.html'
@@ -110,16 +107,14 @@ def parse_selectors(values: Iterable[str], known: Iterable[str]) -> tuple[str, .
 @functools.lru_cache(maxsize=8)
 def _prefixes(codes: frozenset[str]) -> frozenset[str]:
     """Every selector that names a rule of ``codes``: computed once per rule set, not once per
-    package and setting (a run over 145 packages parsed three selector lists for each)."""
+    package and setting."""
     return frozenset(code[:n] for code in codes for n in range(2, len(code) + 1))
 
 
 def close_matches(word: str, candidates: Iterable[str], *, n: int = 1,
                   cutoff: float = 0.6) -> list[str]:
-    """The "did you mean" of every diagnostic: ``difflib``'s closest ``candidates``.
-
-    ``difflib`` is imported here, on first use: it costs a few milliseconds at start-up, and a
-    clean run (the pre-commit gate) never needs it — only a misspelt name does.
+    """The "did you mean" of every diagnostic: ``difflib``'s closest ``candidates``
+    (``difflib`` imported on first use: a clean run never needs it).
 
     >>> close_matches("temprature", ["temperature", "top_k"], cutoff=0.8)
     ['temperature']

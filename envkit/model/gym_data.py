@@ -28,19 +28,15 @@ DEFAULT_GYM_VERSION = "0.7.0"
 """The pinned Gym version: the nemo-gym release the training image runs."""
 
 _DATA = Path(__file__).resolve().parent.parent / "data"
-"""``envkit/data``: a plain path, not ``importlib.resources`` (whose imports every command that
-only needs ``DEFAULT_GYM_VERSION`` would pay at start)."""
+"""A plain path, not ``importlib.resources``, whose imports every command would pay at start."""
 
 
 @dataclass(frozen=True, slots=True)
 class ServerModel:
-    """The pydantic config model a built-in server validates its block with when it starts.
-
-    Read off the real class by ``scripts/gym_server_models.py``: ``required`` is what pydantic
-    reports missing for a block with only Gym's own fields (host, port, entrypoint, name);
-    ``fields`` maps each other field to the simple types it accepts (``bool``, ``int``, ``float``,
-    ``str``, ``list``, ``dict``, ``none``), or None where its type (or a validator that sees the
-    raw value) is beyond a sure check.
+    """The pydantic config model a built-in server validates its block with when it starts,
+    read off the real class by ``scripts/gym_server_models.py``: ``required`` is what pydantic
+    reports missing for a block with only Gym's own fields; ``fields`` maps each other field
+    to the simple types it accepts, or None where its type is beyond a sure check.
     """
 
     model: str
@@ -141,12 +137,9 @@ def gym_data() -> GymData:
 
 
 def builtin_config(path: str) -> dict[str, Any] | None:
-    """What the nemo-gym wheel's YAML file ``path`` holds: its includes, server blocks and
-    other top-level keys (a new dict each call); None for a path the wheel does not ship.
-
-    Written by ``scripts/gen_gym_configs.py``; read only when a package pulls in a config it
-    does not ship (Gym then reads the file from its install root), and only that config is
-    parsed: the file has one per line (a validate run needs a handful of its ~900).
+    """What the nemo-gym wheel's YAML file ``path`` holds (a new dict each call); None for a
+    path the wheel does not ship. Only that config is parsed: the file
+    (``scripts/gen_gym_configs.py``) has one per line, and a run needs a handful.
     """
     text = _builtin_config_texts().get(path)
     return None if text is None else json.loads(text)

@@ -40,20 +40,16 @@ class JobDoc:
 
     @functools.cached_property
     def typed(self) -> tuple[JobSettings | None, list[Problem]]:
-        """The job read into the typed model (``jobspec.read_job``), once per document.
-
-        Why cached here: ``envkit train`` validates the job and then trains on the same
-        document; both read these settings instead of typing the JSON twice.
-        """
+        """The job read into the typed model, once per document: ``envkit train`` validates
+        the job and then trains on the same document."""
         return read_job(self.data)
 
 
 def load_job(path: str | Path) -> JobDoc:
-    """Read a job file; a missing file is a usage error (raises ``FileNotFoundError``).
+    """Read a job file, opened non-blocking and checked on the open descriptor, so a FIFO or
+    a device such as ``/dev/zero`` is reported instead of read.
 
-    Opened non-blocking and checked on the open descriptor, so a FIFO (which would block
-    forever) or a device such as ``/dev/zero`` (endless) is reported instead of read, and a
-    huge file costs at most ``MAX_JOB_BYTES + 1`` bytes of memory.
+    :raises FileNotFoundError: no such file (a usage error).
     """
     path = Path(path)
     try:
@@ -80,8 +76,7 @@ MAX_JOB_BYTES = 8 * 1024 * 1024
 """A job file is a few KiB; anything larger is reported, not parsed."""
 
 MAX_INT_DIGITS = 64
-"""Job numbers are steps, sizes and seeds; a longer integer is reported, not parsed, so no
-check multiplies or prints a number with thousands of digits."""
+"""Job numbers are steps, sizes and seeds; a longer integer is reported, not parsed."""
 _LONG_INT = re.compile(rb"\d{%d}" % (MAX_INT_DIGITS + 1))
 
 

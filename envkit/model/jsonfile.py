@@ -1,7 +1,5 @@
-"""A small JSON file a package carries (``wheels.lock``, ``provenance.json``), read leniently.
-
-Why one reader: both files are read on every validate, from a tree nobody has vetted; each
-must be bounded in size, never raise over its bytes, and say in one phrase what is wrong.
+"""A small JSON file a package carries (``wheels.lock``, ``provenance.json``), read leniently:
+bounded in size, never raising over its bytes, saying in one phrase what is wrong.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """``wheels.lock``: what a wheels package vendors, for which target, and why; one model.
 
-``envkit build`` and ``envkit convert verifiers`` write it (``Lock.dumps``), ``load_package``
-reads it and the gate takes the package's default target from it. No timestamps: a rebuild is
-byte-identical. The reader is lenient: a lock that cannot be read is recorded
-(``LockDoc.error``), a wheel entry that cannot be read is skipped and named in
-``LockDoc.problems``; nothing raises over the file's content.
+``envkit build`` and ``envkit convert verifiers`` write it (``Lock.dumps``; no timestamps, so
+a rebuild is byte-identical), and the gate takes the package's default target from it. The
+reader never raises over content: an unreadable lock is ``LockDoc.error``, an unreadable entry
+is skipped and named in ``LockDoc.problems``.
 """
 
 from __future__ import annotations

@@ -31,8 +31,7 @@ if TYPE_CHECKING:
     from envkit.model.wheelfile import WheelFile, WheelReader
 
     TreeHasher = Callable[[Path, Mapping[str, FileStat | None], Mapping[str, str]], Tree]
-    """``(root, its regular files with the walk's stat of each, the SHA-256 of those already
-    read whole) -> the package digest's tree`` (``package_tree``'s shape)."""
+    """``(root, regular files with the walk's stat, SHA-256 of those read whole) -> Tree``."""
 
 __all__ = [
     "INSTALL_MARKERS",
@@ -145,16 +144,16 @@ class Package:
 def load_package(root: str | os.PathLike[str], *, verify_hashes: bool = False,
                  wheel_reader: WheelReader | None = None,
                  tree_hasher: TreeHasher | None = None) -> Package:
-    """Read the package at ``root``. Raises only ``NotADirectoryError``/``FileNotFoundError``
-    for a root that is not a directory: that is a usage error, not a package defect.
+    """Read the package at ``root``.
 
-    ``verify_hashes`` checks every wheel member's RECORD hash (slow on big wheels); by
-    default only small wheels and METADATA are hashed (see ``envkit.model.wheelfile``).
-    ``wheel_reader``: how each wheel is read (default ``envkit.model.wheelfile.read_wheel``,
-    imported only for a package with wheels: ``zipfile`` is not free; validate passes one that
-    keeps the facts of unchanged wheels between runs). ``tree_hasher``: how the package digest
-    a provenance record is checked against is computed (default ``provenance.package_tree``,
-    every byte; validate passes one that keeps the hashes of unchanged files between runs)."""
+    ``verify_hashes`` checks every wheel member's RECORD hash (``envkit.model.wheelfile``).
+    ``wheel_reader`` (default ``read_wheel``) and ``tree_hasher`` (default ``package_tree``,
+    for the digest a provenance record is checked against): validate passes ones that keep
+    the facts of unchanged wheels and files between runs.
+
+    :raises FileNotFoundError, NotADirectoryError: ``root`` is not a directory (a usage
+        error, not a package defect).
+    """
     root_path = Path(root)
     if not root_path.exists():
         msg = f"{str(root_path)!r} does not exist"
@@ -296,9 +295,9 @@ _MAX_INCLUDES = 32
 
 def _read_includes(root: Path, prefix: str, texts: dict[str, str],
                    entries: Mapping[str, FileEntry], errors: Errors) -> None:
-    """Files ``requirements.txt`` pulls in with ``-r``/``-c`` (transitively, relative to the
-    including file, as pip and uv resolve them), keyed by their path relative to the server
-    directory. Only regular files inside the package are read; at most ``_MAX_INCLUDES``."""
+    """Files ``requirements.txt`` pulls in with ``-r``/``-c``, transitively, as pip and uv
+    resolve them, keyed by path relative to the server directory. Only regular files inside
+    the package are read; at most ``_MAX_INCLUDES``."""
     pending = ["requirements.txt"]
     while pending and len(texts) < _MAX_INCLUDES:
         rel = pending.pop()

@@ -1,17 +1,13 @@
 """``provenance.json``: which package, closure and versions a package, job or run came from.
 
 One record, written in three places: at the package root by ``envkit build`` / ``envkit
-convert`` (``validate`` then reports files changed since, EK209, so this copy also lists every
-file's SHA-256); on the job by ``envkit submit`` (its ``custom_fields``, which the platform
-returns: ``envkit job show``); next to the metrics of ``envkit train``, ``envkit rollout`` and
-the probe. The writer is ``envkit.supply.provenance.write_provenance`` (atomic).
+convert`` (with every file's SHA-256, so ``validate`` reports files changed since, EK209); on
+the job by ``envkit submit``; next to the metrics of ``envkit train``, ``envkit rollout`` and
+the probe. The writer is ``envkit.supply.provenance.write_provenance``.
 
-The package digest is ``envkit.model.tree``'s digest (purpose ``package``) of every regular
-file of the package but ``provenance.json`` itself (symlinks and special files cannot be
-pinned; EK204/EK207 report them). The dataset digest, which ``envkit submit`` names the
-dataset FileSet by, is the same function with purpose ``dataset``. No timestamps: the same
-inputs give the same bytes. The reader is lenient (``ProvenanceDoc.error`` says why a record
-could not be read).
+The package digest is ``envkit.model.tree``'s (purpose ``package``) over every regular file
+but ``provenance.json`` itself; the dataset digest is the same with purpose ``dataset``. No
+timestamps: the same inputs give the same bytes. The reader is lenient.
 """
 
 from __future__ import annotations
@@ -184,8 +180,7 @@ def package_tree(root: Path, regular_files: Iterable[str],
                  stamps: Mapping[str, list[Any]] | None = None, *,
                  seen: Mapping[str, FileStat | None] | None = None,
                  read: Mapping[str, str] | None = None) -> Tree:
-    """The package digest over its regular files but the record itself (``seen``, ``read``:
-    ``hash_files``').
+    """The package digest over its regular files but the record itself (see ``hash_files``).
 
     :raises OSError: a file cannot be read.
     """

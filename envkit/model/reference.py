@@ -1,9 +1,7 @@
 """Where a dataset row keeps its reference answer, and the text of the prompt it is asked with.
 
 Why here, below the rules and the probe: the probe's oracle replies with the reference, and the
-dataset rules check that the reference is not already in the prompt (a leaked answer). Both
-must agree on which field is the reference, so the list lives once, in the model layer both
-read. Pure over a parsed row.
+dataset rules check that it is not already in the prompt; both must agree on which field it is.
 """
 
 from __future__ import annotations
@@ -15,9 +13,8 @@ from typing import Any
 __all__ = ["REFERENCE_FIELDS", "prompt_texts", "reference_field", "reference_text"]
 
 REFERENCE_FIELDS = ("expected_answer", "answer", "ground_truth", "expected_output", "solution")
-"""Where rows keep the reference answer, by how many of Gym 0.7.0's resources servers read
-each (``expected_answer`` 45, ``answer`` 8 -- also what verifiers' rows carry --,
-``ground_truth`` 5, ``solution`` 5, ``expected_output`` 4)."""
+"""Where rows keep the reference answer: the fields Gym's resources servers read it from
+(``answer`` is also verifiers')."""
 
 
 def _lookup(row: Mapping[str, Any], name: str) -> Any:

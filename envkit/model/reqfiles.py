@@ -1,8 +1,6 @@
-"""Requirement files as installers read them: ``requirements.txt`` (with ``-r`` includes,
-``-c`` constraints, continuations and options, as pip and uv parse them) and ``pyproject.toml``
-dependencies, turned into the roots the closure walk (``envkit.model.closure``) starts from.
-
-Pure functions over texts the package model read; no disk, no network.
+"""Requirement files as pip and uv read them (``requirements.txt`` with includes, constraints,
+continuations and options; ``pyproject.toml`` dependencies), turned into the roots the closure
+walk (``envkit.model.closure``) starts from. Pure functions: no disk, no network.
 """
 
 from __future__ import annotations
@@ -56,11 +54,9 @@ def requirements_txt_roots(
 ) -> tuple[list[Root], list[Egress]]:
     """Roots of a ``requirements.txt`` as Gym's server setup reads it (``uv pip install -r``).
 
-    Comments, blank lines, options (``--extra-index-url``, ``--hash``) and lines containing
-    ``../..`` (dropped by Gym) are skipped; URLs and VCS refs need egress. ``-r FILE``
-    includes are followed as pip and uv follow them, through ``includes`` (text by path
-    relative to the server directory, as ``envkit.model.package`` reads them); ``-c FILE`` only
-    constrains versions, so it adds no roots.
+    Comments, options and lines containing ``../..`` (dropped by Gym) are skipped; URLs and VCS
+    refs need egress. ``-r FILE`` is followed through ``includes`` (text by path relative to
+    the server directory); ``-c FILE`` only constrains versions, so it adds no roots.
     """
     roots: list[Root] = []
     egress: list[Egress] = []
@@ -136,12 +132,9 @@ def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
 
 
 def pyproject_roots(text: str, path: str) -> tuple[list[Root], list[Egress]]:
-    """Roots from ``[project] dependencies`` and ``[build-system] requires``.
-
-    Gym installs a pyproject server with ``uv pip install --no-sources -e .``: its
-    ``nemo-gym[dev]`` dependency keeps the extra (so the walk expands it), and building the
-    editable project needs the build requirements too. A malformed file yields no roots
-    (EK205/EK3xx own it).
+    """Roots from ``[project] dependencies`` and ``[build-system] requires``: Gym installs a
+    pyproject server with ``uv pip install --no-sources -e .``, which needs both. A malformed
+    file yields no roots (EK205/EK3xx own it).
     """
     import tomllib  # a pyproject server's: most packages have none
 
@@ -196,8 +189,7 @@ def parse_requirement(text: str) -> Requirement | None:
     """``Requirement(text)``, cached, or None when it does not parse (never raises)."""
     if len(text) > MAX_REQUIREMENT_CHARS:
         return None
-    # Here, not at the top: ``packaging`` compiles its grammar at import, which a
-    # package with no requirement to read (and every other command's start) would pay.
+    # Here: ``packaging`` compiles its grammar at import, which every start would pay.
     from packaging.requirements import InvalidRequirement, Requirement
 
     try:

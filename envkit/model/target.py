@@ -37,10 +37,8 @@ __all__ = [
 ]
 
 ARCHES = ("x86_64", "aarch64")
-# the product spec (section 4) says 2_17 for x86_64, but the training image runs the pinned Gym
-# version, whose closure
-# (pyarrow >= 23, pyzmq >= 27.1 for verifiers) ships no manylinux_2_17 x86_64 wheels: an image
-# that can install it has glibc >= 2.28, and a 2_17 default makes every default build fail.
+# Not the spec's 2_17 for x86_64: the pinned Gym version's closure (pyarrow >= 23, pyzmq >= 27.1)
+# ships no manylinux_2_17 x86_64 wheels, so an image that installs it has glibc >= 2.28.
 DEFAULT_GLIBC = {"x86_64": (2, 28), "aarch64": (2, 28)}
 GLIBC_MIN = (2, 17)
 GLIBC_MAX = (2, 40)
@@ -112,12 +110,9 @@ class Target:
         return not self._tag_set.isdisjoint(wheel_tags)
 
     def marker_environment(self) -> dict[str, str]:
-        """A complete PEP 508 environment for the target.
-
-        ``Marker.evaluate`` fills any key left out from the *host*, so every key is given.
-        ``platform_release``/``platform_version`` (the kernel) are unknown for a cluster and
-        set to ``""``: a marker on them compares against nothing rather than the builder's
-        kernel.
+        """A complete PEP 508 environment for the target: ``Marker.evaluate`` fills any key
+        left out from the *host*. The cluster's kernel is unknown: ``platform_release`` and
+        ``platform_version`` are ``""``, never the builder's kernel.
         """
         full = self.full_version
         return {

@@ -1,12 +1,9 @@
 """One digest for a directory of files: relative paths, sizes, SHA-256, in path order.
 
 Why one function for two uses: the platform names a content-addressed FileSet by this digest
-(``envkit.platform.filesets``), and a package's provenance record (``envkit.model.provenance``)
-pins the package's files with it. The same bytes under the same paths give the same digest on
-every machine (no timestamps, owners or modes go in), and the ``purpose`` is hashed first, so
-a package and a dataset with equal files never share one. ``stamps`` lets a caller skip
-re-reading files whose identity (size, mtime, ctime, inode, device) is unchanged since the
-last scan; ``envkit.supply.treestamps`` keeps them.
+(``envkit.platform.filesets``), and a provenance record (``envkit.model.provenance``) pins a
+package's files with it. No timestamps, owners or modes go in, and the ``purpose`` is hashed
+first, so a package and a dataset with equal files never share one.
 """
 
 from __future__ import annotations
@@ -30,9 +27,8 @@ _NO_FILE = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
 
 Stamps = dict[str, list[Any]]
 """``rel -> [size, mtime_ns, ctime_ns, inode, device, sha256]`` of the last scan: git's index
-check on the same inode, then the file's hash. The ctime is what no one can set: a same-size
-rewrite whose mtime was put back still moves it, so EK209 sees the edit. (A hard link made or
-removed moves it too: a wheel linked into a smoke run's copy is hashed once more after it.)"""
+check, then the file's hash. The ctime is what no one can set: a same-size rewrite whose mtime
+was put back still moves it, so EK209 sees the edit."""
 
 FileStat = tuple[int, int, int, int, int]
 """``(size, mtime_ns, ctime_ns, inode, device)`` of a regular file: a stamp without its hash."""
@@ -57,10 +53,8 @@ class Tree:
 def sha256_file(path: str | os.PathLike[str]) -> str:
     """The file's SHA-256, hex (wheel pins, FileSet entries, provenance: one function).
 
-    ``os.read``, no buffered file object: validate hashes every small file of a package with
-    a provenance record each run, and a small file is one read. A larger one is read on into
-    one buffer of its own (``os.readv``): a new ``bytes`` per piece costs fresh memory and a
-    page fault per page.
+    ``os.read``, no buffered file object: a small file is one read. A larger one is read on
+    into one buffer (``os.readv``): a new ``bytes`` per piece costs a page fault per page.
     """
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
@@ -113,14 +107,12 @@ def hash_files(root: Path, rels: Iterable[str], purpose: str,
                stamps: Mapping[str, list[Any]] | None = None,
                seen: Mapping[str, FileStat | None] | None = None,
                read: Mapping[str, str] | None = None) -> Tree:
-    """Hash ``rels`` under ``root``; a file whose stamp matches ``stamps`` is not re-read, so
-    re-validating an unchanged package costs a stat per file (``envkit.supply.treestamps``
-    keeps the stamps between runs).
+    """Hash ``rels`` under ``root``; a file whose stamp matches ``stamps`` is not re-read
+    (``envkit.supply.treestamps`` keeps the stamps between runs).
 
     Entries that are not regular files (after following a link, as an upload would) are
-    skipped. ``seen``: the caller's own stat of files it found to be regular (a package walk's,
-    just before), not taken again. ``read``: the SHA-256 of files the caller has just read
-    whole (the secret scan's), so a file is opened once per run, not once per reader.
+    skipped. ``seen``: the caller's stat of files it found to be regular, not taken again.
+    ``read``: the SHA-256 of files the caller has just read whole, so none is opened twice.
 
     :raises OSError: a file cannot be stat'ed or read.
     """
@@ -131,7 +123,7 @@ def hash_files(root: Path, rels: Iterable[str], purpose: str,
     known = seen or {}
     done = read or {}
     for rel in sorted(rels):
-        path = f"{base}/{rel}"  # one stat per file, no Path built: validate hashes thousands
+        path = f"{base}/{rel}"  # no Path built: validate hashes thousands
         stamp = known.get(rel)
         if stamp is None:
             try:

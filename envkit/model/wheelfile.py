@@ -1,20 +1,17 @@
 """Read what validation needs from a wheel straight out of the zip, without installing it: the
 zip directory, five METADATA header fields and RECORD (members read in bounded pieces,
-``envkit.model._zipdir``). This is the hot path of ``envkit validate`` on a wheelhouse, so nothing
-here hashes the whole archive by default.
+``envkit.model._zipdir``). The hot path of ``envkit validate`` on a wheelhouse.
 
 RECORD checks (EK407), cheapest first:
 
-- always: path traversal in the zip namelist and in RECORD (absolute, ``..``, drive letters,
-  backslashes), RECORD missing, archive members RECORD does not list, and RECORD sizes against
-  the zip directory's uncompressed sizes (free: no member is decompressed);
-- always: the sha256 of METADATA (read anyway) and of every member of a wheel whose payload is
-  at most ``SMALL_WHEEL_BYTES`` (env wheels, fixtures): hashing every member of a large
-  closure (ray[default] + openai) would cost many times the rest of the check;
+- always: unsafe paths in the zip and in RECORD, RECORD missing, members RECORD does not list,
+  and RECORD sizes against the zip directory's (no member is decompressed);
+- always: the sha256 of METADATA and of every member of a wheel whose payload is at most
+  ``SMALL_WHEEL_BYTES``: hashing all of a large closure would cost many times the rest;
 - ``deep=True`` (``--verify-hashes``): every member of every wheel.
 
-A same-size edit inside a big wheel is therefore caught only by the deep mode; pip and uv
-verify RECORD again at install time anyway.
+A same-size edit inside a big wheel is caught only by the deep mode; pip and uv verify RECORD
+again at install time anyway.
 """
 
 from __future__ import annotations
@@ -38,8 +35,7 @@ if TYPE_CHECKING:
     from packaging.utils import NormalizedName
     from packaging.version import Version
 
-# ``packaging`` and ``hashlib`` are imported where a wheel is read: every ``envkit`` start
-# imports this module (the package model holds ``WheelFile``), most never read a wheel, and
+# ``packaging`` and ``hashlib`` are imported where a wheel is read: most runs read none, and
 # ``packaging`` compiles its grammar's regexes at import.
 
 __all__ = [
@@ -132,9 +128,8 @@ def with_archive(base: WheelFile, file: Path, *, deep: bool = False) -> WheelFil
 
 _ZIPFILE_ERRORS = (ValueError, NotImplementedError, RuntimeError, IndexError, KeyError,
                    struct.error)
-"""What ``zipfile`` raises besides ``BadZipFile`` on crafted archives (found by fuzzing: an
-empty member name is an ``IndexError``; method 99 ``NotImplementedError``; a bad UTF-8 name
-``UnicodeDecodeError``; encryption ``RuntimeError``)."""
+"""What ``zipfile`` raises besides ``BadZipFile`` on crafted archives (an empty member name:
+``IndexError``; method 99: ``NotImplementedError``; encryption: ``RuntimeError``)."""
 
 
 def _read_archive(base: WheelFile, zf: Archive, *, deep: bool) -> WheelFile:
@@ -181,10 +176,9 @@ AUDITED_STARTUP_HOOKS: frozenset[tuple[str, str, str]] = frozenset({
     ("coverage", "a1_coverage.pth",
      "ef2ed06d19867ec669c09a804060666a9cd5e383af0a9d11aa2de79b77d448e8"),
 })
-"""Startup hooks read and known to do only what their project documents: (project, member,
-sha256 of its bytes). Nearly every Gym closure vendors setuptools and coverage, so reporting
-their hooks would bury a planted one under the same warning on every package; a hook is let
-through only byte for byte, under its own project's name and file name."""
+"""Startup hooks known to do only what their project documents: (project, member, sha256).
+Nearly every closure vendors setuptools and coverage, so reporting their hooks would bury a
+planted one; a hook is let through only byte for byte, under its own project and file name."""
 
 
 def _startup_code(zf: Archive, project: str | None) -> tuple[str, ...]:
@@ -267,10 +261,7 @@ def unsafe_member(name: str) -> bool:
 
 
 def _unsafe(names: Iterable[str]) -> list[str]:
-    """``unsafe_member`` over many names, after substring scans that clear nearly all wheels.
-
-    (Plain ``in`` tests: a multi-line regex over the joined names cost more per wheel.)
-    """
+    """``unsafe_member`` over many names, after substring scans that clear nearly all wheels."""
     listed = list(names)
     joined = "\n" + "\n".join(listed)
     if ".." not in joined and "\\" not in joined and ":" not in joined and "\n/" not in joined:
@@ -285,10 +276,8 @@ def record_issues(
     deep: bool = False,
     known: Mapping[str, bytes] | None = None,
 ) -> tuple[str, ...]:
-    """RECORD problems of an open wheel, at most ``_MAX_ISSUES`` of them (never raises).
-
-    ``known`` holds members already read (METADATA): they are hashed without a second read.
-    """
+    """RECORD problems of an open wheel, at most ``_MAX_ISSUES`` of them (never raises);
+    ``known`` members (METADATA, already read) are hashed without a second read."""
     infos = zf.sizes
     issues = [f"unsafe path {n!r} in the archive" for n in _unsafe(infos)]
     record_name = f"{dist_info}/RECORD"
@@ -304,7 +293,7 @@ def record_issues(
     signatures = (f"{dist_info}/RECORD.jws", f"{dist_info}/RECORD.p7s")
     unlisted = sorted(n for n in infos.keys() - rows.keys() if n not in signatures)
     issues += [f"{n!r} is in the archive but not in RECORD" for n in unlisted]
-    # Comprehensions, not a loop of calls: ray's RECORD alone has thousands of rows.
+    # Comprehensions, not a loop of calls: a RECORD can have thousands of rows.
     listed = [p for p in rows if p in infos and p != record_name]
     suspect = [p for p in listed if not rows[p][0] or rows[p][1] != str(infos[p])]
     bad = {p: m for p in suspect if (m := _size_issues(p, infos[p], *rows[p]))}
@@ -318,11 +307,9 @@ def record_issues(
 
 
 def _record_rows(data: bytes) -> dict[str, tuple[str, str]]:
-    """``path -> (hash, size)`` from RECORD's CSV (PEP 376 / the wheel spec).
-
-    RECORDs without quoting (nearly all) are split directly: the csv module is several times
-    slower on ray's 10k-line RECORD, and the last two fields never contain commas.
-    """
+    """``path -> (hash, size)`` from RECORD's CSV (PEP 376 / the wheel spec). RECORDs without
+    quoting (nearly all) are split directly, faster than ``csv``: the last two fields never
+    contain commas."""
     text = data.decode("utf-8")
     if '"' in text:
         quoted = csv.reader(io.StringIO(text))

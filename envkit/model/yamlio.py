@@ -1,15 +1,12 @@
 """Read YAML the way a validator needs it: safely, bounded, and with line numbers.
 
-Gym configs come from users and from converters; a validator must survive anything in them
-without executing tags, expanding alias bombs, or blowing the stack, and it must be able to
-point at the line of the key that is wrong. PyYAML's constructed objects carry no marks, so
-positions are recorded beside the data (``key path -> line`` and each line's first column)
-while reading; a syntax error keeps the parser's own line and column. Nothing downstream
-parses the file again to find a position.
+A validator must survive anything in a config without executing tags, expanding alias bombs,
+or blowing the stack, and must point at the line of the key that is wrong. PyYAML's objects
+carry no marks, so positions are recorded beside the data (``key path -> line`` and each
+line's first column) while reading; a syntax error keeps the parser's line and column.
 
-One reader, PyYAML's safe loader (libyaml's where present): Gym reads these files with
-PyYAML, and the surest way to agree with Gym is to read them the same way. A plain document
-(nearly every config) is read from the parser's events (``_yamlevents``); one with anchors,
+One reader, PyYAML's safe loader (libyaml's where present), because Gym reads these files with
+PyYAML. A plain document is read from the parser's events (``_yamlevents``); one with anchors,
 aliases, explicit tags or merge keys through the node tree (``_yamlnodes``). Nesting and node
 counts past the bounds are refused before anything recursive sees them.
 """
@@ -188,12 +185,8 @@ def _nesting_clear(raw: bytes) -> bool:
 
 def _check_nesting(raw: bytes, text: str) -> None:
     """Refuse nesting past ``MAX_DEPTH``, and more nodes than the walk would visit, before
-    anything recursive (or costly per node: the composer resolves every scalar) sees them.
-
-    A count of indicator and separator bytes (``_nesting_clear``) clears nearly every file;
-    the rest get one pass over the parser's events (iterative, no node tree) that stops at the
-    first level too deep, or once there are more nodes than the walk would visit anyway (keys
-    are not visited: twice).
+    anything recursive (or costly per node) sees them: what ``_nesting_clear`` does not clear
+    gets one iterative pass over the parser's events (keys are not visited: twice the nodes).
 
     :raises TooLarge: nested too deeply, or too many nodes.
     :raises yaml.YAMLError: not YAML (reported the same as when composing).
@@ -226,10 +219,8 @@ class YamlReadError(InvalidError, ValueError):
 
 
 def read_mapping(path: Path, display: str | None = None) -> dict[str, Any]:
-    """``path`` parsed as a top-level mapping, within the same bounds as ``envkit validate``.
-
-    Why not ``yaml.safe_load``: the builder, converter and runtime read the same user files the
-    validator does, so an alias bomb or a 50 MB "config" must fail the same bounded way there.
+    """``path`` parsed as a top-level mapping, within the same bounds as ``envkit validate``:
+    an alias bomb must fail the same bounded way in the builder, converter and runtime.
 
     :raises YamlReadError: unreadable, not YAML, over the bounds, or not a mapping.
     """
