@@ -20,8 +20,7 @@ __all__ = ["CHECKS", "EK801", "EK802", "EK803", "EK804", "EK805", "EK806", "EK80
            "EK809", "EK810", "EK811", "EK812", "EK813", "PROBE_FIXTURES", "RULES"]
 
 EK801 = Rule(
-    "EK801",
-    Severity.ERROR,
+    "EK801", Severity.ERROR,
     "a content-free reply scores as well as the reference answer (the reward can be gamed)",
     "GRPO maximises whatever the reward pays for. When an empty reply, an echo of the prompt, "
     "long noise, a bare format skeleton (`<think></think>` with junk after it among them), a "
@@ -33,9 +32,7 @@ EK801 = Rule(
     "DATA`. The report shows each reply's mean reward next to the reference's.",
 )
 EK802 = Rule(
-    "EK802",
-    Severity.ERROR,
-    "the reference answer never scores",
+    "EK802", Severity.ERROR, "the reference answer never scores",
     "Replying with each row's own reference answer scored the worst reward on every row. "
     "Either the verifier reads a field the rows do not carry (Gym's request model then "
     "silently uses its default, e.g. an empty `target`), or it expects a rendering no reply "
@@ -47,9 +44,7 @@ EK802 = Rule(
     "reward (`envkit probe PKG --dataset DATA`).",
 )
 EK803 = Rule(
-    "EK803",
-    Severity.ERROR,
-    "the same reply on the same row gets different rewards",
+    "EK803", Severity.ERROR, "the same reply on the same row gets different rewards",
     "A verifier whose reward changes between two calls with the same reply (an unseeded "
     "random number, a time-dependent score, state shared between requests) adds noise that "
     "GRPO's group advantages take for signal. A reward that declares an LLM judge, or a Gym "
@@ -58,9 +53,7 @@ EK803 = Rule(
     "rows and replies whose repeated rewards disagree.",
 )
 EK804 = Rule(
-    "EK804",
-    Severity.ERROR,
-    "rows on which every reply gets the same reward (no learning signal)",
+    "EK804", Severity.ERROR, "rows on which every reply gets the same reward (no learning signal)",
     "On a row where the reference answer and every content-free reply score alike, all "
     "samples of a GRPO group get the same reward, their advantages are zero, and the row "
     "contributes no gradient (dynamic sampling drops it). Over the warning threshold "
@@ -71,9 +64,7 @@ EK804 = Rule(
     "empty reply); drop rows that cannot be scored.",
 )
 EK805 = Rule(
-    "EK805",
-    Severity.ERROR,
-    "rollouts fail at or below the job's concurrency",
+    "EK805", Severity.ERROR, "rollouts fail at or below the job's concurrency",
     "A GRPO step sends `batch_size` rollouts at once (times `batch_multiplier` with dynamic "
     "sampling). Gym's agents do not retry an HTTP error from a server: a server that answers "
     "503 or crashes under that load fails those rollouts, and Gym's rollout collection stops "
@@ -83,9 +74,7 @@ EK805 = Rule(
     "breaks.",
 )
 EK806 = Rule(
-    "EK806",
-    Severity.WARNING,
-    "p99 rollout latency is over the rollout timeout",
+    "EK806", Severity.WARNING, "p99 rollout latency is over the rollout timeout",
     "At the job's concurrency the slowest rollouts take longer than the per-rollout timeout "
     "(`--rollout-timeout`, the time `envkit train` waits for a row): in training those time "
     "out and fail. (The probe waits at least twice that long, so it measures them instead.)",
@@ -93,9 +82,7 @@ EK806 = Rule(
     "timeout; the report's load curve gives p50/p95/p99 per concurrency.",
 )
 EK807 = Rule(
-    "EK807",
-    Severity.ERROR,
-    "a probe reply made the rollout fail (no reward)",
+    "EK807", Severity.ERROR, "a probe reply made the rollout fail (no reward)",
     "A rollout that errors is not scored, neither here nor in training: Gym's agent raises on "
     "the failed verify, and the rollout collection stops. A verifier that crashes on an "
     "empty, long or malformed reply will crash the job as soon as the policy produces one.",
@@ -103,9 +90,7 @@ EK807 = Rule(
     "the report names the replies and the first failure.",
 )
 EK808 = Rule(
-    "EK808",
-    Severity.WARNING,
-    "no reference answer on the rows: the reward checks need one",
+    "EK808", Severity.WARNING, "no reference answer on the rows: the reward checks need one",
     "The probe's oracle replies with each row's reference answer (`expected_answer`, "
     "`answer`, `ground_truth`, `expected_output`, `solution`). Without one, whether the "
     "reward can be gamed or the rows give a learning signal cannot be judged.",
@@ -114,9 +99,7 @@ EK808 = Rule(
 )
 
 EK809 = Rule(
-    "EK809",
-    Severity.ERROR,
-    "a case of the server's own Gym verifier fixture fails",
+    "EK809", Severity.ERROR, "a case of the server's own Gym verifier fixture fails",
     "A resources server that exports Gym's `VERIFIER_FIXTURE` ships its author's contract for "
     "the reward: requests that must score the best reward, the worst, or be refused (what "
     "`gym env test` checks). A case that fails means the verifier no longer does what its "
@@ -130,8 +113,7 @@ EK809 = Rule(
 )
 
 EK810 = Rule(
-    "EK810",
-    Severity.ERROR,
+    "EK810", Severity.ERROR,
     "the policy's own replies to a prompt all get the same reward (zero-variance groups)",
     "GRPO samples `num_generations_per_prompt` replies per prompt and learns from how their "
     "rewards differ; when the policy's replies to a prompt all score alike, their advantages "
@@ -146,9 +128,7 @@ EK810 = Rule(
     "`temperature`; the report gives the share per agent with its sampling interval.",
 )
 EK811 = Rule(
-    "EK811",
-    Severity.ERROR,
-    "dynamic sampling will run out of generation batches",
+    "EK811", Severity.ERROR, "dynamic sampling will run out of generation batches",
     "With `use_dynamic_sampling` a step keeps only samples whose group's rewards differ and "
     "generates batches of `num_prompts_per_step x batch_multiplier` prompts until it has "
     "`num_prompts_per_step x G` of them; after `dynamic_sampling_max_gen_batches` more "
@@ -160,8 +140,7 @@ EK811 = Rule(
 )
 
 EK812 = Rule(
-    "EK812",
-    Severity.ERROR,
+    "EK812", Severity.ERROR,
     "the right answer inside the reasoning scores as well as the reference answer",
     "A reasoning model writes `<think>...</think>` before its answer; Gym's model server makes "
     "that a `reasoning` output item when the package's model config sets "
@@ -177,8 +156,7 @@ EK812 = Rule(
     "The report gives each reasoning reply's mean reward next to the reference answer's.",
 )
 EK813 = Rule(
-    "EK813",
-    Severity.WARNING,
+    "EK813", Severity.WARNING,
     "the reference answer after reasoning scores below the bare reference answer",
     "Replying with reasoning (`<think>...</think>`) before each row's reference answer scored "
     "lower than the reference answer alone. Where the reasoning stays inline in the message "

@@ -16,9 +16,7 @@ from envkit.validators._base import Check, Rule
 __all__ = ["CHECKS", "EK701", "EK702", "EK703", "EK704", "EK705", "RULES", "SPINUP_FIXTURES"]
 
 EK701 = Rule(
-    "EK701",
-    Severity.ERROR,
-    "a server did not become ready within the spin-up timeout",
+    "EK701", Severity.ERROR, "a server did not become ready within the spin-up timeout",
     "The training image waits a bounded time for every Gym server to answer; a server that "
     "hangs at start-up (a blocking warm-up, a model download, a deadlock) holds the whole job "
     "at its first step and then fails it, after the GPUs were allocated.",
@@ -26,9 +24,7 @@ EK701 = Rule(
     "vendor what it downloads, or raise `envkit smoke --timeout` if the start-up is merely slow.",
 )
 EK702 = Rule(
-    "EK702",
-    Severity.ERROR,
-    "a rollout returned no numeric reward",
+    "EK702", Severity.ERROR, "a rollout returned no numeric reward",
     "GRPO needs a number per rollout: Gym's `/run` answer carries `reward`, and a verifier "
     "that returns a string, None or a dict fails Gym's response model, so every rollout of the "
     "environment fails and training has nothing to learn from.",
@@ -36,8 +32,7 @@ EK702 = Rule(
     "with `envkit smoke PKG`.",
 )
 EK703 = Rule(
-    "EK703",
-    Severity.ERROR,
+    "EK703", Severity.ERROR,
     "a server reached for the network at spin-up although the package claims offline",
     "Under `offline: true` the cluster has no egress: a server that downloads a model, a "
     "dataset or a package at start-up works on a laptop and fails on the cluster.",
@@ -45,9 +40,7 @@ EK703 = Rule(
     "`envkit smoke PKG --offline` shows the host it tried to reach.",
 )
 EK704 = Rule(
-    "EK704",
-    Severity.ERROR,
-    "a rollout failed (the agent or a server answered with an error)",
+    "EK704", Severity.ERROR, "a rollout failed (the agent or a server answered with an error)",
     "Every agent must complete a rollout against a policy endpoint; an exception in the agent "
     "or the resources server (a bad request shape, a crash in `verify`) fails every row of "
     "that agent during training.",
@@ -56,9 +49,7 @@ EK704 = Rule(
 )
 
 EK705 = Rule(
-    "EK705",
-    Severity.ERROR,
-    "a server failed to start for a reason no rule names",
+    "EK705", Severity.ERROR, "a server failed to start for a reason no rule names",
     "A server process that exits at start-up stops the whole job at its first step, whatever "
     "the reason; when its log matches no known signature, envkit can only point at the log.",
     "Read the server's log tail in the report (`envkit smoke PKG --keep-logs DIR` keeps every "

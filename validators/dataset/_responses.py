@@ -20,72 +20,24 @@ __all__ = ["CREATE_PARAMS_FIELDS", "MESSAGE_ROLES", "input_problems"]
 
 MESSAGE_ROLES = ("system", "developer", "user", "assistant")
 
-CREATE_PARAMS_FIELDS = frozenset(
-    {
-        "background",
-        "context_management",
-        "conversation",
-        "include",
-        "input",
-        "instructions",
-        "max_output_tokens",
-        "max_tool_calls",
-        "metadata",
-        "model",
-        "moderation",
-        "parallel_tool_calls",
-        "previous_response_id",
-        "prompt",
-        "prompt_cache_key",
-        "prompt_cache_retention",
-        "reasoning",
-        "safety_identifier",
-        "service_tier",
-        "store",
-        "stream",
-        "stream_options",
-        "temperature",
-        "text",
-        "tool_choice",
-        "tools",
-        "top_logprobs",
-        "top_p",
-        "truncation",
-        "user",
-    }
-)
+CREATE_PARAMS_FIELDS = frozenset({
+    "background", "context_management", "conversation", "include", "input", "instructions",
+    "max_output_tokens", "max_tool_calls", "metadata", "model", "moderation",
+    "parallel_tool_calls", "previous_response_id", "prompt", "prompt_cache_key",
+    "prompt_cache_retention", "reasoning", "safety_identifier", "service_tier", "store", "stream",
+    "stream_options", "temperature", "text", "tool_choice", "tools", "top_logprobs", "top_p",
+    "truncation", "user",
+})
 """``NeMoGymResponseCreateParamsNonStreaming.model_fields``: any other key is rejected."""
 
-_NON_MESSAGE_ITEM_TYPES = frozenset(
-    {
-        "additional_tools",
-        "apply_patch_call",
-        "apply_patch_call_output",
-        "code_interpreter_call",
-        "compaction",
-        "compaction_trigger",
-        "computer_call",
-        "computer_call_output",
-        "custom_tool_call",
-        "custom_tool_call_output",
-        "file_search_call",
-        "function_call",
-        "function_call_output",
-        "image_generation_call",
-        "local_shell_call",
-        "local_shell_call_output",
-        "mcp_approval_request",
-        "mcp_approval_response",
-        "mcp_call",
-        "mcp_list_tools",
-        "reasoning",
-        "shell_call",
-        "shell_call_output",
-        "tool_search_call",
-        "tool_search_output",
-        "web_search_call",
-    }
-)
+_NON_MESSAGE_ITEM_TYPES = frozenset({
+    "additional_tools", "apply_patch_call", "apply_patch_call_output", "code_interpreter_call",
+    "compaction", "compaction_trigger", "computer_call", "computer_call_output",
+    "custom_tool_call", "custom_tool_call_output", "file_search_call", "function_call",
+    "function_call_output", "image_generation_call", "local_shell_call", "local_shell_call_output",
+    "mcp_approval_request", "mcp_approval_response", "mcp_call", "mcp_list_tools", "reasoning",
+    "shell_call", "shell_call_output", "tool_search_call", "tool_search_output", "web_search_call",
+})
 """Replayed tool/reasoning items: accepted by type, their bodies are the agent's business."""
 
 _INPUT_PART_TYPES = frozenset({"input_text", "input_image", "input_file", "input_video"})

@@ -11,25 +11,19 @@ __all__ = [
 
 
 EK500 = Rule(
-    "EK500",
-    Severity.ERROR,
-    "dataset directory lacks `training.jsonl`",
+    "EK500", Severity.ERROR, "dataset directory lacks `training.jsonl`",
     "Submit checks that the dataset FileSet holds `training.jsonl` and fails without it; "
     "`validation.jsonl` is optional.",
     "Put the training rows in `training.jsonl` at the dataset root (not in a subdirectory).",
 )
 EK501 = Rule(
-    "EK501",
-    Severity.ERROR,
-    "dataset line is not a JSON object",
+    "EK501", Severity.ERROR, "dataset line is not a JSON object",
     "Gym reads one JSON object per line; a line that is not valid UTF-8 JSON, or is a JSON "
     "array/string/number, fails the rollout collection for the whole file.",
     "Write exactly one JSON object per line (JSON Lines), UTF-8 encoded.",
 )
 EK502 = Rule(
-    "EK502",
-    Severity.ERROR,
-    "`responses_create_params.input` missing or not a valid prompt",
+    "EK502", Severity.ERROR, "`responses_create_params.input` missing or not a valid prompt",
     "The prompt goes under `responses_create_params.input` in OpenAI Responses API shape: a "
     "string, or a list of messages whose `role` is system, developer, user or assistant and "
     "whose `content` is a string or a list of content parts. Gym's request model forbids "
@@ -37,9 +31,7 @@ EK502 = Rule(
     'Use `"responses_create_params": {"input": [{"role": "user", "content": "..."}]}`.',
 )
 EK503 = Rule(
-    "EK503",
-    Severity.ERROR,
-    "`agent_ref` missing or not `{type: responses_api_agents, name}`",
+    "EK503", Severity.ERROR, "`agent_ref` missing or not `{type: responses_api_agents, name}`",
     "`agent_ref` routes the row to an agent instance; without a name the row is dropped as "
     "'missing agent_ref', and a `type` other than `responses_api_agents` is rejected.",
     'Add `"agent_ref": {"type": "responses_api_agents", "name": "<agent instance>"}`.',
@@ -47,18 +39,14 @@ EK503 = Rule(
           (Severity.WARNING, "when only `agent_ref.type` is missing: Gym tolerates it")),
 )
 EK504 = Rule(
-    "EK504",
-    Severity.ERROR,
-    "`agent_ref.name` is not an agent instance of the package",
+    "EK504", Severity.ERROR, "`agent_ref.name` is not an agent instance of the package",
     "`agent_ref.name` names the Gym instance (the top-level key of a `responses_api_agents` "
     "block), not the implementation directory. An unknown name fails at spin-up with "
     "ServerRefNotFoundError.",
     "Use the top-level key of an agent block in the package's configs (e.g. `verifiers_agent`).",
 )
 EK505 = Rule(
-    "EK505",
-    Severity.ERROR,
-    "`vf_env_id` missing on a verifiers row, or not the manifest's",
+    "EK505", Severity.ERROR, "`vf_env_id` missing on a verifiers row, or not the manifest's",
     "verifiers_agent loads the environment named by the row's `vf_env_id` (falling back to the "
     "agent config's). A wrong id surfaces only as the environment failing to load in the job; "
     "submit does not check it (the \"GRPO and Reward Environments\" guide).",
@@ -69,9 +57,7 @@ EK505 = Rule(
                              "used")),
 )
 EK506 = Rule(
-    "EK506",
-    Severity.WARNING,
-    "`task_idx` missing or duplicated on verifiers rows",
+    "EK506", Severity.WARNING, "`task_idx` missing or duplicated on verifiers rows",
     "verifiers_agent's request model requires an integer `task_idx`; it also groups rollouts "
     "and names results. Duplicates in `training.jsonl` merge distinct tasks. (Repeating a row "
     "in `validation.jsonl` is the documented way to score a prompt k times, so duplicates "
@@ -80,9 +66,7 @@ EK506 = Rule(
 )
 
 EK507 = Rule(
-    "EK507",
-    Severity.WARNING,
-    "the reference answer appears in the row's prompt",
+    "EK507", Severity.WARNING, "the reference answer appears in the row's prompt",
     "A row whose prompt already holds its reference answer (`expected_answer`, `answer`, "
     "`ground_truth`, `expected_output` or `solution`, the field the probe's oracle replies "
     "with) teaches the policy to copy a span of the prompt: the reward rises without the task "
