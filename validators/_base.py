@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from envkit.model.diagnostics import Diagnostic, Severity
+from envkit.model.diagnostics import Diagnostic, Severity, close_matches
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 from envkit.model.target import Target
 
@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from envkit.model.package import Package
     from envkit.model.yamlio import YamlDoc
 
-__all__ = ["Check", "CheckOptions", "Inputs", "Rule", "json_kind", "yaml_line", "yaml_type"]
+__all__ = ["Check", "CheckOptions", "Inputs", "Rule", "closest", "json_kind", "yaml_line",
+           "yaml_type"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,3 +113,10 @@ def json_kind(value: object) -> str:
              type(None): "null"}
     number = isinstance(value, int | float)
     return names.get(type(value), "a number" if number else type(value).__name__)
+
+
+def closest(name: str, known: Iterable[str]) -> str | None:
+    """The did-you-mean of a misspelt name: the known one at difflib ratio >= 0.8, as build's
+    ``_find_typo``."""
+    match = close_matches(name, sorted(known), n=1, cutoff=0.8)
+    return match[0] if match else None

@@ -13,26 +13,17 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from envkit.model.diagnostics import Diagnostic, Severity, close_matches
+from envkit.model.diagnostics import Diagnostic, Severity
 from envkit.model.package import MANIFEST, display_path
 from envkit.validators import config_paths
-from envkit.validators._base import Inputs, Rule, yaml_line, yaml_type
+from envkit.validators._base import Inputs, Rule, closest, yaml_line, yaml_type
 from envkit.validators.config_paths import config_path_problems
 
 if TYPE_CHECKING:
     from envkit.model.yamlio import YamlDoc
 
-__all__ = [
-    "ADAPTER_AGENTS",
-    "ADAPTER_KEYS",
-    "CHECKS",
-    "FORMATS",
-    "METADATA_KEYS",
-    "RULES",
-    "STATIC_CODES",
-    "TOP_LEVEL_KEYS",
-    "static_problems",
-]
+__all__ = ["ADAPTER_AGENTS", "ADAPTER_KEYS", "CHECKS", "FORMATS", "METADATA_KEYS", "RULES",
+           "STATIC_CODES", "TOP_LEVEL_KEYS", "static_problems"]
 
 FORMATS = ("native-v1", "wheels-v1", "adapter-wheels-v1")
 TOP_LEVEL_KEYS = ("format", "config_paths", "metadata", "adapter")
@@ -158,12 +149,6 @@ def static_problems(data: Any, doc: YamlDoc | None = None) -> list[Diagnostic]:
     return found
 
 
-def _find_typo(key: str, allowed: tuple[str, ...]) -> str | None:
-    """Closest allowed key at difflib ratio >= 0.8, as pypa/build's ``_find_typo``."""
-    match = close_matches(key, allowed, n=1, cutoff=0.8)
-    return match[0] if match else None
-
-
 def _misplaced(key: str, here: tuple[str, ...]) -> str | None:
     """``name`` at the top level belongs in ``metadata``: say so."""
     homes = {"metadata": METADATA_KEYS, "adapter": ADAPTER_KEYS, "": TOP_LEVEL_KEYS}
@@ -181,7 +166,7 @@ def _unknown_keys(
         if isinstance(key, str) and key in allowed:
             continue
         where = ".".join((*here, str(key)))
-        typo = _find_typo(key, allowed) if isinstance(key, str) else None
+        typo = closest(key, allowed) if isinstance(key, str) else None
         home = _misplaced(key, here) if isinstance(key, str) else None
         if typo:
             hint = f"Did you mean `{'.'.join((*here, typo))}`?"
@@ -197,7 +182,7 @@ def _format_problems(data: Mapping[str, Any], doc: YamlDoc | None) -> Iterator[D
     if "format" not in data:
         yield _at(EK103, doc, (), "`format` is missing")
     elif value not in FORMATS:
-        typo = _find_typo(value, FORMATS) if isinstance(value, str) else None
+        typo = closest(value, FORMATS) if isinstance(value, str) else None
         hint = f"Did you mean `{typo}`?" if typo else None
         yield _at(EK103, doc, ("format",), f"`format` is {value!r}, not one of "
                   f"{', '.join(FORMATS)}", hint)

@@ -49,14 +49,8 @@ if TYPE_CHECKING:
 
     from envkit.model.target import Target
 
-__all__ = [
-    "PinnedWheel",
-    "ResolutionCache",
-    "ResolveError",
-    "parse_annotations",
-    "parse_pylock",
-    "resolve_closure",
-]
+__all__ = ["PinnedWheel", "ResolutionCache", "ResolveError", "parse_annotations", "parse_pylock",
+           "resolve_closure"]
 
 _RESOLVER_MODE = "wheels-else-sdist"
 """Part of the resolution cache key: entries made under ``--only-binary :all:`` (which pinned

@@ -36,15 +36,8 @@ from envkit.supply.uvcmd import (
 )
 from envkit.supply.wheelcache import private_dirs, yours
 
-__all__ = [
-    "SdistBuild",
-    "SdistBuildError",
-    "build_pure_wheel",
-    "is_pure",
-    "platform_wheels",
-    "refuse_compiled",
-    "sdist_cache_dir",
-]
+__all__ = ["SdistBuild", "SdistBuildError", "build_pure_wheel", "is_pure", "platform_wheels",
+           "refuse_compiled", "sdist_cache_dir"]
 
 _HREF = re.compile(r'href="([^"#]+)')
 

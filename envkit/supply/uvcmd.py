@@ -25,22 +25,9 @@ if TYPE_CHECKING:
 
     from envkit.model.target import Target
 
-__all__ = [
-    "DEFAULT_INDEX_URL",
-    "INPUT_NAME",
-    "CompletedRun",
-    "Runner",
-    "UvSources",
-    "build_command",
-    "clean_env",
-    "compile_command",
-    "isolated_env",
-    "python_platform",
-    "run_subprocess",
-    "uv_bin",
-    "uv_command",
-    "uv_version",
-]
+__all__ = ["DEFAULT_INDEX_URL", "INPUT_NAME", "CompletedRun", "Runner", "UvSources",
+           "build_command", "clean_env", "compile_command", "isolated_env", "python_platform",
+           "run_subprocess", "uv_bin", "uv_command", "uv_version"]
 
 DEFAULT_INDEX_URL = "https://pypi.org/simple"
 INPUT_NAME = "requirements.in"

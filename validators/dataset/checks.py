@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from envkit.model.diagnostics import Diagnostic, Severity, close_matches
-from envkit.validators._base import json_kind
+from envkit.model.diagnostics import Diagnostic, Severity
+from envkit.validators._base import closest, json_kind
 from envkit.validators.dataset._responses import CREATE_PARAMS_FIELDS, input_problems
 from envkit.validators.dataset.context import AGENT_TYPE, RowContext, row_context
 from envkit.validators.dataset.rules import (
@@ -35,13 +35,7 @@ if TYPE_CHECKING:
     from envkit.validators._base import Inputs, Rule
     from envkit.validators.dataset.leaks import LeakTally
 
-__all__ = [
-    "CHECKS",
-    "MAX_PER_CODE",
-    "ROW_CHECKS",
-    "check_dataset_files",
-    "check_dataset_rows",
-]
+__all__ = ["CHECKS", "MAX_PER_CODE", "ROW_CHECKS", "check_dataset_files", "check_dataset_rows"]
 
 MAX_PER_CODE = 20
 """Diagnostics shown per code per file; the rest are counted in one summary line."""
@@ -257,6 +251,5 @@ CHECKS = (check_dataset_files, check_dataset_rows)
 
 
 def _typo_hint(name: str, known: Iterable[str]) -> str | None:
-    """Did-you-mean as build's ``_find_typo`` does it (difflib ratio >= 0.8)."""
-    match = close_matches(name, sorted(known), n=1, cutoff=0.8)
-    return f"Did you mean `{match[0]}`?" if match else None
+    match = closest(name, known)
+    return f"Did you mean `{match}`?" if match else None

@@ -29,21 +29,9 @@ if TYPE_CHECKING:
 
     from envkit.model.package import Package
 
-__all__ = [
-    "DIRECTIVE_KEYS",
-    "Definition",
-    "GymView",
-    "Instance",
-    "Opaque",
-    "build_view",
-    "deep_merge",
-    "directive_source",
-    "includes_of",
-    "merge_order",
-    "own_servers",
-    "resolve_config",
-    "view_of",
-]
+__all__ = ["DIRECTIVE_KEYS", "Definition", "GymView", "Instance", "Opaque", "build_view",
+           "deep_merge", "directive_source", "includes_of", "merge_order", "own_servers",
+           "resolve_config", "view_of"]
 
 _AGENTS = "responses_api_agents"
 DIRECTIVE_KEYS = ("_inherit_from", "_copy")

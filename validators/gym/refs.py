@@ -34,13 +34,8 @@ if TYPE_CHECKING:
     from envkit.validators.gym.model import GymView, Instance
     from envkit.validators.gym.shapes import Ref
 
-__all__ = [
-    "check_environment_relays",
-    "check_model_pairings",
-    "check_policy_endpoint",
-    "check_policy_model",
-    "check_refs",
-]
+__all__ = ["check_environment_relays", "check_model_pairings", "check_policy_endpoint",
+           "check_policy_model", "check_refs"]
 
 # EK304 ---------------------------------------------------------------------------------------
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from envkit.model.diagnostics import close_matches
 from envkit.model.gym_data import gym_data
 from envkit.model.package import SERVER_TYPES, safe_relpath
+from envkit.validators._base import closest
 from envkit.validators.gym.model import own_servers, view_of
 from envkit.validators.gym.rules import (
     EK300,
@@ -31,13 +31,8 @@ if TYPE_CHECKING:
     from envkit.validators._base import Inputs, Rule
     from envkit.validators.gym.model import GymView, Instance
 
-__all__ = [
-    "check_config_docs",
-    "check_domains",
-    "check_duplicate_instances",
-    "check_impl_dirs",
-    "check_server_shapes",
-]
+__all__ = ["check_config_docs", "check_domains", "check_duplicate_instances", "check_impl_dirs",
+           "check_server_shapes"]
 
 # EK300 ---------------------------------------------------------------------------------------
 
@@ -220,9 +215,8 @@ def _impl_findings(pkg: Package, instance: Instance) -> Iterator[tuple[Rule, str
 
 
 def _builtin_hint(server_type: str, impl: str) -> str | None:
-    names = sorted(gym_data().builtins.get(server_type, ()))
-    close = close_matches(impl, names, n=1, cutoff=0.8)
-    return f"did you mean the built-in `{close[0]}`?" if close else None
+    close = closest(impl, gym_data().builtins.get(server_type, ()))
+    return f"did you mean the built-in `{close}`?" if close else None
 
 
 def check_impl_dirs(inputs: Inputs) -> Iterator[Diagnostic]:

@@ -15,9 +15,9 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import envkit.model.jobspec as job_model
-from envkit.model.diagnostics import Diagnostic, Severity, close_matches
+from envkit.model.diagnostics import Diagnostic, Severity
 from envkit.model.jobspec import JobSettings, JobSpecError, grpo_settings
-from envkit.validators._base import json_kind
+from envkit.validators._base import closest, json_kind
 from envkit.validators.job.cross_field import findings
 from envkit.validators.job.rules import EK600, EK601, EK603, EK604, EK608, EK609, EK610, EK611
 
@@ -188,9 +188,8 @@ def _did_you_mean(path: tuple[str, ...]) -> str | None:
         cls = _model_of(fld.type if fld else None)
         if cls is None:
             return None
-    names = [f.name for f in dataclasses.fields(cls)]
-    match = close_matches(path[-1], names, n=1, cutoff=0.8)
-    return f"Did you mean `{'.'.join((*path[:-1], match[0]))}`?" if match else None
+    match = closest(path[-1], (f.name for f in dataclasses.fields(cls)))
+    return f"Did you mean `{'.'.join((*path[:-1], match))}`?" if match else None
 
 
 def _model_of(hint: Any) -> Any:
