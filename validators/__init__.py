@@ -1,8 +1,5 @@
 """Every envkit check, as pure functions over models read once. No network, no code execution.
 
-``all_checks()`` is the one visible list of what runs; ``checks_for(inputs)`` is that list less
-the areas whose input ``inputs`` lacks; ``RULES`` maps each EK code to its record.
-
 Why the wheel, dataset and job checks are imported only when asked for: without a wheelhouse,
 a dataset or a job file they have nothing to read, and their models (the job's typed settings
 above all) are the largest part of what a validate run would import. Their ``rules`` modules
@@ -46,17 +43,14 @@ def all_checks() -> tuple[Check, ...]:
 
 def checks_for(inputs: Inputs) -> tuple[Check, ...]:
     """``all_checks()`` less the areas that have nothing to read in ``inputs`` (their checks
-    return at once without it, so the report is the same; their modules stay unimported): the
-    wheel checks without a wheelhouse format, the dataset's without a dataset, the job's
-    without a job file."""
+    would return at once, so the report is the same; their modules stay unimported)."""
     package = inputs.package
     return _in_order(wheels=package is not None and package.format in WHEEL_FORMATS,
                      dataset=inputs.dataset is not None, job=inputs.job is not None)
 
 
 def _in_order(*, wheels: bool, dataset: bool, job: bool) -> tuple[Check, ...]:
-    """The checks in the order they run, with the lazily imported areas asked for (plain
-    imports, so a rename still fails at import and in the type check)."""
+    """Plain imports, so a rename still fails at import and in the type check."""
     found = [*manifest.CHECKS, *layout.CHECKS, *secrets.CHECKS, *provenance.CHECKS, *gym.CHECKS]
     if wheels:
         from envkit.validators.wheels import checks as wheel_checks

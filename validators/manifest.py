@@ -1,11 +1,9 @@
 """EK1xx: ``nemo-environment.yaml``, the manifest every package declares itself in.
 
-The *static* checks (EK101-EK112 except the file-system half of EK105-EK107) look only at
-the parsed mapping; ``static_problems`` runs them and is what
-``envkit/schemas/manifest.schema.json`` encodes, so a test can prove the two agree. The
-``config_paths`` entries have their own module (``config_paths``: EK104-EK107, EK111-EK113),
-whose checks this module's ``CHECKS`` and ``RULES`` include. Facts: the product spec (section 2) and
-the "GRPO and Reward Environments" guide ("Choose an environment format").
+``static_problems`` looks only at the parsed mapping and is what
+``envkit/schemas/manifest.schema.json`` encodes, so a test can prove the two agree; the
+``config_paths`` entries are ``config_paths``'s, whose rules and checks are included here.
+Facts: the product spec (section 2) and the "GRPO and Reward Environments" guide.
 """
 
 from __future__ import annotations
@@ -132,11 +130,7 @@ def check_manifest(inputs: Inputs) -> Iterator[Diagnostic]:
 
 
 def static_problems(data: Any, doc: YamlDoc | None = None) -> list[Diagnostic]:
-    """Every schema-level problem of a parsed manifest, as diagnostics.
-
-    Pure over ``data``; ``doc`` only supplies line numbers. Used by the checks below and by
-    the test that proves this module and ``manifest.schema.json`` agree.
-    """
+    """Every schema-level problem of a parsed manifest; ``doc`` only supplies line numbers."""
     if not isinstance(data, Mapping):
         kind = "empty" if data is None else f"a {yaml_type(data)}"
         return [_at(EK101, doc, (), f"`{MANIFEST}` is {kind}, not a mapping")]

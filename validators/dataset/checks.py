@@ -1,11 +1,8 @@
-"""The EK5xx checks of the prompt dataset: ``training.jsonl`` / ``validation.jsonl`` as Gym
-rollout rows.
+"""The EK5xx checks of the prompt dataset's rows.
 
 Row shapes are checked inside the training container, not at submit (the "GRPO and Reward
-Environments" guide, "Prompt dataset format"), so a malformed row costs a whole job start;
-these checks move that failure to the desk. Each file is streamed once and every row goes
-through ``ROW_CHECKS``; repeated findings are capped per code per file so a broken 1M-row file
-prints a screenful, not 1M lines.
+Environments" guide, "Prompt dataset format"), so a malformed row costs a whole job start.
+Repeated findings are capped per code per file: a broken 1M-row file prints a screenful.
 """
 
 from __future__ import annotations

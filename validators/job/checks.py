@@ -1,9 +1,8 @@
 """The EK6xx checks of the platform's ``rl`` GRPO job JSON.
 
 Names, types, ranges and defaults come from the one job model (``envkit.model.jobspec``), which
-also generates ``envkit schema job``; the cross-field rules are the platform's own
-(``cross_field``). A job passes here exactly when the platform's job model and its pre-compile
-layout check accept it; every rejection carries a code and the key path.
+also generates ``envkit schema job``: a job passes here exactly when the platform's job model
+and its pre-compile layout check accept it.
 """
 
 from __future__ import annotations
@@ -51,9 +50,8 @@ def is_platform_ref(value: object) -> bool:
     >>> is_platform_ref("qwen3"), is_platform_ref("default/qwen3"), is_platform_ref("./x")
     (True, True, False)
     """
-    return is_workspace_ref(value) or (
-        isinstance(value, str) and _PLAIN_REF.fullmatch(value) is not None
-    )
+    return is_workspace_ref(value) or (isinstance(value, str)
+                                       and _PLAIN_REF.fullmatch(value) is not None)
 
 
 def is_local_ref(value: object) -> bool:
@@ -85,22 +83,16 @@ def job_diagnostics(job: JobDoc, *, allow_local_refs: bool = False) -> Iterator[
         yield _problem(job, problem)
     yield from _refs(job, job.data, allow_local_refs)
     yield from _steps(job, job.data.get("training"))
-    training, unreadable = (
-        (settings.training, frozenset())
-        if settings is not None
-        else _readable_training(job.data.get("training"), problems)
-    )
+    training, unreadable = ((settings.training, frozenset()) if settings is not None
+                            else _readable_training(job.data.get("training"), problems))
     if training is None:
         return
     for found in findings(training, unreadable=unreadable):
         where = ".".join(found.path)
         text = found.message if f"`{where}`" in found.message else f"`{where}`: {found.message}"
-        yield found.rule.at(
-            job.path,
-            text,
-            line=job.line_of(*found.path) or job.line_of(*found.path[:-1]),
-            severity=Severity.WARNING if found.warning else None,
-        )
+        yield found.rule.at(job.path, text,
+                            line=job.line_of(*found.path) or job.line_of(*found.path[:-1]),
+                            severity=Severity.WARNING if found.warning else None)
 
 
 CHECKS = (check_job,)
@@ -146,25 +138,16 @@ def _problem(job: JobDoc, problem: Problem) -> Diagnostic:
     path, where = problem.path, ".".join(problem.path)
     line = job.line_of(*path) or job.line_of(*path[:-1]) or 1
     if problem.kind == "unknown":
-        return EK610.at(
-            job.path,
-            f"`{where}` is not a field of the GRPO job",
-            line=line,
-            hint=_did_you_mean(path),
-        )
+        return EK610.at(job.path, f"`{where}` is not a field of the GRPO job", line=line,
+                        hint=_did_you_mean(path))
     if path == ("training", "type") and problem.kind == "required":
-        return EK600.at(
-            job.path,
-            "`training.type` is missing (submit fails with union_tag_not_found)",
-            line=line,
-        )
+        return EK600.at(job.path,
+                        "`training.type` is missing (submit fails with union_tag_not_found)",
+                        line=line)
     if path == ("training", "finetuning_type") and _get(job.data, *path) == "lora_merged":
-        return EK601.at(
-            job.path,
-            "`training.finetuning_type: lora_merged` is rejected: GRPO does not merge adapters",
-            line=line,
-            hint="Use `lora` (adapter) or `all_weights` (a deployable model).",
-        )
+        return EK601.at(job.path, "`training.finetuning_type: lora_merged` is rejected: GRPO "
+                        "does not merge adapters", line=line,
+                        hint="Use `lora` (adapter) or `all_weights` (a deployable model).")
     if path == ("training", "temperature") and "must be > " in problem.message:
         return EK604.at(job.path, f"{problem.message} (greedy groups carry no signal)", line=line)
     if len(path) == 1 and path[0] in REF_FIELDS:
@@ -211,9 +194,8 @@ def _refs(job: JobDoc, data: Mapping[str, Any], allow_local: bool) -> Iterator[D
             if key == "environment":  # the model leaves it optional; GRPO needs it
                 yield EK608.at(job.path, "`environment` is missing (GRPO needs one)", line=line)
         else:
-            yield EK608.at(
-                job.path, f"`{key}` is {value!r}, not a `workspace/name` string", line=line
-            )
+            yield EK608.at(job.path, f"`{key}` is {value!r}, not a `workspace/name` string",
+                           line=line)
 
 
 def _steps(job: JobDoc, training: Any) -> Iterator[Diagnostic]:
@@ -221,11 +203,8 @@ def _steps(job: JobDoc, training: Any) -> Iterator[Diagnostic]:
     if not isinstance(training, Mapping):
         return
     if training.get("max_steps") is not None and training.get("epochs") is not None:
-        yield EK603.at(
-            job.path,
-            "`training.max_steps` is set together with `training.epochs` (stops mid-epoch)",
-            line=job.line_of("training", "max_steps"),
-        )
+        yield EK603.at(job.path, "`training.max_steps` is set together with `training.epochs` "
+                       "(stops mid-epoch)", line=job.line_of("training", "max_steps"))
 
 
 def _get(mapping: Any, *keys: str) -> Any:

@@ -1,6 +1,5 @@
 """EK4xx: is ``wheels/`` installable on the target, and does it cover the installs?
 
-``rules`` holds the records, ``checks`` the checks over the package's wheels and the closure,
-``_words`` a wheel's filename tags in words (EK401's message). Only a package with a
-wheelhouse imports ``checks`` (``envkit.validators.checks_for``).
+``rules`` holds the records, ``checks`` the checks over the package's wheels and the closure.
+Only a package with a wheelhouse imports ``checks`` (``envkit.validators.checks_for``).
 """

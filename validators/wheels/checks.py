@@ -90,13 +90,60 @@ def check_wheel_files(inputs: Inputs) -> Iterator[Diagnostic]:
 def _tag_message(wheel: WheelFile, target: Target) -> str:
     """What the wheel is built for and what the target is, in words, then the likely reason
     (the installer's own "has no wheels with a matching platform tag" says neither)."""
-    from envkit.validators.wheels._words import built_for  # a wheel the target can't install
-
     major, minor = target.glibc_floor
     target_words = (f"CPython {target.python[0]}.{target.python[1]} on {target.arch} Linux with "
                     f"glibc {major}.{minor} ({target})")
-    return (f"`{wheel.filename}` is {built_for(wheel)}, but the target is {target_words}: "
+    return (f"`{wheel.filename}` is {_built_for(wheel)}, but the target is {target_words}: "
             f"{_why_not(wheel, target)}")
+
+
+_PLATFORM_WORDS = (
+    (r"manylinux_(\d+)_(\d+)_(\w+)", "{2} Linux with glibc >= {0}.{1}"),
+    (r"manylinux(2014)_(\w+)", "{1} Linux with glibc >= 2.17"),
+    (r"manylinux(2010)_(\w+)", "{1} Linux with glibc >= 2.12"),
+    (r"manylinux(1)_(\w+)", "{1} Linux with glibc >= 2.5"),
+    (r"musllinux_(\d+)_(\d+)_(\w+)", "{2} musl Linux (musl >= {0}.{1})"),
+    (r"linux_(\w+)", "{0} Linux (a local build, glibc unknown)"),
+    (r"macosx_\d+_\d+_(\w+)", "{0} macOS"),
+    (r"win_?(\w*)", "Windows {0}"),
+)
+"""Platform tags in words (PEP 600/656): ``manylinux_2_28_aarch64`` is exact but has to be
+decoded, so EK401 says "aarch64 Linux with glibc >= 2.28" next to the target in the same
+words. Patterns, not compiled ones: only a wheel the target cannot install needs them."""
+
+
+def _built_for(wheel: WheelFile) -> str:
+    """``a CPython 3.12 wheel for x86_64 Linux with glibc >= 2.17`` from the filename tags."""
+    tags = sorted(wheel.tags, key=str)  # a frozenset: its order changes with the hash seed
+    pythons = dict.fromkeys(_interpreter_words(t.interpreter, t.abi) for t in tags)
+    platforms = dict.fromkeys(_platform_words(t.platform) for t in tags)
+    return f"a {' / '.join(pythons)} wheel for {' or '.join(platforms)}"
+
+
+def _interpreter_words(interpreter: str, abi: str) -> str:
+    import re
+
+    match = re.fullmatch(r"(cp|pp|py)(\d)(\d*)", interpreter)
+    if match is None:
+        return f"`{interpreter}`"
+    kind, major, minor = match.groups()
+    name = {"cp": "CPython", "pp": "PyPy", "py": "Python"}[kind]
+    version = f"{major}.{minor}" if minor else major
+    if abi == "abi3":
+        return f"{name} >= {version} (abi3)"
+    return f"pure {name} {version}" if kind == "py" else f"{name} {version}"
+
+
+def _platform_words(platform: str) -> str:
+    import re
+
+    if platform == "any":
+        return "any platform"
+    for pattern, words in _PLATFORM_WORDS:
+        match = re.fullmatch(pattern, platform)
+        if match is not None:
+            return words.format(*match.groups())
+    return f"`{platform}`"
 
 
 def _why_not(wheel: WheelFile, target: Target) -> str:
