@@ -233,9 +233,10 @@ def resolve_closure(
     :raises ResolveError: uv failed (no matching wheel for the target, conflict, no network).
     """
     indexes = [index_url or DEFAULT_INDEX_URL, *extra_index_urls]
-    key = cache.key(requirements, target, [*indexes, python_version or "",
-                                           *_arg_digests(extra_args)], find_links) \
-        if cache else ""
+    key = ""
+    if cache:  # a file argument counts by its content, not its path
+        args = [sha256_file(Path(a)) if Path(a).is_file() else a for a in extra_args]
+        key = cache.key(requirements, target, [*indexes, python_version or "", *args], find_links)
     if cache and not refresh and (hit := cache.get(key)) is not None:
         return hit
     sources = UvSources(index_url, extra_index_urls, find_links, uv_cache_dir)
@@ -255,11 +256,6 @@ def resolve_closure(
     if cache:
         cache.put(key, pins)
     return pins
-
-
-def _arg_digests(args: Sequence[str]) -> list[str]:
-    """``extra_args`` for the cache key: a file argument by its content, not its path."""
-    return [sha256_file(Path(a)) if Path(a).is_file() else a for a in args]
 
 
 def _run_uv(runner: Runner, cmd: list[str], cwd: Path, target: Target) -> str:

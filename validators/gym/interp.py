@@ -74,16 +74,14 @@ def interpolations(text: str) -> list[str]:
     return found
 
 
-def _top_level_split(args: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
+def _has_default(args: str) -> bool:
+    """A comma outside any nested ``${...}``: the resolver's second argument."""
+    depth = 0
     for ch in args:
         depth += (ch == "{") - (ch == "}")
         if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    return [*parts, cur]
+            return True
+    return False
 
 
 def _lookup(merged: Mapping[str, Any], segments: list[str]) -> bool:
@@ -130,7 +128,7 @@ def _key_problem(expr: str, view: GymView, direct: bool) -> str | None:
 def _resolver_problem(name: str, args: str) -> str | None:
     if name not in _RESOLVERS:
         return f"unknown resolver `{name}` (Gym registers {', '.join(sorted(_RESOLVERS))})"
-    if name == "oc.env" and len(_top_level_split(args)) < 2:
+    if name == "oc.env" and not _has_default(args):
         var = args.strip()
         return f"`${{oc.env:{var}}}` has no default; it fails wherever `{var}` is unset"
     return None

@@ -179,10 +179,6 @@ def check_domains(inputs: Inputs) -> Iterator[Diagnostic]:
 # EK308 / EK309 / EK310 -----------------------------------------------------------------------
 
 
-def _holds_code(pkg: Package, prefix: str) -> bool:
-    return any(e.kind == "file" and e.path.endswith(".py") for e in pkg.files_under(prefix))
-
-
 def _impl_findings(pkg: Package, instance: Instance) -> Iterator[tuple[Rule, str, str]]:
     """``(rule, message, hint)`` for the directory Gym would run for ``instance``.
 
@@ -199,7 +195,8 @@ def _impl_findings(pkg: Package, instance: Instance) -> Iterator[tuple[Rule, str
             yield EK308, message, _builtin_hint(server_type, impl) or EK308.fix
         return
     if not any(f"{dir_path}/{m}" in pkg.entries for m in ("requirements.txt", "pyproject.toml")):
-        if builtin and _holds_code(pkg, dir_path):
+        code = (e.kind == "file" and e.path.endswith(".py") for e in pkg.files_under(dir_path))
+        if builtin and any(code):
             message = (
                 f"`{dir_path}/` has code but no requirements.txt/pyproject.toml: "
                 f"Gym runs its built-in `{impl}` instead"

@@ -48,10 +48,6 @@ def _dataset_problems(entry: Any) -> list[str]:
     return problems
 
 
-def _inside_package(value: Any) -> bool:
-    return isinstance(value, str) and "${" not in value and safe_relpath(value) is not None
-
-
 def check_datasets(inputs: Inputs) -> Iterator[Diagnostic]:
     """EK315/EK311: `datasets[]` on any server, as Gym validates it; rows that cannot ship."""
     view = view_of(inputs.package)
@@ -68,10 +64,11 @@ def check_datasets(inputs: Inputs) -> Iterator[Diagnostic]:
             where = fmt_keypath((instance.name, *instance.field_path("datasets", index)))
             for problem in _dataset_problems(entry):
                 yield EK315.at(path, f"`{where}`: {problem}", line=line)
-            if isinstance(entry, dict) and _inside_package(entry.get("jsonl_fpath")):
+            rows = entry.get("jsonl_fpath") if isinstance(entry, dict) else None
+            if isinstance(rows, str) and "${" not in rows and safe_relpath(rows) is not None:
                 keypath = instance.field_path("datasets", index, "jsonl_fpath")
                 fpath, fline = instance.locate(*keypath)
-                message = f"`{where}.jsonl_fpath: {entry['jsonl_fpath']}` points inside the package"
+                message = f"`{where}.jsonl_fpath: {rows}` points inside the package"
                 yield EK311.at(fpath, message, line=fline)
 
 
