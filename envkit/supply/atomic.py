@@ -1,11 +1,8 @@
 """Directory outputs that appear whole or not at all.
 
 A package is written into a sibling temp dir (``.envkit-tmp-<name>-<pid>-<random>``) and
-swapped into place with one rename, as build's ``_write_report`` does for a single file
-(``mkstemp`` next to the target, then ``os.replace``). Linux ``renameat2(RENAME_EXCHANGE)``
-swaps a non-empty directory atomically; elsewhere two renames leave a short window without
-the output, never a half-written one. Several outputs (a package and its dataset) move
-together or not at all (``install``). Temp dirs of killed processes are found by pid.
+swapped into place with one rename (``install``), as build's ``_write_report`` does for a
+single file. Temp dirs of killed processes are found by pid.
 """
 
 from __future__ import annotations

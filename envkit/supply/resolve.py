@@ -5,11 +5,8 @@ silently), so the closure is resolved by ``uv pip compile --python-platform
 <arch>-manylinux_<floor> --python-version 3.13``. Not ``--only-binary :all:``: with it, uv
 silently backtracks past releases whose dependency ships only an sdist (hydra-core >= 1.1
 needs the sdist-only antlr4-python3-runtime 4.9.*, so it fell back to hydra-core 0.11.3,
-which cannot start). A pin that is an sdist is built into a pure wheel on the host
-(``envkit.supply.sdists``). The pylock.toml output (PEP 751) carries each file's URL and
-sha256; a second, ``--offline`` run in the annotated requirements.txt format says who asked
-for what. Resolutions are cached by everything that can change them, and the files by sha256
-(``envkit.supply.wheelcache``), so a warm build makes no network request at all.
+which cannot start). The pylock.toml output (PEP 751) carries each file's URL and sha256; a
+second, ``--offline`` run in the annotated requirements.txt format says who asked for what.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """Each tree's last scan, kept between runs: every file's identity and SHA-256, so the digest of
 an unchanged tree costs a stat per file, not a read of every byte (git's index, for the same
-reason). ``validate`` checks a package with a provenance record against its digest (EK209),
-``smoke``, ``probe`` and ``submit`` validate first, and ``submit`` digests the FileSet it
-uploads; a wheels-v1 package is mostly wheels, and hashing them all would be most of each run.
+reason): a wheels-v1 package is mostly wheels, and hashing them all would be most of each run.
 
 The identity is what ``envkit.model.tree.hash_files`` compares (``Stamps``). A file changed
 within ``RACY_S`` of the scan is hashed but not kept (its stat may not show the next write),

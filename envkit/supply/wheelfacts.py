@@ -6,10 +6,8 @@ The key is the user id and the file's device, inode, size, mtime and ctime, not 
 write, a rename over it or a ``touch`` makes a new key, and a new hard link moves the ctime, so
 the file is read once more and every link to it (envkit links its download store's files into
 every package) then shares one entry. Never stored: a ``--verify-hashes`` read (every byte is
-to be read now) and a file changed within ``RACY_S`` (git's "racily clean" case; no one can
-set a ctime, so a later file on a reused inode cannot match). Entries are sealed by this
-user's key (``envkit.supply.root``): one that cannot be read, does not fit or was edited is a
-miss, and a store that cannot be written costs only the speed.
+to be read now) and a file changed within ``RACY_S`` (no one can set a ctime, so a later file
+on a reused inode cannot match). Entries are sealed as ``envkit.supply.root`` says.
 """
 
 from __future__ import annotations

@@ -216,8 +216,6 @@ def check_model_pairings(inputs: Inputs) -> Iterator[Diagnostic]:
             message = f"`{resources.name}`: `allowed_model_types` must be a list of model types"
             yield EK317.at(path, message, line=line)
         elif model.shape.impl not in [str(a) for a in allowed]:
-            message = (
-                f"agent `{agent.name}` pairs `{resources.name}` with `{model.name}` "
-                f"({model.shape.impl}), but it accepts only: {', '.join(map(str, allowed))}"
-            )
+            message = (f"agent `{agent.name}` pairs `{resources.name}` with `{model.name}` "
+                       f"({model.shape.impl}), but it accepts only: {', '.join(map(str, allowed))}")
             yield EK317.at(path, message, line=line)

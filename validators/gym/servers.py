@@ -147,10 +147,8 @@ def check_duplicate_instances(inputs: Inputs) -> Iterator[Diagnostic]:
             continue
         for keypath, earlier, later in _scalar_conflicts(instance, roots):
             line = view.docs[later].line_of(instance.name, *keypath)
-            message = (
-                f"`{fmt_keypath((instance.name, *keypath))}` is set in {earlier} and again, "
-                "differently, here; Gym keeps this value"
-            )
+            message = (f"`{fmt_keypath((instance.name, *keypath))}` is set in {earlier} and again, "
+                       "differently, here; Gym keeps this value")
             yield EK307.at(later, message, line=line, severity=W)
 
 
@@ -197,10 +195,8 @@ def _impl_findings(pkg: Package, instance: Instance) -> Iterator[tuple[Rule, str
     if not any(f"{dir_path}/{m}" in pkg.entries for m in ("requirements.txt", "pyproject.toml")):
         code = (e.kind == "file" and e.path.endswith(".py") for e in pkg.files_under(dir_path))
         if builtin and any(code):
-            message = (
-                f"`{dir_path}/` has code but no requirements.txt/pyproject.toml: "
-                f"Gym runs its built-in `{impl}` instead"
-            )
+            message = (f"`{dir_path}/` has code but no requirements.txt/pyproject.toml: "
+                       f"Gym runs its built-in `{impl}` instead")
             yield EK309, message, EK309.fix
         return
     shown = instance.shape.fields.get("entrypoint")

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from envkit.model.gym_data import gym_data, is_builtin_config
 from envkit.model.package import safe_relpath
@@ -102,20 +101,11 @@ def _include_problem(pkg: Package, value: str) -> str | None:
     return f"{value!r} is neither in the package nor one of Gym's built-in configs"
 
 
-def _all_judged_fine(judged: Mapping[str, str | None], values: list[object]) -> bool:
-    """Every value already judged, with no problem: one pass in C (keys are strings, so a
-    value that is not one misses, or is unhashable)."""
-    try:
-        return not any(map(judged.__getitem__, cast("list[str]", values)))
-    except (KeyError, TypeError):
-        return False
-
-
 def check_includes(inputs: Inputs) -> Iterator[Diagnostic]:
     """EK316: every path in a config's own `config_paths` must resolve where Gym looks.
 
     Each distinct path string is judged once: configs that all list each other repeat the
-    same N strings N times, and the pairs are only walked, never re-normalised.
+    same N strings N times.
     """
     pkg = inputs.package
     if pkg is None:
@@ -129,8 +119,6 @@ def check_includes(inputs: Inputs) -> Iterator[Diagnostic]:
             message = "`config_paths` must be a list of paths (Gym iterates it item by item)"
             yield EK316.at(path, message, line=doc.line_of("config_paths"))
             continue
-        if _all_judged_fine(judged, nested):
-            continue  # the fan-out's common case: the same strings, judged by an earlier config
         for index, value in enumerate(nested):
             if not isinstance(value, str):
                 problem: str | None = f"{value!r} is not a path"
