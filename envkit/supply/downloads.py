@@ -51,7 +51,6 @@ def vendor_pins(
     *,
     cache: WheelCache,
     progress: FetchProgress | None = None,
-    workers: int = 4,
     sdist_build: SdistBuild | None = None,
 ) -> list[PinnedWheel]:
     """Put the exact files of ``pins`` into ``dest`` (fresh copies, sha256-verified).
@@ -65,7 +64,7 @@ def vendor_pins(
     """
     dest.mkdir(parents=True, exist_ok=True)
     wheels = [p for p in pins if not p.sdist]
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+    with ThreadPoolExecutor(max_workers=4) as pool:
         cached = list(pool.map(lambda p: _ensure_cached(p, cache, progress), wheels))
     out = list(wheels)
     for pin, source in zip(wheels, cached, strict=True):

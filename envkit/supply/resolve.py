@@ -149,9 +149,8 @@ def _direct_lines(requirements: Sequence[str]) -> dict[str, list[str]]:
     return direct
 
 
-def _requested_by(
-    name: str, via: Mapping[str, tuple[str, ...]], direct: Mapping[str, list[str]]
-) -> tuple[str, ...]:
+def _requested_by(name: str, via: Mapping[str, tuple[str, ...]],
+                  direct: Mapping[str, list[str]]) -> tuple[str, ...]:
     out: list[str] = []
     for parent in via.get(name, ()):
         if parent.startswith("-r "):

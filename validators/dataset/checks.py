@@ -97,15 +97,13 @@ def _file_diagnostics(dataset: Dataset, name: str, context: RowContext) -> Itera
                 yield from check(row, row.data, context)
 
 
-def _capped(
-    found: Iterable[Diagnostic], file: str, limit: int = MAX_PER_CODE
-) -> Iterator[Diagnostic]:
-    """Pass the first ``limit`` diagnostics per code, then one summary line per code."""
+def _capped(found: Iterable[Diagnostic], file: str) -> Iterator[Diagnostic]:
+    """Pass the first ``MAX_PER_CODE`` diagnostics per code, then one summary line per code."""
     shown: Counter[str] = Counter()
     hidden: Counter[str] = Counter()
     severity: dict[str, Severity] = {}
     for diag in found:
-        if shown[diag.code] < limit:
+        if shown[diag.code] < MAX_PER_CODE:
             shown[diag.code] += 1
             yield diag
         else:
@@ -113,12 +111,9 @@ def _capped(
             if severity.get(diag.code) is not Severity.ERROR:
                 severity[diag.code] = diag.severity
     for code, count in sorted(hidden.items()):
-        rule = _BY_CODE[code]
-        yield rule.at(
-            file,
-            f"... and {count:,} more {code} finding(s) in `{file}` (first {limit} shown)",
-            severity=severity[code],
-        )
+        message = (f"... and {count:,} more {code} finding(s) in `{file}` "
+                   f"(first {MAX_PER_CODE} shown)")
+        yield _BY_CODE[code].at(file, message, severity=severity[code])
 
 
 def _at(rule: Rule, row: Row, message: str, *, hint: str | None = None,
@@ -150,9 +145,8 @@ def _check_prompt(row: Row, data: Mapping[str, Any], context: RowContext) -> Ite
             yield _at(EK502, row, f"`responses_create_params.{where}` {problem}")
 
 
-def _check_agent_ref(
-    row: Row, data: Mapping[str, Any], context: RowContext
-) -> Iterator[Diagnostic]:
+def _check_agent_ref(row: Row, data: Mapping[str, Any],
+                     context: RowContext) -> Iterator[Diagnostic]:
     """EK503 (shape) and EK504 (names an agent instance of the package)."""
     ref = data.get("agent_ref")
     if not isinstance(ref, dict):
@@ -186,9 +180,8 @@ def _unknown_agent(row: Row, name: str, context: RowContext) -> Diagnostic:
     return _at(EK504, row, f"`agent_ref.name` {name!r} is {what}", hint=hint)
 
 
-def _check_vf_env_id(
-    row: Row, data: Mapping[str, Any], context: RowContext
-) -> Iterator[Diagnostic]:
+def _check_vf_env_id(row: Row, data: Mapping[str, Any],
+                     context: RowContext) -> Iterator[Diagnostic]:
     """EK505: verifiers rows name the manifest's environment."""
     if not (context.adapter or "vf_env_id" in data):
         return

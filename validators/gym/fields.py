@@ -161,9 +161,8 @@ def _expected(kinds: frozenset[str]) -> str:
     return " or ".join(_PYDANTIC[k] for k in sorted(kinds))
 
 
-def _findings(
-    instance: Instance, model: ServerModel, merged: Mapping[str, Any]
-) -> Iterator[tuple[tuple[str, ...], str, str]]:
+def _findings(instance: Instance, model: ServerModel,
+              merged: Mapping[str, Any]) -> Iterator[tuple[tuple[str, ...], str, str]]:
     """``(keypath below the block, message, hint)`` for each field pydantic will reject."""
     fields, impl = instance.shape.fields, instance.shape.impl
     gym = f"Gym's built-in `{impl}` validates this block with `{model.model}` when it starts"

@@ -106,11 +106,8 @@ class GymView:
         return (self.order[-1], None) if self.order else ("", None)
 
     def servers(self, server_type: str | None = None) -> Iterator[Instance]:
-        return (
-            i for i in self.instances.values()
-            if i.shape.kind == "server"
-            and (server_type is None or i.shape.server_type == server_type)
-        )
+        return (i for i in self.instances.values() if i.shape.kind == "server"
+                and (server_type is None or i.shape.server_type == server_type))
 
 
 def deep_merge(base: Any, override: Any) -> Any:
@@ -251,10 +248,8 @@ def _apply_inheritance(
         if found is None or "." in found[0] or found[0] not in frozen:
             continue
         source, pops = found
-        rest = (
-            {k: v for k, v in body.items() if k not in DIRECTIVE_KEYS}
-            if isinstance(body, dict) else {}
-        )
+        rest = ({k: v for k, v in body.items() if k not in DIRECTIVE_KEYS}
+                if isinstance(body, dict) else {})
         bodies[name] = deep_merge(frozen[source], rest)
         inherits[name] = source
         if pops and source not in inherits:
@@ -281,9 +276,7 @@ def build_view(pkg: Package) -> GymView:
     # What Gym resolves is the config after its swaps: moved and composed sources are gone.
     merged = {k: bodies.get(k, v) for k, v in merged.items() if k in bodies or k not in defs}
     builtin = frozenset(p for p in order if p not in pkg.configs)
-    incomplete = any(
-        not docs[p].ok or not isinstance(docs[p].data, dict | None) for p in order
-    )
+    incomplete = any(not docs[p].ok or not isinstance(docs[p].data, dict | None) for p in order)
     return GymView(tuple(order), instances, merged, {p: docs[p] for p in order}, renamed,
                    builtin, incomplete)
 

@@ -107,9 +107,8 @@ def check_server_shapes(inputs: Inputs) -> Iterator[Diagnostic]:
         yield EK301.at(path, message, line=line, hint=shape.hint, severity=E if loud else W)
 
 
-def _scalar_conflicts(
-    instance: Instance, roots: set[str]
-) -> Iterator[tuple[tuple[str | int, ...], str, str]]:
+def _scalar_conflicts(instance: Instance,
+                      roots: set[str]) -> Iterator[tuple[tuple[str | int, ...], str, str]]:
     """``(keypath, earlier file, later file)`` for each leaf a later sibling overrides.
 
     Only files listed in the manifest count: a config overriding what its own `config_paths`

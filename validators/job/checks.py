@@ -87,7 +87,7 @@ def job_diagnostics(job: JobDoc, *, allow_local_refs: bool = False) -> Iterator[
                             else _readable_training(job.data.get("training"), problems))
     if training is None:
         return
-    for found in findings(training, unreadable=unreadable):
+    for found in findings(training, unreadable):
         where = ".".join(found.path)
         text = found.message if f"`{where}`" in found.message else f"`{where}`: {found.message}"
         yield found.rule.at(job.path, text,
@@ -98,9 +98,8 @@ def job_diagnostics(job: JobDoc, *, allow_local_refs: bool = False) -> Iterator[
 CHECKS = (check_job,)
 
 
-def _readable_training(
-    training: Any, problems: list[Problem]
-) -> tuple[GrpoSettings | None, frozenset[str]]:
+def _readable_training(training: Any,
+                       problems: list[Problem]) -> tuple[GrpoSettings | None, frozenset[str]]:
     """The ``training`` block with every refused field left at its default, and those fields.
 
     Why: a wrong value in one field (EK609, EK604, ...) must not hide a cross-field violation

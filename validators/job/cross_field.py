@@ -223,9 +223,7 @@ RULE_CHECKS = (
 hides another; EK608 (refs) is checked in ``checks``."""
 
 
-def findings(
-    training: GrpoSettings, *, unreadable: frozenset[str] = frozenset()
-) -> Iterator[Finding]:
+def findings(training: GrpoSettings, unreadable: frozenset[str]) -> Iterator[Finding]:
     """Every rule's findings, skipping the rules that read an ``unreadable`` field (one whose
     value was refused and left at its default)."""
     for rule in RULE_CHECKS:
