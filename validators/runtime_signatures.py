@@ -3,12 +3,9 @@
 Why here: the rules live in ``validators/``; when a package fails at run time anyway, the
 reader names the rule a ``envkit validate`` run reports (or, for what only a running Gym
 shows, the spin-up rule of ``validators/spinup.py``), so a grep for a code lands next to its
-rule and ``envkit rule CODE`` explains the finding. Four readers apply it, each to its own kind
-of text (:class:`Where`): the Gym runtime to a venv install's output and to a failing server's
-log (``envkit.gym.diagnose``), ``envkit smoke`` to running servers' logs and failed rollouts
-(through the runtime's reader), and the platform client to a submit's 422 ``detail``
-(``envkit.platform.errors``). A signature applies only where its ``where`` says: uv's
-``Requires-Python`` notes are in every server log, so that reading is an install finding only.
+rule and ``envkit rule CODE`` explains the finding. A signature applies only to the kind of
+text its ``where`` names (:class:`Where`): uv's ``Requires-Python`` notes are in every server
+log, so that reading is an install finding only.
 
 Within one kind of text the first match wins, so entries go from specific to generic (a
 missing module is EK403 only when it is not one CPython 3.13 removed). Pure data and one pure

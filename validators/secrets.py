@@ -2,10 +2,8 @@
 
 An environment package is uploaded as a FileSet and its servers run on a cluster others reach:
 a key that travels in it is a key given away. The files were read with the package
-(``envkit.model.secrets``); this check only reports what was found, with the file and line and
-the value masked (never printed whole). A warning by default, so a first run over an old tree
-reports without blocking; ``--strict`` makes it fail, and ``envkit submit`` refuses a package
-that has one.
+(``envkit.model.secrets``); this check reports what was found, the value masked. A warning,
+so a first run over an old tree reports without blocking.
 """
 
 from __future__ import annotations

@@ -38,15 +38,10 @@ def make_temp_dir(out: Path) -> Path:
     """A fresh temp dir next to ``out`` (same filesystem, so the final rename is atomic)."""
     prefix = f"{TMP_PREFIX}{out.name}-{os.getpid()}-"
     tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=out.parent))
-    tmp.chmod(0o777 & ~_umask())  # mkdtemp makes it 0700; the output follows the umask
-    return tmp
-
-
-def _umask() -> int:
-    """The process umask (reading it means setting it; set straight back)."""
-    mask = os.umask(0o022)
+    mask = os.umask(0o022)  # reading the umask means setting it: set straight back
     os.umask(mask)
-    return mask
+    tmp.chmod(0o777 & ~mask)  # mkdtemp makes it 0700; the output follows the umask
+    return tmp
 
 
 def write_files(root: Path, files: dict[str, Path | bytes]) -> None:

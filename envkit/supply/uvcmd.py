@@ -1,12 +1,8 @@
 """uv command lines, built in one place, and the runner that executes them.
 
-The resolver's and the sdist builder's uv calls (``uv pip compile``, ``uv build``) go through
-``uv_command``: uv never sees the user's configuration (``--no-config``, and ``clean_env``
-keeps no inherited ``UV_*``/``PIP_*`` variable, ``PIP_CONFIG_FILE=/dev/null``), never
-downloads an interpreter, and takes its indexes, find-links and cache from one ``UvSources``.
-Commands are plain argv lists run through a ``Runner``, so tests record them instead of
-running uv. Gym's own venv installs run under ``isolated_env``, the same isolation as a copy of
-the environment.
+uv never sees the user's configuration (``--no-config``, ``clean_env``), never downloads an
+interpreter, and takes its indexes, find-links and cache from one ``UvSources``. Commands are
+plain argv lists run through a ``Runner``, so tests record them instead of running uv.
 """
 
 from __future__ import annotations

@@ -106,11 +106,9 @@ def pool_wheels(wheels: Iterable[tuple[Path, str]], offer: WheelCache) -> list[P
     offered it by.
 
     Why: uv keys its unpacked copy of a find-links wheel by the file's URL and revalidates it
-    by the file's ctime, so offering a run's own copy of ``wheels/`` unpacked the whole closure
-    again for every venv tree, and left that copy in uv's cache. ``offer`` holds one read-only
-    copy per wheel's bytes that nothing hard-links (a link moves a file's ctime, and the
-    download store's files are linked into every package), so uv unpacks each wheel once and
-    every server venv links that one copy; the bytes are those of ``wheels/``.
+    by the file's ctime. ``offer`` holds one read-only copy per wheel's bytes that nothing
+    hard-links (a link moves a file's ctime, and the download store's files are linked into
+    every package), so uv unpacks each wheel once and every server venv links that one copy.
     """
     pooled = []
     for wheel, sha256 in wheels:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from envkit.model.gym_data import builtin_config, gym_data
 from envkit.model.package import safe_relpath
 from envkit.model.yamlio import YamlDoc
+from envkit.validators.gym.rules import AGENTS
 from envkit.validators.gym.shapes import Shape, classify
 
 if TYPE_CHECKING:
@@ -33,7 +34,6 @@ __all__ = ["DIRECTIVE_KEYS", "Definition", "GymView", "Instance", "Opaque", "bui
            "deep_merge", "directive_source", "includes_of", "merge_order", "own_servers",
            "resolve_config", "view_of"]
 
-_AGENTS = "responses_api_agents"
 DIRECTIVE_KEYS = ("_inherit_from", "_copy")
 """Gym's top-level ``_inherit_from`` (pops its source) and ``_copy`` (keeps it), key form."""
 
@@ -283,7 +283,7 @@ def build_view(pkg: Package) -> GymView:
 
 def _agent_fields(body: Any) -> Mapping[str, Any] | None:
     """The implementation block of an agent instance (Gym's ``_agent_instances``)."""
-    agents = body.get(_AGENTS) if isinstance(body, dict) else None
+    agents = body.get(AGENTS) if isinstance(body, dict) else None
     if not isinstance(agents, dict) or len(agents) != 1:
         return None
     fields = next(iter(agents.values()))
