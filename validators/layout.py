@@ -1,8 +1,8 @@
 """EK2xx: what the package tree may hold, independent of any config's content.
 
-Facts: the product spec (section 2) and the "GRPO and Reward Environments" guide ("Rules that apply
-to every format", the troubleshooting
-table). Every check reads ``Package.entries`` / ``Package.servers`` only; nothing is opened.
+Facts: the product spec (section 2) and the "GRPO and Reward Environments" guide ("Rules that
+apply to every format", the troubleshooting table). Every check reads ``Package.entries`` /
+``Package.servers`` only; nothing is opened.
 """
 
 from __future__ import annotations

@@ -186,13 +186,13 @@ def _rename2(a: Path, b: Path, flags: int) -> bool:
     raise OSError(err, os.strerror(err), str(b))
 
 
-def write_text(path: Path, text: str, *, mode: int = 0o644) -> Path:
+def write_text(path: Path, text: str) -> Path:
     """One file, whole or not at all: ``mkstemp`` beside it, then ``os.replace`` (a reader
     never sees half a file; a crash leaves the old one)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        os.fchmod(fd, mode)
+        os.fchmod(fd, 0o644)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         Path(tmp).replace(path)

@@ -1,9 +1,6 @@
 """Compose provenance records from what is on disk, and write them (``provenance.json``).
 
-The record's shape and what its digests cover are ``envkit.model.provenance``'s. Writers:
-``envkit build`` / ``envkit convert`` (``package_record`` into the package), ``envkit submit``
-(``run_record`` onto the job), ``envkit train`` / ``envkit rollout`` and the probe
-(``write_provenance(out_dir, run_record(...))`` next to their metrics).
+The record's shape and what its digests cover are ``envkit.model.provenance``'s.
 """
 
 from __future__ import annotations

@@ -5,10 +5,7 @@ from __future__ import annotations
 from envkit.model.diagnostics import Severity
 from envkit.validators._base import Rule
 
-__all__ = [
-    "EK500", "EK501", "EK502", "EK503", "EK504", "EK505", "EK506", "EK507", "RULES",
-]
-
+__all__ = ["EK500", "EK501", "EK502", "EK503", "EK504", "EK505", "EK506", "EK507", "RULES"]
 
 EK500 = Rule(
     "EK500", Severity.ERROR, "dataset directory lacks `training.jsonl`",

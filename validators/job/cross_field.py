@@ -70,9 +70,8 @@ def _backend(t: GrpoSettings) -> Iterator[Finding]:
 
 
 def _overrides(t: GrpoSettings) -> Iterator[Finding]:
-    if t.router_aux_loss_coef is not None and "router_aux_loss_coef" in (
-        t.hf_config_overrides or {}
-    ):
+    overrides = t.hf_config_overrides or {}
+    if t.router_aux_loss_coef is not None and "router_aux_loss_coef" in overrides:
         yield Finding(EK606, _t("hf_config_overrides", "router_aux_loss_coef"),
                       "`router_aux_loss_coef` is set both on `training` and in "
                       "`hf_config_overrides`")
@@ -80,11 +79,8 @@ def _overrides(t: GrpoSettings) -> Iterator[Finding]:
 
 def _tis(t: GrpoSettings) -> Iterator[Finding]:
     """EK612: the asserts NeMo-RL's clipped PG loss makes about truncated IS at startup."""
-    kind, ratio, low = (
-        t.truncated_importance_sampling_type,
-        t.truncated_importance_sampling_ratio,
-        t.truncated_importance_sampling_ratio_min,
-    )
+    kind = t.truncated_importance_sampling_type
+    ratio, low = t.truncated_importance_sampling_ratio, t.truncated_importance_sampling_ratio_min
     if kind is None:
         if ratio is not None or low is not None:
             yield _conflict("the TIS ratios are ignored unless "
