@@ -37,8 +37,6 @@ if TYPE_CHECKING:
 __all__ = ["check_environment_relays", "check_model_pairings", "check_policy_endpoint",
            "check_policy_model", "check_refs"]
 
-# EK304 ---------------------------------------------------------------------------------------
-
 
 def _gym_hint(ref: Ref, view: GymView) -> str:
     """Gym's own wording (``validate_and_populate_defaults``): close names, else what exists."""
@@ -83,9 +81,6 @@ def check_refs(inputs: Inputs) -> Iterator[Diagnostic]:
                 message += " (nested: Gym does not check it at spin-up; the server fails using it)"
             yield EK304.at(path, message, line=line, hint=_gym_hint(ref, view),
                            severity=E if ref.direct else W)
-
-
-# EK305 / EK306 / EK312 -----------------------------------------------------------------------
 
 
 def _policy_models(view: GymView) -> list[Instance]:
@@ -137,9 +132,6 @@ def check_policy_endpoint(inputs: Inputs) -> Iterator[Diagnostic]:
             yield EK312.at(path, message, line=line)
 
 
-# EK314 ---------------------------------------------------------------------------------------
-
-
 def _relayed_agents(view: GymView) -> set[str]:
     """Gym's ``environment_server_agent_refs``: typed agent refs, or an untyped `agent_server`."""
     names: set[str] = set()
@@ -173,9 +165,6 @@ def check_environment_relays(inputs: Inputs) -> Iterator[Diagnostic]:
         path, line = agent.locate()
         yield EK314.at(path, f"agent `{agent.name}` has no environment server naming it",
                        line=line)
-
-
-# EK317 ---------------------------------------------------------------------------------------
 
 
 def _ref_name(fields: Mapping[str, Any], key: str, server_type: str) -> str | None:

@@ -34,8 +34,6 @@ if TYPE_CHECKING:
 __all__ = ["check_config_docs", "check_domains", "check_duplicate_instances", "check_impl_dirs",
            "check_server_shapes"]
 
-# EK300 ---------------------------------------------------------------------------------------
-
 
 def check_config_docs(inputs: Inputs) -> Iterator[Diagnostic]:
     """EK300: each config must parse and be a mapping (an empty file is an empty mapping)."""
@@ -46,9 +44,6 @@ def check_config_docs(inputs: Inputs) -> Iterator[Diagnostic]:
         elif doc.data is not None and not isinstance(doc.data, dict):
             kind = type(doc.data).__name__
             yield EK300.at(path, f"top level is a {kind}, not a mapping", line=doc.line_of())
-
-
-# EK301 / EK307 -------------------------------------------------------------------------------
 
 
 def _referenced_names(view: GymView) -> set[str]:
@@ -151,9 +146,6 @@ def check_duplicate_instances(inputs: Inputs) -> Iterator[Diagnostic]:
             yield EK307.at(later, message, line=line, severity=W)
 
 
-# EK302 / EK303 -------------------------------------------------------------------------------
-
-
 def check_domains(inputs: Inputs) -> Iterator[Diagnostic]:
     """EK302/EK303: Gym validates `domain` on every server type (``Optional[Domain]``)."""
     view = view_of(inputs.package)
@@ -171,9 +163,6 @@ def check_domains(inputs: Inputs) -> Iterator[Diagnostic]:
         elif value is not None and (not isinstance(value, str) or value not in domains):
             yield EK303.at(path, f"`{instance.name}`: `domain: {value!r}` is not in Gym's set "
                                  "(AlmostServerError)", line=line)
-
-
-# EK308 / EK309 / EK310 -----------------------------------------------------------------------
 
 
 def _impl_findings(pkg: Package, instance: Instance) -> Iterator[tuple[Rule, str, str]]:

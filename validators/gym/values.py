@@ -20,8 +20,6 @@ if TYPE_CHECKING:
 
 __all__ = ["check_datasets", "check_includes", "check_interpolations"]
 
-# EK311 / EK315 -------------------------------------------------------------------------------
-
 
 def _dataset_problems(entry: Any) -> list[str]:
     """Gym's ``DatasetConfig`` / ``BenchmarkDatasetConfig`` rules for one entry."""
@@ -71,9 +69,6 @@ def check_datasets(inputs: Inputs) -> Iterator[Diagnostic]:
                 yield EK311.at(fpath, message, line=fline)
 
 
-# EK313 ---------------------------------------------------------------------------------------
-
-
 def check_interpolations(inputs: Inputs) -> Iterator[Diagnostic]:
     """EK313: interpolations Gym cannot resolve and `???` it reports as missing."""
     view = view_of(inputs.package)
@@ -87,9 +82,6 @@ def check_interpolations(inputs: Inputs) -> Iterator[Diagnostic]:
         if not finding.direct:
             message += " (nested: fails when the server reads it)"
         yield EK313.at(path, message, line=line, severity=E if finding.direct else W)
-
-
-# EK316 ---------------------------------------------------------------------------------------
 
 
 def _include_problem(pkg: Package, value: str) -> str | None:
