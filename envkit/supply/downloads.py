@@ -23,7 +23,7 @@ from envkit.supply.sdists import (
     refuse_compiled,
     sdist_cache_dir,
 )
-from envkit.supply.wheelcache import WheelCache, link_or_copy, private_dirs
+from envkit.supply.wheelcache import WheelCache, link_or_copy, private_dirs, yours
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -84,7 +84,7 @@ def _built_wheel(pin: PinnedWheel, cache: WheelCache, progress: FetchProgress | 
         raise FetchError(msg)
     project = f"{pin.name}=={pin.version}"
     hit = sorted(sdist_cache_dir(cache.root, pin.sha256).glob("*.whl"))
-    if hit:
+    if hit and yours(hit[0], cache.root):  # a built wheel has no hash to check it by
         return hit[0]
     refuse_compiled(project, platform_wheels(how.index_url, pin.name, pin.version))
     sdist = _ensure_cached(pin, cache, progress)

@@ -175,3 +175,40 @@ def test_a_built_wheel_someone_else_left_in_the_store_is_built_again(tmp_path: P
                          how=SdistBuild(runner=runner))
     assert calls  # not answered from the planted file: a build was started
     assert not planted.exists()
+
+
+def test_vendoring_does_not_take_a_built_wheel_someone_else_left_in_the_store(
+        tmp_path: Path) -> None:
+    """The vendoring step looks in the same store before it builds: the same rule holds there
+    (a planted wheel named for the sdist's hash is not taken; the sdist is built again)."""
+    import hashlib
+    import os
+
+    from envkit.supply.downloads import _built_wheel
+    from envkit.supply.resolve import PinnedWheel
+    from envkit.supply.sdists import SdistBuild, sdist_cache_dir
+    from envkit.supply.uvcmd import UvSources
+    from envkit.supply.wheelcache import WheelCache
+
+    body = b"demo sdist bytes"
+    sha = hashlib.sha256(body).hexdigest()
+    cache = WheelCache(tmp_path / "wheels")
+    sdist = tmp_path / "demo-1.0.tar.gz"
+    sdist.write_bytes(body)
+    cache.store(sdist, sha, "demo-1.0.tar.gz")  # the sdist itself: checked by its hash
+    planted = sdist_cache_dir(cache.root, sha)
+    planted.mkdir(parents=True)
+    (planted / "demo-1.0-py3-none-any.whl").write_bytes(b"planted")
+    os.chown(planted / "demo-1.0-py3-none-any.whl", 65534, 65534)
+
+    class Refused(Exception):
+        pass
+
+    def runner(cmd: list[str], **_: object) -> object:
+        raise Refused
+
+    pin = PinnedWheel("demo", "1.0", "demo-1.0.tar.gz", "http://127.0.0.1:1/demo-1.0.tar.gz",
+                      sha, ("requirement: demo",), sdist=True)
+    how = SdistBuild(sources=UvSources(index_url="http://127.0.0.1:1/simple"), runner=runner)
+    with pytest.raises(Refused):  # a build was started, the planted file not returned
+        _built_wheel(pin, cache, None, how)
