@@ -1,23 +1,15 @@
 """The learning-signal phase with a real policy: ``envkit probe --model DIR``.
 
-The model-free dead-rows check (``dead_rows``) asks whether *any* reply could score apart on a
-row; this phase asks what the policy the job starts from will actually see. It loads the
-local HF model on the engine ``envkit train`` uses (``--backend hf`` or ``--backend vllm``),
-serves it on the probe's own policy endpoint (:meth:`LiveProbe.serving`), and sends every
-probed row ``G = num_generations_per_prompt`` times through Gym's real ``/run`` path with the
-job's sampling settings (temperature, ``max_new_tokens``, ``top_k``), each rollout seeded as a
-training step seeds its samples (``envkit.trainer.seeds``) but with a salt of its own: the
-probe draws independently of the job's steps, and the same job draws the same replies. The
-groups are judged by ``envkit.probe.analysis.zero_variance``; the verdicts are EK810 (zero-variance
-groups) and EK811 (dynamic sampling that cannot fill a step), and a rollout that failed is a failure
-(EK807), never a reward.
+The model-free dead-rows check asks whether *any* reply could score apart on a row; this phase
+asks what the policy the job starts from will actually see: every probed row G times through
+Gym's real ``/run`` path, sampled and seeded as a training step samples.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import UsageError
@@ -53,8 +45,7 @@ nor a validation pass's (salt 1), so the probe's groups are independent of the j
 
 
 class ModelDirError(UsageError, ValueError):
-    """``--model`` names no Hugging Face model directory (a usage error): ``envkit probe``
-    and ``envkit profile``."""
+    """``--model`` names no Hugging Face model directory (a usage error)."""
 
 
 def check_model_dir(model: Path) -> Path:
@@ -71,8 +62,6 @@ def check_model_dir(model: Path) -> Path:
 
 @dataclass(frozen=True, slots=True)
 class AgentSignal:
-    """One agent's groups: the counts, and what failed instead of scoring."""
-
     agent: str
     signal: GroupSignal
     rollouts: int
@@ -104,11 +93,7 @@ class SignalResult:
     backend: str
     job: ProbeJob
     agents: tuple[AgentSignal, ...]
-    found: tuple[Diagnostic, ...]
-
-    @property
-    def diagnostics(self) -> tuple[Diagnostic, ...]:
-        return self.found
+    diagnostics: tuple[Diagnostic, ...] = ()
 
     @property
     def total(self) -> GroupSignal:
@@ -142,10 +127,9 @@ class SignalResult:
 
 def seeded_batch(groups: Mapping[str, Sequence[Mapping[str, Any]]], job: ProbeJob, salt: int,
                  top_k: int | None = None) -> tuple[list[dict[str, Any]], list[tuple[str, int]]]:
-    """Every row of every group G times with the job's sampling, each rollout seeded as a
-    training step seeds its samples (``seed_rows``, under ``salt``); and (group, row index)
-    of each rollout. Group ids run on across the groups, as across a step's prompts;
-    ``top_k`` rides along in the request body when given."""
+    """Every row of every group G times, each rollout seeded as a training step seeds its
+    samples (under ``salt``); and (group, row index) of each rollout. Group ids run on across
+    the groups, as across a step's prompts."""
     from envkit.trainer.seeds import step_seed
     from envkit.trainer.sources.gym import seed_rows
 
@@ -207,8 +191,8 @@ class ModelPhase:
             engine.close()
         agents = tuple(agent_signal(a, sent, ctx.job.leave_one_out)
                        for a, sent in per_agent.items())
-        found = signal_diagnostics(agents, ctx)
-        return SignalResult(self.name, str(self.model), self.backend, ctx.job, agents, found)
+        result = SignalResult(self.name, str(self.model), self.backend, ctx.job, agents)
+        return replace(result, diagnostics=signal_diagnostics(result, ctx))
 
     def _sample(self, ctx: ProbeContext) -> dict[str, list[tuple[int, Sent]]]:
         batch, owners = seeded_batch({a: [r.data for r in rows] for a, rows in ctx.rows.items()},
@@ -224,12 +208,12 @@ class ModelPhase:
         return out
 
 
-def signal_diagnostics(agents: Sequence[AgentSignal], ctx: ProbeContext) -> tuple[Diagnostic, ...]:
+def signal_diagnostics(result: SignalResult, ctx: ProbeContext) -> tuple[Diagnostic, ...]:
     """EK807 per agent with failures, EK810 per agent over the threshold, EK811 for the job."""
     warn = ctx.thresholds.zero_variance_warn
     G = ctx.job.group_size
     out: list[Diagnostic] = []
-    for a in agents:
+    for a in result.agents:
         path, line = ctx.where_of(a.agent)
         if a.failed:
             out.append(EK807.at(path, f"`{a.agent}`: {a.failed} of {a.rollouts} of the "
@@ -247,15 +231,14 @@ def signal_diagnostics(agents: Sequence[AgentSignal], ctx: ProbeContext) -> tupl
         else:
             out.append(EK810.at(path, f"{text}: over probe-zero-variance-warn {warn:.0%}",
                                 line=line, severity=Severity.WARNING))
-    return (*out, *_dynamic(agents, ctx))
+    return (*out, *_dynamic(result, ctx))
 
 
-def _dynamic(agents: Sequence[AgentSignal], ctx: ProbeContext) -> list[Diagnostic]:
-    job = ctx.job
-    total = sum((a.signal for a in agents), GroupSignal(0, 0, 0, 0, 0))
+def _dynamic(result: SignalResult, ctx: ProbeContext) -> list[Diagnostic]:
+    job, total = ctx.job, result.total
     if not job.dynamic_sampling or not total.samples:
         return []
-    batches = expected_gen_batches(total.kept_share, job.prompts_per_step, job.batch_multiplier)
+    batches = result.expected_gen_batches
     allowed = job.max_gen_batches + 1
     if batches is not None and batches <= allowed:
         return []
