@@ -33,7 +33,7 @@ PROBE_VERSION: Literal["1.2"] = "1.2"
 
 
 class ProbeDict(TypedDict):
-    """``envkit schema probe``: ``envkit probe`` and ``envkit validate --probe``."""
+    """``envkit schema probe``."""
 
     version: Literal["1.2"]
     passed: bool
@@ -81,7 +81,6 @@ class ProbeReport:
     failure: Diagnostic | None = None
     """The bring-up's (or a dead server's) failure: no phase could finish."""
     log_tail: str = ""
-    """The failing server's log tail, with ``failure``."""
     selection: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
     strict: bool = False
     timings: dict[str, float] = field(default_factory=dict)
@@ -107,8 +106,7 @@ class ProbeReport:
         return next((p for p in self.phases if p.name == name), None)
 
     def findings(self) -> Report:
-        """The static report with the probe's findings added: what the validate renderers
-        (human, GitHub annotations, SARIF) print."""
+        """The static report with the probe's findings added, for the validate renderers."""
         base = self.static or Report(None, None, "", ())
         return replace(base, diagnostics=(*base.diagnostics, *self.diagnostics),
                        root=base.root or self.package, strict=self.strict)
@@ -143,20 +141,18 @@ class ProbeReport:
         }
 
 
+_JOB_KEYS = ("source", "concurrency", "rollouts_per_step", "max_new_tokens", "temperature",
+             "group_size")
+
+
 def _job(job: ProbeJob | None) -> dict[str, Any] | None:
-    if job is None:
-        return None
-    return {"source": job.source, "concurrency": job.concurrency,
-            "rollouts_per_step": job.rollouts_per_step, "max_new_tokens": job.max_new_tokens,
-            "temperature": job.temperature, "group_size": job.group_size}
+    return None if job is None else {k: getattr(job, k) for k in _JOB_KEYS}
 
 
 def _reward(scale: RewardScale | None, stochastic: str | None) -> dict[str, Any]:
-    if scale is None:
-        return {"range": None, "higher_is_better": None, "source": None,
-                "stochastic": stochastic}
-    return {"range": [scale.lower, scale.upper], "higher_is_better": scale.higher_is_better,
-            "source": scale.source, "stochastic": stochastic}
+    return {"range": [scale.lower, scale.upper] if scale else None,
+            "higher_is_better": scale.higher_is_better if scale else None,
+            "source": scale.source if scale else None, "stochastic": stochastic}
 
 
 def _agents(phase: PhaseResult | None) -> list[dict[str, Any]]:
@@ -198,8 +194,7 @@ def _load(phase: PhaseResult | None) -> dict[str, Any] | None:
 
 @dataclass(frozen=True, slots=True)
 class ProbeOutcome:
-    """``envkit probe`` (and ``validate --probe``): the report and the package it is about,
-    for ``envkit.output.render`` (JSON: ``envkit schema probe``)."""
+    """The report and the package it is about, for ``envkit.output.render``."""
 
     report: ProbeReport
     package: Path
