@@ -1,8 +1,7 @@
 """The reward-curve PNG, drawn the same way for a local ``envkit train`` run and a platform job.
 
 One code path on purpose: a user compares a laptop run with a cluster run by looking at two
-images, which only works if both come from the same function. matplotlib only (no torch), so
-``envkit job metrics`` stays light; it is imported lazily because most commands never plot.
+images. matplotlib is imported lazily: most commands never plot.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """A job's ``status_details.metrics`` as the records a local ``envkit train`` run writes.
 
-The platform keeps one series per name (``{"train_reward": [{step, epoch, value}], ...}``);
-``metrics.jsonl`` holds one object per step (``{"step": 3, "train_reward": 0.4, ...}``), the
-same field names as a local run, so one plotting path and one reader serve both.
+The platform keeps one series per name; ``metrics.jsonl`` holds one object per step, as a
+local run does, so one plotting path and one reader serve both.
 """
 
 from __future__ import annotations

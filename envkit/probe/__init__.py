@@ -1,14 +1,9 @@
 """``envkit probe``: will this package train? Reward integrity, learning signal and load.
 
 Static validation first; then the package's real Gym servers, brought up once as ``envkit
-smoke`` does (offline in a namespace under ``--offline``), driven by a panel of scripted
-policies (the rows' reference answer and content-free replies, ``policies``) at low
-concurrency, then the reference replayed at rising concurrency up to the job's. Every finding
-is a diagnostic with an EK8xx code (``envkit rule EK801``). The names below are its face.
-
-Two rooms, by whether a module talks to a server: ``phases/`` drive the running servers
-(``phases.session`` is the one module that touches the Gym runtime); ``analysis/`` holds the
-pure functions over what they observed, no I/O (causes before consequences in ``verdicts``).
+smoke`` does, driven by a panel of scripted policies, then the reference replayed at rising
+concurrency up to the job's. Every finding is an EK8xx diagnostic. ``phases/`` drive the
+running servers; ``analysis/`` holds the pure functions over what they observed.
 """
 
 from __future__ import annotations

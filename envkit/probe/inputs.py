@@ -1,8 +1,7 @@
 """The probe's inputs, read once at the edge: rows per agent, the job, Gym manifests.
 
-Everything is read through the validator's own readers (``envkit.model.dataset``, by way of
-``envkit.gym.rows``; ``envkit.model.jobfile``, ``envkit.model.yamlio``), so what the probe
-sends is what ``envkit validate`` checked.
+Read through the validator's own readers, so what the probe sends is what ``envkit validate``
+checked.
 """
 
 from __future__ import annotations
@@ -27,8 +26,8 @@ __all__ = ["gym_manifests", "probe_rows", "read_job"]
 
 
 def probe_rows(dataset: Path, limit: int) -> dict[str, list[ProbeRow]]:
-    """The first ``limit`` rows of each agent in ``training.jsonl``, agents in name order;
-    lines that name no agent are passed over (EK501/EK503 said so)."""
+    """The first ``limit`` rows of each agent, agents in name order; lines that name no agent
+    are passed over (EK501/EK503 said so)."""
     found = rows_by_agent(dataset, limit, ("training",))
     return {agent: [ProbeRow(agent, r.line, r.data) for r in rows]
             for agent, rows in sorted(found.items()) if agent}
@@ -37,8 +36,7 @@ def probe_rows(dataset: Path, limit: int) -> dict[str, list[ProbeRow]]:
 def read_job(path: Path | None) -> ProbeJob:
     """The job's numbers (the job model's defaults without a job).
 
-    :raises JobSpecError: the job's ``training`` block cannot be read (``envkit validate
-        --job`` reported why).
+    :raises JobSpecError: the job's ``training`` block cannot be read.
     """
     if path is None:
         return probe_job(grpo_settings({"training": {"type": "grpo"}}))
@@ -47,8 +45,8 @@ def read_job(path: Path | None) -> ProbeJob:
 
 
 def gym_manifests(pkg: Package) -> dict[str, Any]:
-    """Path -> data of every Gym ``manifest.yaml`` in the package that names one of its
-    resources servers (``resources_server``); unreadable ones are passed over."""
+    """Path -> data of every readable Gym ``manifest.yaml`` that names one of the package's
+    resources servers."""
     servers = resources_implementations(pkg)
     found: dict[str, Any] = {}
     for path in sorted(pkg.entries):

@@ -1,8 +1,6 @@
 """``run_probe``: static checks, then the package brought up once and every phase run on it.
 
-The order and the bring-up are ``envkit smoke``'s (``envkit.smoke.run``): a package the static
-rules reject never costs a venv build; the phases run in order on the same servers, which go
-down whatever happens (Ctrl-C and SIGTERM included).
+As in ``envkit smoke``, a package the static rules reject never costs a venv build.
 """
 
 from __future__ import annotations
@@ -59,18 +57,17 @@ class ProbeUsageError(UsageError, ValueError):
 
 @dataclass(frozen=True, slots=True)
 class ProbeRequest(live_session.BringUpRequest):
-    """What the probe adds to the bring-up: the thresholds are ``flags`` (as ``envkit
-    validate`` takes them), the reference field, the progress shown, and ``--model``."""
+    """What the probe adds to the bring-up (its thresholds are ``flags``, as ``envkit
+    validate`` takes them)."""
 
     oracle_field: str | None = None
     progress: Progress = NO_PROGRESS
     model: Path | None = None
-    """``--model``: also sample this policy's own groups (``ModelPhase``, the last phase)."""
     model_backend: str = "hf"
 
 
 def phases_for(request: ProbeRequest) -> tuple[Phase, ...]:
-    """``PHASES``, then with ``--model`` the phase that samples the policy's own groups.
+    """``PHASES``, then with ``--model`` the model phase.
 
     :raises ModelDirError: ``request.model`` is no model directory (before any bring-up).
     """
@@ -80,8 +77,7 @@ def phases_for(request: ProbeRequest) -> tuple[Phase, ...]:
 
 
 def run_probe(request: ProbeRequest, phases: Sequence[Phase] | None = None) -> ProbeReport:
-    """Validate, bring the servers up once, run ``phases`` (default: ``PHASES``, then the
-    model phase with ``request.model``), tear down.
+    """Validate, bring the servers up once, run ``phases`` (default: ``phases_for``), tear down.
 
     :raises ProbeUsageError: no dataset, or no row names an agent.
     :raises SettingsError, SelectorError, ThresholdError: a setting that cannot be used.
@@ -114,8 +110,8 @@ def run_probe(request: ProbeRequest, phases: Sequence[Phase] | None = None) -> P
 
 def _prepare(request: ProbeRequest, base: ProbeReport, dataset: Path, settings: Settings,
              thresholds: Thresholds) -> tuple[ProbeReport, Callable[[LiveProbe], ProbeContext]]:
-    """What the phases read, from the package, the dataset and the job (read once): the
-    report with it, and the phases' context once the servers are up."""
+    """What the phases read (read once): the report with it, and the phases' context once the
+    servers are up."""
     rows = probe_rows(dataset, thresholds.rows)
     if not rows:
         msg = f"no row of {dataset / 'training.jsonl'} names an agent (`agent_ref.name`)"

@@ -1,8 +1,5 @@
-"""The probe's thresholds: their defaults, their meaning, and where a user sets them.
-
-Each is a key of ``envkit.toml`` / ``[tool.envkit]`` (``probe-margin`` ...), shown by
-``envkit validate --show-settings``, and most are flags of ``envkit probe``; a flag wins over
-the file, the file over these defaults.
+"""The probe's thresholds: each a key of ``envkit.toml`` / ``[tool.envkit]`` (``probe-margin``
+...), most also flags of ``envkit probe``; a flag wins over the file, the file over defaults.
 """
 
 from __future__ import annotations
@@ -25,12 +22,9 @@ rollouts with c in flight, so even level 1 has a p50 of three samples."""
 
 PATIENCE = 2.0
 PATIENCE_FLOOR_S = 60.0
-"""The probe waits ``PATIENCE`` times ``probe-rollout-timeout`` (and at least
-``PATIENCE_FLOOR_S`` more than it) for a rollout before it counts it as failed. Why more than
-the timeout: a rollout slower than the timeout would time out in training, and that is the
-EK806 warning, measured on its latency; only one that does not answer at all in that time is
-a failure (EK807 / EK805). The floor keeps a short timeout from turning a busy machine's
-scheduling delay into failures."""
+"""Why the probe waits longer than ``probe-rollout-timeout`` (``Thresholds.patience_s``): a
+slow rollout is the EK806 warning, measured on its latency; only one that does not answer at
+all is a failure. The floor keeps a busy machine's scheduling delay from becoming failures."""
 
 
 class ThresholdError(UsageError, ValueError):
@@ -39,8 +33,6 @@ class ThresholdError(UsageError, ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Thresholds:
-    """What the verdicts compare against."""
-
     margin: float = float(PROBE_DEFAULTS["probe-margin"])
     """``probe-margin``: a content-free reply whose mean reward comes within this fraction of
     the reward range of the reference answer's is gameable (EK801)."""
@@ -48,7 +40,7 @@ class Thresholds:
     """``probe-repeats``: times each (reply, row) is scored; two suffice to catch an
     unseeded random reward, each more one costs a full panel pass (EK803)."""
     rows: int = int(PROBE_DEFAULTS["probe-rows"])
-    """``probe-rows``: rows per agent, the dataset's first N."""
+    """``probe-rows``: rows per agent."""
     dead_rows_warn: float = float(PROBE_DEFAULTS["probe-dead-rows-warn"])
     """``probe-dead-rows-warn``: warn when more than this share of rows gives every reply the
     same reward; 100% is an error (EK804)."""
@@ -60,9 +52,8 @@ class Thresholds:
     """``probe-concurrency``: rollouts in flight while scoring the panel. Low on purpose: a
     server that breaks under load is the load check's finding (EK805), not a bad reward."""
     rollout_timeout_s: float = float(PROBE_DEFAULTS["probe-rollout-timeout"])
-    """``probe-rollout-timeout``: seconds a rollout may take (``envkit train``'s per-row
-    timeout); p99 over it at the job's concurrency warns (EK806). The probe itself waits
-    longer (:attr:`patience_s`) before a rollout counts as failed."""
+    """``probe-rollout-timeout``: ``envkit train``'s per-row timeout; p99 over it at the job's
+    concurrency warns (EK806)."""
 
     @property
     def patience_s(self) -> float:
@@ -96,7 +87,7 @@ class Thresholds:
 
 
 def _key(name: str) -> str:
-    """The setting a field is read from: ``dead_rows_warn`` is ``probe-dead-rows-warn``.
+    """The setting a field is read from.
 
     >>> _key("rollout_timeout_s")
     'probe-rollout-timeout'

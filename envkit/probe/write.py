@@ -1,8 +1,7 @@
 """``envkit probe -o DIR``: the JSON report and the PNG, written atomically into DIR.
 
-The PNG shows the mean reward per policy per agent, then latency and throughput against
-concurrency. matplotlib is imported only here, when asked: the probe runs on the base install,
-and without matplotlib the PNG is skipped with a note.
+matplotlib is imported only here, when asked: the probe runs on the base install, and without
+matplotlib the PNG is skipped with a note.
 """
 
 from __future__ import annotations
@@ -29,8 +28,7 @@ PNG_NAME = "probe.png"
 
 
 def write_outputs(report: ProbeReport, directory: Path) -> ProbeReport:
-    """``DIR/probe.png`` (skipped, with a note, without matplotlib) and ``DIR/probe.json``;
-    the report returned names the PNG."""
+    """``DIR/probe.png``, ``DIR/probe.json``; the report returned names the PNG."""
     directory.mkdir(parents=True, exist_ok=True)
     png = directory / PNG_NAME
     try:
@@ -57,7 +55,7 @@ def _write_provenance(report: ProbeReport, directory: Path) -> None:
 
 
 class PlotUnavailableError(MissingExtraError, RuntimeError):
-    """matplotlib is not installed: no PNG (the JSON and the tables still say everything)."""
+    """matplotlib is not installed: no PNG."""
 
 
 def _rewards(ax: Any, agents: list[dict[str, Any]]) -> None:

@@ -1,9 +1,4 @@
-"""``envkit profile``: which rows of a dataset give GRPO a learning signal with this policy.
-
-The pure analysis (pass rate, spread, the band, the zero-variance share) is ``analysis``; the
-phase that samples through the package's real Gym servers is ``sampling``; ``write`` puts
-``profile.jsonl`` and the curated dataset on disk; ``run`` ties them together.
-"""
+"""``envkit profile``: which rows of a dataset give GRPO a learning signal with this policy."""
 
 from __future__ import annotations
 

@@ -1,16 +1,9 @@
 """Which rows teach: per-row pass rate, mean and spread of G sampled rewards, and the band a
-curated dataset keeps.
+curated dataset keeps. Pure: numbers in, numbers out.
 
-Why these definitions: a GRPO group learns only from rewards that differ, so a row whose G
-replies all score alike (every reply passes, or none does) spends a step's compute on zero
-advantages (``envkit.probe.analysis.zero_variance``: the trainer's rule, restated over floats).
-Keeping rows whose pass rate lies inside a band away from 0 and 1 is how Gym's ``gym eval
-profile`` output is used for filtering and what prime-rl's drop of groups at 0 or 1 does
-online; this module is the pure half of ``envkit profile``: numbers in, numbers out, no server.
-
-A *pass* is a reward at or above the pass threshold (Gym's ``pass_threshold``; 1.0 by default:
-full marks on a binary verifier). A failed rollout is never a reward: it counts in ``failed``
-and in no statistic.
+Why a band: a GRPO group learns only from rewards that differ, so a row whose G replies all
+pass, or all fail, spends a step's compute on zero advantages. A failed rollout is never a
+reward: it counts in ``failed`` and in no statistic.
 """
 
 from __future__ import annotations
@@ -49,7 +42,7 @@ class Band:
     high: float
 
     def holds(self, pass_rate: float | None) -> bool:
-        """True for a pass rate inside the band; a row with no scored reply never is.
+        """A row with no scored reply is never inside.
 
         >>> Band(0.1, 0.9).holds(0.5), Band(0.1, 0.9).holds(1.0), Band(0.0, 1.0).holds(None)
         (True, False, False)
@@ -82,8 +75,6 @@ def parse_band(text: str) -> Band:
 
 @dataclass(frozen=True, slots=True)
 class RowProfile:
-    """One row's G replies: what they scored, and what failed instead of scoring."""
-
     split: str
     index: int
     """The row's position in its split's file (0-based)."""
@@ -92,7 +83,7 @@ class RowProfile:
     pass_rate: float | None
     mean: float | None
     std: float | None
-    """Population standard deviation of the scored rewards (the spread of the group)."""
+    """Population standard deviation of the scored rewards."""
     first_failure: str | None = None
 
     @property
@@ -130,8 +121,8 @@ def row_profile(split: str, index: int, rewards: Sequence[float], failures: Sequ
 
 
 def zero_variance_share(rows: Iterable[RowProfile]) -> float | None:
-    """The share of rows whose scored replies all got the same reward (a GRPO group with no
-    gradient), as ``envkit probe --model`` and the trainer count them; None without rows.
+    """The share of rows whose scored replies all got the same reward, as ``envkit probe
+    --model`` counts them.
 
     >>> zero_variance_share([row_profile("training", 0, [1.0, 1.0]),
     ...                      row_profile("training", 1, [0.0, 1.0])])
@@ -141,7 +132,7 @@ def zero_variance_share(rows: Iterable[RowProfile]) -> float | None:
 
 
 def kept_rows(rows: Iterable[RowProfile], band: Band) -> list[RowProfile]:
-    """The rows whose pass rate lies in ``band``, in their order.
+    """The rows whose pass rate lies in ``band``.
 
     >>> rows = [row_profile("training", i, r) for i, r in enumerate([[1, 1], [0, 1], [0, 0]])]
     >>> [p.index for p in kept_rows(rows, Band(0.1, 0.9))]

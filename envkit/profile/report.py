@@ -1,8 +1,4 @@
-"""The result of ``envkit profile``: the rows' statistics, the band and what it kept.
-
-``ProfileDict`` is the JSON ``--output-format json`` prints (``envkit schema profile``); each
-entry of its ``rows`` is one line of ``profile.jsonl``.
-"""
+"""The result of ``envkit profile``: the rows' statistics, the band and what it kept."""
 
 from __future__ import annotations
 
@@ -59,7 +55,7 @@ class ProfileDict(TypedDict):
 
 
 def split_counts(rows: tuple[RowProfile, ...], kept: list[RowProfile]) -> dict[str, dict[str, int]]:
-    """``{split: {"profiled": n, "kept": k}}`` in the order the splits came."""
+    """``{split: {"profiled": n, "kept": k}}``."""
     out: dict[str, dict[str, int]] = {}
     for row in rows:
         out.setdefault(row.split, {"profiled": 0, "kept": 0})["profiled"] += 1

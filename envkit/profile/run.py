@@ -1,5 +1,5 @@
 """``envkit profile`` as one call: sample every row G times, write ``profile.jsonl``, and with a
-band, write the curated dataset (its provenance naming the band and the counts)."""
+band, write the curated dataset."""
 
 from __future__ import annotations
 
@@ -27,14 +27,12 @@ __all__ = ["DATASET_DIR", "PASS_THRESHOLD", "EmptyBandError", "ProfileRequest",
 DATASET_DIR = "dataset"
 """The curated dataset's directory under ``-o``."""
 
-
 PASS_THRESHOLD = 1.0
 """Full marks: a binary verifier's pass (Gym's profile counts ``reward >= pass_threshold``)."""
 
 
 def pass_threshold_for(package: Path, flag: float | None, *, isolated: bool = False) -> float:
-    """``--pass-threshold``, else ``profile-pass-threshold`` of the package's configuration
-    (``envkit.toml`` or ``[tool.envkit]``, as validate finds it), else full marks.
+    """``--pass-threshold``, else the configuration's ``profile-pass-threshold``, else full marks.
 
     :raises SettingsError: the configuration file found cannot be used.
     """

@@ -1,14 +1,7 @@
 """The phase of ``envkit profile`` that talks to servers: G replies per row from the policy.
 
-Why no bring-up of its own: the policy is served and the package brought up exactly as
-``envkit rollout`` does it (``envkit.trainer.sources.gym.open_session``, the session's
-liveness probe polled while rows are in flight: ``envkit.rollout.run_rollouts``), and
-each row is sent ``G = num_generations_per_prompt`` times with the job's sampling settings
-(temperature, ``max_new_tokens``, ``top_k`` on the policy server), as ``envkit probe --model``
-reads them from the job (``envkit.probe.inputs.read_job``). Each reply is seeded as a training
-step seeds its samples (``envkit.trainer.seeds``) under a salt of its own, the row's place in
-the dataset as its group: the same job, model and dataset draw the same replies in any
-arrival order, so two runs give the same profile.
+The package is brought up exactly as ``envkit rollout`` does it, and each reply is seeded as
+a training step seeds its samples (``seeded_batch``), so two runs give the same profile.
 """
 
 from __future__ import annotations
@@ -50,8 +43,7 @@ class ProfileRequest:
     job: Path | None = None
     backend: str = "hf"
     pass_threshold: float = 1.0
-    """A reply passes at this reward or above (``--pass-threshold``, else the configuration's
-    ``profile-pass-threshold``: ``envkit.profile.run.pass_threshold_for``)."""
+    """A reply passes at this reward or above."""
     limit: int | None = None
     """Only the first N rows of each split."""
     timeout_s: float = 600.0

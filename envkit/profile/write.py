@@ -1,10 +1,8 @@
 """What ``envkit profile`` leaves on disk: ``profile.jsonl`` and, with ``--keep``, a curated
 dataset directory.
 
-Why atomic: the curated dataset is an input of ``envkit train``; it is staged in a sibling
-temp directory and moved into place in one rename (``envkit.supply.atomic``), so a crash or a
-Ctrl-C never leaves a dataset with half its rows. Its ``provenance.json`` names the package and
-the dataset it came from (their digests) and, under ``curation``, the band and the counts.
+Why atomic: the curated dataset is an input of ``envkit train``; a crash or a Ctrl-C must
+never leave a dataset with half its rows.
 """
 
 from __future__ import annotations
@@ -37,8 +35,8 @@ def write_profile(out_dir: Path, rows: Iterable[RowProfile]) -> Path:
 
 def write_curated(dest: Path, source: Path, kept: Mapping[str, Iterable[int]],
                   provenance: Provenance) -> Path:
-    """``dest`` as a dataset: each split's kept rows of ``source`` (row numbers 0-based, in
-    order), and ``provenance.json``; an existing ``dest`` is replaced in one step.
+    """``dest`` as a dataset: each split's kept rows of ``source``, and ``provenance.json``; an
+    existing ``dest`` is replaced in one step.
 
     :raises OSError: the source cannot be read or ``dest`` not written.
     """

@@ -1,6 +1,5 @@
 """``envkit rescore``: a recorded run's rollouts scored again by the package's current
-verifier, without a policy (``run``), and what it found (``report``); which servers can be
-asked again at all is ``state``'s to say."""
+verifier, without a policy."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """What ``envkit rescore`` found: per row the recorded reward and the current verifier's.
 
-A row is ``rescored`` (both rewards known), ``refused`` (its resources server keeps state a bare
-``/verify`` cannot restore, or it has none: ``reason`` says which) or ``failed`` (the verifier
-answered with an error, or no reward). ``changed`` compares the rewards exactly: a verifier
-change is what rescore is for, and a reward that moved by 1e-9 moved.
+``changed`` compares the rewards exactly: a verifier change is what rescore is for, and a
+reward that moved by 1e-9 moved.
 """
 
 from __future__ import annotations
@@ -53,7 +51,7 @@ class RescoreDict(TypedDict):
 
 @dataclass(frozen=True, slots=True)
 class RowScore:
-    """One recorded rollout: ``line`` in the rollouts file (1-based), its agent and rewards."""
+    """One recorded rollout: its ``line`` in the rollouts file, its agent and rewards."""
 
     line: int
     agent: str
@@ -74,8 +72,6 @@ class RowScore:
 
 @dataclass(frozen=True, slots=True)
 class RescoreReport:
-    """Every row, the run it came from, and whether the package changed since."""
-
     run_dir: str
     package: str
     rollouts: str
@@ -83,7 +79,6 @@ class RescoreReport:
     """The package's digest now differs from the run's (``None``: the run recorded none)."""
     rows: tuple[RowScore, ...]
     output: str | None = None
-    """Where the re-scored rollouts were written (``-o``)."""
 
     def count(self, status: Status) -> int:
         return sum(r.status == status for r in self.rows)

@@ -1,13 +1,10 @@
 """``rescore``: a recorded run's rollouts, scored again by the package's current verifier.
 
-Why without a policy: iterating on a verifier (a stricter parser, a fixed reference field)
-should not cost new rollouts; Gym has ``gym eval reverify`` and verifiers ``vf-replay`` for the
-same reason. The recorded rows carry the full ``response`` (``rollouts.jsonl``: Gym's row with
-``response`` and ``reward``) and ``run.json`` names the package and how its servers were
-brought up, so rescore brings the same servers up (a scripted endpoint stands in for the
-policy, which nothing calls), posts each row with its recorded response to its agent's
-resources server's ``/verify``, and compares the reward with the recorded one. A server whose
-reward depends on per-episode state is refused (``envkit.rescore.state``), never guessed.
+Why without a policy: iterating on a verifier should not cost new rollouts. The recorded rows
+carry the full ``response`` and ``run.json`` names the package, so rescore brings the same
+servers up (a scripted endpoint stands in for the policy, which nothing calls) and posts each
+row to its agent's ``/verify``. A server whose reward depends on per-episode state is refused
+(``envkit.rescore.state``), never guessed.
 """
 
 from __future__ import annotations
@@ -65,8 +62,7 @@ class RescoreRequest:
 
 
 def read_rollouts(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """``(line, row)`` of every non-blank line of a rollouts file (Gym's rows), read by the
-    dataset model's streaming reader.
+    """``(line, row)`` of every non-blank line of a rollouts file.
 
     :raises UsageError: the file is missing, or a line is not a JSON object.
     """
@@ -212,8 +208,7 @@ def _verdict(servers: GymServers, server: str) -> Verdict:
 
 
 def _get_json(url: str) -> Any:
-    """``GET url`` as JSON; ``None`` when it does not answer with JSON (an older Gym without
-    the route): the caller then decides without it."""
+    """``GET url`` as JSON; ``None`` when it does not answer with JSON (an older Gym)."""
     try:
         with urllib.request.urlopen(url, timeout=30) as resp:
             return json.load(resp)

@@ -1,17 +1,10 @@
 """Whether a resources server's ``/verify`` can score a recorded response again, alone.
 
-Why refuse at all: a server that keeps per-episode state (a sandbox a tool call changed, a
-session ``/seed_session`` set up) scores the response against that state; a bare ``/verify``
-long after the episode would score it against none, and the "new reward" would be an artefact
-of the missing state, not of the verifier. Gym says what a server can do at ``GET
-/reverify_mode`` (its ``REVERIFY_MODE``: ``stateless``, ``unsupported``, or the default
-``unknown``), and Gym's own re-verification refuses all but ``stateless`` unless forced.
-
-envkit decides as conservatively where it can see state, and no more: ``unsupported`` is
-refused; ``unknown`` (what nearly every server reports, as it is the default) is accepted only
-when the server keeps Gym's own ``/seed_session`` -- its request body one of Gym's base seed
-models in the OpenAPI document -- since a server that seeds per-episode state overrides that
-route; anything the document does not show is refused. Pure over the two answers.
+Why refuse at all: a server that keeps per-episode state scores the response against it; a
+bare ``/verify`` long after the episode would score it against none, and the "new reward"
+would be an artefact of the missing state. ``unknown`` (Gym's default ``REVERIFY_MODE``) is
+accepted only when the server keeps Gym's own stateless ``/seed_session``, since a server that
+seeds per-episode state overrides that route. Pure over the two answers.
 """
 
 from __future__ import annotations
@@ -34,8 +27,7 @@ class Verdict:
 
 
 def seed_models(openapi: Mapping[str, Any]) -> frozenset[str] | None:
-    """The schema names ``POST /seed_session`` takes; ``None``: the route or its body is not
-    in the document (or not as ``$ref`` s envkit can name).
+    """The schema names ``POST /seed_session`` takes; ``None``: the document does not say.
 
     >>> ref = lambda n: {"$ref": f"#/components/schemas/{n}"}
     >>> doc = {"paths": {"/seed_session": {"post": {"requestBody": {"content": {

@@ -1,7 +1,6 @@
 """``envkit rollout``: a package's real Gym servers against a local policy, rows to rewards.
 
-Its own package, above the trainer: it borrows the trainer's generation engines and Gym
-source, but is no part of the GRPO loop.
+Above the trainer: it borrows its engines and Gym source, but is no part of the GRPO loop.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """``envkit rollout`` as one call: serve the model, bring the package up, run the rows, stop.
 
-The policy server over a generation engine is the trainer's Gym source
-(``envkit.trainer.sources.gym.open_session``), so a rollout samples as a training step does;
-the Gym side is ``envkit.gym``. A dead server ends the run in seconds: the session's liveness
-probe is polled while rows are in flight, as in training.
+The policy is served by the trainer's Gym source, so a rollout samples as a training step
+does; a dead server ends the run in seconds, as in training.
 """
 
 from __future__ import annotations
@@ -43,8 +41,6 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class RolloutRequest:
-    """The one-shot run's layer: inputs and which rows; the rest is one object per layer."""
-
     package: Path
     dataset: Path
     model: Path
@@ -60,8 +56,6 @@ class RolloutRequest:
 
 @dataclass(frozen=True, slots=True)
 class RolloutSummary:
-    """The run's report: every :class:`Rollout` and the timings."""
-
     results: tuple[Rollout, ...]
     mean_reward: dict[str, float]
     ready_s: float = 0.0

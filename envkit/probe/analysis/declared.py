@@ -1,14 +1,9 @@
 """What a package declares about its reward: range, direction, whether it may vary, and where
-each agent is defined. Pure over the package model (``envkit.model.package``) and, when the
-package carries one, the data of a Gym ``manifest.yaml``.
+each agent is defined. Pure over the package model and the data of its Gym manifests.
 
-A platform package has no Gym manifest (Gym keeps those in ``environments/<name>/`` of its
-own tree); then the range is ``[0, 1]``, higher is better, as in 171 of Gym 0.7.0's 174
-manifests. A manifest whose ``resources_server`` is one of the package's resources servers
-overrides that (``reward.range``, ``reward.higher_is_better``), and its ``determinism:
-stochastic`` is a declaration that the reward may vary (EK803 becomes a warning), as is a
-resources server that refers to a judge model (``judge_model_server`` and the like: any
-reference to a model server other than the policy).
+Without a manifest the range is ``[0, 1]``, higher is better, as in nearly all of Gym's. A
+reward may vary (EK803 becomes a warning) when a manifest says ``determinism: stochastic`` or
+a resources server refers to a judge (a model server other than the policy).
 """
 
 from __future__ import annotations
@@ -58,8 +53,7 @@ def agent_resources(pkg: Package) -> dict[str, tuple[str, ...]]:
 
 
 def judge_refs(pkg: Package) -> list[str]:
-    """``instance.key`` of every resources-server field that refers to a model server other
-    than the policy (a judge)."""
+    """``instance.key`` of every resources-server field that refers to a judge."""
     found = []
     for _, instance, server_type, _, body in server_blocks(pkg):
         if server_type != "resources_servers":
@@ -77,7 +71,7 @@ def resources_implementations(pkg: Package) -> set[str]:
 
 
 def scale_from_manifest(data: Any, source: str) -> RewardScale | None:
-    """The reward scale a Gym manifest declares (``None``: it declares none we can read).
+    """The reward scale a Gym manifest declares, or ``None``.
 
     >>> scale_from_manifest({"reward": {"range": [0, 1.8], "higher_is_better": True}}, "m")
     RewardScale(lower=0.0, upper=1.8, higher_is_better=True, source='m')
@@ -94,8 +88,7 @@ def scale_from_manifest(data: Any, source: str) -> RewardScale | None:
 
 
 def stochastic_reason(pkg: Package, manifests: Mapping[str, Any]) -> str | None:
-    """Why the reward may legitimately vary, or ``None``: a judge reference, or a manifest
-    (path -> data) that says ``determinism: stochastic``."""
+    """Why the reward may legitimately vary, or ``None``."""
     judges = judge_refs(pkg)
     if judges:
         return f"the package refers to a judge model ({', '.join(judges)})"

@@ -1,13 +1,9 @@
 """Which row fields a resources server's ``/verify`` reads: from the request model it declares.
 
-Why: Gym's resources servers are FastAPI apps, and ``/verify``'s body is the server's own
-pydantic request model (``BaseVerifyRequest`` plus the fields its verifier reads, e.g.
-spartqa's ``target: str = ""``). The agent forwards the whole row, but only declared fields
-survive, and a declared field the rows do not carry silently takes its default: a verifier
-that then compares every reply with ``""`` scores 0 for all of them, exactly like a constant
-reward. The server publishes that model in its OpenAPI document (``GET /openapi.json``,
-FastAPI's default), so the probe can read it without running package code in its own
-process. Pure over that document.
+Why: ``/verify``'s body is the server's own pydantic request model; a declared field the rows
+do not carry silently takes its default, and a verifier that compares every reply with ``""``
+scores 0 for all of them, exactly like a constant reward. FastAPI publishes that model in
+``/openapi.json``, so the probe reads it without running package code. Pure over that document.
 """
 
 from __future__ import annotations
@@ -26,20 +22,17 @@ _NO_DEFAULT = object()
 
 @dataclass(frozen=True, slots=True)
 class DeclaredField:
-    """One field of a ``/verify`` request model."""
-
     name: str
     required: bool
     default: Any = _NO_DEFAULT
 
     @property
     def empty_default(self) -> bool:
-        """Declared with ``""``, ``[]``, ``{}`` or ``null`` as its default: where a row's
-        reference belongs (a default that says nothing), not a setting with a real default."""
+        """A default that says nothing: where a row's reference belongs, not a setting."""
         return self.default is not _NO_DEFAULT and self.default in ("", [], {}, None)
 
     def describe(self) -> str:
-        """``target`` (default ``''``), or ``target`` (required).
+        """As the EK802 message names it.
 
         >>> DeclaredField("target", False, "").describe()
         "`target` (default '')"
@@ -50,7 +43,7 @@ class DeclaredField:
 
 
 def _resolve(doc: Mapping[str, Any], schema: Any) -> Mapping[str, Any]:
-    """Follow one local ``$ref`` (``#/components/schemas/X``)."""
+    """Follow one local ``$ref``."""
     if not isinstance(schema, Mapping):
         return {}
     ref = schema.get("$ref")
@@ -63,8 +56,7 @@ def _resolve(doc: Mapping[str, Any], schema: Any) -> Mapping[str, Any]:
 
 
 def verify_fields(openapi: Mapping[str, Any]) -> tuple[DeclaredField, ...]:
-    """The fields ``POST /verify`` declares beyond the base request, in declaration order;
-    ``()`` when the document has no such route or body.
+    """The fields ``POST /verify`` declares beyond the base request, in declaration order.
 
     >>> doc = {"paths": {"/verify": {"post": {"requestBody": {"content": {"application/json":
     ...     {"schema": {"$ref": "#/components/schemas/R"}}}}}}},
@@ -89,8 +81,8 @@ def verify_fields(openapi: Mapping[str, Any]) -> tuple[DeclaredField, ...]:
 
 def reference_slots(fields: Iterable[DeclaredField],
                     rows: Iterable[Mapping[str, Any]]) -> tuple[DeclaredField, ...]:
-    """Declared fields a reference could go in that no row carries: required ones, and ones
-    whose default is empty (a setting with a real default, e.g. ``extraction_mode``, is not).
+    """Declared fields a reference could go in (required, or with an empty default) that no
+    row carries.
 
     >>> f = (DeclaredField("target", False, ""), DeclaredField("mode", False, "exact"),
     ...      DeclaredField("expected_answer", True))
@@ -104,13 +96,11 @@ def reference_slots(fields: Iterable[DeclaredField],
 
 @dataclass(frozen=True, slots=True)
 class FieldSearch:
-    """What the probe found out about an oracle that never scored (``envkit.probe.phases.scoring``).
-
-    ``scored``: (row field, rendering) with which the reference did score once copied into
-    that field; ``missing``: fields the verify request declares for a reference that the rows
-    do not carry. Either explains the never-scoring oracle as a wrong field (EK802)."""
+    """What the probe found out about an oracle that never scored; either part explains it as
+    a wrong field (EK802)."""
 
     scored: tuple[str, str] | None = None
+    """(row field, rendering) with which the reference scored once copied into that field."""
     missing: tuple[DeclaredField, ...] = ()
 
     @property
@@ -118,7 +108,7 @@ class FieldSearch:
         return self.scored is not None or bool(self.missing)
 
     def describe(self) -> str:
-        """The clause the EK802 message ends with ("" when nothing was found)."""
+        """The clause the EK802 message ends with."""
         if self.scored is not None:
             field, rendering = self.scored
             return (f"; it scores when the row carries it as `{field}` (rendered "

@@ -1,19 +1,7 @@
 """Reward integrity per agent: which oracle rendering counts, whether the oracle ever scores,
-which content-free replies score as well as it, and whether repeats agree. Pure functions over
-a score table and the observations.
-
-The documented rules (``envkit rule EK801`` / ``EK802`` / ``EK803``), on rewards mapped to the
-reward range (0 = worst, 1 = best, :meth:`RewardScale.goodness`):
-
-- the **oracle** of an agent is its best-scoring rendering of the reference (ties: the first
-  in ``policies.RENDERINGS``);
-- the oracle **never scores** when it gets the worst reward on every row it was scored on;
-- a content-free reply is **gameable** when its mean is above the worst reward and at least
-  the oracle's mean minus ``probe-margin`` (a share of the range): it earns reward, and about
-  as much as the right answer;
-- the same reply on the same row, scored ``probe-repeats`` times, must get the same reward:
-  any spread above ``TOLERANCE`` is an error, a warning when the package declares that its
-  reward may vary (a judge model, or ``determinism: stochastic``: ``analysis.declared``).
+which content-free replies score as well as it, and whether repeats agree (EK801 / EK802 /
+EK803). Pure functions over a score table and the observations, on rewards mapped to the
+reward range (:meth:`RewardScale.goodness`).
 """
 
 from __future__ import annotations
@@ -61,7 +49,7 @@ def oracle_never_scores(oracle: PolicyScore, scale: RewardScale) -> bool:
 
 def gameable(scores: Mapping[str, PolicyScore], oracle: PolicyScore, scale: RewardScale,
              margin: float) -> list[PolicyScore]:
-    """Content-free policies that earn reward within ``margin`` of the oracle's mean.
+    """Content-free policies that earn reward, within ``margin`` of the oracle's mean.
 
     >>> from envkit.probe.analysis.observations import PolicyScore, RewardScale
     >>> o = PolicyScore("oracle:bare", "oracle", 0.9, {}, 8, 0)

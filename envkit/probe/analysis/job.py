@@ -1,10 +1,5 @@
-"""What the probe needs to know of the GRPO job: how hard the environment will be driven.
-
-Why its own small type: the load check replays rollouts "up to what the job will send", the
-noise reply is as long as the job lets a reply be, and the projected time per step multiplies
-by the rollouts a step needs; all three come from ``envkit.model.jobspec`` (the one job model),
-read here once, so the analyses take plain numbers. With ``--model`` the probe samples as a
-step does (G, top-k, the seed) and judges groups with the job's baseline and dynamic sampling.
+"""What the probe needs to know of the GRPO job: how hard the environment will be driven and
+how a step samples. Read from ``envkit.model.jobspec`` once, so the analyses take plain numbers.
 """
 
 from __future__ import annotations
@@ -21,8 +16,6 @@ __all__ = ["ProbeJob", "probe_job"]
 
 @dataclass(frozen=True, slots=True)
 class ProbeJob:
-    """The job's numbers the probe uses (``source``: the job file, or ``defaults``)."""
-
     concurrency: int
     """Rollouts one GRPO step sends at once: ``batch_size`` (times ``batch_multiplier``
     with dynamic sampling, rounded up)."""
@@ -36,7 +29,6 @@ class ProbeJob:
     prompts_per_step: int = 1
     top_k: int | None = None
     seed: int = 42
-    """The job's ``seed`` (unset compiles to 42, as ``envkit train`` reads it)."""
     leave_one_out: bool = True
     dynamic_sampling: bool = False
     batch_multiplier: float = 1.0
@@ -45,7 +37,7 @@ class ProbeJob:
 
 
 def probe_job(settings: GrpoSettings, source: str = "defaults") -> ProbeJob:
-    """The probe's view of ``settings`` (``training`` of an ``rl`` GRPO job).
+    """The probe's view of ``settings``.
 
     >>> from envkit.model.jobspec import grpo_settings
     >>> job = probe_job(grpo_settings({"training": {"type": "grpo", "batch_size": 8,

@@ -1,18 +1,9 @@
 """The load curve: oracle rollouts replayed at rising concurrency, up to what the job sends.
 
-Pure over the measured levels. The documented rules (``envkit rule EK805`` / ``EK806``):
-
-- levels are 1, 2, 4, ... below the job's concurrency, then the job's concurrency itself;
-- percentiles are nearest-rank over the successful rollouts' latencies;
-- the **knee** is the lowest level whose throughput reaches 90% of the best measured: past
-  it, more rollouts in flight buy little;
-- any failed rollout at a level at or below the job's concurrency is an error (a failure is
-  not a reward: Gym's agent does not retry the server's HTTP error);
-- p99 at the job's concurrency over the rollout timeout is a warning (the probe waits
-  ``PATIENCE`` times the timeout for a rollout, so a slow one is measured, not failed);
-- the **projected environment time per step** is the job's rollouts per step divided by the
-  throughput at the job's concurrency (the scripted policy answers at once, so this is the
-  environment's share of a step, a lower bound on the step).
+Pure over the measured levels (EK805 / EK806: ``analysis.verdicts``). The **knee** is the
+lowest level whose throughput reaches ``KNEE_SHARE`` of the best: past it, more rollouts in
+flight buy little. The projected time per step is the environment's share only (the scripted
+policy answers at once): a lower bound on the step.
 """
 
 from __future__ import annotations
@@ -44,7 +35,6 @@ class LoadLevel:
 
     @property
     def throughput(self) -> float:
-        """Successful rollouts per second."""
         return self.ok / self.wall_s if self.wall_s > 0 else 0.0
 
     def p(self, q: float) -> float | None:

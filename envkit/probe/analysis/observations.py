@@ -1,9 +1,7 @@
 """What the probe observed, as plain values the analyses read: rows, rewards, the reward scale.
 
-Why a failure has no reward here: a rollout that errored or timed out is counted as a failure
-and never enters a mean (Gym itself treats "no reward and no response" as an infrastructure
-failure, not a score of zero); every analysis reads :attr:`Observation.reward` only where it
-is set.
+Why a failure has no reward here: a rollout that errored or timed out never enters a mean (Gym
+itself treats it as an infrastructure failure, not a score of zero).
 """
 
 from __future__ import annotations
@@ -21,13 +19,13 @@ TOLERANCE = 1e-9
 
 
 def rounded(value: float | None) -> float | None:
-    """A number as the probe's and the profile's JSON print it: 6 places (None stays None)."""
+    """A number as the probe's and the profile's JSON print it."""
     return None if value is None else round(value, 6)
 
 
 @dataclass(frozen=True, slots=True)
 class ProbeRow:
-    """One dataset row the probe sends; ``line`` (in ``training.jsonl``) names it."""
+    """One dataset row the probe sends; its ``line`` names it."""
 
     agent: str
     line: int
@@ -46,8 +44,7 @@ class Observation:
     failure: str | None = None
     latency_s: float | None = None
     output: tuple[str, ...] = ()
-    """The types of the response's output items (``reasoning``, ``message``,
-    ``function_call`` ...): the shape in which the reply reached the verifier."""
+    """The types of the response's output items: the shape the reply reached the verifier in."""
 
     @property
     def ok(self) -> bool:
@@ -56,7 +53,7 @@ class Observation:
 
 @dataclass(frozen=True, slots=True)
 class RewardScale:
-    """The reward's declared range and direction (default ``[0, 1]``, higher is better)."""
+    """The reward's declared range and direction."""
 
     lower: float = 0.0
     upper: float = 1.0

@@ -1,22 +1,10 @@
 """From what was observed to diagnostics: one assessment per agent, one for the load curve.
 
 Why one place: a single cause often explains several symptoms, and only the cause is worth
-reporting. The order, per agent (documented in ``envkit rule EK802`` / ``EK804``):
-
-1. no row carries a reference answer -> EK808, and nothing that needs an oracle is judged
-   (a content-free reply that gets the best reward is still EK801: nothing can beat it);
-2. the oracle gets the worst reward on every row, and either scores once the reference is
-   copied into another row field, or the verify request declares a field for it that the
-   rows lack (``envkit.probe.analysis.fields``) -> EK802 naming that field, and nothing else: every
-   row is dead and every reply ties because of it;
-3. every judged row is dead -> EK804 error (a constant reward: also an oracle that never
-   scores in any field tried, with no declared field missing), and gaming is not reported
-   (every content-free reply ties with the oracle because nothing is scored);
-4. otherwise an oracle that never scores is EK802, dead rows over ``probe-dead-rows-warn``
-   warn (EK804) and gameable replies are errors (EK801).
-
-Failed rollouts (EK807) and disagreeing repeats (EK803) are reported whatever else is found:
-they are causes of their own.
+reporting. Per agent: no reference -> EK808 (only a maxed-out content-free reply is judged);
+an oracle that never scores because of a wrong field -> EK802 alone; every judged row dead ->
+EK804 alone; else EK802, EK804 warnings and EK801. Failed rollouts (EK807) and disagreeing
+repeats (EK803) are causes of their own, reported whatever else is found.
 """
 
 from __future__ import annotations
@@ -60,7 +48,7 @@ class AgentAssessment:
 
 
 def lines_text(lines: Sequence[int], limit: int = 8) -> str:
-    """``dataset lines 1, 2, 3`` (the first ``limit``, then how many more).
+    """The first ``limit`` dataset lines, then how many more.
 
     >>> lines_text([3, 1, 2]), lines_text(range(1, 12), 3)
     ('dataset line 1, 2, 3', 'dataset line 1, 2, 3 and 8 more')
@@ -135,8 +123,8 @@ def _reward_checks(agent: str, scores: Mapping[str, PolicyScore], oracle: Policy
 
 def _maxed_out(agent: str, scores: Mapping[str, PolicyScore], scale: RewardScale,
                where: Where) -> list[Diagnostic]:
-    """Without a reference: content-free replies that get the best reward are gameable on
-    their own (no answer can do better)."""
+    """Without a reference: content-free replies that get the best reward are gameable (no
+    answer can do better)."""
     best = [s for s in scores.values() if s.kind == "content-free" and s.mean is not None
             and scale.goodness(s.mean) >= 1.0 - TOLERANCE]
     if not best:
@@ -152,10 +140,7 @@ def assess_agent(agent: str, scores: Mapping[str, PolicyScore],
                  where: Where, *, stochastic: str | None = None,
                  oracle_field: str | None = None,
                  field_search: FieldSearch | None = None) -> AgentAssessment:
-    """Every finding for one agent's rows, causes before their consequences.
-
-    ``field_search``: what the probe found out when the oracle never scored as the rows
-    carry it (a field the verifier reads that the rows lack: EK802)."""
+    """Every finding for one agent's rows, causes before their consequences."""
     diags = failed_rollouts(agent, scores, where) + _unstable(agent, found, where, stochastic)
     oracle_name = choose_oracle(scores, scale)
     dead: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())

@@ -1,28 +1,11 @@
 """Learning signal: what the replies on a row leave GRPO to learn from. Pure over floats.
 
-Without a model (``envkit rule EK804``): GRPO's advantage is a sample's reward minus its group's
-baseline, so on a row where the right answer and every content-free reply score alike every
-group the policy samples there is likely to agree too. A row is **judged** when the oracle and
-at least one content-free reply were scored on it, and **dead** when the per-row mean rewards
-of every policy scored on it (each oracle rendering included) lie within ``TOLERANCE`` of each
-other: the model-free lower bound of what ``--model`` measures on the job's groups.
-
-With a real policy (``--model``), by the trainer's definitions (``envkit.trainer.advantages``
-and ``envkit.trainer.dynamic_sampling``, NeMo-RL's rules) restated over plain floats so the
-probe reads what a training step will see without a tensor
-(``tests/probe/test_zero_variance.py`` checks them against the trainer's own functions). A
-*group* is the G replies to one prompt, failed rollouts left out (a failure is never a reward):
-
-- a group is **zero-variance** when its scored rewards lie within ``TOLERANCE`` of each other
-  (or fewer than two were scored): every advantage in it is 0 (``envkit rule EK810``);
-- a sample **contributes no gradient** when its advantage, reward minus baseline, is 0; the
-  baseline is the mean of the group's *other* samples with ``use_leave_one_out_baseline``,
-  else the group's mean (a mixed group can hold such a sample too);
-- **dynamic sampling keeps** a sample whose std, over the other samples with the leave-one-out
-  baseline or over the group without it, is not 0; a step needs ``prompts x G`` kept samples
-  and each generation batch brings ``int(prompts x batch_multiplier) x G``, so with a kept
-  share ``q`` a step takes about ``ceil(prompts / (int(prompts x batch_multiplier) x q))``
-  batches (``envkit rule EK811``).
+Without a model (EK804): on a row where the right answer and every content-free reply score
+alike, every group the policy samples there is likely to agree too. With a real policy
+(``--model``: EK810, EK811): the trainer's definitions (``envkit.trainer.advantages`` and
+``envkit.trainer.dynamic_sampling``) restated over plain floats, so the probe reads what a
+training step will see without a tensor (``tests/probe/test_zero_variance.py`` checks them
+against the trainer's own functions). A *group* is the G scored replies to one prompt.
 """
 
 from __future__ import annotations
@@ -42,7 +25,8 @@ __all__ = ["GroupSignal", "dead_rows", "expected_gen_batches", "group_signal", "
 
 
 def dead_rows(scores: Mapping[str, PolicyScore]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """(dead rows, judged rows), each as dataset lines in order.
+    """(dead rows, judged rows) as dataset lines: judged when the oracle and a content-free
+    reply were scored on it, dead when every policy's mean there is the same.
 
     >>> from envkit.probe.analysis.observations import PolicyScore
     >>> s = {"oracle:bare": PolicyScore("oracle:bare", "oracle", 0.5, {1: 1.0, 2: 0.0}, 2, 0),
@@ -62,7 +46,7 @@ def dead_rows(scores: Mapping[str, PolicyScore]) -> tuple[tuple[int, ...], tuple
 
 
 def _std(values: Sequence[float]) -> float:
-    """Sample std (Bessel-corrected); 0 for fewer than two values, as the trainer's."""
+    """Sample std; 0 for fewer than two values, as the trainer's."""
     if len(values) < 2:
         return 0.0
     mean = sum(values) / len(values)
@@ -113,7 +97,8 @@ class GroupSignal:
 
 
 def group_signal(groups: Sequence[Sequence[float]], *, leave_one_out: bool = True) -> GroupSignal:
-    """The counts over ``groups`` (each the scored rewards of one prompt; empty ones skipped).
+    """The counts over ``groups``: zero-variance groups (every advantage 0), samples with no
+    gradient (advantage 0), and samples dynamic sampling keeps (std not 0).
 
     >>> s = group_signal([[0.0, 0.0, 0.0], [1.0, 0.0, 0.5], [0.25]])
     >>> (s.groups, s.zero_variance, s.samples, s.no_gradient, s.kept)
@@ -146,7 +131,7 @@ def expected_gen_batches(kept_share: float | None, prompts_per_step: int,
 
 
 def wilson(successes: int, trials: int, z: float = 1.96) -> tuple[float, float] | None:
-    """The Wilson score interval of a binomial share (95% by default); None without trials.
+    """The Wilson score interval of a binomial share; None without trials.
 
     Why Wilson: it stays inside [0, 1] and is honest at 0% and 100%, where the normal
     approximation claims no uncertainty at all.

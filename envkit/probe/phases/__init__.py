@@ -1,12 +1,8 @@
 """The phase interface: what every step of a probe gets, and what it gives back.
 
-Why phases: the package is brought up once and each question (is the reward honest and
-stable? does it survive the job's load? what do the policy's own groups give?) is one phase
-over the same running servers, in order, each reading what the earlier ones found. A new
-question is one more entry in ``envkit.probe.run.PHASES``, touching no other phase; one that
-needs no running servers (Gym's verifier fixtures) ignores ``ctx.live``. A phase counts its
-rollouts as they finish, from the sender's threads, through ``ctx.progress``: a bar per phase
-on stderr, or nothing (tests, JSON to a pipe); it need not know whether anyone is watching.
+Why phases: the package is brought up once and each question (is the reward honest? does it
+survive the job's load? ...) is one phase over the same running servers, in order, each
+reading what the earlier ones found; a new question is one more entry in ``PHASES``.
 """
 
 from __future__ import annotations
@@ -95,7 +91,6 @@ class ProbeContext:
 
     live: LiveProbe
     rows: Mapping[str, Sequence[ProbeRow]]
-    """Agent -> its probed rows (the dataset's first ``probe-rows``)."""
     job: ProbeJob
     thresholds: Thresholds
     panel: Sequence[Policy]
@@ -103,13 +98,12 @@ class ProbeContext:
     where: Mapping[str, Where]
     """Agent -> where it is defined (findings point there); ``""``: the package itself."""
     stochastic: str | None = None
-    """Why the reward may vary (a judge, a manifest), or None."""
+    """Why the reward may vary, or None."""
     resources: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Agent -> the resources servers that score it (their ``/verify`` request models)."""
     oracle_field: str | None = None
     progress: Progress = NO_PROGRESS
     dataset: Path | None = None
-    """The dataset directory (where ``envkit build`` moved a server's ``.jsonl`` files)."""
     results: dict[str, PhaseResult] = field(default_factory=dict)
 
     def where_of(self, agent: str) -> Where:

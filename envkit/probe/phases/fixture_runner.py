@@ -1,30 +1,17 @@
 """Run one resources server's Gym verifier fixture, case by case, in that server's own venv.
 
 Not imported by envkit: ``envkit.probe.phases.fixtures`` runs this file with the server venv's
-Python (``<venv>/bin/python fixture_runner.py --request R --result O``), so the package's code
-is only ever imported there, next to the Gym it was installed with. It may import nothing from
-envkit.
+Python, so the package's code is only imported next to the Gym it was installed with. It may
+import nothing from envkit.
 
-Why not Gym's own runner (``python -m nemo_gym.environment._verifier_runner``, what ``gym env
-test`` runs): it stops at the first failing case and reports one message, so a probe report
-could not say which of the other cases hold. This runner does what Gym does, twice:
+Why not Gym's own runner: it stops at the first failing case, so a probe report could not say
+which of the other cases hold. This runner gives Gym's own verdict over the whole file
+(``gym``), then every case on its own by the same rules (``cases``, from Gym 0.7.0's
+``nemo_gym/verifier_fixture.py``).
 
-1. ``gym``: Gym's own ``exercise_verifier_fixture`` over the whole file (its verdict and
-   its message, exactly as ``gym env test`` would give them, fail-fast);
-2. ``cases``: every case on its own, by the same rules (``nemo_gym/verifier_fixture.py`` of
-   Gym 0.7.0: a fresh server per case through Gym's ``_observe``, a full case must pin the
-   best end of the range, a zero case the worst, a malformed one must raise an error
-   containing ``expected_error``, a determinism case runs only under ``seeded`` and must
-   repeat on a fresh reseeded server, every reward must be the case's ``expected_reward``).
-
-The entrypoint is imported as Gym imports it (``_import_resources_server``). Where the cases
-are read from: the path ``VERIFIER_FIXTURE.cases_path`` names when it exists; else the same
-path with ``.ndjson`` for ``.jsonl`` (a ``.jsonl`` cannot ship inside a package); else that
-path under the dataset directory (where ``envkit build`` moves every ``.jsonl``).
-
-R: ``{app_path, component_root, server_dir, package_root, dataset, reward_range,
-higher_is_better, determinism}``. O: ``{status, message, fixture_path, gym, cases}`` (status
-``ran``, ``no-fixture`` or ``error``).
+The cases are read from ``VERIFIER_FIXTURE.cases_path``; else its ``.ndjson`` twin (a
+``.jsonl`` cannot ship inside a package); else that path under the dataset directory (where
+``envkit build`` moves every ``.jsonl``).
 """
 
 from __future__ import annotations

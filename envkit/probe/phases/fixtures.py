@@ -1,20 +1,12 @@
 """The verifier-fixture phase: Gym 0.7's own verifier cases, run in each server's packaged venv.
 
-Why here: a resources server that exports ``VERIFIER_FIXTURE`` (Gym 0.7's
-``nemo_gym.verifier_fixture.VerifierFixture``) carries its author's own contract for the reward
-(``gym env test`` checks it): a request that must score the best reward, one that must score
-the worst, one that must be refused. The probe runs those cases too, so one report says both
-what the author promised and what the panel of scripted replies found.
+Why here: a resources server that exports ``VERIFIER_FIXTURE`` carries its author's own
+contract for the reward (``gym env test`` checks it); running those cases too, one report says
+both what the author promised and what the panel of scripted replies found.
 
-How: for every resources server of the package whose entrypoint names ``VERIFIER_FIXTURE``,
-``fixture_runner.py`` (beside this file; it says where the cases are read from) runs in a
-subprocess with the venv Python the bring-up built, so the package's code is never imported by
-envkit. The reward range and direction are the probe's; ``determinism`` is a Gym manifest's
-for that server, else ``unknown`` (Gym then skips determinism cases). A package cannot ship
-``tests/verifier_cases.jsonl`` (a ``.jsonl`` there is EK200): it ships them as ``.ndjson``,
-or leaves them to ``envkit build``, which moves them to the dataset directory (``--dataset``).
-
-This phase needs no running server (``ctx.live`` only gives the package and its venvs).
+``fixture_runner.py`` runs in a subprocess with each server's venv Python, so the package's
+code is never imported by envkit. ``determinism`` is a Gym manifest's for that server, else
+``unknown`` (Gym then skips determinism cases).
 """
 
 from __future__ import annotations
@@ -47,7 +39,7 @@ log = logging.getLogger(__name__)
 
 RUNNER = Path(__file__).with_name("fixture_runner.py")
 TIMEOUT_S = 600.0
-"""One server's whole fixture (importing Gym and the server takes most of it)."""
+"""One server's whole fixture."""
 _RESOURCES = "resources_servers"
 
 
@@ -63,7 +55,6 @@ class FixtureCase:
     observed: tuple[float, ...] = ()
     message: str | None = None
     line: int | None = None
-    """Its line in the cases file."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +63,6 @@ class ServerFixture:
 
     server: str
     entrypoint: str
-    """Package-relative path of the module that exports ``VERIFIER_FIXTURE``."""
     status: str
     message: str | None = None
     fixture_path: str | None = None
@@ -144,8 +134,8 @@ def _diagnostics(s: ServerFixture, package: str) -> list[Diagnostic]:
 
 
 def fixture_servers(pkg: Package) -> list[tuple[str, str]]:
-    """``(implementation, entrypoint path)`` of every resources server shipped in the package
-    whose entrypoint names ``VERIFIER_FIXTURE`` (the attribute ``gym env test`` imports)."""
+    """``(implementation, entrypoint path)`` of every shipped resources server whose
+    entrypoint names ``VERIFIER_FIXTURE``."""
     shipped = {s.name for s in pkg.servers if s.server_type == _RESOURCES}
     found: dict[str, str] = {}
     for _, _, server_type, impl, body in server_blocks(pkg):
@@ -173,8 +163,6 @@ def _determinism(pkg: Package, impl: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class FixtureRun:
-    """What :func:`run_fixtures` needs: the package, its server venvs, where moved cases are."""
-
     package: Path
     venv_dir: Path
     dataset: Path | None = None
@@ -183,7 +171,7 @@ class FixtureRun:
 
 
 def run_fixtures(run: FixtureRun) -> FixturesResult:
-    """Every fixture-shipping resources server's cases, each server in its own venv."""
+    """Every fixture-shipping resources server's cases, each in its own venv."""
     pkg = read_package(run.package)
     servers = [_run_one(run, impl, rel, _determinism(pkg, impl))
                for impl, rel in fixture_servers(pkg)]
@@ -234,7 +222,7 @@ def _parse(impl: str, rel: str, data: Mapping[str, Any]) -> ServerFixture:
 
 
 class VerifierFixturePhase:
-    """Needs no running server: the package and the venvs the bring-up built."""
+    """Needs no running server: only the package and the venvs the bring-up built."""
 
     name = "fixtures"
 

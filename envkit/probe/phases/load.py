@@ -1,9 +1,7 @@
 """The load phase: the oracle's rollouts replayed at rising concurrency, up to the job's.
 
-Each agent replays its oracle (the rendering the scoring phase chose; the empty reply where a
-row has no reference), its rows cycled; level ``c`` sends ``LOAD_ROUNDS * c`` rollouts with
-``c`` in flight and times each. The analysis is ``envkit.probe.analysis.load``; a server that dies
-under load ends the phase with the levels measured so far and an EK805.
+Level ``c`` sends ``LOAD_ROUNDS * c`` rollouts with ``c`` in flight; a server that dies under
+load ends the phase with the levels measured so far and an EK805.
 """
 
 from __future__ import annotations

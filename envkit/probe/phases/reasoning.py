@@ -1,28 +1,12 @@
 """The reasoning phase: the oracle's answer with a reasoning model's ``<think>...</think>``.
 
-Why a phase of its own, after the panel: the renderings need the agent's oracle rendering
-(``<answer>X</answer>``, ``\\boxed{X}`` ...), which only the panel's scores name. Each probed
-row gets three replies (``policies.REASONING``): the oracle after reasoning that does not
-state it, reasoning that states the right answer followed by a wrong final one, and the right
-answer inside the reasoning with nothing after it (the reasoning skeleton with junk after it
-is content-free, so it is in the panel itself: EK801).
+Why a phase of its own, after the panel: the renderings need the agent's oracle rendering,
+which only the panel's scores name. Gym's model server with ``uses_reasoning_parser`` turns
+``<think>...</think>`` into a ``reasoning`` output item, without it the tags stay inline; the
+phase sends the same text either way and reports the shape it saw.
 
-The reasoning reaches the verifier in one of two shapes, and the package decides which: Gym's
-model server with ``uses_reasoning_parser`` turns ``<think>...</think>`` into a Responses
-``reasoning`` output item, without it the tags stay inline in the message text. The phase
-sends the same text either way and reports the shape it saw in the rollouts.
-
-Verdicts (``envkit rule EK812`` / ``EK813``), on rewards mapped to the reward range:
-
-- the right answer only in the reasoning (alone, or before a wrong final answer) earning
-  reward within ``probe-margin`` of the oracle is EK812 (an error: a policy learns to write
-  the answer anywhere, or to hedge);
-- the oracle after reasoning scoring more than ``probe-margin`` below the bare oracle is
-  EK813 (a warning: a reasoning model served without a reasoning parser loses its reward).
-
-Agents whose panel already showed a content-free reply gaming the reward, an oracle that never
-scores or no learning signal at all (EK801, EK802, EK804 errors) are not played: those causes
-explain whatever the reasoning renderings would score.
+The right answer only in the reasoning scoring within ``probe-margin`` of the oracle is EK812;
+the oracle after reasoning scoring more than that below the bare oracle is EK813.
 """
 
 from __future__ import annotations
@@ -67,7 +51,6 @@ class ReasoningAssessment:
     oracle: str
     """The oracle rendering the reasoning replies end with."""
     shape: str | None
-    """``reasoning item`` or ``inline``: how the reasoning reached the verifier."""
     diagnostics: tuple[Diagnostic, ...]
 
 
@@ -103,8 +86,7 @@ class ReasoningResult:
 
 
 def reasoning_shape(observations: Sequence[Observation]) -> str | None:
-    """``reasoning item`` when any reply reached the verifier with a Responses ``reasoning``
-    item, ``inline`` when replies arrived without one, ``None`` when none arrived.
+    """How the reasoning reached the verifier; ``None`` when no reply arrived.
 
     >>> from envkit.probe.analysis.observations import Observation
     >>> reasoning_shape([Observation("a", "p", 1, output=("reasoning", "message"))])
@@ -120,12 +102,10 @@ def reasoning_shape(observations: Sequence[Observation]) -> str | None:
 
 def _template(scoring: ScoringResult, agent: str,
               scale: RewardScale) -> tuple[str, str] | None:
-    """The rendering the reasoning replies end with: among the renderings that score as well
-    as the oracle, a delimited one (``<answer>X</answer>``, ``\\boxed{X}``, ``Answer: X``)
-    before the bare answer, as a reasoning model that follows the prompt's format would
-    write it (a bare answer after ``</think>`` is only the answer where the reasoning is
-    stripped; the delimited ones are found by an extractor too). ``None``: only the oracle
-    with reasoning scores that well (the verifier requires the reasoning format)."""
+    """The rendering the reasoning replies end with: among those that score as well as the
+    oracle, a delimited one before the bare answer (a bare answer after ``</think>`` is only
+    the answer where the reasoning is stripped). ``None``: only the oracle with reasoning
+    scores that well."""
     scores = scoring.table.get(agent, {})
     oracle = scoring.oracle_of(agent) or ""
     best = scale.goodness(scores[oracle].mean or 0.0)
@@ -156,8 +136,7 @@ def _why_skipped(scoring: ScoringResult, agent: str, scale: RewardScale) -> str 
 def assess_reasoning(agent: str, scores: Mapping[str, PolicyScore], oracle: PolicyScore,
                      scale: RewardScale, margin: float, shape: str | None,
                      where: Where) -> ReasoningAssessment:
-    """EK812 for the right answer rewarded inside the reasoning, EK813 for the oracle that
-    loses its reward behind reasoning, EK807 for reasoning replies that failed the rollout.
+    """EK812, EK813, and EK807 for reasoning replies that failed the rollout.
 
     >>> from envkit.probe.analysis.observations import PolicyScore, RewardScale
     >>> o = PolicyScore("oracle:bare", "oracle", 1.0, {}, 8, 0)

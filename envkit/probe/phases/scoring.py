@@ -1,10 +1,8 @@
 """The scoring phase: every policy of the panel on every probed row, ``probe-repeats`` times.
 
-One round per policy: the scripted answers are swapped, then the round's rows go to Gym's
-``/run`` at ``probe-concurrency`` (low on purpose: breaking under load is the load phase's
-finding). A rollout that fails is sent once more, alone; if it fails again it is a failure,
-never a reward. Rows whose prompts collide (one prompt, two different replies in one round)
-are sent in separate waves, since the scripted policy answers by prompt.
+One round per policy. A rollout that fails is sent once more, alone; if it fails again it is a
+failure, never a reward. Rows whose prompts collide are sent in separate waves, since the
+scripted policy answers by prompt.
 """
 
 from __future__ import annotations
@@ -32,10 +30,9 @@ if TYPE_CHECKING:
 __all__ = ["ScoringPhase", "ScoringResult", "output_types", "play_round", "play_rounds", "waves"]
 
 _ANY = Policy("oracle:field-search", "oracle", lambda row, job: None, "the field search")
-"""The policy name the field search's observations carry (they are not part of the panel)."""
+"""The policy the field search's observations carry (not part of the panel)."""
 
 _FALLBACK = ""
-"""What the scripted policy answers a prompt it has no reply for (none is sent)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +98,7 @@ class ScoringPhase:
 def play_rounds(ctx: ProbeContext, name: str,
                 rounds: Sequence[tuple[Policy, list[tuple[str, str, ProbeRow]]]]
                 ) -> list[Observation]:
-    """Each policy's (prompt key, reply, row) items, wave by wave, under one progress bar."""
+    """Each policy's (prompt key, reply, row) items, wave by wave."""
     total = sum(len(items) for _, items in rounds) * ctx.thresholds.repeats
     observations: list[Observation] = []
     with ctx.progress.phase(name, total) as advance:
@@ -148,7 +145,7 @@ def output_types(record: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 _FIELD_ROWS = 2
-"""Rows per (field, rendering) when looking for the field the verifier reads."""
+"""Rows per (field, rendering) in the field search."""
 
 
 def _missing_slots(ctx: ProbeContext, agent: str) -> tuple[DeclaredField, ...]:
@@ -162,8 +159,7 @@ def _missing_slots(ctx: ProbeContext, agent: str) -> tuple[DeclaredField, ...]:
 
 def _field_if_never_scores(ctx: ProbeContext, scores: Mapping[str, PolicyScore],
                            agent: str) -> FieldSearch | None:
-    """The oracle never scored: copy the reference into each field a verifier may read (the
-    ones its verify request declares and the rows lack first, then ``FIELD_CANDIDATES``) on a
+    """The oracle never scored: copy the reference into each field a verifier may read on a
     few rows, every rendering, and say which made it score.
 
     Why: a verifier that reads a field the rows lack scores 0 for everything, exactly as a

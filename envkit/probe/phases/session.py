@@ -1,16 +1,10 @@
 """The one place the probe touches the Gym runtime and the policy endpoint.
 
-Why one module: the bring-up is smoke's (a scripted policy endpoint, the package's real Gym
-servers in their packaged venvs, ``--offline`` in a namespace with no route out); every
-runtime name the phases need (``envkit.gym``'s session and client, ``envkit.policy_server``,
-``envkit.smoke``) is imported here, so a change of their face is an edit to this file.
-
-:class:`LiveProbe` brings the package up **once**; the phases then swap the scripted answers
-between rounds (:meth:`LiveProbe.answer`) and send rows at the concurrency they choose
-(:meth:`LiveProbe.send`), each rollout timed on its own. A phase with a real policy
-(``--model``) serves it on the same endpoint for a while (:meth:`LiveProbe.serving`): Gym's
-model server was configured with the endpoint's address at bring-up, so the engine behind it
-is swapped, not the address.
+Why one module: every runtime name the phases need is imported here, so a change of their
+face is an edit to this file. :class:`LiveProbe` brings the package up **once** (smoke's
+bring-up); the phases then swap the scripted answers between rounds and send rows at the
+concurrency they choose. A real policy (``--model``) is served by swapping the engine behind
+the endpoint, since Gym's model server was configured with its address at bring-up.
 """
 
 from __future__ import annotations
@@ -56,15 +50,13 @@ class ProbeAbortedError(FailedError, RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class Sent:
-    """One row's rollout and how long it took."""
-
     rollout: Rollout
     latency_s: float
 
     @property
     def failure(self) -> str | None:
-        """Why this rollout has no reward: it failed, or Gym masked it (``mask_sample``: a
-        judge that failed answers reward 0.0 with the sample masked -- not a score)."""
+        """Why this rollout has no reward: it failed, or Gym masked it (a judge that failed
+        answers 0.0 with ``mask_sample``: not a score)."""
         if not self.rollout.ok:
             return self.rollout.failure_reason or "no reward"
         record = self.rollout.record
@@ -81,9 +73,8 @@ class Sent:
 AFTER_TOOL = "\x00envkit-probe: after a tool result"
 """The key of every policy call that follows a tool result (no prompt text is this)."""
 AFTER_TOOL_REPLY = "Done."
-"""What the scripted policy says once its calls were answered: a short final message, as a
-tool-calling model ends its turn (answering the prompt again would repeat the calls until
-the agent's step limit, and Gym's simple agent has none by default)."""
+"""What the scripted policy says once its calls were answered: answering the prompt again
+would repeat the calls, and Gym's simple agent has no step limit by default."""
 
 
 def turn_key(messages: Any) -> str:
@@ -101,8 +92,7 @@ def turn_key(messages: Any) -> str:
 
 
 def start_failure(exc: GymRuntimeError) -> tuple[Diagnostic, str]:
-    """A bring-up that failed, as a diagnostic at the manifest (``envkit smoke`` says more),
-    and the failing server's log tail."""
+    """A failed bring-up as a diagnostic at the manifest, and the failing server's log tail."""
     rule = RULES.get(exc.code or "", EK704)
     first = str(exc).splitlines()[0][:300] if str(exc) else "the servers did not start"
     return rule.at(MANIFEST, f"the Gym servers did not start: {first}",
@@ -111,8 +101,7 @@ def start_failure(exc: GymRuntimeError) -> tuple[Diagnostic, str]:
 
 
 class _Switch:
-    """A ``GenerationBackend`` that answers through whichever engine is current (the script,
-    or a real policy inside :meth:`LiveProbe.serving`); its name stays the one Gym knows."""
+    """Answers through whichever engine is current; its name stays the one Gym knows."""
 
     def __init__(self, default: GenerationBackend) -> None:
         self.model_name = default.model_name
@@ -144,8 +133,6 @@ class _Switch:
 
 
 class LiveProbe:
-    """``with LiveProbe(pkg, options) as live:`` -- the package's servers, up once."""
-
     def __init__(self, package: Path, options: RuntimeOptions) -> None:
         self.package = package
         # a reference answer a real policy could write within max_new_tokens is not cut
@@ -169,12 +156,10 @@ class LiveProbe:
 
     @property
     def venv_dir(self) -> Path | None:
-        """The server venvs (``<type>/<impl>/.venv``), once the bring-up set them up."""
         return self._session.venv_dir
 
     def openapi(self, instance: str) -> Mapping[str, Any]:
-        """Server ``instance``'s OpenAPI document (FastAPI's ``/openapi.json``: the request
-        models it declares), or ``{}`` when it has none or does not answer."""
+        """Server ``instance``'s ``/openapi.json``, or ``{}`` when it does not answer."""
         info = self._servers.servers.get(instance)
         if info is None:
             return {}
@@ -189,8 +174,7 @@ class LiveProbe:
 
     @contextlib.contextmanager
     def serving(self, engine: GenerationBackend) -> Iterator[None]:
-        """Gym's model calls are answered by ``engine`` inside the block, then by the script
-        again; the caller owns ``engine`` (and closes it)."""
+        """Gym's model calls are answered by ``engine`` inside the block; the caller closes it."""
         self._switch.use(engine)
         try:
             yield
