@@ -35,7 +35,6 @@ class LoadResult:
     concurrency: int
     rollouts_per_step: int
     aborted: str | None = None
-    extra: tuple[Diagnostic, ...] = ()
     timeout_s: float = 600.0
     where: tuple[str, int | None] = ("nemo-environment.yaml", None)
 
@@ -49,8 +48,10 @@ class LoadResult:
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
-        return [*load_diagnostics(self.levels, self.concurrency, self.timeout_s, self.where),
-                *self.extra]
+        found = load_diagnostics(self.levels, self.concurrency, self.timeout_s, self.where)
+        if self.aborted:
+            found.append(EK805.at(self.where[0], self.aborted, line=self.where[1]))
+        return found
 
     def to_dict(self) -> dict[str, Any]:
         return {"levels": len(self.levels), "aborted": self.aborted}
@@ -87,11 +88,9 @@ class LoadPhase:
                 except ProbeAbortedError as exc:
                     aborted = f"the servers stopped serving at concurrency {level}: {exc}"
                     break
-        where = ctx.where_of("")
-        extra = (EK805.at(where[0], aborted, line=where[1]),) if aborted else ()
         return LoadResult(self.name, tuple(measured), ctx.job.concurrency,
-                          ctx.job.rollouts_per_step, aborted, extra,
-                          ctx.thresholds.rollout_timeout_s, where)
+                          ctx.job.rollouts_per_step, aborted, ctx.thresholds.rollout_timeout_s,
+                          ctx.where_of(""))
 
 
 def _level(ctx: ProbeContext, rows: list[Mapping[str, Any]], level: int,
