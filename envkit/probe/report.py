@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from envkit.model.diagnostics import Severity
@@ -125,8 +125,8 @@ class ProbeReport:
             "codes": sorted({d.code for d in self.diagnostics}),
             "diagnostics": own.to_dict()["diagnostics"],
             "static": self.static.to_dict() if self.static else None,
-            "job": _job(self.job), "thresholds": self.thresholds.as_dict()
-            if self.thresholds else {},
+            "job": _job(self.job),
+            "thresholds": asdict(self.thresholds) if self.thresholds else {},
             "reward": _reward(self.scale, self.stochastic),
             "oracle_field": self.oracle_field,
             "policies": [{"name": p.name, "kind": p.kind, "description": p.description}

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from envkit.errors import UsageError
 from envkit.validate.settings import PROBE_DEFAULTS
@@ -81,9 +81,6 @@ class Thresholds:
         """These defaults, replaced by what ``settings`` (file + flags) set."""
         values = {f.name: getattr(settings, _key(f.name).replace("-", "_")) for f in fields(self)}
         return replace(self, **{k: v for k, v in values.items() if v is not None}).check()
-
-    def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def _key(name: str) -> str:
