@@ -67,7 +67,7 @@ def parse_band(text: str) -> Band:
     except ValueError:
         msg = f"--keep {text!r}: give LOW,HIGH, two pass rates such as 0.1,0.9"
         raise BandError(msg) from None
-    if not (0.0 <= low <= high <= 1.0) or math.isnan(low) or math.isnan(high):
+    if not 0.0 <= low <= high <= 1.0:  # NaN compares false too
         msg = f"--keep {text!r}: need 0 <= LOW <= HIGH <= 1"
         raise BandError(msg)
     return Band(low, high)

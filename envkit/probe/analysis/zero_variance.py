@@ -11,6 +11,7 @@ against the trainer's own functions). A *group* is the G scored replies to one p
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -47,10 +48,7 @@ def dead_rows(scores: Mapping[str, PolicyScore]) -> tuple[tuple[int, ...], tuple
 
 def _std(values: Sequence[float]) -> float:
     """Sample std; 0 for fewer than two values, as the trainer's."""
-    if len(values) < 2:
-        return 0.0
-    mean = sum(values) / len(values)
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    return statistics.stdev(values) if len(values) > 1 else 0.0
 
 
 def _baselines(rewards: Sequence[float], leave_one_out: bool) -> list[tuple[float, float]]:
