@@ -1,31 +1,40 @@
 """``envkit profile`` as one call: sample every row G times, write ``profile.jsonl``, and with a
-band, write the curated dataset."""
+band, write the curated dataset.
+
+Why atomic: the curated dataset is an input of ``envkit train``; a crash or a Ctrl-C must
+never leave a dataset with half its rows.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import shutil
 from typing import TYPE_CHECKING
 
 from envkit.errors import FailedError
+from envkit.gym import load_rows
+from envkit.model.provenance import PROVENANCE_NAME
 from envkit.probe.analysis.observations import rounded
 from envkit.probe.phases.model import check_model_dir
 from envkit.profile.report import ProfileReport, split_counts
 from envkit.profile.sampling import ProfileRequest, sample_profile
-from envkit.profile.write import write_curated, write_profile
+from envkit.supply.atomic import make_temp_dir, swap_into_place, write_files, write_text
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable, Mapping
     from pathlib import Path
 
     from envkit.gym import Rollout
-    from envkit.model.provenance import CurationDict
-    from envkit.profile.analysis import Band
+    from envkit.model.provenance import CurationDict, Provenance
+    from envkit.profile.analysis import Band, RowProfile
 
-__all__ = ["DATASET_DIR", "PASS_THRESHOLD", "EmptyBandError", "ProfileRequest",
-           "pass_threshold_for", "run_profile"]
+__all__ = ["DATASET_DIR", "PASS_THRESHOLD", "PROFILE_NAME", "EmptyBandError", "ProfileRequest",
+           "pass_threshold_for", "run_profile", "write_curated", "write_profile"]
 
 DATASET_DIR = "dataset"
 """The curated dataset's directory under ``-o``."""
+PROFILE_NAME = "profile.jsonl"
 
 PASS_THRESHOLD = 1.0
 """Full marks: a binary verifier's pass (Gym's profile counts ``reward >= pass_threshold``)."""
@@ -90,3 +99,32 @@ def run_profile(request: ProfileRequest, *, band: Band | None = None,
     dest = write_curated(out_dir / DATASET_DIR, request.dataset, indices,
                          dataclasses.replace(record, curation=_curation(report, band)))
     return dataclasses.replace(report, dataset_path=dest)
+
+
+def write_profile(out_dir: Path, rows: Iterable[RowProfile]) -> Path:
+    """``out_dir/profile.jsonl``: one line per row, in dataset order, whole or not at all."""
+    text = "".join(json.dumps(row.to_dict()) + "\n" for row in rows)
+    return write_text(out_dir / PROFILE_NAME, text)
+
+
+def write_curated(dest: Path, source: Path, kept: Mapping[str, Iterable[int]],
+                  provenance: Provenance) -> Path:
+    """``dest`` as a dataset: each split's kept rows of ``source``, and ``provenance.json``; an
+    existing ``dest`` is replaced in one step.
+
+    :raises OSError: the source cannot be read or ``dest`` not written.
+    """
+    files: dict[str, Path | bytes] = {PROVENANCE_NAME: provenance.dumps().encode()}
+    for split, indices in kept.items():
+        rows = load_rows(source, split)
+        text = "".join(json.dumps(rows[i], ensure_ascii=False) + "\n" for i in indices)
+        files[f"{split}.jsonl"] = text.encode()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = make_temp_dir(dest)
+    try:
+        write_files(tmp, files)
+        swap_into_place(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return dest

@@ -18,8 +18,8 @@ from envkit.probe.analysis.job import ProbeJob
 from envkit.profile import Band, BandError, ProfileReport, parse_band
 from envkit.profile.analysis import kept_rows, row_profile, zero_variance_share
 from envkit.profile.report import split_counts
+from envkit.profile.run import write_curated, write_profile
 from envkit.profile.sampling import Sampled
-from envkit.profile.write import write_curated, write_profile
 from envkit.schemas import load_schema
 
 if TYPE_CHECKING:
