@@ -130,6 +130,8 @@ def _why_skipped(scoring: ScoringResult, agent: str, scale: RewardScale) -> str 
     oracle = scoring.table.get(agent, {}).get(assessment.oracle)
     if oracle is None or oracle.mean is None or scale.goodness(oracle.mean) <= TOLERANCE:
         return "the oracle earns no reward"
+    if _template(scoring, agent, scale) is None:
+        return "the reference scores only after reasoning"
     return None
 
 
@@ -175,32 +177,20 @@ class ReasoningPhase:
         scoring = ctx.results.get("scoring")
         if not isinstance(scoring, ScoringResult):
             return ReasoningResult(self.name, (), {}, (), {}, {})
-        skipped: dict[str, str] = {}
-        plans: dict[str, tuple[str, str]] = {}
-        for agent in ctx.rows:
-            why = _why_skipped(scoring, agent, ctx.scale)
-            if why is not None:
-                skipped[agent] = why
-                continue
-            template = _template(scoring, agent, ctx.scale)
-            if template is None:
-                skipped[agent] = "the reference scores only after reasoning"
-                continue
-            plans[agent] = template
-        rounds = []
-        for name, description in REASONING:
-            policy = Policy(name, "reasoning", lambda row, job: None, description)
-            items = [(prompt_key(r.data), reasoning_reply(name, ref, plans[agent][1]), r)
-                     for agent in plans for r in ctx.rows[agent]
-                     if (ref := reference(r.data, ctx.oracle_field)) is not None]
-            rounds.append((policy, items))
+        skipped = {a: why for a in ctx.rows if (why := _why_skipped(scoring, a, ctx.scale))}
+        plans = {a: t for a in ctx.rows
+                 if a not in skipped and (t := _template(scoring, a, ctx.scale)) is not None}
+        rounds = [(Policy(name, "reasoning", lambda row, job: None, description),
+                   [(prompt_key(r.data), reasoning_reply(name, ref, plans[agent][1]), r)
+                    for agent in plans for r in ctx.rows[agent]
+                    if (ref := reference(r.data, ctx.oracle_field)) is not None])
+                  for name, description in REASONING]
         observations = play_rounds(ctx, self.name, rounds)
         table = score_table(observations, {name: "reasoning" for name, _ in REASONING})
         means: dict[str, float | None] = {}
         assessments = []
         for agent in plans:
-            oracle_name = scoring.oracle_of(agent) or ""
-            bare = scoring.table[agent][oracle_name]
+            bare = scoring.table[agent][scoring.oracle_of(agent) or ""]
             means[agent] = bare.mean
             mine = [o for o in observations if o.agent == agent]
             found = assess_reasoning(agent, table.get(agent, {}), bare, ctx.scale,
