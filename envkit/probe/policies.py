@@ -22,21 +22,18 @@ from envkit.policy_server.scripted import BYTES_PER_TOKEN, prompt_text
 if TYPE_CHECKING:
     from envkit.probe.analysis.job import ProbeJob
 
-__all__ = ["CONTENT_FREE", "FIELD_CANDIDATES", "INJECTION", "ORACLE_FIELDS",
-           "PLAIN_RENDERINGS", "REASONING", "RENDERINGS", "THOUGHT", "TOOL_FIELDS", "Call",
-           "Policy", "noise", "panel", "prompt_key", "reasoning_reply", "reference",
-           "reference_calls", "render_calls", "tool_calls", "wrong_answer"]
-
-ORACLE_FIELDS = REFERENCE_FIELDS
-"""Where rows keep the reference answer (the dataset rules read the same list)."""
+__all__ = ["CONTENT_FREE", "FIELD_CANDIDATES", "INJECTION", "PLAIN_RENDERINGS", "REASONING",
+           "RENDERINGS", "THOUGHT", "TOOL_FIELDS", "Call", "Policy", "noise", "panel",
+           "prompt_key", "reasoning_reply", "reference", "reference_calls", "render_calls",
+           "tool_calls", "wrong_answer"]
 
 TOOL_FIELDS = ("expected_answers", "expected_call", "expected_action")
 """Where Gym's tool-calling servers keep a reference call (``xlam_fc``,
 ``example_tool_call_multireward``, ``single_step_tool_use_with_argument_comparison``); read
-after ``ORACLE_FIELDS``, and only when the value has one of their shapes."""
+after ``REFERENCE_FIELDS``, and only when the value has one of their shapes."""
 
 FIELD_CANDIDATES = tuple(dict.fromkeys((
-    *ORACLE_FIELDS, "target", "label", "gold", "gold_answer", "reference", "reference_answer",
+    *REFERENCE_FIELDS, "target", "label", "gold", "gold_answer", "reference", "reference_answer",
     "correct_answer", "expected", "output", "result", "truth")))
 """Where a verifier may look for the reference instead: when the oracle never scores, the
 probe copies the reference into each in turn to name the field the verifier reads."""
@@ -103,7 +100,7 @@ def _at(row: Mapping[str, Any], name: str) -> Any:
 
 
 def _reference_value(row: Mapping[str, Any], field: str | None) -> Any:
-    """``field``'s value, else the first non-empty of ``ORACLE_FIELDS``, else the first of
+    """``field``'s value, else the first non-empty of ``REFERENCE_FIELDS``, else the first of
     ``TOOL_FIELDS`` that holds calls or a message action."""
     if field:
         return _at(row, field)
