@@ -13,7 +13,7 @@ from envkit.gym.rows import rows_by_agent
 from envkit.model.jobfile import load_job
 from envkit.model.jobspec import grpo_settings
 from envkit.model.yamlio import parse_yaml
-from envkit.probe.analysis.declared import resources_implementations
+from envkit.probe.analysis.declared import server_blocks
 from envkit.probe.analysis.job import ProbeJob, probe_job
 from envkit.probe.analysis.observations import ProbeRow
 
@@ -47,7 +47,7 @@ def read_job(path: Path | None) -> ProbeJob:
 def gym_manifests(pkg: Package) -> dict[str, Any]:
     """Path -> data of every readable Gym ``manifest.yaml`` that names one of the package's
     resources servers."""
-    servers = resources_implementations(pkg)
+    servers = {impl for _, _, kind, impl, _ in server_blocks(pkg) if kind == "resources_servers"}
     found: dict[str, Any] = {}
     for path in sorted(pkg.entries):
         if path.rsplit("/", 1)[-1] != "manifest.yaml" or pkg.entries[path].kind != "file":

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from envkit.model.package import Package
     from envkit.probe.analysis.verdicts import Where
 
-__all__ = ["agent_locations", "agent_resources", "judge_refs", "resources_implementations",
-           "scale_from_manifest", "server_blocks", "stochastic_reason"]
+__all__ = ["agent_locations", "agent_resources", "judge_refs", "scale_from_manifest",
+           "server_blocks", "stochastic_reason"]
 
 _POLICY = "policy_model"
 
@@ -63,11 +63,6 @@ def judge_refs(pkg: Package) -> list[str]:
                     and value.get("name") != _POLICY):
                 found.append(f"{instance}.{key}")
     return found
-
-
-def resources_implementations(pkg: Package) -> set[str]:
-    return {impl for _, _, server_type, impl, _ in server_blocks(pkg)
-            if server_type == "resources_servers"}
 
 
 def scale_from_manifest(data: Any, source: str) -> RewardScale | None:
