@@ -45,7 +45,6 @@ from envkit.gym.types import (
     GymServers,
     PolicyEndpoint,
     RuntimeOptions,
-    StartedInWith,
 )
 from envkit.gym.venv import GymVenv, ensure_gym_venv
 from envkit.gym.venvsteps import PrefetchSteps, stream_lines
@@ -104,8 +103,9 @@ def launchable(package: Path) -> Package:
     return pkg
 
 
-class GymRuntime(StartedInWith):
-    """``with GymRuntime(pkg, policy, options) as servers:`` -- servers up, then all torn down.
+class GymRuntime:
+    """``with GymRuntime(pkg, policy, options) as servers:`` -- servers up, then all torn down:
+    a start that fails half-way still closes what it spawned.
 
     ``events`` are told about each step of a start (``envkit.gym.events``); most callers hold
     a :class:`~envkit.gym.session.GymSession` instead, which owns the policy side too.
@@ -135,6 +135,16 @@ class GymRuntime(StartedInWith):
         self.venv_dir: Path | None = None
         """The server venv tree (``<type>/<impl>/.venv``), known once set-up has run."""
         self.ray_address = joined_address(options)
+
+    def __enter__(self) -> GymServers:
+        try:
+            return self.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- lifecycle -------------------------------------------------------------------------
     def prepare(self) -> Path:

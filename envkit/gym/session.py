@@ -38,21 +38,16 @@ import socket
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
-from envkit.gym.events import RuntimeEvents
+from envkit.gym.processes import STOP_GRACE_S
 from envkit.gym.servers import GymRuntime
-from envkit.gym.types import (
-    GymRuntimeError,
-    GymServers,
-    PolicyEndpoint,
-    RuntimeOptions,
-    StartedInWith,
-)
+from envkit.gym.types import GymRuntimeError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from pathlib import Path
 
-    from envkit.gym.types import ServerInfo
+    from envkit.gym.events import RuntimeEvents
+    from envkit.gym.types import GymServers, PolicyEndpoint, RuntimeOptions, ServerInfo
 
 __all__ = ["GymSession", "SupportsClose", "unreachable"]
 
@@ -81,50 +76,39 @@ def unreachable(servers: Mapping[str, ServerInfo], timeout_s: float = 2.0) -> li
     return dead
 
 
-class GymSession(StartedInWith):
+class GymSession(GymRuntime):
     """``with GymSession(pkg, endpoint, options, owned=(server, backend)) as servers:``.
 
-    ``owned`` are the policy side's parts (the endpoint's server, its engine), closed after the
-    Gym servers in the order given; ``events`` are told about each step of a start. The
-    package is read (as validation reads it) on construction, so a package Gym cannot start fails
-    before anything runs.
+    A runtime that also owns the policy side: ``owned`` (the endpoint's server, its engine) is
+    closed after the Gym servers, in the order given. The package is read (as validation reads
+    it) on construction, so a package Gym cannot start fails before anything runs.
     """
 
     def __init__(self, package: Path, endpoint: PolicyEndpoint, options: RuntimeOptions,
                  owned: Sequence[SupportsClose] = (), *,
                  events: RuntimeEvents | None = None) -> None:
-        self.package = package
-        self.endpoint = endpoint
-        self.options = options
+        super().__init__(package, endpoint, options, events)
         self._owned = list(owned)
-        self._runtime = GymRuntime(package, endpoint, options, events)
-        self.model = self._runtime.model
-        """The package as validation read it (``envkit.validate.validate.read_package``)."""
-        self.servers: GymServers | None = None
-
-    def start(self) -> GymServers:
-        """Bring the servers up; :raises GymRuntimeError: with the likely EK code."""
-        self.servers = self._runtime.start()
-        return self.servers
 
     def restart(self) -> GymServers:
         """Bring the Gym servers up again (the policy endpoint keeps running)."""
         log.warning("restarting the Gym servers of %s", self.package)
-        self._runtime.close(final=False)
+        self.close(final=False)
         return self.start()
 
-    def close(self) -> None:
-        """Gym servers first (they call the policy), then the policy side; safe to call twice."""
+    def close(self, grace_s: float = STOP_GRACE_S, *, final: bool = True) -> None:
+        """Gym servers first (they call the policy), then, when ``final``, the policy side."""
         self.servers = None
-        self._runtime.close()
-        owned, self._owned = self._owned, []
-        for part in owned:
-            part.close()
+        super().close(grace_s, final=final)
+        if final:
+            owned, self._owned = self._owned, []
+            for part in owned:
+                part.close()
 
     def failure(self) -> GymRuntimeError | None:
         """Gym's head has exited: why (``server``: the one Gym named), else None."""
         try:
-            self._runtime.check_alive()
+            self.check_alive()
         except GymRuntimeError as exc:
             return exc
         return None
@@ -137,16 +121,3 @@ class GymSession(StartedInWith):
             return str(exc)
         dead = unreachable(self.servers.servers)
         return f"Gym server(s) not accepting connections: {', '.join(dead)}" if dead else None
-
-    @property
-    def venv_dir(self) -> Path | None:
-        """The server venv tree (``<server type>/<implementation>/.venv``), once set up."""
-        return self._runtime.venv_dir
-
-    def server_log(self, name: str) -> str:
-        """Server ``name``'s log so far; readable until :meth:`close`."""
-        return self._runtime.server_log(name)
-
-    def logs(self) -> dict[str, str]:
-        """Every server's log so far, by instance name; readable until :meth:`close`."""
-        return self._runtime.logs()

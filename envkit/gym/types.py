@@ -16,7 +16,7 @@ from envkit.gym.venv import DEFAULT_GYM_VERSION
 
 __all__ = [
     "GYM_RAY_ADDRESS_ENV", "GymRuntimeError", "GymServers", "PolicyEndpoint", "RuntimeOptions",
-    "ServerInfo", "StartedInWith",
+    "ServerInfo",
 ]
 
 
@@ -110,23 +110,3 @@ class GymServers:
         target = self.env_server_for_agent.get(agent, agent)
         return f"{self.servers[target].url}/run"
 
-
-class StartedInWith:
-    """``with x as servers:`` for the objects that start Gym (the runtime, the session): a start
-    that fails half-way still closes what it spawned, and leaving the block always closes."""
-
-    def start(self) -> GymServers:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        raise NotImplementedError
-
-    def __enter__(self) -> GymServers:
-        try:
-            return self.start()
-        except BaseException:
-            self.close()
-            raise
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
