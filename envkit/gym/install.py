@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from envkit.gym.diagnose import Where, diagnose, tail
 from envkit.gym.types import GymRuntimeError, PolicyEndpoint
-from envkit.gym.venv import GymVenv
+from envkit.gym.venv import OVERRIDE_VERSION, GymVenv, uv_pip_install
 from envkit.gym.venvsteps import VenvStep
 from envkit.model.package import WHEEL_FORMATS, server_block
 from envkit.model.tree import hash_files
@@ -73,7 +73,6 @@ READY_MARKER = ".envkit-ready"
 OUTER_RAY_ENV = (
     "RAY_ADDRESS", "RAY_NAMESPACE", "RAY_JOB_ID", "RAY_RAYLET_PID", "RAY_LD_PRELOAD_ON_WORKERS",
 )
-_OVERRIDE_VERSION = "3.13.14"
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,8 +268,8 @@ def write_uv_toml(gym: GymVenv, run_dir: Path, *, offline: bool) -> Path:
     lines = ["[pip]"]
     if gym.python_override:
         log.warning("server venvs: installing with --python-version %s on Python %s "
-                    "(--allow-python-override)", _OVERRIDE_VERSION, gym.python_version)
-        lines.append(f'python-version = "{_OVERRIDE_VERSION}"')
+                    "(--allow-python-override)", OVERRIDE_VERSION, gym.python_version)
+        lines.append(f'python-version = "{OVERRIDE_VERSION}"')
     if offline:
         lines.append("no-index = true")  # uv has no env var for it; UV_OFFLINE would
         # silently install from uv's cache instead of failing on what wheels/ lacks
@@ -348,14 +347,12 @@ def offline_install(wheels: Sequence[Path], venv_dir: Path, env: dict[str, str],
         return
     links = [arg for folder in sorted({str(Path(f).parent) for f in files})
              for arg in ("--find-links", folder)]
+    override = "python-version" in Path(env["UV_CONFIG_FILE"]).read_text()
     for python in sorted(venv_dir.glob("*/*/.venv/bin/python")):
         server = python.parents[2].relative_to(venv_dir).as_posix()
         started = time.monotonic()
         on_step(VenvStep(server, "wheels", "start"))
-        cmd = [uv_bin(), "pip", "install", "--no-config", "--quiet", "--python", str(python),
-               "--no-index", *links, *files]
-        if "python-version" in Path(env["UV_CONFIG_FILE"]).read_text():
-            cmd[4:4] = ["--python-version", _OVERRIDE_VERSION]
+        cmd = [*uv_pip_install(python, override=override), "--no-index", *links, *files]
         out = subprocess.run(cmd, capture_output=True, text=True, env=isolated_env(env),
                              check=False, timeout=1800)
         if out.returncode != 0:

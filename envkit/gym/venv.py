@@ -32,12 +32,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_GYM_VERSION",
+    "OVERRIDE_VERSION",
     "PYTHON_OVERRIDE_ENV",
     "GymVenv",
     "GymVenvError",
     "ensure_gym_venv",
     "find_python313",
     "python_override_from_env",
+    "uv_pip_install",
 ]
 
 PYTHON_OVERRIDE_ENV = "ENVKIT_ALLOW_PYTHON_OVERRIDE"
@@ -53,6 +55,8 @@ def python_override_from_env() -> bool:
 log = logging.getLogger(__name__)
 
 _MARKER = "envkit-gym-venv.json"
+OVERRIDE_VERSION = "3.13.14"
+"""What ``--allow-python-override`` tells uv the interpreter is: nemo-gym's floor."""
 
 
 class GymVenvError(UsageError, RuntimeError):
@@ -171,24 +175,28 @@ def ensure_gym_venv(
 
 def _needs_override(py_version: str) -> bool:
     parts = tuple(int(p) for p in py_version.split(".")[:3] if p.isdigit())
-    return parts < (3, 13, 14)
+    return parts < tuple(int(p) for p in OVERRIDE_VERSION.split("."))
 
 
 def _install(venv: Path, interpreter: Path, gym_version: str, override: bool,
              emit: Callable[[VenvStep], None]) -> None:
-    uv = uv_bin()
     env = isolated_env()
     started = time.monotonic()
     emit(VenvStep("gym", "create", "start"))
-    _run([uv, "venv", "--no-config", "--quiet", "--python", str(interpreter), str(venv)], env)
+    _run([uv_bin(), "venv", "--no-config", "--quiet", "--python", str(interpreter), str(venv)],
+         env)
     emit(VenvStep("gym", "create", "done", time.monotonic() - started))
-    cmd = [uv, "pip", "install", "--no-config", "--quiet", "--python", str(venv / "bin" / "python")]
-    if override:
-        cmd += ["--python-version", "3.13.14"]
+    cmd = uv_pip_install(venv / "bin" / "python", override=override)
     want = f"nemo-gym=={gym_version}"
     emit(VenvStep("gym", "install", "start", time.monotonic() - started, want))
     _run([*cmd, want], env)
     emit(VenvStep("gym", "install", "done", time.monotonic() - started, want))
+
+
+def uv_pip_install(python: Path, *, override: bool) -> list[str]:
+    """``uv pip install`` into ``python``'s venv, told the override version when ``override``."""
+    cmd = [uv_bin(), "pip", "install", "--no-config", "--quiet", "--python", str(python)]
+    return [*cmd, "--python-version", OVERRIDE_VERSION] if override else cmd
 
 
 def _relocate(tmp: Path, root: Path) -> None:
