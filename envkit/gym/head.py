@@ -36,7 +36,7 @@ def _status(url: str) -> int | None:
             return int(resp.status)
     except urllib.error.HTTPError as exc:
         return int(exc.code)
-    except (urllib.error.URLError, OSError):
+    except OSError:
         return None
 
 
@@ -132,8 +132,7 @@ class ReadinessWatch:
         if not self.instances:
             try:
                 self.instances = _instances(self.head, timeout_s=2)
-            except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError,
-                    KeyError, TypeError):
+            except (http.client.HTTPException, OSError, ValueError, KeyError, TypeError):
                 return
             if self.instances:
                 self.events.on_servers_known(dict(self.instances))

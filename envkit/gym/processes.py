@@ -81,10 +81,6 @@ class TrackedProcess(NamedTuple):
             return ""
         return raw.replace(b"\0", b" ").decode(errors="replace").strip()
 
-    def kill(self) -> bool:
-        """SIGKILL, if it is still this process; True when the signal was sent."""
-        return self.send(signal.SIGKILL)
-
     def send(self, sig: signal.Signals) -> bool:
         """``sig``, if it is still this process; True when the signal was sent."""
         if not self.running():
@@ -155,7 +151,8 @@ class ProcessTree:
             time.sleep(0.05)
             self.refresh()
         named = [(p, p.cmdline()) for p in self.alive()]
-        killed = [Killed(p.pid, cmdline) for p, cmdline in named if p.kill()]
+        killed = [Killed(p.pid, cmdline) for p, cmdline in named
+                  if p.send(signal.SIGKILL)]
         self._signal_group(signal.SIGKILL)
         gone_by = time.monotonic() + 5
         while self.alive() and time.monotonic() < gone_by:

@@ -42,6 +42,11 @@ token, so a 2 kB reference is not cut at 512 bytes."""
 _ANSWER_FIELDS = ("expected_answer", "answer", "ground_truth", "target", "label")
 
 
+def _token_ids(prompt: Any) -> bool:
+    """A prompt of token ids (``/v1/completions``), not chat messages."""
+    return bool(prompt) and all(isinstance(t, int) for t in prompt)
+
+
 def _content_text(content: Any) -> str:
     """A message's text: a string, or the ``text`` of its content parts."""
     if isinstance(content, str):
@@ -83,16 +88,14 @@ class Script:
 
     def answer(self, prompt: Any) -> str:
         """The completion for a chat prompt (a token-id prompt gets ``completion``)."""
-        if prompt and all(isinstance(t, int) for t in prompt):
+        if _token_ids(prompt):
             return self.completion or DEFAULT_COMPLETION
         return self.by_key.get(self.key(prompt), self.completion or DEFAULT_COMPLETION)
 
 
-class _ByteTokenizer:
+def _byte_tokenizer(text: str, add_special_tokens: bool = False) -> dict[str, list[int]]:
     """What ``PolicyServer`` asks of ``backend.tokenizer`` for text prompts."""
-
-    def __call__(self, text: str, add_special_tokens: bool = False) -> dict[str, list[int]]:
-        return {"input_ids": list(text.encode())}
+    return {"input_ids": list(text.encode())}
 
 
 class ScriptedBackend:
@@ -112,7 +115,7 @@ class ScriptedBackend:
         self.model_name = model_name
         self.bytes_per_token = bytes_per_token
         """Reply bytes allowed per ``max_tokens`` (1: a byte is a token)."""
-        self.tokenizer = _ByteTokenizer()
+        self.tokenizer = _byte_tokenizer
         self.requests = 0
         """How many prompts were answered (the report shows that the policy was reached)."""
         self.by_key: Counter[str] = Counter()
@@ -128,7 +131,7 @@ class ScriptedBackend:
             self.script = before
 
     def encode_prompt(self, prompt: Any) -> list[int]:
-        if prompt and all(isinstance(t, int) for t in prompt):
+        if _token_ids(prompt):
             return list(prompt)
         lines = [f"{m.get('role', 'user')}: {_content_text(m.get('content'))}\n"
                  for m in prompt if isinstance(m, Mapping)]
@@ -145,7 +148,7 @@ class ScriptedBackend:
         for prompt in prompts:
             self.requests += 1
             text = script.answer(prompt)
-            if not (prompt and all(isinstance(t, int) for t in prompt)):
+            if not _token_ids(prompt):
                 self.by_key[script.key(prompt)] += 1
             for stop in params.stop:
                 text = text.split(stop, 1)[0] if stop else text

@@ -60,13 +60,6 @@ def finding(package: Package | None, subject: str | None, kind: str, reading: Fi
     return SmokeFinding(rule.at(path, message, line=line), subject, log_tail)
 
 
-def read_log(text: str, *, offline: bool) -> Finding | None:
-    """Strong evidence only (a removed module, the network under --offline, a non-numeric
-    reward): what a bystander server's log may show; None when it shows nothing of that."""
-    found = diagnose(text, Where.SERVER_LOG, offline=offline)
-    return found if found.code is not None else None
-
-
 def rollout_finding(package: Package | None, agent: str, failure: str, logs: str, *,
                     offline: bool) -> SmokeFinding:
     """A failed rollout: its reason plus the servers' logs, read as a rollout (EK704 if
@@ -120,13 +113,14 @@ class SpinUpWatch(RuntimeEvents):
 
 def _bystander(session: GymSession, name: str, exc: GymRuntimeError,
                offline: bool) -> SmokeFinding | None:
-    """A server that was not ready when the start failed: EK701 if the wait ran out, or what
-    its own log shows strongly; else nothing (it was merely not done yet)."""
+    """A server that was not ready when the start failed: what its own log shows strongly (a
+    removed module, the network under --offline, a non-numeric reward), else EK701 if the wait
+    ran out; else nothing (it was merely not done yet)."""
     log = session.server_log(name)
-    reading = read_log(log, offline=offline)
-    if reading is None and exc.timed_out:
+    reading = diagnose(log, Where.SERVER_LOG, offline=offline)
+    if reading.code is None and exc.timed_out:
         reading = Finding(EK701.code, EK701.title)
-    if reading is None:
+    if reading.code is None:
         return None
     return finding(session.model, name, "server", reading, log_tail=tail(log, _TAIL))
 

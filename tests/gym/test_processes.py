@@ -4,6 +4,7 @@ psutil needed (the runtime is part of the base install)."""
 from __future__ import annotations
 
 import logging
+import signal
 import subprocess
 import sys
 import textwrap
@@ -63,7 +64,7 @@ def test_a_recycled_pid_is_not_this_process() -> None:
     (me,) = ProcessTree(proc.pid).alive()
     assert me.running()
     assert not TrackedProcess(me.pid, me.started + 1).running()
-    assert not TrackedProcess(me.pid, me.started + 1).kill()
+    assert not TrackedProcess(me.pid, me.started + 1).send(signal.SIGKILL)
     proc.kill()
     proc.wait(timeout=5)
     assert not me.running()

@@ -127,7 +127,7 @@ def test_c_killing_the_resources_server_fails_rows_and_leaves_no_orphan(gym) -> 
     def kill_after_two(result) -> None:
         if len(killed) == 0 and result.ok:
             for proc in victims:
-                proc.kill()
+                proc.send(signal.SIGKILL)
             killed.extend(p.pid for p in victims)
 
     def dead() -> str | None:  # the liveness probe `envkit rollout` and the trainer poll
