@@ -199,11 +199,12 @@ class GymRuntime:
             shutil.rmtree(self._paths.ray_tmp, ignore_errors=True)
             self._paths = None
 
-    def check_alive(self) -> None:
-        """:raises GymRuntimeError: when the Gym head process has exited (``server``: the one
-        whose exit brought it down, when Gym named it)."""
+    def failure(self) -> GymRuntimeError | None:
+        """Gym's head has exited: why (``server``: the one whose exit brought it down, when Gym
+        named it), else None."""
         if self._proc is not None and self._proc.poll() is not None:
-            raise self._failure("Gym exited while serving", stage="serve")
+            return self._failure("Gym exited while serving", stage="serve")
+        return None
 
     def server_log(self, name: str) -> str:
         """Server ``name``'s log so far ("" when it wrote none); readable until :meth:`close`

@@ -40,7 +40,6 @@ from urllib.parse import urlsplit
 
 from envkit.gym.processes import STOP_GRACE_S
 from envkit.gym.servers import GymRuntime
-from envkit.gym.types import GymRuntimeError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -104,14 +103,6 @@ class GymSession(GymRuntime):
             owned, self._owned = self._owned, []
             for part in owned:
                 part.close()
-
-    def failure(self) -> GymRuntimeError | None:
-        """Gym's head has exited: why (``server``: the one Gym named), else None."""
-        try:
-            self.check_alive()
-        except GymRuntimeError as exc:
-            return exc
-        return None
 
     def dead(self) -> str | None:
         """Why the servers cannot serve (Gym exited, a port refuses connections), or None."""
