@@ -6,9 +6,8 @@ only, never from its modules (whose layout may change).
 
 - :class:`GymSession` -- policy endpoint + servers, up and down together; :meth:`dead` and
   :meth:`failure` say whether Gym still serves, :meth:`server_log` reads a server's log;
-- :class:`RuntimeEvents` -- callbacks on set-up (each venv step, a :class:`VenvStep`), launch,
-  each server's readiness; :func:`observing` tells an observer about every runtime (the CLI's
-  venv progress);
+- :class:`RuntimeEvents` -- callbacks on each step of a start (:class:`VenvStep`: a venv's);
+  :func:`observing` tells an observer about every runtime (the CLI's progress);
 - :class:`GymRuntimeError` -- a start (or Gym) failed: likely EK code, the failed ``server``,
   the servers ``not_ready``, the log tail;
 - :func:`collect` (+ :class:`RequestOptions`) -- rows to ``/run``, answers as :class:`Rollout`;
@@ -21,12 +20,6 @@ only, never from its modules (whose layout may change).
 - :func:`ensure_gym_venv` -- the cached Python 3.13 venv with ``nemo-gym``;
   :func:`python_override_from_env` -- ``$ENVKIT_ALLOW_PYTHON_OVERRIDE``
   (:data:`PYTHON_OVERRIDE_ENV`) as its flag reads it.
-
-Modules: ``venv`` (the head's venv), ``install`` (server-venv key, env, ``uv.toml``, the
-offline ``wheels/`` install), ``harness`` (the built-in verifiers harness staged offline),
-``servers`` (:class:`GymRuntime`: launch, health, logs, teardown), ``head`` (what the head
-server tells), ``events``, ``processes`` (process-tree teardown through ``/proc``),
-``diagnose``, ``client``, ``rollout``, ``rows``, ``session``, ``types``.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Send prompt rows to a package's agents and collect rewards, as NeMo-RL and ``gym eval run`` do.
 
-Each row's body is POSTed to ``/run`` of the environment server relaying its ``agent_ref`` agent
-(or of the agent itself when nothing relays it); the answer is Gym's rollout row: the row, the
-policy's ``response`` and the ``reward``. With ``return_token_id_information`` the response's
-output items carry ``prompt_token_ids``, ``generation_token_ids`` and ``generation_log_probs``,
-which is everything GRPO needs from a rollout.
-
-A row whose request fails (a server died, a timeout, an HTTP error) is returned as failed with a
-``failure_reason``; the other rows go on. Each answer becomes one
-:class:`~envkit.gym.rollout.Rollout`.
+Each row is POSTed to ``/run`` of the environment server relaying its ``agent_ref`` agent (else
+of the agent itself); Gym's answer (the row, the ``response``, the ``reward`` and, with
+``return_token_id_information``, the token ids and logprobs GRPO needs) becomes one
+:class:`~envkit.gym.rollout.Rollout`. A failed request is a failed rollout; the batch goes on.
 """
 
 from __future__ import annotations
@@ -163,10 +158,8 @@ def collect(
 ) -> list[Rollout]:
     """Run every row (``concurrency`` in flight); results in row order.
 
-    ``url_for(agent)`` gives the ``/run`` URL for an agent instance (``GymServers.run_url``).
-    ``abort()`` is polled every ``poll_s`` while rows are in flight. Why: Gym's clients retry a
-    refused connection forever, so a row whose resources server died waits out ``timeout_s``;
-    a liveness probe finds the death in seconds.
+    ``url_for(agent)``: its ``/run`` URL (``GymServers.run_url``). ``abort()`` is polled every
+    ``poll_s`` (``GymSession.dead``): a row whose server died would wait out ``timeout_s``.
 
     :raises RolloutAbortedError: ``abort()`` returned a reason; queued rows are cancelled and
         rows in flight are left to fail when their servers go away.

@@ -1,10 +1,8 @@
 """A failure's text (an install's output, a server's log, a failed rollout) -> the likely EK
 rule and a one-line reason.
 
-The table is rule data and lives with the rules (``validators/runtime_signatures.py``, one
-table for every reader, each signature marked with the kind of text it applies to); this
-module applies it and trims the evidence shown to the user. ``envkit smoke`` and the trainer
-read through here, never through a table of their own.
+The signature table is rule data (``validators/runtime_signatures.py``, one table for every
+reader); this module applies it and trims the evidence shown to the user.
 """
 
 from __future__ import annotations

@@ -1,28 +1,12 @@
 """Lifecycle callbacks of a Gym bring-up: what a caller may watch without subclassing.
 
 Why callbacks: ``envkit smoke`` times each server's readiness, ``envkit probe`` brings a
-package up once and sends many batches, the trainer only wants the servers. Each passes a
-:class:`RuntimeEvents` (or nothing) to :class:`~envkit.gym.session.GymSession`; the runtime
-calls it from the thread that runs ``start()``, in this order:
-
-0. :meth:`~RuntimeEvents.on_venv` for each step of the venvs' set-up (:class:`VenvStep`):
-   the Gym venv, then each server venv's create/resolve/download/install, then the offline
-   ``wheels/`` install; one ``cached`` step when a venv is reused;
-1. :meth:`~RuntimeEvents.on_setup_done` once the server venvs exist (built or reused);
-2. :meth:`~RuntimeEvents.on_launch` when ``gym env start`` is spawned (again after a retry or a
-   restart: a watcher resets what it recorded);
-3. :meth:`~RuntimeEvents.on_servers_known` once the head server lists its instances;
-4. :meth:`~RuntimeEvents.on_server_ready` per server, the first time its port answers HTTP;
-5. :meth:`~RuntimeEvents.on_ready` when Gym's head says every server is ready.
-
-Besides the caller's own events, every runtime also tells the *observers* installed with
-:func:`observing` (the CLI's progress display): one place that watches smoke, train, rollout
-and probe alike, without each passing a renderer down.
-
-A failure raises :class:`~envkit.gym.types.GymRuntimeError` (with ``server``, ``not_ready``
-and ``stage``) instead of a callback. A server's log while it runs is
-:meth:`~envkit.gym.session.GymSession.server_log`. Callbacks must return quickly; an
-exception from one ends the start like any other failure.
+package up once and sends many batches, the trainer only wants the servers. The runtime calls
+them from the thread that runs ``start()``, in the order :class:`RuntimeEvents` defines them
+(``on_launch`` again after a retry or a restart: a watcher resets what it recorded). Every
+runtime also tells the observers installed with :func:`observing` (the CLI's progress), so no
+command passes a renderer down. A failure raises ``GymRuntimeError`` instead; an exception from
+a callback ends the start like any other failure, so callbacks must return quickly.
 """
 
 from __future__ import annotations

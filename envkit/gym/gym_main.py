@@ -1,25 +1,18 @@
 """Gym's own CLI (``gym ...``) as envkit starts it: 0.25 s polls, Ray started early, no UI.
 
 Not imported by envkit: ``envkit.gym.servers`` runs this file with the Gym venv's Python
-(``<gym venv>/bin/python -P gym_main.py env start ...``; ``-P`` because a sibling module here
-is named like a standard-library one), so it may import nothing from envkit.
+(``-P``: a sibling module here is named like a standard-library one), so it may import nothing
+from envkit. Where this Gym lacks what is replaced (another release), that part runs as Gym's.
 
-What changes, and why (figures: ``benchmarks/RESULTS.md``):
-
-- Polls: Gym's head (``nemo_gym/cli/env.py`` of Gym 0.7.0) sleeps 3 s between its polls (its
-  head server, every other server, each venv build of a dry run), so a server that answers
-  just after a poll is seen up to a poll later. Only those waits are shortened; what the head
-  checks, in what order, and its timeouts are Gym's.
-- No dashboard: the head's ``ray.init()`` of a new local cluster starts Ray's dashboard UI
-  modules, which nothing of Gym's reads (``RAY_prestart_worker_first_driver=0`` in
-  ``envkit.gym.install.gym_env`` is the other half of Ray's share).
-- Ray early: the head imports FastAPI, pydantic, OmegaConf and Gym before its ``ray.init()``,
-  which then waited for Ray's daemons with the other core idle. Here a child process starts
-  that cluster at once and holds it while the head lives; the head's ``ray.init()`` connects
-  to it, as NeMo-RL's Gym joins NeMo-RL's cluster. Not when the head joins a cluster of its
-  own (``ray_head_node_address``) or only installs.
-
-If Gym no longer has what is replaced (another release), that part runs as Gym's own.
+- Polls: Gym's head sleeps 3 s between its polls, so a server that answers just after one is
+  seen up to a poll later. Only those waits are shortened; what it checks, and its timeouts,
+  are Gym's.
+- No dashboard: the head's ``ray.init()`` of a new local cluster starts Ray's dashboard UI,
+  which nothing of Gym's reads.
+- Ray early: the head imports FastAPI, pydantic and Gym before its ``ray.init()``, which then
+  waited for Ray's daemons with the other core idle. Here a child process starts the cluster
+  at once and the head connects to it, as NeMo-RL's Gym joins NeMo-RL's cluster; not when the
+  head joins a cluster of its own (``ray_head_node_address``) or only installs.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """Stage Gym's built-in ``verifiers_agent`` harness so an adapter-wheels-v1 package runs offline.
 
-On the platform the training image provides the harness and its
-``requirements.txt`` installs ``verifiers`` from GitHub, the env from the Prime hub's extra index
-and an example env (``acereason-math``): none of that is reachable here, and none of it is what
-the package vendors. Locally envkit copies the harness out of the ``nemo-gym`` wheel into the
-run's working copy of the package (Gym searches cwd before its built-ins, see
-``nemo_gym.component_search_roots``) and rewrites its requirements to the package's own
-``wheels/``: ``--no-index --find-links wheels/`` plus the vendored ``verifiers`` and env wheel.
-Only the built-in harness is touched, the change is logged line by line, and the package itself
-is never modified.
+On the platform the training image provides the harness, whose ``requirements.txt`` reaches
+GitHub and the Prime hub: nothing of that is reachable here, nor what the package vendors. So
+envkit copies the harness out of the ``nemo-gym`` wheel into the run's copy of the package (Gym
+searches cwd before its built-ins) with requirements rewritten to the package's ``wheels/``.
+The change is logged line by line; the package itself is never modified.
 """
 
 from __future__ import annotations

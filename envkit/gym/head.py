@@ -1,9 +1,8 @@
 """What Gym's head server tells about a launch: readiness, the instances, the merged config.
 
-Why a module: the runtime asks the head three things (``/readyz``, ``/server_instances``,
-``/global_config_dict_yaml``) and probes each server's own port to learn when it first
-answers, as Gym's ``check_http_server_statuses`` does (any HTTP answer counts); the
-:class:`ReadinessWatch` turns those probes into :class:`~envkit.gym.events.RuntimeEvents`.
+Each server's own port is probed to learn when it first answers, as Gym's
+``check_http_server_statuses`` does (any HTTP answer counts); :class:`ReadinessWatch` turns
+those probes into :class:`~envkit.gym.events.RuntimeEvents`.
 """
 
 from __future__ import annotations

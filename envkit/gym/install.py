@@ -1,20 +1,13 @@
 """How Gym's installs are set up: the venv cache key, the environment, ``uv.toml``, wheels/.
 
-What the platform does, and envkit repeats locally (the "rl (DPO / GRPO) gotchas" of the
-platform's training notes):
-1. Gym builds one venv per server: ``uv venv --python <3.13>``, then the server's requirements plus
-   ``nemo-gym==<image version>``, ``ray[default]`` and ``openai`` at the parent's pins, with an
-   index still enabled and ``wheels/`` only a ``UV_FIND_LINKS`` candidate pool.
-2. For the wheels formats, a second, offline install of ``wheels/`` (``--no-index``).
+As on the platform, Gym builds one venv per server (its requirements plus ``nemo-gym``,
+``ray[default]`` and ``openai``, an index still enabled and ``wheels/`` only a
+``UV_FIND_LINKS`` pool), then, for the wheels formats, installs ``wheels/`` again with
+``--no-index``. ``--offline`` makes the first install index-free too, so what ``wheels/`` lacks
+fails here, not on the cluster. The venvs are cached under ``server-venvs/<closure_key>``.
 
-``--offline`` makes step 1 index-free too (``no-index`` in envkit's uv.toml, see below), so
-what ``wheels/`` lacks fails here, not on the cluster. Venvs are cached under
-``cache_root()/server-venvs/<key>``: :func:`closure_key` names what they hold, not how it got
-there, and :func:`reusable` says which mode may reuse a tree.
-
-A 3.13 interpreter older than nemo-gym's ``Requires-Python`` floor needs an explicit override;
-uv has no environment variable for ``--python-version``, so envkit hands Gym's uv calls a
-generated ``uv.toml`` (``UV_CONFIG_FILE``) with ``[pip] python-version``: opt-in and logged.
+uv has no environment variable for ``--python-version``, so the opt-in override of nemo-gym's
+``Requires-Python`` floor reaches Gym's uv calls through a generated ``uv.toml``.
 """
 
 from __future__ import annotations
@@ -101,16 +94,11 @@ def closure_key(package: Path, fmt: str, config_paths: Iterable[str], *parts: st
                 wheels: Mapping[str, str] | None = None) -> str:
     """The key of the venvs that install ``package``: a function of what they will hold.
 
-    What decides it: ``parts`` (the Gym version, the interpreter, the override, the harness),
-    what Gym's install reads from the configs (:func:`install_view`: which servers get a venv,
-    and the top-level settings), each server's install inputs
-    (``requirements.txt``/``pyproject.toml``/``overrides.txt``) and, for the wheels formats,
-    every file in ``wheels/`` by content (the second install puts all of them in every venv).
-    Not the install mode, nor what no install reads (``app.py``, data, docs, a server block's
-    own fields): editing a server's code or its config's description keeps its venvs, and two
+    ``parts`` (Gym version, interpreter, override, harness), what the install reads from the
+    configs (:func:`install_view`), each server's install inputs and, for the wheels formats,
+    every wheel by content (``wheels``: their SHA-256 by name; ``None``: read here). Not what no
+    install reads (``app.py``, data, docs): editing a server's code keeps its venvs, and two
     packages whose servers install the same things share one tree.
-
-    ``wheels``: each wheel's SHA-256 by name (:func:`wheel_digests`); ``None``: read here.
     """
     digests: list[tuple[str, str]] = []
     for path in package.rglob("*"):
@@ -144,12 +132,10 @@ _WHEELS_PURPOSE = "server venvs: wheels"
 def install_view(config: Path) -> str:
     """What Gym's install reads from one config file, as canonical JSON.
 
-    ``gym env prefetch`` / ``start`` walk the merged config: a top-level block
-    ``{type: {impl: {entrypoint: ...}}}`` is a server, and only its ``type/impl`` directory
-    reaches the install (``setup_env_command`` gets the directory and the global keys); every
-    other top-level key is a global setting (``python_version``, ``head_server_deps``,
-    ``uv_pip_set_python`` ...) and counts whole. A file that is not a YAML mapping counts by
-    its bytes (the launch reports it).
+    A top-level ``{type: {impl: {entrypoint: ...}}}`` block is a server, and only its
+    ``type/impl`` reaches the install; every other top-level key is a global setting
+    (``python_version``, ``head_server_deps`` ...) and counts whole. A file that is not a YAML
+    mapping counts by its bytes (the launch reports it).
     """
     try:
         raw = config.read_bytes()
@@ -211,11 +197,8 @@ def mark_ready(venv_dir: Path, package: Path, *, offline: bool) -> None:
 
 def gym_env(gym: GymVenv, paths: RunPaths, uv_toml: Path, uv_cache: Path,
             find_links: Sequence[Path] = (), *, joins_ray: bool = False) -> dict[str, str]:
-    """The environment of every ``gym`` call: envkit's uv first, no outer Ray, wheels/ found.
-
-    ``uv_cache``: the runtime's (``uv_cache_under``: why not uv's); ``find_links``: the folders
-    that offer ``wheels/`` (``envkit.supply.wheelcache.pool_wheels``: why not the run copy's).
-    """
+    """The environment of every ``gym`` call: envkit's uv first, no outer Ray, wheels/ found
+    (``find_links``: the folders that offer it, see ``pool_wheels``)."""
     env = isolated_env()
     env.pop("UV_NO_CONFIG", None)  # Gym's uv calls read envkit's own uv.toml, nothing else
     env["UV_CONFIG_FILE"] = str(uv_toml)
@@ -228,10 +211,8 @@ def gym_env(gym: GymVenv, paths: RunPaths, uv_toml: Path, uv_cache: Path,
     env["PATH"] = os.pathsep.join([uv_dir, str(base_python), str(gym.bin), env.get("PATH", "")])
     env.pop("VIRTUAL_ENV", None)
     env["PYTHONUNBUFFERED"] = "1"
-    # Gym's head, its Ray and every server start from venvs envkit keeps, and uv writes no
-    # .pyc at install: with PYTHONDONTWRITEBYTECODE set (CI machines, most container images)
-    # every start compiled ray, pydantic, fastapi and nemo_gym from source again. Here the
-    # first start writes what it imports.
+    # uv writes no .pyc at install: with PYTHONDONTWRITEBYTECODE set (CI, most images) every
+    # start compiled ray, pydantic and nemo_gym again; here the first start writes them.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     gym_ray_env(env, paths.ray_tmp)
     if joins_ray:  # Ray's token auth (its default for a new cluster) needs the client to ask
@@ -243,19 +224,14 @@ def gym_env(gym: GymVenv, paths: RunPaths, uv_toml: Path, uv_cache: Path,
 
 
 def gym_ray_env(env: dict[str, str], ray_tmp: Path) -> None:
-    """Set, in ``env``, how a Ray that Gym's processes start runs: a bring-up's own, or the
-    cluster ``envkit.gym.ray_cluster`` keeps for many.
-
-    ``ray_tmp``: its session dir, and where every process of it keeps temporary files
-    (``TMPDIR``), removed with it. Why the files too: a server stopped by a signal never runs
-    its clean-up, and each Gym server process makes two directories in the system's temporary
-    directory when it imports wandb (``wandb-media``, ``wandb-artifacts``): ~300 were left in
-    ``/tmp`` by one run of envkit's tests. No usage stats, no outer cluster.
+    """Set, in ``env``, how a Ray that Gym's processes start runs (a bring-up's own, or the
+    shared ``envkit.gym.ray_cluster``): no usage stats, no outer cluster, and ``ray_tmp`` as its
+    session dir and every process's ``TMPDIR``, removed with it. Why ``TMPDIR`` too: a server
+    stopped by a signal never cleans up the directories wandb makes there at import.
     """
     env["RAY_USAGE_STATS_ENABLED"] = "0"
-    # Ray starts one idle worker per CPU when the first driver (Gym's head) connects: CPU
-    # seconds at every bring-up for workers no Gym server of a typical package asks for (a
-    # server that runs Ray tasks gets its workers on demand, as it would without them).
+    # Ray starts one idle worker per CPU when the first driver connects; a server that runs
+    # Ray tasks gets its workers on demand anyway
     env["RAY_prestart_worker_first_driver"] = "0"
     for key in OUTER_RAY_ENV:  # inside a Ray actor (--ray): Gym's Ray is a separate one
         env.pop(key, None)
@@ -281,12 +257,8 @@ GYM_MAIN = Path(__file__).with_name("gym_main.py")
 
 
 def gym_command(gym: GymVenv, *args: str) -> list[str]:
-    """``gym ARGS`` as :mod:`envkit.gym.gym_main` runs them (why: its docstring), by the Gym
-    venv's Python.
-
-    ``-P``: the script's folder is not put on ``sys.path`` (``envkit/gym/types.py`` would shadow
-    the standard ``types`` there).
-    """
+    """``gym ARGS`` as :mod:`envkit.gym.gym_main` runs them, by the Gym venv's Python (``-P``:
+    ``envkit/gym/types.py`` would shadow the standard ``types`` on ``sys.path``)."""
     return [str(gym.python), "-P", str(GYM_MAIN), *args]
 
 
@@ -313,10 +285,8 @@ def gym_args(config_paths: list[str], policy: PolicyEndpoint, venv_dir: Path, ru
 
 def offered_wheels(fmt: str, wheels: Path, cache_root: Path,
                    digests: Mapping[str, str] | None = None) -> list[Path]:
-    """The wheels formats: ``wheels/`` as the files uv is offered (``pool_wheels``: why).
-
-    ``wheels`` is the package's own folder; ``digests``: its wheels' SHA-256 by name, the ones
-    the venv key was made of (``None``: every wheel is read here).
+    """The wheels formats: ``wheels/`` as the files uv is offered (``pool_wheels``: why);
+    ``digests``: the SHA-256 the venv key was made of (``None``: read here).
 
     :raises GymRuntimeError: the offer store cannot be written.
     """
@@ -333,11 +303,8 @@ def offered_wheels(fmt: str, wheels: Path, cache_root: Path,
 
 def offline_install(wheels: Sequence[Path], venv_dir: Path, env: dict[str, str],
                     on_step: Callable[[VenvStep], None] = lambda step: None) -> None:
-    """The platform's second install: ``wheels/`` with ``--no-index`` into every server venv.
-
-    ``wheels``: the files of ``wheels/`` (as offered to uv: the offer store's paths); their folders
-    are the only find-links. ``env``: the ``gym`` calls' (:func:`gym_env`), for its uv config and
-    uv cache. ``on_step`` hears a ``wheels`` start and done per venv.
+    """The platform's second install: ``wheels/`` (as offered to uv) with ``--no-index`` into
+    every server venv; ``env``: the ``gym`` calls' (:func:`gym_env`).
 
     :raises GymRuntimeError: uv refused (the likely code from its stderr, else that of a
         requirement ``wheels/`` does not satisfy).

@@ -1,12 +1,9 @@
 """Build a package's venvs ahead of its first bring-up: Gym's venv and every server venv.
 
 Why: a login node or an image build has the network (or only ``wheels/``) and time; the node
-that later runs ``envkit smoke``, ``probe``, ``rollout`` or ``train`` may have neither (Gym's
-own ``gym env prefetch`` exists for the same reason). There is no second way to build: this is
-the set-up half of :class:`~envkit.gym.servers.GymRuntime` (``prepare``), so the venvs land
-where a bring-up looks for them (``server-venvs/<closure key>``, ``gym-venvs/...``) and a
-later bring-up with the same Gym version, interpreter, override and ``--offline`` finds them
-ready. Nothing is started: no server, no Ray, no policy.
+that later runs the package may have neither. This is the set-up half of
+:class:`~envkit.gym.servers.GymRuntime` (``prepare``), so the venvs land where a bring-up with
+the same options looks for them. Nothing is started.
 """
 
 from __future__ import annotations
@@ -35,13 +32,9 @@ _NO_POLICY = PolicyEndpoint("http://127.0.0.1:9/v1", "unused", "unused")
 
 @dataclass(frozen=True, slots=True)
 class PrefetchResult:
-    """What one prefetch found or built.
-
-    ``built``: the server venvs were built now (``False``: they were there, nothing ran);
-    ``gym_built``: likewise Gym's own venv; ``venvs``: the servers' ``<type>/<impl>`` venvs
-    in the tree; ``offline``: the tree was built without an index (what ``--offline``
-    bring-ups need; an online tree serves only online ones).
-    """
+    """What one prefetch found or built: ``built``/``gym_built``: the server venvs / Gym's own
+    were built now, not found; ``offline``: the tree was built without an index (what
+    ``--offline`` bring-ups need)."""
 
     package: str
     gym_version: str

@@ -1,21 +1,14 @@
 """Process-tree teardown: a run leaves no orphan (Gym servers, their shells, Ray).
 
 Gym starts every server as ``bash -c "(cmd) | tee log"`` with no process group of its own, and
-Ray starts daemons that ignore SIGINT and outlive their parent. envkit therefore starts ``gym``
-as the leader of a new session and tracks every process of that session, and every descendant
-it has seen, by identity (pid + start time from ``/proc/<pid>/stat``, so a recycled pid is never
-signalled).
+Ray's daemons ignore SIGINT and outlive their parent. So ``gym`` is started as a session
+leader, and every process of that session, and every descendant seen, is tracked by identity
+(pid + start time, so a recycled pid is never signalled). Stopping is SIGTERM to the whole tree
+at once, a short grace, then SIGKILL. Not Gym's own shutdown, which interrupts each server in
+turn and waits for each: by then envkit has read every answer and log it reports.
 
-Stopping is SIGTERM to every process of the tree at once (servers, their shells, Gym's head,
-Ray's daemons and workers), a short grace, then SIGKILL for what is left. Why not Gym's own
-shutdown (SIGINT to the head, which interrupts each server in turn, waits up to 1 s for each,
-then stops Ray at exit): it is sequential, and it took seconds of every bring-up for nothing a
-run still needs: by then envkit has read every answer and log it reports. What had to be
-killed is returned, for a debug note.
-
-Why ``/proc`` and not psutil: the runtime is part of the base install (``envkit smoke`` is the
-pre-upload gate), Gym and its training image run on Linux, and the three facts needed here
-(parent, session, start time) are one line of ``/proc/<pid>/stat``.
+Why ``/proc`` and not psutil: the runtime is part of the base install, Gym runs on Linux, and
+the facts needed (parent, session, start time) are one line of ``/proc/<pid>/stat``.
 """
 
 from __future__ import annotations
@@ -33,10 +26,8 @@ __all__ = ["PROC", "STOP_GRACE_S", "Killed", "ProcessTree", "TrackedProcess", "f
 
 PROC = Path("/proc")
 STOP_GRACE_S = 0.5
-"""How long the tree may take to exit on SIGTERM before what is left is killed: a server's
-shutdown hook still runs; what is still running by then is Ray's graceful shutdown (its GCS,
-the head and servers connected to Ray), which leaves no process or ``/dev/shm`` file when
-killed either."""
+"""Long enough for a server's shutdown hook; what still runs by then is Ray's graceful
+shutdown, which leaves nothing behind when killed either."""
 
 
 class _Stat(NamedTuple):
@@ -110,11 +101,8 @@ class ProcessTree:
 
     def refresh(self) -> None:
         """Record the session's processes and the leader's descendants (call periodically:
-        daemons may re-parent to init, but they keep the session).
-
-        Only while the leader's pid is still the leader (running or a zombie not yet reaped):
-        once reaped, the pid and its session id may be someone else's.
-        """
+        daemons may re-parent to init, but they keep the session). Only while the leader is
+        still the leader: once reaped, its pid and session id may be someone else's."""
         stats = {pid: s for pid in _pids() if (s := _stat(pid)) is not None}
         leader = stats.get(self.pid)
         if leader is None or leader.started != self._leader_started:

@@ -1,11 +1,9 @@
 """A Ray cluster that Gym's servers join across bring-ups (``RuntimeOptions.ray_address``).
 
-Gym's head starts a Ray cluster at every ``gym env start`` and stops it with the servers, a
-large share of each bring-up (GCS, raylet, agents, monitors).
-Many bring-ups in a row (a CI job over several packages, a test suite, an edit-smoke loop) can
-share one: on the platform Gym's servers join NeMo-RL's cluster the same way
-(``ray_head_node_address``). The cluster runs Gym's Ray on Gym's Python (the Gym venv's), or
-the servers could not join it.
+Gym's head starts a Ray cluster at every ``gym env start``, a large share of each bring-up.
+Many bring-ups in a row (a CI job, a test suite, an edit-smoke loop) can share one, as Gym's
+servers join NeMo-RL's cluster on the platform (``ray_head_node_address``). It must run Gym's
+Ray on Gym's Python, or the servers could not join it.
 
     python -m envkit.gym.ray_cluster [--gym-version V] [--allow-python-override]
 

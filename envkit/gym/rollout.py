@@ -1,11 +1,7 @@
 """The one sample type from Gym's ``/run`` answer to the GRPO loss: :class:`Rollout`.
 
-Why one type: a sample used to change type three times on its way back (the client's result,
-the one-shot summary, the trainer's sample). Now the client fills what Gym answered (``index``,
-``agent``, ``reward``, the policy calls in ``turns``, Gym's full row in ``record``), and the
-trainer's Gym source fills ``group`` and the masked multi-turn token layout with
-:func:`dataclasses.replace` on the same object; the loss reads ``prompt_ids``,
-``completion_ids``, ``generation_logprobs`` and ``completion_mask``.
+The client fills what Gym answered; the trainer's Gym source fills ``group`` and the masked
+multi-turn token layout with :func:`dataclasses.replace` on the same object.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """``run.json``: what a run that recorded rollouts needs to have them scored again.
 
-Why a file of its own: ``rollouts.jsonl`` holds Gym's rows (the row, the full ``response``,
-the ``reward``) and ``provenance.json`` the digests, but neither says *which* package on this
-machine scored them, nor how its servers were brought up. ``envkit rescore RUN_DIR`` reads
-this file to bring the same package's servers up again (the same Gym version, ``--offline``)
-and send each recorded response to its current verifier. Written by ``envkit rollout -o`` and
-``envkit train``; read only here.
+Neither ``rollouts.jsonl`` nor ``provenance.json`` says which package on this machine scored
+the rows, nor how its servers were brought up; ``envkit rescore RUN_DIR`` reads this file to
+bring them up again and send each recorded response to the current verifier.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Bring a package's Gym servers up the way the training image does, and tear them down.
 
-envkit runs Gym's own set-up code: ``gym env prefetch`` builds the server venvs (cached, see
-``envkit.gym.install``), then ``gym env start`` with ``skip_venv_if_present`` launches the
-servers, and the head server's ``/readyz`` says when they are up. Every process started here is
-tracked (``envkit.gym.processes``) and stopped on close, Ctrl-C included.
+Gym's own set-up code runs: ``gym env prefetch`` builds the (cached) server venvs, ``gym env
+start`` launches the servers, and the head's ``/readyz`` says when they are up. Every process
+started here is tracked (``envkit.gym.processes``) and stopped on close, Ctrl-C included.
 """
 
 from __future__ import annotations
@@ -75,17 +74,16 @@ _HOST_RACES = {
     "address already in use": _PORT_RACE,
     PORT_TAKEN: _PORT_RACE,
 }
-"""Launch log text -> what it means: Ray's fixed 30 s to register its raylet (one launch in two
-missed it at a load of 15-18 here); a head port Ray's daemons took before Gym bound it (seen)."""
+"""Launch log text -> what it means: the host, not the package, failed the launch (Ray's fixed
+window to register its raylet, or a head port Ray's daemons took before Gym bound it)."""
 
 _FAILED = re.compile(r"Process `([^`]+)` finished unexpectedly")
 """How Gym's head names the server whose process exited (``RunHelper.poll``)."""
 
 
 def launchable(package: Path) -> Package:
-    """``package`` as validation reads it (``read_package``: the provenance digest from the
-    cache's stamps of unchanged files, not a read of every wheel at every warm start), refused
-    only where a launch cannot start: everything else is the validator's to report.
+    """``package`` as validation reads it, refused only where a launch cannot start:
+    everything else is the validator's to report.
 
     :raises GymRuntimeError: EK100, EK101 or EK104, before a venv or a process exists.
     """
@@ -117,9 +115,7 @@ class GymRuntime:
         self.policy = policy
         self.options = options
         self.events: RuntimeEvents = Fanout(*(events,) if events else (), *observers())
-        """The caller's events, then the observers installed (``envkit.gym.events.observing``)."""
         self.model = launchable(self.package)
-        """The package as the validator's loader read it (configs with line numbers)."""
         self.format = self.model.format or ""
         self.config_paths = [str(p) for p in self.model.manifest_data["config_paths"]]
         self._proc: subprocess.Popen[Any] | None = None
@@ -185,9 +181,7 @@ class GymRuntime:
     def close(self, grace_s: float = STOP_GRACE_S, *, final: bool = True) -> None:
         """Stop every process this runtime started; safe to call twice, and from another thread.
 
-        ``grace_s``: how long the processes may take to exit on SIGTERM before the rest is
-        killed (``envkit.gym.processes``: why not Gym's own sequential shutdown);
-        ``final=False``: it starts again (a restart after a server died).
+        ``grace_s``: before what ignored SIGTERM is killed; ``final=False``: it starts again.
         """
         with self._lock:
             self._closed = self._closed or final
@@ -359,8 +353,8 @@ class GymRuntime:
 
     # -- teardown and evidence -------------------------------------------------------------
     def _stop_tree(self, grace_s: float = STOP_GRACE_S, *, final: bool = True) -> None:
-        """Stop the tree (``ProcessTree.terminate``); what outlived the grace is a debug note:
-        Ray's daemons and Gym's head always do, and nothing is lost by then."""
+        """Stop the tree; what outlived the grace is a debug note (Ray's daemons and Gym's head
+        always do, and nothing is lost by then)."""
         with self._lock:
             tree, proc, self._tree, self._proc = self._tree, self._proc, None, None
         if tree is not None:

@@ -1,34 +1,11 @@
 """One Gym session: a policy endpoint + the package's Gym servers, up together, down together.
 
-``envkit rollout``, ``envkit smoke`` and the trainer's Gym source each hold one. The session
-owns the servers' lifecycle (start, restart after a failure, close), the liveness probe
-:meth:`GymSession.dead`, which ``envkit.gym.client.collect`` polls so a dead server ends a
-batch in seconds instead of at the row timeout (Gym's clients retry a refused connection
-forever), and read access to each server's log while it runs. What happens during a start is
-told to the ``events`` passed in (``envkit.gym.events``); a failure is a ``GymRuntimeError``
-naming the failed server.
-
-One bring-up, many batches: a session stays up between ``collect`` calls, so a caller that
-sends rows in rounds (the trainer's steps, a probe's policies one after another, a load test at
-rising ``concurrency``) pays the start once. The policy side is whatever endpoint it was
-given; with a scripted backend (``envkit.policy_server.scripted``) the answers can change between
-rounds, or differ per row within one, without touching the servers::
-
-    backend = ScriptedBackend(script=oracle)
-    policy = PolicyServer(backend)
-    endpoint = PolicyEndpoint(policy.base_url, policy.api_key, backend.model_name)
-    session = GymSession(pkg, endpoint, options, owned=(policy,), events=watch)
-    with session as servers:                                 # closes the policy server too
-        for script in (oracle, floor, adversarial):          # one bring-up, many policies
-            with backend.use(script):
-                for n in (1, 2, 4, 8):                       # rising load
-                    got = collect(rows, servers.run_url, concurrency=n, timeout_s=120,
-                                  abort=session.dead)  # dead server: RolloutAbortedError
-
-Each batch's answers are :class:`~envkit.gym.rollout.Rollout` objects in row order (a failed
-request is a failed rollout, the batch goes on); a server's own routes (``/verify`` of a
-resources server) are at ``servers.servers[name].url`` for :func:`~envkit.gym.client.post_row`;
-the server venvs (for Gym's verifier fixtures) are at :attr:`GymSession.venv_dir`.
+``envkit rollout``, ``envkit smoke``, the probe and the trainer's Gym source each hold one. It
+stays up between ``collect`` calls, so a caller that sends rows in rounds (the trainer's steps,
+a probe's policies one after another) pays the start once; with a scripted backend
+(``envkit.policy_server.scripted``) the answers can change between rounds without touching the
+servers. :meth:`GymSession.dead` is what ``collect`` polls: Gym's clients retry a refused
+connection forever, so a dead server would otherwise end a batch only at the row timeout.
 """
 
 from __future__ import annotations

@@ -1,8 +1,4 @@
-"""The Gym runtime's small value types: its options, the policy it serves, the running servers.
-
-One options object per layer: :class:`RuntimeOptions` is everything that decides how Gym is
-brought up; what is sampled and how rows are sent belongs to the layers above.
-"""
+"""The Gym runtime's small value types: its options, the policy it serves, the running servers."""
 
 from __future__ import annotations
 
@@ -23,13 +19,9 @@ __all__ = [
 class GymRuntimeError(FailedError, RuntimeError):
     """Servers could not be brought up, or Gym died while serving.
 
-    ``code`` is the likely EK rule, ``log_tail`` the evidence (the failing server's log),
-    ``server`` the server Gym named ("Process `x` finished unexpectedly"), ``not_ready`` the
-    servers that had not answered yet, and ``stage`` where it happened: ``setup`` (the venvs),
-    ``start`` (``gym env start`` until every server is ready) or ``serve`` (after that).
-    ``timed_out``: the readiness wait ran out (the servers did not fail, they were slow).
-    ``reason`` is the one-line reading of the log behind ``code``, ``evidence`` the log line
-    that showed it ("" when none did).
+    ``code``: the likely EK rule, ``reason`` and ``evidence`` the reading and the log line behind
+    it, ``server`` the one Gym named, ``not_ready`` those not answering yet, ``stage`` where it
+    happened (``setup``, ``start`` or ``serve``); ``timed_out``: the servers were slow, not failed.
     """
 
     def __init__(self, message: str, *, code: str | None = None, log_tail: str = "",
@@ -62,6 +54,8 @@ class PolicyEndpoint:
 
 @dataclass(frozen=True, slots=True)
 class RuntimeOptions:
+    """How Gym is brought up; what is sampled and how rows are sent belong to the layers above."""
+
     gym_version: str = DEFAULT_GYM_VERSION
     gym_python: Path | None = None
     allow_python_override: bool = False
@@ -75,11 +69,9 @@ class RuntimeOptions:
     """Copy the run's logs here on close (else they go with the run dir)."""
     ray_address: str | None = field(
         default_factory=lambda: os.environ.get(GYM_RAY_ADDRESS_ENV) or None)
-    """A running Ray cluster for Gym's servers to join (Gym's ``ray_head_node_address``, as
-    NeMo-RL passes its own cluster on the platform) instead of Gym's head starting one at each
-    bring-up. It must run Gym's Ray on Gym's Python (``envkit.gym.ray_cluster`` starts one).
-    ``None``: Gym starts its own, stopped with the servers, as it does with :attr:`offline` (a
-    network namespace reaches no outside cluster)."""
+    """A running Ray cluster for Gym's servers to join (``envkit.gym.ray_cluster``) instead of
+    Gym's head starting one at each bring-up; ``None`` (and always with :attr:`offline`): Gym
+    starts its own."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,9 +1,8 @@
 """A Python 3.13 venv with the real ``nemo-gym`` installed: the head process of a local Gym run.
 
-nemo-gym 0.7.0 declares ``Requires-Python >=3.13.14``. Where only an older 3.13 patch release
-exists (this repo's CI machine has 3.13.0), uv can install it anyway with
-``--python-version 3.13.14``; the servers then run fine. That override is a lie to the resolver,
-so it is opt-in (``allow_python_override``), logged, and recorded in the venv's marker file.
+nemo-gym declares ``Requires-Python >=3.13.14``. Where only an older 3.13 exists, uv can
+install it anyway with ``--python-version 3.13.14`` and the servers run fine; as that is a lie
+to the resolver, it is opt-in (``allow_python_override``), logged, and recorded in the marker.
 """
 
 from __future__ import annotations
@@ -83,9 +82,8 @@ class GymVenv:
 def _python_version(python: Path) -> str | None:
     """The interpreter's version, or None when it does not run (e.g. an unselected pyenv shim).
 
-    Asked once per interpreter per process: a smoke looks for the Gym venv before it isolates
-    the network and again when it starts the servers, and a pyenv shim on PATH runs shell
-    scripts before it answers, failing or not.
+    Asked once per process: a smoke looks for the Gym venv twice, and a pyenv shim runs shell
+    scripts before it answers.
     """
     try:
         out = subprocess.run(

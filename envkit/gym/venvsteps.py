@@ -1,11 +1,9 @@
 """What ``gym env prefetch`` is doing, as :class:`~envkit.gym.events.VenvStep` events.
 
-Why parse its output: Gym builds each server venv itself (``uv venv``, then ``uv pip install``
-per server, serially), and its only report is the text uv and Gym print. uv's summary lines
-("Resolved 159 packages in 3.29s", "Prepared ...", "Installed ...") mark where each step ends,
-and "Pre-warming venv for: <dir>" where the next venv begins, so a few fixed patterns give the
-same steps uv shows for an install. A line no pattern knows is ignored: a changed message costs
-progress detail, never a build.
+Why parse its output: Gym builds each server venv itself, and its only report is the text uv
+and Gym print. uv's summary lines ("Resolved 159 packages in 3.29s", ...) end a step and
+"Pre-warming venv for: <dir>" begins the next venv. A line no pattern knows is ignored: a
+changed message costs progress detail, never a build.
 """
 
 from __future__ import annotations

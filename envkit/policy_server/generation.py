@@ -1,9 +1,8 @@
 """The one interface the policy server and the GRPO trainer generate through.
 
 Kept as narrow as NeMo-RL's ``GenerationInterface`` should have stayed: generate, take new
-weights, close. Prompts are chat message lists (rendered with the backend's chat template) or
-token ids (used as they are), and every output carries what GRPO needs from the sampler: the
-prompt's token ids, the generated token ids, and the per-token logprobs they were sampled with.
+weights, close. Every output carries what GRPO needs from the sampler: the prompt's token ids,
+the generated token ids, and the logprobs they were sampled with.
 """
 
 from __future__ import annotations

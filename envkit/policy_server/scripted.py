@@ -1,25 +1,14 @@
 """A policy with no model: every request gets a scripted completion.
 
 Why: a spin-up gate must prove that a package's servers start and score, not that a model is
-good; loading even a tiny model costs seconds and needs torch. Gym's ``vllm_model`` still needs
-what vLLM returns (token ids and logprobs), so the backend speaks bytes: token id = UTF-8 byte,
-every token sampled with probability 1 (logprob 0.0). It is a ``GenerationBackend``, so envkit's
-OpenAI-compatible ``PolicyServer`` serves it unchanged.
+good, and loading even a tiny model needs torch. Gym's ``vllm_model`` still needs token ids and
+logprobs, so the backend speaks bytes: token id = UTF-8 byte, each sampled with logprob 0.0.
 
-What it answers is a :class:`Script`: a table from a per-request key (by default the prompt's
-last user text, which a dataset row and the policy request Gym sends for it share) to a
-completion, and a fallback. ``envkit smoke`` scripts each row's own answer
-(``completion_for_row``). Built for many rounds on one bring-up, as a probe needs (an oracle
-script, then a floor, then an adversarial one, against the same running servers):
-
-- swap the script between batches (``backend.script = Script(...)``, or :meth:`ScriptedBackend.use`
-  as a context manager): one attribute store, so a request sees the old script or the new one,
-  never a mix; the Gym servers are not touched;
-- answer rows differently within one batch by key: give them distinct prompts, or pass a
-  ``key`` function that reads what tells them apart (e.g. a system message);
-- concurrency is the caller's (``envkit.gym.collect(..., concurrency=N)``): the policy server
-  queues requests and one worker answers them, so a script needs no locking; ``requests`` and
-  ``by_key`` count what was answered.
+What it answers is a :class:`Script`: a per-request key (by default the prompt's last user
+text, which a dataset row and Gym's policy request for it share) -> completion, and a fallback.
+A probe swaps the script between batches on one bring-up (:meth:`ScriptedBackend.use`): one
+attribute store, so a request sees the old script or the new one, never a mix. The policy
+server's one worker answers requests in turn, so a script needs no locking.
 """
 
 from __future__ import annotations
@@ -35,10 +24,9 @@ __all__ = ["BYTES_PER_TOKEN", "DEFAULT_COMPLETION", "Script", "ScriptedBackend",
 
 DEFAULT_COMPLETION = "envkit smoke"
 BYTES_PER_TOKEN = 4
-"""Bytes of reply a real tokenizer's token stands for on English text (BPE vocabularies average
-about four). The scripted policy's tokens are bytes; a caller that replays replies a real policy
-could write within ``max_new_tokens`` (the probe's reference answers) budgets this many bytes per
-token, so a 2 kB reference is not cut at 512 bytes."""
+"""Bytes of English a real tokenizer's token stands for: a caller that replays replies a real
+policy could write within ``max_new_tokens`` (the probe's references) budgets this many of the
+scripted policy's byte tokens per token."""
 _ANSWER_FIELDS = ("expected_answer", "answer", "ground_truth", "target", "label")
 
 

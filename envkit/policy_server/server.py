@@ -1,23 +1,17 @@
 """An OpenAI-compatible HTTP endpoint over a ``GenerationBackend``: what Gym's ``vllm_model`` calls.
 
-Stack: the standard library's ``ThreadingHTTPServer`` (HTTP/1.1 keep-alive). The policy is the
-bottleneck, not the HTTP layer, so a dependency-free server is enough and it runs in the
-trainer's own process next to the weights. Requests are queued and a single worker thread runs
-them in batches (requests with the same sampling parameters that arrive within a few ms share one
-forward pass), so concurrent Gym rollouts are batched as vLLM would batch them. A request with a
-``seed`` runs on its own, so its samples depend on the request alone, never on the order in
-which concurrent requests arrive (``envkit train`` seeds every rollout). A backend that batches
-continuously itself (``concurrent``: the vLLM engine) takes each request straight from its HTTP
-thread, with its own seed.
+The standard library's ``ThreadingHTTPServer`` is enough: the policy is the bottleneck, and the
+server runs in the trainer's process next to the weights. One worker thread runs queued
+requests in batches (equal sampling parameters, arriving within a few ms), as vLLM would batch
+concurrent Gym rollouts. A request with a ``seed`` runs alone, so its samples never depend on
+what arrived with it (``envkit train`` seeds every rollout); a backend that batches itself
+(``concurrent``: the vLLM engine) takes each request straight from its HTTP thread.
 
-Routes, shaped as vLLM serves them:
-- ``GET /v1/models``, ``GET /health``
-- ``POST /v1/chat/completions``: ``n``, ``max_tokens``/``max_completion_tokens``,
-  ``temperature``, ``top_p``, vLLM's ``top_k``, ``seed``, ``stop``, ``logprobs``/``top_logprobs``,
-  ``return_tokens_as_token_ids`` (logprob tokens as ``token_id:<int>``). The response always
-  carries vLLM's ``prompt_token_ids`` and ``choices[].token_ids``, so Gym's
-  ``return_token_id_information`` path needs no ``/tokenize`` round trip.
-- ``POST /v1/completions`` (text or token-id prompt), ``POST /tokenize``.
+Routes, shaped as vLLM serves them: ``GET /v1/models``, ``GET /health``,
+``POST /v1/chat/completions`` (vLLM's ``top_k`` and ``return_tokens_as_token_ids`` included;
+the answer carries ``prompt_token_ids`` and ``choices[].token_ids``, so Gym's
+``return_token_id_information`` needs no ``/tokenize`` round trip), ``POST /v1/completions``
+(text or token ids), ``POST /tokenize``.
 """
 
 from __future__ import annotations
@@ -345,17 +339,15 @@ class _Server(ThreadingHTTPServer):
 
 
 _SHUTDOWN_POLL_S = 0.05
-"""How often the serving loop looks for ``close()`` (``socketserver``'s default, 0.5 s, made
-every smoke, probe and rollout wait after its verdict for the policy server to stop)."""
+"""How often the serving loop looks for ``close()``: ``socketserver``'s default made every
+command wait after its verdict for the policy server to stop."""
 
 
 class PolicyServer:
     """Serve ``backend`` on a free loopback port until ``close()`` (or the ``with`` block ends).
 
-    ``top_k`` is the job's ``training.top_k``: the server owns sampling, so every request that
-    sets no ``top_k`` of its own samples with it (Gym's agents never send one; the platform
-    compiles the field into ``policy.generation.top_k``, which its vLLM applies to every
-    request).
+    ``top_k``: the job's ``training.top_k``, for every request that sets none (Gym's agents
+    never do), as the platform's vLLM applies ``policy.generation.top_k``.
     """
 
     def __init__(self, backend: GenerationBackend, *, host: str = "127.0.0.1", port: int = 0,

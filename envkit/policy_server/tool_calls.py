@@ -1,11 +1,8 @@
 """Tool calls in a completion's text, as vLLM's ``hermes`` tool parser reads them.
 
-Why: a chat request that declares ``tools`` is answered by vLLM (``--enable-auto-tool-choice
---tool-call-parser hermes``) with the calls the model wrote as ``<tool_call>{"name": ...,
-"arguments": {...}}</tool_call>`` moved into the message's ``tool_calls``; Gym's model server
-turns those into Responses ``function_call`` items. A backend that writes text (a scripted
-policy, a small model) reaches a tool-calling resources server only through the same parse.
-Pure: text in, message parts out.
+Why: vLLM moves the ``<tool_call>{...}</tool_call>`` blocks a model wrote into the message's
+``tool_calls``, which Gym turns into Responses ``function_call`` items; a backend that writes
+text (a scripted policy, a small model) reaches a tool-calling server only through that parse.
 """
 
 from __future__ import annotations

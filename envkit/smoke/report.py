@@ -1,14 +1,9 @@
 """The verdict of one smoke run and its versioned JSON form (``envkit schema smoke``).
 
 A spin-up failure is an ordinary :class:`~envkit.model.diagnostics.Diagnostic` (an EK7xx rule,
-or the static rule whose defect it really is: EK403, EK406, ...), located at the config that
-defines the server, wrapped with what it concerns and the log tail that shows it. So the same
-renderers as ``envkit validate`` print it (:meth:`SmokeReport.as_report`), and a CI system
-reads one diagnostic shape from both commands.
-
-Version 2.0: ``diagnostics`` (the spin-up findings, validate's diagnostic shape plus
-``subject`` and ``log_tail``) replaces 1.0's ``failure`` objects; ``static`` carries the
-package's path and where its target came from.
+or the static rule whose defect it is), located at the config that defines the server and
+wrapped with what it concerns and the log tail, so validate's renderers print it
+(:meth:`SmokeReport.as_report`) and CI reads one diagnostic shape from both commands.
 """
 
 from __future__ import annotations

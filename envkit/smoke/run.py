@@ -1,13 +1,9 @@
 """``run_smoke``: static checks, then the package's real Gym servers against a scripted policy.
 
-Order matters: a package the static rules reject never costs a venv build; the static pass is
-``envkit validate``'s own gate (``gate_package``: settings from the configuration, the target
-from the flags, else the config, else the package's ``wheels.lock``), so the two commands judge
-a package under the same settings; the servers are brought up through a
-:class:`~envkit.gym.GymSession`, as ``envkit rollout`` does (per-server venvs keyed by the
-package's content, so a second run reuses them), watched through its events; ``--offline``
-wraps the whole bring-up in a namespace with no route out; every agent must return a numeric
-reward on its rows.
+Order matters: a package the static rules reject never costs a venv build. The static pass is
+``envkit validate``'s own gate, so both commands judge a package under the same settings;
+``--offline`` wraps the whole bring-up in a network with no route out; every agent must return
+a numeric reward on its rows.
 """
 
 from __future__ import annotations

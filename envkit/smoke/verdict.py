@@ -1,10 +1,7 @@
 """Turn what the runtime told (its events, its error, the rollouts) into per-server and
-per-agent verdicts, each failure a located diagnostic with its evidence.
-
-A code comes from the runtime's reading of a log (``envkit.gym.diagnose``, the one signature
-table) or from the spin-up rules themselves (``validators/spinup.py``); this module only picks
-the rule object, writes the one-line message, and finds the place: the config file (and line)
-that defines the server or agent instance, else the manifest.
+per-agent verdicts, each failure a diagnostic located at the config (and line) that defines
+the instance, else the manifest. Codes come from the runtime's reading of a log or the spin-up
+rules; this module only picks the rule, writes the message and finds the place.
 """
 
 from __future__ import annotations
