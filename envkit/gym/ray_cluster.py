@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from envkit.gym.install import gym_ray_env
 from envkit.gym.processes import ProcessTree
-from envkit.gym.types import GYM_RAY_ADDRESS_ENV, GymRuntimeError, RuntimeOptions
+from envkit.gym.types import GYM_RAY_ADDRESS_ENV, GymRuntimeError
 from envkit.gym.venv import (
     DEFAULT_GYM_VERSION,
     GymVenv,
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
 __all__ = ["RAY_UNREACHABLE", "cannot_join", "check_reachable", "gym_ray_cluster", "join_failure",
-           "joined_address", "main"]
+           "main"]
 
 HOLDER = Path(__file__).with_name("ray_cluster_main.py")
 START_TIMEOUT_S = 120.0
@@ -56,13 +56,6 @@ def cannot_join(address: str, why: str) -> str:
     return (f"Gym could not join the Ray cluster at {address} (${GYM_RAY_ADDRESS_ENV}): {why}; "
             "start one with Gym's Ray and Python (`python -m envkit.gym.ray_cluster`), or unset "
             "it and let Gym start its own")
-
-
-def joined_address(options: RuntimeOptions) -> str | None:
-    """The cluster a bring-up with ``options`` joins; ``None``: Gym's head starts its own, as
-    always with ``offline`` (the servers' network namespace has loopback only: no outside
-    cluster can be reached from there)."""
-    return None if options.offline else options.ray_address
 
 
 def join_failure(address: str | None, log: str) -> str | None:

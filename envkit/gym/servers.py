@@ -38,7 +38,7 @@ from envkit.gym.install import (
     write_uv_toml,
 )
 from envkit.gym.processes import STOP_GRACE_S, ProcessTree, free_port, short_command
-from envkit.gym.ray_cluster import check_reachable, join_failure, joined_address
+from envkit.gym.ray_cluster import check_reachable, join_failure
 from envkit.gym.types import (
     GymRuntimeError,
     GymServers,
@@ -130,7 +130,8 @@ class GymRuntime:
         self.servers: GymServers | None = None
         self.venv_dir: Path | None = None
         """The server venv tree (``<type>/<impl>/.venv``), known once set-up has run."""
-        self.ray_address = joined_address(options)
+        # offline: the servers' network namespace reaches no outside cluster
+        self.ray_address = None if options.offline else options.ray_address
 
     def __enter__(self) -> GymServers:
         try:
