@@ -137,10 +137,7 @@ def stage_harness(gym_root: Path, work: Path, package: Package,
                   find_links: Sequence[Path] | None = None) -> StagedHarness | None:
     """Copy the built-in harness into ``work`` (a copy of ``package``) with offline
     requirements; None when the package is not an adapter package on a built-in harness.
-
     ``find_links``: where its install finds the vendored wheels (default ``work/wheels``).
-
-    ``package`` is the model validation read (``envkit.validate.validate.read_package``).
 
     :raises HarnessError: the harness or a vendored wheel is missing.
     """
