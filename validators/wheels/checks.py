@@ -8,6 +8,7 @@ findings ``envkit.model.wheelfile`` recorded. No wheel is installed or imported.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
@@ -109,7 +110,8 @@ _PLATFORM_WORDS = (
 )
 """Platform tags in words (PEP 600/656): ``manylinux_2_28_aarch64`` is exact but has to be
 decoded, so EK401 says "aarch64 Linux with glibc >= 2.28" next to the target in the same
-words. Patterns, not compiled ones: only a wheel the target cannot install needs them."""
+words. Patterns, not compiled ones (``re`` caches them): only a wheel the target cannot
+install needs them."""
 
 
 def _built_for(wheel: WheelFile) -> str:
@@ -121,8 +123,6 @@ def _built_for(wheel: WheelFile) -> str:
 
 
 def _interpreter_words(interpreter: str, abi: str) -> str:
-    import re
-
     match = re.fullmatch(r"(cp|pp|py)(\d)(\d*)", interpreter)
     if match is None:
         return f"`{interpreter}`"
@@ -135,8 +135,6 @@ def _interpreter_words(interpreter: str, abi: str) -> str:
 
 
 def _platform_words(platform: str) -> str:
-    import re
-
     if platform == "any":
         return "any platform"
     for pattern, words in _PLATFORM_WORDS:
