@@ -24,9 +24,8 @@ from envkit.model.gym_data import DEFAULT_GYM_VERSION
 
 if TYPE_CHECKING:
     from envkit.probe import ProbeOutcome, ProbeRequest
-    from envkit.validate.gate import GateRequest
 
-__all__ = ["FORMATS", "probe_command", "probe_from_validate", "run_probe_request"]
+__all__ = ["FORMATS", "probe_command", "run_probe_request"]
 
 _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -143,10 +142,3 @@ def run_probe_request(request: ProbeRequest, output_dir: Path | None = None) -> 
     if output_dir is not None:
         report = write_outputs(report, output_dir)
     return ProbeOutcome(report, request.package)
-
-
-def probe_from_validate(request: GateRequest) -> ProbeOutcome:
-    """``envkit validate PKG --probe``: validate's resolved settings, the probe's defaults."""
-    from envkit.probe import ProbeRequest
-
-    return run_probe_request(ProbeRequest.after_validate(request, "--probe"))

@@ -24,10 +24,8 @@ from envkit.model.gym_data import DEFAULT_GYM_VERSION
 
 if TYPE_CHECKING:
     from envkit.smoke import SmokeOutcome, SmokeRequest
-    from envkit.validate.gate import GateRequest
 
-__all__ = ["FORMATS", "run_smoke_request", "smoke_command", "smoke_from_validate",
-           "smoke_runtime_options"]
+__all__ = ["FORMATS", "run_smoke_request", "smoke_command", "smoke_runtime_options"]
 
 _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 FORMATS = ("human", "json", "github", "sarif")
@@ -104,10 +102,3 @@ def run_smoke_request(request: SmokeRequest) -> SmokeOutcome:
     with sigterm_as_interrupt():
         report = run_smoke(request)
     return SmokeOutcome(report, request.package)
-
-
-def smoke_from_validate(request: GateRequest) -> SmokeOutcome:
-    """``envkit validate PKG --smoke``: validate's resolved settings, smoke's runtime defaults."""
-    from envkit.smoke.run import SmokeRequest
-
-    return run_smoke_request(SmokeRequest.after_validate(request, "--smoke"))

@@ -102,13 +102,15 @@ def validate_command(paths: tuple[Path, ...], dataset: Path | None, job: Path | 
         return SettingsView(tuple((str(p), shown_settings(p, request))
                                   for p in packages or (Path(),)))
     if probe:  # the probe validates first (same settings), brings the package up once
-        from envkit.cli.probe import probe_from_validate
+        from envkit.cli.probe import run_probe_request
+        from envkit.probe import ProbeRequest
 
-        return probe_from_validate(request)
+        return run_probe_request(ProbeRequest.after_validate(request, "--probe"))
     if smoke:  # the smoke run validates first (same settings) and reports both
-        from envkit.cli.smoke import smoke_from_validate
+        from envkit.cli.smoke import run_smoke_request
+        from envkit.smoke.run import SmokeRequest
 
-        return smoke_from_validate(request)
+        return run_smoke_request(SmokeRequest.after_validate(request, "--smoke"))
     return run_gate(request)
 
 
