@@ -92,21 +92,18 @@ _build_options = option_group(
 """Options shared by ``build`` and ``convert package``."""
 
 
-def _target_source() -> str:
-    """``command line`` when ``--arch/--python/--glibc`` was given, else ``default``: the build's
-    verdict says where its target came from, as ``envkit validate``'s does."""
+def _request(sources: tuple[Path, ...], output: Path, arch: str, python_version: str,
+             glibc: str | None, no_runtime_pins: bool, **opts: Any) -> BuildRequest:
+    """The ``BuildRequest`` of ``_build_options`` (and the command's own ``opts``). Its target
+    source is ``command line`` when ``--arch/--python/--glibc`` was given: the build's verdict
+    says where its target came from, as ``envkit validate``'s does."""
     ctx = click.get_current_context()
     given = any(ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
                 for name in ("arch", "python_version", "glibc"))
-    return "command line" if given else "default"
-
-
-def _request(sources: tuple[Path, ...], output: Path, arch: str, python_version: str,
-             glibc: str | None, no_runtime_pins: bool, **opts: Any) -> BuildRequest:
-    """The ``BuildRequest`` of ``_build_options`` (and the command's own ``opts``)."""
     return BuildRequest(sources=sources, out=output,
                         target=target_from(arch, python_version, glibc),
-                        runtime_pins=not no_runtime_pins, target_source=_target_source(), **opts)
+                        runtime_pins=not no_runtime_pins,
+                        target_source="command line" if given else "default", **opts)
 
 
 def _run(call: Callable[..., BuildResult], request: BuildRequest) -> BuildResult:

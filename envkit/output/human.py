@@ -140,12 +140,6 @@ def _checked(report: Report) -> str:
     return ", ".join(parts)
 
 
-def _target_line(report: Report) -> str | None:
-    if report.root is None or report.target_source == "default":
-        return None
-    return f"[dim]target {report.target} (from {report.target_source})[/]"
-
-
 def render_human(run: ValidationRun, console: Console) -> None:
     """``path:line:col: CODE message`` then the fix hint, as ruff prints them; with several
     packages, one section each and a summary line."""
@@ -165,9 +159,8 @@ def render_human(run: ValidationRun, console: Console) -> None:
 
 def _print_report(report: Report, console: Console) -> None:
     _print_diagnostics(report, console)
-    target = _target_line(report)
-    if target:
-        console.print(target)
+    if report.root is not None and report.target_source != "default":
+        console.print(f"[dim]target {report.target} (from {report.target_source})[/]")
     console.print(_verdict(report))
 
 
