@@ -108,12 +108,11 @@ def _store(key: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
     return callback
 
 
-def report_file_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``-o/--output FILE`` for commands whose only output is their report (as ruff's)."""
-    return click.option("-o", "--output", "report_file", default=None, expose_value=False,
-                        type=click.Path(dir_okay=False, writable=True),
-                        callback=_store(REPORT_FILE_KEY),
-                        help="Write the result to FILE instead of stdout.")(func)
+report_file_option = click.option(
+    "-o", "--output", "report_file", default=None, expose_value=False,
+    type=click.Path(dir_okay=False, writable=True), callback=_store(REPORT_FILE_KEY),
+    help="Write the result to FILE instead of stdout.")
+"""``-o/--output FILE`` for commands whose only output is their report (as ruff's)."""
 
 
 def _verbosity(ctx: click.Context, param: click.Parameter, value: int) -> int:
@@ -181,12 +180,11 @@ def target_from(arch: str, python_version: str, glibc: str | None) -> Target:
         raise click.BadParameter(f"--{exc}") from None
 
 
-def gym_python_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--gym-python``: the CPython 3.13 Gym's venv is built on (commands that start servers)."""
-    return click.option("--gym-python", type=click.Path(exists=True, dir_okay=False,
-                                                        path_type=Path),
-                        help="CPython 3.13 for Gym (default: $ENVKIT_GYM_PYTHON, then "
-                             "python3.13 on PATH, then pyenv's 3.13 versions).")(func)
+gym_python_option = click.option(
+    "--gym-python", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="CPython 3.13 for Gym (default: $ENVKIT_GYM_PYTHON, then python3.13 on PATH, then "
+         "pyenv's 3.13 versions).")
+"""``--gym-python``: the CPython 3.13 Gym's venv is built on (commands that start servers)."""
 
 
 def backend_option(dest: str = "backend") -> Callable[[Callable[..., Any]], Any]:
@@ -198,13 +196,11 @@ def backend_option(dest: str = "backend") -> Callable[[Callable[..., Any]], Any]
                              "on a CPU).")
 
 
-def allow_python_override_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--allow-python-override`` (or ``$ENVKIT_ALLOW_PYTHON_OVERRIDE``), one spelling for
-    every command that installs nemo-gym, so a README can show one command for every machine."""
-    return click.option("--allow-python-override", is_flag=True, envvar=PYTHON_OVERRIDE_ENV,
-                        show_envvar=True,
-                        help="Install nemo-gym on a 3.13 older than its Requires-Python "
-                             "floor.")(func)
+allow_python_override_option = click.option(
+    "--allow-python-override", is_flag=True, envvar=PYTHON_OVERRIDE_ENV, show_envvar=True,
+    help="Install nemo-gym on a 3.13 older than its Requires-Python floor.")
+"""``--allow-python-override`` (or ``$ENVKIT_ALLOW_PYTHON_OVERRIDE``), one spelling for every
+command that installs nemo-gym, so a README can show one command for every machine."""
 
 
 local_gym_options = option_group(

@@ -13,8 +13,6 @@ from envkit.cli.job import platform_options, where_from
 from envkit.model.gym_data import DEFAULT_GYM_VERSION
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from envkit.platform.outcomes import SubmitOutcome
     from envkit.validate.gate import GateRequest
 
@@ -102,12 +100,12 @@ def _gate_request(arch: str | None, python_version: str | None, glibc: str | Non
     return GateRequest(flags=flags, isolated=isolated)
 
 
-def upload_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--upload`` (+ ``--workspace/--base-url``) for ``build`` and ``convert verifiers``."""
-    func = platform_options(func)
-    return click.option("--upload", is_flag=True,
-                        help="Also upload the package (and dataset) as NeMo Platform FileSets "
-                             "and log their refs on stderr.")(func)
+upload_options = option_group(
+    click.option("--upload", is_flag=True,
+                 help="Also upload the package (and dataset) as NeMo Platform FileSets and log "
+                      "their refs on stderr."),
+    platform_options)
+"""``--upload`` (+ ``--workspace/--base-url``) for ``build`` and ``convert verifiers``."""
 
 
 def upload_outputs(package: Path, dataset: Path | None, workspace: str | None,
