@@ -236,7 +236,6 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if route is None:
                 raise _HTTPError(404, f"no route {self.command} {path}", "NotFoundError")
-            self._check_auth()
             status, payload = 200, route()
         except _HTTPError as exc:
             status, payload = exc.status, _error(exc.status, str(exc), exc.kind)
@@ -247,11 +246,6 @@ class _Handler(BaseHTTPRequestHandler):
             message = f"{type(exc).__name__}: {exc}"
             status, payload = 500, _error(500, message, "InternalServerError")
         self._send(status, payload)
-
-    def _check_auth(self) -> None:
-        key = self.server.api_key
-        if key and self.headers.get("Authorization", "") != f"Bearer {key}":
-            raise _HTTPError(401, "invalid API key", "AuthenticationError")
 
     def _body(self) -> dict[str, Any]:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -334,7 +328,6 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     backend: GenerationBackend
     batcher: _Batcher
-    api_key: str | None
     top_k: int | None
 
 
@@ -350,15 +343,14 @@ class PolicyServer:
     never do), as the platform's vLLM applies ``policy.generation.top_k``.
     """
 
-    def __init__(self, backend: GenerationBackend, *, host: str = "127.0.0.1", port: int = 0,
-                 api_key: str | None = None, top_k: int | None = None) -> None:
+    def __init__(self, backend: GenerationBackend, *, top_k: int | None = None) -> None:
         self.backend = backend
-        self._httpd = _Server((host, port), _Handler)
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.backend = backend
         self._httpd.batcher = _Batcher(backend)
-        self._httpd.api_key = api_key
         self._httpd.top_k = top_k
-        self.api_key = api_key or "envkit-local"
+        self.api_key = "envkit-local"
+        """What Gym's model server sends as its key (loopback only: none is checked)."""
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(_SHUTDOWN_POLL_S,),
                                         name="envkit-policy-http", daemon=True)
         self._thread.start()
