@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from envkit.platform.http import PlatformClient
     from envkit.platform.submit import SubmitResult
     from envkit.platform.upload import Progress
-    from envkit.validate.report import ValidationRun
 
 __all__ = ["SubmitRequest", "Where", "cancel", "check_submission", "logs", "metrics", "show",
            "status", "submit", "upload_outputs", "wait"]
@@ -86,7 +85,7 @@ def _uploading(show: bool) -> Iterator[Progress]:
         raise UploadInterrupted(msg) from None
 
 
-def check_submission(request: SubmitRequest) -> ValidationRun:
+def check_submission(request: SubmitRequest) -> None:
     """The package, dataset and job through ``envkit validate``'s gate; a secret in the
     package (EK210) refuses the submission whatever the selection says.
 
@@ -98,7 +97,6 @@ def check_submission(request: SubmitRequest) -> ValidationRun:
     if not run.valid or secrets:
         shown = [d for r in run.reports for d in r.diagnostics if d.code != "EK210"]
         raise SubmitRejected([*shown, *secrets])
-    return run
 
 
 def secrets_in(package: Path) -> list[Diagnostic]:
@@ -252,8 +250,8 @@ def _pages(client: PlatformClient, ref: jobs.JobRef, seen: set[tuple[str, str]],
             return
 
 
-def upload_outputs(where: Where, package: Path, dataset: Path | None) -> list[tuple[str, str]]:
-    """Upload what ``build``/``convert`` wrote, as ``submit`` does; ``[(purpose, ref)]``.
+def upload_outputs(where: Where, package: Path, dataset: Path | None) -> None:
+    """Upload what ``build``/``convert`` wrote, as ``submit`` does, and log the refs.
 
     :raises SubmitRejected: the package holds a secret (``--include`` let one in).
     """
@@ -271,4 +269,3 @@ def upload_outputs(where: Where, package: Path, dataset: Path | None) -> list[tu
                                                 progress).ref))
     for purpose, ref in refs:
         _LOG.info("%s FileSet: %s", purpose, ref)
-    return refs
