@@ -124,7 +124,6 @@ def write_curated(dest: Path, source: Path, kept: Mapping[str, Iterable[int]],
     try:
         write_files(tmp, files)
         swap_into_place(tmp, dest)
-    except BaseException:
+    finally:  # gone after a swap; a half-written one after a failure
         shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return dest

@@ -131,9 +131,7 @@ def rescore(request: RescoreRequest) -> RescoreReport:
     with session as servers:
         log.info("servers ready; scoring %d recorded row(s) again", len(rows))
         scores = _score(servers, rows, request)
-    output = None
-    if request.output is not None:
-        output = str(_write(request.output, rows, scores))
+    output = None if request.output is None else str(_write(request.output, rows, scores))
     return RescoreReport(str(request.run_dir), str(package), run.rollouts, changed,
                          tuple(scores), output)
 
