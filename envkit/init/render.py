@@ -42,10 +42,7 @@ def load_template(template: str) -> dict[str, str]:
         msg = f"unknown template {template!r} (one of: {', '.join(TEMPLATES)})"
         raise ValueError(msg)
     root = resources.files("envkit.init") / "templates"
-    files: dict[str, str] = {}
-    for part in ("common", template):
-        files.update(_walk(root / part, ""))
-    return files
+    return {**_walk(root / "common", ""), **_walk(root / template, "")}
 
 
 def _walk(node: Traversable, prefix: str) -> dict[str, str]:
