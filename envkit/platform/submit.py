@@ -45,11 +45,11 @@ def environment_metadata(package: Path) -> tuple[str, dict[str, Any] | None]:
     """``(stem, metadata)`` for the FileSet from the package's manifest; a broken manifest
     (only the library reaches here without validating) sends no ``metadata.environment``."""
     try:
-        doc: dict[str, Any] | None = read_mapping(package / MANIFEST)
+        doc = read_mapping(package / MANIFEST)
     except YamlReadError:
-        doc = None
-    meta = doc.get("metadata") if isinstance(doc, dict) else None
-    if not isinstance(doc, dict) or not isinstance(meta, dict):
+        return package.name, None
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
         return package.name, None
     adapter = doc["adapter"] if isinstance(doc.get("adapter"), dict) else {}
     env = {
