@@ -143,7 +143,9 @@ def _problem(job: JobDoc, problem: Problem) -> Diagnostic:
         return EK600.at(job.path,
                         "`training.type` is missing (submit fails with union_tag_not_found)",
                         line=line)
-    if path == ("training", "finetuning_type") and _get(job.data, *path) == "lora_merged":
+    training = job.data.get("training")
+    merged = isinstance(training, Mapping) and training.get("finetuning_type") == "lora_merged"
+    if path == ("training", "finetuning_type") and merged:
         return EK601.at(job.path, "`training.finetuning_type: lora_merged` is rejected: GRPO "
                         "does not merge adapters", line=line,
                         hint="Use `lora` (adapter) or `all_weights` (a deployable model).")
@@ -204,11 +206,3 @@ def _steps(job: JobDoc, training: Any) -> Iterator[Diagnostic]:
     if training.get("max_steps") is not None and training.get("epochs") is not None:
         yield EK603.at(job.path, "`training.max_steps` is set together with `training.epochs` "
                        "(stops mid-epoch)", line=job.line_of("training", "max_steps"))
-
-
-def _get(mapping: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(mapping, Mapping):
-            return None
-        mapping = mapping.get(key)
-    return mapping
