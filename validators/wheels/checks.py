@@ -220,15 +220,17 @@ def _builtin_server_roots(pkg: Package) -> tuple[list[Root], list[Egress]]:
     view = view_of(pkg)
     if view is None:
         return [], []
-    shipped = {s.path for s in pkg.servers if s.files.intersection(INSTALL_MARKERS)}
-    harness = _harness_dir(pkg)
+    # skipped: what the package ships, the adapter's harness, and servers already counted
+    seen = {s.path for s in pkg.servers if s.files.intersection(INSTALL_MARKERS)}
+    adapter = pkg.manifest_data.get("adapter")
+    if pkg.format == "adapter-wheels-v1" and isinstance(adapter, dict):
+        seen.add(f"{adapter.get('agent_type')}/{adapter.get('agent')}")
     installs = gym_data().builtin_server_installs
     roots: list[Root] = []
     egress: list[Egress] = []
-    seen: set[str] = set()
     for instance in view.servers():
         rel = f"{instance.shape.server_type}/{instance.shape.impl}"
-        if rel in shipped or rel == harness or rel in seen or rel not in installs:
+        if rel in seen or rel not in installs:
             continue
         seen.add(rel)
         name, text = installs[rel]
@@ -238,13 +240,6 @@ def _builtin_server_roots(pkg: Package) -> tuple[list[Root], list[Egress]]:
         roots += [Root(r.requirement, origin, path, line) for r in found]
         egress += [Egress(f"{e.text} (built-in {rel})", path, line) for e in needs]
     return roots, egress
-
-
-def _harness_dir(pkg: Package) -> str | None:
-    adapter = pkg.manifest_data.get("adapter")
-    if pkg.format != "adapter-wheels-v1" or not isinstance(adapter, dict):
-        return None
-    return f"{adapter.get('agent_type')}/{adapter.get('agent')}"
 
 
 def _adapter_roots(pkg: Package) -> list[Root]:
