@@ -266,10 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     if guard.violations:
         result = {"ok": False, "kind": "escape",
                   "message": "wrote outside its temp dir: " + "; ".join(guard.violations[:5])}
-    payload = json.dumps(result, default=str, ensure_ascii=False).encode()
-    while payload:
-        payload = payload[os.write(out_fd, payload):]
-    os.close(out_fd)
+    with os.fdopen(out_fd, "wb") as out:
+        out.write(json.dumps(result, default=str, ensure_ascii=False).encode())
     return 0
 
 
