@@ -134,13 +134,9 @@ def static_problems(data: Any, doc: YamlDoc | None = None) -> list[Diagnostic]:
     if not isinstance(data, Mapping):
         kind = "empty" if data is None else f"a {yaml_type(data)}"
         return [_at(EK101, doc, (), f"`{MANIFEST}` is {kind}, not a mapping")]
-    found: list[Diagnostic] = []
-    found += _unknown_keys(data, (), TOP_LEVEL_KEYS, doc)
-    found += _format_problems(data, doc)
-    found += config_path_problems(data, doc)
-    found += _metadata_problems(data, doc)
-    found += _adapter_problems(data, doc)
-    return found
+    return [*_unknown_keys(data, (), TOP_LEVEL_KEYS, doc), *_format_problems(data, doc),
+            *config_path_problems(data, doc), *_metadata_problems(data, doc),
+            *_adapter_problems(data, doc)]
 
 
 def _misplaced(key: str, here: tuple[str, ...]) -> str | None:
