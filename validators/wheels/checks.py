@@ -275,12 +275,9 @@ def check_closure(inputs: Inputs) -> Iterator[Diagnostic]:
     roots, egress = closure_roots(pkg, inputs)
     closure = walk(pkg.wheels, roots, inputs.options.target)
     yield from _pin_mismatches(pkg, inputs)
-    for item in egress:
-        yield _egress(item, inputs.options.offline)
-    for miss in closure.missing:
-        diag = _missing(miss, inputs.options.offline)
-        if diag is not None:
-            yield diag
+    offline = inputs.options.offline
+    yield from (_egress(item, offline) for item in egress)
+    yield from filter(None, (_missing(miss, offline) for miss in closure.missing))
     yield from _dead_weight(pkg, closure)
 
 
