@@ -12,6 +12,20 @@ import re
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from envkit.model.closure import (
+    RUNTIME_ORIGIN,
+    Egress,
+    Root,
+    marker_roots,
+    parse_requirement,
+    python_ok,
+    runtime_roots,
+    usable,
+    walk,
+)
 from envkit.model.diagnostics import Severity
 from envkit.model.gym_data import gym_data
 from envkit.model.package import INSTALL_MARKERS, WHEEL_FORMATS
@@ -32,7 +46,7 @@ from envkit.validators.wheels.rules import (
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from envkit.model.closure import Closure, Egress, Missing, Root
+    from envkit.model.closure import Closure, Missing
     from envkit.model.diagnostics import Diagnostic
     from envkit.model.package import Package
     from envkit.model.target import Target
@@ -40,10 +54,6 @@ if TYPE_CHECKING:
     from envkit.validators._base import Inputs
 
 __all__ = ["CHECKS", "closure_roots"]
-
-# The closure model and ``packaging`` are imported inside the checks, after the format test:
-# a native-v1 package never reaches them, and ``packaging`` compiles its grammar's regexes at
-# import, which every ``envkit validate`` start would otherwise pay.
 
 WHEELS_DIR = "wheels/"
 HARNESS_EGRESS = "verifiers @ git+https://github.com/PrimeIntellect-ai/verifiers.git@v0.3.1"
@@ -67,8 +77,6 @@ def check_wheel_files(inputs: Inputs) -> Iterator[Diagnostic]:
     pkg = _wheel_package(inputs)
     if pkg is None:
         return
-    from envkit.model.closure import python_ok, usable
-
     target = inputs.options.target
     covered = {w.name for w in pkg.wheels if usable(w, target)}
     for wheel in pkg.wheels:
@@ -181,10 +189,6 @@ def closure_roots(pkg: Package, inputs: Inputs) -> tuple[list[Root], list[Egress
     Without ``--offline`` the runtime pins and the built-ins' requirements count only for
     projects ``wheels/`` vendors (the first install has an index for the rest).
     """
-    from packaging.utils import canonicalize_name
-
-    from envkit.model.closure import Egress, marker_roots, runtime_roots
-
     roots: list[Root] = []
     egress: list[Egress] = []
     for server in pkg.servers:
@@ -215,8 +219,6 @@ def _builtin_server_roots(pkg: Package) -> tuple[list[Root], list[Egress]]:
     most packages): ``nemo-gym[dev]`` plus setuptools to build it. Offline, ``wheels/`` must
     cover that too. The adapter's harness is left to ``_adapter_roots`` (staged offline).
     """
-    from envkit.model.closure import Egress, Root, marker_roots
-
     view = view_of(pkg)
     if view is None:
         return [], []
@@ -245,11 +247,6 @@ def _builtin_server_roots(pkg: Package) -> tuple[list[Root], list[Egress]]:
 def _adapter_roots(pkg: Package) -> list[Root]:
     """The env wheel (``metadata.vf_env_id``, or any wheel that requires verifiers) and the
     verifiers the harness imports."""
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-
-    from envkit.model.closure import Root
-
     meta = pkg.manifest_data.get("metadata")
     env_id = meta.get("vf_env_id") if isinstance(meta, dict) else None
     env_name = canonicalize_name(env_id) if isinstance(env_id, str) else None
@@ -270,8 +267,6 @@ def check_closure(inputs: Inputs) -> Iterator[Diagnostic]:
     pkg = _wheel_package(inputs)
     if pkg is None:
         return
-    from envkit.model.closure import walk
-
     roots, egress = closure_roots(pkg, inputs)
     closure = walk(pkg.wheels, roots, inputs.options.target)
     yield from _pin_mismatches(pkg, inputs)
@@ -283,10 +278,6 @@ def check_closure(inputs: Inputs) -> Iterator[Diagnostic]:
 
 def _pin_mismatches(pkg: Package, inputs: Inputs) -> Iterator[Diagnostic]:
     """EK404/EK405 for vendored runtime projects off the image's pins."""
-    from packaging.utils import canonicalize_name
-
-    from envkit.model.closure import RUNTIME_ORIGIN, runtime_roots
-
     pins = {canonicalize_name(r.requirement.name): r.requirement for r in
             runtime_roots(inputs.options.gym_version, gym_data().requires_dist, WHEELS_DIR)}
     for wheel in pkg.wheels:
@@ -353,10 +344,6 @@ def _dead_weight(pkg: Package, closure: Closure) -> Iterator[Diagnostic]:
 
 
 def _required_names(wheel: WheelFile) -> set[str]:
-    from packaging.utils import canonicalize_name
-
-    from envkit.model.closure import parse_requirement
-
     return {canonicalize_name(r.name) for r in map(parse_requirement, wheel.requires_dist)
             if r is not None}
 
