@@ -116,8 +116,7 @@ _PLATFORM_WORDS = (
     (r"macosx_\d+_\d+_(\w+)", "{0} macOS"),
     (r"win_?(\w*)", "Windows {0}"),
 )
-"""Platform tags in words (PEP 600/656): ``manylinux_2_28_aarch64`` is exact but has to be
-decoded, so EK401 says "aarch64 Linux with glibc >= 2.28" next to the target in the same
+"""Platform tags (PEP 600/656) in words, so EK401 sets them beside the target's in the same
 words. Patterns, not compiled ones (``re`` caches them): only a wheel the target cannot
 install needs them."""
 
