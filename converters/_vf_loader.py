@@ -55,13 +55,9 @@ class _Guard:
         self.violations: list[str] = []
 
     def _inside(self, path: object) -> bool:
-        if isinstance(path, int):
-            return True  # an already-open fd
-        if isinstance(path, bytes):
-            path = os.fsdecode(path)
-        if not isinstance(path, str | os.PathLike):
-            return True
-        real = os.path.realpath(os.fspath(path))
+        if isinstance(path, int) or not isinstance(path, str | bytes | os.PathLike):
+            return True  # an already-open fd, or no path at all
+        real = os.path.realpath(os.fsdecode(path))
         return (real in _ALLOWED_DEVICES or _under(real, self.root)
                 or (_under(real, self.prefix) and _is_bytecode(real)))
 
