@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import envkit.model.jobspec as job_model
 from envkit.model.diagnostics import Diagnostic, Severity
 from envkit.model.jobspec import JobSettings, JobSpecError, grpo_settings
-from envkit.validators._base import closest, json_kind
+from envkit.validators._base import did_you_mean, json_kind
 from envkit.validators.job.cross_field import findings
 from envkit.validators.job.rules import EK600, EK601, EK603, EK604, EK608, EK609, EK610, EK611
 
@@ -172,8 +172,7 @@ def _did_you_mean(path: tuple[str, ...]) -> str | None:
         cls = _model_of(fld.type if fld else None)
         if cls is None:
             return None
-    match = closest(path[-1], (f.name for f in dataclasses.fields(cls)))
-    return f"Did you mean `{'.'.join((*path[:-1], match))}`?" if match else None
+    return did_you_mean(path[-1], (f.name for f in dataclasses.fields(cls)), *path[:-1])
 
 
 def _model_of(hint: Any) -> Any:
