@@ -55,13 +55,9 @@ class _Guard:
         self.violations: list[str] = []
 
     def _inside(self, path: object) -> bool:
-        if isinstance(path, int):
-            return True  # an already-open fd
-        if isinstance(path, bytes):
-            path = os.fsdecode(path)
-        if not isinstance(path, str | os.PathLike):
-            return True
-        real = os.path.realpath(os.fspath(path))
+        if isinstance(path, int) or not isinstance(path, str | bytes | os.PathLike):
+            return True  # an already-open fd, or no path at all
+        real = os.path.realpath(os.fsdecode(path))
         return (real in _ALLOWED_DEVICES or _under(real, self.root)
                 or (_under(real, self.prefix) and _is_bytecode(real)))
 
@@ -266,10 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     if guard.violations:
         result = {"ok": False, "kind": "escape",
                   "message": "wrote outside its temp dir: " + "; ".join(guard.violations[:5])}
-    payload = json.dumps(result, default=str, ensure_ascii=False).encode()
-    while payload:
-        payload = payload[os.write(out_fd, payload):]
-    os.close(out_fd)
+    with os.fdopen(out_fd, "wb") as out:
+        out.write(json.dumps(result, default=str, ensure_ascii=False).encode())
     return 0
 
 

@@ -127,10 +127,8 @@ def _collect_rows(instance: str, entry: dict[str, Any], plan: TreePlan) -> None:
 
 
 def _server_type(body: object) -> str | None:
-    if isinstance(body, dict):
-        types = [k for k in body if k in SERVER_TYPES]
-        return types[0] if len(types) == 1 else None
-    return None
+    types = [k for k in body if k in SERVER_TYPES] if isinstance(body, dict) else []
+    return types[0] if len(types) == 1 else None
 
 
 def add_policy_model(plan: TreePlan, fmt: str, instances: Mapping[str, Any]) -> None:
@@ -143,15 +141,10 @@ def add_policy_model(plan: TreePlan, fmt: str, instances: Mapping[str, Any]) -> 
 
 
 def _refs(instances: Mapping[str, Any], server_type: str, field_name: str) -> set[str]:
-    names = set()
-    for body in instances.values():
-        if _server_type(body) != server_type:
-            continue
-        for block in _impl_blocks(body):
-            ref = block.get(field_name)
-            if isinstance(ref, dict) and isinstance(ref.get("name"), str):
-                names.add(ref["name"])
-    return names
+    refs = (block.get(field_name) for body in instances.values()
+            if _server_type(body) == server_type for block in _impl_blocks(body))
+    names = (ref.get("name") for ref in refs if isinstance(ref, dict))
+    return {name for name in names if isinstance(name, str)}
 
 
 def add_agents(plan: TreePlan, path: str, instances: Mapping[str, Any]) -> None:

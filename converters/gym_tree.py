@@ -30,22 +30,14 @@ from envkit.converters.gym_configs import (
     rewrite_config,
 )
 from envkit.model.gym_data import gym_data
-from envkit.model.package import MANIFEST, SERVER_TYPES
+from envkit.model.package import INSTALL_MARKERS, MANIFEST, SERVER_TYPES
 from envkit.model.secrets import secret_left_out
 from envkit.model.yamlio import YamlReadError, read_mapping
 
-__all__ = [
-    "FORMATS",
-    "GymTreeError",
-    "ServerSource",
-    "TreePlan",
-    "discover_servers",
-    "plan_tree",
-    "server_requirements",
-]
+__all__ = ["FORMATS", "GymTreeError", "ServerSource", "TreePlan", "discover_servers", "plan_tree",
+           "server_requirements"]
 
 FORMATS = ("wheels-v1", "native-v1")
-_MARKERS = ("requirements.txt", "pyproject.toml")
 _SKIP_DIRS = frozenset({"__pycache__", ".venv", ".git", ".pytest_cache", ".ruff_cache"})
 _AGENTS_FILE = "envkit_agents.yaml"
 
@@ -91,14 +83,13 @@ def discover_servers(src: Path) -> list[ServerSource]:
 
 
 def _has_marker(path: Path) -> bool:
-    return any((path / m).is_file() for m in _MARKERS)
+    return any((path / m).is_file() for m in INSTALL_MARKERS)
 
 
 def _server(path: Path) -> ServerSource:
     """Default config: ``configs/<impl>.yaml`` when present (Gym's convention), else all
     (sibling configs are usually alternatives that redefine the same instances)."""
-    configs = sorted(p.name for p in (path / "configs").glob("*.yaml")) \
-        if (path / "configs").is_dir() else []
+    configs = sorted(p.name for p in (path / "configs").glob("*.yaml"))  # none without the dir
     preferred = f"{path.name}.yaml"
     chosen = (preferred,) if preferred in configs else tuple(configs)
     return ServerSource(path.parent.name, path.name, path, chosen)
@@ -169,16 +160,12 @@ def plan_tree(servers: list[ServerSource], fmt: str, name: str,
 
 def _ref_names(node: object) -> set[str]:
     """Instance names of every ``{type: <server_type>, name: ...}`` ref inside ``node``."""
-    if isinstance(node, dict):
-        found = set()
-        if node.get("type") in SERVER_TYPES and isinstance(node.get("name"), str):
-            found.add(node["name"])
-        for value in node.values():
-            found |= _ref_names(value)
-        return found
     if isinstance(node, list):
-        return set().union(*(_ref_names(v) for v in node))
-    return set()
+        return set().union(*map(_ref_names, node))
+    if not isinstance(node, dict):
+        return set()
+    own = node.get("type") in SERVER_TYPES and isinstance(node.get("name"), str)
+    return set().union({node["name"]} if own else (), *map(_ref_names, node.values()))
 
 
 def _definitions(root: Path) -> dict[str, Path]:

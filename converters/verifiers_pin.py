@@ -84,12 +84,8 @@ def requires_conflict(requires_dist: Iterable[str], harness: str) -> PinConflict
             req = Requirement(line)
         except InvalidRequirement:
             continue
-        if canonicalize_name(req.name) != "verifiers" or (
-            req.marker and "extra" in str(req.marker)
-        ):
-            continue
-        found = pin_conflict(req.specifier, harness, line)
-        if found:
+        own = canonicalize_name(req.name) == "verifiers" and "extra" not in str(req.marker or "")
+        if own and (found := pin_conflict(req.specifier, harness, line)):
             return found
     return None
 

@@ -105,11 +105,9 @@ def _run(req: ConvertRequest, hub: HubRef, venv_python: Path, work: Path, site: 
 def load_error(exc: LoadError, req: ConvertRequest, hub: HubRef,
                env_wheel: EnvWheel | None) -> ConvertError:
     """A failed load as one line naming its cause, with a hint that names a real option."""
-    left = _left_out_error(exc, req, hub, env_wheel)
-    if left is not None:
-        return ConvertError(*left)
-    return ConvertError(f"loading {hub.vf_env_id!r} failed: {exc}",
-                        _known_hint(str(exc)) or _hint(exc, req))
+    left = _left_out_error(exc, req, hub, env_wheel) or (
+        f"loading {hub.vf_env_id!r} failed: {exc}", _known_hint(str(exc)) or _hint(exc, req))
+    return ConvertError(*left)
 
 
 _AT = re.compile(r" \(at [^()]+:\d+\)$")

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from envkit.model.package import Package
     from envkit.model.yamlio import YamlDoc
 
-__all__ = ["Check", "CheckOptions", "Inputs", "Rule", "closest", "json_kind", "yaml_line",
-           "yaml_type"]
+__all__ = ["Check", "CheckOptions", "Inputs", "Rule", "closest", "did_you_mean", "json_kind",
+           "yaml_line", "yaml_type"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,3 +120,9 @@ def closest(name: str, known: Iterable[str]) -> str | None:
     ``_find_typo``."""
     match = close_matches(name, sorted(known), n=1, cutoff=0.8)
     return match[0] if match else None
+
+
+def did_you_mean(name: str, known: Iterable[str], *within: str) -> str | None:
+    """The hint for a misspelt name (``closest``), shown at its key path ``within``."""
+    match = closest(name, known)
+    return f"Did you mean `{'.'.join((*within, match))}`?" if match else None

@@ -120,12 +120,11 @@ def check_symlinks_inside(inputs: Inputs) -> Iterator[Diagnostic]:
     pkg = inputs.package
     if pkg is None:
         return
-    links = [(p, e) for p, e in pkg.entries.items() if e.kind == "symlink"]
+    links = [(p, e) for p, e in pkg.entries.items() if e.kind == "symlink" and not e.link_inside]
     for path, entry in sorted(links):
-        if not entry.link_inside:
-            target = display_path(entry.link_target or "")
-            yield EK204.at(display_path(path), f"symlink `{display_path(path)}` points outside "
-                           f"the package ({target!r})")
+        target = display_path(entry.link_target or "")
+        yield EK204.at(display_path(path), f"symlink `{display_path(path)}` points outside "
+                       f"the package ({target!r})")
 
 
 def check_server_markers(inputs: Inputs) -> Iterator[Diagnostic]:
@@ -161,10 +160,9 @@ def check_readable(inputs: Inputs) -> Iterator[Diagnostic]:
         shown = display_path(path) or "."
         yield EK207.at(display_path(path), f"`{shown}` cannot be read: {reason}")
     errored = {p for p, _ in pkg.read_errors}
-    for path in sorted(p for p, e in pkg.entries.items() if e.kind == "other"):
-        if path not in errored:
-            yield EK207.at(display_path(path), f"`{display_path(path)}` is not a regular file, "
-                           "directory or symlink (FIFO, socket or device)")
+    for path in sorted(p for p, e in pkg.entries.items() if e.kind == "other" and p not in errored):
+        yield EK207.at(display_path(path), f"`{display_path(path)}` is not a regular file, "
+                       "directory or symlink (FIFO, socket or device)")
 
 
 def check_walk_complete(inputs: Inputs) -> Iterator[Diagnostic]:

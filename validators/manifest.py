@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from envkit.model.diagnostics import Diagnostic, Severity
 from envkit.model.package import MANIFEST, display_path
 from envkit.validators import config_paths
-from envkit.validators._base import Inputs, Rule, closest, yaml_line, yaml_type
+from envkit.validators._base import Inputs, Rule, did_you_mean, yaml_line, yaml_type
 from envkit.validators.config_paths import config_path_problems
 
 if TYPE_CHECKING:
@@ -134,13 +134,9 @@ def static_problems(data: Any, doc: YamlDoc | None = None) -> list[Diagnostic]:
     if not isinstance(data, Mapping):
         kind = "empty" if data is None else f"a {yaml_type(data)}"
         return [_at(EK101, doc, (), f"`{MANIFEST}` is {kind}, not a mapping")]
-    found: list[Diagnostic] = []
-    found += _unknown_keys(data, (), TOP_LEVEL_KEYS, doc)
-    found += _format_problems(data, doc)
-    found += config_path_problems(data, doc)
-    found += _metadata_problems(data, doc)
-    found += _adapter_problems(data, doc)
-    return found
+    return [*_unknown_keys(data, (), TOP_LEVEL_KEYS, doc), *_format_problems(data, doc),
+            *config_path_problems(data, doc), *_metadata_problems(data, doc),
+            *_adapter_problems(data, doc)]
 
 
 def _misplaced(key: str, here: tuple[str, ...]) -> str | None:
@@ -160,14 +156,10 @@ def _unknown_keys(
         if isinstance(key, str) and key in allowed:
             continue
         where = ".".join((*here, str(key)))
-        typo = closest(key, allowed) if isinstance(key, str) else None
+        typo = did_you_mean(key, allowed, *here) if isinstance(key, str) else None
         home = _misplaced(key, here) if isinstance(key, str) else None
-        if typo:
-            hint = f"Did you mean `{'.'.join((*here, typo))}`?"
-        elif home:
-            hint = f"Move it to `{home}`."
-        else:
-            hint = f"Allowed keys here: {', '.join(f'`{k}`' for k in allowed)}."
+        listed = f"Allowed keys here: {', '.join(f'`{k}`' for k in allowed)}."
+        hint = typo or (f"Move it to `{home}`." if home else listed)
         yield _at(EK102, doc, (*here, str(key)), f"unknown key `{where}`", hint)
 
 
@@ -176,8 +168,7 @@ def _format_problems(data: Mapping[str, Any], doc: YamlDoc | None) -> Iterator[D
     if "format" not in data:
         yield _at(EK103, doc, (), "`format` is missing")
     elif value not in FORMATS:
-        typo = closest(value, FORMATS) if isinstance(value, str) else None
-        hint = f"Did you mean `{typo}`?" if typo else None
+        hint = did_you_mean(value, FORMATS) if isinstance(value, str) else None
         yield _at(EK103, doc, ("format",), f"`format` is {value!r}, not one of "
                   f"{', '.join(FORMATS)}", hint)
 

@@ -2,13 +2,9 @@
 
 Why rules without checks: a reward that an empty reply can game, that changes between two
 calls with the same reply, that is the same for every reply on a row, or a server that fails
-at the job's concurrency cannot be seen in the package's files. ``envkit probe`` brings the
-package up once, drives a panel of scripted replies (the row's reference answer and
-content-free ones) through Gym's real ``/run`` path, replays the reference at rising
-concurrency (and with ``--model`` samples the policy's own G replies per prompt), and
-reports these codes; ``envkit rule EK8xx`` explains each. ``CHECKS`` is empty:
-no static pass reports them. Their failing fixtures are the ``fixtures/probe/*`` packages
-(``PROBE_FIXTURES``), exercised by ``tests/probe/test_probe_gym.py``.
+at the job's concurrency cannot be seen in the package's files; ``envkit probe`` finds them
+on the running servers and reports these codes. ``CHECKS`` is empty: no static pass reports
+them. Their failing fixtures: ``PROBE_FIXTURES``, exercised by ``tests/probe/test_probe_gym.py``.
 """
 
 from __future__ import annotations

@@ -200,9 +200,5 @@ FALLBACK: dict[Where, Signature] = {
 def first_match(text: str, where: Where, *, offline: bool = False) -> Signature | None:
     """The first signature for ``where`` found in ``text`` (``offline``: the run had no route
     out), else the kind's :data:`FALLBACK`, else None."""
-    for signature in SIGNATURES:
-        if where not in signature.where or (signature.offline_only and not offline):
-            continue
-        if re.search(signature.pattern, text):
-            return signature
-    return FALLBACK.get(where)
+    return next((s for s in SIGNATURES if where in s.where and (offline or not s.offline_only)
+                 and re.search(s.pattern, text)), FALLBACK.get(where))

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from envkit.model.diagnostics import Diagnostic, Severity
-from envkit.validators._base import closest, json_kind
+from envkit.validators._base import did_you_mean, json_kind
 from envkit.validators.dataset._responses import CREATE_PARAMS_FIELDS, input_problems
 from envkit.validators.dataset.context import AGENT_TYPE, RowContext, row_context
 from envkit.validators.dataset.rules import (
@@ -136,7 +136,7 @@ def _check_prompt(row: Row, data: Mapping[str, Any], context: RowContext) -> Ite
     if "input" not in params:
         yield _at(EK502, row, "`responses_create_params.input` is missing")
     for key in sorted(set(params) - CREATE_PARAMS_FIELDS, key=str):
-        hint = _typo_hint(str(key), CREATE_PARAMS_FIELDS) or (
+        hint = did_you_mean(str(key), CREATE_PARAMS_FIELDS) or (
             "Move extra data to the top level of the row; it is forwarded to the environment.")
         yield _at(EK502, row, f"`responses_create_params.{key}` is not a Responses API field "
                   "(Gym forbids extra keys)", hint=hint)
@@ -169,7 +169,7 @@ def _unknown_agent(row: Row, name: str, context: RowContext) -> Diagnostic:
     agents = context.agents or frozenset()
     other = context.instance_types.get(name)
     what = f"a `{other}` instance, not an agent" if other else "not defined in the package"
-    hint = _typo_hint(name, agents)
+    hint = did_you_mean(name, agents)
     if not other and name in context.agent_impls:
         instance = context.agent_impls[name]
         what = f"the implementation of agent instance {instance!r}; rows name the instance"
@@ -238,8 +238,3 @@ ROW_CHECKS: tuple[RowCheck, ...] = (
 """Per-row checks (EK502–EK507), applied in one streaming pass; EK501 gates them."""
 
 CHECKS = (check_dataset_files, check_dataset_rows)
-
-
-def _typo_hint(name: str, known: Iterable[str]) -> str | None:
-    match = closest(name, known)
-    return f"Did you mean `{match}`?" if match else None

@@ -1,11 +1,9 @@
-"""EK507's matcher and its per-file tally: a row whose prompt already holds its reference answer.
+"""EK507's matcher and its per-file tally: a row whose prompt already holds its reference answer
+(why that matters: the rule's text).
 
-Why: a policy that copies a span of its prompt then scores without learning the task, and the
-reward curve rises for the wrong reason (Gym's environment authoring checklist and OpenEnv's
-``no_solution_leakage`` check both look for it). The reference is the field the probe's oracle
-replies with (``envkit.model.reference``). It is matched on token boundaries, case and runs of
-whitespace ignored, and only from ``min_chars`` characters on: a short reference ("4", "B",
-"yes") turns up in prompts by chance, and calling that a leak would drown the real ones.
+The reference is the field the probe's oracle replies with (``envkit.model.reference``),
+matched on token boundaries, case and whitespace ignored, from ``min_chars`` characters on: a
+short reference ("4", "B", "yes") turns up in prompts by chance and would drown the real leaks.
 """
 
 from __future__ import annotations

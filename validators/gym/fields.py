@@ -143,9 +143,7 @@ def _fully_known(view: GymView, instance: Instance) -> bool:
 def _model_for(pkg: Package, view: GymView, instance: Instance) -> ServerModel | None:
     server_type, impl = instance.shape.server_type or "", instance.shape.impl or ""
     entrypoint = safe_relpath(str(instance.shape.fields.get("entrypoint", "")))
-    if not entrypoint or not _runs_builtin(pkg, server_type, impl):
-        return None
-    if not _fully_known(view, instance):
+    if not (entrypoint and _runs_builtin(pkg, server_type, impl) and _fully_known(view, instance)):
         return None
     return gym_data().server_model(server_type, impl, entrypoint)
 

@@ -155,12 +155,8 @@ def _walk(value: Any, keypath: KeyPath) -> Iterator[tuple[KeyPath, Any]]:
 
 def _server_prefixes(view: GymView) -> set[KeyPath]:
     """``(instance, type, impl)`` of every top-level value Gym reads as a server."""
-    prefixes: set[KeyPath] = set()
-    for key, value in view.merged.items():
-        shape = classify(value)
-        if shape.kind == "server":
-            prefixes.add((key, shape.server_type or "", shape.impl or ""))
-    return prefixes
+    shapes = ((key, classify(value)) for key, value in view.merged.items())
+    return {(key, s.server_type or "", s.impl or "") for key, s in shapes if s.kind == "server"}
 
 
 def _directive_problem(keypath: KeyPath, value: str, view: GymView) -> str | None:

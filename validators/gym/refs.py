@@ -68,15 +68,13 @@ def check_refs(inputs: Inputs) -> Iterator[Diagnostic]:
     defined = {(i.shape.server_type, i.name) for i in view.servers()}
     for instance in view.servers():
         for ref in find_refs(instance.shape.fields):
-            if (ref.server_type, ref.name) in defined or "${" in ref.name:
+            known = (ref.server_type, ref.name) in defined or "${" in ref.name
+            if known or _ref_excused(ref, view, instance):
                 continue
-            if _ref_excused(ref, view, instance):
-                continue
-            path, line = instance.locate(*instance.field_path(*ref.keypath))
-            where = fmt_keypath((instance.name, *instance.field_path(*ref.keypath)))
-            message = (
-                f"`{where}` references {ref.server_type}/{ref.name!r}, which no config defines"
-            )
+            keypath = instance.field_path(*ref.keypath)
+            path, line = instance.locate(*keypath)
+            message = (f"`{fmt_keypath((instance.name, *keypath))}` references "
+                       f"{ref.server_type}/{ref.name!r}, which no config defines")
             if not ref.direct:
                 message += " (nested: Gym does not check it at spin-up; the server fails using it)"
             yield EK304.at(path, message, line=line, hint=_gym_hint(ref, view),
@@ -109,10 +107,8 @@ def check_policy_model(inputs: Inputs) -> Iterator[Diagnostic]:
     if first is None or first in defining:
         return
     if not defining.intersection(includes_of(pkg, first, view.docs.get(first))):
-        message = (
-            f"`{POLICY_MODEL}` is defined in {sorted(defining)[0]}, but `config_paths` starts "
-            f"with {first}"
-        )
+        message = (f"`{POLICY_MODEL}` is defined in {sorted(defining)[0]}, but `config_paths` "
+                   f"starts with {first}")
         yield EK306.at(MANIFEST, message, line=yaml_line(pkg.manifest, "config_paths", 0))
 
 
@@ -134,12 +130,8 @@ def check_policy_endpoint(inputs: Inputs) -> Iterator[Diagnostic]:
 
 def _relayed_agents(view: GymView) -> set[str]:
     """Gym's ``environment_server_agent_refs``: typed agent refs, or an untyped `agent_server`."""
-    names: set[str] = set()
-    for env in view.servers(ENVS):
-        for key, value in env.shape.fields.items():
-            if _names_agent(key, value):
-                names.add(view.renamed.get(value["name"], value["name"]))
-    return names
+    return {view.renamed.get(value["name"], value["name"]) for env in view.servers(ENVS)
+            for key, value in env.shape.fields.items() if _names_agent(key, value)}
 
 
 def _names_agent(key: str, value: Any) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from envkit.model.gym_data import gym_data
-from envkit.model.package import SERVER_TYPES, safe_relpath
+from envkit.model.package import INSTALL_MARKERS, SERVER_TYPES, safe_relpath
 from envkit.validators._base import closest
 from envkit.validators.gym.model import own_servers, view_of
 from envkit.validators.gym.rules import (
@@ -47,14 +47,10 @@ def check_config_docs(inputs: Inputs) -> Iterator[Diagnostic]:
 
 
 def _referenced_names(view: GymView) -> set[str]:
-    names: set[str] = set()
-    for instance in view.instances.values():
-        body = instance.body
-        for value in body.values() if isinstance(body, dict) else ():
-            for impl_fields in value.values() if isinstance(value, dict) else ():
-                if isinstance(impl_fields, dict):
-                    names.update(r.name for r in find_refs(impl_fields))
-    return names
+    """Every name a ref in any block's implementation fields points at, server or not."""
+    bodies = (i.body for i in view.instances.values() if isinstance(i.body, dict))
+    return {ref.name for body in bodies for value in body.values() if isinstance(value, dict)
+            for fields in value.values() if isinstance(fields, dict) for ref in find_refs(fields)}
 
 
 def _type_impl(body: Any) -> tuple[str, str] | None:
@@ -178,9 +174,10 @@ def _impl_findings(pkg: Package, instance: Instance) -> Iterator[tuple[Rule, str
     if entry is None or entry.kind != "dir":
         if not builtin:
             message = f"`{instance.name}` runs `{dir_path}/`, which neither the package nor Gym has"
-            yield EK308, message, _builtin_hint(server_type, impl) or EK308.fix
+            close = closest(impl, gym_data().builtins.get(server_type, ()))
+            yield EK308, message, f"did you mean the built-in `{close}`?" if close else EK308.fix
         return
-    if not any(f"{dir_path}/{m}" in pkg.entries for m in ("requirements.txt", "pyproject.toml")):
+    if not any(f"{dir_path}/{m}" in pkg.entries for m in INSTALL_MARKERS):
         code = (e.kind == "file" and e.path.endswith(".py") for e in pkg.files_under(dir_path))
         if builtin and any(code):
             message = (f"`{dir_path}/` has code but no requirements.txt/pyproject.toml: "
@@ -193,11 +190,6 @@ def _impl_findings(pkg: Package, instance: Instance) -> Iterator[tuple[Rule, str
     if found is None or found.kind not in ("file", "symlink"):
         message = f"`{instance.name}`: entrypoint {shown!r} is not a file in `{dir_path}/`"
         yield EK310, message, EK310.fix
-
-
-def _builtin_hint(server_type: str, impl: str) -> str | None:
-    close = closest(impl, gym_data().builtins.get(server_type, ()))
-    return f"did you mean the built-in `{close}`?" if close else None
 
 
 def check_impl_dirs(inputs: Inputs) -> Iterator[Diagnostic]:

@@ -89,9 +89,8 @@ def _unknown_type(body: Mapping[str, Any]) -> Shape:
 def _impl_shape(server_type: str, inner: Any) -> Shape:
     if not isinstance(inner, dict) or len(inner) != 1:
         count = len(inner) if isinstance(inner, dict) else 0
-        loud = isinstance(inner, dict) and any(
-            isinstance(v, dict) and "entrypoint" in v for v in inner.values()
-        )
+        loud = isinstance(inner, dict) and any(isinstance(v, dict) and "entrypoint" in v
+                                               for v in inner.values())
         problem = f"`{server_type}` must hold exactly one implementation, found {count}"
         return Shape("malformed", server_type, problem=problem, keypath=(server_type,), loud=loud)
     impl, fields = next(iter(inner.items()))
@@ -124,21 +123,14 @@ def classify(body: Any) -> Shape:
     return _impl_shape(types[0], body[types[0]])
 
 
-def _is_ref(value: Any) -> bool:
-    return (
-        isinstance(value, dict)
-        and value.get("type") in SERVER_TYPES
-        and isinstance(value.get("name"), str)
-    )
-
-
 def find_refs(fields: Mapping[str, Any]) -> list[Ref]:
     """Every ``{type, name}`` ref in a server's fields, direct or nested in mappings/lists."""
     refs: list[Ref] = []
     stack: list[tuple[tuple[str | int, ...], Any]] = [((k,), v) for k, v in fields.items()]
     while stack:
         keypath, value = stack.pop()
-        if _is_ref(value):
+        ref = isinstance(value, dict) and value.get("type") in SERVER_TYPES
+        if ref and isinstance(value.get("name"), str):
             refs.append(Ref(keypath, value["type"], value["name"], len(keypath) == 1))
         elif isinstance(value, dict):
             stack.extend(((*keypath, k), v) for k, v in value.items())

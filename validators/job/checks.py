@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import envkit.model.jobspec as job_model
 from envkit.model.diagnostics import Diagnostic, Severity
 from envkit.model.jobspec import JobSettings, JobSpecError, grpo_settings
-from envkit.validators._base import closest, json_kind
+from envkit.validators._base import did_you_mean, json_kind
 from envkit.validators.job.cross_field import findings
 from envkit.validators.job.rules import EK600, EK601, EK603, EK604, EK608, EK609, EK610, EK611
 
@@ -143,7 +143,9 @@ def _problem(job: JobDoc, problem: Problem) -> Diagnostic:
         return EK600.at(job.path,
                         "`training.type` is missing (submit fails with union_tag_not_found)",
                         line=line)
-    if path == ("training", "finetuning_type") and _get(job.data, *path) == "lora_merged":
+    training = job.data.get("training")
+    merged = isinstance(training, Mapping) and training.get("finetuning_type") == "lora_merged"
+    if path == ("training", "finetuning_type") and merged:
         return EK601.at(job.path, "`training.finetuning_type: lora_merged` is rejected: GRPO "
                         "does not merge adapters", line=line,
                         hint="Use `lora` (adapter) or `all_weights` (a deployable model).")
@@ -170,8 +172,7 @@ def _did_you_mean(path: tuple[str, ...]) -> str | None:
         cls = _model_of(fld.type if fld else None)
         if cls is None:
             return None
-    match = closest(path[-1], (f.name for f in dataclasses.fields(cls)))
-    return f"Did you mean `{'.'.join((*path[:-1], match))}`?" if match else None
+    return did_you_mean(path[-1], (f.name for f in dataclasses.fields(cls)), *path[:-1])
 
 
 def _model_of(hint: Any) -> Any:
@@ -204,11 +205,3 @@ def _steps(job: JobDoc, training: Any) -> Iterator[Diagnostic]:
     if training.get("max_steps") is not None and training.get("epochs") is not None:
         yield EK603.at(job.path, "`training.max_steps` is set together with `training.epochs` "
                        "(stops mid-epoch)", line=job.line_of("training", "max_steps"))
-
-
-def _get(mapping: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(mapping, Mapping):
-            return None
-        mapping = mapping.get(key)
-    return mapping

@@ -12,6 +12,20 @@ import re
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from envkit.model.closure import (
+    RUNTIME_ORIGIN,
+    Egress,
+    Root,
+    marker_roots,
+    parse_requirement,
+    python_ok,
+    runtime_roots,
+    usable,
+    walk,
+)
 from envkit.model.diagnostics import Severity
 from envkit.model.gym_data import gym_data
 from envkit.model.package import INSTALL_MARKERS, WHEEL_FORMATS
@@ -32,7 +46,7 @@ from envkit.validators.wheels.rules import (
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from envkit.model.closure import Closure, Egress, Missing, Root
+    from envkit.model.closure import Closure, Missing
     from envkit.model.diagnostics import Diagnostic
     from envkit.model.package import Package
     from envkit.model.target import Target
@@ -40,10 +54,6 @@ if TYPE_CHECKING:
     from envkit.validators._base import Inputs
 
 __all__ = ["CHECKS", "closure_roots"]
-
-# The closure model and ``packaging`` are imported inside the checks, after the format test:
-# a native-v1 package never reaches them, and ``packaging`` compiles its grammar's regexes at
-# import, which every ``envkit validate`` start would otherwise pay.
 
 WHEELS_DIR = "wheels/"
 HARNESS_EGRESS = "verifiers @ git+https://github.com/PrimeIntellect-ai/verifiers.git@v0.3.1"
@@ -67,8 +77,6 @@ def check_wheel_files(inputs: Inputs) -> Iterator[Diagnostic]:
     pkg = _wheel_package(inputs)
     if pkg is None:
         return
-    from envkit.model.closure import python_ok, usable
-
     target = inputs.options.target
     covered = {w.name for w in pkg.wheels if usable(w, target)}
     for wheel in pkg.wheels:
@@ -108,8 +116,7 @@ _PLATFORM_WORDS = (
     (r"macosx_\d+_\d+_(\w+)", "{0} macOS"),
     (r"win_?(\w*)", "Windows {0}"),
 )
-"""Platform tags in words (PEP 600/656): ``manylinux_2_28_aarch64`` is exact but has to be
-decoded, so EK401 says "aarch64 Linux with glibc >= 2.28" next to the target in the same
+"""Platform tags (PEP 600/656) in words, so EK401 sets them beside the target's in the same
 words. Patterns, not compiled ones (``re`` caches them): only a wheel the target cannot
 install needs them."""
 
@@ -181,10 +188,6 @@ def closure_roots(pkg: Package, inputs: Inputs) -> tuple[list[Root], list[Egress
     Without ``--offline`` the runtime pins and the built-ins' requirements count only for
     projects ``wheels/`` vendors (the first install has an index for the rest).
     """
-    from packaging.utils import canonicalize_name
-
-    from envkit.model.closure import Egress, marker_roots, runtime_roots
-
     roots: list[Root] = []
     egress: list[Egress] = []
     for server in pkg.servers:
@@ -215,20 +218,20 @@ def _builtin_server_roots(pkg: Package) -> tuple[list[Root], list[Egress]]:
     most packages): ``nemo-gym[dev]`` plus setuptools to build it. Offline, ``wheels/`` must
     cover that too. The adapter's harness is left to ``_adapter_roots`` (staged offline).
     """
-    from envkit.model.closure import Egress, Root, marker_roots
-
     view = view_of(pkg)
     if view is None:
         return [], []
-    shipped = {s.path for s in pkg.servers if s.files.intersection(INSTALL_MARKERS)}
-    harness = _harness_dir(pkg)
+    # skipped: what the package ships, the adapter's harness, and servers already counted
+    seen = {s.path for s in pkg.servers if s.files.intersection(INSTALL_MARKERS)}
+    adapter = pkg.manifest_data.get("adapter")
+    if pkg.format == "adapter-wheels-v1" and isinstance(adapter, dict):
+        seen.add(f"{adapter.get('agent_type')}/{adapter.get('agent')}")
     installs = gym_data().builtin_server_installs
     roots: list[Root] = []
     egress: list[Egress] = []
-    seen: set[str] = set()
     for instance in view.servers():
         rel = f"{instance.shape.server_type}/{instance.shape.impl}"
-        if rel in shipped or rel == harness or rel in seen or rel not in installs:
+        if rel in seen or rel not in installs:
             continue
         seen.add(rel)
         name, text = installs[rel]
@@ -240,21 +243,9 @@ def _builtin_server_roots(pkg: Package) -> tuple[list[Root], list[Egress]]:
     return roots, egress
 
 
-def _harness_dir(pkg: Package) -> str | None:
-    adapter = pkg.manifest_data.get("adapter")
-    if pkg.format != "adapter-wheels-v1" or not isinstance(adapter, dict):
-        return None
-    return f"{adapter.get('agent_type')}/{adapter.get('agent')}"
-
-
 def _adapter_roots(pkg: Package) -> list[Root]:
     """The env wheel (``metadata.vf_env_id``, or any wheel that requires verifiers) and the
     verifiers the harness imports."""
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-
-    from envkit.model.closure import Root
-
     meta = pkg.manifest_data.get("metadata")
     env_id = meta.get("vf_env_id") if isinstance(meta, dict) else None
     env_name = canonicalize_name(env_id) if isinstance(env_id, str) else None
@@ -275,26 +266,17 @@ def check_closure(inputs: Inputs) -> Iterator[Diagnostic]:
     pkg = _wheel_package(inputs)
     if pkg is None:
         return
-    from envkit.model.closure import walk
-
     roots, egress = closure_roots(pkg, inputs)
     closure = walk(pkg.wheels, roots, inputs.options.target)
     yield from _pin_mismatches(pkg, inputs)
-    for item in egress:
-        yield _egress(item, inputs.options.offline)
-    for miss in closure.missing:
-        diag = _missing(miss, inputs.options.offline)
-        if diag is not None:
-            yield diag
+    offline = inputs.options.offline
+    yield from (_egress(item, offline) for item in egress)
+    yield from filter(None, (_missing(miss, offline) for miss in closure.missing))
     yield from _dead_weight(pkg, closure)
 
 
 def _pin_mismatches(pkg: Package, inputs: Inputs) -> Iterator[Diagnostic]:
     """EK404/EK405 for vendored runtime projects off the image's pins."""
-    from packaging.utils import canonicalize_name
-
-    from envkit.model.closure import RUNTIME_ORIGIN, runtime_roots
-
     pins = {canonicalize_name(r.requirement.name): r.requirement for r in
             runtime_roots(inputs.options.gym_version, gym_data().requires_dist, WHEELS_DIR)}
     for wheel in pkg.wheels:
@@ -361,10 +343,6 @@ def _dead_weight(pkg: Package, closure: Closure) -> Iterator[Diagnostic]:
 
 
 def _required_names(wheel: WheelFile) -> set[str]:
-    from packaging.utils import canonicalize_name
-
-    from envkit.model.closure import parse_requirement
-
     return {canonicalize_name(r.name) for r in map(parse_requirement, wheel.requires_dist)
             if r is not None}
 
