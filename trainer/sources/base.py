@@ -41,7 +41,6 @@ class GenerationSource(Protocol):
 
         :raises RolloutFailedError: a recoverable failure; the loop calls :meth:`restart`.
         """
-        ...
 
     def refresh(self, policy: Policy) -> dict[str, float]:
         """Make generation use the policy's current weights (after every optimizer step);
@@ -50,22 +49,18 @@ class GenerationSource(Protocol):
         :raises RefitError: the engine could not take the weights, or then scores the probe
             unlike the trainer (the step must stop).
         """
-        ...
 
     def load_weights(self, state: dict[str, Any], check: ProbeCheck | None = None
                      ) -> dict[str, float]:
         """New generation weights from another process (a plain model's state dict), then,
         where the engine can score a prompt, the probe ``check`` (the trainer's logprobs)."""
-        ...
 
     def sleep(self) -> None:
         """Free the generation engine's device memory while the trainer trains (colocated);
         the next :meth:`refresh` wakes it. A no-op where nothing can sleep."""
-        ...
 
     def restart(self) -> None:
         """Recover after a :class:`RolloutFailedError` (a no-op where nothing can break)."""
-        ...
 
 
 class RolloutSource(GenerationSource, Protocol):
@@ -73,8 +68,6 @@ class RolloutSource(GenerationSource, Protocol):
 
     def start(self) -> None:
         """Bring up what generation needs (servers, endpoint); the Ray actor calls it."""
-        ...
 
     def close(self) -> None:
         """Stop everything :meth:`start` brought up; safe from another thread mid-start."""
-        ...
