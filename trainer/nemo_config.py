@@ -21,17 +21,8 @@ if TYPE_CHECKING:
 
     from envkit.trainer.config import GrpoConfig
 
-__all__ = [
-    "CANNOT_APPLY",
-    "NoLocalDatasetError",
-    "PrintConfigError",
-    "announce_not_applied",
-    "cannot_apply_here",
-    "config_report",
-    "count_rows",
-    "nemo_rl_config",
-    "report_for_job",
-]
+__all__ = ["CANNOT_APPLY", "NoLocalDatasetError", "PrintConfigError", "announce_not_applied",
+           "cannot_apply_here", "config_report", "count_rows", "nemo_rl_config", "report_for_job"]
 
 CANNOT_APPLY: dict[str, str] = {
     "policy.model_name": "the local model directory (`--model` or a path in `model`)",
@@ -170,19 +161,14 @@ def _loss_fn(cfg: GrpoConfig) -> dict[str, Any]:
 
 
 def _batching(cfg: GrpoConfig) -> dict[str, Any]:
-    off = {"enabled": False}
-    strategy = cfg.batching.strategy
-    if strategy == "static":
-        return {"dynamic_batching": dict(off), "sequence_packing": dict(off)}
-    tokens = cfg.training.mb_tokens
-    budgets = {"train_mb_tokens": tokens, "logprob_mb_tokens": tokens}
-    if strategy == "sequence_packing":
-        packing = {"enabled": True, **budgets, "algorithm": "modified_first_fit_decreasing"}
-        return {"dynamic_batching": dict(off), "sequence_packing": packing}
-    dynamic = {
-        "enabled": True, **budgets, "sequence_length_round": cfg.batching.sequence_length_round
+    strategy, tokens = cfg.batching.strategy, cfg.training.mb_tokens
+    on = {"enabled": True, "train_mb_tokens": tokens, "logprob_mb_tokens": tokens}
+    dynamic = {**on, "sequence_length_round": cfg.batching.sequence_length_round}
+    packing = {**on, "algorithm": "modified_first_fit_decreasing"}
+    return {
+        "dynamic_batching": dynamic if strategy == "dynamic" else {"enabled": False},
+        "sequence_packing": packing if strategy == "sequence_packing" else {"enabled": False},
     }
-    return {"dynamic_batching": dynamic, "sequence_packing": dict(off)}
 
 
 def _dtensor(cfg: GrpoConfig) -> dict[str, Any]:
@@ -228,40 +214,32 @@ def _policy(cfg: GrpoConfig, steps: int) -> dict[str, Any]:
 
 def nemo_rl_config(cfg: GrpoConfig, train_rows: int, val_rows: int) -> dict[str, Any]:
     """The compiled config's keys that ``envkit train`` applies, with the platform's values."""
-    steps = cfg.total_steps(train_rows)
-    has_val = bool(val_rows)
     return {
         "grpo": _grpo(cfg, train_rows, val_rows),
         "loss_fn": _loss_fn(cfg),
         "checkpointing": {
             "enabled": True,
-            "metric_name": "val:total_reward/mean" if has_val else None,
+            "metric_name": "val:total_reward/mean" if val_rows else None,
             "higher_is_better": True,
             "keep_top_k": cfg.training.keep_top_k,
             "checkpoint_must_save_by": None,
             "save_optimizer": True,
         },
-        "policy": _policy(cfg, steps),
+        "policy": _policy(cfg, cfg.total_steps(train_rows)),
         "data": {"max_input_seq_length": cfg.training.max_seq_length, "shuffle": False},
     }
 
 
 def _not_applied(cfg: GrpoConfig) -> dict[str, str]:
     """Job fields set here that this machine does not apply, with what happens instead."""
+    t = cfg.training
     found = {
-        "vllm_tensor_parallel_size": (
-            cfg.training.vllm_tensor_parallel_size is not None,
-            "applies with `--backend vllm` only",
-        ),
-        "execution_profile": (cfg.training.execution_profile is not None, "a platform GPU profile"),
-        "lora.use_triton": (
-            cfg.training.finetuning_type == "lora" and cfg.lora.use_triton is not None,
-            "peft's LoRA layers, no Triton kernels",
-        ),
-        "automodel_kwargs": (
-            bool(cfg.training.automodel_kwargs),
-            "stock HF modules load the model",
-        ),
+        "vllm_tensor_parallel_size": (t.vllm_tensor_parallel_size is not None,
+                                      "applies with `--backend vllm` only"),
+        "execution_profile": (t.execution_profile is not None, "a platform GPU profile"),
+        "lora.use_triton": (t.finetuning_type == "lora" and cfg.lora.use_triton is not None,
+                            "peft's LoRA layers, no Triton kernels"),
+        "automodel_kwargs": (bool(t.automodel_kwargs), "stock HF modules load the model"),
     }
     return {name: text for name, (is_set, text) in found.items() if is_set}
 
@@ -329,9 +307,8 @@ def report_for_job(job_path: Path, dataset: Path | None) -> dict[str, Any]:
     from envkit.validators.job.checks import job_diagnostics
 
     doc = load_job(job_path)
-    errors = [
-        d for d in job_diagnostics(doc, allow_local_refs=True) if d.severity is Severity.ERROR
-    ]
+    diagnostics = job_diagnostics(doc, allow_local_refs=True)
+    errors = [d for d in diagnostics if d.severity is Severity.ERROR]
     settings, _ = doc.typed
     if errors or settings is None:
         lines = "\n".join(f"{d.code} {d.message}" for d in errors)
