@@ -63,11 +63,7 @@ def _refuse_previous_run(request: TrainRequest) -> None:
     if request.resume:
         return
     out = request.output
-    ckpts = out / "checkpoints"
-    previous = (out / "metrics.jsonl").is_file() or (
-        ckpts.is_dir() and any(ckpts.glob("step_*"))
-    )
-    if previous:
+    if (out / "metrics.jsonl").is_file() or any((out / "checkpoints").glob("step_*")):
         msg = (
             f"{out} holds a previous run (metrics.jsonl / checkpoints/): pass --resume to "
             "continue it, or choose another -o (or delete it) to start over"
