@@ -69,34 +69,19 @@ def build_microbatch(
         offset = 0
         for i in members:
             r = rollouts[i]
+            seq = [*r.prompt_ids, *r.completion_ids]
+            end = offset + len(seq)
+            ids[row, offset:end] = torch.tensor(seq)
+            pos[row, offset:end] = torch.arange(len(seq))
+            attn[row, offset:end] = 1
+            start = offset + len(r.prompt_ids) - 1
+            stop = start + len(r.completion_ids)
+            scored = (1,) * (stop - start) if r.completion_mask is None else r.completion_mask
             keep = not (overlong_filtering and r.truncated)
-            offset = _place(r, row, offset, ids, pos, attn, cols, float(advantages[i]), keep)
+            cols[row, start:stop, 0] = torch.tensor(scored, dtype=cols.dtype) * float(keep)
+            cols[row, start:stop, 1] = torch.tensor(r.generation_logprobs, dtype=cols.dtype)
+            cols[row, start:stop, 2] = float(advantages[i])
+            offset = end
     real = int(attn.sum())
     mask = None if plan.packed else attn
     return MicroBatch(ids, pos, mask, cols[..., 0], cols[..., 1], cols[..., 2], real)
-
-
-def _place(
-    r: Rollout,
-    row: int,
-    offset: int,
-    ids: torch.Tensor,
-    pos: torch.Tensor,
-    attn: torch.Tensor,
-    cols: torch.Tensor,
-    advantage: float,
-    keep: bool,
-) -> int:
-    """Write one rollout at ``offset`` of ``row``; returns the offset after it."""
-    seq = [*r.prompt_ids, *r.completion_ids]
-    end = offset + len(seq)
-    ids[row, offset:end] = torch.tensor(seq)
-    pos[row, offset:end] = torch.arange(len(seq))
-    attn[row, offset:end] = 1
-    start = offset + len(r.prompt_ids) - 1
-    stop = start + len(r.completion_ids)
-    mask = r.completion_mask if r.completion_mask is not None else [1] * len(r.completion_ids)
-    cols[row, start:stop, 0] = torch.tensor(mask, dtype=cols.dtype) * float(keep)
-    cols[row, start:stop, 1] = torch.tensor(r.generation_logprobs, dtype=cols.dtype)
-    cols[row, start:stop, 2] = advantage
-    return end
