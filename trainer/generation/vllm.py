@@ -121,13 +121,9 @@ def cpu_engine_kwargs(max_model_len: int) -> dict[str, Any]:
     >>> kw["dtype"], kw["max_num_batched_tokens"] // kw["max_num_seqs"]
     ('float32', 256)
     """
-    seqs = _CPU_MAX_SEQS
     return {"dtype": "float32", "enforce_eager": True, "enable_sleep_mode": False,
-            "max_num_seqs": seqs, "max_num_batched_tokens": seqs * max_model_len,
+            "max_num_seqs": _CPU_MAX_SEQS, "max_num_batched_tokens": _CPU_MAX_SEQS * max_model_len,
             "max_model_len": max_model_len}
-
-
-_IN_PROCESS_ENV = "VLLM_ENABLE_V1_MULTIPROCESSING"
 
 
 @contextlib.contextmanager
@@ -142,7 +138,7 @@ def cpu_in_process() -> Any:
     """
     import torch
 
-    os.environ.setdefault(_IN_PROCESS_ENV, "0")
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     set_threads = torch.set_num_threads
     try:
         yield
