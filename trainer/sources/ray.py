@@ -98,7 +98,7 @@ class RolloutWorker:
             source.close()
 
 
-def _get(remote: Any, passes: type[Exception]) -> Any:
+def _get(remote: Any, passes: type[Exception] | tuple[()] = ()) -> Any:
     """``ray.get``, raising the actor's own ``passes`` error as itself (the loop handles it)."""
     import ray
 
@@ -125,13 +125,11 @@ class RaySourceProxy:
         return cast("list[Rollout]", _get(remote, RolloutFailedError))
 
     def refresh(self, policy: Policy) -> dict[str, float]:
-        import ray
-
         from envkit.trainer.generation.refit import probe_expectation
         from envkit.trainer.policy import generation_weights
 
         if self._probes is None:
-            self._probes = bool(ray.get(self._actor.probes.remote()))
+            self._probes = bool(_get(self._actor.probes.remote()))
         check = probe_expectation(policy) if self._probes else None
         return self.load_weights(generation_weights(policy), check)
 
@@ -140,11 +138,7 @@ class RaySourceProxy:
         return dict(_get(self._actor.load_weights.remote(state, check), RefitError))
 
     def sleep(self) -> None:
-        import ray
-
-        ray.get(self._actor.sleep.remote())
+        _get(self._actor.sleep.remote())
 
     def restart(self) -> None:
-        import ray
-
-        ray.get(self._actor.restart.remote())
+        _get(self._actor.restart.remote())
