@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import permutations
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import InvalidError
@@ -102,13 +103,8 @@ def _pair_fits(
     nodes: Sequence[Mapping[str, float]], rollout: dict[str, float], trainer: dict[str, float]
 ) -> bool:
     """Both actors at once: together on one node, or each on a node of its own."""
-    for i, first in enumerate(nodes):
-        for j, second in enumerate(nodes):
-            if i == j and _fits(first, rollout, trainer):
-                return True
-            if i != j and _fits(first, rollout) and _fits(second, trainer):
-                return True
-    return False
+    apart = any(_fits(a, rollout) and _fits(b, trainer) for a, b in permutations(nodes, 2))
+    return apart or any(_fits(node, rollout, trainer) for node in nodes)
 
 
 def _describe(demand: Mapping[str, float]) -> str:
