@@ -109,11 +109,9 @@ def clip_advantages(
     advantages: torch.Tensor, low: float | None, high: float | None
 ) -> torch.Tensor:
     """Clamp normalised advantages to ``[low, high]``; an unset side is unbounded. (b,)."""
-    if low is not None:
-        advantages = advantages.clamp(min=low)
-    if high is not None:
-        advantages = advantages.clamp(max=high)
-    return advantages
+    if low is None and high is None:  # torch's clamp needs at least one bound
+        return advantages
+    return advantages.clamp(min=low, max=high)
 
 
 def scale_rewards(rewards: torch.Tensor, scaling: RewardScaling | None) -> torch.Tensor:
