@@ -63,9 +63,8 @@ class GrpoConfig:
 
     @property
     def loss(self) -> LossConfig:
-        t = self.training
-        names = [f.name for f in dataclasses.fields(LossConfig)]
-        return LossConfig(**{n: getattr(t, n) for n in names})
+        fields = dataclasses.fields(LossConfig)
+        return LossConfig(**{f.name: getattr(self.training, f.name) for f in fields})
 
     @property
     def batching(self) -> BatchingSettings:
