@@ -84,11 +84,8 @@ def make_tiny_model(
     layers: int = 2,
     seed: int = 0,
 ) -> Path:
-    """Write a random-init ``LlamaForCausalLM`` and its character tokenizer to ``out_dir``.
-
-    The result loads offline with ``AutoModelForCausalLM.from_pretrained(out_dir)`` and
-    ``AutoTokenizer.from_pretrained(out_dir)``; the tokenizer carries a ChatML chat template.
-    Same ``seed`` -> identical weights.
+    """Write a random-init ``LlamaForCausalLM`` and its character tokenizer (with a ChatML chat
+    template) to ``out_dir``; the same ``seed`` gives identical weights.
 
     :raises ValueError: when ``vocab`` cannot hold the alphabet or ``hidden`` is not a
         multiple of 64.
