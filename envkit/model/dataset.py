@@ -94,9 +94,7 @@ def load_dataset(root: str | Path) -> Dataset:
 def _inside(root: Path, path: Path) -> bool:
     """Whether ``path`` resolves inside ``root``: the upload carries the directory, not what
     its links point at, so a link out of it validates a file the platform never sees."""
-    real_root = os.path.realpath(root)
-    resolved = os.path.realpath(path)
-    return resolved.startswith(real_root + os.sep)
+    return os.path.realpath(path).startswith(os.path.realpath(root) + os.sep)
 
 
 def _lines(fh: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:

@@ -124,9 +124,7 @@ def _walk(root: Path, exclude: Sequence[str], budget: list[int]) -> Iterator[Pat
         return
     for entry in entries:
         name = entry.name
-        if name.startswith(".") or name in SKIPPED_DIRS:
-            continue
-        if not entry.is_dir(follow_symlinks=False):
+        if name.startswith(".") or name in SKIPPED_DIRS or not entry.is_dir(follow_symlinks=False):
             continue
         sub = root / name
         if _excluded(sub, name, exclude):
