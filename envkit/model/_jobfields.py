@@ -119,7 +119,8 @@ def _read_value(
         return read_object(target, value, where)
     converted, ok = _convert(target, value)
     if not ok:
-        text = f"`{_dotted(where)}` is {_shown(value)}; expected {_name(target)}"
+        shown = repr(value) if isinstance(value, str | int | float) else _kind(value)
+        text = f"`{_dotted(where)}` is {shown}; expected {_name(target)}"
         return None, [Problem(where, "type", text)]
     found = _range(converted, where, meta)
     if not found and _was_converted(value, converted):
@@ -205,10 +206,6 @@ def _name(target: Any) -> str:
         return "a list of strings"
     names = {int: "an integer", float: "a number", bool: "a boolean", str: "a string"}
     return names.get(target, "an object")  # a model dataclass or a mapping too
-
-
-def _shown(value: Any) -> str:
-    return repr(value) if isinstance(value, str | int | float) else _kind(value)
 
 
 def _kind(value: Any) -> str:

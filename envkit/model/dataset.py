@@ -57,7 +57,8 @@ class Dataset:
                 if too_long:
                     yield Row(name, number, error=f"line longer than {MAX_LINE_BYTES // 2**20} MiB")
                 elif raw.strip():
-                    yield _parse_line(name, number, raw)
+                    data, error = _decode_line(raw)
+                    yield Row(name, number, data, error, column=len(raw) - len(raw.lstrip()) + 1)
 
 
 def load_dataset(root: str | Path) -> Dataset:
@@ -111,11 +112,6 @@ def _lines(fh: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
         while raw and not raw.endswith(b"\n"):  # drain the rest of the long line
             raw = fh.readline(_CHUNK)
         yield number, b"", True
-
-
-def _parse_line(file: str, number: int, raw: bytes) -> Row:
-    data, error = _decode_line(raw)
-    return Row(file, number, data, error, column=len(raw) - len(raw.lstrip()) + 1)
 
 
 def _decode_line(raw: bytes) -> tuple[Any, str | None]:

@@ -153,16 +153,12 @@ def _pyproject_dep(
     req = parse_requirement(dep) if isinstance(dep, str) else None
     if req is None or not isinstance(dep, str):
         return
-    line = _line_of(text, dep)
+    line = next((no for no, row in enumerate(text.splitlines(), 1) if dep in row), None)
     if req.url:
         if "../.." not in req.url:
             egress.append(Egress(dep, path, line))
         return
     roots.append(Root(req, f"{path}:{line}" if line else path, path, line))
-
-
-def _line_of(text: str, needle: str) -> int | None:
-    return next((no for no, line in enumerate(text.splitlines(), 1) if needle in line), None)
 
 
 def marker_roots(
