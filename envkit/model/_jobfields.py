@@ -43,6 +43,9 @@ _BOUNDS = {
 }
 """Each bound's symbol, JSON Schema keyword and check (the check fails for NaN, as the
 platform's does)."""
+_KEYWORDS = {**{key: keyword for key, (_, keyword, _) in _BOUNDS.items()},
+             "min_length": "minLength", "max_length": "maxLength"}
+"""Each field bound's JSON Schema keyword."""
 
 
 class Problem(NamedTuple):
@@ -83,16 +86,13 @@ def read_object(cls: type[_Object], value: Any, path: tuple[str, ...]
                 ) -> tuple[_Object | None, list[Problem]]:
     """``cls`` from a JSON object; ``(None, problems)`` when any problem is an error."""
     if not isinstance(value, Mapping):
-        return None, [
-            Problem(path, "type", f"`{_dotted(path)}` is {_kind(value)}; expected an object")
-        ]
+        text = f"`{_dotted(path)}` is {_kind(value)}; expected an object"
+        return None, [Problem(path, "type", text)]
     hints = get_type_hints(cls)
     known = {f.name: f for f in dataclasses.fields(cls)}
-    problems: list[Problem] = []
+    problems = [Problem((*path, str(key)), "unknown", "not a field of the job")
+                for key in value if key not in known]
     kwargs: dict[str, Any] = {}
-    for key in value:
-        if key not in known:
-            problems.append(Problem((*path, str(key)), "unknown", "not a field of the job"))
     for name, fld in known.items():
         where = (*path, name)
         if name not in value:
@@ -112,17 +112,15 @@ def _read_value(
 ) -> tuple[Any, list[Problem]]:
     options, nullable = _options(hint)
     if value is None:
-        if nullable:
-            return None, []
-        return None, [
-            Problem(where, "type", f"`{_dotted(where)}` is null; expected {_name(options[0])}")
-        ]
+        text = f"`{_dotted(where)}` is null; expected {_name(options[0])}"
+        return None, [] if nullable else [Problem(where, "type", text)]
     target = options[0]
     if isinstance(target, type) and dataclasses.is_dataclass(target):
         return read_object(target, value, where)
     converted, ok = _convert(target, value)
     if not ok:
-        text = f"`{_dotted(where)}` is {_shown(value)}; expected {_name(target)}"
+        shown = repr(value) if isinstance(value, str | int | float) else _kind(value)
+        text = f"`{_dotted(where)}` is {shown}; expected {_name(target)}"
         return None, [Problem(where, "type", text)]
     found = _range(converted, where, meta)
     if not found and _was_converted(value, converted):
@@ -160,9 +158,7 @@ def _convert(target: Any, value: Any) -> tuple[Any, bool]:
 def _to_bool(value: Any) -> tuple[Any, bool]:
     if isinstance(value, bool):
         return value, True
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value), True
-    if isinstance(value, float) and value in (0.0, 1.0):
+    if isinstance(value, int | float) and value in (0, 1):
         return bool(value), True
     if isinstance(value, str) and value.strip().lower() in _BOOL_WORDS:
         return _BOOL_WORDS[value.strip().lower()], True
@@ -170,14 +166,10 @@ def _to_bool(value: Any) -> tuple[Any, bool]:
 
 
 def _to_float(value: Any) -> tuple[Any, bool]:
-    if isinstance(value, int | float):
-        return float(value), True
-    if isinstance(value, str):
-        try:
-            return float(value.strip()), True
-        except ValueError:
-            return value, False
-    return value, False
+    try:
+        return float(value.strip() if isinstance(value, str) else value), True
+    except (TypeError, ValueError):  # not a number (an object, a list, a word)
+        return value, False
 
 
 def _to_int(value: Any) -> tuple[Any, bool]:
@@ -212,15 +204,8 @@ def _name(target: Any) -> str:
         return " or ".join(repr(a) for a in get_args(target))
     if get_origin(target) in (tuple, list):
         return "a list of strings"
-    if dataclasses.is_dataclass(target) or get_origin(target) is not None:
-        return "an object"
-    return {int: "an integer", float: "a number", bool: "a boolean", str: "a string"}.get(
-        target, "an object"
-    )
-
-
-def _shown(value: Any) -> str:
-    return repr(value) if isinstance(value, str | int | float) else _kind(value)
+    names = {int: "an integer", float: "a number", bool: "a boolean", str: "a string"}
+    return names.get(target, "an object")  # a model dataclass or a mapping too
 
 
 def _kind(value: Any) -> str:
@@ -253,12 +238,8 @@ def _field_schema(hint: Any, fld: dataclasses.Field[Any]) -> dict[str, Any]:
     node = json_schema(target) if is_object else _leaf(target)
     if nullable:
         node = {"anyOf": [node, {"type": "null"}]} if "type" not in node else _or_null(node)
-    for key, (_, keyword, _) in _BOUNDS.items():
-        if key in fld.metadata:
-            node[keyword] = fld.metadata[key]
-    for key, keyword in (("min_length", "minLength"), ("max_length", "maxLength")):
-        if key in fld.metadata:
-            node[keyword] = fld.metadata[key]
+    node.update({keyword: fld.metadata[key] for key, keyword in _KEYWORDS.items()
+                 if key in fld.metadata})
     node["description"] = fld.metadata.get("doc", "")
     if fld.default is not dataclasses.MISSING:
         node["default"] = list(fld.default) if isinstance(fld.default, tuple) else fld.default

@@ -84,14 +84,11 @@ def _entry(child: os.DirEntry[str], path: str, real_root: str, errors: Errors) -
 
 
 def _symlink_entry(full: str, path: str, real_root: str, errors: Errors) -> FileEntry:
-    """Resolve a link without following it during the walk. Non-strict ``realpath`` cannot
-    hang on loops; a second, strict pass tells loops and dangling links (unreadable on the
-    cluster too) apart from good ones, but only for links that stay inside."""
-    try:
-        target = os.readlink(full)  # noqa: PTH115 - str in, str out, no Path round trip
-    except OSError as exc:
-        errors.append((path, exc.strerror or str(exc)))
-        return FileEntry(path, "other")
+    """Resolve a link without following it during the walk (``_entry`` records the error of
+    one that cannot be read). Non-strict ``realpath`` cannot hang on loops; a second, strict
+    pass tells loops and dangling links (unreadable on the cluster too) apart from good ones,
+    but only for links that stay inside."""
+    target = os.readlink(full)  # noqa: PTH115 - str in, str out, no Path round trip
     resolved = os.path.realpath(full)
     inside = resolved == real_root or resolved.startswith(real_root + os.sep)
     if inside:

@@ -57,7 +57,8 @@ class Dataset:
                 if too_long:
                     yield Row(name, number, error=f"line longer than {MAX_LINE_BYTES // 2**20} MiB")
                 elif raw.strip():
-                    yield _parse_line(name, number, raw)
+                    data, error = _decode_line(raw)
+                    yield Row(name, number, data, error, column=len(raw) - len(raw.lstrip()) + 1)
 
 
 def load_dataset(root: str | Path) -> Dataset:
@@ -94,9 +95,7 @@ def load_dataset(root: str | Path) -> Dataset:
 def _inside(root: Path, path: Path) -> bool:
     """Whether ``path`` resolves inside ``root``: the upload carries the directory, not what
     its links point at, so a link out of it validates a file the platform never sees."""
-    real_root = os.path.realpath(root)
-    resolved = os.path.realpath(path)
-    return resolved.startswith(real_root + os.sep)
+    return os.path.realpath(path).startswith(os.path.realpath(root) + os.sep)
 
 
 def _lines(fh: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
@@ -113,11 +112,6 @@ def _lines(fh: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
         while raw and not raw.endswith(b"\n"):  # drain the rest of the long line
             raw = fh.readline(_CHUNK)
         yield number, b"", True
-
-
-def _parse_line(file: str, number: int, raw: bytes) -> Row:
-    data, error = _decode_line(raw)
-    return Row(file, number, data, error, column=len(raw) - len(raw.lstrip()) + 1)
 
 
 def _decode_line(raw: bytes) -> tuple[Any, str | None]:

@@ -55,11 +55,7 @@ class Diagnostic(NamedTuple):
     @property
     def input(self) -> str:
         """Which input ``path`` is relative to: EK5xx name dataset files, EK6xx the job file."""
-        if self.code.startswith("EK5"):
-            return "dataset"
-        if self.code.startswith("EK6"):
-            return "job"
-        return "package"
+        return {"EK5": "dataset", "EK6": "job"}.get(self.code[:3], "package")
 
     def sort_key(self) -> tuple[str, int, int, str]:
         return (self.path, self.line or 0, self.column or 0, self.code)

@@ -132,9 +132,7 @@ class Package:
     def config_paths(self) -> list[str]:
         """The manifest's ``config_paths`` strings, in order (non-strings dropped)."""
         paths = self.manifest_data.get("config_paths")
-        if not isinstance(paths, list):
-            return []
-        return [p for p in paths if isinstance(p, str)]
+        return [p for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
 
     def files_under(self, prefix: str) -> Iterator[FileEntry]:
         base = prefix.rstrip("/") + "/"

@@ -102,17 +102,12 @@ def _requirement_line(
     if "../.." in line or line.startswith("-"):
         return
     req_text = _OPTION.split(line, maxsplit=1)[0].strip()
-    if raw != line and not _URL.match(req_text):
-        return  # an editable local path: built from the tree, not from wheels/
-    if _URL.match(req_text):
+    url = _URL.match(req_text) is not None
+    # An editable local path (no URL) is built from the tree, not from wheels/: neither.
+    req = None if url or raw != line else parse_requirement(req_text)
+    if url or (req is not None and req.url):
         egress.append(Egress(req_text, path, line_no))
-        return
-    req = parse_requirement(req_text)
-    if req is None:
-        return
-    if req.url:
-        egress.append(Egress(req_text, path, line_no))
-    else:
+    elif req is not None:
         roots.append(Root(req, f"{path}:{line_no}", path, line_no))
 
 
@@ -158,16 +153,12 @@ def _pyproject_dep(
     req = parse_requirement(dep) if isinstance(dep, str) else None
     if req is None or not isinstance(dep, str):
         return
-    line = _line_of(text, dep)
+    line = next((no for no, row in enumerate(text.splitlines(), 1) if dep in row), None)
     if req.url:
         if "../.." not in req.url:
             egress.append(Egress(dep, path, line))
         return
     roots.append(Root(req, f"{path}:{line}" if line else path, path, line))
-
-
-def _line_of(text: str, needle: str) -> int | None:
-    return next((no for no, line in enumerate(text.splitlines(), 1) if needle in line), None)
 
 
 def marker_roots(

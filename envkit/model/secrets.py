@@ -161,9 +161,7 @@ def _read(path: str) -> bytes | None:
         return None
     finally:
         os.close(fd)
-    if len(data) > MAX_BYTES:  # it grew after the size was read
-        return None
-    return None if b"\0" in data[:8192] else data
+    return None if len(data) > MAX_BYTES or b"\0" in data[:8192] else data  # grown since fstat
 
 
 def find_secrets(root: Path, files: Iterable[str],

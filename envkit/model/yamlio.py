@@ -100,14 +100,13 @@ def parse_yaml(path: str, raw: bytes) -> YamlDoc:
                        error_column=mark.column + 1 if mark is not None else None)
     except yaml.reader.ReaderError as exc:
         return _unprintable(path, text, exc)
-    except yaml.YAMLError as exc:
+    # ValueError, OverflowError: the pure-Python scanner's chr() of "\U00110000"
+    except (yaml.YAMLError, ValueError, OverflowError) as exc:
         return YamlDoc(path, error=f"invalid YAML: {exc}")
     except TooLarge as exc:
         return YamlDoc(path, error=str(exc))
     except RecursionError:
         return YamlDoc(path, error="invalid YAML: nested too deeply")
-    except (ValueError, OverflowError) as exc:  # pure-Python scanner: chr() of "\U00110000"
-        return YamlDoc(path, error=f"invalid YAML: {exc}")
 
 
 def _compose(path: str, text: str) -> YamlDoc:

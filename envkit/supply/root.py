@@ -90,11 +90,9 @@ def trusted_dir(path: str) -> bool:
 def _chain(store: str, rel: str) -> list[str]:
     """The directories an entry ``rel`` of ``store`` depends on: the store's parent (the cache
     root), the store, and each folder below it to the entry's."""
-    dirs = [os.path.dirname(store) or ".", store]
     parts = rel.split("/")[:-1]
-    for i in range(len(parts)):
-        dirs.append(os.path.join(store, *parts[: i + 1]))
-    return dirs
+    return [os.path.dirname(store) or ".", store,
+            *(os.path.join(store, *parts[: i + 1]) for i in range(len(parts)))]
 
 
 def _private_dirs(store: str, rel: str) -> bool:
@@ -116,9 +114,7 @@ def _sealing_key(create: bool) -> bytes | None:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
-        if not create:
-            return None
-        return _new_key(path)
+        return _new_key(path) if create else None
     except OSError:
         return None
     try:

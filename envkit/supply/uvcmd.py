@@ -34,6 +34,7 @@ _KEEP_ENV = (
     "http_proxy", "https_proxy", "all_proxy", "no_proxy",
 )
 """Only what locating binaries, TLS and proxies need; never ``UV_*``/``PIP_*`` user settings."""
+_NO_CONFIG = {"PIP_CONFIG_FILE": os.devnull, "UV_NO_CONFIG": "1"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +67,7 @@ def clean_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     env = os.environ if environ is None else environ
     kept = {k: env[k] for k in _KEEP_ENV if k in env}
     kept.setdefault("PATH", os.defpath)
-    kept["PIP_CONFIG_FILE"] = os.devnull
-    kept["UV_NO_CONFIG"] = "1"
-    return kept
+    return {**kept, **_NO_CONFIG}
 
 
 def isolated_env(base: dict[str, str] | None = None) -> dict[str, str]:
@@ -78,14 +77,10 @@ def isolated_env(base: dict[str, str] | None = None) -> dict[str, str]:
     and find-links; an install that silently depends on them is not reproducible elsewhere.
     ``UV_CACHE_DIR`` is kept: the cache location changes no result, only speed.
     """
-    env = dict(os.environ if base is None else base)
-    for key in list(env):
-        if key.startswith(("PIP_", "UV_")) and key != "UV_CACHE_DIR":
-            del env[key]
-    env["PIP_CONFIG_FILE"] = os.devnull
-    env["UV_NO_CONFIG"] = "1"
-    env["PYTHONNOUSERSITE"] = "1"
-    return env
+    env = os.environ if base is None else base
+    kept = {k: v for k, v in env.items()
+            if not k.startswith(("PIP_", "UV_")) or k == "UV_CACHE_DIR"}
+    return {**kept, **_NO_CONFIG, "PYTHONNOUSERSITE": "1"}
 
 
 def uv_version() -> str:

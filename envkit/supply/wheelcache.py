@@ -50,15 +50,9 @@ def yours(file: Path, store: Path) -> bool:
 def private_dirs(folder: Path) -> None:
     """``folder`` and its missing parents, each made 0700 (``mkdir(parents=True)`` gives the
     parents the umask's mode)."""
-    missing = []
-    here = Path(folder)
-    while not here.is_dir():
-        missing.append(here)
-        if here.parent == here:
-            break
-        here = here.parent
-    for path in reversed(missing):
-        path.mkdir(mode=0o700, exist_ok=True)
+    for path in (*reversed(Path(folder).parents), Path(folder)):
+        if not path.is_dir():
+            path.mkdir(mode=0o700, exist_ok=True)
 
 
 class WheelCache:

@@ -85,18 +85,15 @@ def members(space: Workspace, exclude: Sequence[str] = ()) -> list[Path]:
                 raise SettingsError(msg)
             matched.append(space.root / pattern)
         else:
-            matched += sorted(p for p in space.root.glob(pattern)
-                              if p.is_dir() and _visible(p.relative_to(space.root)))
+            matched += sorted(p for p in space.root.glob(pattern) if p.is_dir() and not any(
+                part.startswith(".") or part in SKIPPED_DIRS
+                for part in p.relative_to(space.root).parts))
     if not matched:
         patterns = ", ".join(repr(p) for p in space.patterns)
         msg = (f"{space.config}: `packages` ({patterns}) matches no directory: the workspace "
                "has nothing to validate")
         raise SettingsError(msg)
     return list(dict.fromkeys(m for m in matched if not _excluded(m, m.name, exclude)))
-
-
-def _visible(rel: Path) -> bool:
-    return not any(part.startswith(".") or part in SKIPPED_DIRS for part in rel.parts)
 
 
 def _excluded(path: Path, name: str, exclude: Iterable[str]) -> bool:
@@ -124,9 +121,7 @@ def _walk(root: Path, exclude: Sequence[str], budget: list[int]) -> Iterator[Pat
         return
     for entry in entries:
         name = entry.name
-        if name.startswith(".") or name in SKIPPED_DIRS:
-            continue
-        if not entry.is_dir(follow_symlinks=False):
+        if name.startswith(".") or name in SKIPPED_DIRS or not entry.is_dir(follow_symlinks=False):
             continue
         sub = root / name
         if _excluded(sub, name, exclude):

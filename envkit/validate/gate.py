@@ -293,15 +293,14 @@ def run_gate(request: GateRequest) -> ValidationRun:
                f"{len(found.packages)}: name the package, or set `dataset`/`job` per package "
                "in the configuration ([tool.envkit.per-package])")
         raise GateUsageError(msg)
-    if not found.packages:
-        if not (dataset or job) and not found.unmatched_files:
+    if not found.packages and not (dataset or job):
+        if not found.unmatched_files:
             msg = "nothing to validate: `--exclude` skips every package the paths name"
             raise GateUsageError(msg)
-        if not (dataset or job):
-            return ValidationRun(())
-        return ValidationRun((_one(None, request, dataset, job),))
-    return ValidationRun(tuple(fork_map(lambda p: _one(p, request, dataset, job),
-                                        found.packages, request.workers)))
+        return ValidationRun(())
+    packages = found.packages or (None,)  # no package: the dataset or job alone
+    return ValidationRun(tuple(fork_map(lambda p: _one(p, request, dataset, job), packages,
+                                        request.workers)))
 
 
 def discover_for(request: GateRequest) -> Discovery:

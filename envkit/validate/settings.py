@@ -223,12 +223,6 @@ class SettingsFiles:
         """Directories' realpaths (``_resolved``)."""
 
 
-def _load(path: Path, files: SettingsFiles) -> _ConfigFile | None:
-    if path not in files.read:
-        files.read[path] = _read(path)
-    return files.read[path]
-
-
 def _read(path: Path) -> _ConfigFile | None:
     import tomllib  # only where a settings file exists: most runs have none
 
@@ -281,7 +275,9 @@ def _config_in(directory: Path, files: SettingsFiles) -> _ConfigFile | None:
     for name in CONFIG_NAMES:
         candidate = directory / name
         if candidate.is_file():
-            found = _load(candidate, files)
+            if candidate not in files.read:
+                files.read[candidate] = _read(candidate)
+            found = files.read[candidate]
             if found is not None:
                 return found
     return None
@@ -324,7 +320,7 @@ def settings_for(package: Path, cli: Settings, *, isolated: bool = False,
     config = None if absolute is None else find_config(absolute, files)
     if config is not None and absolute is not None:
         resolved = config.top.over(resolved)
-        rel = _relative(absolute, config.path.parent)
+        rel = absolute.relative_to(config.path.parent).as_posix()  # found above ``absolute``
         for glob, override in config.per_package:
             if fnmatch.fnmatch(rel, glob.rstrip("/")):
                 resolved = replace(override, source=config.path).over(resolved)
@@ -343,13 +339,6 @@ def _resolved(package: Path, files: SettingsFiles) -> Path:
     if head not in directories:
         directories[head] = os.path.realpath(head)
     return Path(os.path.join(directories[head], name))  # noqa: PTH118 - the same
-
-
-def _relative(path: Path, base: Path) -> str:
-    try:
-        return path.relative_to(base).as_posix()
-    except ValueError:
-        return path.as_posix()
 
 
 def parse_python(value: str) -> tuple[int, int]:

@@ -138,7 +138,7 @@ def validate_inputs(inputs: Inputs, request: ValidateRequest | None = None) -> R
     request = request or ValidateRequest(options=inputs.options)
     package = inputs.package
     diagnostics = tuple(
-        _printable(d)
+        d._replace(path=_text(d.path), message=_text(d.message), hint=_text(d.hint))
         for d in with_columns(run_checks(inputs, _guarded_checks(checks_for(inputs))), inputs)
         if selected(d.code, request.select, request.ignore)
         or (d.code == INTERNAL_ERROR and INTERNAL_ERROR not in request.ignore)
@@ -221,7 +221,3 @@ def _text(value: str) -> str:
         except UnicodeEncodeError:  # any other lone surrogate: shown as \udNNN
             return value.encode("utf-8", "backslashreplace").decode("utf-8")
     return value
-
-
-def _printable(diag: Diagnostic) -> Diagnostic:
-    return diag._replace(path=_text(diag.path), message=_text(diag.message), hint=_text(diag.hint))

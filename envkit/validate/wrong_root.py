@@ -65,11 +65,7 @@ def _source_tree_hint(path: Path) -> str | None:
 
 def _children_with(parent: Path, marker: str) -> list[str]:
     """Sub-directories of ``parent`` that hold ``marker``, sorted."""
-    try:
-        return sorted(e.name for e in os.scandir(parent) if e.is_dir(follow_symlinks=False)
-                      and (Path(e.path) / marker).exists())
-    except OSError:
-        return []
+    return sorted(name for name in _subdirs(parent) if (parent / name / marker).exists())
 
 
 def _rel(shown: str) -> str:
@@ -105,7 +101,8 @@ def _globs(root: Path, below: list[Path]) -> list[str]:
     for parent, names in by_parent.items():
         rel = parent.relative_to(root).as_posix()
         prefix = "" if rel == "." else f"{rel}/"
-        if len(names) > 1 and names == _subdirs(parent):
+        visible = {n for n in _subdirs(parent) if not n.startswith(".") and n not in SKIPPED_DIRS}
+        if len(names) > 1 and names == visible:
             out.append(f"{prefix}*")
         else:
             out += [f"{prefix}{n}" for n in sorted(names)]
@@ -113,8 +110,8 @@ def _globs(root: Path, below: list[Path]) -> list[str]:
 
 
 def _subdirs(parent: Path) -> set[str]:
+    """The directories in ``parent`` (links not followed); none when it cannot be listed."""
     try:
-        return {e.name for e in os.scandir(parent) if e.is_dir(follow_symlinks=False)
-                and not e.name.startswith(".") and e.name not in SKIPPED_DIRS}
+        return {e.name for e in os.scandir(parent) if e.is_dir(follow_symlinks=False)}
     except OSError:
         return set()
