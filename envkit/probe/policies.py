@@ -320,17 +320,15 @@ CONTENT_FREE: tuple[Policy, ...] = (
 
 def panel(oracle_field: str | None = None) -> tuple[Policy, ...]:
     """The oracle renderings first, then the content-free replies."""
-    oracles = tuple(
-        Policy(f"oracle:{name}", "oracle", _oracle(template, oracle_field),
-               f"the reference answer as {template.format('X')!r}")
-        for name, template in RENDERINGS)
-    calls = (
+    return (
+        *(Policy(f"oracle:{name}", "oracle", _oracle(template, oracle_field),
+                 f"the reference answer as {template.format('X')!r}")
+          for name, template in RENDERINGS),
         Policy("oracle:function-call", "oracle", _oracle_calls(oracle_field),
-               "the reference function calls, as Responses `function_call` items"),)
-    free_calls = (
+               "the reference function calls, as Responses `function_call` items"),
+        *CONTENT_FREE,
         Policy("call:empty", "content-free", _empty_call(oracle_field),
                "one function call with no name and no arguments"),
         Policy("call:wrong-arguments", "content-free", _wrong_arguments(oracle_field),
                "the reference calls' names with every argument changed"),
     )
-    return oracles + calls + CONTENT_FREE + free_calls
