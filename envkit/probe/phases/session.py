@@ -143,11 +143,7 @@ class LiveProbe:
 
     def __enter__(self) -> LiveProbe:
         t0 = time.monotonic()
-        try:
-            self._servers = self._session.start()
-        except BaseException:
-            self._session.close()
-            raise
+        self._servers = self._session.__enter__()  # a failed start closes what it spawned
         self.ready_s = time.monotonic() - t0
         return self
 
