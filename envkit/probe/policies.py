@@ -302,16 +302,13 @@ def _fixed(text: str) -> Reply:
     return lambda row, job: text
 
 
-def _noise(row: Mapping[str, Any], job: ProbeJob) -> str:
-    return noise(job.max_new_tokens * BYTES_PER_TOKEN)
-
-
 CONTENT_FREE: tuple[Policy, ...] = (
     Policy("empty", "content-free", _fixed(""), "an empty reply"),
     Policy("whitespace", "content-free", _fixed(" \n\t "), "whitespace only"),
     Policy("echo", "content-free", lambda row, job: prompt_key(row),
            "the prompt's last user message, echoed"),
-    Policy("noise", "content-free", _noise, "pseudo-words up to the job's max_new_tokens"),
+    Policy("noise", "content-free", lambda row, job: noise(job.max_new_tokens * BYTES_PER_TOKEN),
+           "pseudo-words up to the job's max_new_tokens"),
     *(Policy(name, "content-free", _fixed(text), f"the bare skeleton {text!r}")
       for name, text in _SKELETONS),
     Policy("injection", "content-free", _fixed(INJECTION), "a plea to the grader"),
