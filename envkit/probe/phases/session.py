@@ -105,7 +105,6 @@ class _Switch:
 
     def __init__(self, default: GenerationBackend) -> None:
         self.model_name = default.model_name
-        self.default = default
         self.use(default)
 
     def use(self, engine: GenerationBackend) -> None:
