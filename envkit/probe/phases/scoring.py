@@ -81,8 +81,7 @@ class ScoringPhase:
                        if (reply := p.reply(r.data, ctx.job)) is not None])
                   for p in ctx.panel]
         observations = play_rounds(ctx, self.name, rounds)
-        kinds = {p.name: p.kind for p in ctx.panel}
-        table = score_table(observations, kinds)
+        table = score_table(observations, {p.name: p.kind for p in ctx.panel})
         unstable = spreads(observations)
         assessments = tuple(
             assess_agent(agent, table.get(agent, {}), unstable.get(agent, {}), ctx.scale,
