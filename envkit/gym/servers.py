@@ -232,8 +232,7 @@ class GymRuntime:
         key = closure_key(self.package, self.format, self.config_paths, gym.gym_version,
                           gym.python_version, f"override={gym.python_override}", *harness,
                           wheels=wheels)
-        venv_dir = root / "server-venvs" / key
-        self.venv_dir = venv_dir
+        self.venv_dir = venv_dir = root / "server-venvs" / key
         (root / "runs").mkdir(parents=True, exist_ok=True)
         self._paths = paths = RunPaths(Path(tempfile.mkdtemp(prefix="run-", dir=root / "runs")),
                                        Path(tempfile.mkdtemp(prefix="envkit-gymray-")))
