@@ -24,7 +24,6 @@ from envkit.gym.client import RolloutAbortedError, collect
 from envkit.gym.rollout import Rollout
 from envkit.gym.rows import expand_rows
 from envkit.gym.types import GymRuntimeError, RuntimeOptions
-from envkit.gym.venv import GymVenvError
 from envkit.model.package import MANIFEST
 from envkit.policy_server.generation import GenerationBackend
 from envkit.policy_server.scripted import BYTES_PER_TOKEN, Script, ScriptedBackend, prompt_text
@@ -38,8 +37,8 @@ if TYPE_CHECKING:
 
     from envkit.model.diagnostics import Diagnostic
 
-__all__ = ["BringUpRequest", "GymRuntimeError", "GymVenvError", "LiveProbe", "ProbeAbortedError",
-           "RuntimeOptions", "Sent", "expand_rows", "offline_if", "start_failure"]
+__all__ = ["BringUpRequest", "GymRuntimeError", "LiveProbe", "ProbeAbortedError", "RuntimeOptions",
+           "Sent", "expand_rows", "offline_if", "start_failure"]
 
 log = logging.getLogger(__name__)
 
