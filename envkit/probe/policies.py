@@ -104,8 +104,7 @@ def _reference_value(row: Mapping[str, Any], field: str | None) -> Any:
     ``TOOL_FIELDS`` that holds calls or a message action."""
     if field:
         return _at(row, field)
-    name = reference_field(row)
-    if name is not None:
+    if (name := reference_field(row)) is not None:
         return _at(row, name)
     for name in TOOL_FIELDS:
         value = _at(row, name)
