@@ -144,9 +144,8 @@ def ensure_gym_venv(
         )
         raise GymVenvError(msg)
     root = (cache_dir or cache_root() / "gym-venvs") / f"nemo-gym-{gym_version}-py{py_version}"
-    marker = root / _MARKER
     emit = on_step or (lambda step: None)
-    if marker.exists():
+    if (root / _MARKER).exists():
         emit(VenvStep("gym", None, "cached", 0.0, f"nemo-gym {gym_version}"))
         return GymVenv(root, gym_version, py_version, override)
     if override:
