@@ -44,13 +44,11 @@ class RequestOptions:
 
 
 def _turns(response: Mapping[str, Any]) -> tuple[TokenTurn, ...]:
-    turns = []
-    for item in response.get("output") or []:
-        if isinstance(item, Mapping) and item.get("generation_token_ids") is not None:
-            turns.append(TokenTurn(tuple(item.get("prompt_token_ids") or ()),
-                                   tuple(item["generation_token_ids"]),
-                                   tuple(item.get("generation_log_probs") or ())))
-    return tuple(turns)
+    return tuple(TokenTurn(tuple(item.get("prompt_token_ids") or ()),
+                           tuple(item["generation_token_ids"]),
+                           tuple(item.get("generation_log_probs") or ()))
+                 for item in response.get("output") or []
+                 if isinstance(item, Mapping) and item.get("generation_token_ids") is not None)
 
 
 def _truncated(response: Mapping[str, Any]) -> bool:
@@ -81,8 +79,7 @@ def result_from_record(index: int, agent: str, record: Mapping[str, Any]) -> Rol
     raw = record.get("response")
     response: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     reward = record.get("reward")
-    failure = _gym_failure(record)
-    if failure is not None:
+    if (failure := _gym_failure(record)) is not None:
         return Rollout.failed(index, agent, failure, dict(record))
     if not isinstance(reward, int | float) or isinstance(reward, bool):
         return Rollout.failed(index, agent, f"no numeric `reward` in the answer: {reward!r}",

@@ -16,8 +16,6 @@ from envkit.validators.runtime_signatures import Where, first_match
 __all__ = ["Finding", "Where", "diagnose", "tail"]
 
 _NO_READING = "see the log tail above"
-
-
 _EVIDENCE_CHARS = 200
 
 

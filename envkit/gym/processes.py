@@ -49,10 +49,6 @@ def _stat(pid: int) -> _Stat | None:
     return _Stat(fields[0], int(fields[1]), int(fields[3]), int(fields[19]))
 
 
-def _pids() -> list[int]:
-    return [int(p.name) for p in PROC.iterdir() if p.name.isdigit()]
-
-
 class TrackedProcess(NamedTuple):
     """One process of a tree, by identity."""
 
@@ -103,7 +99,8 @@ class ProcessTree:
         """Record the session's processes and the leader's descendants (call periodically:
         daemons may re-parent to init, but they keep the session). Only while the leader is
         still the leader: once reaped, its pid and session id may be someone else's."""
-        stats = {pid: s for pid in _pids() if (s := _stat(pid)) is not None}
+        pids = (int(p.name) for p in PROC.iterdir() if p.name.isdigit())
+        stats = {pid: s for pid in pids if (s := _stat(pid)) is not None}
         leader = stats.get(self.pid)
         if leader is None or leader.started != self._leader_started:
             return

@@ -116,10 +116,10 @@ def gym_ray_cluster(gym: GymVenv) -> Iterator[str]:
 
 def _address(proc: subprocess.Popen[bytes], log: Path) -> str:
     """The holder's first line of stdout (the GCS address), within :data:`START_TIMEOUT_S`."""
-    assert proc.stdout is not None
+    stdout = proc.stdout
+    assert stdout is not None
     line: list[bytes] = []
-    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()),  # type: ignore[union-attr]
-                              daemon=True)
+    reader = threading.Thread(target=lambda: line.append(stdout.readline()), daemon=True)
     reader.start()
     reader.join(START_TIMEOUT_S)
     address = line[0].decode().strip() if line else ""

@@ -65,11 +65,10 @@ def rows_by_agent(
         if name not in model.files:
             continue
         for row in model.iter_rows(name):
-            data = row.data if row.error is None and isinstance(row.data, dict) else None
-            ref = (data or {}).get("agent_ref")
+            data = row.data if row.error is None and isinstance(row.data, dict) else {}
+            ref = data.get("agent_ref")
             agent = ref.get("name") if isinstance(ref, dict) else None
-            if (data is not None and isinstance(agent, str)
-                    and len(found.setdefault(agent, [])) < per_agent):
+            if isinstance(agent, str) and len(found.setdefault(agent, [])) < per_agent:
                 found[agent].append(row)
     return found
 
@@ -82,10 +81,8 @@ def expand_rows(rows: Sequence[Mapping[str, Any]], *, num_repeats: int, temperat
     for task_index, row in enumerate(rows):
         for repeat in range(num_repeats):
             new = copy.deepcopy(dict(row))
-            params = new.setdefault("responses_create_params", {})
-            params["temperature"] = temperature
-            params["max_output_tokens"] = max_tokens
-            new["_ng_task_index"] = task_index
-            new["_ng_rollout_index"] = repeat
+            new.setdefault("responses_create_params", {}).update(
+                temperature=temperature, max_output_tokens=max_tokens)
+            new.update(_ng_task_index=task_index, _ng_rollout_index=repeat)
             out.append(new)
     return out

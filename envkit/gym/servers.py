@@ -66,8 +66,6 @@ log = logging.getLogger(__name__)
 
 _RAY_START_ATTEMPTS = 3
 """Launches when the host, not the package, failed one (``_HOST_RACES``)."""
-_READY_POLL_S = GYM_HEAD_POLL_S
-"""How often the head's ``/readyz`` is asked: as often as the head polls its servers."""
 _PORT_RACE = "a port picked free was taken before Gym bound it"
 _HOST_RACES = {
     "timed out during startup": "Ray did not start in time (machine busy)",
@@ -234,8 +232,7 @@ class GymRuntime:
         key = closure_key(self.package, self.format, self.config_paths, gym.gym_version,
                           gym.python_version, f"override={gym.python_override}", *harness,
                           wheels=wheels)
-        venv_dir = root / "server-venvs" / key
-        self.venv_dir = venv_dir
+        self.venv_dir = venv_dir = root / "server-venvs" / key
         (root / "runs").mkdir(parents=True, exist_ok=True)
         self._paths = paths = RunPaths(Path(tempfile.mkdtemp(prefix="run-", dir=root / "runs")),
                                        Path(tempfile.mkdtemp(prefix="envkit-gymray-")))
@@ -345,7 +342,7 @@ class GymRuntime:
             if watch.elapsed() > limit_s:
                 raise self._timeout(limit_s, watch.not_ready())
             watch.poll()
-            time.sleep(_READY_POLL_S)
+            time.sleep(GYM_HEAD_POLL_S)  # /readyz as often as the head polls its servers
         tree.refresh()
         watch.poll()  # the head said ready: the last servers answer now
         servers = describe(head, self._log_dir())

@@ -96,14 +96,11 @@ def _python_version(python: Path) -> str | None:
 
 
 def _candidates() -> list[Path]:
-    found: list[Path] = []
-    if env := os.environ.get("ENVKIT_GYM_PYTHON"):
-        found.append(Path(env))
-    if which := shutil.which("python3.13"):
-        found.append(Path(which))
+    named = (os.environ.get("ENVKIT_GYM_PYTHON"), shutil.which("python3.13"))
+    found = [Path(p) for p in named if p]
     pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
-    found.extend(sorted((pyenv_root / "versions").glob("3.13*/bin/python3.13"), reverse=True))
-    found.extend(Path(p) for p in ("/usr/bin/python3.13", "/usr/local/bin/python3.13"))
+    found += sorted((pyenv_root / "versions").glob("3.13*/bin/python3.13"), reverse=True)
+    found += [Path("/usr/bin/python3.13"), Path("/usr/local/bin/python3.13")]
     return [p for p in found if p.exists()]
 
 
@@ -147,9 +144,8 @@ def ensure_gym_venv(
         )
         raise GymVenvError(msg)
     root = (cache_dir or cache_root() / "gym-venvs") / f"nemo-gym-{gym_version}-py{py_version}"
-    marker = root / _MARKER
     emit = on_step or (lambda step: None)
-    if marker.exists():
+    if (root / _MARKER).exists():
         emit(VenvStep("gym", None, "cached", 0.0, f"nemo-gym {gym_version}"))
         return GymVenv(root, gym_version, py_version, override)
     if override:
@@ -184,10 +180,9 @@ def _install(venv: Path, interpreter: Path, gym_version: str, override: bool,
     _run([uv_bin(), "venv", "--no-config", "--quiet", "--python", str(interpreter), str(venv)],
          env)
     emit(VenvStep("gym", "create", "done", time.monotonic() - started))
-    cmd = uv_pip_install(venv / "bin" / "python", override=override)
     want = f"nemo-gym=={gym_version}"
     emit(VenvStep("gym", "install", "start", time.monotonic() - started, want))
-    _run([*cmd, want], env)
+    _run([*uv_pip_install(venv / "bin" / "python", override=override), want], env)
     emit(VenvStep("gym", "install", "done", time.monotonic() - started, want))
 
 

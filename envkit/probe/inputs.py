@@ -40,8 +40,7 @@ def read_job(path: Path | None) -> ProbeJob:
     """
     if path is None:
         return probe_job(grpo_settings({"training": {"type": "grpo"}}))
-    doc = load_job(path)
-    return probe_job(grpo_settings(doc.data), str(path))
+    return probe_job(grpo_settings(load_job(path).data), str(path))
 
 
 def gym_manifests(pkg: Package) -> dict[str, Any]:

@@ -104,8 +104,7 @@ def _reference_value(row: Mapping[str, Any], field: str | None) -> Any:
     ``TOOL_FIELDS`` that holds calls or a message action."""
     if field:
         return _at(row, field)
-    name = reference_field(row)
-    if name is not None:
+    if (name := reference_field(row)) is not None:
         return _at(row, name)
     for name in TOOL_FIELDS:
         value = _at(row, name)
@@ -302,16 +301,13 @@ def _fixed(text: str) -> Reply:
     return lambda row, job: text
 
 
-def _noise(row: Mapping[str, Any], job: ProbeJob) -> str:
-    return noise(job.max_new_tokens * BYTES_PER_TOKEN)
-
-
 CONTENT_FREE: tuple[Policy, ...] = (
     Policy("empty", "content-free", _fixed(""), "an empty reply"),
     Policy("whitespace", "content-free", _fixed(" \n\t "), "whitespace only"),
     Policy("echo", "content-free", lambda row, job: prompt_key(row),
            "the prompt's last user message, echoed"),
-    Policy("noise", "content-free", _noise, "pseudo-words up to the job's max_new_tokens"),
+    Policy("noise", "content-free", lambda row, job: noise(job.max_new_tokens * BYTES_PER_TOKEN),
+           "pseudo-words up to the job's max_new_tokens"),
     *(Policy(name, "content-free", _fixed(text), f"the bare skeleton {text!r}")
       for name, text in _SKELETONS),
     Policy("injection", "content-free", _fixed(INJECTION), "a plea to the grader"),
@@ -320,17 +316,15 @@ CONTENT_FREE: tuple[Policy, ...] = (
 
 def panel(oracle_field: str | None = None) -> tuple[Policy, ...]:
     """The oracle renderings first, then the content-free replies."""
-    oracles = tuple(
-        Policy(f"oracle:{name}", "oracle", _oracle(template, oracle_field),
-               f"the reference answer as {template.format('X')!r}")
-        for name, template in RENDERINGS)
-    calls = (
+    return (
+        *(Policy(f"oracle:{name}", "oracle", _oracle(template, oracle_field),
+                 f"the reference answer as {template.format('X')!r}")
+          for name, template in RENDERINGS),
         Policy("oracle:function-call", "oracle", _oracle_calls(oracle_field),
-               "the reference function calls, as Responses `function_call` items"),)
-    free_calls = (
+               "the reference function calls, as Responses `function_call` items"),
+        *CONTENT_FREE,
         Policy("call:empty", "content-free", _empty_call(oracle_field),
                "one function call with no name and no arguments"),
         Policy("call:wrong-arguments", "content-free", _wrong_arguments(oracle_field),
                "the reference calls' names with every argument changed"),
     )
-    return oracles + calls + CONTENT_FREE + free_calls

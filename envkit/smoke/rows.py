@@ -35,12 +35,8 @@ def rows_for(agent: str, from_dataset: list[dict[str, Any]],
         "responses_create_params": {"input": [{"role": "user", "content": SMOKE_PROMPT}]},
         "agent_ref": {"type": "responses_api_agents", "name": agent},
     }]
-    out = []
-    for i in range(per_agent):
-        row = copy.deepcopy(base[i % len(base)])
-        row["_ng_task_index"], row["_ng_rollout_index"] = i % len(base), i // len(base)
-        out.append(row)
-    return out
+    return [{**copy.deepcopy(base[i % len(base)]), "_ng_task_index": i % len(base),
+             "_ng_rollout_index": i // len(base)} for i in range(per_agent)]
 
 
 def scripted_answers(rows: Iterable[Mapping[str, Any]]) -> dict[str, str]:

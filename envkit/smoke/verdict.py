@@ -53,8 +53,7 @@ def finding(package: Package | None, subject: str | None, kind: str, reading: Fi
     path, line = locate(package, subject)
     who = f"{kind} `{subject}`: " if subject else ""
     said = f" (`{reading.evidence}`)" if reading.evidence else ""
-    message = f"{who}{reading.reason}{said}"
-    return SmokeFinding(rule.at(path, message, line=line), subject, log_tail)
+    return SmokeFinding(rule.at(path, f"{who}{reading.reason}{said}", line=line), subject, log_tail)
 
 
 def rollout_finding(package: Package | None, agent: str, failure: str, logs: str, *,

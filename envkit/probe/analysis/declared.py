@@ -26,15 +26,9 @@ _POLICY = "policy_model"
 
 def server_blocks(pkg: Package) -> list[tuple[str, str, str, str, Mapping[str, Any]]]:
     """(config path, instance, server type, implementation, body) of every server block."""
-    out = []
-    for path, doc in pkg.configs.items():
-        if not isinstance(doc.data, Mapping):
-            continue
-        for instance, block in doc.data.items():
-            shape = server_block(block)
-            if shape is not None:
-                out.append((path, str(instance), *shape))
-    return out
+    return [(path, str(instance), *shape) for path, doc in pkg.configs.items()
+            if isinstance(doc.data, Mapping) for instance, block in doc.data.items()
+            if (shape := server_block(block)) is not None]
 
 
 def agent_locations(pkg: Package) -> dict[str, Where]:
@@ -54,15 +48,10 @@ def agent_resources(pkg: Package) -> dict[str, tuple[str, ...]]:
 
 def judge_refs(pkg: Package) -> list[str]:
     """``instance.key`` of every resources-server field that refers to a judge."""
-    found = []
-    for _, instance, server_type, _, body in server_blocks(pkg):
-        if server_type != "resources_servers":
-            continue
-        for key, value in body.items():
-            if (isinstance(value, Mapping) and value.get("type") == "responses_api_models"
-                    and value.get("name") != _POLICY):
-                found.append(f"{instance}.{key}")
-    return found
+    return [f"{instance}.{key}" for _, instance, server_type, _, body in server_blocks(pkg)
+            if server_type == "resources_servers" for key, value in body.items()
+            if isinstance(value, Mapping) and value.get("type") == "responses_api_models"
+            and value.get("name") != _POLICY]
 
 
 def scale_from_manifest(data: Any, source: str) -> RewardScale | None:

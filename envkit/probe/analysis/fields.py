@@ -70,13 +70,10 @@ def verify_fields(openapi: Mapping[str, Any]) -> tuple[DeclaredField, ...]:
     content = ((post.get("requestBody") or {}).get("content") or {}).get("application/json")
     schema = _resolve(openapi, (content or {}).get("schema"))
     required = set(schema.get("required") or ())
-    out = []
-    for name, prop in (schema.get("properties") or {}).items():
-        if name in BASE_FIELDS or name.startswith("_"):
-            continue
-        default = prop.get("default", _NO_DEFAULT) if isinstance(prop, Mapping) else _NO_DEFAULT
-        out.append(DeclaredField(name, name in required, default))
-    return tuple(out)
+    return tuple(DeclaredField(name, name in required, prop.get("default", _NO_DEFAULT)
+                               if isinstance(prop, Mapping) else _NO_DEFAULT)
+                 for name, prop in (schema.get("properties") or {}).items()
+                 if name not in BASE_FIELDS and not name.startswith("_"))
 
 
 def reference_slots(fields: Iterable[DeclaredField],

@@ -62,14 +62,8 @@ def gameable(scores: Mapping[str, PolicyScore], oracle: PolicyScore, scale: Rewa
     if oracle.mean is None:
         return []
     bar = scale.goodness(oracle.mean) - margin
-    found = []
-    for score in scores.values():
-        if score.kind != "content-free" or score.mean is None:
-            continue
-        value = scale.goodness(score.mean)
-        if value > TOLERANCE and value >= bar - TOLERANCE:
-            found.append(score)
-    return found
+    return [s for s in scores.values() if s.kind == "content-free" and s.mean is not None
+            and (value := scale.goodness(s.mean)) > TOLERANCE and value >= bar - TOLERANCE]
 
 
 def spreads(observations: Iterable[Observation]) -> dict[str, dict[tuple[str, int], Spread]]:

@@ -38,12 +38,8 @@ def dead_rows(scores: Mapping[str, PolicyScore]) -> tuple[tuple[int, ...], tuple
     oracle_rows = {r for s in scores.values() if s.kind == "oracle" for r in s.per_row}
     free_rows = {r for s in scores.values() if s.kind == "content-free" for r in s.per_row}
     judged = tuple(sorted(oracle_rows & free_rows))
-    dead = []
-    for row in judged:
-        values = [s.per_row[row] for s in scores.values() if row in s.per_row]
-        if max(values) - min(values) <= TOLERANCE:
-            dead.append(row)
-    return tuple(dead), judged
+    values = {row: [s.per_row[row] for s in scores.values() if row in s.per_row] for row in judged}
+    return tuple(row for row, vs in values.items() if max(vs) - min(vs) <= TOLERANCE), judged
 
 
 def _std(values: Sequence[float]) -> float:
@@ -58,11 +54,8 @@ def _baselines(rewards: Sequence[float], leave_one_out: bool) -> list[tuple[floa
     if not leave_one_out:
         mean, std = sum(rewards) / len(rewards), _std(rewards)
         return [(mean, std) for _ in rewards]
-    out = []
-    for i in range(len(rewards)):
-        others = [r for j, r in enumerate(rewards) if j != i]
-        out.append((sum(others) / len(others), _std(others)))
-    return out
+    others = [[r for j, r in enumerate(rewards) if j != i] for i in range(len(rewards))]
+    return [(sum(o) / len(o), _std(o)) for o in others]
 
 
 @dataclass(frozen=True, slots=True)

@@ -88,14 +88,12 @@ class FixturesResult:
         return [d for s in self.servers for d in _diagnostics(s, self.package)]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"servers": [_server_dict(s) for s in self.servers]}
-
-
-def _server_dict(s: ServerFixture) -> dict[str, Any]:
-    return {"server": s.server, "entrypoint": s.entrypoint, "status": s.status,
+        return {"servers": [{
+            "server": s.server, "entrypoint": s.entrypoint, "status": s.status,
             "passed": s.passed, "message": s.message, "fixture_path": s.fixture_path,
             "gym": {"ok": s.gym_ok, "error": s.gym_error},
-            "cases": [{**asdict(c), "observed": list(c.observed)} for c in s.cases]}
+            "cases": [{**asdict(c), "observed": list(c.observed)} for c in s.cases],
+        } for s in self.servers]}
 
 
 def _where(s: ServerFixture, package: str) -> str:

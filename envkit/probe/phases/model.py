@@ -157,9 +157,8 @@ def agent_signal(agent: str, sent: Sequence[tuple[int, Sent]], leave_one_out: bo
     groups: dict[int, list[float]] = {}
     failures = [s.failure for _, s in sent if s.failure is not None]
     for task, s in sent:
-        reward = s.reward
-        if reward is not None:
-            groups.setdefault(task, []).append(reward)
+        if s.reward is not None:
+            groups.setdefault(task, []).append(s.reward)
     scored = [r for g in groups.values() for r in g]
     return AgentSignal(agent, group_signal(list(groups.values()), leave_one_out=leave_one_out),
                        len(sent), len(failures), failures[0] if failures else None,

@@ -32,8 +32,6 @@ __all__ = ["ScoringPhase", "ScoringResult", "output_types", "play_round", "play_
 _ANY = Policy("oracle:field-search", "oracle", lambda row, job: None, "the field search")
 """The policy the field search's observations carry (not part of the panel)."""
 
-_FALLBACK = ""
-
 
 @dataclass(frozen=True, slots=True)
 class ScoringResult:
@@ -83,8 +81,7 @@ class ScoringPhase:
                        if (reply := p.reply(r.data, ctx.job)) is not None])
                   for p in ctx.panel]
         observations = play_rounds(ctx, self.name, rounds)
-        kinds = {p.name: p.kind for p in ctx.panel}
-        table = score_table(observations, kinds)
+        table = score_table(observations, {p.name: p.kind for p in ctx.panel})
         unstable = spreads(observations)
         assessments = tuple(
             assess_agent(agent, table.get(agent, {}), unstable.get(agent, {}), ctx.scale,
@@ -111,7 +108,7 @@ def play_rounds(ctx: ProbeContext, name: str,
 def play_round(ctx: ProbeContext, policy: Policy, wave: list[tuple[str, str, ProbeRow]],
            advance: Callable[[int], None], repeats: int | None = None) -> list[Observation]:
     """One policy's replies on one wave of rows, each repeated; failures retried alone."""
-    ctx.live.answer({key: reply for key, reply, _ in wave}, _FALLBACK)
+    ctx.live.answer({key: reply for key, reply, _ in wave}, "")
     probed = [row for _, _, row in wave]
     repeats = repeats or ctx.thresholds.repeats
     sent_rows = expand_rows([r.data for r in probed], num_repeats=repeats,

@@ -24,7 +24,6 @@ from envkit.gym.client import RolloutAbortedError, collect
 from envkit.gym.rollout import Rollout
 from envkit.gym.rows import expand_rows
 from envkit.gym.types import GymRuntimeError, RuntimeOptions
-from envkit.gym.venv import GymVenvError
 from envkit.model.package import MANIFEST
 from envkit.policy_server.generation import GenerationBackend
 from envkit.policy_server.scripted import BYTES_PER_TOKEN, Script, ScriptedBackend, prompt_text
@@ -38,8 +37,8 @@ if TYPE_CHECKING:
 
     from envkit.model.diagnostics import Diagnostic
 
-__all__ = ["BringUpRequest", "GymRuntimeError", "GymVenvError", "LiveProbe", "ProbeAbortedError",
-           "RuntimeOptions", "Sent", "expand_rows", "offline_if", "start_failure"]
+__all__ = ["BringUpRequest", "GymRuntimeError", "LiveProbe", "ProbeAbortedError", "RuntimeOptions",
+           "Sent", "expand_rows", "offline_if", "start_failure"]
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +104,6 @@ class _Switch:
 
     def __init__(self, default: GenerationBackend) -> None:
         self.model_name = default.model_name
-        self.default = default
         self.use(default)
 
     def use(self, engine: GenerationBackend) -> None:
@@ -143,11 +141,7 @@ class LiveProbe:
 
     def __enter__(self) -> LiveProbe:
         t0 = time.monotonic()
-        try:
-            self._servers = self._session.start()
-        except BaseException:
-            self._session.close()
-            raise
+        self._servers = self._session.__enter__()  # a failed start closes what it spawned
         self.ready_s = time.monotonic() - t0
         return self
 
