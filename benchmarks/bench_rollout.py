@@ -31,6 +31,7 @@ from envkit.gym.types import PolicyEndpoint, RuntimeOptions  # noqa: E402
 from envkit.gym.venv import ensure_gym_venv  # noqa: E402
 from envkit.policy_server.server import PolicyServer  # noqa: E402
 from envkit.rollout import run_rollouts  # noqa: E402
+from envkit.supply.cache import cache_root, uv_cache_under  # noqa: E402
 from envkit.trainer.generation.hf import HFBackend  # noqa: E402
 from envkit.trainer.tiny_model import make_tiny_model  # noqa: E402
 
@@ -55,10 +56,11 @@ def bench_gym(pkg: Path, endpoint: PolicyEndpoint, data: Path, args: argparse.Na
     paths.ray_tmp.mkdir()
     work = paths.work
     shutil.copytree(pkg, work)
-    env = gym_env(gym, paths, write_uv_toml(gym, workdir, offline=opts.offline))
+    uv_cache = uv_cache_under(opts.cache_dir or cache_root())  # the runtime's own uv cache
+    env = gym_env(gym, paths, write_uv_toml(gym, workdir, offline=opts.offline), uv_cache)
     venv_dir = runtime.prepare()  # the venvs envkit's side used (built by its warm-up run)
     port = free_port()
-    common = gym_args(runtime.config_paths, endpoint, venv_dir, workdir, port)
+    common = gym_args(runtime.config_paths, endpoint, venv_dir, workdir, port, uv_cache)
     start = time.monotonic()
     proc = subprocess.Popen([str(gym.bin / "gym"), "env", "start", *common], cwd=work, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
