@@ -9,11 +9,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e '.[test,train,platform,docs]'
-# An editable install leaves envkit's own sources uncompiled, and with PYTHONDONTWRITEBYTECODE
-# set (CI machines, containers) no run writes their bytecode: every envkit process the suite
-# starts (hundreds, Ray actors included) compiled them again. Compile them once, as a
-# non-editable install does; a stale .pyc is never used (Python checks the source's mtime).
+.venv/bin/python -m pip install -q --no-compile -e '.[test,train,platform,docs]'
+# Bytecode, written once before any test: with PYTHONDONTWRITEBYTECODE set (CI machines,
+# containers) no run writes it, and every process the suite starts (hundreds, Ray actors
+# included) would compile torch, Ray and envkit again. pip compiles what it installs one file
+# at a time, so it is told not to, and compileall does the same work on every core. As in pip's
+# own step, a module this Python cannot compile is left alone (torch ships one in 3.12 syntax
+# for its tests), so only envkit's own sources must all compile; an editable install leaves
+# them uncompiled, and a stale .pyc is never used (Python checks the source's mtime).
+SITE=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+.venv/bin/python -m compileall -qq -j 0 "$SITE" >/dev/null || true
 .venv/bin/python -m compileall -q -j 0 envkit converters trainer validators >/dev/null
 # The layering contracts (pyproject.toml [tool.importlinter]) before any test runs.
 .venv/bin/python scripts/lint_imports.py
