@@ -127,13 +127,15 @@ def link_or_copy(source: Path, target: Path) -> None:
 
 
 def link_wheels(source: str, target: str) -> None:
-    """A ``copytree`` copy function: wheels hard-linked, everything else copied.
+    """A ``copytree`` copy function: wheels symlinked, everything else copied.
 
     Why: a Gym run works on its own copy of the package (Gym writes beside the configs), but
-    a wheels-v1 package is mostly wheels (hundreds of MB), which nothing writes to in place;
-    a link makes each run's copy free where the cache shares the package's filesystem.
+    a wheels-v1 package is mostly wheels (hundreds of MB), which nothing writes to in place.
+    A symlink, not a hard link: a link moves the wheel's ctime, and the stores that spare the
+    next run a read of every wheel (the tree stamps, the wheel facts) trust a file's stat only
+    while its ctime is the same, so every run after a bring-up read all the wheels again.
     """
     if source.endswith(".whl"):
-        link_or_copy(Path(source), Path(target))
+        Path(target).symlink_to(Path(source).absolute())
     else:
         shutil.copy2(source, target)
