@@ -123,8 +123,10 @@ def _scripts() -> list[tuple[str, str]]:
     out = [("docs/getting-started.md",
             "\n".join(runnable(c) for block in _doc(GETTING_STARTED) for c in block
                       if not reason(c)))]
+    started = {_code(c).strip() for c in STARTED}  # the same command, whatever its comment
     for i, block in enumerate(_doc(README)):
-        script = "\n".join(runnable(c) for c in block if not reason(c) and c not in STARTED)
+        script = "\n".join(runnable(c) for c in block
+                           if not reason(c) and _code(c).strip() not in started)
         out.append((f"README.md block {i + 1}", script))
     for name in GUIDES:
         for i, block in enumerate(_doc(REPO_ROOT / "docs" / name)):
