@@ -14,6 +14,7 @@ import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 DEFAULT_RUNS = 11
 QUICK_RUNS = 5
@@ -63,10 +64,18 @@ def time_process(cmd: Sequence[str], runs: int, env: dict[str, str] | None = Non
     return Timing(walls, cpus)
 
 
-def time_rounds(cmds: Sequence[tuple[Sequence[str], dict[str, str] | None]], runs: int,
-                ok: Sequence[int] = (0,)) -> list[Timing]:
-    """``runs`` rounds, each running every command of ``cmds`` (command, environment) once, in
-    order; one ``Timing`` per command.
+class Run(NamedTuple):
+    """One command of a round: its environment, working directory and accepted exit codes."""
+
+    cmd: Sequence[str]
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    ok: Sequence[int] = (0,)
+
+
+def time_rounds(cmds: Sequence[Run], runs: int) -> list[Timing]:
+    """``runs`` rounds, each running every command of ``cmds`` once, in order; one ``Timing``
+    per command.
 
     Why rounds: the machine drifts over a benchmark (the load, what the page cache holds), and
     a block of one command's runs followed by a block of the other's gives each a different
@@ -74,8 +83,8 @@ def time_rounds(cmds: Sequence[tuple[Sequence[str], dict[str, str] | None]], run
     """
     timings = [Timing([], []) for _ in cmds]
     for _ in range(runs):
-        for (cmd, env), timing in zip(cmds, timings, strict=True):
-            timing.add(time_process(cmd, 1, env=env, ok=ok))
+        for run, timing in zip(cmds, timings, strict=True):
+            timing.add(time_process(run.cmd, 1, env=run.env, cwd=run.cwd, ok=run.ok))
     return timings
 
 
