@@ -8,7 +8,9 @@
 #
 # Needs the dev install (`pip install -e '.[test]'`) and PyPI once: the ray+openai wheelhouse
 # (closure), the 145-package corpus (tree) and the Gym venv (smoke) are built on first use and
-# cached under ~/.cache. Run it on a quiet machine (load < 1): ratios survive load, figures not.
+# cached under ~/.cache. The gate's benchmark installs a wheel of this checkout into a new venv
+# on every run (its dependencies from pip's index or cache), as a hook or a CI job installs it.
+# Run it on a quiet machine (load < 1): ratios survive load, figures not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
