@@ -131,7 +131,7 @@ def link_wheels(source: str, target: str) -> None:
 
     Why: a Gym run works on its own copy of the package (Gym writes beside the configs), but
     a wheels-v1 package is mostly wheels (hundreds of MB), which nothing writes to in place.
-    A symlink, not a hard link: a link moves the wheel's ctime, and the stores that spare the
+    A symlink, not a hard link: a hard link moves the wheel's ctime, and the stores that spare the
     next run a read of every wheel (the tree stamps, the wheel facts) trust a file's stat only
     while its ctime is the same, so every run after a bring-up read all the wheels again.
     """

@@ -297,7 +297,7 @@ def test_ctrl_c_and_a_vanished_file_mid_upload_leave_nothing_marked_complete(e2e
 
     # A file that vanishes between hashing and sending: one line, still not complete.
     copy = tmp_path / "pkg"
-    shutil.copytree(pkg, copy, copy_function=link_wheels)  # the wheels hard-linked: ~300 MB
+    shutil.copytree(pkg, copy, copy_function=link_wheels)  # the wheels symlinked: ~300 MB
     from envkit.platform import submit as submit_mod
 
     real_scan = submit_mod.scan_tree
