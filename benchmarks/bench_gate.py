@@ -11,9 +11,9 @@ both alike):
   with bytecode (a private ``PYTHONPYCACHEPREFIX``, warmed once); anchor ``python -c pass``
   of the same venv with the same bytecode settings; the stored run and ``--no-cache``.
   Goal: <= 5x the anchor. ``python -c "import click, yaml"`` is timed in the same rounds:
-  the part of the ratio that is the libraries', not envkit's. Why this anchor: a hook's run is dominated by the interpreter's
-  start and envkit's imports, and the ratio holds on a slower or busier machine where an
-  absolute figure does not.
+  the part of the ratio that is the libraries', not envkit's. Why this anchor: a hook's run
+  is dominated by the interpreter's start and envkit's imports, and the ratio holds on a
+  slower or busier machine where an absolute figure does not.
 - tree: ``envkit validate`` naming one native-v1 package per ``resources_servers/<impl>`` of
   the nemo-gym 0.7.0 wheel (145; ``bench_validate_corpus.corpus()`` builds and caches them),
   wall time, with the stores a second run finds (tree stamps, wheel facts) and with
